@@ -1,0 +1,78 @@
+"""The one exception tree of memory_inject.
+
+::
+
+    MemoryInjectError
+    ├── ConfigError            bad YAML or bad values; raised at load time, never mid-turn
+    └── StorageError           a store could not do what was asked (wraps the driver error)
+        ├── StoreMissingError  the database does not exist and could not be created
+        ├── StoreCorruptError  the file is not a database, or fails its schema check
+        ├── StoreLockedError   another writer holds the lock past the retry
+        ├── SchemaMismatchError  the schema is newer than this library, or not ours
+        └── EmbedderError      the embedder raised or returned the wrong shape
+
+A memory failure never fails the agent's turn: the renderer swallows every
+``StorageError`` (and any other exception from a store) and reports it on the
+``memory_recall`` event with ``success=False``. Write paths do raise, because a
+write that returned must be durable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConfigError",
+    "EmbedderError",
+    "MemoryInjectError",
+    "SchemaMismatchError",
+    "StorageError",
+    "StoreCorruptError",
+    "StoreLockedError",
+    "StoreMissingError",
+]
+
+
+class MemoryInjectError(Exception):
+    """Base of every error this library raises on purpose."""
+
+
+class ConfigError(MemoryInjectError, ValueError):
+    """A configuration file or value is invalid.
+
+    ``problems`` holds one line per problem, each naming the file, the key
+    and the path: ``alice.yaml: 'max_entries' must be >= 0 (got -1) @ $.memory.budget``.
+    """
+
+    def __init__(self, source: str, problems: Sequence[str]) -> None:
+        self.source = source
+        self.problems: tuple[str, ...] = tuple(f"{source}: {p}" for p in problems)
+        n = len(self.problems)
+        head = f"{source}: {n} problem{'s' if n != 1 else ''}:"
+        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+
+
+class StorageError(MemoryInjectError):
+    """A store failed. ``reason`` is a short machine-readable cause."""
+
+    reason = "storage_error"
+
+
+class StoreMissingError(StorageError):
+    reason = "missing"
+
+
+class StoreCorruptError(StorageError):
+    reason = "corrupt"
+
+
+class StoreLockedError(StorageError):
+    reason = "locked"
+
+
+class SchemaMismatchError(StorageError):
+    reason = "schema_mismatch"
+
+
+class EmbedderError(StorageError):
+    reason = "embedder_failed"

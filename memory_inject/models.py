@@ -1,0 +1,171 @@
+"""Values shared by every layer: origins, categories, entries and the store protocols.
+
+Everything here is a frozen attrs class or an enum; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Awaitable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+import attrs
+from attrs import field, frozen
+
+__all__ = [
+    "AsyncMemory",
+    "Memory",
+    "MemoryCategory",
+    "MemoryEntry",
+    "TurnMeta",
+    "TurnOrigin",
+    "parse_timestamp",
+]
+
+
+class TurnOrigin(enum.StrEnum):
+    """Who started the turn. The injection decision keys on this, not on the code path."""
+
+    INTERACTIVE = "interactive"
+    CHANNEL = "channel"
+    CRON = "cron"
+    DAEMON = "daemon"
+    AGENT_DIRECT = "agent_direct"
+    SUB_TURN = "sub_turn"
+
+
+class MemoryCategory(enum.StrEnum):
+    """The three built-in categories. Any other string is a custom category."""
+
+    CORE = "core"
+    DAILY = "daily"
+    CONVERSATION = "conversation"
+
+
+def parse_timestamp(value: datetime | str) -> datetime:
+    """Return an aware datetime; naive values and RFC 3339 strings without zone are UTC."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValueError(f"'timestamp' must be an RFC 3339 date-time (got {value!r})") from None
+    if not isinstance(value, datetime):
+        raise TypeError(f"'timestamp' must be a datetime or an RFC 3339 string (got {value!r})")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def _timestamp(value: datetime | str | None) -> datetime | None:
+    return None if value is None else parse_timestamp(value)
+
+
+def _category(value: str) -> str:
+    if isinstance(value, MemoryCategory):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"'category' must be a string (got {value!r})")
+    try:
+        return MemoryCategory(value)
+    except ValueError:
+        return value
+
+
+def _score(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"'score' must be a finite number (got {value!r})")
+    return value
+
+
+@frozen(slots=True)
+class MemoryEntry:
+    """One remembered thing, as a store returns it from ``recall``.
+
+    ``timestamp`` is when it was written (aware; ``None`` means unknown, which
+    disables decay for the entry). ``score`` is the store's relevance in 0..1 or
+    ``None`` for time-only recalls. ``id`` defaults to ``key``. ``extra`` holds
+    store-specific fields (confidence, status, tags, ...) that later stages read.
+    """
+
+    key: str
+    content: str
+    category: str = field(converter=_category)
+    timestamp: datetime | None = field(converter=_timestamp)
+    session_id: str | None = None
+    score: float | None = field(default=None, converter=_score)
+    importance: float | None = None
+    id: str = field(default=None)
+    namespace: str = "default"
+    extra: dict[str, Any] = field(factory=dict, eq=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.id is None:
+            object.__setattr__(self, "id", self.key)
+
+    def with_score(self, score: float | None) -> MemoryEntry:
+        """A copy with another score (the pipeline never mutates an entry)."""
+        return attrs.evolve(self, score=score)
+
+
+@frozen(slots=True)
+class TurnMeta:
+    """Correlation carrier for one turn; these reach the recall event."""
+
+    channel: str = "cli"
+    agent_alias: str | None = None
+    turn_id: str = ""
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """What the renderer needs of a store.
+
+    ``recall`` returns entries ordered by relevance (best first). An empty,
+    whitespace-only or bare ``"*"`` query means "most recent first" with
+    ``score=None``. ``since``/``until`` are inclusive bounds on the timestamp.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Sequence[MemoryEntry]: ...
+
+
+@runtime_checkable
+class AsyncMemory(Protocol):
+    """The async twin of :class:`Memory`."""
+
+    @property
+    def name(self) -> str: ...
+
+    def arecall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Awaitable[Sequence[MemoryEntry]]: ...
+
+
+def is_time_only(query: str) -> bool:
+    """True for the queries the recall contract reads as "most recent"."""
+    q = query.strip()
+    return q in ("", "*")
