@@ -1,0 +1,64 @@
+"""memory-inject: decide, on every agent turn, whether to give the model its memory and what.
+
+One policy keyed on who started the turn (:func:`resolve_inject_policy`) and
+one pipeline that recalls, filters, budgets and renders the block
+(:func:`render_memory_context`), announcing each render on
+:data:`memory_inject.signals.memory_recall`.
+"""
+
+from memory_inject.config import (
+    AgentConfig,
+    BackendConfig,
+    BudgetConfig,
+    DecayConfig,
+    MemoryInjectConfig,
+    RerankConfig,
+    load_agent_config,
+)
+from memory_inject.exceptions import ConfigError, MemoryInjectError, StorageError
+from memory_inject.models import (
+    AsyncMemory,
+    Memory,
+    MemoryCategory,
+    MemoryEntry,
+    TurnMeta,
+    TurnOrigin,
+)
+from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
+from memory_inject.policy import InjectPolicy, resolve_inject_policy
+from memory_inject.render import MEMORY_CONTEXT_CLOSE, MEMORY_CONTEXT_OPEN
+from memory_inject.signals import MemoryRecall, memory_recall
+from memory_inject.stages import StageTrace
+from memory_inject.storage.memory import InMemoryStore
+
+__all__ = [
+    "MEMORY_CONTEXT_CLOSE",
+    "MEMORY_CONTEXT_OPEN",
+    "AgentConfig",
+    "AsyncMemory",
+    "BackendConfig",
+    "BudgetConfig",
+    "ConfigError",
+    "DecayConfig",
+    "InMemoryStore",
+    "InjectPolicy",
+    "Memory",
+    "MemoryCategory",
+    "MemoryEntry",
+    "MemoryInjectConfig",
+    "MemoryInjectError",
+    "MemoryRecall",
+    "RenderResult",
+    "RerankConfig",
+    "StageTrace",
+    "StorageError",
+    "TurnMeta",
+    "TurnOrigin",
+    "arender_memory_context",
+    "load_agent_config",
+    "memory_recall",
+    "render_memory_context",
+    "resolve_inject_policy",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,284 @@
+"""``render_memory_context``: recall, then the stages, then exactly one signal.
+
+The only I/O of a render is the store's ``recall``; everything after it is the
+pure stage chain. The sync and async entry points share that chain and differ
+only in how they call the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from attrs import field, frozen
+
+from memory_inject._text import scrub_credentials, truncate_with_ellipsis
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
+from memory_inject.render import get_renderer
+from memory_inject.rerank import rerank, rerank_recall_limit
+from memory_inject.signals import MemoryRecall, memory_recall
+from memory_inject.stages import (
+    Stage,
+    StageContext,
+    StageTrace,
+    conversation_exclusion,
+    decay,
+    relevance_filter,
+    skip_set,
+)
+
+__all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
+
+_log = logging.getLogger("memory_inject")
+_DEFAULT = MemoryInjectConfig()
+_QUERY_SUMMARY_CHARS = 200
+_POST_ARM: tuple[tuple[str, Stage], ...] = (
+    ("relevance_filter", relevance_filter),
+    ("conversation_exclusion", conversation_exclusion),
+    ("skip_set", skip_set),
+)
+
+
+@frozen(slots=True)
+class RenderResult:
+    """The block (``""`` when nothing survived), what was rendered and why the rest was not."""
+
+    text: str
+    entries: tuple[MemoryEntry, ...]
+    trace: tuple[StageTrace, ...]
+    event: MemoryRecall = field(repr=False)
+
+    @property
+    def success(self) -> bool:
+        return self.event.success
+
+
+@frozen(slots=True)
+class _Recalled:
+    entries: list[MemoryEntry]
+    raw_count: int
+    any_ok: bool
+    errors: list[str]
+    invalid: dict[str, str]
+    duration: float
+    degraded: tuple[str, ...] = ()
+
+
+def recall_limit_for(cfg: MemoryInjectConfig) -> int:
+    """Entries to ask of each scope: the limit, or the rerank arm's over-fetched pool."""
+    limit = cfg.recall_limit or cfg.rerank.pool_cap
+    if cfg.rerank.enabled:
+        return rerank_recall_limit(limit, cfg.rerank)
+    return limit
+
+
+def _resolve(config: MemoryInjectConfig | None, origin: TurnOrigin | str | None
+             ) -> MemoryInjectConfig:
+    cfg = config if config is not None else _DEFAULT
+    if origin is not None and cfg.origins:
+        return cfg.for_origin(origin)
+    return cfg
+
+
+def _describe(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    head = reason if isinstance(reason, str) else type(exc).__name__
+    return f"{head}: {exc}" if str(exc) else head
+
+
+class _Collector:
+    """Key de-dup across scopes (first scope wins) and rejection of non-entries."""
+
+    def __init__(self) -> None:
+        self.entries: list[MemoryEntry] = []
+        self.seen: set[str] = set()
+        self.raw = 0
+        self.any_ok = False
+        self.errors: list[str] = []
+        self.invalid: dict[str, str] = {}
+
+    def add(self, scope: str | None, batch: Any) -> None:
+        items = list(batch)  # a non-iterable batch raises here and counts as a failure
+        self.any_ok = True
+        for item in items:
+            self.raw += 1
+            if not isinstance(item, MemoryEntry):
+                self.invalid[f"<invalid #{len(self.invalid)}>"] = (
+                    f"invalid_entry:{type(item).__name__}"
+                )
+                continue
+            if item.key not in self.seen:
+                self.seen.add(item.key)
+                self.entries.append(item)
+
+    def fail(self, scope: str | None, exc: BaseException) -> None:
+        self.errors.append(f"scope {scope!r}: {_describe(exc)}")
+
+    def done(self, duration: float, memory: Any) -> _Recalled:
+        info = getattr(memory, "last_recall_info", None)
+        degraded: tuple[str, ...] = ()
+        if isinstance(info, dict) and info.get("degraded"):
+            degraded = (str(info["degraded"]),)
+        return _Recalled(self.entries, self.raw, self.any_ok, self.errors, self.invalid,
+                         duration, degraded)
+
+
+def _backend_name(memory: Any) -> str:
+    try:
+        return str(memory.name)
+    except Exception:  # noqa: BLE001 - a broken store must not break the turn
+        return type(memory).__name__
+
+
+def render_memory_context(
+    memory: Any,
+    query: str,
+    *,
+    sessions: Iterable[str | None] = (),
+    config: MemoryInjectConfig | None = None,
+    exclude_conversation: bool = False,
+    turn: TurnMeta | None = None,
+    now: datetime | None = None,
+    origin: TurnOrigin | str | None = None,
+) -> RenderResult:
+    """Recall for each session scope and render one block. Never raises because of the store.
+
+    ``config`` is the agent's config; with ``origin`` given, that origin's
+    overrides apply. ``now`` pins the clock (decay, recency) for reproducible
+    renders. Sends exactly one ``memory_recall`` signal.
+    """
+    cfg = _resolve(config, origin)
+    scopes = tuple(sessions) or (None,)
+    limit = recall_limit_for(cfg)
+    col = _Collector()
+    t0 = time.perf_counter()
+    for sid in scopes:
+        try:
+            col.add(sid, memory.recall(query, limit, session_id=sid, since=None, until=None))
+        except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
+            col.fail(sid, exc)
+    recalled = col.done(time.perf_counter() - t0, memory)
+    return _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin)
+
+
+async def arender_memory_context(
+    memory: Any,
+    query: str,
+    *,
+    sessions: Iterable[str | None] = (),
+    config: MemoryInjectConfig | None = None,
+    exclude_conversation: bool = False,
+    turn: TurnMeta | None = None,
+    now: datetime | None = None,
+    origin: TurnOrigin | str | None = None,
+) -> RenderResult:
+    """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
+    cfg = _resolve(config, origin)
+    scopes = tuple(sessions) or (None,)
+    limit = recall_limit_for(cfg)
+    col = _Collector()
+    t0 = time.perf_counter()
+    arecall = getattr(memory, "arecall", None)
+    for sid in scopes:
+        try:
+            if arecall is not None:
+                batch = await arecall(query, limit, session_id=sid, since=None, until=None)
+            else:
+                batch = await asyncio.to_thread(
+                    memory.recall, query, limit, session_id=sid, since=None, until=None
+                )
+            col.add(sid, batch)
+        except Exception as exc:  # noqa: BLE001
+            col.fail(sid, exc)
+    recalled = col.done(time.perf_counter() - t0, memory)
+    return _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin)
+
+
+def run_stages(
+    ctx: StageContext, entries: Sequence[MemoryEntry]
+) -> tuple[str, tuple[MemoryEntry, ...], list[StageTrace]]:
+    """The pure part of a render: arm, filters, renderer."""
+    traces: list[StageTrace] = []
+    cfg = ctx.config
+    arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
+    current: Sequence[MemoryEntry] = entries
+    for name, stage in ((arm_name, arm), *_POST_ARM):
+        res = stage(ctx, current)
+        scores = {e.key: e.score for e in res.survivors} if stage is arm else {}
+        traces.append(StageTrace(name, len(current), len(res.survivors), res.dropped, scores))
+        current = res.survivors
+    rendered = get_renderer(cfg.renderer)(ctx, current)
+    traces.extend(rendered.traces)
+    return rendered.text, rendered.entries, traces
+
+
+def _finish(
+    memory: Any,
+    query: str,
+    scopes: tuple[str | None, ...],
+    cfg: MemoryInjectConfig,
+    rec: _Recalled,
+    exclude_conversation: bool,
+    turn: TurnMeta | None,
+    now: datetime | None,
+    origin: TurnOrigin | str | None,
+) -> RenderResult:
+    recall_trace = StageTrace("recall", rec.raw_count, len(rec.entries), rec.invalid)
+    traces: list[StageTrace] = [recall_trace]
+    text = ""
+    rendered: tuple[MemoryEntry, ...] = ()
+    errors = list(rec.errors)
+    if rec.invalid:
+        errors.append(f"invalid_entries: store returned {len(rec.invalid)} non-entries")
+    stage_failed = False
+    try:
+        ctx = StageContext(cfg, now if now is not None else datetime.now(UTC),
+                           exclude_conversation, query)
+        text, rendered, stage_traces = run_stages(ctx, rec.entries)
+        traces.extend(stage_traces)
+    except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory
+        stage_failed = True
+        text, rendered = "", ()
+        errors.append(f"stage_failed: {_describe(exc)}")
+    success = rec.any_ok and not rec.invalid and not stage_failed
+    turn = turn if turn is not None else TurnMeta()
+    event = MemoryRecall(
+        query_summary=(
+            None if query == ""
+            else truncate_with_ellipsis(scrub_credentials(query), _QUERY_SUMMARY_CHARS)
+        ),
+        duration=rec.duration,
+        num_entries=len(rec.entries),
+        backend=_backend_name(memory),
+        success=success,
+        channel=turn.channel,
+        agent_alias=turn.agent_alias,
+        turn_id=turn.turn_id,
+        origin=None if origin is None else str(origin),
+        sessions=scopes,
+        rendered_entries=len(rendered),
+        rendered_chars=len(text),
+        rendered_keys=tuple(e.key for e in rendered),
+        trace=tuple(traces),
+        error="; ".join(errors) or None,
+        degraded=rec.degraded,
+        tokenizer=cfg.budget.tokenizer,
+        text=text,
+    )
+    _send(memory, event)
+    return RenderResult(text, rendered, event.trace, event)
+
+
+def _send(sender: Any, event: MemoryRecall) -> None:
+    if not memory_recall.receivers:
+        return
+    for receiver in memory_recall.receivers_for(sender):
+        try:
+            receiver(sender, event=event)
+        except Exception:  # observers never steer behaviour, nor break the turn
+            _log.exception("memory_recall receiver %r raised", receiver)

@@ -1,0 +1,72 @@
+"""Should this turn get memory at all? One decision, keyed on who started the turn.
+
+Pure: no I/O, no logging, no signals. The table (spec section 3):
+
+=============================  ===========  ========  =================================
+origin                         has_session  suppress  result
+=============================  ===========  ========  =================================
+any                            any          true      skip (``suppressed``)
+sub_turn                       any          false     skip (``sub_turn``)
+(origin disabled in config)    any          false     skip (``origin_disabled``)
+cron / daemon                  any          false     inject, exclude conversation
+interactive/channel/agent_dir  true         false     inject
+interactive/channel/agent_dir  false        false     inject, exclude conversation
+=============================  ===========  ========  =================================
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.models import TurnOrigin
+
+__all__ = ["SKIP_REASONS", "InjectPolicy", "resolve_inject_policy"]
+
+#: Every reason :func:`resolve_inject_policy` can give for a skip.
+SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled")
+
+
+@frozen(slots=True)
+class InjectPolicy:
+    """The decision for one turn. ``reason`` is set exactly when ``inject`` is false."""
+
+    inject: bool
+    exclude_conversation: bool = False
+    reason: str | None = None
+
+
+_SKIP = {r: InjectPolicy(inject=False, reason=r) for r in SKIP_REASONS}
+_INJECT = InjectPolicy(inject=True, exclude_conversation=False)
+_INJECT_EXCLUDING = InjectPolicy(inject=True, exclude_conversation=True)
+_SCHEDULED = frozenset({TurnOrigin.CRON, TurnOrigin.DAEMON})
+
+
+def resolve_inject_policy(
+    origin: TurnOrigin | str,
+    *,
+    has_session: bool,
+    suppress: bool = False,
+    config: MemoryInjectConfig | None = None,
+) -> InjectPolicy:
+    """Map who started the turn (and the agent's config) to inject-or-skip.
+
+    ``suppress`` is the spawn-site opt-out and wins over everything. Scheduled
+    origins never see conversation memory; sessionless turns do not either,
+    since without a session filter they would pull other chats' conversations.
+    """
+    origin = TurnOrigin(origin)
+    if suppress:
+        return _SKIP["suppressed"]
+    if origin is TurnOrigin.SUB_TURN:
+        return _SKIP["sub_turn"]
+    if config is not None and not config.is_enabled_for(origin):
+        return _SKIP["origin_disabled"]
+    if origin in _SCHEDULED or not has_session:
+        return _INJECT_EXCLUDING
+    return _INJECT
+
+
+def has_session(sessions: object) -> bool:
+    """True if at least one scope is not None (an empty list or ``[None]`` is sessionless)."""
+    return any(s is not None for s in sessions)  # type: ignore[attr-defined]

@@ -1,0 +1,110 @@
+"""Renderers: the last stage, and the only code that knows the output format.
+
+A renderer takes the context and the surviving candidates and returns the
+block text, the entries it rendered and one trace per budget it applied.
+``bracket`` is zeroclaw's block, byte for byte (spec section 5, stages 4 and 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from attrs import frozen
+
+from memory_inject._text import truncate_with_ellipsis
+from memory_inject._tokens import load_encoding
+from memory_inject.models import MemoryEntry
+from memory_inject.stages import StageContext, StageTrace
+
+__all__ = [
+    "MEMORY_CONTEXT_CLOSE",
+    "MEMORY_CONTEXT_OPEN",
+    "BracketRenderer",
+    "Rendered",
+    "Renderer",
+]
+
+MEMORY_CONTEXT_OPEN = "[Memory context]"
+MEMORY_CONTEXT_CLOSE = "[/Memory context]"
+_HEADER = MEMORY_CONTEXT_OPEN + "\n"
+_FOOTER = MEMORY_CONTEXT_CLOSE + "\n\n"
+
+
+@frozen(slots=True)
+class Rendered:
+    text: str
+    entries: tuple[MemoryEntry, ...]
+    traces: tuple[StageTrace, ...]
+
+
+class Renderer(Protocol):
+    name: str
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered: ...
+
+
+class BracketRenderer:
+    """``[Memory context]`` / ``- key: content`` lines / ``[/Memory context]`` + blank line.
+
+    Budgets, in order: entry count; per-entry truncation with ``...``; total
+    characters of the entry lines (header and footer not counted); and, when
+    set, total tokens of the whole block. An entry that does not fit ends the
+    block: later, smaller entries are not tried (the spec's ``break``).
+    """
+
+    name = "bracket"
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
+        budget = ctx.config.budget
+        capped = list(entries[: budget.max_entries])
+        cap_dropped = {e.key: "budget:max_entries" for e in entries[budget.max_entries:]}
+
+        max_chars = budget.entry_max_chars
+        lines = []
+        for e in capped:
+            content = e.content
+            if len(content) > max_chars:
+                content = truncate_with_ellipsis(content, max_chars)
+            lines.append(f"- {e.key}: {content}\n")
+
+        max_total = budget.max_total_chars
+        max_tokens = budget.max_total_tokens
+        encoding = load_encoding(budget.tokenizer) if max_tokens is not None else None
+        used = 0
+        body: list[str] = []
+        rendered: list[MemoryEntry] = []
+        budget_dropped: dict[str, str] = {}
+        stop: str | None = None
+        for e, line in zip(capped, lines, strict=True):
+            if stop is None and used + len(line) > max_total:
+                stop = "budget:max_total_chars"
+            if stop is None and encoding is not None and max_tokens is not None:
+                candidate = _HEADER + "".join(body) + line + _FOOTER
+                if len(encoding.encode(candidate, disallowed_special=())) > max_tokens:
+                    stop = "budget:max_total_tokens"
+            if stop is not None:
+                budget_dropped[e.key] = stop
+                continue
+            body.append(line)
+            used += len(line)
+            rendered.append(e)
+
+        text = _HEADER + "".join(body) + _FOOTER if body else ""
+        n_cap = len(capped)
+        traces = (
+            StageTrace("entry_cap", len(entries), n_cap, cap_dropped),
+            StageTrace("truncate", n_cap, n_cap, {}),
+            StageTrace("total_budget", n_cap, len(rendered), budget_dropped),
+        )
+        return Rendered(text, tuple(rendered), traces)
+
+
+RENDERERS: dict[str, Renderer] = {"bracket": BracketRenderer()}
+
+
+def get_renderer(name: str) -> Renderer:
+    try:
+        return RENDERERS[name]
+    except KeyError:
+        raise ValueError(f"'renderer' must be one of {sorted(RENDERERS)} (got {name!r})") from None

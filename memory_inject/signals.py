@@ -1,0 +1,76 @@
+"""The signal catalog (Flask style): who hears about a render.
+
+Receivers are called as ``receiver(sender, event=MemoryRecall(...))``. Exactly
+one ``memory_recall`` is sent per call of ``render_memory_context``: also when
+nothing was recalled, when every recall failed and when a stage raised.
+Observers never steer behaviour; an observer that raises is isolated (the
+error is logged by the pipeline, the turn goes on).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from attrs import field, frozen
+from blinker import Namespace
+
+if TYPE_CHECKING:
+    from memory_inject.stages import StageTrace
+
+__all__ = ["MemoryRecall", "memory_recall"]
+
+_signals = Namespace()
+
+#: Sent once per render with ``event=MemoryRecall(...)``.
+memory_recall = _signals.signal("memory-recall")
+
+
+@frozen(slots=False)
+class MemoryRecall:
+    """What one render recalled, what it dropped and why.
+
+    zeroclaw's fields keep their meaning: ``query_summary`` (credential-scrubbed,
+    at most 200 chars + ``...``, None for an empty query), ``duration`` (seconds
+    of all recalls together), ``num_entries`` (after key de-dup, before any
+    filter), ``backend``, ``success`` (False when every scope's recall failed,
+    when the store returned garbage or when a stage raised), ``channel``,
+    ``agent_alias``, ``turn_id``.
+    """
+
+    query_summary: str | None
+    duration: float
+    num_entries: int
+    backend: str
+    success: bool
+    channel: str | None = None
+    agent_alias: str | None = None
+    turn_id: str | None = None
+    origin: str | None = None
+    sessions: tuple[str | None, ...] = ()
+    rendered_entries: int = 0
+    rendered_chars: int = 0
+    rendered_keys: tuple[str, ...] = ()
+    trace: tuple[StageTrace, ...] = ()
+    error: str | None = None
+    degraded: tuple[str, ...] = ()
+    tokenizer: str = field(default="cl100k_base", repr=False)
+    text: str = field(default="", repr=False)
+
+    @functools.cached_property
+    def rendered_tokens(self) -> int:
+        """Tokens of the rendered block (counted on first access, then cached)."""
+        if not self.text:
+            return 0
+        from memory_inject._tokens import count_tokens
+
+        return count_tokens(self.text, self.tokenizer)
+
+    @property
+    def dropped(self) -> Mapping[str, str]:
+        """Every dropped entry key with the reason of the stage that dropped it."""
+        out: dict[str, str] = {}
+        for t in self.trace:
+            out.update(t.dropped)
+        return out
