@@ -354,7 +354,7 @@ class _SafeLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.MarkedYAMLError(
                 "while composing", None, "YAML aliases are not allowed in agent files",
                 event.start_mark,
@@ -414,7 +414,7 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(source, [f"cannot be read: {exc} @ $"]) from None
     try:
-        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

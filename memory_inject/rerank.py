@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from itertools import pairwise
 
 from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
@@ -110,7 +111,7 @@ def shingles(normalized: str) -> frozenset[str]:
     toks = normalized.split(" ") if normalized else []
     if len(toks) < 2:
         return frozenset(toks)
-    return frozenset(f"{a} {b}" for a, b in zip(toks, toks[1:], strict=False))
+    return frozenset(f"{a} {b}" for a, b in pairwise(toks))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -202,8 +203,7 @@ def mmr_order(
         wp = words[picked]
         for i in remaining:
             s = _similarity(words[i], wp)
-            if s > red[i]:
-                red[i] = s
+            red[i] = max(red[i], s)
 
 
 def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:

@@ -14,9 +14,12 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 # Only the very commonest function words: enough that "what is the ..." does
 # not dominate an OR-query, few enough that no content word is lost.
 STOPWORDS = frozenset(
-    "a an and are as at be by did do does for from had has have how i in is it its of on or "
-    "s so t that the their them they this to was were what when where which who why will "
-    "with you your".split()
+    {
+        "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
+        "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "s", "so", "t",
+        "that", "the", "their", "them", "they", "this", "to", "was", "were", "what", "when",
+        "where", "which", "who", "why", "will", "with", "you", "your",
+    }
 )
 
 

@@ -36,6 +36,10 @@ def _strs(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def _vector(value: Any) -> tuple[float, ...] | None:
+    return None if value is None else tuple(float(x) for x in value)
+
+
 def _unit(name: str) -> Any:
     def check(_inst: Any, _attr: Any, value: float | None) -> None:
         if value is not None and not (0.0 <= value <= 1.0):
@@ -76,9 +80,7 @@ class MemoryRecord:
     last_used_at: datetime | None = field(default=None, converter=_opt_ts)
     expires_at: datetime | None = field(default=None, converter=_opt_ts)
     deleted_at: datetime | None = field(default=None, converter=_opt_ts)
-    embedding: tuple[float, ...] | None = field(
-        default=None, converter=lambda v: None if v is None else tuple(float(x) for x in v)
-    )
+    embedding: tuple[float, ...] | None = field(default=None, converter=_vector)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
