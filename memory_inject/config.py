@@ -378,7 +378,7 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     memory = data.get("memory") or {}
     try:
         config = _converter.structure(dict(memory), MemoryInjectConfig)
-    except Exception as exc:  # the checker should have caught it; never leak a traceback
+    except Exception as exc:  # noqa: BLE001 - the checker should have caught it; no traceback
         raise ConfigError(source, [f"{exc} @ $.memory"]) from None
     _check_tokenizers(config, source)
     return AgentConfig(agent=str(data["agent"]), memory=config, source=source)
@@ -414,7 +414,7 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(source, [f"cannot be read: {exc} @ $"]) from None
     try:
-        data = yaml.load(text, Loader=_SafeLoader)
+        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

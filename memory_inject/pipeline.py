@@ -280,5 +280,5 @@ def _send(sender: Any, event: MemoryRecall) -> None:
     for receiver in memory_recall.receivers_for(sender):
         try:
             receiver(sender, event=event)
-        except Exception:  # observers never steer behaviour, nor break the turn
+        except Exception:  # noqa: BLE001 - observers never steer behaviour, nor break the turn
             _log.exception("memory_recall receiver %r raised", receiver)

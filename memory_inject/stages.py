@@ -149,8 +149,7 @@ def decay(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
         if e.category == _CORE or e.score is None or e.timestamp is None:
             out.append(e)
             continue
-        age = age_days(e.timestamp, now)
-        assert age is not None
+        age = age_days(e.timestamp, now) or 0.0
         out.append(e.with_score(e.score * decay_factor(age, half_life)) if age else e)
     return StageResult(out)
 
