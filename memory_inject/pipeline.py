@@ -205,6 +205,7 @@ def run_stages(
     """The pure part of a render: arm, filters, renderer."""
     traces: list[StageTrace] = []
     cfg = ctx.config
+    renderer = get_renderer(cfg.renderer)
     arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
     current: Sequence[MemoryEntry] = entries
     for name, stage in ((arm_name, arm), *_POST_ARM):
@@ -212,7 +213,7 @@ def run_stages(
         scores = {e.key: e.score for e in res.survivors} if stage is arm else {}
         traces.append(StageTrace(name, len(current), len(res.survivors), res.dropped, scores))
         current = res.survivors
-    rendered = get_renderer(cfg.renderer)(ctx, current)
+    rendered = renderer(ctx, current)
     traces.extend(rendered.traces)
     return rendered.text, rendered.entries, traces
 
@@ -237,8 +238,11 @@ def _finish(
         errors.append(f"invalid_entries: store returned {len(rec.invalid)} non-entries")
     stage_failed = False
     try:
+        # The stages after the arm only drop what the rerank arm already
+        # dropped, so the renderer's demand bounds how far the arm must rank.
+        demand = get_renderer(cfg.renderer).demand(cfg)
         ctx = StageContext(cfg, now if now is not None else datetime.now(UTC),
-                           exclude_conversation, query)
+                           exclude_conversation, query, demand)
         text, rendered, stage_traces = run_stages(ctx, rec.entries)
         traces.extend(stage_traces)
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory

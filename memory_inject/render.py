@@ -14,6 +14,7 @@ from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import load_encoding
+from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.stages import StageContext, StageTrace
 
@@ -43,6 +44,10 @@ class Renderer(Protocol):
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered: ...
 
+    def demand(self, config: MemoryInjectConfig) -> int | None:
+        """At most how many candidates this renderer can use (None: unknown)."""
+        ...
+
 
 class BracketRenderer:
     """``[Memory context]`` / ``- key: content`` lines / ``[/Memory context]`` + blank line.
@@ -54,6 +59,9 @@ class BracketRenderer:
     """
 
     name = "bracket"
+
+    def demand(self, config: MemoryInjectConfig) -> int | None:
+        return config.budget.max_entries
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
         budget = ctx.config.budget

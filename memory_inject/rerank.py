@@ -9,7 +9,8 @@ far less work for the same result:
 * MMR keeps each candidate's redundancy (max similarity to the selected set)
   up to date incrementally, one similarity per candidate per pick;
 * MMR picks are produced lazily and stop once ``final_limit`` entries have
-  passed the floor, which is all the spec's trim would keep.
+  passed the floor (all the spec's trim would keep), or fewer when the context
+  says the renderer cannot use more (``StageContext.demand``).
 
 ``tests/reference_rerank.py`` holds the straightforward version; a hypothesis
 test proves both give the same entries in the same order.
@@ -17,7 +18,6 @@ test proves both give the same entries in the same order.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from itertools import pairwise
@@ -107,107 +107,216 @@ def normalize(content: str) -> str:
     return ascii_lower(" ".join(split_ws(content)))
 
 
+def _tokens(content: str) -> list[str]:
+    """The whitespace tokens of ``normalize(content)`` (lowering ASCII keeps the spaces)."""
+    return split_ws(ascii_lower(content))
+
+
 def shingles(normalized: str) -> frozenset[str]:
+    """Adjacent-token bigrams of a normalised text; a single token stands for itself."""
     toks = normalized.split(" ") if normalized else []
     if len(toks) < 2:
         return frozenset(toks)
     return frozenset(f"{a} {b}" for a, b in pairwise(toks))
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    if not a or not b:
-        return 0.0
-    inter = len(a & b)
-    return inter / (len(a) + len(b) - inter)
+def _shingle_keys(toks: list[str]) -> list[tuple[str, ...]]:
+    # Tuples stand for the spec's "a b" strings: tokens hold no spaces, so the
+    # two are in one-to-one correspondence, and a lone token is a 1-tuple.
+    if len(toks) < 2:
+        return [tuple(toks)] if toks else []
+    return list(pairwise(toks))
+
+
+class _Candidates:
+    """The eligible, de-duplicated pool, produced lazily in score order.
+
+    Equivalent to the spec's eligibility filter followed by ``collapse``: an
+    entry's fate depends only on higher-scored entries, so entries are judged
+    one by one as the consumer (MMR or the trim) asks for more. Each judged
+    entry's shingle set is an int bitset (Jaccard is two popcounts), and an
+    inverted index finds the kept entries that share a shingle with it.
+    """
+
+    def __init__(self, pool: Sequence[MemoryEntry], order: list[int], threshold: float,
+                 exclude_conversation: bool, dropped: dict[str, str]) -> None:
+        self.pool = pool
+        self.order = order
+        self.threshold = threshold
+        self.exclude = exclude_conversation
+        self.dropped = dropped
+        self.kept: list[int] = []
+        self.judged = 0
+        self._exact: dict[str, int] = {}
+        self._ids: dict[tuple[str, ...], int] = {}
+        self._masks: list[int] = []
+        self._sizes: list[int] = []
+        self._index: dict[int, list[int]] = {}  # shingle id -> positions in ``kept``
+
+    def get(self, pos: int) -> int | None:
+        """The ``pos``-th kept index, judging more entries as needed; None when exhausted."""
+        while len(self.kept) <= pos:
+            if self.judged >= len(self.order):
+                return None
+            self._judge(self.order[self.judged])
+            self.judged += 1
+        return self.kept[pos]
+
+    def _judge(self, i: int) -> None:
+        e = self.pool[i]
+        reason = eligibility_reason(e, self.exclude)
+        if reason is not None:
+            self.dropped[e.key] = reason
+            return
+        toks = _tokens(e.content)
+        n = " ".join(toks)
+        first = self._exact.get(n)
+        if first is not None:
+            self.dropped[e.key] = f"duplicate_of:{self.pool[first].key}"
+            return
+        self._exact[n] = i
+        ids = self._ids
+        sh = {ids.setdefault(k, len(ids)) for k in _shingle_keys(toks)}
+        mask = 0
+        for x in sh:
+            mask |= 1 << x
+        hit = self._near_duplicate(sh, mask)
+        if hit is not None:
+            self.dropped[e.key] = f"duplicate_of:{self.pool[self.kept[hit]].key}"
+            return
+        pos = len(self.kept)
+        self.kept.append(i)
+        self._masks.append(mask)
+        self._sizes.append(len(sh))
+        for x in sh:
+            self._index.setdefault(x, []).append(pos)
+
+    def _near_duplicate(self, sh: set[int], mask: int) -> int | None:
+        candidates: set[int] = set()
+        for x in sh:
+            hits = self._index.get(x)
+            if hits:
+                candidates.update(hits)
+        n = len(sh)
+        for pos in sorted(candidates):
+            inter = (mask & self._masks[pos]).bit_count()
+            if inter / (n + self._sizes[pos] - inter) >= self.threshold:
+                return pos
+        return None
 
 
 def collapse(
     entries: Sequence[MemoryEntry], scores: Sequence[float], threshold: float
 ) -> tuple[list[int], dict[int, int]]:
-    """Indices kept (score-desc order) and ``{dropped index: index it duplicates}``."""
+    """The spec's ``collapse`` on its own: kept indices and ``{dropped: duplicated}``."""
     order = sorted(range(len(entries)), key=lambda i: -scores[i])
-    kept: list[int] = []
-    dups: dict[int, int] = {}
-    exact: dict[str, int] = {}
-    kept_shingles: list[frozenset[str]] = []
-    index: dict[str, list[int]] = {}  # shingle -> positions in ``kept``
-    for i in order:
-        n = normalize(entries[i].content)
-        first = exact.get(n)
-        if first is not None:
-            dups[i] = first
-            continue
-        exact[n] = i
-        sh = shingles(n)
-        hit = _near_duplicate(sh, kept_shingles, index, threshold)
-        if hit is not None:
-            dups[i] = kept[hit]
-            continue
-        pos = len(kept)
-        kept.append(i)
-        kept_shingles.append(sh)
-        for s in sh:
-            index.setdefault(s, []).append(pos)
-    return kept, dups
+    dropped: dict[str, str] = {}
+    cands = _Candidates(entries, order, threshold, False, dropped)
+    while cands.get(len(cands.kept)) is not None:
+        pass
+    by_key = {e.key: i for i, e in enumerate(entries)}
+    dups = {by_key[k]: by_key[r.removeprefix("duplicate_of:")] for k, r in dropped.items()
+            if r.startswith("duplicate_of:")}
+    return cands.kept, dups
 
 
-def _near_duplicate(
-    sh: frozenset[str],
-    kept_shingles: list[frozenset[str]],
-    index: dict[str, list[int]],
-    threshold: float,
-) -> int | None:
-    if not sh:
-        return None  # jaccard with an empty set is 0 < threshold (threshold > 0)
-    overlap: dict[int, int] = {}
-    for s in sh:
-        for pos in index.get(s, ()):
-            overlap[pos] = overlap.get(pos, 0) + 1
-    best: int | None = None
-    n = len(sh)
-    for pos, inter in overlap.items():
-        if best is not None and pos > best:
-            continue
-        if inter / (n + len(kept_shingles[pos]) - inter) >= threshold:
-            best = pos
-    return best
+class _Words:
+    """Word sets of the raw content as int bitsets, built on first use."""
+
+    def __init__(self, pool: Sequence[MemoryEntry]) -> None:
+        self.pool = pool
+        self.bits: dict[str, int] = {}
+        self.sets: dict[int, tuple[int, int]] = {}
+
+    def __getitem__(self, i: int) -> tuple[int, int]:
+        hit = self.sets.get(i)
+        if hit is None:
+            mask = 0
+            bits = self.bits
+            for w in set(split_ws(self.pool[i].content)):
+                b = bits.get(w)
+                if b is None:
+                    b = bits[w] = 1 << len(bits)
+                mask |= b
+            hit = self.sets[i] = (mask, mask.bit_count())
+        return hit
 
 
-def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
-    return _jaccard(a, b)
+def _bit_jaccard(a: tuple[int, int], b: tuple[int, int]) -> float:
+    if not a[1] or not b[1]:
+        return 0.0
+    inter = (a[0] & b[0]).bit_count()
+    return inter / (a[1] + b[1] - inter)
 
 
-def mmr_order(
-    entries: Sequence[MemoryEntry], ranked: list[int], scores: Sequence[float | None], lam: float
-) -> Iterator[int]:
-    """Yield indices in MMR order (ties: the last candidate wins, as Rust's ``max_by``)."""
-    if len(ranked) <= 1:
-        yield from ranked
+def mmr_order(cands: _Candidates, scores: Sequence[float | None], lam: float) -> Iterator[int]:
+    """Yield pool indices in the spec's MMR order, lazily.
+
+    Per pick, candidates are scanned in score order and the scan stops once
+    ``lam * relevance`` (an upper bound of every later candidate's MMR value)
+    is below the best value found: those candidates cannot win, not even a
+    tie. Redundancy (max similarity to the selected set) is brought up to date
+    only for scanned candidates, one similarity per newly selected entry.
+    Ties go to the last candidate, as Rust's ``max_by`` does.
+    """
+    seed = cands.get(0)
+    if seed is None:
         return
     lam = _clamp(lam)
-    words = {i: frozenset(split_ws(entries[i].content)) for i in ranked}
-    rel = {i: (scores[i] or 0.0) for i in ranked}
-    seed = ranked[0]
+    words = _Words(cands.pool)
+    selected = [seed]
+    red: dict[int, float] = {}  # index -> max similarity to the selected entries seen so far
+    upto: dict[int, int] = {}  # index -> how many selected entries ``red`` accounts for
+    remaining: list[int] = []
+    pulled = 1
     yield seed
-    remaining = ranked[1:]
-    red = {i: _similarity(words[i], words[seed]) for i in remaining}
-    while remaining:
-        best_pos = 0
-        best_val = math.nan
-        for pos, i in enumerate(remaining):
-            val = lam * rel[i] - (1.0 - lam) * red[i]
-            if pos == 0 or not (best_val > val):
+    while True:
+        best_pos = -1
+        best_val = 0.0
+        pos = 0
+        while True:
+            if pos == len(remaining):
+                nxt = cands.get(pulled)
+                if nxt is None:
+                    break
+                pulled += 1
+                remaining.append(nxt)
+            i = remaining[pos]
+            bound = lam * (scores[i] or 0.0)
+            if best_pos >= 0 and bound < best_val:
+                break
+            done = upto.get(i, 0)
+            if done < len(selected):
+                wi = words[i]
+                r = red.get(i, 0.0)
+                for s in selected[done:]:
+                    r = max(r, _bit_jaccard(wi, words[s]))
+                red[i] = r
+                upto[i] = len(selected)
+            val = bound - (1.0 - lam) * red[i]
+            if best_pos < 0 or not (best_val > val):
                 best_pos, best_val = pos, val
+            pos += 1
+        if best_pos < 0:
+            return
         picked = remaining.pop(best_pos)
+        selected.append(picked)
         yield picked
-        wp = words[picked]
-        for i in remaining:
-            s = _similarity(words[i], wp)
-            red[i] = max(red[i], s)
+
+
+def _in_order(cands: _Candidates) -> Iterator[int]:
+    pos = 0
+    while (i := cands.get(pos)) is not None:
+        yield i
+        pos += 1
 
 
 def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """The rerank arm of spec stage 3b, replacing decay."""
+    """The rerank arm of spec stage 3b, replacing decay.
+
+    Entries the arm never had to judge (the renderer was full first) are
+    reported as ``rerank:final_limit`` or ``budget:max_entries``.
+    """
     cfg = ctx.config
     rc = cfg.rerank
     limit = cfg.recall_limit or rc.pool_cap
@@ -215,55 +324,51 @@ def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
     pool_cap = bounded_pool_cap(final_limit, final_limit * max(rc.candidate_multiplier, 1),
                                 rc.pool_cap)
     dropped: dict[str, str] = {e.key: "rerank:pool_cap" for e in entries[pool_cap:]}
-    pool = list(entries[:pool_cap])
+    pool = entries[:pool_cap]
 
+    now = ctx.now
+    iw, rw = rc.importance_weight, rc.recency_weight
     scores: list[float | None] = []
     for e in pool:
         if e.score is None:
             scores.append(None)
             continue
-        h = _clamp(e.score)
-        i = _clamp(e.importance or 0.0)
-        r = _clamp(recency_factor(e, ctx.now))
-        scores.append(blended(h, i, r, rc.importance_weight, rc.recency_weight))
+        r = _clamp(recency_factor(e, now))
+        scores.append(blended(_clamp(e.score), _clamp(e.importance or 0.0), r, iw, rw))
+    order = sorted(range(len(pool)), key=lambda i: -(scores[i] or 0.0))
+    cands = _Candidates(pool, order, rc.near_duplicate_threshold, ctx.exclude_conversation,
+                        dropped)
 
-    eligible: list[int] = []
-    for idx, e in enumerate(pool):
-        reason = eligibility_reason(e, ctx.exclude_conversation)
-        if reason is None:
-            eligible.append(idx)
-        else:
-            dropped[e.key] = reason
-    sub = [pool[i] for i in eligible]
-    sub_scores = [scores[i] for i in eligible]
-    kept, dups = collapse(sub, [s or 0.0 for s in sub_scores], rc.near_duplicate_threshold)
-    for i, of in dups.items():
-        dropped[sub[i].key] = f"duplicate_of:{sub[of].key}"
-
-    if len(kept) >= rc.threshold and rc.strategy == "mmr":
-        order: Iterator[int] = mmr_order(sub, kept, sub_scores, rc.mmr_lambda)
+    picks: Iterator[int]
+    if rc.strategy == "mmr" and (rc.threshold <= 0 or cands.get(rc.threshold - 1) is not None):
+        picks = mmr_order(cands, scores, rc.mmr_lambda)
     else:
-        order = iter(kept)
+        picks = _in_order(cands)
 
-    floor = rc_floor = cfg.min_relevance_score
+    floor = cfg.min_relevance_score
+    need = final_limit if ctx.demand is None else min(final_limit, ctx.demand)
+    unseen_reason = "rerank:final_limit" if need == final_limit else "budget:max_entries"
     out: list[MemoryEntry] = []
     seen: set[int] = set()
+    if need > 0:
+        for i in picks:
+            seen.add(i)
+            s = scores[i]
+            if s is not None and s < floor:
+                dropped[pool[i].key] = f"below_relevance:{format_score(s)}"
+                continue
+            e = pool[i]
+            out.append(e if s == e.score else e.with_score(s))
+            if len(out) >= need:
+                break
+    kept = set(cands.kept)
     for i in order:
-        if len(out) >= final_limit:
-            break
-        seen.add(i)
-        s = sub_scores[i]
-        if s is not None and s < rc_floor:
-            dropped[sub[i].key] = f"below_relevance:{format_score(s)}"
+        key = pool[i].key
+        if i in seen or key in dropped:
             continue
-        e = sub[i]
-        out.append(e if s == e.score else e.with_score(s))
-    for i in kept:
-        if i in seen:
-            continue
-        s = sub_scores[i]
-        if s is not None and s < floor:
-            dropped[sub[i].key] = f"below_relevance:{format_score(s)}"
+        s = scores[i]
+        if s is not None and s < floor and i in kept:
+            dropped[key] = f"below_relevance:{format_score(s)}"
         else:
-            dropped[sub[i].key] = "rerank:final_limit"
+            dropped[key] = unseen_reason
     return StageResult(out, dropped)

@@ -43,6 +43,9 @@ class StageContext:
     now: datetime
     exclude_conversation: bool = False
     query: str = ""
+    #: At most how many survivors the rest of the pipeline can use (None: unknown).
+    #: A stage that produces lazily (the rerank arm) may stop there.
+    demand: int | None = None
 
 
 @frozen(slots=True)

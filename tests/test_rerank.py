@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_inject import MemoryEntry, MemoryInjectConfig, RerankConfig
-from memory_inject.rerank import blended, collapse, mmr_order, recency_factor, rerank
+from memory_inject.rerank import blended, collapse, recency_factor, rerank
 from memory_inject.stages import StageContext
 from tests.reference_rerank import reference_rerank
 
@@ -96,13 +96,25 @@ class TestRerankCases:
 
     def test_mmr_of_one_candidate_is_itself(self) -> None:
         """A single candidate is returned as is."""
-        assert [0] == list(mmr_order([e("a", "x")], [0], [0.5], 0.7))
+        assert ["a"] == run([e("a", "x")], strategy="mmr", threshold=0)
+
+    def test_demand_gives_a_prefix_of_the_full_ranking(self) -> None:
+        """With a renderer demand of 2, the arm returns the first 2 of the full result."""
+        rows = [e(f"k{i}", f"w{i} w{i + 1} shared words here", 0.9 - i / 20) for i in range(12)]
+        cfg = MemoryInjectConfig(recall_limit=8, rerank=RerankConfig(
+            enabled=True, strategy="mmr", threshold=2))
+        full = rerank(StageContext(cfg, NOW), rows).survivors
+        lazy = rerank(StageContext(cfg, NOW, demand=2), rows)
+        assert full[:2] == lazy.survivors
+        assert 8 == len(full)
+        assert "budget:max_entries" == lazy.dropped[full[2].key]
 
 
 texts = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ALPHA", "prod-3", "eu"]),
                  min_size=0, max_size=6).map(" ".join)
 entries_st = st.lists(
-    st.tuples(texts, st.one_of(st.none(), st.floats(0, 1)), st.sampled_from(
+    st.tuples(texts, st.one_of(st.none(), st.floats(0, 1), st.sampled_from([0.5, 0.9, 1.0])),
+              st.sampled_from(
         ["core", "daily", "conversation", "custom"]), st.floats(0, 40),
         st.one_of(st.none(), st.floats(0, 1)), st.sampled_from(["", "user_msg_1", "x_history"])),
     max_size=40,
@@ -110,7 +122,7 @@ entries_st = st.lists(
 
 
 class TestEquivalence:
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=500, deadline=None)
     @given(rows=entries_st, limit=st.integers(0, 8), mult=st.integers(1, 4),
            threshold=st.integers(0, 6), strategy=st.sampled_from(["none", "mmr"]),
            lam=st.floats(0, 1), floor=st.floats(0, 1), exclude=st.booleans(),
