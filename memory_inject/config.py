@@ -42,7 +42,8 @@ __all__ = [
 #: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``).
 MAX_CANDIDATE_POOL = 1024
 
-RENDERERS = ("bracket", "sectioned", "relevant_memories")
+#: Renderers a config may name (more arrive with the governance renderers).
+RENDERERS = ("bracket",)
 STRATEGIES = ("none", "mmr")
 
 
@@ -177,6 +178,10 @@ class BackendConfig:
     rrf_k: int = _setting(60, "int", "reciprocal-rank fusion constant", ge=1)
 
 
+def _group(cls: type) -> Any:
+    return field(factory=cls, validator=attrs.validators.instance_of(cls))
+
+
 _OVERRIDABLE = ("enabled", "recall_limit", "min_relevance_score", "decay", "rerank", "budget",
                 "renderer")
 
@@ -194,12 +199,12 @@ class MemoryInjectConfig:
     recall_limit: int = _setting(5, "int", "entries asked of the store per scope (0 = pool cap)",
                                  ge=0)
     min_relevance_score: float = _setting(0.4, "float", "relevance floor", ge=0, le=1)
-    decay: DecayConfig = field(factory=DecayConfig)
-    rerank: RerankConfig = field(factory=RerankConfig)
-    budget: BudgetConfig = field(factory=BudgetConfig)
+    decay: DecayConfig = _group(DecayConfig)
+    rerank: RerankConfig = _group(RerankConfig)
+    budget: BudgetConfig = _group(BudgetConfig)
     renderer: str = _setting("bracket", "str", "block format", choices=RENDERERS)
-    origins: Mapping[str, Mapping[str, Any]] = field(factory=dict, eq=False, repr=False)
-    backend: BackendConfig = field(factory=BackendConfig)
+    origins: Mapping[str, Mapping[str, Any]] = field(factory=dict, hash=False, repr=False)
+    backend: BackendConfig = _group(BackendConfig)
     _resolved: dict[str, MemoryInjectConfig] = field(
         factory=dict, init=False, eq=False, repr=False, hash=False
     )
@@ -210,6 +215,11 @@ class MemoryInjectConfig:
             raise ValueError("; ".join(problems))
         for origin in self.origins:
             self.for_origin(origin)
+        if self.budget.max_total_tokens is not None:
+            try:
+                load_encoding(self.budget.tokenizer)
+            except ValueError as exc:
+                raise ValueError(f"'tokenizer' {exc}") from None
 
     def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
         """This config with the origin's overrides applied (cached)."""
@@ -361,6 +371,18 @@ class _SafeLoader(yaml.SafeLoader):
             )
         return super().compose_node(parent, index)
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.MarkedYAMLError(
+                    "while constructing a mapping", node.start_mark,
+                    f"key {key!r} is given twice", key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
 
 def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem."""
@@ -368,8 +390,9 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
         raise ConfigError(source, ["the file is empty; expected a mapping with 'agent' and "
                                    "'memory' @ $"])
     if not isinstance(data, Mapping):
-        raise ConfigError(source, [f"the top level must be a mapping (got a "
-                                   f"{type(data).__name__}) @ $"])
+        kind = type(data).__name__
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise ConfigError(source, [f"the top level must be a mapping (got {article} {kind}) @ $"])
     problems = _check_class(AgentConfig, data, "$", allowed=("agent", "memory"))
     if "agent" not in data:
         problems.insert(0, "'agent' is required (got nothing) @ $")

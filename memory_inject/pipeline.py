@@ -121,9 +121,8 @@ class _Collector:
 
     def done(self, duration: float, memory: Any) -> _Recalled:
         info = getattr(memory, "last_recall_info", None)
-        degraded: tuple[str, ...] = ()
-        if isinstance(info, dict) and info.get("degraded"):
-            degraded = (str(info["degraded"]),)
+        flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
+        degraded: tuple[str, ...] = (str(flag),) if flag else ()
         return _Recalled(self.entries, self.raw, self.any_ok, self.errors, self.invalid,
                          duration, degraded)
 

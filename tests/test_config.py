@@ -1,0 +1,526 @@
+"""Tests for memory_inject.config: defaults, examples, per-origin overrides and every error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+import yaml
+
+from memory_inject.config import (
+    AgentConfig,
+    BudgetConfig,
+    MemoryInjectConfig,
+    RerankConfig,
+    config_to_dict,
+    load_agent_config,
+    parse_agent_config,
+)
+from memory_inject.exceptions import ConfigError
+from memory_inject.models import TurnOrigin
+from memory_inject.policy import InjectPolicy, resolve_inject_policy
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+AGENT_FILES = sorted((CONFIG_DIR / "agents").glob("*.yaml"))
+ORIGINS = "['interactive', 'channel', 'cron', 'daemon', 'agent_direct', 'sub_turn']"
+
+
+def write(tmp_path: Path, text: str, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_error(path: Path) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path)
+    return info.value
+
+
+def problems_of(tmp_path: Path, text: str) -> tuple[str, ...]:
+    """The problem lines a file gives, with the file name stripped for readability."""
+    path = write(tmp_path, text)
+    err = load_error(path)
+    prefix = f"{path}: "
+    assert all(p.startswith(prefix) for p in err.problems)
+    assert all(p in str(err) for p in err.problems)
+    return tuple(p[len(prefix) :] for p in err.problems)
+
+
+class TestDefaultsFile:
+    def test_defaults_yaml_equals_code_defaults(self) -> None:
+        """config/defaults.yaml holds exactly what MemoryInjectConfig() holds."""
+        loaded = load_agent_config(CONFIG_DIR / "defaults.yaml")
+        assert config_to_dict(MemoryInjectConfig()) == config_to_dict(loaded.memory)
+
+    def test_defaults_yaml_names_every_key(self) -> None:
+        """Every key of the config and its groups is written out, none left to the code."""
+        raw = yaml.safe_load((CONFIG_DIR / "defaults.yaml").read_text(encoding="utf-8"))
+        expected = config_to_dict(MemoryInjectConfig())
+        actual = raw["memory"]
+        assert sorted(expected) == sorted(actual)
+        for group in ("decay", "rerank", "budget", "backend"):
+            assert sorted(expected[group]) == sorted(actual[group])
+
+    def test_defaults_yaml_agent_name(self) -> None:
+        """The defaults file is the agent named 'default'."""
+        assert "default" == load_agent_config(CONFIG_DIR / "defaults.yaml").agent
+
+    def test_file_without_memory_gets_defaults(self, tmp_path: Path) -> None:
+        """An agent file with only 'agent' gets the code defaults."""
+        loaded = load_agent_config(write(tmp_path, "agent: bob\n"))
+        assert AgentConfig(agent="bob") == loaded
+        assert config_to_dict(MemoryInjectConfig()) == config_to_dict(loaded.memory)
+
+
+class TestExampleAgents:
+    def test_there_are_examples(self) -> None:
+        """The three documented example agents exist."""
+        expected = {"alice.yaml", "scheduler.yaml", "support-bot.yaml"}
+        assert expected == expected & {p.name for p in AGENT_FILES}
+
+    @pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: p.stem)
+    def test_example_loads(self, path: Path) -> None:
+        """Each example file loads, and its agent is named after the file."""
+        loaded = load_agent_config(path)
+        assert path.stem == loaded.agent
+        assert str(path) == loaded.source
+
+    def test_alice_matches_the_issue(self) -> None:
+        """alice.yaml is the issue's example plus its own SQLite file."""
+        alice = load_agent_config(CONFIG_DIR / "agents" / "alice.yaml").memory
+        assert ".memory/alice.db" == alice.backend.path
+        assert "sqlite" == alice.backend.kind
+        assert ("cron", "sub_turn") == alice.origin_names
+        assert 7.0 == alice.decay.half_life_days
+
+    def test_scheduler_cron_budget(self) -> None:
+        """scheduler.yaml gives cron turns a two-entry, token-capped block and daemons none."""
+        sched = load_agent_config(CONFIG_DIR / "agents" / "scheduler.yaml")
+        cron = sched.for_origin("cron").budget
+        assert (2, 300) == (cron.max_entries, cron.max_total_tokens)
+        assert BudgetConfig() == sched.memory.budget
+        assert False is sched.memory.is_enabled_for("daemon")
+        assert True is sched.memory.is_enabled_for("cron")
+
+    def test_support_bot_uses_mmr(self) -> None:
+        """support-bot.yaml turns the rerank arm on with the MMR strategy."""
+        bot = load_agent_config(CONFIG_DIR / "agents" / "support-bot.yaml").memory
+        assert (True, "mmr") == (bot.rerank.enabled, bot.rerank.strategy)
+        assert 4 == bot.for_origin("channel").budget.max_entries
+        assert bot.rerank == bot.for_origin("channel").rerank
+
+
+class TestOriginOverrides:
+    def test_override_deep_merges(self) -> None:
+        """cron's budget {max_entries: 2} keeps every other budget key of the base."""
+        alice = load_agent_config(CONFIG_DIR / "agents" / "alice.yaml").memory
+        expected = attrs.evolve(alice.budget, max_entries=2)
+        assert expected == alice.for_origin(TurnOrigin.CRON).budget
+        assert alice.rerank == alice.for_origin("cron").rerank
+        assert alice.backend == alice.for_origin("cron").backend
+
+    def test_origin_without_override_is_the_base(self) -> None:
+        """for_origin of an origin with no override returns the base config itself."""
+        alice = load_agent_config(CONFIG_DIR / "agents" / "alice.yaml").memory
+        assert alice is alice.for_origin(TurnOrigin.INTERACTIVE)
+        assert alice is alice.for_origin("channel")
+
+    def test_null_override_is_the_base(self, tmp_path: Path) -> None:
+        """An origin mapped to null (an empty YAML entry) has no override."""
+        cfg = load_agent_config(write(tmp_path, "agent: a\nmemory:\n  origins: {cron: null}\n"))
+        assert cfg.memory is cfg.for_origin("cron")
+
+    def test_resolved_config_is_cached(self) -> None:
+        """Resolving the same origin twice gives the same object (no re-validation per turn)."""
+        alice = load_agent_config(CONFIG_DIR / "agents" / "alice.yaml").memory
+        assert alice.for_origin("cron") is alice.for_origin(TurnOrigin.CRON)
+
+    def test_enabled_false_per_origin(self, tmp_path: Path) -> None:
+        """'enabled: false' under an origin disables that origin only."""
+        path = write(tmp_path, "agent: a\nmemory:\n  origins: {channel: {enabled: false}}\n")
+        cfg = load_agent_config(path).memory
+        expected = {o.value: o is not TurnOrigin.CHANNEL for o in TurnOrigin}
+        assert expected == {o.value: cfg.is_enabled_for(o) for o in TurnOrigin}
+        assert False is cfg.for_origin("channel").enabled
+
+    def test_disabled_origin_skips_injection(self) -> None:
+        """The policy reports 'origin_disabled' for an origin the config switches off."""
+        sched = load_agent_config(CONFIG_DIR / "agents" / "scheduler.yaml").memory
+        expected = InjectPolicy(inject=False, reason="origin_disabled")
+        assert expected == resolve_inject_policy("daemon", has_session=False, config=sched)
+
+    def test_origin_can_reenable(self, tmp_path: Path) -> None:
+        """An origin can be switched on when the base is off."""
+        text = "agent: a\nmemory:\n  enabled: false\n  origins: {interactive: {enabled: true}}\n"
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert (True, False) == (cfg.is_enabled_for("interactive"), cfg.is_enabled_for("cron"))
+
+    def test_override_token_cap_can_be_null(self, tmp_path: Path) -> None:
+        """An origin may set max_total_tokens back to null (no token cap)."""
+        text = (
+            "agent: a\nmemory:\n  budget: {max_total_tokens: 500}\n"
+            "  origins: {interactive: {budget: {max_total_tokens: null}}}\n"
+        )
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert (500, None) == (
+            cfg.budget.max_total_tokens,
+            cfg.for_origin("interactive").budget.max_total_tokens,
+        )
+
+
+class TestUnknownKeys:
+    def test_unknown_key_with_suggestion(self, tmp_path: Path) -> None:
+        """A misspelled key is named with its path and the closest known key."""
+        expected = (
+            "'max_entrys' is not a known key (did you mean 'max_entries'?) (got 3)"
+            " @ $.memory.budget",
+        )
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  budget: {max_entrys: 3}\n")
+
+    def test_unknown_top_level_key(self, tmp_path: Path) -> None:
+        """A misspelled 'memory' is caught at the top level."""
+        expected = ("'memroy' is not a known key (did you mean 'memory'?) (got {}) @ $",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemroy: {}\n")
+
+    def test_unknown_key_without_suggestion(self, tmp_path: Path) -> None:
+        """A key that resembles nothing gets no suggestion."""
+        expected = ("'colour' is not a known key (got 'red') @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  colour: red\n")
+
+    def test_backend_is_not_overridable(self, tmp_path: Path) -> None:
+        """An origin cannot override the backend (one store per agent)."""
+        text = "agent: a\nmemory:\n  origins: {cron: {backend: {kind: memory}}}\n"
+        expected = (
+            "'backend' is not a known key (got {'kind': 'memory'}) @ $.memory.origins.cron",
+        )
+        assert expected == problems_of(tmp_path, text)
+
+    def test_unknown_origin(self, tmp_path: Path) -> None:
+        """An unknown origin name is reported with the closest origin and the full list."""
+        text = "agent: a\nmemory:\n  origins: {crons: {enabled: false}}\n"
+        expected = (
+            f"'crons' is not an origin (did you mean 'cron'?); origins are {ORIGINS}"
+            " @ $.memory.origins",
+        )
+        assert expected == problems_of(tmp_path, text)
+
+    def test_missing_agent(self, tmp_path: Path) -> None:
+        """A file without 'agent' is refused."""
+        expected = ("'agent' is required (got nothing) @ $",)
+        assert expected == problems_of(tmp_path, "memory: {}\n")
+
+
+class TestWrongTypes:
+    def test_string_for_int(self, tmp_path: Path) -> None:
+        """A string where an integer belongs is refused with its path."""
+        expected = ("'recall_limit' must be an integer (got 'five') @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  recall_limit: five\n")
+
+    def test_bool_for_int(self, tmp_path: Path) -> None:
+        """YAML true is not an integer, although Python's bool is an int."""
+        expected = ("'max_entries' must be an integer (got True) @ $.memory.budget",)
+        text = "agent: a\nmemory:\n  budget: {max_entries: true}\n"
+        assert expected == problems_of(tmp_path, text)
+
+    def test_float_for_int(self, tmp_path: Path) -> None:
+        """5.0 is not an integer count."""
+        expected = ("'recall_limit' must be an integer (got 5.0) @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  recall_limit: 5.0\n")
+
+    def test_list_for_mapping(self, tmp_path: Path) -> None:
+        """A list where a group mapping belongs is refused."""
+        expected = ("'rerank' must be a mapping (got [1, 2]) @ $.memory.rerank",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  rerank: [1, 2]\n")
+
+    def test_string_for_bool(self, tmp_path: Path) -> None:
+        """A quoted 'no' is a string, not false."""
+        text = "agent: a\nmemory:\n  origins: {cron: {enabled: 'no'}}\n"
+        expected = ("'enabled' must be true or false (got 'no') @ $.memory.origins.cron",)
+        assert expected == problems_of(tmp_path, text)
+
+    def test_nan_refused(self, tmp_path: Path) -> None:
+        """.nan is a float but not a usable threshold."""
+        expected = ("'min_relevance_score' must be a finite number (got nan) @ $.memory",)
+        text = "agent: a\nmemory:\n  min_relevance_score: .nan\n"
+        assert expected == problems_of(tmp_path, text)
+
+    def test_int_accepted_for_float(self, tmp_path: Path) -> None:
+        """An integer is a valid number and is stored as a float."""
+        cfg = load_agent_config(
+            write(tmp_path, "agent: a\nmemory:\n  decay: {half_life_days: 30}\n")
+        )
+        assert 30.0 == cfg.memory.decay.half_life_days
+        assert float is type(cfg.memory.decay.half_life_days)
+
+    def test_empty_agent_name(self, tmp_path: Path) -> None:
+        """The agent name must be a non-empty string."""
+        expected = ("'agent' must be a non-empty string (got 7) @ $",)
+        assert expected == problems_of(tmp_path, "agent: 7\n")
+
+    def test_null_memory(self, tmp_path: Path) -> None:
+        """'memory:' with nothing under it is refused rather than silently defaulted."""
+        expected = ("'memory' must be a mapping (got None) @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n")
+
+
+class TestOutOfRange:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("budget: {max_entries: -1}", "'max_entries' must be >= 0 (got -1) @ $.memory.budget"),
+            ("rerank: {mmr_lambda: 1.5}", "'mmr_lambda' must be <= 1 (got 1.5) @ $.memory.rerank"),
+            (
+                "rerank: {candidate_multiplier: 0}",
+                "'candidate_multiplier' must be >= 1 (got 0) @ $.memory.rerank",
+            ),
+            (
+                "rerank: {candidate_multiplier: 21}",
+                "'candidate_multiplier' must be <= 20 (got 21) @ $.memory.rerank",
+            ),
+            (
+                "min_relevance_score: -0.1",
+                "'min_relevance_score' must be >= 0 (got -0.1) @ $.memory",
+            ),
+            ("decay: {half_life_days: 0}", "'half_life_days' must be > 0 (got 0) @ $.memory.decay"),
+            ("rerank: {pool_cap: 1025}", "'pool_cap' must be <= 1024 (got 1025) @ $.memory.rerank"),
+            (
+                "budget: {entry_max_chars: 0}",
+                "'entry_max_chars' must be >= 1 (got 0) @ $.memory.budget",
+            ),
+        ],
+        ids=[
+            "max_entries",
+            "mmr_lambda",
+            "multiplier_0",
+            "multiplier_21",
+            "min_relevance",
+            "half_life",
+            "pool_cap",
+            "entry_max_chars",
+        ],
+    )
+    def test_out_of_range(self, tmp_path: Path, text: str, expected: str) -> None:
+        """A value outside its range is refused with the bound it broke."""
+        assert (expected,) == problems_of(tmp_path, f"agent: a\nmemory:\n  {text}\n")
+
+    def test_out_of_range_in_origin(self, tmp_path: Path) -> None:
+        """A bad value inside an origin override is reported with the origin in the path."""
+        text = "agent: a\nmemory:\n  origins: {cron: {budget: {max_entries: -2}}}\n"
+        expected = ("'max_entries' must be >= 0 (got -2) @ $.memory.origins.cron.budget",)
+        assert expected == problems_of(tmp_path, text)
+
+    def test_bounds_are_inclusive(self, tmp_path: Path) -> None:
+        """The edges of each range are accepted."""
+        text = (
+            "agent: a\nmemory:\n  min_relevance_score: 0\n"
+            "  rerank: {mmr_lambda: 1, candidate_multiplier: 20, pool_cap: 1024}\n"
+            "  budget: {max_entries: 0}\n"
+        )
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert (0.0, 1.0, 20, 0) == (
+            cfg.min_relevance_score,
+            cfg.rerank.mmr_lambda,
+            cfg.rerank.candidate_multiplier,
+            cfg.budget.max_entries,
+        )
+
+
+class TestChoices:
+    def test_duplicate_key_is_refused_with_its_line(self, tmp_path: Path) -> None:
+        """A key given twice is an error naming the key and the line, not last-wins."""
+        (problem,) = problems_of(
+            tmp_path, "agent: a\nmemory:\n  budget: {max_entries: 1}\n  budget: {}\n")
+        assert "line 4" in problem and "'budget' is given twice" in problem
+
+    def test_groups_must_be_their_class(self) -> None:
+        """Programmatic construction rejects a group that is not its config class."""
+        with pytest.raises(TypeError, match="budget"):
+            MemoryInjectConfig(budget=None)  # type: ignore[arg-type]
+
+    def test_origins_take_part_in_equality(self) -> None:
+        """Two configs that differ only per origin are not equal."""
+        assert MemoryInjectConfig() != MemoryInjectConfig(origins={"cron": {"enabled": False}})
+
+    def test_unknown_renderer(self, tmp_path: Path) -> None:
+        """An unknown renderer is refused with the list of renderers."""
+        expected = ("'renderer' must be one of 'bracket' (got 'html') @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  renderer: html\n")
+
+    def test_unknown_strategy(self, tmp_path: Path) -> None:
+        """An unknown rerank strategy is refused (zeroclaw only logged a warning)."""
+        expected = "'strategy' must be one of 'none', 'mmr' (got 'bm25') @ $.memory.rerank"
+        text = "agent: a\nmemory:\n  rerank: {strategy: bm25}\n"
+        assert (expected,) == problems_of(tmp_path, text)
+
+    def test_choice_is_normalized(self, tmp_path: Path) -> None:
+        """Choices are matched trimmed and case-insensitively, as zeroclaw's strategy was."""
+        text = "agent: a\nmemory:\n  renderer: ' Bracket '\n  rerank: {strategy: MMR}\n"
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert ("bracket", "mmr") == (cfg.renderer, cfg.rerank.strategy)
+
+    def test_unknown_tokenizer(self, tmp_path: Path) -> None:
+        """A tokenizer that cannot be loaded offline fails at load time, not mid-turn."""
+        expected = (
+            "'tokenizer' must name a tiktoken encoding available offline"
+            " (got 'no_such_encoding') @ $.memory.budget",
+        )
+        text = "agent: a\nmemory:\n  budget: {tokenizer: no_such_encoding}\n"
+        assert expected == problems_of(tmp_path, text)
+
+    def test_unknown_tokenizer_in_origin(self, tmp_path: Path) -> None:
+        """An origin's tokenizer is checked too, with the origin in the path."""
+        expected = (
+            "'tokenizer' must name a tiktoken encoding available offline"
+            " (got 'no_such_encoding') @ $.memory.origins.cron.budget",
+        )
+        text = "agent: a\nmemory:\n  origins: {cron: {budget: {tokenizer: no_such_encoding}}}\n"
+        assert expected == problems_of(tmp_path, text)
+
+
+class TestBadFiles:
+    def test_empty_file(self, tmp_path: Path) -> None:
+        """An empty file says it is empty instead of failing on None."""
+        expected = ("the file is empty; expected a mapping with 'agent' and 'memory' @ $",)
+        assert expected == problems_of(tmp_path, "")
+
+    def test_comments_only_is_empty(self, tmp_path: Path) -> None:
+        """A file of comments is as empty as an empty file."""
+        expected = ("the file is empty; expected a mapping with 'agent' and 'memory' @ $",)
+        assert expected == problems_of(tmp_path, "# nothing yet\n")
+
+    def test_list_file(self, tmp_path: Path) -> None:
+        """A file holding only a list is refused at the top level."""
+        expected = ("the top level must be a mapping (got a list) @ $",)
+        assert expected == problems_of(tmp_path, "- agent: a\n- memory: {}\n")
+
+    def test_scalar_file(self, tmp_path: Path) -> None:
+        """A file holding only a scalar is refused at the top level."""
+        expected = ("the top level must be a mapping (got a str) @ $",)
+        assert expected == problems_of(tmp_path, "just some words\n")
+
+    def test_invalid_yaml_names_the_line(self, tmp_path: Path) -> None:
+        """A syntax error gives the line and column of the problem."""
+        text = "agent: a\nmemory:\n  budget: {max_entries: 4\n  renderer: bracket\n"
+        expected = ("is not valid YAML at line 4, column 11: expected ',' or '}', but got ':' @ $",)
+        assert expected == problems_of(tmp_path, text)
+
+    def test_alias_bomb_refused(self, tmp_path: Path) -> None:
+        """A billion-laughs file is refused at its first alias, before anything expands."""
+        levels = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+        for prev, cur in zip("abcdefgh", "bcdefghi", strict=True):
+            levels.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
+        expected = (
+            "is not valid YAML at line 2, column 8: YAML aliases are not allowed in"
+            " agent files @ $",
+        )
+        assert expected == problems_of(tmp_path, "\n".join(levels) + "\n")
+
+    def test_deep_nesting_refused(self, tmp_path: Path) -> None:
+        """Deeply nested flow sequences give a ConfigError, not a RecursionError."""
+        text = "agent: a\nmemory:\n  budget: " + "[" * 5000 + "]" * 5000 + "\n"
+        assert ("is nested too deeply @ $",) == problems_of(tmp_path, text)
+
+    def test_python_tags_refused(self, tmp_path: Path) -> None:
+        """Python object tags are not constructed (safe loading)."""
+        problems = problems_of(tmp_path, "agent: !!python/object/apply:os.system [echo]\n")
+        assert 1 == len(problems)
+        assert problems[0].startswith("is not valid YAML at line 1, column 8: ")
+
+    def test_file_over_one_mib(self, tmp_path: Path) -> None:
+        """A file over 1 MiB is refused before it is read."""
+        path = write(tmp_path, "agent: a\n# " + "x" * (1 << 20) + "\n", "big.yaml")
+        err = load_error(path)
+        size = path.stat().st_size
+        expected = (f"{path}: file is {size} bytes; agent files are limited to 1048576 bytes @ $",)
+        assert expected == err.problems
+
+    def test_directory(self, tmp_path: Path) -> None:
+        """A directory path is refused with its own message."""
+        err = load_error(tmp_path)
+        assert (f"{tmp_path}: is a directory, not a YAML file @ $",) == err.problems
+
+    def test_missing_file(self, tmp_path: Path) -> None:
+        """A missing file is a ConfigError naming the file, not a FileNotFoundError."""
+        path = tmp_path / "nobody.yaml"
+        err = load_error(path)
+        assert 1 == len(err.problems)
+        assert err.problems[0].startswith(f"{path}: cannot be read: [Errno 2] No such file")
+        assert err.problems[0].endswith(" @ $")
+
+    def test_not_utf8(self, tmp_path: Path) -> None:
+        """A file that is not UTF-8 is a ConfigError naming the file."""
+        path = tmp_path / "binary.yaml"
+        path.write_bytes(b"\xff\xfe\x00agent")
+        err = load_error(path)
+        assert err.problems[0].startswith(f"{path}: cannot be read: 'utf-8' codec")
+
+
+class TestErrorReport:
+    def test_several_problems_all_listed(self, tmp_path: Path) -> None:
+        """Every problem of a file is listed at once, with the count in the header."""
+        path = write(
+            tmp_path,
+            "agent: ''\nmemory:\n  recall_limit: -1\n"
+            "  budget: {max_entries: -1, tokenizer: ''}\n"
+            "  rerank: {mmr_lambda: 2}\n  colour: red\n",
+        )
+        err = load_error(path)
+        expected = "\n".join(
+            [
+                f"{path}: 6 problems:",
+                f"  - {path}: 'agent' must be a non-empty string (got '') @ $",
+                f"  - {path}: 'recall_limit' must be >= 0 (got -1) @ $.memory",
+                f"  - {path}: 'max_entries' must be >= 0 (got -1) @ $.memory.budget",
+                f"  - {path}: 'tokenizer' must be a non-empty string (got '') @ $.memory.budget",
+                f"  - {path}: 'mmr_lambda' must be <= 1 (got 2) @ $.memory.rerank",
+                f"  - {path}: 'colour' is not a known key (got 'red') @ $.memory",
+            ]
+        )
+        assert expected == str(err)
+        assert 6 == len(err.problems)
+
+    def test_one_problem_header(self, tmp_path: Path) -> None:
+        """One problem says '1 problem', singular."""
+        path = write(tmp_path, "agent: a\nmemory:\n  budget: {max_entries: -1}\n")
+        assert str(load_error(path)).startswith(f"{path}: 1 problem:\n")
+
+    def test_config_error_is_a_value_error(self, tmp_path: Path) -> None:
+        """Callers that catch ValueError keep working."""
+        with pytest.raises(ValueError, match=r"'max_entries' must be >= 0"):
+            load_agent_config(write(tmp_path, "agent: a\nmemory:\n  budget: {max_entries: -1}\n"))
+
+    def test_source_is_kept(self, tmp_path: Path) -> None:
+        """The error keeps the file name it was loaded from."""
+        path = write(tmp_path, "[]\n")
+        assert str(path) == load_error(path).source
+
+
+class TestProgrammatic:
+    def test_bad_group_value_raises_value_error(self) -> None:
+        """Building a config in Python validates like attrs, with the same message as YAML."""
+        with pytest.raises(ValueError, match=r"^'max_entries' must be >= 0 \(got -1\)$"):
+            MemoryInjectConfig(budget=BudgetConfig(max_entries=-1))
+
+    def test_bad_choice_raises_value_error(self) -> None:
+        """An unknown strategy fails at construction."""
+        with pytest.raises(
+            ValueError, match=r"^'strategy' must be one of 'none', 'mmr' \(got 'x'\)$"
+        ):
+            RerankConfig(strategy="x")
+
+    def test_bad_origin_override_raises_value_error(self) -> None:
+        """A bad origin override fails when the config is built, not at the first turn."""
+        with pytest.raises(
+            ValueError,
+            match=r"^'max_entries' must be >= 0 \(got -1\)"
+            r" @ \$\.origins\.cron\.budget$",
+        ):
+            MemoryInjectConfig(origins={"cron": {"budget": {"max_entries": -1}}})
+
+    def test_to_dict_round_trips(self) -> None:
+        """config_to_dict output, written under 'memory', loads back to an equal config."""
+        cfg = MemoryInjectConfig(recall_limit=7, origins={"cron": {"budget": {"max_entries": 1}}})
+        loaded = parse_agent_config({"agent": "a", "memory": config_to_dict(cfg)}).memory
+        assert config_to_dict(cfg) == config_to_dict(loaded)
