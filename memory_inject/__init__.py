@@ -32,8 +32,6 @@ from memory_inject.stages import StageTrace
 from memory_inject.storage.memory import InMemoryStore
 
 __all__ = [
-    "MEMORY_CONTEXT_CLOSE",
-    "MEMORY_CONTEXT_OPEN",
     "AgentConfig",
     "AsyncMemory",
     "BackendConfig",
@@ -42,6 +40,8 @@ __all__ = [
     "DecayConfig",
     "InMemoryStore",
     "InjectPolicy",
+    "MEMORY_CONTEXT_CLOSE",
+    "MEMORY_CONTEXT_OPEN",
     "Memory",
     "MemoryCategory",
     "MemoryEntry",
