@@ -46,12 +46,23 @@ class StageContext:
     #: At most how many survivors the rest of the pipeline can use (None: unknown).
     #: A stage that produces lazily (the rerank arm) may stop there.
     demand: int | None = None
+    #: The turn's resolved profile (governance: ProfileScope).
+    profile_id: str | None = None
+    #: Normalised project keys of the turn (governance: ProjectScope).
+    project_keys: frozenset[str] = frozenset()
+    #: Text the applicability stages match against: the prompt, plus the working
+    #: directory only when configured.
+    context_text: str = ""
+    #: Entries a stage routed aside for a renderer section (e.g. ``contested``).
+    routed: Mapping[str, Sequence[MemoryEntry]] = field(factory=dict)
 
 
 @frozen(slots=True)
 class StageResult:
     survivors: list[MemoryEntry]
     dropped: dict[str, str] = field(factory=dict)
+    #: Entries taken out of the main flow for a renderer section, by section name.
+    routed: dict[str, list[MemoryEntry]] = field(factory=dict)
 
 
 @frozen(slots=True)
