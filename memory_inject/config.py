@@ -31,6 +31,8 @@ from memory_inject.models import TurnOrigin
 __all__ = [
     "MAX_CANDIDATE_POOL",
     "AgentConfig",
+    "PlanQueryConfig",
+    "RecallPlanConfig",
     "BackendConfig",
     "BudgetConfig",
     "DecayConfig",
@@ -70,6 +72,11 @@ def _problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
     elif kind == "bool":
         if not isinstance(value, bool):
             return f"'{name}' must be true or false (got {value!r})"
+    elif kind == "strlist":
+        if isinstance(value, str) or not isinstance(value, list | tuple) or not all(
+                isinstance(v, str) for v in value):
+            return f"'{name}' must be a list of strings (got {value!r:.80})"
+        return None
     elif kind == "str":
         if not isinstance(value, str):
             return f"'{name}' must be a string (got {value!r})"
@@ -101,7 +108,13 @@ def _setting(default: Any, kind: str, doc: str, **meta: Any) -> Any:
         conv = _norm_choice
     elif kind == "float":
         conv = _to_float
+    elif kind == "strlist":
+        conv = _to_tuple
     return field(default=default, validator=_validator, converter=conv, metadata=meta)
+
+
+def _to_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _norm_choice(value: Any) -> Any:
@@ -178,12 +191,39 @@ class BackendConfig:
     rrf_k: int = _setting(60, "int", "reciprocal-rank fusion constant", ge=1)
 
 
+@frozen
+class PlanQueryConfig:
+    """One query of a recall plan."""
+
+    source: str = _setting("default", "str", "default, semantic, lexical, entity or plugin",
+                           choices=("default", "semantic", "lexical", "entity", "plugin"))
+    limit: int = _setting(5, "int", "rows this query may contribute", ge=1)
+
+
+@frozen
+class RecallPlanConfig:
+    """Multi-source recall (founder-os). Off by default: one recall per session scope."""
+
+    enabled: bool = _setting(False, "bool", "use the plan instead of one recall per scope")
+    preset: str | None = _setting(None, "str", "founder_os: the preset plan (overrides the rest)",
+                                  choices=("founder_os",), nullable=True)
+    queries: tuple[PlanQueryConfig, ...] = field(
+        default=(), converter=_to_tuple, metadata={"kind": "list_of", "item": PlanQueryConfig,
+                                                   "doc": "the queries, in precedence order"})
+    cap: int = _setting(5, "int", "max merged entries", ge=1)
+    priority: str = _setting("hits", "str", "hits (count, confidence, relevance) or score",
+                             choices=("hits", "score"))
+    statuses: tuple[str, ...] | None = _setting(
+        None, "strlist", "only rows with these statuses (null = any)", nullable=True)
+    track_usage: bool = _setting(False, "bool", "bump times_used of rendered rows")
+
+
 def _group(cls: type) -> Any:
     return field(factory=cls, validator=attrs.validators.instance_of(cls))
 
 
 _OVERRIDABLE = ("enabled", "recall_limit", "min_relevance_score", "decay", "rerank", "budget",
-                "renderer")
+                "renderer", "deadline_ms", "recall_plan")
 
 
 @frozen
@@ -203,6 +243,9 @@ class MemoryInjectConfig:
     rerank: RerankConfig = _group(RerankConfig)
     budget: BudgetConfig = _group(BudgetConfig)
     renderer: str = _setting("bracket", "str", "block format", choices=RENDERERS)
+    deadline_ms: int | None = _setting(2000, "int", "per-turn recall deadline (null = none)",
+                                       ge=1, nullable=True)
+    recall_plan: RecallPlanConfig = _group(RecallPlanConfig)
     origins: Mapping[str, Mapping[str, Any]] = field(factory=dict, hash=False, repr=False)
     backend: BackendConfig = _group(BackendConfig)
     _resolved: dict[str, MemoryInjectConfig] = field(
@@ -326,6 +369,13 @@ def _check_class(cls: type, raw: Any, path: str, *, allowed: tuple[str, ...] | N
             problems += _check_class(nested[0], value, f"{path}.{key}")
         elif key == "origins":
             problems += _check_origins(value, f"{path}.origins")
+        elif attr.metadata.get("kind") == "list_of":
+            item_cls = attr.metadata["item"]
+            if not isinstance(value, list | tuple):
+                problems.append(f"'{key}' must be a list (got {value!r:.80}) @ {path}")
+            else:
+                for n, item in enumerate(value):
+                    problems += _check_class(item_cls, item, f"{path}.{key}[{n}]")
         elif key == "agent":
             if not isinstance(value, str) or not value.strip():
                 problems.append(f"'agent' must be a non-empty string (got {value!r}) @ {path}")

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from attrs import field, frozen
 
+from memory_inject._recall import Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
+from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.render import get_renderer
 from memory_inject.rerank import rerank, rerank_recall_limit
 from memory_inject.signals import MemoryRecall, memory_recall
@@ -58,17 +59,6 @@ class RenderResult:
         return self.event.success
 
 
-@frozen(slots=True)
-class _Recalled:
-    entries: list[MemoryEntry]
-    raw_count: int
-    any_ok: bool
-    errors: list[str]
-    invalid: dict[str, str]
-    duration: float
-    degraded: tuple[str, ...] = ()
-
-
 def recall_limit_for(cfg: MemoryInjectConfig) -> int:
     """Entries to ask of each scope: the limit, or the rerank arm's over-fetched pool."""
     limit = cfg.recall_limit or cfg.rerank.pool_cap
@@ -85,46 +75,17 @@ def _resolve(config: MemoryInjectConfig | None, origin: TurnOrigin | str | None
     return cfg
 
 
-def _describe(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None)
-    head = reason if isinstance(reason, str) else type(exc).__name__
-    return f"{head}: {exc}" if str(exc) else head
-
-
-class _Collector:
-    """Key de-dup across scopes (first scope wins) and rejection of non-entries."""
-
-    def __init__(self) -> None:
-        self.entries: list[MemoryEntry] = []
-        self.seen: set[str] = set()
-        self.raw = 0
-        self.any_ok = False
-        self.errors: list[str] = []
-        self.invalid: dict[str, str] = {}
-
-    def add(self, scope: str | None, batch: Any) -> None:
-        items = list(batch)  # a non-iterable batch raises here and counts as a failure
-        self.any_ok = True
-        for item in items:
-            self.raw += 1
-            if not isinstance(item, MemoryEntry):
-                self.invalid[f"<invalid #{len(self.invalid)}>"] = (
-                    f"invalid_entry:{type(item).__name__}"
-                )
-                continue
-            if item.key not in self.seen:
-                self.seen.add(item.key)
-                self.entries.append(item)
-
-    def fail(self, scope: str | None, exc: BaseException) -> None:
-        self.errors.append(f"scope {scope!r}: {_describe(exc)}")
-
-    def done(self, duration: float, memory: Any) -> _Recalled:
-        info = getattr(memory, "last_recall_info", None)
-        flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
-        degraded: tuple[str, ...] = (str(flag),) if flag else ()
-        return _Recalled(self.entries, self.raw, self.any_ok, self.errors, self.invalid,
-                         duration, degraded)
+def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
+    """The recall plan of a config, or None for one recall per session scope."""
+    rp = cfg.recall_plan
+    if not rp.enabled:
+        return None
+    if rp.preset is not None:
+        return PRESETS[rp.preset]
+    queries = tuple(PlanQuery(q.source, q.limit) for q in rp.queries) or (
+        PlanQuery("default", recall_limit_for(cfg)),)
+    return RecallPlan(queries, cap=rp.cap, priority=rp.priority, statuses=rp.statuses,
+                      track_usage=rp.track_usage)
 
 
 def _backend_name(memory: Any) -> str:
@@ -132,6 +93,10 @@ def _backend_name(memory: Any) -> str:
         return str(memory.name)
     except Exception:  # noqa: BLE001 - a broken store must not break the turn
         return type(memory).__name__
+
+
+def _deadline(cfg: MemoryInjectConfig) -> float | None:
+    return None if cfg.deadline_ms is None else cfg.deadline_ms / 1000.0
 
 
 def render_memory_context(
@@ -144,25 +109,25 @@ def render_memory_context(
     turn: TurnMeta | None = None,
     now: datetime | None = None,
     origin: TurnOrigin | str | None = None,
+    source: str | None = None,
 ) -> RenderResult:
     """Recall for each session scope and render one block. Never raises because of the store.
 
     ``config`` is the agent's config; with ``origin`` given, that origin's
     overrides apply. ``now`` pins the clock (decay, recency) for reproducible
-    renders. Sends exactly one ``memory_recall`` signal.
+    renders. ``source`` names the calling plugin for a recall plan's
+    ``plugin`` query. Sends exactly one ``memory_recall`` signal.
     """
     cfg = _resolve(config, origin)
     scopes = tuple(sessions) or (None,)
-    limit = recall_limit_for(cfg)
-    col = _Collector()
-    t0 = time.perf_counter()
-    for sid in scopes:
-        try:
-            col.add(sid, memory.recall(query, limit, session_id=sid, since=None, until=None))
-        except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
-            col.fail(sid, exc)
-    recalled = col.done(time.perf_counter() - t0, memory)
-    return _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin)
+    plan = plan_for(cfg)
+    calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+    recalled = run_sync(memory, calls, _deadline(cfg), plan)
+    result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
+                     origin)
+    if plan is not None and plan.track_usage and result.entries:
+        _mark_used(memory, result.entries)
+    return result
 
 
 async def arender_memory_context(
@@ -175,27 +140,29 @@ async def arender_memory_context(
     turn: TurnMeta | None = None,
     now: datetime | None = None,
     origin: TurnOrigin | str | None = None,
+    source: str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
     cfg = _resolve(config, origin)
     scopes = tuple(sessions) or (None,)
-    limit = recall_limit_for(cfg)
-    col = _Collector()
-    t0 = time.perf_counter()
-    arecall = getattr(memory, "arecall", None)
-    for sid in scopes:
-        try:
-            if arecall is not None:
-                batch = await arecall(query, limit, session_id=sid, since=None, until=None)
-            else:
-                batch = await asyncio.to_thread(
-                    memory.recall, query, limit, session_id=sid, since=None, until=None
-                )
-            col.add(sid, batch)
-        except Exception as exc:  # noqa: BLE001
-            col.fail(sid, exc)
-    recalled = col.done(time.perf_counter() - t0, memory)
-    return _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin)
+    plan = plan_for(cfg)
+    calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+    recalled = await run_async(memory, calls, _deadline(cfg), plan)
+    result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
+                     origin)
+    if plan is not None and plan.track_usage and result.entries:
+        await asyncio.to_thread(_mark_used, memory, result.entries)
+    return result
+
+
+def _mark_used(memory: Any, entries: Sequence[MemoryEntry]) -> None:
+    mark = getattr(memory, "mark_used", None)
+    if mark is None:
+        return
+    try:
+        mark([e.id for e in entries])  # one statement for all ids (founder-os)
+    except Exception:  # noqa: BLE001 - usage counters never fail the turn
+        _log.warning("memory_inject: could not update usage counters", exc_info=True)
 
 
 def run_stages(
@@ -222,13 +189,14 @@ def _finish(
     query: str,
     scopes: tuple[str | None, ...],
     cfg: MemoryInjectConfig,
-    rec: _Recalled,
+    rec: Recalled,
     exclude_conversation: bool,
     turn: TurnMeta | None,
     now: datetime | None,
     origin: TurnOrigin | str | None,
 ) -> RenderResult:
-    recall_trace = StageTrace("recall", rec.raw_count, len(rec.entries), rec.invalid)
+    recall_trace = StageTrace("recall", rec.raw_count, len(rec.entries),
+                              {**rec.invalid, **rec.plan_dropped})
     traces: list[StageTrace] = [recall_trace]
     text = ""
     rendered: tuple[MemoryEntry, ...] = ()
@@ -247,7 +215,7 @@ def _finish(
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory
         stage_failed = True
         text, rendered = "", ()
-        errors.append(f"stage_failed: {_describe(exc)}")
+        errors.append(f"stage_failed: {describe(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
     turn = turn if turn is not None else TurnMeta()
     event = MemoryRecall(
@@ -270,6 +238,7 @@ def _finish(
         trace=tuple(traces),
         error="; ".join(errors) or None,
         degraded=rec.degraded,
+        partial=rec.partial,
         tokenizer=cfg.budget.tokenizer,
         text=text,
     )

@@ -55,6 +55,7 @@ class MemoryRecall:
     trace: tuple[StageTrace, ...] = ()
     error: str | None = None
     degraded: tuple[str, ...] = ()
+    partial: bool = False
     tokenizer: str = field(default="cl100k_base", repr=False)
     text: str = field(default="", repr=False)
 

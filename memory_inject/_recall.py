@@ -1,0 +1,244 @@
+"""The recall phase of a render: the only I/O, run under the per-turn deadline.
+
+A render's recall is a list of calls (one per session scope, or one per scope
+and plan query). They run in order; with a deadline they run in a worker
+thread (or task) and whatever has answered when the deadline passes is used,
+the rest is abandoned and the event says ``partial``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
+from typing import Any
+
+import attrs
+from attrs import define, frozen
+
+from memory_inject.models import MemoryEntry
+from memory_inject.plan import RecallPlan, extract_entities, merge_results
+
+__all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
+
+# Recalls that outlive their deadline keep a worker until the store answers;
+# the pool bounds how many can pile up behind a store that hangs for good.
+_EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="memory-inject-recall")
+
+
+@frozen
+class Call:
+    """One store call: which scope and plan source it serves, and how to make it."""
+
+    scope: str | None
+    source: str
+    fn: Callable[[], Any]
+    afn: Callable[[], Awaitable[Any]] | None = None
+
+
+@frozen
+class Recalled:
+    entries: list[MemoryEntry]
+    raw_count: int
+    any_ok: bool
+    errors: list[str]
+    invalid: dict[str, str]
+    duration: float
+    degraded: tuple[str, ...] = ()
+    partial: bool = False
+    plan_dropped: dict[str, str] = attrs.Factory(dict)
+
+
+@define
+class _Results:
+    """Batches in call order; filled by whoever runs the calls."""
+
+    batches: list[tuple[Call, Any]]
+    errors: list[tuple[Call, BaseException]]
+    abandoned: bool = False
+    lock: threading.Lock = attrs.Factory(threading.Lock)
+
+
+def describe(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    head = reason if isinstance(reason, str) else type(exc).__name__
+    return f"{head}: {exc}" if str(exc) else head
+
+
+def _degraded_flag(memory: Any) -> str | None:
+    info = getattr(memory, "last_recall_info", None)
+    flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
+    return str(flag) if flag else None
+
+
+def _filtered(memory: Any, limit: int, scope: str | None, field: str, value: str
+              ) -> Sequence[MemoryEntry]:
+    """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
+    where = getattr(memory, "recall_where", None)
+    if where is not None:
+        return where(None, limit, session_id=scope, **{field: value})  # type: ignore[no-any-return]
+    rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
+    hits = []
+    for e in rows:
+        have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
+        if have == value or (isinstance(have, tuple | list) and value in have):
+            hits.append(e)
+    hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
+    return hits[:limit]
+
+
+def build_calls(
+    memory: Any,
+    query: str,
+    limit: int,
+    scopes: tuple[str | None, ...],
+    plan: RecallPlan | None,
+    source: str | None,
+) -> list[Call]:
+    """The store calls of one render, in the order their results take precedence."""
+    arecall = getattr(memory, "arecall", None)
+    if plan is None:
+        return [
+            Call(sid, "default",
+                 partial(memory.recall, query, limit, session_id=sid, since=None, until=None),
+                 None if arecall is None else partial(arecall, query, limit, session_id=sid,
+                                                      since=None, until=None))
+            for sid in scopes
+        ]
+    calls: list[Call] = []
+    entity_ids: list[str] = []
+    if any(q.source == "entity" for q in plan.queries):
+        known = getattr(memory, "known_entities", None)
+        names = dict(known()) if known is not None else {}
+        found = extract_entities(query, names.keys())
+        entity_ids = [names[c] for c in found.companies]
+    where = getattr(memory, "recall_where", None)
+    for sid in scopes:
+        for q in plan.queries:
+            fn: Callable[[], Any]
+            if q.source in ("semantic", "lexical") and where is not None:
+                fn = partial(where, query, q.limit, session_id=sid, mode=q.source)
+            elif q.source in ("default", "semantic", "lexical"):
+                fn = partial(memory.recall, query, q.limit, session_id=sid)
+            elif q.source == "entity" and entity_ids:
+                fn = partial(_filtered, memory, q.limit, sid, "entity_id", entity_ids[0])
+            elif q.source == "plugin" and source:
+                fn = partial(_filtered, memory, q.limit, sid, "source", source)
+            else:
+                continue
+            calls.append(Call(sid, q.source, fn))
+    return calls
+
+
+def _run_calls(calls: list[Call], res: _Results, memory: Any) -> None:
+    for call in calls:
+        if res.abandoned:
+            return
+        try:
+            batch = call.fn()
+            flag = _degraded_flag(memory) if call.source == "semantic" else None
+            if flag:  # founder-os: an embedder failure drops the semantic query only
+                raise RuntimeError(flag)
+        except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
+            with res.lock:
+                res.errors.append((call, exc))
+            continue
+        with res.lock:
+            if not res.abandoned:
+                res.batches.append((call, batch))
+
+
+def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: RecallPlan | None
+             ) -> Recalled:
+    """Run the calls in order, inline or under the deadline in a worker thread."""
+    res = _Results([], [])
+    t0 = time.perf_counter()
+    partial = False
+    if deadline is None:
+        _run_calls(calls, res, memory)
+    else:
+        fut = _EXECUTOR.submit(_run_calls, calls, res, memory)
+        try:
+            fut.result(timeout=deadline)
+        except FutureTimeout:
+            with res.lock:
+                res.abandoned = True
+            partial = True
+    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+
+
+async def run_async(memory: Any, calls: list[Call], deadline: float | None,
+                    plan: RecallPlan | None) -> Recalled:
+    """The async twin: awaits ``arecall`` where the store has it, else a thread."""
+    res = _Results([], [])
+    t0 = time.perf_counter()
+
+    async def go() -> None:
+        for call in calls:
+            try:
+                if call.afn is not None:
+                    batch = await call.afn()
+                else:
+                    batch = await asyncio.to_thread(call.fn)
+            except Exception as exc:  # noqa: BLE001
+                res.errors.append((call, exc))
+                continue
+            res.batches.append((call, batch))
+
+    partial = False
+    try:
+        await asyncio.wait_for(go(), timeout=deadline)
+    except TimeoutError:
+        partial = True
+    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+
+
+def _collect(res: _Results, duration: float, memory: Any, partial: bool,
+             plan: RecallPlan | None, deadline: float | None) -> Recalled:
+    with res.lock:
+        batches = list(res.batches)
+        failures = list(res.errors)
+    errors = [f"scope {c.scope!r} ({c.source}): {describe(e)}" if plan else
+              f"scope {c.scope!r}: {describe(e)}" for c, e in failures]
+    invalid: dict[str, str] = {}
+    valid_batches: list[list[MemoryEntry]] = []
+    raw = 0
+    any_ok = False
+    for _call, batch in batches:
+        try:
+            items = list(batch)  # a non-iterable batch counts as a failed call
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"scope {_call.scope!r}: {describe(exc)}")
+            continue
+        any_ok = True
+        good = []
+        for item in items:
+            raw += 1
+            if isinstance(item, MemoryEntry):
+                good.append(item)
+            else:
+                invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
+        valid_batches.append(good)
+    degraded: list[str] = []
+    flag = _degraded_flag(memory)
+    if flag:
+        degraded.append(flag)
+    if partial:
+        degraded.append(f"deadline: recall abandoned after {deadline:.3f}s, partial results used")
+    plan_dropped: dict[str, str] = {}
+    if plan is None:
+        seen: set[str] = set()
+        entries = []
+        for batch in valid_batches:
+            for e in batch:
+                if e.key not in seen:  # first scope wins
+                    seen.add(e.key)
+                    entries.append(e)
+    else:
+        entries, plan_dropped = merge_results(valid_batches, plan)
+    return Recalled(entries, raw, any_ok, errors, invalid, duration, tuple(degraded), partial,
+                    plan_dropped)

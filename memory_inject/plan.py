@@ -1,0 +1,167 @@
+"""Multi-source recall (founder-os): several queries per turn, merged, de-duplicated, capped.
+
+A plan is a list of queries, each with a source and a limit:
+
+* ``default``  the store's own recall (hybrid when it has an embedder);
+* ``semantic`` / ``lexical``  recall forced to one modality (stores that support it);
+* ``entity``   rows tagged with an entity (company) resolved from the turn's input;
+* ``plugin``   rows written by the calling plugin/agent (``source``).
+
+Results are merged by id and ordered by the plan's priority rule: founder-os
+ranks ids returned by more queries first, then confidence, then relevance;
+the merged list is capped. Pure functions here; the pipeline does the I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from attrs import field, frozen
+
+from memory_inject.models import MemoryEntry
+
+__all__ = [
+    "FOUNDER_OS_PLAN",
+    "Entities",
+    "PlanQuery",
+    "RecallPlan",
+    "extract_entities",
+    "merge_results",
+]
+
+SOURCES = ("default", "semantic", "lexical", "entity", "plugin")
+
+
+@frozen
+class PlanQuery:
+    source: str
+    limit: int
+
+    def __attrs_post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(f"'source' must be one of {SOURCES} (got {self.source!r})")
+        if self.limit < 1:
+            raise ValueError(f"'limit' must be >= 1 (got {self.limit!r})")
+
+
+def _queries(value: Iterable[PlanQuery]) -> tuple[PlanQuery, ...]:
+    return tuple(value)
+
+
+@frozen
+class RecallPlan:
+    """``queries`` run for each session scope; ``cap`` bounds the merged list."""
+
+    queries: tuple[PlanQuery, ...] = field(converter=_queries)
+    cap: int = 5
+    #: ``hits`` (founder-os: hit count, confidence, relevance) or ``score`` (relevance only).
+    priority: str = "hits"
+    #: Only rows whose ``status`` is one of these take part (None: any status).
+    statuses: tuple[str, ...] | None = None
+    #: Bump ``times_used``/``last_used_at`` of the rendered entries (one statement).
+    track_usage: bool = True
+
+
+#: founder-os's plan: semantic on the task (5), the company (3), the calling plugin (2); cap 5.
+FOUNDER_OS_PLAN = RecallPlan(
+    queries=(PlanQuery("semantic", 5), PlanQuery("entity", 3), PlanQuery("plugin", 2)),
+    cap=5,
+    priority="hits",
+    statuses=("confirmed", "applied", "active"),
+)
+
+PRESETS = {"founder_os": FOUNDER_OS_PLAN}
+
+
+@frozen
+class Entities:
+    emails: tuple[str, ...] = ()
+    domains: tuple[str, ...] = ()
+    companies: tuple[str, ...] = ()
+    contacts: tuple[str, ...] = ()
+
+
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)\b")
+_BARE_DOMAIN = re.compile(r"(?<![@\w.-])@?((?:[A-Za-z0-9-]+\.)+(?:com|org|net|io|co|ai|dev|app|"
+                          r"example|[a-z]{2}))\b")
+_NAME = re.compile(r"\b([A-Z][a-z]+(?:[-'][A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:[-'][A-Z][a-z]+)?)\b")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _norm_words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def extract_entities(text: str, known_companies: Iterable[str] = ()) -> Entities:
+    """Emails, domains, known company names and contact names near emails in ``text``.
+
+    A company matches when its whole name appears as a word sequence, or when
+    its name is the stem of an email or domain in the text (``jane@acme.io`` →
+    ``Acme``). A contact is a capitalised first + last name pair within a few
+    words before an email address.
+    """
+    emails = tuple(m.group(0) for m in _EMAIL.finditer(text))
+    domains = [m.group(1).lower() for m in _EMAIL.finditer(text)]
+    domains += [m.group(1).lower() for m in _BARE_DOMAIN.finditer(text)
+                if m.group(1).lower() not in domains]
+    stems = {d.split(".")[0] for d in domains}
+    words = _norm_words(text)
+    joined = f" {' '.join(words)} "
+    companies = []
+    for name in known_companies:
+        nw = _norm_words(name)
+        if not nw:
+            continue
+        if f" {' '.join(nw)} " in joined or "".join(nw) in stems or nw[0] in stems:
+            companies.append(name)
+    contacts = []
+    for m in _EMAIL.finditer(text):
+        window = text[max(0, m.start() - 60):m.start()]
+        names = list(_NAME.finditer(window))
+        if names:
+            contacts.append(f"{names[-1].group(1)} {names[-1].group(2)}")
+    return Entities(emails, tuple(dict.fromkeys(domains)), tuple(companies), tuple(contacts))
+
+
+def _confidence(e: MemoryEntry) -> float:
+    c = e.extra.get("confidence") if e.extra else None
+    return float(c) if isinstance(c, int | float) else -1.0
+
+
+def merge_results(batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan
+                  ) -> tuple[list[MemoryEntry], dict[str, str]]:
+    """Union by id, filter by status, order by the plan's priority, cap.
+
+    Returns the merged entries and ``{key: reason}`` for those cut (status or cap).
+    """
+    hits: dict[str, int] = {}
+    first: dict[str, MemoryEntry] = {}
+    best_score: dict[str, float] = {}
+    order: list[str] = []
+    dropped: dict[str, str] = {}
+    for batch in batches:
+        for e in batch:
+            if plan.statuses is not None:
+                status = e.extra.get("status") if e.extra else None
+                if status is not None and status not in plan.statuses:
+                    dropped[e.key] = f"status:{status}"
+                    continue
+            if e.id not in first:
+                first[e.id] = e
+                order.append(e.id)
+                hits[e.id] = 0
+            hits[e.id] += 1
+            if e.score is not None:
+                best_score[e.id] = max(best_score.get(e.id, 0.0), e.score)
+                if first[e.id].score is None or e.score > (first[e.id].score or 0.0):
+                    first[e.id] = e
+    if plan.priority == "hits":
+        ranked = sorted(order, key=lambda i: (-hits[i], -_confidence(first[i]),
+                                              -best_score.get(i, -1.0)))
+    else:
+        ranked = sorted(order, key=lambda i: -best_score.get(i, -1.0))
+    kept = [first[i] for i in ranked[: plan.cap]]
+    for i in ranked[plan.cap:]:
+        dropped[first[i].key] = "plan:cap"
+    return kept, dropped
