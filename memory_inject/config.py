@@ -31,12 +31,12 @@ from memory_inject.models import TurnOrigin
 __all__ = [
     "MAX_CANDIDATE_POOL",
     "AgentConfig",
-    "PlanQueryConfig",
-    "RecallPlanConfig",
     "BackendConfig",
     "BudgetConfig",
     "DecayConfig",
     "MemoryInjectConfig",
+    "PlanQueryConfig",
+    "RecallPlanConfig",
     "RerankConfig",
     "load_agent_config",
 ]
