@@ -22,10 +22,17 @@ __all__ = ["InMemoryStore"]
 
 
 class InMemoryStore:
-    """A dictionary of entries keyed by ``key`` (a write to an existing key replaces it)."""
+    """A dictionary of entries keyed by ``key`` (a write to an existing key replaces it).
 
-    def __init__(self, entries: Iterable[MemoryEntry] = (), *, name: str = "in_memory") -> None:
+    A session-scoped recall sees that session's entries plus sessionless
+    entries of the ``shared_categories`` (agent-wide facts), never another
+    session's; ``shared_categories=()`` makes the filter strict.
+    """
+
+    def __init__(self, entries: Iterable[MemoryEntry] = (), *, name: str = "in_memory",
+                 shared_categories: Iterable[str] = ("core", "daily")) -> None:
         self._name = name
+        self._shared = frozenset(shared_categories)
         self._lock = threading.Lock()
         self._entries: dict[str, MemoryEntry] = {}
         self._tokens: dict[str, list[str]] = {}
@@ -124,7 +131,7 @@ class InMemoryStore:
             pool = [
                 (e, self._tokens[e.key])
                 for e in self._entries.values()
-                if _in_scope(e, session_id, since, until)
+                if _in_scope(e, session_id, since, until, self._shared)
             ]
         if is_time_only(query):
             pool.sort(key=lambda p: _newest_first(p[0]))
@@ -158,9 +165,15 @@ def _newest_first(e: MemoryEntry) -> tuple[float, str]:
 
 
 def _in_scope(
-    e: MemoryEntry, session_id: str | None, since: datetime | None, until: datetime | None
+    e: MemoryEntry,
+    session_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    shared: frozenset[str] = frozenset(),
 ) -> bool:
-    if session_id is not None and e.session_id != session_id:
+    if session_id is not None and e.session_id != session_id and not (
+        e.session_id is None and e.category in shared
+    ):
         return False
     if since is not None and (e.timestamp is None or e.timestamp < parse_timestamp(since)):
         return False

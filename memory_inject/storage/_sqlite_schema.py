@@ -1,0 +1,316 @@
+"""Opening, DDL, forward migrations, the schema check and the row codec of the SQLite store.
+
+The schema version lives in ``PRAGMA user_version`` and our files carry
+``PRAGMA application_id`` so that a database of another program (founder-os
+also keeps a ``memories`` table in ``.memory/memory.db``) is refused rather
+than migrated. Migrations only ever run forward, each in its own
+``BEGIN IMMEDIATE`` transaction together with the version bump.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import struct
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_inject.exceptions import (
+    SchemaMismatchError,
+    StorageError,
+    StoreCorruptError,
+    StoreLockedError,
+    StoreMissingError,
+)
+from memory_inject.storage._jsonl import RECORD_FIELDS, format_ts
+from memory_inject.storage.records import MemoryRecord
+
+__all__ = [
+    "APPLICATION_ID",
+    "COLUMNS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SELECT",
+    "UPSERT",
+    "connect",
+    "decode_vector",
+    "encode_vector",
+    "fetch",
+    "is_locked",
+    "migrate",
+    "prepare",
+    "record_to_row",
+    "row_to_record",
+    "wrap_error",
+]
+
+#: "MINJ": marks a file as ours, next to the version in ``user_version``.
+APPLICATION_ID = 0x4D494E4A
+
+# Each entry moves the schema from version i to i + 1. Never edit a released
+# entry: append a new one, so every existing file can be brought forward.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: the table of records. Timestamps are fixed-width UTC text, lists and
+    # the scope mapping are JSON text, the embedding is little-endian float32.
+    (
+        """CREATE TABLE memories (
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            content TEXT NOT NULL,
+            category TEXT NOT NULL,
+            timestamp TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            session_id TEXT,
+            namespace TEXT NOT NULL,
+            importance REAL,
+            confidence REAL,
+            status TEXT NOT NULL DEFAULT 'active',
+            tags TEXT NOT NULL DEFAULT '[]',
+            source TEXT,
+            entity_ids TEXT NOT NULL DEFAULT '[]',
+            profile_id TEXT,
+            scope TEXT,
+            applies_when TEXT NOT NULL DEFAULT '[]',
+            does_not_apply_when TEXT NOT NULL DEFAULT '[]',
+            known_exceptions TEXT NOT NULL DEFAULT '[]',
+            rule_type TEXT,
+            memory_kind TEXT,
+            layer TEXT,
+            supersedes TEXT NOT NULL DEFAULT '[]',
+            superseded_by TEXT,
+            times_used INTEGER NOT NULL DEFAULT 0,
+            last_used_at TEXT,
+            expires_at TEXT,
+            deleted_at TEXT,
+            embedding BLOB,
+            UNIQUE (namespace, key),
+            UNIQUE (namespace, id)
+        )""",
+        "CREATE INDEX memories_recent ON memories (namespace, updated_at DESC) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL",
+        "CREATE INDEX memories_session ON memories (namespace, session_id, updated_at DESC)",
+        "CREATE INDEX memories_created ON memories (namespace, timestamp)",
+    ),
+    # 2: the full-text index over key, content and tags (the tags' JSON text
+    # tokenises to the tag words). External content, so the text is stored
+    # once; the update trigger fires only when indexed text changes, so usage
+    # counters never touch the index. 'rebuild' indexes rows written under v1.
+    (
+        "CREATE VIRTUAL TABLE memories_fts USING fts5("
+        "key, content, tags, content='memories', content_rowid='rid', "
+        "tokenize='porter unicode61')",
+        """CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, key, content, tags)
+            VALUES (new.rid, new.key, new.content, new.tags);
+        END""",
+        """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, content, tags)
+            VALUES ('delete', old.rid, old.key, old.content, old.tags);
+        END""",
+        """CREATE TRIGGER memories_fts_update AFTER UPDATE OF key, content, tags ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, content, tags)
+            VALUES ('delete', old.rid, old.key, old.content, old.tags);
+            INSERT INTO memories_fts(rowid, key, content, tags)
+            VALUES (new.rid, new.key, new.content, new.tags);
+        END""",
+        "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
+    ),
+)
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_REQUIRED_TABLES = ("memories", "memories_fts")
+
+#: Column order of every row tuple: the record's fields, in declaration order.
+COLUMNS: tuple[str, ...] = RECORD_FIELDS
+SELECT = ", ".join(COLUMNS)
+_PLACEHOLDERS = ", ".join("?" for _ in COLUMNS)
+_ASSIGN = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("namespace", "key"))
+# Built from the fixed column list only; every value is a bound parameter.
+UPSERT = (
+    f"INSERT INTO memories ({SELECT}) VALUES ({_PLACEHOLDERS}) "  # noqa: S608
+    f"ON CONFLICT (namespace, key) DO UPDATE SET {_ASSIGN}"
+)
+
+_TIMESTAMPS = frozenset({"timestamp", "updated_at", "last_used_at", "expires_at", "deleted_at"})
+_LISTS = frozenset(
+    {"tags", "entity_ids", "applies_when", "does_not_apply_when", "known_exceptions", "supersedes"}
+)
+
+
+def is_locked(exc: sqlite3.Error) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return True
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text
+
+
+def wrap_error(exc: sqlite3.Error, what: str) -> StorageError:
+    """The :class:`StorageError` subclass for a driver error (raise it ``from exc``)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    message = f"{what}: {exc}"
+    if is_locked(exc):
+        return StoreLockedError(f"{what}: database is locked (after one retry): {exc}")
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in str(exc):
+        return StoreCorruptError(message)
+    if code == sqlite3.SQLITE_CANTOPEN:
+        return StoreMissingError(message)
+    return StorageError(message)
+
+
+def connect(path: str, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode for use from any thread (callers hold a lock).
+
+    Parent directories are created when ``create`` is true; with ``create``
+    false the file is opened ``mode=rw`` so SQLite cannot create it either.
+    """
+    timeout = busy_timeout_ms / 1000.0
+    if path == ":memory:":
+        return sqlite3.connect(
+            ":memory:", timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    p = Path(path)
+    if p.is_dir():
+        raise StoreMissingError(f"{path}: is a directory, not a database file")
+    if not p.exists():
+        if not create:
+            raise StoreMissingError(f"{path}: no such database (create=False)")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreMissingError(f"{path}: cannot create its directory: {exc}") from exc
+    mode = "rwc" if create else "rw"
+    uri = f"file:{urllib.parse.quote(str(p.absolute()))}?mode={mode}"
+    try:
+        return sqlite3.connect(
+            uri, timeout=timeout, isolation_level=None, check_same_thread=False, uri=True
+        )
+    except sqlite3.Error as exc:
+        raise wrap_error(exc, f"{path}: cannot open") from exc
+
+
+def encode_vector(values: Sequence[float]) -> bytes:
+    """Little-endian float32, whatever the host's byte order."""
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def decode_vector(blob: bytes) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(blob) // 4}f", blob)
+
+
+def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
+    row: list[Any] = []
+    for name in COLUMNS:
+        value = getattr(record, name)
+        if value is None:
+            row.append(None)
+        elif name in _TIMESTAMPS:
+            row.append(format_ts(value))
+        elif name in _LISTS:
+            row.append(json.dumps(list(value), ensure_ascii=False))
+        elif name == "scope":
+            row.append(json.dumps(dict(value), ensure_ascii=False, sort_keys=True))
+        elif name == "embedding":
+            row.append(encode_vector(value))
+        elif name == "category":
+            row.append(str(value))
+        else:
+            row.append(value)
+    return tuple(row)
+
+
+def row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    fields: dict[str, Any] = {}
+    for name, raw in zip(COLUMNS, row, strict=True):
+        value = raw
+        if raw is not None and (name in _LISTS or name == "scope"):
+            value = json.loads(raw)
+        elif raw is not None and name == "embedding":
+            value = decode_vector(raw)
+        fields[name] = value
+    return MemoryRecord(**fields)
+
+
+def fetch(
+    conn: sqlite3.Connection, namespace: str, where: str, params: Sequence[Any]
+) -> list[MemoryRecord]:
+    """Records of ``namespace`` matching ``where`` (which may end in ORDER BY / LIMIT)."""
+    sql = f"SELECT {SELECT} FROM memories WHERE namespace = ? AND {where}"  # noqa: S608
+    return [row_to_record(r) for r in conn.execute(sql, (namespace, *params))]
+
+
+def _pragma(conn: sqlite3.Connection, name: str) -> int:
+    return int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+
+
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the file forward to ``target``, one transaction per step; returns the version.
+
+    The version is re-read under the write lock, so two processes opening a
+    new file at once apply each step once.
+    """
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _pragma(conn, "user_version")
+            if version >= target:
+                conn.execute("COMMIT")
+                return version
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
+    """Check that the file is ours and current, migrating it forward if it is older.
+
+    Raises :class:`SchemaMismatchError` for a newer schema or another program's
+    database, :class:`StoreMissingError` for an empty file when ``create`` is
+    false, :class:`StoreCorruptError` when our tables are missing afterwards.
+    """
+    version = _pragma(conn, "user_version")
+    if version > SCHEMA_VERSION:
+        raise SchemaMismatchError(
+            f"{label}: schema version {version} is newer than this memory-inject "
+            f"supports ({SCHEMA_VERSION}); upgrade memory-inject"
+        )
+    if version == 0:
+        tables = _tables(conn)
+        if tables:
+            raise SchemaMismatchError(
+                f"{label}: not a memory-inject database (it has tables "
+                f"{', '.join(tables[:5])} and no memory-inject schema version)"
+            )
+        if not create:
+            raise StoreMissingError(f"{label}: the database is empty and create=False")
+    elif _pragma(conn, "application_id") != APPLICATION_ID:
+        raise SchemaMismatchError(
+            f"{label}: not a memory-inject database "
+            f"(application_id {_pragma(conn, 'application_id'):#x}, user_version {version})"
+        )
+    if version < SCHEMA_VERSION:
+        migrate(conn)
+    missing = [t for t in _REQUIRED_TABLES if t not in _tables(conn)]
+    if missing:
+        raise StoreCorruptError(
+            f"{label}: schema incomplete, missing table(s) {', '.join(missing)}"
+        )

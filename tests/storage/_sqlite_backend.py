@@ -1,0 +1,25 @@
+"""The SQLite side of the storage contract suite."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+from memory_inject.storage.sqlite import SQLiteStore
+
+_counter = itertools.count()
+
+
+def make_sqlite_store(
+    tmp_path: Path, *, same_database_as: SQLiteStore | None = None, **kwargs: Any
+) -> SQLiteStore:
+    """A store on a fresh file (nested, so parent creation is exercised every time).
+
+    ``same_database_as`` opens a second store on another store's file instead,
+    which is how the contract suite checks namespace isolation.
+    """
+    if same_database_as is not None:
+        return SQLiteStore(same_database_as.path, **kwargs)
+    path = tmp_path / f"db{next(_counter)}" / ".memory" / "memory.db"
+    return SQLiteStore(path, **kwargs)
