@@ -34,18 +34,20 @@ __all__ = [
     "BackendConfig",
     "BudgetConfig",
     "DecayConfig",
+    "GovernanceConfig",
     "MemoryInjectConfig",
     "PlanQueryConfig",
     "RecallPlanConfig",
     "RerankConfig",
+    "TrivialPromptConfig",
     "load_agent_config",
 ]
 
 #: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``).
 MAX_CANDIDATE_POOL = 1024
 
-#: Renderers a config may name (more arrive with the governance renderers).
-RENDERERS = ("bracket",)
+#: Renderers a config may name (see docs/renderers.md).
+RENDERERS = ("bracket", "sectioned", "relevant_memories")
 STRATEGIES = ("none", "mmr")
 
 
@@ -76,6 +78,10 @@ def _problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
         if isinstance(value, str) or not isinstance(value, list | tuple) or not all(
                 isinstance(v, str) for v in value):
             return f"'{name}' must be a list of strings (got {value!r:.80})"
+        allowed_items: tuple[str, ...] = meta.get("choices_list") or ()
+        bad = [v for v in value if allowed_items and v not in allowed_items]
+        if bad:
+            return f"'{name}' must name items from {list(allowed_items)} (got {bad!r})"
         return None
     elif kind == "str":
         if not isinstance(value, str):
@@ -218,12 +224,41 @@ class RecallPlanConfig:
     track_usage: bool = _setting(False, "bool", "bump times_used of rendered rows")
 
 
+_GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")
+
+
+@frozen
+class GovernanceConfig:
+    """PI's governance stages, run on recalled entries before the arm. Off by default."""
+
+    enabled: bool = _setting(False, "bool", "run the governance stages")
+    stages: tuple[str, ...] = _setting(
+        _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES)
+    profile_id: str | None = _setting(None, "str", "explicit profile (else resolved from the cwd)",
+                                      nullable=True)
+    include_working_directory: bool = _setting(
+        False, "bool", "match applicability phrases against the cwd too")
+    min_token_length: int = _setting(4, "int", "shortest word the phrase matcher stems", ge=1)
+
+
+@frozen
+class TrivialPromptConfig:
+    """Skip injection for prompts that carry no question (PI's injection filter). Off by default."""
+
+    enabled: bool = _setting(False, "bool", "skip trivial prompts with reason trivial_prompt")
+    min_chars: int = _setting(4, "int", "prompts shorter than this are trivial", ge=0)
+    acknowledgements: tuple[str, ...] | None = _setting(
+        None, "strlist", "phrases that are trivial on their own (null = built-in list)",
+        nullable=True)
+    slash_commands: bool = _setting(True, "bool", "'/command args' prompts are trivial")
+
+
 def _group(cls: type) -> Any:
     return field(factory=cls, validator=attrs.validators.instance_of(cls))
 
 
 _OVERRIDABLE = ("enabled", "recall_limit", "min_relevance_score", "decay", "rerank", "budget",
-                "renderer", "deadline_ms", "recall_plan")
+                "renderer", "deadline_ms", "recall_plan", "governance", "trivial_prompt")
 
 
 @frozen
@@ -246,6 +281,8 @@ class MemoryInjectConfig:
     deadline_ms: int | None = _setting(2000, "int", "per-turn recall deadline (null = none)",
                                        ge=1, nullable=True)
     recall_plan: RecallPlanConfig = _group(RecallPlanConfig)
+    governance: GovernanceConfig = _group(GovernanceConfig)
+    trivial_prompt: TrivialPromptConfig = _group(TrivialPromptConfig)
     origins: Mapping[str, Mapping[str, Any]] = field(factory=dict, hash=False, repr=False)
     backend: BackendConfig = _group(BackendConfig)
     _resolved: dict[str, MemoryInjectConfig] = field(
@@ -301,6 +338,12 @@ class AgentConfig:
 
     def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
         return self.memory.for_origin(origin)
+
+    def open_store(self, base_dir: str | os.PathLike[str] | None = None) -> Any:
+        """Open the store ``memory.backend`` names; SQLite at ``.memory/memory.db`` by default."""
+        from memory_inject.storage import open_store
+
+        return open_store(**_converter.unstructure(self.memory.backend), base_dir=base_dir)
 
 
 # -- structuring ---------------------------------------------------------------

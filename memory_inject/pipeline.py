@@ -8,18 +8,24 @@ only in how they call the store.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
+from memory_inject._phrases import context_text
 from memory_inject._recall import Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
+from memory_inject.governance import apply_scope_to_routed, build_governance
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
+from memory_inject.profile import ProfileIdentity, resolve_profile
 from memory_inject.render import get_renderer
 from memory_inject.rerank import rerank, rerank_recall_limit
 from memory_inject.signals import MemoryRecall, memory_recall
@@ -110,13 +116,17 @@ def render_memory_context(
     now: datetime | None = None,
     origin: TurnOrigin | str | None = None,
     source: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """Recall for each session scope and render one block. Never raises because of the store.
 
     ``config`` is the agent's config; with ``origin`` given, that origin's
     overrides apply. ``now`` pins the clock (decay, recency) for reproducible
     renders. ``source`` names the calling plugin for a recall plan's
-    ``plugin`` query. Sends exactly one ``memory_recall`` signal.
+    ``plugin`` query. ``cwd`` and ``profile`` feed the governance stages (the
+    profile is resolved from ``cwd`` when not given). Sends exactly one
+    ``memory_recall`` signal.
     """
     cfg = _resolve(config, origin)
     scopes = tuple(sessions) or (None,)
@@ -124,7 +134,7 @@ def render_memory_context(
     calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
     recalled = run_sync(memory, calls, _deadline(cfg), plan)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
-                     origin)
+                     origin, cwd, profile)
     if plan is not None and plan.track_usage and result.entries:
         _mark_used(memory, result.entries)
     return result
@@ -141,6 +151,8 @@ async def arender_memory_context(
     now: datetime | None = None,
     origin: TurnOrigin | str | None = None,
     source: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
     cfg = _resolve(config, origin)
@@ -149,7 +161,7 @@ async def arender_memory_context(
     calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
     recalled = await run_async(memory, calls, _deadline(cfg), plan)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
-                     origin)
+                     origin, cwd, profile)
     if plan is not None and plan.track_usage and result.entries:
         await asyncio.to_thread(_mark_used, memory, result.entries)
     return result
@@ -168,12 +180,28 @@ def _mark_used(memory: Any, entries: Sequence[MemoryEntry]) -> None:
 def run_stages(
     ctx: StageContext, entries: Sequence[MemoryEntry]
 ) -> tuple[str, tuple[MemoryEntry, ...], list[StageTrace]]:
-    """The pure part of a render: arm, filters, renderer."""
+    """The pure part of a render: governance, arm, filters, renderer."""
     traces: list[StageTrace] = []
     cfg = ctx.config
     renderer = get_renderer(cfg.renderer)
-    arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
     current: Sequence[MemoryEntry] = entries
+    if cfg.governance.enabled:
+        gov = _governance_stages(cfg.governance.stages, cfg.governance.min_token_length)
+        routed: dict[str, list[MemoryEntry]] = {}
+        for name, stage in gov:
+            res = stage(ctx, current)
+            traces.append(StageTrace(name, len(current), len(res.survivors), res.dropped))
+            for section, items in res.routed.items():
+                routed.setdefault(section, []).extend(items)
+            current = res.survivors
+        if routed:
+            # Routed (contested) entries face the scope stages too; PI forgot to.
+            kept, dropped = apply_scope_to_routed(ctx, routed, gov)
+            n_in = sum(len(v) for v in routed.values())
+            traces.append(StageTrace("routed_scope", n_in, sum(len(v) for v in kept.values()),
+                                     dropped))
+            ctx = attrs.evolve(ctx, routed=kept)
+    arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
     for name, stage in ((arm_name, arm), *_POST_ARM):
         res = stage(ctx, current)
         scores = {e.key: e.score for e in res.survivors} if stage is arm else {}
@@ -182,6 +210,32 @@ def run_stages(
     rendered = renderer(ctx, current)
     traces.extend(rendered.traces)
     return rendered.text, rendered.entries, traces
+
+
+@functools.lru_cache(maxsize=64)
+def _governance_stages(names: tuple[str, ...], min_token_length: int
+                       ) -> list[tuple[str, Stage]]:
+    return build_governance(names, min_token_length=min_token_length)
+
+
+@functools.lru_cache(maxsize=256)
+def _identity(cwd: str, explicit: str | None) -> ProfileIdentity:
+    return resolve_profile(cwd, explicit=explicit)
+
+
+def _turn_scope(cfg: MemoryInjectConfig, query: str, cwd: str | os.PathLike[str] | None,
+                profile: ProfileIdentity | str | None
+                ) -> tuple[str | None, frozenset[str], str]:
+    """The governance context of a turn: profile id, project keys, text to match."""
+    gov = cfg.governance
+    if not gov.enabled:
+        return None, frozenset(), ""
+    where = os.fspath(cwd) if cwd is not None else os.getcwd()
+    identity = profile if isinstance(profile, ProfileIdentity) else _identity(where, None)
+    # An explicit profile id (argument, then config) wins over the resolved one.
+    profile_id = profile if isinstance(profile, str) else gov.profile_id or identity.profile_id
+    text = context_text(query, where, include_cwd=gov.include_working_directory)
+    return profile_id, identity.project_keys, text
 
 
 def _finish(
@@ -194,6 +248,8 @@ def _finish(
     turn: TurnMeta | None,
     now: datetime | None,
     origin: TurnOrigin | str | None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     recall_trace = StageTrace("recall", rec.raw_count, len(rec.entries),
                               {**rec.invalid, **rec.plan_dropped})
@@ -208,8 +264,10 @@ def _finish(
         # The stages after the arm only drop what the rerank arm already
         # dropped, so the renderer's demand bounds how far the arm must rank.
         demand = get_renderer(cfg.renderer).demand(cfg)
+        profile_id, project_keys, text_ctx = _turn_scope(cfg, query, cwd, profile)
         ctx = StageContext(cfg, now if now is not None else datetime.now(UTC),
-                           exclude_conversation, query, demand)
+                           exclude_conversation, query, demand, profile_id, project_keys,
+                           text_ctx)
         text, rendered, stage_traces = run_stages(ctx, rec.entries)
         traces.extend(stage_traces)
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory

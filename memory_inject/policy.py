@@ -20,11 +20,12 @@ from attrs import frozen
 
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import TurnOrigin
+from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
 
 __all__ = ["SKIP_REASONS", "InjectPolicy", "resolve_inject_policy"]
 
 #: Every reason :func:`resolve_inject_policy` can give for a skip.
-SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled")
+SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled", "trivial_prompt")
 
 
 @frozen(slots=True)
@@ -48,10 +49,13 @@ def resolve_inject_policy(
     has_session: bool,
     suppress: bool = False,
     config: MemoryInjectConfig | None = None,
+    query: str | None = None,
 ) -> InjectPolicy:
     """Map who started the turn (and the agent's config) to inject-or-skip.
 
-    ``suppress`` is the spawn-site opt-out and wins over everything. Scheduled
+    ``suppress`` is the spawn-site opt-out and wins over everything. With
+    ``query`` given and ``trivial_prompt.enabled`` in the config, prompts such
+    as "ok" or "/clear" skip with reason ``trivial_prompt``. Scheduled
     origins never see conversation memory; sessionless turns do not either,
     since without a session filter they would pull other chats' conversations.
     """
@@ -60,11 +64,23 @@ def resolve_inject_policy(
         return _SKIP["suppressed"]
     if origin is TurnOrigin.SUB_TURN:
         return _SKIP["sub_turn"]
-    if config is not None and not config.is_enabled_for(origin):
-        return _SKIP["origin_disabled"]
+    if config is not None:
+        if not config.is_enabled_for(origin):
+            return _SKIP["origin_disabled"]
+        if query is not None and _is_trivial(config, origin, query):
+            return _SKIP["trivial_prompt"]
     if origin in _SCHEDULED or not has_session:
         return _INJECT_EXCLUDING
     return _INJECT
+
+
+def _is_trivial(config: MemoryInjectConfig, origin: TurnOrigin, query: str) -> bool:
+    tp = (config.for_origin(origin) if config.origins else config).trivial_prompt
+    if not tp.enabled:
+        return False
+    acks = DEFAULT_ACKNOWLEDGEMENTS if tp.acknowledgements is None else tp.acknowledgements
+    return is_trivial_prompt(query, min_chars=tp.min_chars, acknowledgements=acks,
+                             slash_commands=tp.slash_commands)
 
 
 def has_session(sessions: object) -> bool:

@@ -108,7 +108,16 @@ class BracketRenderer:
         return Rendered(text, tuple(rendered), traces)
 
 
-RENDERERS: dict[str, Renderer] = {"bracket": BracketRenderer()}
+def _all_renderers() -> dict[str, Renderer]:
+    from memory_inject.renderers import RENDERER_CLASSES
+
+    out: dict[str, Renderer] = {"bracket": BracketRenderer()}
+    for name, cls in RENDERER_CLASSES.items():
+        out[name] = cls()
+    return out
+
+
+RENDERERS: dict[str, Renderer] = _all_renderers()
 
 
 def get_renderer(name: str) -> Renderer:

@@ -345,7 +345,10 @@ class TestChoices:
 
     def test_unknown_renderer(self, tmp_path: Path) -> None:
         """An unknown renderer is refused with the list of renderers."""
-        expected = ("'renderer' must be one of 'bracket' (got 'html') @ $.memory",)
+        expected = (
+            "'renderer' must be one of 'bracket', 'sectioned', 'relevant_memories'"
+            " (got 'html') @ $.memory",
+        )
         assert expected == problems_of(tmp_path, "agent: a\nmemory:\n  renderer: html\n")
 
     def test_unknown_strategy(self, tmp_path: Path) -> None:
