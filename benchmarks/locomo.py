@@ -1,0 +1,179 @@
+"""Retrieval quality on LoCoMo (dev half): recall@k of evidence, recalled and rendered.
+
+Reads ``../shared/data/locomo-dev`` (or ``--data DIR``); the data is CC BY-NC
+and is never copied into this repository. One SQLite store per conversation,
+records stamped with their session's date, ``now`` = one day after the last
+session. For each question:
+
+* recalled: recall@5 / recall@10 of the evidence ids among the store's top-k;
+* rendered: the fraction of evidence among the entries ``render_memory_context``
+  puts in the block (at most ``max_entries``), per pipeline arm and category.
+
+Run: ``python benchmarks/locomo.py`` (lexical, hashing-vector and hybrid
+recall; add ``--minilm`` to also try all-MiniLM-L6-v2 when the
+``sentence-transformers`` extra is installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from memory_inject import MemoryInjectConfig, RerankConfig, render_memory_context
+from memory_inject.embedders import HashingEmbedder
+from memory_inject.storage import Fusion, SQLiteStore
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+
+
+def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with (data / "records.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            records[r["conversation"]].append(r)
+    with (data / "queries.jsonl").open(encoding="utf-8") as f:
+        queries = [json.loads(line) for line in f]
+    return records, queries
+
+
+def build_store(path: Path, rows: list[dict[str, Any]], category: str, embedder: Any,
+                fusion: Fusion) -> SQLiteStore:
+    store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
+    lines = []
+    for r in rows:
+        content = r["content"]
+        if r.get("image_caption"):
+            content += f" [shared an image: {r['image_caption']}]"
+        lines.append(json.dumps({"key": r["id"], "content": content, "category": category,
+                                 "timestamp": r["timestamp"] + "Z"}))
+    import io
+
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    if embedder is not None:
+        store.embed_missing()
+    return store
+
+
+def recall_at(found: list[str], evidence: list[str], k: int) -> float:
+    ev = set(evidence)
+    return len(ev & set(found[:k])) / len(ev) if ev else 0.0
+
+
+def mean(xs: Iterable[float]) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def run_mode(name: str, records: dict[str, list[dict[str, Any]]], queries: list[dict[str, Any]],
+             embedder: Any, search_mode: str, fusion_mode: str, tmp: Path,
+             pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]],
+             categories: tuple[str, ...]) -> dict[str, Any]:
+    fusion = Fusion(mode=fusion_mode, search_mode=search_mode)
+    out: dict[str, Any] = {"mode": name, "recalled": {}, "rendered": {}}
+    per_cat_recall: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    rendered: dict[tuple[str, str], list[float]] = defaultdict(list)
+    rendered_by_qcat: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    t_recall: list[float] = []
+    for category in categories:
+        for conv, rows in records.items():
+            store = build_store(tmp / f"{name}-{category}-{conv}.db", rows, category, embedder,
+                                fusion)
+            last = max(datetime.fromisoformat(r["timestamp"]) for r in rows).replace(tzinfo=UTC)
+            now = last + timedelta(days=1)
+            try:
+                for q in (q for q in queries if q["conversation"] == conv):
+                    if category == categories[0]:
+                        t0 = time.perf_counter()
+                        found = [e.key for e in store.recall(q["question"], 10)]
+                        t_recall.append(time.perf_counter() - t0)
+                        per_cat_recall[q["category_name"]].append(
+                            (recall_at(found, q["evidence"], 5),
+                             recall_at(found, q["evidence"], 10)))
+                    for pname, make in pipelines.items():
+                        res = render_memory_context(store, q["question"], config=make(now),
+                                                    now=now)
+                        score = recall_at([e.key for e in res.entries], q["evidence"], 10)
+                        rendered[(category, pname)].append(score)
+                        rendered_by_qcat[(category, pname, q["category_name"])].append(score)
+            finally:
+                store.close()
+    allr = [x for v in per_cat_recall.values() for x in v]
+    out["recalled"]["all"] = (mean(a for a, _ in allr), mean(b for _, b in allr))
+    for cat, v in sorted(per_cat_recall.items()):
+        out["recalled"][cat] = (mean(a for a, _ in v), mean(b for _, b in v))
+    out["rendered"] = {k: mean(v) for k, v in rendered.items()}
+    out["rendered_by_qcat"] = {k: mean(v) for k, v in rendered_by_qcat.items()}
+    t_recall.sort()
+    out["recall_p50_ms"] = t_recall[len(t_recall) // 2] * 1e3 if t_recall else 0.0
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--minilm", action="store_true")
+    args = ap.parse_args()
+    records, queries = load(args.data)
+    print(f"LoCoMo dev: {sum(map(len, records.values()))} records, {len(queries)} questions\n")
+
+    pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]] = {
+        "decay (default)": lambda now: MemoryInjectConfig(),
+        "rerank": lambda now: MemoryInjectConfig(rerank=RerankConfig(enabled=True)),
+        "rerank+mmr": lambda now: MemoryInjectConfig(
+            rerank=RerankConfig(enabled=True, strategy="mmr")),
+    }
+    modes: list[tuple[str, Any, str, str]] = [
+        ("lexical (FTS5 bm25)", None, "bm25", "weighted"),
+        ("semantic (hashing n-grams)", HashingEmbedder(), "embedding", "weighted"),
+        ("hybrid (weighted 0.7/0.3, hashing)", HashingEmbedder(), "hybrid", "weighted"),
+        ("hybrid (rrf, hashing)", HashingEmbedder(), "hybrid", "rrf"),
+    ]
+    if args.minilm:
+        from memory_inject.embedders import SentenceTransformerEmbedder
+
+        mini = SentenceTransformerEmbedder()
+        modes += [("semantic (MiniLM)", mini, "embedding", "weighted"),
+                  ("hybrid (weighted, MiniLM)", mini, "hybrid", "weighted")]
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        for i, (name, emb, sm, fm) in enumerate(modes):
+            cats = ("core", "daily") if i == 0 else ("core",)
+            t0 = time.perf_counter()
+            results.append(run_mode(f"m{i}", records, queries, emb, sm, fm, Path(d),
+                                    pipelines if i == 0 else
+                                    {"decay (default)": pipelines["decay (default)"]}, cats))
+            results[-1]["mode"] = name
+            print(f"  ran {name} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+
+    qcats = [c for c in results[0]["recalled"] if c != "all"]
+    print("### Recalled (store top-k)\n")
+    print("| recall | R@5 | R@10 | " + " | ".join(f"R@5 {c}" for c in qcats) + " | p50 ms |")
+    print("|---|---:|---:|" + "---:|" * len(qcats) + "---:|")
+    for r in results:
+        rec = r["recalled"]
+        print(f"| {r['mode']} | {rec['all'][0]:.3f} | {rec['all'][1]:.3f} | "
+              + " | ".join(f"{rec[c][0]:.3f}" for c in qcats)
+              + f" | {r['recall_p50_ms']:.2f} |")
+    print("\n### Rendered (evidence among the <= 4 entries of the default block)\n")
+    print("| recall | stored as | pipeline | rendered | " + " | ".join(qcats) + " |")
+    print("|---|---|---|---:|" + "---:|" * len(qcats))
+    for r in results:
+        for (cat, pname), v in sorted(r["rendered"].items()):
+            by = r["rendered_by_qcat"]
+            print(f"| {r['mode']} | {cat} | {pname} | {v:.3f} | "
+                  + " | ".join(f"{by.get((cat, pname, c), 0.0):.3f}" for c in qcats) + " |")
+
+
+if __name__ == "__main__":
+    main()
