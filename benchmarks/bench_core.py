@@ -89,6 +89,10 @@ def main() -> None:
     turn = TurnMeta("cli", "bench", "t1")
     row("render, 5 recalled entries, default config (store call ~0)",
         lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW), 20_000)
+    inline = MemoryInjectConfig(deadline_ms=None)
+    row("render, 5 recalled entries, deadline_ms null (recall inline)",
+        lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW,
+                                      config=inline), 20_000)
 
     store = InMemoryStore()
     for i in range(200):
