@@ -1,8 +1,10 @@
 """``render_memory_context``: recall, then the stages, then exactly one signal.
 
-The only I/O of a render is the store's ``recall``; everything after it is the
-pure stage chain. The sync and async entry points share that chain and differ
-only in how they call the store.
+The I/O of a render is the store's ``recall`` (under the per-turn deadline,
+see ``_recall``), a cached profile lookup when governance is on, and the
+usage-counter update of a recall plan; everything between is the pure stage
+chain. The sync and async entry points share that chain and differ only in
+how they call the store.
 """
 
 from __future__ import annotations
