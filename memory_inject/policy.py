@@ -22,7 +22,14 @@ from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import TurnOrigin
 from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
 
-__all__ = ["SKIP_REASONS", "InjectPolicy", "resolve_inject_policy"]
+__all__ = [
+    "AUTOSAVE_MIN_CHARS",
+    "AUTOSAVE_ORIGINS",
+    "SKIP_REASONS",
+    "InjectPolicy",
+    "resolve_inject_policy",
+    "should_autosave",
+]
 
 #: Every reason :func:`resolve_inject_policy` can give for a skip.
 SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled", "trivial_prompt")
@@ -81,6 +88,24 @@ def _is_trivial(config: MemoryInjectConfig, origin: TurnOrigin, query: str) -> b
     acks = DEFAULT_ACKNOWLEDGEMENTS if tp.acknowledgements is None else tp.acknowledgements
     return is_trivial_prompt(query, min_chars=tp.min_chars, acknowledgements=acks,
                              slash_commands=tp.slash_commands)
+
+
+#: Origins whose user messages may be autosaved (zeroclaw's ``should_autosave_origin``).
+AUTOSAVE_ORIGINS = frozenset({TurnOrigin.INTERACTIVE, TurnOrigin.CHANNEL, TurnOrigin.AGENT_DIRECT})
+#: Shorter user messages are not worth remembering (zeroclaw's ``AUTOSAVE_MIN_MESSAGE_CHARS``).
+AUTOSAVE_MIN_CHARS = 20
+
+
+def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
+    """Interactive, channel and agent_direct messages of 20+ characters, never a block.
+
+    Scheduled and nested turns never autosave (their "user message" is a job
+    prompt, not a person); a text that starts with ``[Memory context]`` is a
+    recall blob, and saving it is how zeroclaw's store snowballed (issue 4916).
+    """
+    return (TurnOrigin(origin) in AUTOSAVE_ORIGINS
+            and len(text.strip()) >= AUTOSAVE_MIN_CHARS
+            and not text.startswith("[Memory context]"))
 
 
 def has_session(sessions: object) -> bool:

@@ -1,0 +1,46 @@
+"""Entry-point adapters: each maps its host's event to origin, query, session scopes and
+suppress, then calls the core. No policy lives here.
+
+Imported as ``memory_inject.adapters`` (the ``adapters/`` folder is mapped there by
+``package-dir``; see ``adapters/README.md``).
+"""
+
+from ._core import Injection, should_autosave
+from .agent_direct import AgentDirectAdapter, DirectTurn
+from .channel import ChannelAdapter, ChannelTurn, InboundMessage, is_group_chat, session_scopes
+from .cron import CronAdapter, CronJob, CronTurn, cron_query, load_cron_jobs
+from .daemon import DaemonAdapter, DaemonTurn, heartbeat_query
+from .loop import LoopInjection, LoopTurn, MemoryLoop, current_turn
+from .messages import has_block, inject_block, message_text, user_message_index
+from .observability import LoggingBridge, OpenTelemetryBridge, event_fields
+
+__all__ = [
+    "AgentDirectAdapter",
+    "ChannelAdapter",
+    "ChannelTurn",
+    "CronAdapter",
+    "CronJob",
+    "CronTurn",
+    "DaemonAdapter",
+    "DaemonTurn",
+    "DirectTurn",
+    "InboundMessage",
+    "Injection",
+    "LoggingBridge",
+    "LoopInjection",
+    "LoopTurn",
+    "MemoryLoop",
+    "OpenTelemetryBridge",
+    "cron_query",
+    "current_turn",
+    "event_fields",
+    "has_block",
+    "heartbeat_query",
+    "inject_block",
+    "is_group_chat",
+    "load_cron_jobs",
+    "message_text",
+    "session_scopes",
+    "should_autosave",
+    "user_message_index",
+]

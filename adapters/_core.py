@@ -1,0 +1,226 @@
+"""The one seam every adapter calls: policy, then render, then (maybe) autosave.
+
+An adapter maps its host's event to a :class:`Request` (origin, query,
+session scopes, suppress, turn metadata) and hands it here. This module owns
+no policy of its own either: :func:`~memory_inject.policy.resolve_inject_policy`
+decides, :func:`~memory_inject.pipeline.render_memory_context` renders. What
+it adds is the guarantee that an adapter never raises because of memory: a
+render or an autosave that fails is logged and reported on the result.
+
+Sync and async are twins over the pure :func:`decide` and :func:`_finish`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from attrs import field, frozen
+
+from memory_inject.config import AgentConfig, MemoryInjectConfig
+from memory_inject.models import MemoryCategory, TurnMeta, TurnOrigin
+from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
+from memory_inject.policy import (
+    AUTOSAVE_MIN_CHARS,
+    AUTOSAVE_ORIGINS,
+    InjectPolicy,
+    has_session,
+    resolve_inject_policy,
+    should_autosave,
+)
+from memory_inject.profile import resolve_profile, stamp_profile
+from memory_inject.signals import MemoryRecall
+
+__all__ = [
+    "AUTOSAVE_MIN_CHARS",
+    "AUTOSAVE_ORIGINS",
+    "Injection",
+    "Request",
+    "aautosave",
+    "arun",
+    "autosave",
+    "decide",
+    "new_turn_id",
+    "profile_fields",
+    "run",
+    "scopes",
+    "should_autosave",
+]
+
+_log = logging.getLogger("memory_inject.adapters")
+
+
+
+def new_turn_id() -> str:
+    return uuid.uuid4().hex
+
+
+def scopes(sessions: Iterable[str | None]) -> tuple[str | None, ...]:
+    """Session scopes as a tuple; a bare string is refused (it would be split into letters)."""
+    if isinstance(sessions, str):
+        raise TypeError(f"'sessions' must be a list of session ids (got {sessions!r})")
+    return tuple(sessions)
+
+
+@frozen(kw_only=True)
+class Request:
+    """What an entry point asks for one turn; adapters build one, nothing else does."""
+
+    origin: TurnOrigin = field(converter=TurnOrigin)
+    query: str
+    sessions: tuple[str | None, ...] = field(default=(), converter=scopes)
+    suppress: bool = False
+    turn: TurnMeta = field(factory=TurnMeta)
+
+
+@frozen(kw_only=True)
+class Injection:
+    """What one turn got: the policy, the render (None when skipped) and any autosave.
+
+    ``block`` is ``""`` when the policy skipped, when nothing survived and when
+    memory failed; ``event`` is the render's ``memory_recall`` payload (None
+    when no render happened, so no event was sent). ``error`` reports a failure
+    of the adapter's own calls (a render that raised, an autosave that failed);
+    store errors during recall are on ``event.error`` with ``success=False``.
+    """
+
+    origin: TurnOrigin
+    query: str
+    sessions: tuple[str | None, ...]
+    turn: TurnMeta
+    policy: InjectPolicy
+    result: RenderResult | None = None
+    autosaved_key: str | None = None
+    error: str | None = None
+
+    @property
+    def block(self) -> str:
+        return self.result.text if self.result is not None else ""
+
+    @property
+    def event(self) -> MemoryRecall | None:
+        return self.result.event if self.result is not None else None
+
+    @property
+    def injected(self) -> bool:
+        """True when a non-empty block was produced for this turn."""
+        return bool(self.block)
+
+
+def decide(config: AgentConfig, req: Request) -> InjectPolicy:
+    """The core's policy for this request (``query`` feeds the trivial-prompt filter)."""
+    return resolve_inject_policy(req.origin, has_session=has_session(req.sessions),
+                                 suppress=req.suppress, config=config.memory, query=req.query)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _render_kwargs(config: AgentConfig, req: Request, policy: InjectPolicy,
+                   cwd: str | os.PathLike[str] | None) -> dict[str, Any]:
+    return {"sessions": req.sessions, "config": config.memory, "origin": req.origin,
+            "exclude_conversation": policy.exclude_conversation, "turn": req.turn, "cwd": cwd}
+
+
+def _finish(req: Request, policy: InjectPolicy, result: RenderResult | None,
+            error: str | None) -> Injection:
+    return Injection(origin=req.origin, query=req.query, sessions=req.sessions, turn=req.turn,
+                     policy=policy, result=result, error=error)
+
+
+def run(store: Any, config: AgentConfig, req: Request, *,
+        cwd: str | os.PathLike[str] | None = None) -> Injection:
+    """Resolve the policy and, if it says inject, render. Never raises because of memory."""
+    policy = decide(config, req)
+    if not policy.inject:
+        return _finish(req, policy, None, None)
+    try:
+        result = render_memory_context(store, req.query, **_render_kwargs(config, req, policy, cwd))
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
+        return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
+    return _finish(req, policy, result, None)
+
+
+async def arun(store: Any, config: AgentConfig, req: Request, *,
+               cwd: str | os.PathLike[str] | None = None) -> Injection:
+    """The async twin of :func:`run`."""
+    policy = decide(config, req)
+    if not policy.inject:
+        return _finish(req, policy, None, None)
+    try:
+        result = await arender_memory_context(store, req.query,
+                                              **_render_kwargs(config, req, policy, cwd))
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
+        return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
+    return _finish(req, policy, result, None)
+
+
+# -- autosave ------------------------------------------------------------------
+
+
+def profile_fields(cfg: MemoryInjectConfig, cwd: str | os.PathLike[str] | None = None
+                   ) -> dict[str, Any]:
+    """``{"profile_id": ...}`` when governance is enabled, else ``{}``.
+
+    The id is the one the governance stages will compare against: the
+    configured ``governance.profile_id``, else the profile of ``cwd``.
+    """
+    gov = cfg.governance
+    if not gov.enabled:
+        return {}
+    seed: Mapping[str, Any] = {"profile_id": gov.profile_id} if gov.profile_id else {}
+    where = os.fspath(cwd) if cwd is not None else os.getcwd()
+    return stamp_profile(seed, resolve_profile(where))
+
+
+def _autosave_args(config: AgentConfig, origin: TurnOrigin, text: str,
+                   cwd: str | os.PathLike[str] | None) -> dict[str, Any] | None:
+    if not should_autosave(origin, text):
+        return None
+    return profile_fields(config.for_origin(origin), cwd)
+
+
+def autosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key: str, text: str,
+             session_id: str | None, cwd: str | os.PathLike[str] | None = None
+             ) -> tuple[str | None, str | None]:
+    """Store ``text`` as a conversation memory if :func:`should_autosave` allows.
+
+    Returns ``(key or None, error or None)``; a failing store is logged, never raised.
+    Call it after the render, so the message cannot be recalled into its own block.
+    """
+    try:
+        fields = _autosave_args(config, origin, text, cwd)
+        if fields is None:
+            return None, None
+        store.store(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
+        return None, f"autosave_failed: {_describe(exc)}"
+    return key, None
+
+
+async def aautosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key: str, text: str,
+                    session_id: str | None, cwd: str | os.PathLike[str] | None = None
+                    ) -> tuple[str | None, str | None]:
+    """The async twin of :func:`autosave` (an ``astore`` is awaited, else a worker thread)."""
+    try:
+        fields = _autosave_args(config, origin, text, cwd)
+        if fields is None:
+            return None, None
+        astore = getattr(store, "astore", None)
+        if astore is not None:
+            await astore(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
+        else:
+            await asyncio.to_thread(store.store, key, text, MemoryCategory.CONVERSATION,
+                                    session_id=session_id, **fields)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
+        return None, f"autosave_failed: {_describe(exc)}"
+    return key, None

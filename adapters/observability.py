@@ -1,0 +1,156 @@
+"""Bridges from the ``memory_recall`` signal to logging and to OpenTelemetry.
+
+Both are plain receivers: they observe, never steer, and a bridge that fails
+is isolated by the pipeline. Neither ever sees the raw query; the event only
+carries ``query_summary`` (credential-scrubbed, at most 200 characters).
+
+Bridges connect strongly (``weak=False``), so ``LoggingBridge().connect()``
+keeps working after the expression is gone; ``disconnect()`` or a ``with``
+block ends it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from types import TracebackType
+from typing import Any, Self
+
+from blinker import ANY
+
+from memory_inject.signals import MemoryRecall, memory_recall
+
+__all__ = ["LoggingBridge", "OpenTelemetryBridge", "event_fields"]
+
+_OTEL_HINT = ("OpenTelemetryBridge needs the OpenTelemetry API; install the 'otel' extra: "
+              "pip install 'memory-inject[otel]'")
+
+
+def event_fields(event: MemoryRecall) -> dict[str, Any]:
+    """The structured fields of one event (no raw query, no memory contents)."""
+    reasons = Counter(reason.split(":", 1)[0] for reason in event.dropped.values())
+    return {
+        "backend": event.backend,
+        "success": event.success,
+        "num_entries": event.num_entries,
+        "rendered_entries": event.rendered_entries,
+        "duration_ms": round(event.duration * 1000.0, 3),
+        "channel": event.channel,
+        "agent_alias": event.agent_alias,
+        "turn_id": event.turn_id,
+        "origin": event.origin,
+        "partial": event.partial,
+        "error": event.error,
+        "dropped": sum(reasons.values()),
+        "dropped_reasons": dict(sorted(reasons.items())),
+        "query_summary": event.query_summary,
+    }
+
+
+class _Bridge:
+    """Connect/disconnect plumbing shared by the bridges."""
+
+    _sender: Any = None
+
+    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def connect(self, sender: Any = None) -> Self:
+        """Start receiving events (of ``sender`` only, when given)."""
+        self.disconnect()
+        self._sender = ANY if sender is None else sender
+        memory_recall.connect(self, sender=self._sender, weak=False)
+        return self
+
+    def disconnect(self) -> None:
+        if self._sender is not None:
+            memory_recall.disconnect(self, sender=self._sender)
+            self._sender = None
+
+    @property
+    def connected(self) -> bool:
+        return self._sender is not None
+
+    def __enter__(self) -> Self:
+        return self if self.connected else self.connect()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.disconnect()
+
+
+class LoggingBridge(_Bridge):
+    """One log record per event, with :func:`event_fields` as ``extra``.
+
+    A failed recall (``success`` false) or a partial one is logged at
+    ``WARNING`` or ``level``, whichever is higher.
+    """
+
+    def __init__(self, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        self.logger = logger if logger is not None else logging.getLogger("memory_inject.recall")
+        self.level = level
+
+    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+        level = self.level if event.success and not event.partial else max(
+            self.level, logging.WARNING)
+        if not self.logger.isEnabledFor(level):
+            return
+        fields = event_fields(event)
+        self.logger.log(
+            level,
+            "memory_recall backend=%s success=%s recalled=%d rendered=%d dropped=%d "
+            "duration_ms=%.2f origin=%s turn_id=%s",
+            fields["backend"], fields["success"], fields["num_entries"],
+            fields["rendered_entries"], fields["dropped"], fields["duration_ms"],
+            fields["origin"], fields["turn_id"], extra=fields)
+
+
+class OpenTelemetryBridge(_Bridge):
+    """A ``memory.recall`` span per event, nested under the current span (the turn's).
+
+    The span ends when the event arrives and starts ``event.duration``
+    earlier, so it covers the recall. Attributes: ``memory_inject.channel``,
+    ``gen_ai.agent.name``, ``memory_inject.turn_id``, ``memory_inject.backend``,
+    ``memory_inject.success``, ``memory_inject.num_entries``,
+    ``memory_inject.rendered_entries``, ``memory_inject.dropped``,
+    ``memory_inject.origin`` and ``memory_inject.partial``; a failed recall
+    sets the span status to ERROR with the event's error.
+    """
+
+    span_name = "memory.recall"
+
+    def __init__(self, tracer: Any = None) -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as exc:
+            raise ImportError(_OTEL_HINT) from exc
+        self._trace = trace
+        self.tracer = tracer if tracer is not None else trace.get_tracer("memory_inject")
+
+    @staticmethod
+    def attributes(event: MemoryRecall) -> dict[str, str | bool | int | float]:
+        fields = event_fields(event)
+        names = {
+            "channel": "memory_inject.channel",
+            "agent_alias": "gen_ai.agent.name",
+            "turn_id": "memory_inject.turn_id",
+            "backend": "memory_inject.backend",
+            "success": "memory_inject.success",
+            "num_entries": "memory_inject.num_entries",
+            "rendered_entries": "memory_inject.rendered_entries",
+            "dropped": "memory_inject.dropped",
+            "origin": "memory_inject.origin",
+            "partial": "memory_inject.partial",
+        }
+        return {attr: fields[key] for key, attr in names.items() if fields[key] is not None}
+
+    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+        end = time.time_ns()
+        start = end - int(event.duration * 1e9)
+        span = self.tracer.start_span(self.span_name, start_time=start,
+                                      attributes=self.attributes(event))
+        if not event.success:
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR,
+                                               event.error or "recall failed"))
+        span.end(end_time=end)

@@ -1,0 +1,398 @@
+"""``memory-inject``: set up a store, fill it, look inside it and see what a turn would get.
+
+Needs the ``cli`` extra (click and rich); ``import memory_inject`` never imports
+this module. The store is ``--db PATH`` (a SQLite file), else the backend of
+``--agent FILE``, else ``.memory/memory.db`` in the current directory.
+``render`` prints the exact block on stdout and everything else on stderr, so
+``memory-inject render "..." > block.txt`` captures the bytes a model would get.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from memory_inject import __version__
+from memory_inject.config import AgentConfig, load_agent_config
+from memory_inject.exceptions import ConfigError, MemoryInjectError
+from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
+from memory_inject.pipeline import RenderResult
+from memory_inject.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    # The adapters ship as memory_inject.adapters from the top-level adapters/ folder
+    # (package-dir); type checkers read the folder, which has no such mapping.
+    from adapters import _core
+    from adapters.cron import load_cron_jobs
+else:
+    from memory_inject.adapters import _core
+    from memory_inject.adapters.cron import load_cron_jobs
+
+__all__ = ["cli", "main"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_DEFAULT_DB = Path(".memory/memory.db")
+_PROGRESS_MIN_LINES = 1000
+_ORIGINS = [o.value for o in TurnOrigin]
+
+
+def _console(*, stderr: bool) -> Console:
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    if not console.is_terminal:
+        console.width = 160  # pipes and test runners: do not fold tables at 80 columns
+    return console
+
+
+def defaults_text() -> str:
+    """The shipped ``defaults.yaml`` (a copy of ``config/defaults.yaml``, kept equal by a test)."""
+    return resources.files("memory_inject").joinpath("data/defaults.yaml").read_text(
+        encoding="utf-8")
+
+
+# -- opening the store -------------------------------------------------------------
+
+
+def _agent(path: Path | None) -> AgentConfig:
+    if path is None:
+        return AgentConfig(agent="default")
+    try:
+        return load_agent_config(path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _check_exists(path: Path, create: bool) -> None:
+    if not create and not path.exists():
+        raise click.ClickException(f"no store at {path}: run 'memory-inject init' or pass --db")
+
+
+@contextmanager
+def _store(db: Path | None, agent_path: Path | None, *, create: bool
+           ) -> Iterator[tuple[Any, AgentConfig]]:
+    agent = _agent(agent_path)
+    backend = agent.memory.backend
+    try:
+        if db is not None or agent_path is None:
+            path = db if db is not None else _DEFAULT_DB
+            _check_exists(path, create)
+            store: Any = SQLiteStore(path, namespace=backend.namespace)
+        else:
+            if backend.kind == "sqlite":
+                _check_exists(Path(backend.path), create)
+            store = agent.open_store()
+    except (MemoryInjectError, ValueError) as exc:
+        raise click.ClickException(f"cannot open the store: {exc}") from None
+    try:
+        yield store, agent
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+
+
+def _store_options(fn: F) -> F:
+    fn = click.option("--agent", "agent_path", type=click.Path(dir_okay=False, path_type=Path),
+                      help="Agent YAML file (its memory.backend is the store).")(fn)
+    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
+                        help="SQLite file to use instead of the agent's backend.")(fn)
+
+
+# -- the commands ----------------------------------------------------------------------
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="memory-inject")
+def cli() -> None:
+    """Decide, per agent turn, whether the model gets its memory and exactly what it gets."""
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("."), show_default=True, help="Where to create the files.")
+@click.option("--name", default="default", show_default=True, help="The agent's name.")
+@click.option("--force", is_flag=True, help="Overwrite an existing agent.yaml.")
+def init(directory: Path, name: str, force: bool) -> None:
+    """Create .memory/memory.db and agent.yaml (every key with its default)."""
+    if not name.strip():
+        raise click.BadParameter("must be a non-empty string", param_hint="--name")
+    db = directory / _DEFAULT_DB
+    try:
+        SQLiteStore(db).close()
+    except MemoryInjectError as exc:
+        raise click.ClickException(f"cannot create {db}: {exc}") from None
+    click.echo(f"store:  {db}")
+    agent_file = directory / "agent.yaml"
+    if agent_file.exists() and not force:
+        click.echo(f"agent:  {agent_file} (kept; --force overwrites it)")
+        return
+    text = re.sub(r"(?m)^agent: default(\s)", lambda m: f"agent: {json.dumps(name)}{m[1]}",
+                  defaults_text(), count=1)
+    agent_file.write_text(text, encoding="utf-8")
+    click.echo(f"agent:  {agent_file}")
+    where = "" if directory == Path(".") else f"cd {directory} && "
+    click.echo(f"next:   {where}memory-inject render \"your question\" --agent agent.yaml "
+               "--explain")
+
+
+@cli.command()
+@click.argument("key")
+@click.argument("content")
+@click.option("--category", default="core", show_default=True,
+              help="core, daily, conversation or a custom category.")
+@click.option("--session", default=None, help="Session id (none: an agent-wide memory).")
+@click.option("--importance", type=click.FloatRange(0.0, 1.0), default=None,
+              help="0..1, used by the rerank arm.")
+@_store_options
+def add(key: str, content: str, category: str, session: str | None, importance: float | None,
+        db: Path | None, agent_path: Path | None) -> None:
+    """Store CONTENT under KEY (an existing KEY is updated)."""
+    with _store(db, agent_path, create=True) as (store, agent):
+        fields = _core.profile_fields(agent.memory)
+        try:
+            store.store(key, content, category, session_id=session, importance=importance,
+                        **fields)
+        except (MemoryInjectError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"stored {key}")
+
+
+def _count_lines(path: Path) -> int:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@_store_options
+def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | None) -> None:
+    """Upsert every record of a JSON Lines FILE (an export) into the store."""
+    total = _count_lines(file)
+    progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=_console(stderr=True), transient=True,
+                        disable=total < _PROGRESS_MIN_LINES)
+    with _store(db, agent_path, create=True) as (store, _agent_cfg), progress:
+        task = progress.add_task("import", total=total)
+        try:
+            done = store.import_jsonl(file, batch_size=batch_size,
+                                      progress=lambda n: progress.update(task, completed=n))
+        except (MemoryInjectError, ValueError) as exc:
+            raise click.ClickException(f"{file}: {exc}") from None
+    click.echo(f"imported {done} memories from {file}")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
+@_store_options
+def export(file: Path, db: Path | None, agent_path: Path | None) -> None:
+    """Write every record (forgotten ones too) as JSON Lines to FILE ('-': stdout)."""
+    with _store(db, agent_path, create=False) as (store, _agent_cfg):
+        if not hasattr(store, "export_jsonl"):
+            raise click.ClickException(f"the {store.name!r} store cannot export")
+        n = store.export_jsonl(sys.stdout if str(file) == "-" else file)
+    if str(file) != "-":
+        click.echo(f"exported {n} memories to {file}")
+
+
+@cli.command()
+@click.argument("key")
+@_store_options
+def forget(key: str, db: Path | None, agent_path: Path | None) -> None:
+    """Forget KEY (exit 1 when there is no live memory under it)."""
+    with _store(db, agent_path, create=False) as (store, _agent_cfg):
+        if not store.forget(key):
+            raise click.ClickException(f"no live memory under {key!r}")
+    click.echo(f"forgot {key}")
+
+
+@cli.command()
+@_store_options
+def stats(db: Path | None, agent_path: Path | None) -> None:
+    """Count the live memories by category and session."""
+    with _store(db, agent_path, create=False) as (store, _agent_cfg):
+        records = store.list() if hasattr(store, "list") else []
+        total = store.count()
+        where = getattr(store, "path", None) or store.name
+    console = _console(stderr=False)
+    console.print(f"store: {where}")
+    console.print(f"live memories: {total}")
+    table = Table("category", "memories")
+    for category, n in sorted(Counter(str(r.category) for r in records).items()):
+        table.add_row(category, str(n))
+    console.print(table)
+    sessions = {r.session_id for r in records if r.session_id is not None}
+    console.print(f"sessions: {len(sessions)}")
+    if records:
+        stamps = sorted(r.timestamp for r in records)
+        console.print(f"oldest: {stamps[0].isoformat()}  newest: {stamps[-1].isoformat()}")
+
+
+# -- render --------------------------------------------------------------------------
+
+
+class _Recorder:
+    """A store proxy that keeps the first entry recalled under each key (for --explain)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.seen: dict[str, MemoryEntry] = {}
+
+    @property
+    def name(self) -> str:
+        return str(self._inner.name)
+
+    def _note(self, batch: Any) -> Any:
+        for e in batch or ():
+            if isinstance(e, MemoryEntry):
+                self.seen.setdefault(e.key, e)
+        return batch
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "arecall":  # the CLI renders synchronously; never bypass the recorder
+            raise AttributeError(name)
+        found = getattr(self._inner, name)
+        if name in ("recall", "recall_where"):
+            return lambda *args, **kwargs: self._note(found(*args, **kwargs))
+        return found
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def explain_rows(seen: dict[str, MemoryEntry], result: RenderResult
+                 ) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: each candidate, its score after each scoring stage and its fate."""
+    scoring = [t for t in result.trace if t.scores]
+    rendered = {e.key for e in result.entries}
+    keys = list(seen) + [k for t in result.trace for k in t.dropped if k not in seen]
+    header = ["key", "category", "recall", *(t.name for t in scoring), "outcome"]
+    rows = []
+    for key in dict.fromkeys(keys):
+        entry = seen.get(key)
+        outcome = "rendered" if key in rendered else "not rendered"
+        for t in result.trace:
+            if key in t.dropped:
+                outcome = f"dropped by {t.name}: {t.dropped[key]}"
+                break
+        rows.append([key, str(entry.category) if entry else "-",
+                     _score(entry.score) if entry else "-",
+                     *(_score(t.scores.get(key)) if key in t.scores else "-" for t in scoring),
+                     outcome])
+    return header, rows
+
+
+def _print_explain(console: Console, seen: dict[str, MemoryEntry], result: RenderResult) -> None:
+    header, rows = explain_rows(seen, result)
+    table = Table(title="candidates")
+    for name in header:
+        table.add_column(name, justify="right" if name not in ("key", "category", "outcome")
+                         else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    stages = Table("stage", "in", "out", "dropped", title="stages")
+    for t in result.trace:
+        stages.add_row(t.name, str(t.input_count), str(t.output_count), str(len(t.dropped)))
+    console.print(stages)
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--origin", type=click.Choice(_ORIGINS), default="interactive", show_default=True)
+@click.option("--session", "sessions", multiple=True, help="A session scope (repeatable).")
+@click.option("--suppress", is_flag=True, help="The spawn-site opt-out.")
+@click.option("--channel", default="cli", show_default=True, help="Channel name on the event.")
+@click.option("--explain", is_flag=True, help="Show every candidate and why it was dropped.")
+@_store_options
+def render(text: str, origin: str, sessions: Sequence[str], suppress: bool, channel: str,
+           explain: bool, db: Path | None, agent_path: Path | None) -> None:
+    """Print the exact block a turn with TEXT would get (details on stderr)."""
+    console = _console(stderr=True)
+    with _store(db, agent_path, create=False) as (store, agent):
+        recorder = _Recorder(store)
+        req = _core.Request(origin=TurnOrigin(origin), query=text, sessions=tuple(sessions),
+                            suppress=suppress,
+                            turn=TurnMeta(channel, agent.agent, _core.new_turn_id()))
+        injection = _core.run(recorder, agent, req)
+    policy = injection.policy
+    if not policy.inject:
+        console.print(f"skipped: {policy.reason} (no recall, no event)")
+        return
+    click.echo(injection.block, nl=False)
+    event = injection.event
+    if event is not None:
+        console.print(f"origin={origin} exclude_conversation={policy.exclude_conversation} "
+                      f"recalled={event.num_entries} rendered={event.rendered_entries} "
+                      f"success={event.success}" + (f" error={event.error}" if event.error else ""))
+    if not injection.block:
+        console.print("(empty block: nothing survived)")
+    if explain and injection.result is not None:
+        _print_explain(console, recorder.seen, injection.result)
+
+
+# -- validate and demo -------------------------------------------------------------------
+
+
+def _problems(path: Path) -> list[str]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = None  # the loaders below report it with the position
+    try:
+        if isinstance(data, dict) and "jobs" in data and "agent" not in data:
+            load_cron_jobs(path)
+        else:
+            load_agent_config(path)
+    except ConfigError as exc:
+        return list(exc.problems)
+    return []
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(dir_okay=False, path_type=Path))
+def validate(files: Sequence[Path]) -> None:
+    """Check agent files (and cron job files); print every problem with its path."""
+    failed = 0
+    for path in files:
+        problems = _problems(path)
+        if problems:
+            failed += 1
+            for problem in problems:
+                click.echo(problem)
+        else:
+            click.echo(f"{path}: ok")
+    if failed:
+        raise SystemExit(1)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def demo(args: Sequence[str]) -> None:
+    """Run the demo: turns from every origin on a seeded store (python -m memory_inject.demo)."""
+    from memory_inject.demo import main as demo_main
+
+    raise SystemExit(demo_main(list(args)))
+
+
+def main() -> None:
+    """The ``memory-inject`` console script."""
+    cli(prog_name="memory-inject")
+
+
+if __name__ == "__main__":
+    main()

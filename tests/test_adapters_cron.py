@@ -1,0 +1,136 @@
+"""The cron adapter and the jobs file (adapters/cron.py) against a real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject import AgentConfig, ConfigError, TurnOrigin
+from memory_inject.adapters import CronAdapter, CronJob, load_cron_jobs
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.testing import recording
+
+NIGHTLY = CronJob(id="nightly", name="Nightly report", prompt="summarise the prod-3 incidents")
+
+
+class CountingStore:
+    """Wraps a store and counts every attribute used on it (a recall, the name, anything)."""
+
+    def __init__(self, inner: SQLiteStore) -> None:
+        self.inner = inner
+        self.used: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        self.used[name] += 1
+        return getattr(self.inner, name)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    s = SQLiteStore(tmp_path / ".memory" / "memory.db")
+    s.store("incident_2231", "Incident 2231: the prod-3 backup failed, disk full.", "daily")
+    s.store("chat", "Alice said the prod-3 incidents are her fault.", "conversation",
+            session_id="telegram_alice")
+    yield s
+    s.close()
+
+
+class TestRun:
+    def test_the_query_is_the_prefixed_prompt_and_chat_memory_is_excluded(
+            self, store: SQLiteStore) -> None:
+        """Cron recalls with [cron:<id> <name>] <prompt>, sessionless, without conversation."""
+        with recording() as rec:
+            turn = CronAdapter(store, AgentConfig(agent="sched")).run(NIGHTLY, turn_id="c1")
+        assert "[cron:nightly Nightly report] summarise the prod-3 incidents" == turn.query
+        assert turn.block.startswith("[Memory context]\n- incident_2231: ")
+        assert turn.block + turn.query == turn.prompt
+        ev = rec.events[0]
+        assert ("cron", (None,), "conversation_excluded") == (ev.origin, ev.sessions,
+                                                              ev.dropped.get("chat"))
+        assert turn.memory is store
+
+    def test_a_job_without_memory_never_touches_the_store(self, store: SQLiteStore) -> None:
+        """uses_memory false: no recall, no event, no memory bound to the run."""
+        counting = CountingStore(store)
+        job = CronJob(id="ping", name="Uptime", prompt="curl the prod-3 health check",
+                      uses_memory=False)
+        adapter = CronAdapter(counting, AgentConfig(agent="sched"))
+        with recording() as rec:
+            turn = adapter.run(job)
+            aturn = asyncio.run(adapter.arun(job))
+        assert Counter() == counting.used
+        assert [] == rec.events
+        assert (None, None) == (turn.memory, aturn.memory)
+        assert ("suppressed", "") == (turn.policy.reason, turn.block)
+        assert "[cron:ping Uptime] curl the prod-3 health check" == turn.prompt
+
+    def test_cron_runs_never_autosave(self, store: SQLiteStore) -> None:
+        """A cron run writes nothing to the store."""
+        before = [(r.key, r.updated_at) for r in store.list()]
+        CronAdapter(store, AgentConfig(agent="sched")).run(NIGHTLY)
+        assert before == [(r.key, r.updated_at) for r in store.list()]
+
+    def test_the_async_twin_and_a_failing_store(self, store: SQLiteStore) -> None:
+        """arun matches run; with the store closed both return no block and a failed event."""
+        adapter = CronAdapter(store, AgentConfig(agent="sched"))
+        assert adapter.run(NIGHTLY).block == asyncio.run(adapter.arun(NIGHTLY)).block
+        store.close()
+        with recording() as rec:
+            turn = adapter.run(NIGHTLY)
+        assert ("", [False], TurnOrigin.CRON) == (turn.block, [e.success for e in rec.events],
+                                                  turn.origin)
+
+
+class TestLoadCronJobs:
+    def test_a_jobs_file_loads_with_uses_memory(self, tmp_path: Path) -> None:
+        """Each job's keys load; uses_memory defaults to true."""
+        path = tmp_path / "jobs.yaml"
+        path.write_text("jobs:\n"
+                        "  - {id: nightly, name: Nightly report, prompt: summarise}\n"
+                        "  - {id: ping, name: Uptime, prompt: ping, uses_memory: false}\n")
+        assert (CronJob(id="nightly", name="Nightly report", prompt="summarise"),
+                CronJob(id="ping", name="Uptime", prompt="ping", uses_memory=False)
+                ) == load_cron_jobs(path)
+
+    def test_every_problem_names_the_file_and_the_path(self, tmp_path: Path) -> None:
+        """Bad values, unknown keys, missing keys and duplicate ids are all reported."""
+        path = tmp_path / "jobs.yaml"
+        path.write_text("jobs:\n"
+                        "  - {id: a, name: A, prompt: p, uses_memory: 'no'}\n"
+                        "  - {id: a, name: B, prompt: p, schedule: daily}\n"
+                        "  - {name: C, prompt: ''}\n")
+        with pytest.raises(ConfigError) as err:
+            load_cron_jobs(path)
+        assert [
+            f"{path}: 'uses_memory' must be true or false (got 'no') @ $.jobs[0]",
+            f"{path}: 'schedule' is not a known key; keys are ['id', 'name', 'prompt', "
+            f"'uses_memory'] (got 'daily') @ $.jobs[1]",
+            f"{path}: 'id' must be unique (got 'a' twice) @ $.jobs[1]",
+            f"{path}: 'id' is required (got nothing) @ $.jobs[2]",
+            f"{path}: 'prompt' must be a non-empty string (got '') @ $.jobs[2]",
+        ] == list(err.value.problems)
+
+    @pytest.mark.parametrize(("text", "problem"), [
+        ("", "the top level must be a mapping with 'jobs' (got empty) @ $"),
+        ("- a\n", "the top level must be a mapping with 'jobs' (got a list) @ $"),
+        ("jobs: 3\n", "'jobs' must be a list of jobs (got 3) @ $"),
+        ("jobs: [\n", "is not valid YAML at line 2, column 1"),
+    ])
+    def test_unreadable_shapes_give_one_clear_problem(self, tmp_path: Path, text: str,
+                                                      problem: str) -> None:
+        """Empty, non-mapping and broken YAML files fail with a readable message."""
+        path = tmp_path / "jobs.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as err:
+            load_cron_jobs(path)
+        assert err.value.problems[0].startswith(f"{path}: {problem}")
+
+    def test_a_missing_file_is_a_config_error(self, tmp_path: Path) -> None:
+        """A path that does not exist is reported as a ConfigError naming it."""
+        with pytest.raises(ConfigError, match="cannot be read"):
+            load_cron_jobs(tmp_path / "nope.yaml")

@@ -1,0 +1,206 @@
+"""The memory-inject command line (memory_inject/cli.py), run with click's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memory_inject import load_agent_config
+from memory_inject.cli import cli, defaults_text
+from memory_inject.storage.sqlite import SQLiteStore
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = "[Memory context]\n- deploy_target: Production deploys go to prod-3.\n[/Memory context]\n\n"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    """An initialised project directory, made the current directory."""
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:
+        assert 0 == run("init", "--name", "alice").exit_code
+        yield tmp_path
+    finally:
+        os.chdir(old)
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def seed() -> None:
+    assert 0 == run("add", "deploy_target", "Production deploys go to prod-3.").exit_code
+    assert 0 == run("add", "prod_chat", "We said prod-3 deploys wait until Friday.",
+                    "--category", "conversation", "--session", "cli_main").exit_code
+
+
+class TestDefaultsFile:
+    def test_the_shipped_defaults_equal_config_defaults(self) -> None:
+        """memory_inject/data/defaults.yaml is a byte-for-byte copy of config/defaults.yaml."""
+        assert (ROOT / "config" / "defaults.yaml").read_bytes() == (
+            ROOT / "memory_inject" / "data" / "defaults.yaml").read_bytes()
+        assert (ROOT / "config" / "defaults.yaml").read_text(encoding="utf-8") == defaults_text()
+
+
+class TestInit:
+    def test_init_creates_the_store_and_an_agent_file_with_every_default(
+            self, tmp_path: Path) -> None:
+        """init --dir writes .memory/memory.db and agent.yaml, which loads as the defaults."""
+        result = run("init", "--dir", str(tmp_path), "--name", "alice")
+        assert 0 == result.exit_code
+        assert (tmp_path / ".memory" / "memory.db").is_file()
+        agent = load_agent_config(tmp_path / "agent.yaml")
+        defaults = load_agent_config(ROOT / "config" / "defaults.yaml")
+        assert ("alice", defaults.memory) == (agent.agent, agent.memory)
+
+    def test_an_existing_agent_file_is_kept_unless_forced(self, tmp_path: Path) -> None:
+        """A second init keeps agent.yaml; --force rewrites it."""
+        run("init", "--dir", str(tmp_path))
+        (tmp_path / "agent.yaml").write_text("agent: mine\n")
+        assert "kept" in run("init", "--dir", str(tmp_path)).stdout
+        assert "agent: mine\n" == (tmp_path / "agent.yaml").read_text()
+        run("init", "--dir", str(tmp_path), "--force")
+        assert "default" == load_agent_config(tmp_path / "agent.yaml").agent
+
+
+class TestRender:
+    def test_render_prints_the_exact_block_on_stdout(self, workdir: Path) -> None:
+        """stdout holds the block's bytes and nothing else."""
+        seed()
+        result = run("render", "where do prod-3 deploys go?", "--agent", "agent.yaml")
+        assert 0 == result.exit_code
+        assert BLOCK == result.stdout
+        assert "rendered=1" in result.stderr
+
+    def test_explain_shows_every_candidate_its_scores_and_its_fate(self, workdir: Path) -> None:
+        """--explain lists each recalled key, its scores and the stage that dropped it."""
+        seed()
+        result = run("render", "where do prod-3 deploys go?", "--origin", "cron", "--explain")
+        assert BLOCK == result.stdout
+        lines = result.stderr.splitlines()
+        target = next(line for line in lines if "deploy_target" in line)
+        chat = next(line for line in lines if "prod_chat" in line)
+        assert "rendered" in target and "1.0000" in target
+        assert "dropped by conversation_exclusion: conversation_excluded" in chat
+        assert any("decay" in line for line in lines)
+
+    def test_a_session_lets_the_conversation_in(self, workdir: Path) -> None:
+        """With --session the session's conversation rows are rendered too."""
+        seed()
+        result = run("render", "prod-3 deploys", "--session", "cli_main")
+        assert "- prod_chat: We said prod-3 deploys wait until Friday.\n" in result.stdout
+
+    def test_a_skipped_turn_prints_no_block_and_the_reason(self, workdir: Path) -> None:
+        """A sub-turn renders nothing; stderr says why."""
+        seed()
+        result = run("render", "where do prod-3 deploys go?", "--origin", "sub_turn")
+        assert ("", 0) == (result.stdout, result.exit_code)
+        assert "skipped: sub_turn" in result.stderr
+
+    def test_a_missing_store_is_a_clear_error(self, tmp_path: Path) -> None:
+        """Without a store the command exits 1 and says how to create one."""
+        result = run("render", "q", "--db", str(tmp_path / "none.db"))
+        assert 1 == result.exit_code
+        assert "no store at" in result.stderr and "memory-inject init" in result.stderr
+
+
+class TestStoreCommands:
+    def test_add_forget_and_stats(self, workdir: Path) -> None:
+        """add stores, stats counts by category, forget removes and fails the second time."""
+        seed()
+        stats = run("stats").stdout
+        assert "live memories: 2" in stats and "conversation" in stats and "core" in stats
+        assert 0 == run("forget", "prod_chat").exit_code
+        again = run("forget", "prod_chat")
+        assert (1, True) == (again.exit_code, "no live memory under 'prod_chat'" in again.stderr)
+        assert "live memories: 1" in run("stats").stdout
+
+    def test_export_then_import_round_trips(self, workdir: Path, tmp_path: Path) -> None:
+        """An export imported into a fresh file gives the same records."""
+        seed()
+        assert 0 == run("export", "dump.jsonl").exit_code
+        result = run("import", "dump.jsonl", "--db", "copy.db")
+        assert "imported 2 memories from dump.jsonl" in result.stdout
+        with SQLiteStore(tmp_path / ".memory" / "memory.db") as a, \
+                SQLiteStore(tmp_path / "copy.db") as b:
+            assert a.list() == b.list()
+
+    def test_export_to_dash_writes_json_lines_to_stdout(self, workdir: Path) -> None:
+        """export - prints one JSON object per record."""
+        seed()
+        keys = [json.loads(line)["key"] for line in run("export", "-").stdout.splitlines()]
+        assert ["deploy_target", "prod_chat"] == sorted(keys)
+
+    def test_a_long_import_runs_with_progress(self, workdir: Path) -> None:
+        """An import of more lines than one batch completes and reports the count."""
+        lines = [json.dumps({"key": f"k{n}", "content": f"fact {n}", "category": "daily"})
+                 for n in range(1500)]
+        Path("big.jsonl").write_text("\n".join(lines) + "\n")
+        result = run("import", "big.jsonl", "--batch-size", "500")
+        assert "imported 1500 memories" in result.stdout
+        assert "live memories: 1500" in run("stats").stdout
+
+    def test_a_bad_line_names_its_number(self, workdir: Path) -> None:
+        """An import with a broken line exits 1 naming the file and the line."""
+        Path("bad.jsonl").write_text('{"key": "a", "content": "x"}\n{"key": 3}\n')
+        result = run("import", "bad.jsonl")
+        assert 1 == result.exit_code
+        assert "bad.jsonl" in result.stderr and "line 2" in result.stderr
+
+
+class TestValidate:
+    def test_good_files_pass(self) -> None:
+        """The shipped agent files validate with exit code 0."""
+        files = sorted(str(p) for p in (ROOT / "config").rglob("*.yaml"))
+        result = run("validate", *files)
+        assert 0 == result.exit_code
+        assert len(files) == result.stdout.count(": ok")
+
+    def test_every_problem_is_printed_with_its_path(self, tmp_path: Path) -> None:
+        """A bad agent file prints each problem with file and path, and exits 1."""
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("agent: x\nmemory: {budget: {max_entries: -1}, recall_limt: 3}\n")
+        result = run("validate", str(bad))
+        assert 1 == result.exit_code
+        assert [f"{bad}: 'max_entries' must be >= 0 (got -1) @ $.memory.budget",
+                f"{bad}: 'recall_limt' is not a known key (did you mean 'recall_limit'?) "
+                "(got 3) @ $.memory"] == result.stdout.splitlines()
+
+    def test_cron_job_files_are_validated_too(self, tmp_path: Path) -> None:
+        """A file with a jobs list is checked as cron jobs."""
+        jobs = tmp_path / "jobs.yaml"
+        jobs.write_text("jobs:\n  - {id: a, name: A, prompt: p, uses_memory: maybe}\n")
+        result = run("validate", str(jobs), str(ROOT / "examples" / "cron_jobs.yaml"))
+        assert 1 == result.exit_code
+        assert f"{jobs}: 'uses_memory' must be true or false (got 'maybe') @ $.jobs[0]" in (
+            result.stdout)
+        assert "cron_jobs.yaml: ok" in result.stdout
+
+
+class TestDemoAndPackaging:
+    def test_demo_runs(self, tmp_path: Path) -> None:
+        """demo runs the main job with exit code 0."""
+        result = run("demo", "--db", str(tmp_path / "demo.db"))
+        assert 0 == result.exit_code
+        assert "=== turn 1" in result.stdout
+
+    @pytest.mark.parametrize(("module", "absent"), [
+        ("memory_inject", ("memory_inject.cli", "memory_inject.adapters", "click", "rich")),
+        ("memory_inject.adapters", ("memory_inject.cli", "click", "rich", "opentelemetry")),
+    ])
+    def test_the_library_does_not_import_the_cli_or_optional_extras(
+            self, module: str, absent: tuple[str, ...]) -> None:
+        """import memory_inject (or its adapters) pulls in neither the CLI nor click, rich, OTel."""
+        code = (f"import sys, {module}; "
+                f"print(sorted(m for m in {absent!r} if m in sys.modules))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        assert "[]" == out.stdout.strip()
