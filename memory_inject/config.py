@@ -258,7 +258,8 @@ def _group(cls: type) -> Any:
 
 
 _OVERRIDABLE = ("enabled", "recall_limit", "min_relevance_score", "decay", "rerank", "budget",
-                "renderer", "deadline_ms", "recall_plan", "governance", "trivial_prompt")
+                "renderer", "contain_content", "deadline_ms", "recall_plan", "governance",
+                "trivial_prompt")
 
 
 @frozen
@@ -278,6 +279,8 @@ class MemoryInjectConfig:
     rerank: RerankConfig = _group(RerankConfig)
     budget: BudgetConfig = _group(BudgetConfig)
     renderer: str = _setting("bracket", "str", "block format", choices=RENDERERS)
+    contain_content: bool = _setting(
+        True, "bool", "bracket: indent continuation lines and defuse markers in stored text")
     deadline_ms: int | None = _setting(2000, "int", "per-turn recall deadline (null = none)",
                                        ge=1, nullable=True)
     recall_plan: RecallPlanConfig = _group(RecallPlanConfig)

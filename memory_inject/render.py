@@ -7,6 +7,7 @@ block text, the entries it rendered and one trace per budget it applied.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,6 +25,9 @@ __all__ = [
     "BracketRenderer",
     "Rendered",
     "Renderer",
+    "contain_content",
+    "contain_key",
+    "parse_bracket",
 ]
 
 MEMORY_CONTEXT_OPEN = "[Memory context]"
@@ -49,10 +53,66 @@ class Renderer(Protocol):
         ...
 
 
+# Line breaks a model (or a splitlines() parser) may honour, plus the
+# separators Python's splitlines() knows; CRLF counts once.
+_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_MARKER = re.compile(r"\[(/?)memory context\]", re.IGNORECASE)
+_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[")
+
+
+def _defuse_markers(text: str) -> str:
+    return _MARKER.sub(lambda m: f"[{m.group(1)}Memory-context]", text)
+
+
+def contain_content(text: str) -> str:
+    """Keep untrusted content inside its entry: continuation lines are indented
+    two spaces (so no stored line can start a forged ``- key:`` entry or sit at
+    the left margin as a closing marker) and block markers are defused.
+
+    Single-line content without ``[`` is returned unchanged, so ordinary
+    memories render byte for byte as zeroclaw renders them.
+    """
+    if _RISKY.isdisjoint(text):
+        return text
+    return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
+
+
+def contain_key(key: str) -> str:
+    """A key on one line with its markers defused (keys come from chat senders too)."""
+    if _RISKY.isdisjoint(key):
+        return key
+    return " ".join(_BREAKS.split(_defuse_markers(key)))
+
+
+def parse_bracket(text: str) -> list[str]:
+    """The entry lines of a bracket block (continuations joined), for tests and tools.
+
+    Raises ``ValueError`` if the block is not exactly one header, entries that
+    start with ``- `` with two-space continuation lines, and one footer.
+    """
+    if text == "":
+        return []
+    if not (text.startswith(_HEADER) and text.endswith(_FOOTER)):
+        raise ValueError("not a [Memory context] block")
+    body = text[len(_HEADER):-len(_FOOTER)]
+    entries: list[str] = []
+    for line in body.split("\n")[:-1]:
+        if line.startswith("- "):
+            entries.append(line)
+        elif line.startswith("  ") and entries:
+            entries[-1] += "\n" + line
+        else:
+            raise ValueError(f"unexpected line in block: {line!r}")
+    return entries
+
+
 class BracketRenderer:
     """``[Memory context]`` / ``- key: content`` lines / ``[/Memory context]`` + blank line.
 
-    Budgets, in order: entry count; per-entry truncation with ``...``; total
+    Content is contained (:func:`contain_content`) unless the config says
+    ``contain_content: false``, which restores zeroclaw's verbatim output for
+    multi-line content too. Budgets, in order: entry count; per-entry
+    truncation with ``...``; total
     characters of the entry lines (header and footer not counted); and, when
     set, total tokens of the whole block. An entry that does not fit ends the
     block: later, smaller entries are not tried (the spec's ``break``).
@@ -69,12 +129,16 @@ class BracketRenderer:
         cap_dropped = {e.key: "budget:max_entries" for e in entries[budget.max_entries:]}
 
         max_chars = budget.entry_max_chars
+        escape = ctx.config.contain_content
         lines = []
         for e in capped:
             content = e.content
             if len(content) > max_chars:
                 content = truncate_with_ellipsis(content, max_chars)
-            lines.append(f"- {e.key}: {content}\n")
+            if escape:
+                lines.append(f"- {contain_key(e.key)}: {contain_content(content)}\n")
+            else:
+                lines.append(f"- {e.key}: {content}\n")
 
         max_total = budget.max_total_chars
         max_tokens = budget.max_total_tokens
