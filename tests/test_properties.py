@@ -19,6 +19,7 @@ from memory_inject import (
 )
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
+from memory_inject.render import contain_content, contain_key
 from memory_inject.testing import FixtureMemory, recording
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -55,7 +56,8 @@ class TestRenderProperties:
         assert len(out.entries) <= b.max_entries
         shown = [truncate_with_ellipsis(e.content, b.entry_max_chars) for e in out.entries]
         assert all(len(c) <= b.entry_max_chars + 3 for c in shown)
-        body = "".join(f"- {e.key}: {c}\n" for e, c in zip(out.entries, shown, strict=True))
+        body = "".join(f"- {contain_key(e.key)}: {contain_content(c)}\n"
+                       for e, c in zip(out.entries, shown, strict=True))
         assert len(body) <= b.max_total_chars
         if out.entries:
             assert f"[Memory context]\n{body}[/Memory context]\n\n" == out.text
