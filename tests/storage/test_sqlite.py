@@ -461,3 +461,22 @@ class TestPlanQueries:
             out = render_memory_context(s, "draft the renewal email", config=cfg, source="P10")
             assert ["renewal"] == [e.key for e in out.entries]
             assert "embedder_failed" in (out.event.error or "")
+
+
+class TestSpecSqliteThroughRerank:
+    def test_bm25_recall_stays_ranked_through_rerank_injection(self, tmp_path: Path) -> None:
+        """Spec case 23: BM25 scores are in 0..1 and ordered; rerank keeps best first."""
+        from memory_inject import MemoryInjectConfig, RerankConfig, render_memory_context
+        from memory_inject.storage.sqlite import SQLiteStore
+
+        with SQLiteStore(tmp_path / "r.db") as s:
+            s.store("best_match", "rust borrow checker lifetimes explained with lifetimes")
+            s.store("supporting_match", "a note that mentions lifetimes once among other words")
+            s.store("unrelated", "green tea preferences")
+            got = s.recall("lifetimes", 5)
+            scores = [e.score for e in got]
+            assert all(x is not None and 0.0 <= x <= 1.0 for x in scores)
+            assert scores == sorted(scores, reverse=True)
+            cfg = MemoryInjectConfig(rerank=RerankConfig(enabled=True, strategy="none"))
+            out = render_memory_context(s, "lifetimes", config=cfg)
+            assert ["best_match", "supporting_match"] == [e.key for e in out.entries]
