@@ -24,7 +24,7 @@ __all__ = ["scored_recall"]
 #: bm25() column weights for key, content, tags: a hit in the key counts double.
 _BM25_WEIGHTS = "2.0, 1.0, 1.0"
 #: How many FTS hits are ranked before the scope filter (see ``_keyword_stage``).
-_WINDOW = 200
+_WINDOW = 64
 #: The LIKE fallback looks for at most this many words (zeroclaw's limit).
 _LIKE_TERMS = 8
 
