@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 from attrs import frozen
 
-from memory_inject.config import AgentConfig
+from memory_inject.config import AgentConfig, read_yaml_file
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import TurnMeta, TurnOrigin
 
@@ -26,7 +24,6 @@ from . import _core
 
 __all__ = ["CronAdapter", "CronJob", "CronTurn", "cron_query", "load_cron_jobs"]
 
-_MAX_FILE_BYTES = 1 << 20
 _KEYS = ("id", "name", "prompt", "uses_memory")
 
 
@@ -148,20 +145,5 @@ def load_cron_jobs(yaml_path: str | os.PathLike[str]) -> tuple[CronJob, ...]:
           - {id: ping, name: Uptime ping, prompt: "curl the health check", uses_memory: false}
     """
     source = str(yaml_path)
-    p = Path(yaml_path)
-    try:
-        if p.stat().st_size > _MAX_FILE_BYTES:
-            raise ConfigError(source, [f"file is larger than {_MAX_FILE_BYTES} bytes @ $"])
-        text = p.read_text(encoding="utf-8")
-    except ConfigError:
-        raise
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(source, [f"cannot be read: {exc} @ $"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(source, [f"is not valid YAML{where}: {problem} @ $"]) from None
+    data = read_yaml_file(yaml_path)
     return parse_cron_jobs(data, source)

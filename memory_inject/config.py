@@ -516,8 +516,12 @@ def _check_tokenizers(config: MemoryInjectConfig, source: str) -> None:
         raise ConfigError(source, problems)
 
 
-def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
-    """Load one agent YAML file. Every failure is a ``ConfigError`` naming the file."""
+def read_yaml_file(path: str | os.PathLike[str]) -> Any:
+    """Parse one YAML file safely: size-capped, no aliases, no duplicate keys.
+
+    Every failure is a ``ConfigError`` naming the file (used for agent files and
+    by adapters for their own YAML, e.g. cron jobs).
+    """
     p = Path(path)
     source = str(path)
     try:
@@ -533,7 +537,7 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(source, [f"cannot be read: {exc} @ $"]) from None
     try:
-        data = yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -541,4 +545,10 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
         raise ConfigError(source, [f"is not valid YAML{where}: {problem} @ $"]) from None
     except RecursionError:
         raise ConfigError(source, ["is nested too deeply @ $"]) from None
+
+
+def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
+    """Load one agent YAML file. Every failure is a ``ConfigError`` naming the file."""
+    data = read_yaml_file(path)
+    source = str(path)
     return parse_agent_config(data, source)

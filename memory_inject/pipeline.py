@@ -21,7 +21,7 @@ import attrs
 from attrs import field, frozen
 
 from memory_inject._phrases import context_text
-from memory_inject._recall import Recalled, build_calls, describe, run_async, run_sync
+from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.governance import apply_scope_to_routed, build_governance
@@ -103,6 +103,22 @@ def _backend_name(memory: Any) -> str:
         return type(memory).__name__
 
 
+def _prepare(
+    memory: Any,
+    query: str,
+    sessions: Iterable[str | None],
+    config: MemoryInjectConfig | None,
+    origin: TurnOrigin | str | None,
+    source: str | None,
+) -> tuple[MemoryInjectConfig, tuple[str | None, ...], RecallPlan | None, list[Call]]:
+    """The resolved config, scopes, plan and store calls of one render."""
+    cfg = _resolve(config, origin)
+    scopes = tuple(sessions) or (None,)
+    plan = plan_for(cfg)
+    return cfg, scopes, plan, build_calls(memory, query, recall_limit_for(cfg), scopes, plan,
+                                          source)
+
+
 def _deadline(cfg: MemoryInjectConfig) -> float | None:
     return None if cfg.deadline_ms is None else cfg.deadline_ms / 1000.0
 
@@ -130,10 +146,7 @@ def render_memory_context(
     profile is resolved from ``cwd`` when not given). Sends exactly one
     ``memory_recall`` signal.
     """
-    cfg = _resolve(config, origin)
-    scopes = tuple(sessions) or (None,)
-    plan = plan_for(cfg)
-    calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+    cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
     recalled = run_sync(memory, calls, _deadline(cfg), plan)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
                      origin, cwd, profile)
@@ -157,10 +170,7 @@ async def arender_memory_context(
     profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
-    cfg = _resolve(config, origin)
-    scopes = tuple(sessions) or (None,)
-    plan = plan_for(cfg)
-    calls = build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+    cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
     recalled = await run_async(memory, calls, _deadline(cfg), plan)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
                      origin, cwd, profile)
