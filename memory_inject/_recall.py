@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from typing import Any
 
@@ -28,6 +27,37 @@ __all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
 # Recalls that outlive their deadline keep a worker until the store answers;
 # the pool bounds how many can pile up behind a store that hangs for good.
 _EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="memory-inject-recall")
+# When every pool worker is stuck (several hung stores), a call gets a thread of
+# its own, so a healthy store is never queued behind hung ones.
+#: At most this many calls per store may still be running past their deadline;
+#: beyond it the store is skipped at once, so one hung store cannot take every
+#: worker and starve the renders of other stores.
+MAX_STUCK_PER_STORE = 4
+_POOL_SIZE = 16
+_running: dict[int, int] = {}
+_inflight = [0]
+_running_lock = threading.Lock()
+
+
+def _enter(memory: Any) -> bool | None:
+    """Reserve a slot for ``memory``: True (pool), False (own thread: pool full), None (busy)."""
+    with _running_lock:
+        n = _running.get(id(memory), 0)
+        if n >= MAX_STUCK_PER_STORE:
+            return None
+        _running[id(memory)] = n + 1
+        _inflight[0] += 1
+        return _inflight[0] <= _POOL_SIZE
+
+
+def _leave(memory: Any) -> None:
+    with _running_lock:
+        _inflight[0] -= 1
+        n = _running.get(id(memory), 1) - 1
+        if n <= 0:
+            _running.pop(id(memory), None)
+        else:
+            _running[id(memory)] = n
 
 
 @frozen
@@ -152,27 +182,53 @@ def _run_calls(calls: list[Call], res: _Results, memory: Any) -> None:
                 res.batches.append((call, batch))
 
 
-def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: RecallPlan | None
-             ) -> Recalled:
+def _run_tracked(calls: list[Call], res: _Results, memory: Any) -> None:
+    try:
+        _run_calls(calls, res, memory)
+    finally:
+        _leave(memory)
+
+
+def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: RecallPlan | None,
+             scopes: tuple[str | None, ...] = (None,)) -> Recalled:
     """Run the calls in order, inline or under the deadline in a worker thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
     partial = False
+    busy = False
+    slot = None if deadline is None else _enter(memory)
     if deadline is None:
         _run_calls(calls, res, memory)
+    elif slot is None:
+        busy = True
     else:
-        fut = _EXECUTOR.submit(_run_calls, calls, res, memory)
-        try:
-            fut.result(timeout=deadline)
-        except FutureTimeout:
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                _run_tracked(calls, res, memory)
+            finally:
+                done.set()
+
+        if slot:
+            _EXECUTOR.submit(work)
+        else:
+            threading.Thread(target=work, name="memory-inject-recall-extra", daemon=True).start()
+        if not done.wait(deadline):
             with res.lock:
                 res.abandoned = True
             partial = True
-    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
+    if busy:
+        out = attrs.evolve(out, partial=True, degraded=(*out.degraded, (
+            f"store_busy: {MAX_STUCK_PER_STORE} earlier recalls are still running past "
+            "their deadline; recall skipped")))
+    return out
 
 
 async def run_async(memory: Any, calls: list[Call], deadline: float | None,
-                    plan: RecallPlan | None) -> Recalled:
+                    plan: RecallPlan | None, scopes: tuple[str | None, ...] = (None,)
+                    ) -> Recalled:
     """The async twin: awaits ``arecall`` where the store has it, else a thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
@@ -194,11 +250,12 @@ async def run_async(memory: Any, calls: list[Call], deadline: float | None,
         await asyncio.wait_for(go(), timeout=deadline)
     except TimeoutError:
         partial = True
-    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
 
 
 def _collect(res: _Results, duration: float, memory: Any, partial: bool,
-             plan: RecallPlan | None, deadline: float | None) -> Recalled:
+             plan: RecallPlan | None, deadline: float | None,
+             scopes: tuple[str | None, ...] = (None,)) -> Recalled:
     with res.lock:
         batches = list(res.batches)
         failures = list(res.errors)
@@ -223,6 +280,17 @@ def _collect(res: _Results, duration: float, memory: Any, partial: bool,
             else:
                 invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
         valid_batches.append(good)
+    own = {s for s in scopes if s is not None}
+    foreign: dict[str, str] = {}
+    if own:
+        # A turn with sessions never sees rows bound to other sessions, even
+        # through an unscoped (None) recall next to its own scopes.
+        for batch in valid_batches:
+            for e in batch:
+                if e.session_id is not None and e.session_id not in own:
+                    foreign[e.key] = "foreign_session"
+        valid_batches = [[e for e in b if e.session_id is None or e.session_id in own]
+                         for b in valid_batches]
     degraded: list[str] = []
     flag = _degraded_flag(memory)
     if flag:
@@ -241,4 +309,4 @@ def _collect(res: _Results, duration: float, memory: Any, partial: bool,
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
     return Recalled(entries, raw, any_ok, errors, invalid, duration, tuple(degraded), partial,
-                    plan_dropped)
+                    {**foreign, **plan_dropped})

@@ -35,8 +35,11 @@ _KV = re.compile(
 # Shapes that are secrets wherever they appear, with or without a key in front.
 _BARE = re.compile(
     r"(?i)\b(bearer|basic|token)\s+([A-Za-z0-9_\-./+=]{12,})"
-    r"|\b(sk-(?:proj-|ant-)?|ghp_|gho_|ghs_|github_pat_|xox[abpors]-|AKIA|glpat-)([A-Za-z0-9_\-]{12,})"
+    r"|\b(sk-(?:proj-|ant-)?|sk_live_|sk_test_|rk_live_|pk_live_|ghp_|gho_|ghs_|ghu_|github_pat_"
+    r"|xox[abpors]-|AKIA|ASIA|glpat-|hf_|npm_|AIza)([A-Za-z0-9_\-]{12,})"
 )
+_JWT = re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+):([^\s@/]+)@")
 
 
 def _kv_sub(m: re.Match[str]) -> str:
@@ -59,8 +62,11 @@ def scrub_credentials(text: str) -> str:
     """Redact credential values: ``key: value`` pairs as the spec says, then bare tokens.
 
     The spec's rule (key, optional quote, ``:`` or ``=``, a value of 8+ chars,
-    replaced by its first 4 chars + ``*[REDACTED]``) runs first; a second pass
-    catches ``Bearer <token>`` and well-known token shapes (``sk-``, ``ghp_``,
-    ``xoxb-``, ``AKIA``...) that carry no key in front of them.
+    replaced by its first 4 chars + ``*[REDACTED]``) runs first; later passes
+    catch ``Bearer <token>``, well-known token shapes (``sk-``, ``sk_live_``,
+    ``ghp_``, ``xoxb-``, ``AKIA``, ``hf_``, ``npm_``, ``AIza``...), JWTs and
+    passwords in URLs, which carry no key in front of them.
     """
-    return _BARE.sub(_bare_sub, _KV.sub(_kv_sub, text))
+    text = _BARE.sub(_bare_sub, _KV.sub(_kv_sub, text))
+    text = _JWT.sub(lambda m: m.group(0)[:4] + "*[REDACTED]", text)
+    return _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:*[REDACTED]@", text)

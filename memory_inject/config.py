@@ -452,7 +452,7 @@ def _check_origins(raw: Any, path: str) -> list[str]:
 
 # -- loading -------------------------------------------------------------------
 
-_MAX_CONFIG_BYTES = 1 << 20
+_MAX_CONFIG_BYTES = 256 * 1024
 
 
 class _SafeLoader(yaml.SafeLoader):
@@ -471,12 +471,20 @@ class _SafeLoader(yaml.SafeLoader):
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
-            if key in seen:
+            try:
+                marker = (type(key), key)  # 1 and true are different keys
+                duplicate = marker in seen
+            except TypeError:
+                raise yaml.MarkedYAMLError(
+                    "while constructing a mapping", node.start_mark,
+                    f"a {type(key).__name__} cannot be a key", key_node.start_mark,
+                ) from None
+            if duplicate:
                 raise yaml.MarkedYAMLError(
                     "while constructing a mapping", node.start_mark,
                     f"key {key!r} is given twice", key_node.start_mark,
                 )
-            seen.add(key)
+            seen.add(marker)
         return super().construct_mapping(node, deep=deep)
 
 
@@ -495,12 +503,32 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     if problems:
         raise ConfigError(source, problems)
     memory = data.get("memory") or {}
+    problems = _raw_tokenizer_problems(memory)
+    if problems:
+        raise ConfigError(source, problems)
     try:
         config = _converter.structure(dict(memory), MemoryInjectConfig)
     except Exception as exc:  # noqa: BLE001 - the checker should have caught it; no traceback
         raise ConfigError(source, [f"{exc} @ $.memory"]) from None
     _check_tokenizers(config, source)
     return AgentConfig(agent=str(data["agent"]), memory=config, source=source)
+
+
+def _raw_tokenizer_problems(memory: Mapping[str, Any]) -> list[str]:
+    """Tokenizers named in the raw ``memory`` mapping that cannot load offline."""
+    found = [("$.memory.budget", (memory.get("budget") or {}).get("tokenizer"))]
+    for origin, override in (memory.get("origins") or {}).items():
+        budget = (override or {}).get("budget") or {}
+        found.append((f"$.memory.origins.{origin}.budget", budget.get("tokenizer")))
+    problems = []
+    for path, name in found:
+        if name is None:
+            continue
+        try:
+            load_encoding(name)
+        except ValueError as exc:
+            problems.append(f"'tokenizer' {exc} @ {path}")
+    return problems
 
 
 def _check_tokenizers(config: MemoryInjectConfig, source: str) -> None:
@@ -527,11 +555,14 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
     try:
         if p.is_dir():
             raise ConfigError(source, ["is a directory, not a YAML file @ $"])
-        size = p.stat().st_size
-        if size > _MAX_CONFIG_BYTES:
-            raise ConfigError(source, [f"file is {size} bytes; agent files are limited to "
-                                       f"{_MAX_CONFIG_BYTES} bytes @ $"])
-        text = p.read_text(encoding="utf-8")
+        if p.exists() and not p.is_file():
+            raise ConfigError(source, ["cannot be read: not a regular file @ $"])
+        with p.open("rb") as f:  # read at most the limit: never a whole device or pipe
+            raw = f.read(_MAX_CONFIG_BYTES + 1)
+        if len(raw) > _MAX_CONFIG_BYTES:
+            raise ConfigError(source, [f"file is over {_MAX_CONFIG_BYTES} bytes; agent files "
+                                       f"are limited to {_MAX_CONFIG_BYTES} bytes @ $"])
+        text = raw.decode("utf-8")
     except ConfigError:
         raise
     except (OSError, UnicodeDecodeError) as exc:
@@ -545,6 +576,8 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(source, [f"is not valid YAML{where}: {problem} @ $"]) from None
     except RecursionError:
         raise ConfigError(source, ["is nested too deeply @ $"]) from None
+    except Exception as exc:  # noqa: BLE001 - a tag that cannot be built (!!int abc, ...)
+        raise ConfigError(source, [f"is not valid YAML: {exc} @ $"]) from None
 
 
 def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:

@@ -33,6 +33,10 @@ __all__ = [
 ]
 
 
+#: How many problems a ConfigError's message lists (``.problems`` keeps them all).
+_SHOWN = 50
+
+
 class MemoryInjectError(Exception):
     """Base of every error this library raises on purpose."""
 
@@ -49,7 +53,10 @@ class ConfigError(MemoryInjectError, ValueError):
         self.problems: tuple[str, ...] = tuple(f"{source}: {p}" for p in problems)
         n = len(self.problems)
         head = f"{source}: {n} problem{'s' if n != 1 else ''}:"
-        super().__init__("\n".join([head, *(f"  - {p}" for p in self.problems)]))
+        shown = [f"  - {p}" for p in self.problems[:_SHOWN]]
+        if n > _SHOWN:
+            shown.append(f"  - ... and {n - _SHOWN} more (all of them in .problems)")
+        super().__init__("\n".join([head, *shown]))
 
 
 class StorageError(MemoryInjectError):

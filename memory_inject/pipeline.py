@@ -147,7 +147,7 @@ def render_memory_context(
     ``memory_recall`` signal.
     """
     cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
-    recalled = run_sync(memory, calls, _deadline(cfg), plan)
+    recalled = run_sync(memory, calls, _deadline(cfg), plan, scopes)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
                      origin, cwd, profile)
     if plan is not None and plan.track_usage and result.entries:
@@ -171,7 +171,7 @@ async def arender_memory_context(
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
     cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
-    recalled = await run_async(memory, calls, _deadline(cfg), plan)
+    recalled = await run_async(memory, calls, _deadline(cfg), plan, scopes)
     result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
                      origin, cwd, profile)
     if plan is not None and plan.track_usage and result.entries:
@@ -306,8 +306,8 @@ def _finish(
         rendered_chars=len(text),
         rendered_keys=tuple(e.key for e in rendered),
         trace=tuple(traces),
-        error="; ".join(errors) or None,
-        degraded=rec.degraded,
+        error=scrub_credentials("; ".join(errors)) or None,
+        degraded=tuple(scrub_credentials(d) for d in rec.degraded),
         partial=rec.partial,
         tokenizer=cfg.budget.tokenizer,
         text=text,

@@ -431,12 +431,12 @@ class TestBadFiles:
         assert 1 == len(problems)
         assert problems[0].startswith("is not valid YAML at line 1, column 8: ")
 
-    def test_file_over_one_mib(self, tmp_path: Path) -> None:
-        """A file over 1 MiB is refused before it is read."""
+    def test_file_over_the_size_limit(self, tmp_path: Path) -> None:
+        """A file over 256 KiB is refused after reading at most the limit."""
         path = write(tmp_path, "agent: a\n# " + "x" * (1 << 20) + "\n", "big.yaml")
         err = load_error(path)
-        size = path.stat().st_size
-        expected = (f"{path}: file is {size} bytes; agent files are limited to 1048576 bytes @ $",)
+        expected = (f"{path}: file is over 262144 bytes; agent files are limited to "
+                    "262144 bytes @ $",)
         assert expected == err.problems
 
     def test_directory(self, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+import math
 import os
 import sqlite3
 import struct
@@ -101,6 +102,13 @@ class SQLiteStore:
         except BaseException:
             self._conn.close()
             raise
+        # Reads get a connection of their own: under WAL they never wait for a
+        # writer, so a write stuck behind another process's lock cannot stall
+        # the renders of this store. (":memory:" has one database per
+        # connection, so there reads share the writer's.)
+        self._rlock = threading.RLock() if self._path != ":memory:" else self._lock
+        self._rconn = (self._conn if self._path == ":memory:" else
+                       schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms))
 
     # -- opening --------------------------------------------------------------
 
@@ -131,10 +139,11 @@ class SQLiteStore:
         """How the most recent ``recall`` on this store ran (``degraded`` says why it fell back)."""
         return self._last
 
-    def _retry(self, op: Callable[[], T], what: str) -> T:
+    def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
+        lock = self._rlock if read else self._lock
         for attempt in (1, 2):
             try:
-                with self._lock:
+                with lock:
                     if self._conn is None:
                         raise StorageError(f"{what}: the store is closed")
                     return op()
@@ -163,13 +172,17 @@ class SQLiteStore:
         return self._retry(run, what)
 
     def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
-        return self._retry(lambda: op(self._conn), what)
+        return self._retry(lambda: op(self._rconn), what, read=True)
 
     def close(self) -> None:
-        """Close the connection; later calls raise :class:`StorageError`."""
+        """Close the connections; later calls raise :class:`StorageError`."""
         with self._lock:
             conn, self._conn = self._conn, None  # type: ignore[assignment]
         if conn is not None:
+            with self._rlock:
+                rconn = self._rconn
+                if rconn is not conn:
+                    rconn.close()
             conn.close()
 
     def __enter__(self) -> SQLiteStore:
@@ -192,18 +205,28 @@ class SQLiteStore:
             raise
         except Exception as exc:
             raise EmbedderError(f"embedder {self._embedder.name!r} raised: {exc}") from exc
-        if len(vectors) != len(texts):
-            raise EmbedderError(
-                f"embedder {self._embedder.name!r} returned {len(vectors)} vectors "
-                f"for {len(texts)} texts"
-            )
+        name = self._embedder.name
         try:
-            return [_float32(v) for v in vectors]
+            if len(vectors) != len(texts):
+                raise EmbedderError(
+                    f"embedder {name!r} returned {len(vectors)} vectors for {len(texts)} texts"
+                )
+            out = [_float32(v) for v in vectors]
+        except EmbedderError:
+            raise
         except (struct.error, TypeError, ValueError) as exc:
             raise EmbedderError(
-                f"embedder {self._embedder.name!r} returned something that is not "
-                f"a list of float vectors: {exc}"
+                f"embedder {name!r} returned something that is not a list of float vectors: "
+                f"{exc}"
             ) from exc
+        dim = getattr(self._embedder, "dim", None)
+        for v in out:
+            if isinstance(dim, int) and len(v) != dim:
+                raise EmbedderError(f"embedder {name!r} returned a vector of {len(v)} "
+                                    f"dimensions, not {dim}")
+            if not all(math.isfinite(x) for x in v):
+                raise EmbedderError(f"embedder {name!r} returned a vector with NaN or inf")
+        return out
 
     def _with_embedding(self, records: builtins.list[MemoryRecord]) -> builtins.list[MemoryRecord]:
         """Records as they will read back: embedded if an embedder is set, float32 vectors."""
