@@ -202,19 +202,22 @@ def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: Recal
     elif slot is None:
         busy = True
     else:
-        done = threading.Event()
+        # A plain lock as the completion flag: acquiring it with a timeout is a
+        # single C call, cheaper than an Event's or a Future's condition variable.
+        done = threading.Lock()
+        done.acquire()
 
         def work() -> None:
             try:
                 _run_tracked(calls, res, memory)
             finally:
-                done.set()
+                done.release()
 
         if slot:
             _EXECUTOR.submit(work)
         else:
             threading.Thread(target=work, name="memory-inject-recall-extra", daemon=True).start()
-        if not done.wait(deadline):
+        if not done.acquire(timeout=deadline):
             with res.lock:
                 res.abandoned = True
             partial = True
