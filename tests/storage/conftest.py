@@ -46,11 +46,3 @@ def store_factory(
     yield factory
     for s in made:
         s.close()
-
-
-@pytest.fixture(scope="session")
-def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tests.storage._pg_backend import postgres_server
-
-    with postgres_server(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
