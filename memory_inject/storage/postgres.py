@@ -43,7 +43,6 @@ from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage._pg_conn import close_async_pool, translate_errors
 from memory_inject.storage._pg_recall import Stmt
 from memory_inject.storage._pg_schema import (
-    COLUMNS,
     TableNames,
     ensure_vectors,
     migrate,
@@ -51,7 +50,7 @@ from memory_inject.storage._pg_schema import (
     row_to_record,
 )
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, store_draft
 
 __all__ = ["PostgresStore"]
 
@@ -61,12 +60,6 @@ Steps = Generator[Stmt, Any, T]
 _BATCH = 1000
 #: How long the keyword stage trusts its copy of the table's word statistics.
 _TERMS_TTL_S = 60.0
-# store() keeps these from the row it replaces unless they are passed (as SQLiteStore):
-# identity, usage counters and supersession links belong to the memory, not to one write.
-_CARRIED = ("id", "times_used", "last_used_at", "supersedes", "superseded_by")
-_STORE_FIELDS = frozenset(COLUMNS) - {
-    "key", "content", "category", "session_id", "timestamp", "importance", "namespace",
-}  # fmt: skip
 
 
 class _Embedder(Protocol):
@@ -246,20 +239,10 @@ class PostgresStore:
         supersession links unless they are passed; every other field takes the
         given value or its default, and a forgotten key comes back to life.
         """
-        for field_name in fields:
-            if field_name not in _STORE_FIELDS:
-                raise TypeError(f"store() got an unexpected keyword argument {field_name!r}")
-        now = datetime.now(UTC)
-        record = MemoryRecord(
-            key=key,
-            content=content,
-            category=category,
-            session_id=session_id,
-            importance=importance,
-            namespace=self._namespace,
-            **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
-        )
-        keep = [c for c in _CARRIED if c not in fields]
+        record = store_draft(key, content, category, namespace=self._namespace,
+                             session_id=session_id, timestamp=timestamp, importance=importance,
+                             fields=fields, now=datetime.now(UTC))
+        keep = [c for c in CARRIED_ON_STORE if c not in fields]
         if timestamp is None:
             keep.append("timestamp")
         [record] = self._embedded([record])

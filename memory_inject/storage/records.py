@@ -17,7 +17,7 @@ from attrs import field, frozen
 
 from memory_inject.models import MemoryCategory, MemoryEntry, _category, parse_timestamp
 
-__all__ = ["EXTRA_FIELDS", "MemoryRecord"]
+__all__ = ["CARRIED_ON_STORE", "EXTRA_FIELDS", "MemoryRecord", "store_draft"]
 
 
 def _now() -> datetime:
@@ -132,3 +132,45 @@ EXTRA_FIELDS: tuple[str, ...] = (
     "last_used_at",
     "updated_at",
 )
+
+
+#: ``store()`` keeps these from the row it replaces unless they are passed: identity,
+#: usage counters and supersession links belong to the memory, not to one write.
+CARRIED_ON_STORE = ("id", "times_used", "last_used_at", "supersedes", "superseded_by")
+_NAMED_IN_STORE = frozenset(
+    {"key", "content", "category", "session_id", "timestamp", "importance", "namespace"}
+)
+
+
+def store_draft(
+    key: str,
+    content: str,
+    category: str,
+    *,
+    namespace: str,
+    session_id: str | None,
+    timestamp: datetime | str | None,
+    importance: float | None,
+    fields: Mapping[str, Any],
+    now: datetime,
+) -> MemoryRecord:
+    """The record a persistent store's ``store(...)`` call describes, before merging.
+
+    ``fields`` are the other record fields; an unknown one is a ``TypeError``
+    naming it, as for any keyword argument.
+    """
+    for name in fields:
+        if name not in _STORE_FIELDS:
+            raise TypeError(f"store() got an unexpected keyword argument {name!r}")
+    return MemoryRecord(
+        key=key,
+        content=content,
+        category=category,
+        session_id=session_id,
+        importance=importance,
+        namespace=namespace,
+        **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
+    )
+
+
+_STORE_FIELDS = frozenset(a.name for a in attrs.fields(MemoryRecord)) - _NAMED_IN_STORE

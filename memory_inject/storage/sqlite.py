@@ -32,7 +32,7 @@ from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._jsonl import format_ts, read_jsonl, write_jsonl
 from memory_inject.storage._sqlite_recall import scored_recall
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, store_draft
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
 
@@ -42,12 +42,6 @@ T = TypeVar("T")
 LOCK_RETRY_DELAY_S = 0.3
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
-# store() keeps these from the row it replaces unless they are passed: identity,
-# usage counters and supersession links belong to the memory, not to one write.
-_CARRIED = ("id", "times_used", "last_used_at", "supersedes", "superseded_by")
-_STORE_FIELDS = frozenset(schema.COLUMNS) - {
-    "key", "content", "category", "session_id", "timestamp", "importance", "namespace",
-}  # fmt: skip
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 
 
@@ -260,30 +254,16 @@ class SQLiteStore:
         supersession links unless they are passed; every other field takes the
         given value or its default, and a forgotten key comes back to life.
         """
-        for field_name in fields:
-            if field_name not in _STORE_FIELDS:
-                raise TypeError(f"store() got an unexpected keyword argument {field_name!r}")
-        now = _now()
-        draft = MemoryRecord(
-            key=key,
-            content=content,
-            category=category,
-            session_id=session_id,
-            importance=importance,
-            namespace=self._namespace,
-            **{
-                "timestamp": timestamp if timestamp is not None else now,
-                "updated_at": now,
-                **fields,
-            },
-        )
+        draft = store_draft(key, content, category, namespace=self._namespace,
+                            session_id=session_id, timestamp=timestamp, importance=importance,
+                            fields=fields, now=_now())
         [draft] = self._with_embedding([draft])
 
         def op(conn: sqlite3.Connection) -> MemoryRecord:
             record = draft
             old = self._fetch(conn, "key = ?", (key,))
             if old:
-                carry = {n: getattr(old[0], n) for n in _CARRIED if n not in fields}
+                carry = {n: getattr(old[0], n) for n in CARRIED_ON_STORE if n not in fields}
                 if timestamp is None:
                     carry["timestamp"] = old[0].timestamp
                 record = record.evolve(**carry)
