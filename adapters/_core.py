@@ -54,7 +54,6 @@ __all__ = [
 _log = logging.getLogger("memory_inject.adapters")
 
 
-
 def new_turn_id() -> str:
     return uuid.uuid4().hex
 
@@ -113,28 +112,49 @@ class Injection:
 
 def decide(config: AgentConfig, req: Request) -> InjectPolicy:
     """The core's policy for this request (``query`` feeds the trivial-prompt filter)."""
-    return resolve_inject_policy(req.origin, has_session=has_session(req.sessions),
-                                 suppress=req.suppress, config=config.memory, query=req.query)
+    return resolve_inject_policy(
+        req.origin,
+        has_session=has_session(req.sessions),
+        suppress=req.suppress,
+        config=config.memory,
+        query=req.query,
+    )
 
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _render_kwargs(config: AgentConfig, req: Request, policy: InjectPolicy,
-                   cwd: str | os.PathLike[str] | None) -> dict[str, Any]:
-    return {"sessions": req.sessions, "config": config.memory, "origin": req.origin,
-            "exclude_conversation": policy.exclude_conversation, "turn": req.turn, "cwd": cwd}
+def _render_kwargs(
+    config: AgentConfig, req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
+) -> dict[str, Any]:
+    return {
+        "sessions": req.sessions,
+        "config": config.memory,
+        "origin": req.origin,
+        "exclude_conversation": policy.exclude_conversation,
+        "turn": req.turn,
+        "cwd": cwd,
+    }
 
 
-def _finish(req: Request, policy: InjectPolicy, result: RenderResult | None,
-            error: str | None) -> Injection:
-    return Injection(origin=req.origin, query=req.query, sessions=req.sessions, turn=req.turn,
-                     policy=policy, result=result, error=error)
+def _finish(
+    req: Request, policy: InjectPolicy, result: RenderResult | None, error: str | None
+) -> Injection:
+    return Injection(
+        origin=req.origin,
+        query=req.query,
+        sessions=req.sessions,
+        turn=req.turn,
+        policy=policy,
+        result=result,
+        error=error,
+    )
 
 
-def run(store: Any, config: AgentConfig, req: Request, *,
-        cwd: str | os.PathLike[str] | None = None) -> Injection:
+def run(
+    store: Any, config: AgentConfig, req: Request, *, cwd: str | os.PathLike[str] | None = None
+) -> Injection:
     """Resolve the policy and, if it says inject, render. Never raises because of memory."""
     policy = decide(config, req)
     if not policy.inject:
@@ -147,15 +167,17 @@ def run(store: Any, config: AgentConfig, req: Request, *,
     return _finish(req, policy, result, None)
 
 
-async def arun(store: Any, config: AgentConfig, req: Request, *,
-               cwd: str | os.PathLike[str] | None = None) -> Injection:
+async def arun(
+    store: Any, config: AgentConfig, req: Request, *, cwd: str | os.PathLike[str] | None = None
+) -> Injection:
     """The async twin of :func:`run`."""
     policy = decide(config, req)
     if not policy.inject:
         return _finish(req, policy, None, None)
     try:
-        result = await arender_memory_context(store, req.query,
-                                              **_render_kwargs(config, req, policy, cwd))
+        result = await arender_memory_context(
+            store, req.query, **_render_kwargs(config, req, policy, cwd)
+        )
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
@@ -165,8 +187,9 @@ async def arun(store: Any, config: AgentConfig, req: Request, *,
 # -- autosave ------------------------------------------------------------------
 
 
-def profile_fields(cfg: MemoryInjectConfig, cwd: str | os.PathLike[str] | None = None
-                   ) -> dict[str, Any]:
+def profile_fields(
+    cfg: MemoryInjectConfig, cwd: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
     """``{"profile_id": ...}`` when governance is enabled, else ``{}``.
 
     The id is the one the governance stages will compare against: the
@@ -180,16 +203,24 @@ def profile_fields(cfg: MemoryInjectConfig, cwd: str | os.PathLike[str] | None =
     return stamp_profile(seed, resolve_profile(where))
 
 
-def _autosave_args(config: AgentConfig, origin: TurnOrigin, text: str,
-                   cwd: str | os.PathLike[str] | None) -> dict[str, Any] | None:
+def _autosave_args(
+    config: AgentConfig, origin: TurnOrigin, text: str, cwd: str | os.PathLike[str] | None
+) -> dict[str, Any] | None:
     if not should_autosave(origin, text):
         return None
     return profile_fields(config.for_origin(origin), cwd)
 
 
-def autosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key: str, text: str,
-             session_id: str | None, cwd: str | os.PathLike[str] | None = None
-             ) -> tuple[str | None, str | None]:
+def autosave(
+    store: Any,
+    config: AgentConfig,
+    *,
+    origin: TurnOrigin,
+    key: str,
+    text: str,
+    session_id: str | None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[str | None, str | None]:
     """Store ``text`` as a conversation memory if :func:`should_autosave` allows.
 
     Returns ``(key or None, error or None)``; a failing store is logged, never raised.
@@ -206,9 +237,16 @@ def autosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key: str, t
     return key, None
 
 
-async def aautosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key: str, text: str,
-                    session_id: str | None, cwd: str | os.PathLike[str] | None = None
-                    ) -> tuple[str | None, str | None]:
+async def aautosave(
+    store: Any,
+    config: AgentConfig,
+    *,
+    origin: TurnOrigin,
+    key: str,
+    text: str,
+    session_id: str | None,
+    cwd: str | os.PathLike[str] | None = None,
+) -> tuple[str | None, str | None]:
     """The async twin of :func:`autosave` (an ``astore`` is awaited, else a worker thread)."""
     try:
         fields = _autosave_args(config, origin, text, cwd)
@@ -218,8 +256,9 @@ async def aautosave(store: Any, config: AgentConfig, *, origin: TurnOrigin, key:
         if astore is not None:
             await astore(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
         else:
-            await asyncio.to_thread(store.store, key, text, MemoryCategory.CONVERSATION,
-                                    session_id=session_id, **fields)
+            await asyncio.to_thread(
+                store.store, key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields
+            )
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
         return None, f"autosave_failed: {_describe(exc)}"

@@ -45,9 +45,16 @@ class DirectTurn(_core.Injection):
 class AgentDirectAdapter:
     """Maps one request (text plus optional session) to the core's request."""
 
-    def __init__(self, store: Any, agent_config: AgentConfig, *, channel: str = "api",
-                 agent_alias: str | None = None, autosave: bool = False,
-                 cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        agent_config: AgentConfig,
+        *,
+        channel: str = "api",
+        agent_alias: str | None = None,
+        autosave: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.store = store
         self.agent_config = agent_config
         self.channel = channel
@@ -55,11 +62,13 @@ class AgentDirectAdapter:
         self.autosave = autosave
         self.cwd = cwd
 
-    def _request(self, text: str, session_id: str | None, turn_id: str | None
-                 ) -> _core.Request:
-        return _core.Request(origin=TurnOrigin.AGENT_DIRECT, query=text, sessions=(session_id,),
-                             turn=TurnMeta(self.channel, self.agent_alias,
-                                           turn_id or _core.new_turn_id()))
+    def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.Request:
+        return _core.Request(
+            origin=TurnOrigin.AGENT_DIRECT,
+            query=text,
+            sessions=(session_id,),
+            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
+        )
 
     def injection_active(self, session_id: str | None = None, text: str | None = None) -> bool:
         """Would a request get memory? The core policy (with ``text``, its trivial filter).
@@ -68,8 +77,12 @@ class AgentDirectAdapter:
         """
         if getattr(self.store, "name", None) == "none":
             return False
-        return resolve_inject_policy(TurnOrigin.AGENT_DIRECT, has_session=session_id is not None,
-                                     config=self.agent_config.memory, query=text).inject
+        return resolve_inject_policy(
+            TurnOrigin.AGENT_DIRECT,
+            has_session=session_id is not None,
+            config=self.agent_config.memory,
+            query=text,
+        ).inject
 
     @staticmethod
     def _key(injection: _core.Injection) -> str:
@@ -81,26 +94,42 @@ class AgentDirectAdapter:
         fields.update(autosaved_key=saved[0], error=injection.error or saved[1])
         return DirectTurn(**fields)
 
-    def request(self, text: str, *, session_id: str | None = None,
-                turn_id: str | None = None) -> DirectTurn:
+    def request(
+        self, text: str, *, session_id: str | None = None, turn_id: str | None = None
+    ) -> DirectTurn:
         """Recall and render for one request; never raises because of memory."""
-        injection = _core.run(self.store, self.agent_config,
-                              self._request(text, session_id, turn_id), cwd=self.cwd)
+        injection = _core.run(
+            self.store, self.agent_config, self._request(text, session_id, turn_id), cwd=self.cwd
+        )
         saved: tuple[str | None, str | None] = (None, None)
         if self.autosave:
-            saved = _core.autosave(self.store, self.agent_config, origin=TurnOrigin.AGENT_DIRECT,
-                                   key=self._key(injection), text=text, session_id=session_id,
-                                   cwd=self.cwd)
+            saved = _core.autosave(
+                self.store,
+                self.agent_config,
+                origin=TurnOrigin.AGENT_DIRECT,
+                key=self._key(injection),
+                text=text,
+                session_id=session_id,
+                cwd=self.cwd,
+            )
         return self._with(injection, saved)
 
-    async def arequest(self, text: str, *, session_id: str | None = None,
-                       turn_id: str | None = None) -> DirectTurn:
+    async def arequest(
+        self, text: str, *, session_id: str | None = None, turn_id: str | None = None
+    ) -> DirectTurn:
         """The async twin of :meth:`request`."""
-        injection = await _core.arun(self.store, self.agent_config,
-                                     self._request(text, session_id, turn_id), cwd=self.cwd)
+        injection = await _core.arun(
+            self.store, self.agent_config, self._request(text, session_id, turn_id), cwd=self.cwd
+        )
         saved: tuple[str | None, str | None] = (None, None)
         if self.autosave:
             saved = await _core.aautosave(
-                self.store, self.agent_config, origin=TurnOrigin.AGENT_DIRECT,
-                key=self._key(injection), text=text, session_id=session_id, cwd=self.cwd)
+                self.store,
+                self.agent_config,
+                origin=TurnOrigin.AGENT_DIRECT,
+                key=self._key(injection),
+                text=text,
+                session_id=session_id,
+                cwd=self.cwd,
+            )
         return self._with(injection, saved)

@@ -71,9 +71,16 @@ def session_scopes(message: InboundMessage) -> tuple[str, str]:
 class ChannelAdapter:
     """Maps an :class:`InboundMessage` to the core's request; nothing more."""
 
-    def __init__(self, store: Any, agent_config: AgentConfig, *, channel_name: str,
-                 agent_alias: str | None = None, autosave: bool = False,
-                 cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        agent_config: AgentConfig,
+        *,
+        channel_name: str,
+        agent_alias: str | None = None,
+        autosave: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.store = store
         self.agent_config = agent_config
         self.channel_name = channel_name
@@ -83,15 +90,22 @@ class ChannelAdapter:
 
     def _request(self, message: InboundMessage, turn_id: str | None) -> _core.Request:
         return _core.Request(
-            origin=TurnOrigin.CHANNEL, query=message.text, sessions=session_scopes(message),
-            turn=TurnMeta(self.channel_name, self.agent_alias, turn_id or _core.new_turn_id()))
+            origin=TurnOrigin.CHANNEL,
+            query=message.text,
+            sessions=session_scopes(message),
+            turn=TurnMeta(self.channel_name, self.agent_alias, turn_id or _core.new_turn_id()),
+        )
 
     @staticmethod
     def autosave_key(message: InboundMessage) -> str:
         return f"{message.channel}_{sanitize_session_key(message.sender)}_{message.message_id}"
 
-    def _turn(self, message: InboundMessage, injection: _core.Injection,
-              saved: tuple[str | None, str | None]) -> ChannelTurn:
+    def _turn(
+        self,
+        message: InboundMessage,
+        injection: _core.Injection,
+        saved: tuple[str | None, str | None],
+    ) -> ChannelTurn:
         key, err = saved
         fields = attrs.asdict(injection, recurse=False)
         fields.update(autosaved_key=key, error=injection.error or err)
@@ -99,24 +113,36 @@ class ChannelAdapter:
 
     def handle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """Recall and render for one inbound message; never raises because of memory."""
-        injection = _core.run(self.store, self.agent_config, self._request(message, turn_id),
-                              cwd=self.cwd)
+        injection = _core.run(
+            self.store, self.agent_config, self._request(message, turn_id), cwd=self.cwd
+        )
         saved: tuple[str | None, str | None] = (None, None)
         if self.autosave:
-            saved = _core.autosave(self.store, self.agent_config, origin=TurnOrigin.CHANNEL,
-                                   key=self.autosave_key(message), text=message.text,
-                                   session_id=message.history_key, cwd=self.cwd)
+            saved = _core.autosave(
+                self.store,
+                self.agent_config,
+                origin=TurnOrigin.CHANNEL,
+                key=self.autosave_key(message),
+                text=message.text,
+                session_id=message.history_key,
+                cwd=self.cwd,
+            )
         return self._turn(message, injection, saved)
 
-    async def ahandle(self, message: InboundMessage, *, turn_id: str | None = None
-                      ) -> ChannelTurn:
+    async def ahandle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """The async twin of :meth:`handle`."""
-        injection = await _core.arun(self.store, self.agent_config,
-                                     self._request(message, turn_id), cwd=self.cwd)
+        injection = await _core.arun(
+            self.store, self.agent_config, self._request(message, turn_id), cwd=self.cwd
+        )
         saved: tuple[str | None, str | None] = (None, None)
         if self.autosave:
-            saved = await _core.aautosave(self.store, self.agent_config,
-                                          origin=TurnOrigin.CHANNEL,
-                                          key=self.autosave_key(message), text=message.text,
-                                          session_id=message.history_key, cwd=self.cwd)
+            saved = await _core.aautosave(
+                self.store,
+                self.agent_config,
+                origin=TurnOrigin.CHANNEL,
+                key=self.autosave_key(message),
+                text=message.text,
+                session_id=message.history_key,
+                cwd=self.cwd,
+            )
         return self._turn(message, injection, saved)

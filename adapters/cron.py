@@ -57,9 +57,15 @@ class CronTurn(_core.Injection):
 class CronAdapter:
     """Maps a :class:`CronJob` to the core's request."""
 
-    def __init__(self, store: Any, agent_config: AgentConfig, *, channel: str = "cron",
-                 agent_alias: str | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        agent_config: AgentConfig,
+        *,
+        channel: str = "cron",
+        agent_alias: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.store = store
         self.agent_config = agent_config
         self.channel = channel
@@ -67,14 +73,19 @@ class CronAdapter:
         self.cwd = cwd
 
     def _request(self, job: CronJob, turn_id: str | None) -> _core.Request:
-        return _core.Request(origin=TurnOrigin.CRON, query=cron_query(job),
-                             suppress=not job.uses_memory,
-                             turn=TurnMeta(self.channel, self.agent_alias,
-                                           turn_id or _core.new_turn_id()))
+        return _core.Request(
+            origin=TurnOrigin.CRON,
+            query=cron_query(job),
+            suppress=not job.uses_memory,
+            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
+        )
 
     def _turn(self, job: CronJob, injection: _core.Injection) -> CronTurn:
-        return CronTurn(job=job, memory=self.store if job.uses_memory else None,
-                        **attrs.asdict(injection, recurse=False))
+        return CronTurn(
+            job=job,
+            memory=self.store if job.uses_memory else None,
+            **attrs.asdict(injection, recurse=False),
+        )
 
     def run(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The job's prompt with its block; never raises because of memory."""
@@ -96,8 +107,11 @@ class CronAdapter:
 def _check_job(raw: Any, path: str, seen: set[str]) -> list[str]:
     if not isinstance(raw, Mapping):
         return [f"each job must be a mapping (got {raw!r:.80}) @ {path}"]
-    problems = [f"'{k}' is not a known key; keys are {list(_KEYS)} (got {v!r:.80}) @ {path}"
-                for k, v in raw.items() if k not in _KEYS]
+    problems = [
+        f"'{k}' is not a known key; keys are {list(_KEYS)} (got {v!r:.80}) @ {path}"
+        for k, v in raw.items()
+        if k not in _KEYS
+    ]
     for key in ("id", "name", "prompt"):
         value = raw.get(key)
         if key not in raw:
@@ -120,8 +134,9 @@ def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
     if not isinstance(data, Mapping):
         kind = "empty" if data is None else f"a {type(data).__name__}"
         raise ConfigError(source, [f"the top level must be a mapping with 'jobs' (got {kind}) @ $"])
-    problems = [f"'{k}' is not a known key; the file has only 'jobs' @ $"
-                for k in data if k != "jobs"]
+    problems = [
+        f"'{k}' is not a known key; the file has only 'jobs' @ $" for k in data if k != "jobs"
+    ]
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         problems.append(f"'jobs' must be a list of jobs (got {jobs!r:.80}) @ $")
@@ -131,8 +146,12 @@ def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
         problems += _check_job(raw, f"$.jobs[{n}]", seen)
     if problems:
         raise ConfigError(source, problems)
-    return tuple(CronJob(id=j["id"], name=j["name"], prompt=j["prompt"],
-                         uses_memory=j.get("uses_memory", True)) for j in jobs)
+    return tuple(
+        CronJob(
+            id=j["id"], name=j["name"], prompt=j["prompt"], uses_memory=j.get("uses_memory", True)
+        )
+        for j in jobs
+    )
 
 
 def load_cron_jobs(yaml_path: str | os.PathLike[str]) -> tuple[CronJob, ...]:

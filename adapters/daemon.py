@@ -38,9 +38,15 @@ class DaemonTurn(_core.Injection):
 class DaemonAdapter:
     """Maps a heartbeat or a background task to the core's request."""
 
-    def __init__(self, store: Any, agent_config: AgentConfig, *, channel: str = "daemon",
-                 agent_alias: str | None = None,
-                 cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        agent_config: AgentConfig,
+        *,
+        channel: str = "daemon",
+        agent_alias: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.store = store
         self.agent_config = agent_config
         self.channel = channel
@@ -48,22 +54,27 @@ class DaemonAdapter:
         self.cwd = cwd
 
     def _request(self, query: str, turn_id: str | None) -> _core.Request:
-        return _core.Request(origin=TurnOrigin.DAEMON, query=query,
-                             turn=TurnMeta(self.channel, self.agent_alias,
-                                           turn_id or _core.new_turn_id()))
+        return _core.Request(
+            origin=TurnOrigin.DAEMON,
+            query=query,
+            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
+        )
 
     def _run(self, query: str, turn_id: str | None) -> DaemonTurn:
-        injection = _core.run(self.store, self.agent_config, self._request(query, turn_id),
-                              cwd=self.cwd)
+        injection = _core.run(
+            self.store, self.agent_config, self._request(query, turn_id), cwd=self.cwd
+        )
         return DaemonTurn(**attrs.asdict(injection, recurse=False))
 
     async def _arun(self, query: str, turn_id: str | None) -> DaemonTurn:
-        injection = await _core.arun(self.store, self.agent_config,
-                                     self._request(query, turn_id), cwd=self.cwd)
+        injection = await _core.arun(
+            self.store, self.agent_config, self._request(query, turn_id), cwd=self.cwd
+        )
         return DaemonTurn(**attrs.asdict(injection, recurse=False))
 
-    def heartbeat(self, task_text: str, priority: str = "normal", *,
-                  turn_id: str | None = None) -> DaemonTurn:
+    def heartbeat(
+        self, task_text: str, priority: str = "normal", *, turn_id: str | None = None
+    ) -> DaemonTurn:
         """One heartbeat task; never raises because of memory."""
         return self._run(heartbeat_query(task_text, priority), turn_id)
 
@@ -71,8 +82,9 @@ class DaemonAdapter:
         """A background task (an SOP step, a decision run) with ``text`` as its query."""
         return self._run(text, turn_id)
 
-    async def aheartbeat(self, task_text: str, priority: str = "normal", *,
-                         turn_id: str | None = None) -> DaemonTurn:
+    async def aheartbeat(
+        self, task_text: str, priority: str = "normal", *, turn_id: str | None = None
+    ) -> DaemonTurn:
         """The async twin of :meth:`heartbeat`."""
         return await self._arun(heartbeat_query(task_text, priority), turn_id)
 

@@ -76,7 +76,8 @@ class LoopTurn:
 
 
 _current: contextvars.ContextVar[LoopTurn | None] = contextvars.ContextVar(
-    "memory_inject_turn", default=None)
+    "memory_inject_turn", default=None
+)
 
 
 def current_turn() -> LoopTurn | None:
@@ -121,10 +122,18 @@ class MemoryLoop:
     tools, never re-injected.
     """
 
-    def __init__(self, store: Any, agent_config: AgentConfig, *, channel: str = "cli",
-                 agent_alias: str | None = None, placement: Placement = "prefix_user",
-                 api: Api = "auto", autosave: bool = False,
-                 cwd: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        store: Any,
+        agent_config: AgentConfig,
+        *,
+        channel: str = "cli",
+        agent_alias: str | None = None,
+        placement: Placement = "prefix_user",
+        api: Api = "auto",
+        autosave: bool = False,
+        cwd: str | os.PathLike[str] | None = None,
+    ) -> None:
         check_placement(placement)
         check_api(api)
         self.store = store
@@ -138,17 +147,32 @@ class MemoryLoop:
 
     # -- turns ------------------------------------------------------------------
 
-    def _new_turn(self, origin: TurnOrigin | str, sessions: Iterable[str | None],
-                  suppress: bool, turn_id: str | None) -> LoopTurn:
+    def _new_turn(
+        self,
+        origin: TurnOrigin | str,
+        sessions: Iterable[str | None],
+        suppress: bool,
+        turn_id: str | None,
+    ) -> LoopTurn:
         nested = _current.get() is not None
-        return LoopTurn(origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
-                        sessions=_core.scopes(sessions), suppress=suppress,
-                        turn_id=turn_id or _core.new_turn_id(), owner=self, nested=nested)
+        return LoopTurn(
+            origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
+            sessions=_core.scopes(sessions),
+            suppress=suppress,
+            turn_id=turn_id or _core.new_turn_id(),
+            owner=self,
+            nested=nested,
+        )
 
     @contextmanager
-    def turn(self, *, origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
-             sessions: Iterable[str | None] = (), suppress: bool = False,
-             turn_id: str | None = None) -> Iterator[LoopTurn]:
+    def turn(
+        self,
+        *,
+        origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
+        sessions: Iterable[str | None] = (),
+        suppress: bool = False,
+        turn_id: str | None = None,
+    ) -> Iterator[LoopTurn]:
         """Mark a turn; nested inside another turn it becomes ``SUB_TURN``."""
         state = self._new_turn(origin, sessions, suppress, turn_id)
         token = _current.set(state)
@@ -158,9 +182,14 @@ class MemoryLoop:
             _current.reset(token)
 
     @asynccontextmanager
-    async def aturn(self, *, origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
-                    sessions: Iterable[str | None] = (), suppress: bool = False,
-                    turn_id: str | None = None) -> AsyncIterator[LoopTurn]:
+    async def aturn(
+        self,
+        *,
+        origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
+        sessions: Iterable[str | None] = (),
+        suppress: bool = False,
+        turn_id: str | None = None,
+    ) -> AsyncIterator[LoopTurn]:
         """The async twin of :meth:`turn` (the mark follows the task's context)."""
         state = self._new_turn(origin, sessions, suppress, turn_id)
         token = _current.set(state)
@@ -173,65 +202,94 @@ class MemoryLoop:
     def wrap(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
 
     @overload
-    def wrap(self, /, *, origin: TurnOrigin | str = ..., sessions: Iterable[str | None] = ...,
-             suppress: bool = ...) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+    def wrap(
+        self,
+        /,
+        *,
+        origin: TurnOrigin | str = ...,
+        sessions: Iterable[str | None] = ...,
+        suppress: bool = ...,
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
-    def wrap(self, fn: Callable[..., Any] | None = None, /, *,
-             origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
-             sessions: Iterable[str | None] = (), suppress: bool = False) -> Any:
+    def wrap(
+        self,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
+        sessions: Iterable[str | None] = (),
+        suppress: bool = False,
+    ) -> Any:
         """Decorate a turn function (sync or async): each call runs inside :meth:`turn`."""
         scopes = _core.scopes(sessions)
 
         def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
             if inspect.iscoroutinefunction(f):
+
                 @functools.wraps(f)
                 async def awrapper(*args: Any, **kwargs: Any) -> Any:
                     async with self.aturn(origin=origin, sessions=scopes, suppress=suppress):
                         return await f(*args, **kwargs)
+
                 return awrapper
 
             @functools.wraps(f)
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 with self.turn(origin=origin, sessions=scopes, suppress=suppress):
                     return f(*args, **kwargs)
+
             return wrapper
 
         return decorate(fn) if fn is not None else decorate
 
     # -- preparing a request ------------------------------------------------------
 
-    def _plan(self, messages: Sequence[Mapping[str, Any]], query: str | None,
-              overrides: dict[str, Any]) -> _Plan:
+    def _plan(
+        self, messages: Sequence[Mapping[str, Any]], query: str | None, overrides: dict[str, Any]
+    ) -> _Plan:
         active = _current.get()
         given = {k: v for k, v in overrides.items() if v is not _UNSET}
         if active is not None and active.owner is self:
             if given:
-                raise TypeError(f"inside loop.turn(), pass {sorted(given)} to turn(), "
-                                "not to prepare()")
+                raise TypeError(
+                    f"inside loop.turn(), pass {sorted(given)} to turn(), not to prepare()"
+                )
             turn = active
         else:  # a one-shot turn (SUB_TURN when another loop's turn is active)
-            turn = self._new_turn(given.get("origin", TurnOrigin.INTERACTIVE),
-                                  given.get("sessions", ()), given.get("suppress", False),
-                                  given.get("turn_id"))
+            turn = self._new_turn(
+                given.get("origin", TurnOrigin.INTERACTIVE),
+                given.get("sessions", ()),
+                given.get("suppress", False),
+                given.get("turn_id"),
+            )
         idx = user_message_index(messages, api=self.api)
         if turn.injection is not None or idx is None or has_block(messages, api=self.api):
             return _Plan(turn, None, None)
         text = message_text(messages[idx])
-        req = _core.Request(origin=turn.origin, query=text if query is None else query,
-                            sessions=turn.sessions, suppress=turn.suppress,
-                            turn=TurnMeta(self.channel, self.agent_alias, turn.turn_id))
+        req = _core.Request(
+            origin=turn.origin,
+            query=text if query is None else query,
+            sessions=turn.sessions,
+            suppress=turn.suppress,
+            turn=TurnMeta(self.channel, self.agent_alias, turn.turn_id),
+        )
         return _Plan(turn, req, text)
 
-    def _place(self, messages: Sequence[Mapping[str, Any]], plan: _Plan,
-               injection: _core.Injection | None) -> LoopInjection:
+    def _place(
+        self, messages: Sequence[Mapping[str, Any]], plan: _Plan, injection: _core.Injection | None
+    ) -> LoopInjection:
         if injection is not None:
             plan.turn.injection = injection
         current = plan.turn.injection
-        out = inject_block(messages, current.block if current else "", placement=self.placement,
-                           api=self.api)
-        return LoopInjection(messages=out, injection=current,
-                             placed=len(out) != len(messages) or any(
-                                 a is not b for a, b in zip(out, messages, strict=False)))
+        out = inject_block(
+            messages, current.block if current else "", placement=self.placement, api=self.api
+        )
+        return LoopInjection(
+            messages=out,
+            injection=current,
+            placed=len(out) != len(messages)
+            or any(a is not b for a, b in zip(out, messages, strict=False)),
+        )
 
     def _autosave_key(self, plan: _Plan) -> str:
         return f"user_msg_{plan.turn.turn_id}"
@@ -239,44 +297,80 @@ class MemoryLoop:
     def _first_session(self, plan: _Plan) -> str | None:
         return next((s for s in plan.turn.sessions if s is not None), None)
 
-    def inject(self, messages: Sequence[Mapping[str, Any]], *, query: str | None = None,
-               origin: TurnOrigin | str = _UNSET, sessions: Iterable[str | None] = _UNSET,
-               suppress: bool = _UNSET, turn_id: str | None = _UNSET) -> LoopInjection:
+    def inject(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        origin: TurnOrigin | str = _UNSET,
+        sessions: Iterable[str | None] = _UNSET,
+        suppress: bool = _UNSET,
+        turn_id: str | None = _UNSET,
+    ) -> LoopInjection:
         """Like :meth:`prepare`, also returning the policy, block and event of the turn."""
-        plan = self._plan(messages, query, {"origin": origin, "sessions": sessions,
-                                            "suppress": suppress, "turn_id": turn_id})
+        plan = self._plan(
+            messages,
+            query,
+            {"origin": origin, "sessions": sessions, "suppress": suppress, "turn_id": turn_id},
+        )
         if plan.req is None:
             return self._place(messages, plan, None)
         injection = _core.run(self.store, self.agent_config, plan.req, cwd=self.cwd)
         if self.autosave and plan.user_text is not None:
-            key, err = _core.autosave(self.store, self.agent_config, origin=plan.req.origin,
-                                      key=self._autosave_key(plan), text=plan.user_text,
-                                      session_id=self._first_session(plan), cwd=self.cwd)
-            injection = attrs.evolve(injection, autosaved_key=key,
-                                     error=injection.error or err)
+            key, err = _core.autosave(
+                self.store,
+                self.agent_config,
+                origin=plan.req.origin,
+                key=self._autosave_key(plan),
+                text=plan.user_text,
+                session_id=self._first_session(plan),
+                cwd=self.cwd,
+            )
+            injection = attrs.evolve(injection, autosaved_key=key, error=injection.error or err)
         return self._place(messages, plan, injection)
 
-    async def ainject(self, messages: Sequence[Mapping[str, Any]], *, query: str | None = None,
-                      origin: TurnOrigin | str = _UNSET, sessions: Iterable[str | None] = _UNSET,
-                      suppress: bool = _UNSET, turn_id: str | None = _UNSET) -> LoopInjection:
+    async def ainject(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        origin: TurnOrigin | str = _UNSET,
+        sessions: Iterable[str | None] = _UNSET,
+        suppress: bool = _UNSET,
+        turn_id: str | None = _UNSET,
+    ) -> LoopInjection:
         """The async twin of :meth:`inject`."""
-        plan = self._plan(messages, query, {"origin": origin, "sessions": sessions,
-                                            "suppress": suppress, "turn_id": turn_id})
+        plan = self._plan(
+            messages,
+            query,
+            {"origin": origin, "sessions": sessions, "suppress": suppress, "turn_id": turn_id},
+        )
         if plan.req is None:
             return self._place(messages, plan, None)
         injection = await _core.arun(self.store, self.agent_config, plan.req, cwd=self.cwd)
         if self.autosave and plan.user_text is not None:
             key, err = await _core.aautosave(
-                self.store, self.agent_config, origin=plan.req.origin,
-                key=self._autosave_key(plan), text=plan.user_text,
-                session_id=self._first_session(plan), cwd=self.cwd)
-            injection = attrs.evolve(injection, autosaved_key=key,
-                                     error=injection.error or err)
+                self.store,
+                self.agent_config,
+                origin=plan.req.origin,
+                key=self._autosave_key(plan),
+                text=plan.user_text,
+                session_id=self._first_session(plan),
+                cwd=self.cwd,
+            )
+            injection = attrs.evolve(injection, autosaved_key=key, error=injection.error or err)
         return self._place(messages, plan, injection)
 
-    def prepare(self, messages: Sequence[Mapping[str, Any]], *, query: str | None = None,
-                origin: TurnOrigin | str = _UNSET, sessions: Iterable[str | None] = _UNSET,
-                suppress: bool = _UNSET, turn_id: str | None = _UNSET) -> list[Any]:
+    def prepare(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        origin: TurnOrigin | str = _UNSET,
+        sessions: Iterable[str | None] = _UNSET,
+        suppress: bool = _UNSET,
+        turn_id: str | None = _UNSET,
+    ) -> list[Any]:
         """A new message list carrying this turn's block; the input is never mutated.
 
         ``query`` defaults to the raw text of the user's message. ``origin``,
@@ -284,13 +378,32 @@ class MemoryLoop:
         are refused inside :meth:`turn`, which sets them. Never raises because
         of memory: a failing store gives the list back without a block.
         """
-        return self.inject(messages, query=query, origin=origin, sessions=sessions,
-                           suppress=suppress, turn_id=turn_id).messages
+        return self.inject(
+            messages,
+            query=query,
+            origin=origin,
+            sessions=sessions,
+            suppress=suppress,
+            turn_id=turn_id,
+        ).messages
 
-    async def aprepare(self, messages: Sequence[Mapping[str, Any]], *, query: str | None = None,
-                       origin: TurnOrigin | str = _UNSET, sessions: Iterable[str | None] = _UNSET,
-                       suppress: bool = _UNSET, turn_id: str | None = _UNSET) -> list[Any]:
+    async def aprepare(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        query: str | None = None,
+        origin: TurnOrigin | str = _UNSET,
+        sessions: Iterable[str | None] = _UNSET,
+        suppress: bool = _UNSET,
+        turn_id: str | None = _UNSET,
+    ) -> list[Any]:
         """The async twin of :meth:`prepare`."""
-        result = await self.ainject(messages, query=query, origin=origin, sessions=sessions,
-                                    suppress=suppress, turn_id=turn_id)
+        result = await self.ainject(
+            messages,
+            query=query,
+            origin=origin,
+            sessions=sessions,
+            suppress=suppress,
+            turn_id=turn_id,
+        )
         return result.messages

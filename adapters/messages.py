@@ -71,11 +71,11 @@ def check_api(api: str) -> None:
 def _is_tool_result_carrier(message: Mapping[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content)
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    )
 
 
-def user_message_index(messages: Sequence[Mapping[str, Any]], *, api: Api = "auto"
-                       ) -> int | None:
+def user_message_index(messages: Sequence[Mapping[str, Any]], *, api: Api = "auto") -> int | None:
     """Index of the user's message (see the module docstring), or None if there is none."""
     check_api(api)
     for i in range(len(messages) - 1, -1, -1):
@@ -96,9 +96,11 @@ def message_text(message: Mapping[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b["text"] for b in content
-                         if isinstance(b, Mapping) and b.get("type") == "text"
-                         and isinstance(b.get("text"), str))
+        return "\n".join(
+            b["text"]
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -113,8 +115,11 @@ def _first_text(message: Mapping[str, Any]) -> str | None:
         return content
     if isinstance(content, list) and content:
         first = content[0]
-        if (isinstance(first, Mapping) and first.get("type") == "text"
-                and isinstance(first.get("text"), str)):
+        if (
+            isinstance(first, Mapping)
+            and first.get("type") == "text"
+            and isinstance(first.get("text"), str)
+        ):
             return str(first["text"])
     return None
 
@@ -150,7 +155,8 @@ def _prefixed(message: M, block: str) -> M:
     else:
         raise TypeError(
             f"'content' of the user message must be a string or a list of blocks "
-            f"(got {type(content).__name__})")
+            f"(got {type(content).__name__})"
+        )
     return cast(M, {**message, "content": new_content})
 
 
@@ -160,8 +166,9 @@ def _block_message(target: Mapping[str, Any], block: str) -> dict[str, Any]:
     return {"role": "user", "content": block}
 
 
-def inject_block(messages: Sequence[M], block: str, *, placement: Placement = "prefix_user",
-                 api: Api = "auto") -> list[M]:
+def inject_block(
+    messages: Sequence[M], block: str, *, placement: Placement = "prefix_user", api: Api = "auto"
+) -> list[M]:
     """A new list with ``block`` placed for this turn (unchanged copy when nothing to do).
 
     Nothing is placed when ``block`` is empty, when there is no user message,

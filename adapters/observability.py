@@ -23,8 +23,10 @@ from memory_inject.signals import MemoryRecall, memory_recall
 
 __all__ = ["LoggingBridge", "OpenTelemetryBridge", "event_fields"]
 
-_OTEL_HINT = ("OpenTelemetryBridge needs the OpenTelemetry API; install the 'otel' extra: "
-              "pip install 'memory-inject[otel]'")
+_OTEL_HINT = (
+    "OpenTelemetryBridge needs the OpenTelemetry API; install the 'otel' extra: "
+    "pip install 'memory-inject[otel]'"
+)
 
 
 def event_fields(event: MemoryRecall) -> dict[str, Any]:
@@ -75,8 +77,12 @@ class _Bridge:
     def __enter__(self) -> Self:
         return self if self.connected else self.connect()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.disconnect()
 
 
@@ -92,8 +98,9 @@ class LoggingBridge(_Bridge):
         self.level = level
 
     def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
-        level = self.level if event.success and not event.partial else max(
-            self.level, logging.WARNING)
+        level = (
+            self.level if event.success and not event.partial else max(self.level, logging.WARNING)
+        )
         if not self.logger.isEnabledFor(level):
             return
         fields = event_fields(event)
@@ -101,9 +108,16 @@ class LoggingBridge(_Bridge):
             level,
             "memory_recall backend=%s success=%s recalled=%d rendered=%d dropped=%d "
             "duration_ms=%.2f origin=%s turn_id=%s",
-            fields["backend"], fields["success"], fields["num_entries"],
-            fields["rendered_entries"], fields["dropped"], fields["duration_ms"],
-            fields["origin"], fields["turn_id"], extra=fields)
+            fields["backend"],
+            fields["success"],
+            fields["num_entries"],
+            fields["rendered_entries"],
+            fields["dropped"],
+            fields["duration_ms"],
+            fields["origin"],
+            fields["turn_id"],
+            extra=fields,
+        )
 
 
 class OpenTelemetryBridge(_Bridge):
@@ -148,9 +162,11 @@ class OpenTelemetryBridge(_Bridge):
     def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
         end = time.time_ns()
         start = end - int(event.duration * 1e9)
-        span = self.tracer.start_span(self.span_name, start_time=start,
-                                      attributes=self.attributes(event))
+        span = self.tracer.start_span(
+            self.span_name, start_time=start, attributes=self.attributes(event)
+        )
         if not event.success:
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR,
-                                               event.error or "recall failed"))
+            span.set_status(
+                self._trace.Status(self._trace.StatusCode.ERROR, event.error or "recall failed")
+            )
         span.end(end_time=end)

@@ -65,8 +65,11 @@ def sentence(rng: random.Random, n: int = 12) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reference", action="store_true",
-                    help="also time the straightforward reference rerank (slow)")
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="also time the straightforward reference rerank (slow)",
+    )
     args = ap.parse_args()
     rng = random.Random(7)
     rows: list[tuple[str, float, float]] = []
@@ -76,44 +79,84 @@ def main() -> None:
         rows.append((name, p50, p99))
         return p50
 
-    row("resolve_inject_policy (channel, session)",
-        lambda: resolve_inject_policy(TurnOrigin.CHANNEL, has_session=True), 200_000)
+    row(
+        "resolve_inject_policy (channel, session)",
+        lambda: resolve_inject_policy(TurnOrigin.CHANNEL, has_session=True),
+        200_000,
+    )
     cfg_origins = MemoryInjectConfig(origins={"cron": {"budget": {"max_entries": 2}}})
-    row("resolve_inject_policy (with per-origin config)",
+    row(
+        "resolve_inject_policy (with per-origin config)",
         lambda: resolve_inject_policy(TurnOrigin.CRON, has_session=False, config=cfg_origins),
-        200_000)
+        200_000,
+    )
 
-    five = [MemoryEntry(f"k{i}", sentence(rng), "daily" if i % 2 else "core",
-                        NOW - timedelta(days=i), score=0.9 - i * 0.05) for i in range(5)]
+    five = [
+        MemoryEntry(
+            f"k{i}",
+            sentence(rng),
+            "daily" if i % 2 else "core",
+            NOW - timedelta(days=i),
+            score=0.9 - i * 0.05,
+        )
+        for i in range(5)
+    ]
     preset = Preset(five)
     turn = TurnMeta("cli", "bench", "t1")
-    row("render, 5 recalled entries, default config (store call ~0)",
-        lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW), 20_000)
+    row(
+        "render, 5 recalled entries, default config (store call ~0)",
+        lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW),
+        20_000,
+    )
     inline = MemoryInjectConfig(deadline_ms=None)
-    row("render, 5 recalled entries, deadline_ms null (recall inline)",
-        lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW,
-                                      config=inline), 20_000)
+    row(
+        "render, 5 recalled entries, deadline_ms null (recall inline)",
+        lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW, config=inline),
+        20_000,
+    )
 
     store = InMemoryStore()
     for i in range(200):
         store.write(f"k{i}", sentence(rng), timestamp=NOW - timedelta(days=i % 30))
-    row("InMemoryStore.recall, 200 rows (the store call alone)",
-        lambda: store.recall("deploy server prod", 5), 2_000)
-    row("render end to end on InMemoryStore, 200 rows",
-        lambda: render_memory_context(store, "deploy server prod", turn=turn, now=NOW), 2_000)
+    row(
+        "InMemoryStore.recall, 200 rows (the store call alone)",
+        lambda: store.recall("deploy server prod", 5),
+        2_000,
+    )
+    row(
+        "render end to end on InMemoryStore, 200 rows",
+        lambda: render_memory_context(store, "deploy server prod", turn=turn, now=NOW),
+        2_000,
+    )
 
-    pool = [MemoryEntry(f"p{i}", sentence(rng, 20), rng.choice(["core", "daily"]),
-                        NOW - timedelta(days=rng.randint(0, 60)), score=rng.random(),
-                        importance=rng.random()) for i in range(1024)]
+    pool = [
+        MemoryEntry(
+            f"p{i}",
+            sentence(rng, 20),
+            rng.choice(["core", "daily"]),
+            NOW - timedelta(days=rng.randint(0, 60)),
+            score=rng.random(),
+            importance=rng.random(),
+        )
+        for i in range(1024)
+    ]
     big = Preset(pool)
-    rr = MemoryInjectConfig(recall_limit=0, rerank=RerankConfig(
-        enabled=True, strategy="mmr", candidate_multiplier=20))
-    row("render with rerank + MMR, pool 1024", lambda: render_memory_context(
-        big, "q", config=rr, now=NOW), 50)
-    rr_none = MemoryInjectConfig(recall_limit=0, rerank=RerankConfig(
-        enabled=True, strategy="none", candidate_multiplier=20))
-    row("render with rerank (no MMR), pool 1024", lambda: render_memory_context(
-        big, "q", config=rr_none, now=NOW), 50)
+    rr = MemoryInjectConfig(
+        recall_limit=0, rerank=RerankConfig(enabled=True, strategy="mmr", candidate_multiplier=20)
+    )
+    row(
+        "render with rerank + MMR, pool 1024",
+        lambda: render_memory_context(big, "q", config=rr, now=NOW),
+        50,
+    )
+    rr_none = MemoryInjectConfig(
+        recall_limit=0, rerank=RerankConfig(enabled=True, strategy="none", candidate_multiplier=20)
+    )
+    row(
+        "render with rerank (no MMR), pool 1024",
+        lambda: render_memory_context(big, "q", config=rr_none, now=NOW),
+        50,
+    )
 
     if args.reference:
         from tests.reference_rerank import reference_rerank
@@ -121,16 +164,34 @@ def main() -> None:
         for n in (128, 256):
             sub = pool[:n]
             final = -(-n // 20)
-            row(f"reference rerank + MMR (spec transcription), pool {n}",
-                      lambda sub=sub, n=n, final=final: reference_rerank(
-                          sub, now=NOW, final_limit=final, pool_cap=n, threshold=5,
-                          strategy="mmr", lam=0.7, iw=0.2, rw=0.1, floor=0.4,
-                          exclude_conversation=False), 1)
-            fast = MemoryInjectConfig(recall_limit=final, rerank=RerankConfig(
-                enabled=True, strategy="mmr", candidate_multiplier=20))
-            row(f"optimised rerank + MMR, pool {n}",
+            row(
+                f"reference rerank + MMR (spec transcription), pool {n}",
+                lambda sub=sub, n=n, final=final: reference_rerank(
+                    sub,
+                    now=NOW,
+                    final_limit=final,
+                    pool_cap=n,
+                    threshold=5,
+                    strategy="mmr",
+                    lam=0.7,
+                    iw=0.2,
+                    rw=0.1,
+                    floor=0.4,
+                    exclude_conversation=False,
+                ),
+                1,
+            )
+            fast = MemoryInjectConfig(
+                recall_limit=final,
+                rerank=RerankConfig(enabled=True, strategy="mmr", candidate_multiplier=20),
+            )
+            row(
+                f"optimised rerank + MMR, pool {n}",
                 lambda sub=sub, fast=fast: render_memory_context(
-                    Preset(sub), "q", config=fast, now=NOW), 20)
+                    Preset(sub), "q", config=fast, now=NOW
+                ),
+                20,
+            )
 
     print("| case | p50 (µs) | p99 (µs) |")
     print("|---|---:|---:|")

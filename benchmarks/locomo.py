@@ -47,16 +47,25 @@ def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, An
     return records, queries
 
 
-def build_store(path: Path, rows: list[dict[str, Any]], category: str, embedder: Any,
-                fusion: Fusion) -> SQLiteStore:
+def build_store(
+    path: Path, rows: list[dict[str, Any]], category: str, embedder: Any, fusion: Fusion
+) -> SQLiteStore:
     store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
     lines = []
     for r in rows:
         content = r["content"]
         if r.get("image_caption"):
             content += f" [shared an image: {r['image_caption']}]"
-        lines.append(json.dumps({"key": r["id"], "content": content, "category": category,
-                                 "timestamp": r["timestamp"] + "Z"}))
+        lines.append(
+            json.dumps(
+                {
+                    "key": r["id"],
+                    "content": content,
+                    "category": category,
+                    "timestamp": r["timestamp"] + "Z",
+                }
+            )
+        )
     import io
 
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
@@ -75,10 +84,17 @@ def mean(xs: Iterable[float]) -> float:
     return sum(xs) / len(xs) if xs else 0.0
 
 
-def run_mode(name: str, records: dict[str, list[dict[str, Any]]], queries: list[dict[str, Any]],
-             embedder: Any, search_mode: str, fusion_mode: str, tmp: Path,
-             pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]],
-             categories: tuple[str, ...]) -> dict[str, Any]:
+def run_mode(
+    name: str,
+    records: dict[str, list[dict[str, Any]]],
+    queries: list[dict[str, Any]],
+    embedder: Any,
+    search_mode: str,
+    fusion_mode: str,
+    tmp: Path,
+    pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]],
+    categories: tuple[str, ...],
+) -> dict[str, Any]:
     fusion = Fusion(mode=fusion_mode, search_mode=search_mode)
     out: dict[str, Any] = {"mode": name, "recalled": {}, "rendered": {}}
     per_cat_recall: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -87,8 +103,9 @@ def run_mode(name: str, records: dict[str, list[dict[str, Any]]], queries: list[
     t_recall: list[float] = []
     for category in categories:
         for conv, rows in records.items():
-            store = build_store(tmp / f"{name}-{category}-{conv}.db", rows, category, embedder,
-                                fusion)
+            store = build_store(
+                tmp / f"{name}-{category}-{conv}.db", rows, category, embedder, fusion
+            )
             last = max(datetime.fromisoformat(r["timestamp"]) for r in rows).replace(tzinfo=UTC)
             now = last + timedelta(days=1)
             try:
@@ -98,11 +115,13 @@ def run_mode(name: str, records: dict[str, list[dict[str, Any]]], queries: list[
                         found = [e.key for e in store.recall(q["question"], 10)]
                         t_recall.append(time.perf_counter() - t0)
                         per_cat_recall[q["category_name"]].append(
-                            (recall_at(found, q["evidence"], 5),
-                             recall_at(found, q["evidence"], 10)))
+                            (
+                                recall_at(found, q["evidence"], 5),
+                                recall_at(found, q["evidence"], 10),
+                            )
+                        )
                     for pname, make in pipelines.items():
-                        res = render_memory_context(store, q["question"], config=make(now),
-                                                    now=now)
+                        res = render_memory_context(store, q["question"], config=make(now), now=now)
                         score = recall_at([e.key for e in res.entries], q["evidence"], 10)
                         rendered[(category, pname)].append(score)
                         rendered_by_qcat[(category, pname, q["category_name"])].append(score)
@@ -131,7 +150,8 @@ def main() -> None:
         "decay (default)": lambda now: MemoryInjectConfig(),
         "rerank": lambda now: MemoryInjectConfig(rerank=RerankConfig(enabled=True)),
         "rerank+mmr": lambda now: MemoryInjectConfig(
-            rerank=RerankConfig(enabled=True, strategy="mmr")),
+            rerank=RerankConfig(enabled=True, strategy="mmr")
+        ),
     }
     modes: list[tuple[str, Any, str, str]] = [
         ("lexical (FTS5 bm25)", None, "bm25", "weighted"),
@@ -143,16 +163,28 @@ def main() -> None:
         from memory_inject.embedders import SentenceTransformerEmbedder
 
         mini = SentenceTransformerEmbedder()
-        modes += [("semantic (MiniLM)", mini, "embedding", "weighted"),
-                  ("hybrid (weighted, MiniLM)", mini, "hybrid", "weighted")]
+        modes += [
+            ("semantic (MiniLM)", mini, "embedding", "weighted"),
+            ("hybrid (weighted, MiniLM)", mini, "hybrid", "weighted"),
+        ]
     results = []
     with tempfile.TemporaryDirectory() as d:
         for i, (name, emb, sm, fm) in enumerate(modes):
             cats = ("core", "daily") if i == 0 else ("core",)
             t0 = time.perf_counter()
-            results.append(run_mode(f"m{i}", records, queries, emb, sm, fm, Path(d),
-                                    pipelines if i == 0 else
-                                    {"decay (default)": pipelines["decay (default)"]}, cats))
+            results.append(
+                run_mode(
+                    f"m{i}",
+                    records,
+                    queries,
+                    emb,
+                    sm,
+                    fm,
+                    Path(d),
+                    pipelines if i == 0 else {"decay (default)": pipelines["decay (default)"]},
+                    cats,
+                )
+            )
             results[-1]["mode"] = name
             print(f"  ran {name} in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
 
@@ -162,17 +194,22 @@ def main() -> None:
     print("|---|---:|---:|" + "---:|" * len(qcats) + "---:|")
     for r in results:
         rec = r["recalled"]
-        print(f"| {r['mode']} | {rec['all'][0]:.3f} | {rec['all'][1]:.3f} | "
-              + " | ".join(f"{rec[c][0]:.3f}" for c in qcats)
-              + f" | {r['recall_p50_ms']:.2f} |")
+        print(
+            f"| {r['mode']} | {rec['all'][0]:.3f} | {rec['all'][1]:.3f} | "
+            + " | ".join(f"{rec[c][0]:.3f}" for c in qcats)
+            + f" | {r['recall_p50_ms']:.2f} |"
+        )
     print("\n### Rendered (evidence among the <= 4 entries of the default block)\n")
     print("| recall | stored as | pipeline | rendered | " + " | ".join(qcats) + " |")
     print("|---|---|---|---:|" + "---:|" * len(qcats))
     for r in results:
         for (cat, pname), v in sorted(r["rendered"].items()):
             by = r["rendered_by_qcat"]
-            print(f"| {r['mode']} | {cat} | {pname} | {v:.3f} | "
-                  + " | ".join(f"{by.get((cat, pname, c), 0.0):.3f}" for c in qcats) + " |")
+            print(
+                f"| {r['mode']} | {cat} | {pname} | {v:.3f} | "
+                + " | ".join(f"{by.get((cat, pname, c), 0.0):.3f}" for c in qcats)
+                + " |"
+            )
 
 
 if __name__ == "__main__":

@@ -51,9 +51,12 @@ from memory_inject.storage.sqlite import SQLiteStore
 
 SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in ("a", "e", "i", "o", "u", "ar", "en")]
 RENDERERS = ("bracket", "sectioned", "relevant_memories")
-CONFIGS = {r: MemoryInjectConfig(renderer=r, recall_limit=8,
-                                 budget=BudgetConfig(max_entries=6, max_total_chars=3000))
-           for r in RENDERERS}
+CONFIGS = {
+    r: MemoryInjectConfig(
+        renderer=r, recall_limit=8, budget=BudgetConfig(max_entries=6, max_total_chars=3000)
+    )
+    for r in RENDERERS
+}
 RSS_GROWTH_LIMIT = 0.20
 P50_DRIFT_LIMIT = 0.50
 
@@ -99,8 +102,9 @@ class Traffic:
         self.keys = keys
         self.sessions = [f"telegram_dm_{i}" for i in range(sessions)]
         rng = random.Random(seed)
-        self.words = sorted({"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3)))
-                             for _ in range(3000)})
+        self.words = sorted(
+            {"".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 3))) for _ in range(3000)}
+        )
         self.stats = Stats()
         self.stop = threading.Event()
 
@@ -138,10 +142,15 @@ class Traffic:
             query = " ".join(rng.choices(self.words, k=rng.randint(1, 6)))
             t0 = time.perf_counter()
             try:
-                render_memory_context(store, query, sessions=[session], origin=origin,
-                                      config=CONFIGS[rng.choice(RENDERERS)],
-                                      exclude_conversation=policy.exclude_conversation,
-                                      turn=TurnMeta("soak", "soak", f"{seed}-{n}"))
+                render_memory_context(
+                    store,
+                    query,
+                    sessions=[session],
+                    origin=origin,
+                    config=CONFIGS[rng.choice(RENDERERS)],
+                    exclude_conversation=policy.exclude_conversation,
+                    turn=TurnMeta("soak", "soak", f"{seed}-{n}"),
+                )
             except Exception as exc:  # noqa: BLE001 - a render must never raise; count it
                 with self.stats.lock:
                     self.stats.failures.append(f"render raised {exc!r}")
@@ -157,16 +166,23 @@ class Traffic:
                 roll = rng.random()
                 try:
                     if roll < 0.01:
-                        lines = "".join(json.dumps(self.row(rng, rng.randrange(self.keys))) + "\n"
-                                        for _ in range(200))
+                        lines = "".join(
+                            json.dumps(self.row(rng, rng.randrange(self.keys))) + "\n"
+                            for _ in range(200)
+                        )
                         done = store.import_jsonl(io.StringIO(lines), batch_size=200)
                     elif roll < 0.15:
                         store.forget(f"mem-{rng.randrange(self.keys)}")
                         done = 1
                     else:
                         r = self.row(rng, rng.randrange(self.keys))
-                        store.store(r["key"], r["content"], r["category"],
-                                    session_id=r["session_id"], importance=r["importance"])
+                        store.store(
+                            r["key"],
+                            r["content"],
+                            r["category"],
+                            session_id=r["session_id"],
+                            importance=r["importance"],
+                        )
                         done = 1
                 except Exception as exc:  # noqa: BLE001 - counted, reported, fails the run
                     with self.stats.lock:
@@ -192,16 +208,24 @@ def run(args: argparse.Namespace, emit: Callable[[str], None]) -> int:
         traffic.seed()
         memory_recall.connect(traffic.on_event)
         store = SQLiteStore(path)
-        workers = [threading.Thread(target=traffic.render_loop, args=(store, i), daemon=True)
-                   for i in range(args.renderers)]
-        workers += [threading.Thread(target=traffic.write_loop, args=(1000 + i,), daemon=True)
-                    for i in range(args.writers)]
-        emit(f"soak: {args.minutes:g} min, {args.renderers} renderer and {args.writers} writer "
-             f"threads, {args.keys} keys, {args.sessions} sessions, window {args.window:g} s, "
-             f"warm-up {args.warmup:g} s, python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+        workers = [
+            threading.Thread(target=traffic.render_loop, args=(store, i), daemon=True)
+            for i in range(args.renderers)
+        ]
+        workers += [
+            threading.Thread(target=traffic.write_loop, args=(1000 + i,), daemon=True)
+            for i in range(args.writers)
+        ]
+        emit(
+            f"soak: {args.minutes:g} min, {args.renderers} renderer and {args.writers} writer "
+            f"threads, {args.keys} keys, {args.sessions} sessions, window {args.window:g} s, "
+            f"warm-up {args.warmup:g} s, python {sys.version.split()[0]}, {os.cpu_count()} CPUs"
+        )
         emit("")
-        emit("| t (s) | RSS (MB) | renders | p50 (ms) | p95 (ms) | p99 (ms) | writes | failures "
-             "| db+wal (MB) |")
+        emit(
+            "| t (s) | RSS (MB) | renders | p50 (ms) | p95 (ms) | p99 (ms) | writes | failures "
+            "| db+wal (MB) |"
+        )
         emit("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         windows: list[dict[str, float]] = []
         failures: list[str] = []
@@ -215,14 +239,23 @@ def run(args: argparse.Namespace, emit: Callable[[str], None]) -> int:
                 time.sleep(max(0.0, next_at - time.monotonic()))
                 lat, writes, fails, _events = traffic.stats.take()
                 failures += fails
-                row = {"t": next_at - start, "rss": rss_mb(), "renders": len(lat),
-                       "p50": percentile(lat, 0.50) * 1000, "p95": percentile(lat, 0.95) * 1000,
-                       "p99": percentile(lat, 0.99) * 1000, "writes": writes,
-                       "failures": len(fails), "db": traffic.db_mb()}
+                row = {
+                    "t": next_at - start,
+                    "rss": rss_mb(),
+                    "renders": len(lat),
+                    "p50": percentile(lat, 0.50) * 1000,
+                    "p95": percentile(lat, 0.95) * 1000,
+                    "p99": percentile(lat, 0.99) * 1000,
+                    "writes": writes,
+                    "failures": len(fails),
+                    "db": traffic.db_mb(),
+                }
                 windows.append(row)
-                emit(f"| {row['t']:.0f} | {row['rss']:.1f} | {row['renders']} | "
-                     f"{row['p50']:.2f} | {row['p95']:.2f} | {row['p99']:.2f} | "
-                     f"{row['writes']} | {row['failures']} | {row['db']:.1f} |")
+                emit(
+                    f"| {row['t']:.0f} | {row['rss']:.1f} | {row['renders']} | "
+                    f"{row['p50']:.2f} | {row['p95']:.2f} | {row['p99']:.2f} | "
+                    f"{row['writes']} | {row['failures']} | {row['db']:.1f} |"
+                )
                 next_at += args.window
         finally:
             traffic.stop.set()
@@ -233,8 +266,12 @@ def run(args: argparse.Namespace, emit: Callable[[str], None]) -> int:
         return verdict(windows, failures, args, emit)
 
 
-def verdict(windows: list[dict[str, float]], failures: list[str], args: argparse.Namespace,
-            emit: Callable[[str], None]) -> int:
+def verdict(
+    windows: list[dict[str, float]],
+    failures: list[str],
+    args: argparse.Namespace,
+    emit: Callable[[str], None],
+) -> int:
     steady = [w for w in windows if w["t"] > args.warmup]
     emit("")
     if len(steady) < 4:
@@ -248,10 +285,14 @@ def verdict(windows: list[dict[str, float]], failures: list[str], args: argparse
     renders = sum(int(w["renders"]) for w in windows)
     writes = sum(int(w["writes"]) for w in windows)
     emit(f"renders {renders}, writes {writes}, failures {len(failures)}")
-    emit(f"RSS after warm-up {rss_base:.1f} MB -> end {rss_end:.1f} MB "
-         f"({rss_growth:+.1%}, limit +{RSS_GROWTH_LIMIT:.0%})")
-    emit(f"p50 first 3 windows {p50_base:.2f} ms -> last 3 {p50_end:.2f} ms "
-         f"({drift:+.1%}, limit +{P50_DRIFT_LIMIT:.0%})")
+    emit(
+        f"RSS after warm-up {rss_base:.1f} MB -> end {rss_end:.1f} MB "
+        f"({rss_growth:+.1%}, limit +{RSS_GROWTH_LIMIT:.0%})"
+    )
+    emit(
+        f"p50 first 3 windows {p50_base:.2f} ms -> last 3 {p50_end:.2f} ms "
+        f"({drift:+.1%}, limit +{P50_DRIFT_LIMIT:.0%})"
+    )
     problems = []
     if rss_growth > RSS_GROWTH_LIMIT:
         problems.append("resident memory grew")

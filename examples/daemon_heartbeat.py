@@ -1,6 +1,6 @@
 """Heartbeat and background task runs through DaemonAdapter (sessionless, no chat memory).
 
-    python examples/daemon_heartbeat.py
+python examples/daemon_heartbeat.py
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ async def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         store = SQLiteStore(Path(tmp) / "memory.db")
         store.store("backup_job", "The nightly backup on prod-3 writes to /srv/backup.", "core")
-        store.store("chat", "Bob complained about the backup job in chat.", "conversation",
-                    session_id="slack_bob")
+        store.store(
+            "chat",
+            "Bob complained about the backup job in chat.",
+            "conversation",
+            session_id="slack_bob",
+        )
         daemon = DaemonAdapter(store, AgentConfig(agent="ops"))
         beat = daemon.heartbeat("check the backup job on prod-3", "high")
         print("heartbeat prompt:", repr(beat.prompt))

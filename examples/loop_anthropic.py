@@ -26,8 +26,10 @@ async def fake_model(system: str, messages: list[dict[str, Any]]) -> dict[str, A
     """One tool_use, then a text answer (what client.messages.create returns)."""
     await asyncio.sleep(0)
     if not any(b.get("type") == "tool_result" for m in messages for b in m["content"]):
-        return {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "tu_1", "name": "pager", "input": {}}]}
+        return {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "tu_1", "name": "pager", "input": {}}],
+        }
     return {"role": "assistant", "content": [{"type": "text", "text": "Lee is on call."}]}
 
 
@@ -45,17 +47,30 @@ async def main() -> int:
                 request = [*request, reply]
                 if reply["content"][0]["type"] == "text":
                     return request
-                request = [*request, {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": "tu_1", "content": "paged"}]}]
-                request = await loop.aprepare(request)   # no second block, no second recall
+                request = [
+                    *request,
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "tool_result", "tool_use_id": "tu_1", "content": "paged"}
+                        ],
+                    },
+                ]
+                request = await loop.aprepare(request)  # no second block, no second recall
 
-        history = [{"role": "user", "content": [
-            {"type": "text", "text": "who is on call next week?"}]}]
+        history = [
+            {"role": "user", "content": [{"type": "text", "text": "who is on call next week?"}]}
+        ]
         done = await turn(history)
         for n, message in enumerate(done):
             print(n, message["role"], json.dumps(message["content"])[:90])
-        blocks = [m for m in done if json.dumps(m).startswith('{"role": "user", "content": '
-                                                              '[{"type": "text", "text": "[Memory')]
+        blocks = [
+            m
+            for m in done
+            if json.dumps(m).startswith(
+                '{"role": "user", "content": [{"type": "text", "text": "[Memory'
+            )
+        ]
         print(f"block messages: {len(blocks)} (system prompt unchanged: {SYSTEM!r})")
         if len(blocks) != 1:
             raise SystemExit(f"expected one block message, got {len(blocks)}")

@@ -1,6 +1,6 @@
 """Log every recall (LoggingBridge) and trace it (OpenTelemetryBridge, extra `otel`).
 
-    python examples/observability.py
+python examples/observability.py
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from memory_inject.storage.sqlite import SQLiteStore
 
 class FieldsFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return (f"{super().format(record)} | rendered_entries={record.rendered_entries} "
-                f"dropped_reasons={record.dropped_reasons} query={record.query_summary!r}")
+        return (
+            f"{super().format(record)} | rendered_entries={record.rendered_entries} "
+            f"dropped_reasons={record.dropped_reasons} query={record.query_summary!r}"
+        )
 
 
 def main() -> int:

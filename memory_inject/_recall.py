@@ -105,8 +105,9 @@ def _degraded_flag(memory: Any) -> str | None:
     return str(flag) if flag else None
 
 
-def _filtered(memory: Any, limit: int, scope: str | None, field: str, value: str
-              ) -> Sequence[MemoryEntry]:
+def _filtered(
+    memory: Any, limit: int, scope: str | None, field: str, value: str
+) -> Sequence[MemoryEntry]:
     """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
     where = getattr(memory, "recall_where", None)
     if where is not None:
@@ -133,10 +134,14 @@ def build_calls(
     arecall = getattr(memory, "arecall", None)
     if plan is None:
         return [
-            Call(sid, "default",
-                 partial(memory.recall, query, limit, session_id=sid, since=None, until=None),
-                 None if arecall is None else partial(arecall, query, limit, session_id=sid,
-                                                      since=None, until=None))
+            Call(
+                sid,
+                "default",
+                partial(memory.recall, query, limit, session_id=sid, since=None, until=None),
+                None
+                if arecall is None
+                else partial(arecall, query, limit, session_id=sid, since=None, until=None),
+            )
             for sid in scopes
         ]
     calls: list[Call] = []
@@ -189,8 +194,13 @@ def _run_tracked(calls: list[Call], res: _Results, memory: Any) -> None:
         _leave(memory)
 
 
-def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: RecallPlan | None,
-             scopes: tuple[str | None, ...] = (None,)) -> Recalled:
+def run_sync(
+    memory: Any,
+    calls: list[Call],
+    deadline: float | None,
+    plan: RecallPlan | None,
+    scopes: tuple[str | None, ...] = (None,),
+) -> Recalled:
     """Run the calls in order, inline or under the deadline in a worker thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
@@ -223,15 +233,27 @@ def run_sync(memory: Any, calls: list[Call], deadline: float | None, plan: Recal
             partial = True
     out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
     if busy:
-        out = attrs.evolve(out, partial=True, degraded=(*out.degraded, (
-            f"store_busy: {MAX_STUCK_PER_STORE} earlier recalls are still running past "
-            "their deadline; recall skipped")))
+        out = attrs.evolve(
+            out,
+            partial=True,
+            degraded=(
+                *out.degraded,
+                (
+                    f"store_busy: {MAX_STUCK_PER_STORE} earlier recalls are still running past "
+                    "their deadline; recall skipped"
+                ),
+            ),
+        )
     return out
 
 
-async def run_async(memory: Any, calls: list[Call], deadline: float | None,
-                    plan: RecallPlan | None, scopes: tuple[str | None, ...] = (None,)
-                    ) -> Recalled:
+async def run_async(
+    memory: Any,
+    calls: list[Call],
+    deadline: float | None,
+    plan: RecallPlan | None,
+    scopes: tuple[str | None, ...] = (None,),
+) -> Recalled:
     """The async twin: awaits ``arecall`` where the store has it, else a thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
@@ -256,14 +278,24 @@ async def run_async(memory: Any, calls: list[Call], deadline: float | None,
     return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
 
 
-def _collect(res: _Results, duration: float, memory: Any, partial: bool,
-             plan: RecallPlan | None, deadline: float | None,
-             scopes: tuple[str | None, ...] = (None,)) -> Recalled:
+def _collect(
+    res: _Results,
+    duration: float,
+    memory: Any,
+    partial: bool,
+    plan: RecallPlan | None,
+    deadline: float | None,
+    scopes: tuple[str | None, ...] = (None,),
+) -> Recalled:
     with res.lock:
         batches = list(res.batches)
         failures = list(res.errors)
-    errors = [f"scope {c.scope!r} ({c.source}): {describe(e)}" if plan else
-              f"scope {c.scope!r}: {describe(e)}" for c, e in failures]
+    errors = [
+        f"scope {c.scope!r} ({c.source}): {describe(e)}"
+        if plan
+        else f"scope {c.scope!r}: {describe(e)}"
+        for c, e in failures
+    ]
     invalid: dict[str, str] = {}
     valid_batches: list[list[MemoryEntry]] = []
     raw = 0
@@ -292,8 +324,9 @@ def _collect(res: _Results, duration: float, memory: Any, partial: bool,
             for e in batch:
                 if e.session_id is not None and e.session_id not in own:
                     foreign[e.key] = "foreign_session"
-        valid_batches = [[e for e in b if e.session_id is None or e.session_id in own]
-                         for b in valid_batches]
+        valid_batches = [
+            [e for e in b if e.session_id is None or e.session_id in own] for b in valid_batches
+        ]
     degraded: list[str] = []
     flag = _degraded_flag(memory)
     if flag:
@@ -311,5 +344,14 @@ def _collect(res: _Results, duration: float, memory: Any, partial: bool,
                     entries.append(e)
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
-    return Recalled(entries, raw, any_ok, errors, invalid, duration, tuple(degraded), partial,
-                    {**foreign, **plan_dropped})
+    return Recalled(
+        entries,
+        raw,
+        any_ok,
+        errors,
+        invalid,
+        duration,
+        tuple(degraded),
+        partial,
+        {**foreign, **plan_dropped},
+    )

@@ -31,9 +31,7 @@ def load_encoding(name: str) -> Any:
         except Exception as exc:  # noqa: BLE001 - a download failure, a bad file...
             last = exc
     detail = f": {last}" if last else ""
-    raise ValueError(
-        f"must name a tiktoken encoding available offline (got {name!r}){detail}"
-    )
+    raise ValueError(f"must name a tiktoken encoding available offline (got {name!r}){detail}")
 
 
 def count_tokens(text: str, encoding_name: str) -> int:

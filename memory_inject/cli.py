@@ -58,8 +58,9 @@ def _console(*, stderr: bool) -> Console:
 
 def defaults_text() -> str:
     """The shipped ``defaults.yaml`` (a copy of ``config/defaults.yaml``, kept equal by a test)."""
-    return resources.files("memory_inject").joinpath("data/defaults.yaml").read_text(
-        encoding="utf-8")
+    return (
+        resources.files("memory_inject").joinpath("data/defaults.yaml").read_text(encoding="utf-8")
+    )
 
 
 # -- opening the store -------------------------------------------------------------
@@ -80,8 +81,9 @@ def _check_exists(path: Path, create: bool) -> None:
 
 
 @contextmanager
-def _store(db: Path | None, agent_path: Path | None, *, create: bool
-           ) -> Iterator[tuple[Any, AgentConfig]]:
+def _store(
+    db: Path | None, agent_path: Path | None, *, create: bool
+) -> Iterator[tuple[Any, AgentConfig]]:
     agent = _agent(agent_path)
     backend = agent.memory.backend
     try:
@@ -104,10 +106,17 @@ def _store(db: Path | None, agent_path: Path | None, *, create: bool
 
 
 def _store_options(fn: F) -> F:
-    fn = click.option("--agent", "agent_path", type=click.Path(dir_okay=False, path_type=Path),
-                      help="Agent YAML file (its memory.backend is the store).")(fn)
-    return click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
-                        help="SQLite file to use instead of the agent's backend.")(fn)
+    fn = click.option(
+        "--agent",
+        "agent_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Agent YAML file (its memory.backend is the store).",
+    )(fn)
+    return click.option(
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="SQLite file to use instead of the agent's backend.",
+    )(fn)
 
 
 # -- the commands ----------------------------------------------------------------------
@@ -120,8 +129,14 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path),
-              default=Path("."), show_default=True, help="Where to create the files.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Where to create the files.",
+)
 @click.option("--name", default="default", show_default=True, help="The agent's name.")
 @click.option("--force", is_flag=True, help="Overwrite an existing agent.yaml.")
 def init(directory: Path, name: str, force: bool) -> None:
@@ -138,32 +153,49 @@ def init(directory: Path, name: str, force: bool) -> None:
     if agent_file.exists() and not force:
         click.echo(f"agent:  {agent_file} (kept; --force overwrites it)")
         return
-    text = re.sub(r"(?m)^agent: default(\s)", lambda m: f"agent: {json.dumps(name)}{m[1]}",
-                  defaults_text(), count=1)
+    text = re.sub(
+        r"(?m)^agent: default(\s)",
+        lambda m: f"agent: {json.dumps(name)}{m[1]}",
+        defaults_text(),
+        count=1,
+    )
     agent_file.write_text(text, encoding="utf-8")
     click.echo(f"agent:  {agent_file}")
     where = "" if directory == Path(".") else f"cd {directory} && "
-    click.echo(f"next:   {where}memory-inject render \"your question\" --agent agent.yaml "
-               "--explain")
+    click.echo(f'next:   {where}memory-inject render "your question" --agent agent.yaml --explain')
 
 
 @cli.command()
 @click.argument("key")
 @click.argument("content")
-@click.option("--category", default="core", show_default=True,
-              help="core, daily, conversation or a custom category.")
+@click.option(
+    "--category",
+    default="core",
+    show_default=True,
+    help="core, daily, conversation or a custom category.",
+)
 @click.option("--session", default=None, help="Session id (none: an agent-wide memory).")
-@click.option("--importance", type=click.FloatRange(0.0, 1.0), default=None,
-              help="0..1, used by the rerank arm.")
+@click.option(
+    "--importance",
+    type=click.FloatRange(0.0, 1.0),
+    default=None,
+    help="0..1, used by the rerank arm.",
+)
 @_store_options
-def add(key: str, content: str, category: str, session: str | None, importance: float | None,
-        db: Path | None, agent_path: Path | None) -> None:
+def add(
+    key: str,
+    content: str,
+    category: str,
+    session: str | None,
+    importance: float | None,
+    db: Path | None,
+    agent_path: Path | None,
+) -> None:
     """Store CONTENT under KEY (an existing KEY is updated)."""
     with _store(db, agent_path, create=True) as (store, agent):
         fields = _core.profile_fields(agent.memory)
         try:
-            store.store(key, content, category, session_id=session, importance=importance,
-                        **fields)
+            store.store(key, content, category, session_id=session, importance=importance, **fields)
         except (MemoryInjectError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"stored {key}")
@@ -181,14 +213,21 @@ def _count_lines(path: Path) -> int:
 def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | None) -> None:
     """Upsert every record of a JSON Lines FILE (an export) into the store."""
     total = _count_lines(file)
-    progress = Progress(TextColumn("importing"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=_console(stderr=True), transient=True,
-                        disable=total < _PROGRESS_MIN_LINES)
+    progress = Progress(
+        TextColumn("importing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_console(stderr=True),
+        transient=True,
+        disable=total < _PROGRESS_MIN_LINES,
+    )
     with _store(db, agent_path, create=True) as (store, _agent_cfg), progress:
         task = progress.add_task("import", total=total)
         try:
-            done = store.import_jsonl(file, batch_size=batch_size,
-                                      progress=lambda n: progress.update(task, completed=n))
+            done = store.import_jsonl(
+                file, batch_size=batch_size, progress=lambda n: progress.update(task, completed=n)
+            )
         except (MemoryInjectError, ValueError) as exc:
             raise click.ClickException(f"{file}: {exc}") from None
     click.echo(f"imported {done} memories from {file}")
@@ -273,8 +312,9 @@ def _score(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def explain_rows(seen: dict[str, MemoryEntry], result: RenderResult
-                 ) -> tuple[list[str], list[list[str]]]:
+def explain_rows(
+    seen: dict[str, MemoryEntry], result: RenderResult
+) -> tuple[list[str], list[list[str]]]:
     """Header and rows: each candidate, its score after each scoring stage and its fate."""
     scoring = [t for t in result.trace if t.scores]
     rendered = {e.key for e in result.entries}
@@ -288,10 +328,15 @@ def explain_rows(seen: dict[str, MemoryEntry], result: RenderResult
             if key in t.dropped:
                 outcome = f"dropped by {t.name}: {t.dropped[key]}"
                 break
-        rows.append([key, str(entry.category) if entry else "-",
-                     _score(entry.score) if entry else "-",
-                     *(_score(t.scores.get(key)) if key in t.scores else "-" for t in scoring),
-                     outcome])
+        rows.append(
+            [
+                key,
+                str(entry.category) if entry else "-",
+                _score(entry.score) if entry else "-",
+                *(_score(t.scores.get(key)) if key in t.scores else "-" for t in scoring),
+                outcome,
+            ]
+        )
     return header, rows
 
 
@@ -299,8 +344,11 @@ def _print_explain(console: Console, seen: dict[str, MemoryEntry], result: Rende
     header, rows = explain_rows(seen, result)
     table = Table(title="candidates")
     for name in header:
-        table.add_column(name, justify="right" if name not in ("key", "category", "outcome")
-                         else "left", overflow="fold")
+        table.add_column(
+            name,
+            justify="right" if name not in ("key", "category", "outcome") else "left",
+            overflow="fold",
+        )
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -318,15 +366,27 @@ def _print_explain(console: Console, seen: dict[str, MemoryEntry], result: Rende
 @click.option("--channel", default="cli", show_default=True, help="Channel name on the event.")
 @click.option("--explain", is_flag=True, help="Show every candidate and why it was dropped.")
 @_store_options
-def render(text: str, origin: str, sessions: Sequence[str], suppress: bool, channel: str,
-           explain: bool, db: Path | None, agent_path: Path | None) -> None:
+def render(
+    text: str,
+    origin: str,
+    sessions: Sequence[str],
+    suppress: bool,
+    channel: str,
+    explain: bool,
+    db: Path | None,
+    agent_path: Path | None,
+) -> None:
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
     with _store(db, agent_path, create=False) as (store, agent):
         recorder = _Recorder(store)
-        req = _core.Request(origin=TurnOrigin(origin), query=text, sessions=tuple(sessions),
-                            suppress=suppress,
-                            turn=TurnMeta(channel, agent.agent, _core.new_turn_id()))
+        req = _core.Request(
+            origin=TurnOrigin(origin),
+            query=text,
+            sessions=tuple(sessions),
+            suppress=suppress,
+            turn=TurnMeta(channel, agent.agent, _core.new_turn_id()),
+        )
         injection = _core.run(recorder, agent, req)
     policy = injection.policy
     if not policy.inject:
@@ -335,9 +395,11 @@ def render(text: str, origin: str, sessions: Sequence[str], suppress: bool, chan
     click.echo(injection.block, nl=False)
     event = injection.event
     if event is not None:
-        console.print(f"origin={origin} exclude_conversation={policy.exclude_conversation} "
-                      f"recalled={event.num_entries} rendered={event.rendered_entries} "
-                      f"success={event.success}" + (f" error={event.error}" if event.error else ""))
+        console.print(
+            f"origin={origin} exclude_conversation={policy.exclude_conversation} "
+            f"recalled={event.num_entries} rendered={event.rendered_entries} "
+            f"success={event.success}" + (f" error={event.error}" if event.error else "")
+        )
     if not injection.block:
         console.print("(empty block: nothing survived)")
     if explain and injection.result is not None:
@@ -363,8 +425,7 @@ def _problems(path: Path) -> list[str]:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 def validate(files: Sequence[Path]) -> None:
     """Check agent files (and cron job files); print every problem with its path."""
     failed = 0

@@ -75,8 +75,11 @@ def _problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
         if not isinstance(value, bool):
             return f"'{name}' must be true or false (got {value!r})"
     elif kind == "strlist":
-        if isinstance(value, str) or not isinstance(value, list | tuple) or not all(
-                isinstance(v, str) for v in value):
+        if (
+            isinstance(value, str)
+            or not isinstance(value, list | tuple)
+            or not all(isinstance(v, str) for v in value)
+        ):
             return f"'{name}' must be a list of strings (got {value!r:.80})"
         allowed_items: tuple[str, ...] = meta.get("choices_list") or ()
         bad = [v for v in value if allowed_items and v not in allowed_items]
@@ -179,19 +182,27 @@ class BudgetConfig:
 class BackendConfig:
     """Where the agent's memories live (``memory.backend``)."""
 
-    kind: str = _setting("sqlite", "str", "sqlite, postgres or memory",
-                         choices=("sqlite", "postgres", "memory"))
-    path: str = _setting(".memory/memory.db", "str", "SQLite file (relative to the cwd)",
-                         nonempty=True)
+    kind: str = _setting(
+        "sqlite", "str", "sqlite, postgres or memory", choices=("sqlite", "postgres", "memory")
+    )
+    path: str = _setting(
+        ".memory/memory.db", "str", "SQLite file (relative to the cwd)", nonempty=True
+    )
     dsn: str | None = _setting(None, "str", "PostgreSQL connection string", nullable=True)
     namespace: str = _setting("default", "str", "namespace inside the store", nonempty=True)
-    search_mode: str = _setting("hybrid", "str", "bm25, embedding or hybrid",
-                                choices=("bm25", "embedding", "hybrid"))
-    embedder: str = _setting("none", "str", "none, hashing, sentence-transformers or model2vec",
-                             choices=("none", "hashing", "sentence-transformers", "model2vec"))
+    search_mode: str = _setting(
+        "hybrid", "str", "bm25, embedding or hybrid", choices=("bm25", "embedding", "hybrid")
+    )
+    embedder: str = _setting(
+        "none",
+        "str",
+        "none, hashing, sentence-transformers or model2vec",
+        choices=("none", "hashing", "sentence-transformers", "model2vec"),
+    )
     embedder_model: str | None = _setting(None, "str", "model name or local path", nullable=True)
-    fusion: str = _setting("weighted", "str", "weighted (zeroclaw) or rrf",
-                           choices=("weighted", "rrf"))
+    fusion: str = _setting(
+        "weighted", "str", "weighted (zeroclaw) or rrf", choices=("weighted", "rrf")
+    )
     vector_weight: float = _setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = _setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
     rrf_k: int = _setting(60, "int", "reciprocal-rank fusion constant", ge=1)
@@ -201,8 +212,12 @@ class BackendConfig:
 class PlanQueryConfig:
     """One query of a recall plan."""
 
-    source: str = _setting("default", "str", "default, semantic, lexical, entity or plugin",
-                           choices=("default", "semantic", "lexical", "entity", "plugin"))
+    source: str = _setting(
+        "default",
+        "str",
+        "default, semantic, lexical, entity or plugin",
+        choices=("default", "semantic", "lexical", "entity", "plugin"),
+    )
     limit: int = _setting(5, "int", "rows this query may contribute", ge=1)
 
 
@@ -211,16 +226,29 @@ class RecallPlanConfig:
     """Multi-source recall (founder-os). Off by default: one recall per session scope."""
 
     enabled: bool = _setting(False, "bool", "use the plan instead of one recall per scope")
-    preset: str | None = _setting(None, "str", "founder_os: the preset plan (overrides the rest)",
-                                  choices=("founder_os",), nullable=True)
+    preset: str | None = _setting(
+        None,
+        "str",
+        "founder_os: the preset plan (overrides the rest)",
+        choices=("founder_os",),
+        nullable=True,
+    )
     queries: tuple[PlanQueryConfig, ...] = field(
-        default=(), converter=_to_tuple, metadata={"kind": "list_of", "item": PlanQueryConfig,
-                                                   "doc": "the queries, in precedence order"})
+        default=(),
+        converter=_to_tuple,
+        metadata={
+            "kind": "list_of",
+            "item": PlanQueryConfig,
+            "doc": "the queries, in precedence order",
+        },
+    )
     cap: int = _setting(5, "int", "max merged entries", ge=1)
-    priority: str = _setting("hits", "str", "hits (count, confidence, relevance) or score",
-                             choices=("hits", "score"))
+    priority: str = _setting(
+        "hits", "str", "hits (count, confidence, relevance) or score", choices=("hits", "score")
+    )
     statuses: tuple[str, ...] | None = _setting(
-        None, "strlist", "only rows with these statuses (null = any)", nullable=True)
+        None, "strlist", "only rows with these statuses (null = any)", nullable=True
+    )
     track_usage: bool = _setting(False, "bool", "bump times_used of rendered rows")
 
 
@@ -233,11 +261,14 @@ class GovernanceConfig:
 
     enabled: bool = _setting(False, "bool", "run the governance stages")
     stages: tuple[str, ...] = _setting(
-        _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES)
-    profile_id: str | None = _setting(None, "str", "explicit profile (else resolved from the cwd)",
-                                      nullable=True)
+        _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES
+    )
+    profile_id: str | None = _setting(
+        None, "str", "explicit profile (else resolved from the cwd)", nullable=True
+    )
     include_working_directory: bool = _setting(
-        False, "bool", "match applicability phrases against the cwd too")
+        False, "bool", "match applicability phrases against the cwd too"
+    )
     min_token_length: int = _setting(4, "int", "shortest word the phrase matcher stems", ge=1)
 
 
@@ -248,8 +279,11 @@ class TrivialPromptConfig:
     enabled: bool = _setting(False, "bool", "skip trivial prompts with reason trivial_prompt")
     min_chars: int = _setting(4, "int", "prompts shorter than this are trivial", ge=0)
     acknowledgements: tuple[str, ...] | None = _setting(
-        None, "strlist", "phrases that are trivial on their own (null = built-in list)",
-        nullable=True)
+        None,
+        "strlist",
+        "phrases that are trivial on their own (null = built-in list)",
+        nullable=True,
+    )
     slash_commands: bool = _setting(True, "bool", "'/command args' prompts are trivial")
 
 
@@ -257,9 +291,20 @@ def _group(cls: type) -> Any:
     return field(factory=cls, validator=attrs.validators.instance_of(cls))
 
 
-_OVERRIDABLE = ("enabled", "recall_limit", "min_relevance_score", "decay", "rerank", "budget",
-                "renderer", "contain_content", "deadline_ms", "recall_plan", "governance",
-                "trivial_prompt")
+_OVERRIDABLE = (
+    "enabled",
+    "recall_limit",
+    "min_relevance_score",
+    "decay",
+    "rerank",
+    "budget",
+    "renderer",
+    "contain_content",
+    "deadline_ms",
+    "recall_plan",
+    "governance",
+    "trivial_prompt",
+)
 
 
 @frozen
@@ -272,17 +317,20 @@ class MemoryInjectConfig:
     """
 
     enabled: bool = _setting(True, "bool", "inject at all (usually set per origin)")
-    recall_limit: int = _setting(5, "int", "entries asked of the store per scope (0 = pool cap)",
-                                 ge=0)
+    recall_limit: int = _setting(
+        5, "int", "entries asked of the store per scope (0 = pool cap)", ge=0
+    )
     min_relevance_score: float = _setting(0.4, "float", "relevance floor", ge=0, le=1)
     decay: DecayConfig = _group(DecayConfig)
     rerank: RerankConfig = _group(RerankConfig)
     budget: BudgetConfig = _group(BudgetConfig)
     renderer: str = _setting("bracket", "str", "block format", choices=RENDERERS)
     contain_content: bool = _setting(
-        True, "bool", "bracket: indent continuation lines and defuse markers in stored text")
-    deadline_ms: int | None = _setting(2000, "int", "per-turn recall deadline (null = none)",
-                                       ge=1, nullable=True)
+        True, "bool", "bracket: indent continuation lines and defuse markers in stored text"
+    )
+    deadline_ms: int | None = _setting(
+        2000, "int", "per-turn recall deadline (null = none)", ge=1, nullable=True
+    )
     recall_plan: RecallPlanConfig = _group(RecallPlanConfig)
     governance: GovernanceConfig = _group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = _group(TrivialPromptConfig)
@@ -355,14 +403,18 @@ _converter = cattrs.Converter(forbid_extra_keys=True)
 _converter.register_unstructure_hook(
     MemoryInjectConfig,
     cattrs.gen.make_dict_unstructure_fn(
-        MemoryInjectConfig, _converter, _cattrs_omit_if_default=False,
+        MemoryInjectConfig,
+        _converter,
+        _cattrs_omit_if_default=False,
         _resolved=cattrs.gen.override(omit=True),
     ),
 )
 _converter.register_structure_hook(
     MemoryInjectConfig,
     cattrs.gen.make_dict_structure_fn(
-        MemoryInjectConfig, _converter, _cattrs_forbid_extra_keys=True,
+        MemoryInjectConfig,
+        _converter,
+        _cattrs_forbid_extra_keys=True,
         _resolved=cattrs.gen.override(omit=True),
         origins=cattrs.gen.override(struct_hook=lambda v, _t: dict(v or {})),
     ),
@@ -395,8 +447,9 @@ def _type_args(tp: Any) -> tuple[Any, ...]:
     return (tp,)
 
 
-def _check_class(cls: type, raw: Any, path: str, *, allowed: tuple[str, ...] | None = None
-                 ) -> list[str]:
+def _check_class(
+    cls: type, raw: Any, path: str, *, allowed: tuple[str, ...] | None = None
+) -> list[str]:
     if not isinstance(raw, Mapping):
         return [f"'{path.rsplit('.', 1)[-1]}' must be a mapping (got {raw!r:.80}) @ {path}"]
     problems: list[str] = []
@@ -445,8 +498,9 @@ def _check_origins(raw: Any, path: str) -> list[str]:
             continue
         if override is None:
             continue
-        problems += _check_class(MemoryInjectConfig, override, f"{path}.{name}",
-                                 allowed=_OVERRIDABLE)
+        problems += _check_class(
+            MemoryInjectConfig, override, f"{path}.{name}", allowed=_OVERRIDABLE
+        )
     return problems
 
 
@@ -462,7 +516,9 @@ class _SafeLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.MarkedYAMLError(
-                "while composing", None, "YAML aliases are not allowed in agent files",
+                "while composing",
+                None,
+                "YAML aliases are not allowed in agent files",
                 event.start_mark,
             )
         return super().compose_node(parent, index)
@@ -476,13 +532,17 @@ class _SafeLoader(yaml.SafeLoader):
                 duplicate = marker in seen
             except TypeError:
                 raise yaml.MarkedYAMLError(
-                    "while constructing a mapping", node.start_mark,
-                    f"a {type(key).__name__} cannot be a key", key_node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"a {type(key).__name__} cannot be a key",
+                    key_node.start_mark,
                 ) from None
             if duplicate:
                 raise yaml.MarkedYAMLError(
-                    "while constructing a mapping", node.start_mark,
-                    f"key {key!r} is given twice", key_node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"key {key!r} is given twice",
+                    key_node.start_mark,
                 )
             seen.add(marker)
         return super().construct_mapping(node, deep=deep)
@@ -491,8 +551,9 @@ class _SafeLoader(yaml.SafeLoader):
 def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem."""
     if data is None:
-        raise ConfigError(source, ["the file is empty; expected a mapping with 'agent' and "
-                                   "'memory' @ $"])
+        raise ConfigError(
+            source, ["the file is empty; expected a mapping with 'agent' and 'memory' @ $"]
+        )
     if not isinstance(data, Mapping):
         kind = type(data).__name__
         article = "an" if kind[0] in "aeiou" else "a"
@@ -533,9 +594,10 @@ def _raw_tokenizer_problems(memory: Mapping[str, Any]) -> list[str]:
 
 def _check_tokenizers(config: MemoryInjectConfig, source: str) -> None:
     problems = []
-    for label, cfg in [("$.memory.budget", config),
-                       *((f"$.memory.origins.{o}.budget", config.for_origin(o))
-                         for o in config.origins)]:
+    for label, cfg in [
+        ("$.memory.budget", config),
+        *((f"$.memory.origins.{o}.budget", config.for_origin(o)) for o in config.origins),
+    ]:
         try:
             load_encoding(cfg.budget.tokenizer)
         except ValueError as exc:
@@ -560,8 +622,13 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
         with p.open("rb") as f:  # read at most the limit: never a whole device or pipe
             raw = f.read(_MAX_CONFIG_BYTES + 1)
         if len(raw) > _MAX_CONFIG_BYTES:
-            raise ConfigError(source, [f"file is over {_MAX_CONFIG_BYTES} bytes; agent files "
-                                       f"are limited to {_MAX_CONFIG_BYTES} bytes @ $"])
+            raise ConfigError(
+                source,
+                [
+                    f"file is over {_MAX_CONFIG_BYTES} bytes; agent files "
+                    f"are limited to {_MAX_CONFIG_BYTES} bytes @ $"
+                ],
+            )
         text = raw.decode("utf-8")
     except ConfigError:
         raise

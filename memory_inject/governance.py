@@ -259,9 +259,7 @@ def build_governance(
             raise ValueError(f"'governance' stages must not repeat (got {raw!r} twice)")
         seen.add(name)
         factory = GOVERNANCE_STAGES[name]
-        stage = (
-            factory(min_token_length=min_token_length) if name in _MATCHING else factory()
-        )
+        stage = factory(min_token_length=min_token_length) if name in _MATCHING else factory()
         built.append((_TRACE_NAMES[name], stage))
     return built
 

@@ -75,8 +75,9 @@ def recall_limit_for(cfg: MemoryInjectConfig) -> int:
     return limit
 
 
-def _resolve(config: MemoryInjectConfig | None, origin: TurnOrigin | str | None
-             ) -> MemoryInjectConfig:
+def _resolve(
+    config: MemoryInjectConfig | None, origin: TurnOrigin | str | None
+) -> MemoryInjectConfig:
     cfg = config if config is not None else _DEFAULT
     if origin is not None and cfg.origins:
         return cfg.for_origin(origin)
@@ -91,9 +92,11 @@ def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
     if rp.preset is not None:
         return PRESETS[rp.preset]
     queries = tuple(PlanQuery(q.source, q.limit) for q in rp.queries) or (
-        PlanQuery("default", recall_limit_for(cfg)),)
-    return RecallPlan(queries, cap=rp.cap, priority=rp.priority, statuses=rp.statuses,
-                      track_usage=rp.track_usage)
+        PlanQuery("default", recall_limit_for(cfg)),
+    )
+    return RecallPlan(
+        queries, cap=rp.cap, priority=rp.priority, statuses=rp.statuses, track_usage=rp.track_usage
+    )
 
 
 def _backend_name(memory: Any) -> str:
@@ -115,8 +118,12 @@ def _prepare(
     cfg = _resolve(config, origin)
     scopes = tuple(sessions) or (None,)
     plan = plan_for(cfg)
-    return cfg, scopes, plan, build_calls(memory, query, recall_limit_for(cfg), scopes, plan,
-                                          source)
+    return (
+        cfg,
+        scopes,
+        plan,
+        build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source),
+    )
 
 
 def _deadline(cfg: MemoryInjectConfig) -> float | None:
@@ -148,8 +155,9 @@ def render_memory_context(
     """
     cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
     recalled = run_sync(memory, calls, _deadline(cfg), plan, scopes)
-    result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
-                     origin, cwd, profile)
+    result = _finish(
+        memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin, cwd, profile
+    )
     if plan is not None and plan.track_usage and result.entries:
         _mark_used(memory, result.entries)
     return result
@@ -172,8 +180,9 @@ async def arender_memory_context(
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
     cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
     recalled = await run_async(memory, calls, _deadline(cfg), plan, scopes)
-    result = _finish(memory, query, scopes, cfg, recalled, exclude_conversation, turn, now,
-                     origin, cwd, profile)
+    result = _finish(
+        memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin, cwd, profile
+    )
     if plan is not None and plan.track_usage and result.entries:
         await asyncio.to_thread(_mark_used, memory, result.entries)
     return result
@@ -210,8 +219,9 @@ def run_stages(
             # Routed (contested) entries face the scope stages too; PI forgot to.
             kept, dropped = apply_scope_to_routed(ctx, routed, gov)
             n_in = sum(len(v) for v in routed.values())
-            traces.append(StageTrace("routed_scope", n_in, sum(len(v) for v in kept.values()),
-                                     dropped))
+            traces.append(
+                StageTrace("routed_scope", n_in, sum(len(v) for v in kept.values()), dropped)
+            )
             ctx = attrs.evolve(ctx, routed=kept)
     arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
     for name, stage in ((arm_name, arm), *_POST_ARM):
@@ -225,8 +235,7 @@ def run_stages(
 
 
 @functools.lru_cache(maxsize=64)
-def _governance_stages(names: tuple[str, ...], min_token_length: int
-                       ) -> list[tuple[str, Stage]]:
+def _governance_stages(names: tuple[str, ...], min_token_length: int) -> list[tuple[str, Stage]]:
     return build_governance(names, min_token_length=min_token_length)
 
 
@@ -235,9 +244,12 @@ def _identity(cwd: str, explicit: str | None) -> ProfileIdentity:
     return resolve_profile(cwd, explicit=explicit)
 
 
-def _turn_scope(cfg: MemoryInjectConfig, query: str, cwd: str | os.PathLike[str] | None,
-                profile: ProfileIdentity | str | None
-                ) -> tuple[str | None, frozenset[str], str]:
+def _turn_scope(
+    cfg: MemoryInjectConfig,
+    query: str,
+    cwd: str | os.PathLike[str] | None,
+    profile: ProfileIdentity | str | None,
+) -> tuple[str | None, frozenset[str], str]:
     """The governance context of a turn: profile id, project keys, text to match."""
     gov = cfg.governance
     if not gov.enabled:
@@ -263,8 +275,9 @@ def _finish(
     cwd: str | os.PathLike[str] | None = None,
     profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
-    recall_trace = StageTrace("recall", rec.raw_count, len(rec.entries),
-                              {**rec.invalid, **rec.plan_dropped})
+    recall_trace = StageTrace(
+        "recall", rec.raw_count, len(rec.entries), {**rec.invalid, **rec.plan_dropped}
+    )
     traces: list[StageTrace] = [recall_trace]
     text = ""
     rendered: tuple[MemoryEntry, ...] = ()
@@ -277,9 +290,16 @@ def _finish(
         # dropped, so the renderer's demand bounds how far the arm must rank.
         demand = get_renderer(cfg.renderer).demand(cfg)
         profile_id, project_keys, text_ctx = _turn_scope(cfg, query, cwd, profile)
-        ctx = StageContext(cfg, now if now is not None else datetime.now(UTC),
-                           exclude_conversation, query, demand, profile_id, project_keys,
-                           text_ctx)
+        ctx = StageContext(
+            cfg,
+            now if now is not None else datetime.now(UTC),
+            exclude_conversation,
+            query,
+            demand,
+            profile_id,
+            project_keys,
+            text_ctx,
+        )
         text, rendered, stage_traces = run_stages(ctx, rec.entries)
         traces.extend(stage_traces)
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory
@@ -290,7 +310,8 @@ def _finish(
     turn = turn if turn is not None else TurnMeta()
     event = MemoryRecall(
         query_summary=(
-            None if query == ""
+            None
+            if query == ""
             else truncate_with_ellipsis(scrub_credentials(query), _QUERY_SUMMARY_CHARS)
         ),
         duration=rec.duration,

@@ -83,8 +83,10 @@ class Entities:
 
 
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)\b")
-_BARE_DOMAIN = re.compile(r"(?<![@\w.-])@?((?:[A-Za-z0-9-]+\.)+(?:com|org|net|io|co|ai|dev|app|"
-                          r"example|[a-z]{2}))\b")
+_BARE_DOMAIN = re.compile(
+    r"(?<![@\w.-])@?((?:[A-Za-z0-9-]+\.)+(?:com|org|net|io|co|ai|dev|app|"
+    r"example|[a-z]{2}))\b"
+)
 _NAME = re.compile(r"\b([A-Z][a-z]+(?:[-'][A-Z][a-z]+)?)\s+([A-Z][a-z]+(?:[-'][A-Z][a-z]+)?)\b")
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -103,8 +105,9 @@ def extract_entities(text: str, known_companies: Iterable[str] = ()) -> Entities
     """
     emails = tuple(m.group(0) for m in _EMAIL.finditer(text))
     domains = [m.group(1).lower() for m in _EMAIL.finditer(text)]
-    domains += [m.group(1).lower() for m in _BARE_DOMAIN.finditer(text)
-                if m.group(1).lower() not in domains]
+    domains += [
+        m.group(1).lower() for m in _BARE_DOMAIN.finditer(text) if m.group(1).lower() not in domains
+    ]
     stems = {d.split(".")[0] for d in domains}
     words = _norm_words(text)
     joined = f" {' '.join(words)} "
@@ -117,7 +120,7 @@ def extract_entities(text: str, known_companies: Iterable[str] = ()) -> Entities
             companies.append(name)
     contacts = []
     for m in _EMAIL.finditer(text):
-        window = text[max(0, m.start() - 60):m.start()]
+        window = text[max(0, m.start() - 60) : m.start()]
         names = list(_NAME.finditer(window))
         if names:
             contacts.append(f"{names[-1].group(1)} {names[-1].group(2)}")
@@ -129,8 +132,9 @@ def _confidence(e: MemoryEntry) -> float:
     return float(c) if isinstance(c, int | float) else -1.0
 
 
-def merge_results(batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan
-                  ) -> tuple[list[MemoryEntry], dict[str, str]]:
+def merge_results(
+    batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan
+) -> tuple[list[MemoryEntry], dict[str, str]]:
     """Union by id, filter by status, order by the plan's priority, cap.
 
     Returns the merged entries and ``{key: reason}`` for those cut (status or cap).
@@ -157,11 +161,12 @@ def merge_results(batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan
                 if first[e.id].score is None or e.score > (first[e.id].score or 0.0):
                     first[e.id] = e
     if plan.priority == "hits":
-        ranked = sorted(order, key=lambda i: (-hits[i], -_confidence(first[i]),
-                                              -best_score.get(i, -1.0)))
+        ranked = sorted(
+            order, key=lambda i: (-hits[i], -_confidence(first[i]), -best_score.get(i, -1.0))
+        )
     else:
         ranked = sorted(order, key=lambda i: -best_score.get(i, -1.0))
     kept = [first[i] for i in ranked[: plan.cap]]
-    for i in ranked[plan.cap:]:
+    for i in ranked[plan.cap :]:
         dropped[first[i].key] = "plan:cap"
     return kept, dropped

@@ -86,8 +86,9 @@ def _is_trivial(config: MemoryInjectConfig, origin: TurnOrigin, query: str) -> b
     if not tp.enabled:
         return False
     acks = DEFAULT_ACKNOWLEDGEMENTS if tp.acknowledgements is None else tp.acknowledgements
-    return is_trivial_prompt(query, min_chars=tp.min_chars, acknowledgements=acks,
-                             slash_commands=tp.slash_commands)
+    return is_trivial_prompt(
+        query, min_chars=tp.min_chars, acknowledgements=acks, slash_commands=tp.slash_commands
+    )
 
 
 #: Origins whose user messages may be autosaved (zeroclaw's ``should_autosave_origin``).
@@ -103,9 +104,11 @@ def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
     prompt, not a person); a text that starts with ``[Memory context]`` is a
     recall blob, and saving it is how zeroclaw's store snowballed (issue 4916).
     """
-    return (TurnOrigin(origin) in AUTOSAVE_ORIGINS
-            and len(text.strip()) >= AUTOSAVE_MIN_CHARS
-            and not text.startswith("[Memory context]"))
+    return (
+        TurnOrigin(origin) in AUTOSAVE_ORIGINS
+        and len(text.strip()) >= AUTOSAVE_MIN_CHARS
+        and not text.startswith("[Memory context]")
+    )
 
 
 def has_session(sessions: object) -> bool:

@@ -219,7 +219,7 @@ def _git_config_value(text: str, section: str, subsection: str | None, key: str)
                 current = (head.lower(), tail.lower())
             else:
                 current = (name.lower(), None)
-            rest = rest[m.end():].strip()
+            rest = rest[m.end() :].strip()
         if not rest or rest[0] in "#;" or current != (want_section, subsection):
             continue
         m = _KEY.match(rest)

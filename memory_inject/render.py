@@ -94,7 +94,7 @@ def parse_bracket(text: str) -> list[str]:
         return []
     if not (text.startswith(_HEADER) and text.endswith(_FOOTER)):
         raise ValueError("not a [Memory context] block")
-    body = text[len(_HEADER):-len(_FOOTER)]
+    body = text[len(_HEADER) : -len(_FOOTER)]
     entries: list[str] = []
     for line in body.split("\n")[:-1]:
         if line.startswith("- "):
@@ -126,7 +126,7 @@ class BracketRenderer:
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
         budget = ctx.config.budget
         capped = list(entries[: budget.max_entries])
-        cap_dropped = {e.key: "budget:max_entries" for e in entries[budget.max_entries:]}
+        cap_dropped = {e.key: "budget:max_entries" for e in entries[budget.max_entries :]}
 
         max_chars = budget.entry_max_chars
         escape = ctx.config.contain_content

@@ -298,9 +298,11 @@ class SectionedRenderer:
         max_contested: int = 2,
         contested_min_overlap: float = 0.15,
     ) -> None:
-        for field, value in (("max_total_chars", max_total_chars),
-                             ("max_hard_rules", max_hard_rules),
-                             ("max_contested", max_contested)):
+        for field, value in (
+            ("max_total_chars", max_total_chars),
+            ("max_hard_rules", max_hard_rules),
+            ("max_contested", max_contested),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"'{field}' must be an integer >= 0 (got {value!r})")
         caps = dict(DEFAULT_SECTION_CAPS)
@@ -369,9 +371,13 @@ class SectionedRenderer:
             else:
                 prefix = _RULE_PREFIXES.get(_lower(e, "rule_type", "ruleType") or "")
                 conf = _confidence(e)
-                if (prefix is not None and conf is not None
-                        and conf >= self.hard_rule_min_confidence
-                        and _lower(e, "status") == "active" and _lower(e, "layer") == "l2"):
+                if (
+                    prefix is not None
+                    and conf is not None
+                    and conf >= self.hard_rule_min_confidence
+                    and _lower(e, "status") == "active"
+                    and _lower(e, "layer") == "l2"
+                ):
                     hard.append((e, conf, prefix))
         hard.sort(key=lambda h: -h[1])
         hard = hard[: self.max_hard_rules]
@@ -391,7 +397,7 @@ class SectionedRenderer:
             else:
                 dropped[e.key] = f"contested:below_overlap:{score:.4g}"
         relevant.sort(key=lambda r: -r[0])
-        for _, e in relevant[self.max_contested:]:
+        for _, e in relevant[self.max_contested :]:
             dropped[e.key] = "contested:max_contested"
         contested = [e for _, e in relevant[: self.max_contested]]
 
@@ -409,13 +415,22 @@ class SectionedRenderer:
             return f"- {_utc(e.timestamp or now):%H:%M} "
 
         built = [
-            ("hard_rules", "", [(e, f"{p} [conf {c:.2f}] ", _content(e.content))
-                                for e, c, p in hard]),
-            ("selected_memory", "", [(e, selected_prefix(e), _content(e.content))
-                                     for e in selected]),
+            (
+                "hard_rules",
+                "",
+                [(e, f"{p} [conf {c:.2f}] ", _content(e.content)) for e, c, p in hard],
+            ),
+            (
+                "selected_memory",
+                "",
+                [(e, selected_prefix(e), _content(e.content)) for e in selected],
+            ),
             ("scratchpad", "", [(e, "- [ ] ", _content(e.content)) for e in scratch]),
-            ("contested_memory", CONTESTED_WARNING + "\n",
-             [(e, contested_prefix(e), _content(e.content)) for e in contested]),
+            (
+                "contested_memory",
+                CONTESTED_WARNING + "\n",
+                [(e, contested_prefix(e), _content(e.content)) for e in contested],
+            ),
             ("daily_log", "", [(e, daily_prefix(e), _content(e.content)) for e in daily]),
         ]
         sections = []
@@ -425,8 +440,11 @@ class SectionedRenderer:
             title = SECTION_TITLES[slug]
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"
-            sections.append(_Section(slug, f"## {title}\n{preamble}", items,
-                                     self.section_caps[slug] - len(preamble)))
+            sections.append(
+                _Section(
+                    slug, f"## {title}\n{preamble}", items, self.section_caps[slug] - len(preamble)
+                )
+            )
         return sections, dropped, scores, len(entries) + len(routed)
 
     def _layout(
@@ -447,9 +465,13 @@ class SectionedRenderer:
             by_cap = section.cap < global_room
             room = section.cap if by_cap else global_room
             lines, n, stop = _fit(section.items, room, left)
-            reason = (_TOKENS_REASON if stop == "keep"
-                      else f"budget:section_chars:{section.slug}" if by_cap
-                      else _CHARS_REASON)
+            reason = (
+                _TOKENS_REASON
+                if stop == "keep"
+                else f"budget:section_chars:{section.slug}"
+                if by_cap
+                else _CHARS_REASON
+            )
             if lines:
                 text = section.header + "".join(lines)
                 parts.append(text)
@@ -502,8 +524,9 @@ class RelevantMemoriesRenderer:
         capped = list(entries[:cap])
         cap_dropped = {e.key: "budget:max_entries" for e in entries[cap:]}
         confidences = [_confidence(e) for e in capped]
-        order = sorted(range(len(capped)),
-                       key=lambda i: (confidences[i] is None, -(confidences[i] or 0.0)))
+        order = sorted(
+            range(len(capped)), key=lambda i: (confidences[i] is None, -(confidences[i] or 0.0))
+        )
 
         head = RELEVANT_MEMORIES_HEADER + "\n"
         max_tokens = budget.max_total_tokens
@@ -571,7 +594,7 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
         raise ValueError("not a sectioned block: bad title or ending")
     out: dict[str, list[str]] = {}
     order = list(SECTION_TITLES.values())
-    groups = text[len(_TITLE_BLOCK):].split("\n\n")
+    groups = text[len(_TITLE_BLOCK) :].split("\n\n")
     if groups[-1] != "":
         raise ValueError("not a sectioned block: bad ending")
     for group in groups[:-1]:
@@ -581,7 +604,7 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
             title = "Daily Log"
         elif title == "Daily Log" or title not in order:
             raise ValueError(f"unknown section header {header[:80]!r}")
-        if any(t in out for t in order[order.index(title):]):
+        if any(t in out for t in order[order.index(title) :]):
             raise ValueError(f"section {title!r} repeated or out of order")
         if title == "Contested Memory":
             if not body or body[0] != CONTESTED_WARNING:
@@ -605,7 +628,7 @@ def parse_relevant(text: str) -> list[str]:
     head = RELEVANT_MEMORIES_HEADER + "\n"
     if not text.startswith(head) or not text.endswith("\n\n"):
         raise ValueError("not a Relevant Memories block: bad header or ending")
-    lines = text[len(head):-2].split("\n")
+    lines = text[len(head) : -2].split("\n")
     for line in lines:
         if not line.startswith("- ["):
             raise ValueError(f"not an entry line: {line[:80]!r}")

@@ -138,8 +138,14 @@ class _Candidates:
     inverted index finds the kept entries that share a shingle with it.
     """
 
-    def __init__(self, pool: Sequence[MemoryEntry], order: list[int], threshold: float,
-                 exclude_conversation: bool, dropped: dict[str, str]) -> None:
+    def __init__(
+        self,
+        pool: Sequence[MemoryEntry],
+        order: list[int],
+        threshold: float,
+        exclude_conversation: bool,
+        dropped: dict[str, str],
+    ) -> None:
         self.pool = pool
         self.order = order
         self.threshold = threshold
@@ -215,8 +221,11 @@ def collapse(
     while cands.get(len(cands.kept)) is not None:
         pass
     by_key = {e.key: i for i, e in enumerate(entries)}
-    dups = {by_key[k]: by_key[r.removeprefix("duplicate_of:")] for k, r in dropped.items()
-            if r.startswith("duplicate_of:")}
+    dups = {
+        by_key[k]: by_key[r.removeprefix("duplicate_of:")]
+        for k, r in dropped.items()
+        if r.startswith("duplicate_of:")
+    }
     return cands.kept, dups
 
 
@@ -321,8 +330,9 @@ def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
     rc = cfg.rerank
     limit = cfg.recall_limit or rc.pool_cap
     final_limit = bounded_final_limit(limit)
-    pool_cap = bounded_pool_cap(final_limit, final_limit * max(rc.candidate_multiplier, 1),
-                                rc.pool_cap)
+    pool_cap = bounded_pool_cap(
+        final_limit, final_limit * max(rc.candidate_multiplier, 1), rc.pool_cap
+    )
     dropped: dict[str, str] = {e.key: "rerank:pool_cap" for e in entries[pool_cap:]}
     pool = entries[:pool_cap]
 
@@ -336,8 +346,7 @@ def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
         r = _clamp(recency_factor(e, now))
         scores.append(blended(_clamp(e.score), _clamp(e.importance or 0.0), r, iw, rw))
     order = sorted(range(len(pool)), key=lambda i: -(scores[i] or 0.0))
-    cands = _Candidates(pool, order, rc.near_duplicate_threshold, ctx.exclude_conversation,
-                        dropped)
+    cands = _Candidates(pool, order, rc.near_duplicate_threshold, ctx.exclude_conversation, dropped)
 
     picks: Iterator[int]
     if rc.strategy == "mmr" and (rc.threshold <= 0 or cands.get(rc.threshold - 1) is not None):

@@ -37,27 +37,35 @@ class LimitRecorder:
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(tmp_path / ".memory" / "memory.db")
     s.store("billing_contact", "The Acme billing contact is Priya.", "core")
-    s.store("ws_chat", "In this session we agreed Acme billing goes monthly.", "conversation",
-            session_id="ws-1")
+    s.store(
+        "ws_chat",
+        "In this session we agreed Acme billing goes monthly.",
+        "conversation",
+        session_id="ws-1",
+    )
     yield s
     s.close()
 
 
 def agent(**origin: Any) -> AgentConfig:
-    return AgentConfig(agent="api", memory=MemoryInjectConfig(
-        origins={"agent_direct": origin} if origin else {}))
+    return AgentConfig(
+        agent="api", memory=MemoryInjectConfig(origins={"agent_direct": origin} if origin else {})
+    )
 
 
 class TestRequest:
     def test_a_session_sees_its_conversation_and_no_session_sees_none(
-            self, store: SQLiteStore) -> None:
+        self, store: SQLiteStore
+    ) -> None:
         """Per-request session: with it the session's chat rows, without it none."""
         adapter = AgentDirectAdapter(store, agent())
         scoped = adapter.request("how is Acme billing done?", session_id="ws-1")
         unscoped = adapter.request("how is Acme billing done?")
         assert "ws_chat" in scoped.block and "ws_chat" not in unscoped.block
-        assert (False, True) == (scoped.policy.exclude_conversation,
-                                 unscoped.policy.exclude_conversation)
+        assert (False, True) == (
+            scoped.policy.exclude_conversation,
+            unscoped.policy.exclude_conversation,
+        )
         assert "agent_direct" == scoped.event.origin  # type: ignore[union-attr]
         assert scoped.block + "how is Acme billing done?" == scoped.prompt
 
@@ -80,7 +88,8 @@ class TestRequest:
         store.close()
         with recording() as rec:
             turn = AgentDirectAdapter(store, agent(), autosave=True).request(
-                "who is the Acme billing contact?", session_id="ws-1")
+                "who is the Acme billing contact?", session_id="ws-1"
+            )
         assert ("", [False]) == (turn.block, [e.success for e in rec.events])
         assert "autosave_failed" in (turn.error or "")
 
@@ -88,8 +97,9 @@ class TestRequest:
 class TestInjectionActive:
     def test_it_mirrors_the_policy_and_a_none_backend(self, store: SQLiteStore) -> None:
         """Active by default; not for a store named none, a disabled origin or a trivial text."""
-        trivial = AgentConfig(agent="api", memory=MemoryInjectConfig(
-            trivial_prompt=TrivialPromptConfig(enabled=True)))
+        trivial = AgentConfig(
+            agent="api", memory=MemoryInjectConfig(trivial_prompt=TrivialPromptConfig(enabled=True))
+        )
         assert AgentDirectAdapter(store, agent()).injection_active("ws-1")
         assert not AgentDirectAdapter(LimitRecorder(store, "none"), agent()).injection_active()
         assert not AgentDirectAdapter(store, agent(enabled=False)).injection_active()
@@ -101,9 +111,12 @@ class TestAutosave:
     def test_requests_are_saved_as_user_msg_in_their_session(self, store: SQLiteStore) -> None:
         """autosave=True stores the request text as user_msg_<turn_id> in its session."""
         adapter = AgentDirectAdapter(store, agent(), autosave=True)
-        turn = adapter.request("Please switch Acme billing to quarterly.", session_id="ws-1",
-                               turn_id="r1")
+        turn = adapter.request(
+            "Please switch Acme billing to quarterly.", session_id="ws-1", turn_id="r1"
+        )
         record = store.get("user_msg_r1")
         assert "user_msg_r1" == turn.autosaved_key
-        assert ("conversation", "ws-1") == (record.category,  # type: ignore[union-attr]
-                                            record.session_id)  # type: ignore[union-attr]
+        assert ("conversation", "ws-1") == (
+            record.category,  # type: ignore[union-attr]
+            record.session_id,
+        )  # type: ignore[union-attr]

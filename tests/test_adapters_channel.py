@@ -25,20 +25,31 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 @pytest.fixture
 def adapter(store: SQLiteStore) -> ChannelAdapter:
-    return ChannelAdapter(store, AgentConfig(agent="bot"), channel_name="telegram",
-                          autosave=True)
+    return ChannelAdapter(store, AgentConfig(agent="bot"), channel_name="telegram", autosave=True)
 
 
 def dm(text: str, msg_id: str = "1", sender: str = "alice", **kw: Any) -> InboundMessage:
-    fields = {"channel": "telegram", "sender": sender, "text": text, "reply_target": sender,
-              "message_id": msg_id, "history_key": f"telegram_{sender}"}
+    fields = {
+        "channel": "telegram",
+        "sender": sender,
+        "text": text,
+        "reply_target": sender,
+        "message_id": msg_id,
+        "history_key": f"telegram_{sender}",
+    }
     fields.update(kw)
     return InboundMessage(**fields)
 
 
 def group(text: str, target: str, msg_id: str = "1", sender: str = "alice") -> InboundMessage:
-    return dm(text, msg_id, sender, reply_target=target, history_key=f"whatsapp_{target}",
-              channel="whatsapp")
+    return dm(
+        text,
+        msg_id,
+        sender,
+        reply_target=target,
+        history_key=f"whatsapp_{target}",
+        channel="whatsapp",
+    )
 
 
 class TestScopes:
@@ -50,8 +61,11 @@ class TestScopes:
         """Group scopes are [sanitized_sender, history_key], for @g.us and group: targets."""
         assert ("alice", "whatsapp_123@g.us") == session_scopes(group("hi", "123@g.us"))
         assert ("alice", "whatsapp_group:ops") == session_scopes(group("hi", "group:ops"))
-        assert (True, True, False) == (is_group_chat("1@g.us"), is_group_chat("group:x"),
-                                       is_group_chat("alice@s.whatsapp.net"))
+        assert (True, True, False) == (
+            is_group_chat("1@g.us"),
+            is_group_chat("group:x"),
+            is_group_chat("alice@s.whatsapp.net"),
+        )
 
     def test_the_sender_is_sanitized(self) -> None:
         """A Matrix sender @alice:server becomes _alice_server (spec's orchestrator test)."""
@@ -61,7 +75,8 @@ class TestScopes:
 
 class TestHandle:
     def test_the_turn_has_the_block_the_event_and_the_channel_origin(
-            self, adapter: ChannelAdapter) -> None:
+        self, adapter: ChannelAdapter
+    ) -> None:
         """handle recalls in both scopes with origin channel and returns block and event."""
         with recording() as rec:
             turn = adapter.handle(dm("where do production deploys go?"), turn_id="m1")
@@ -69,21 +84,31 @@ class TestHandle:
         assert [turn.event] == rec.events
         ev = rec.events[0]
         assert ("channel", "telegram", "bot", "m1", ("telegram_alice", "alice")) == (
-            ev.origin, ev.channel, ev.agent_alias, ev.turn_id, ev.sessions)
+            ev.origin,
+            ev.channel,
+            ev.agent_alias,
+            ev.turn_id,
+            ev.sessions,
+        )
         assert TurnOrigin.CHANNEL == turn.origin
         assert turn.block + "where do production deploys go?" == turn.prefixed()
 
     def test_the_async_twin_gives_the_same_turn(self, adapter: ChannelAdapter) -> None:
         """ahandle and handle agree on the block and the scopes."""
         msg = dm("where do production deploys go?")
-        sync = ChannelAdapter(adapter.store, adapter.agent_config,
-                              channel_name="telegram").handle(msg)
-        async_ = asyncio.run(ChannelAdapter(adapter.store, adapter.agent_config,
-                                            channel_name="telegram").ahandle(msg))
+        sync = ChannelAdapter(adapter.store, adapter.agent_config, channel_name="telegram").handle(
+            msg
+        )
+        async_ = asyncio.run(
+            ChannelAdapter(adapter.store, adapter.agent_config, channel_name="telegram").ahandle(
+                msg
+            )
+        )
         assert (sync.block, sync.sessions) == (async_.block, async_.sessions)
 
-    def test_a_failing_store_never_raises(self, store: SQLiteStore,
-                                          adapter: ChannelAdapter) -> None:
+    def test_a_failing_store_never_raises(
+        self, store: SQLiteStore, adapter: ChannelAdapter
+    ) -> None:
         """With the store gone the turn has no block and one event with success False."""
         store.close()
         with recording() as rec:
@@ -94,17 +119,27 @@ class TestHandle:
 
 class TestAutosave:
     def test_inbound_messages_are_saved_under_channel_sender_msgid(
-            self, store: SQLiteStore, adapter: ChannelAdapter) -> None:
+        self, store: SQLiteStore, adapter: ChannelAdapter
+    ) -> None:
         """The key is <channel>_<sanitized sender>_<msgid>, the session the history key."""
-        turn = adapter.handle(dm("The staging deploy should wait for Dana.", "42",
-                                 sender="@alice:server", history_key="matrix_room"))
+        turn = adapter.handle(
+            dm(
+                "The staging deploy should wait for Dana.",
+                "42",
+                sender="@alice:server",
+                history_key="matrix_room",
+            )
+        )
         record = store.get("telegram__alice_server_42")
         assert "telegram__alice_server_42" == turn.autosaved_key
-        assert ("conversation", "matrix_room") == (record.category,  # type: ignore[union-attr]
-                                                   record.session_id)  # type: ignore[union-attr]
+        assert ("conversation", "matrix_room") == (
+            record.category,  # type: ignore[union-attr]
+            record.session_id,
+        )  # type: ignore[union-attr]
 
     def test_a_message_is_not_recalled_into_its_own_block_but_is_next_time(
-            self, adapter: ChannelAdapter) -> None:
+        self, adapter: ChannelAdapter
+    ) -> None:
         """Autosave runs after the render; the saved row is injectable in the next turn."""
         first = adapter.handle(dm("The staging deploy should wait for Dana.", "1"))
         second = adapter.handle(dm("should the staging deploy wait?", "2"))
@@ -112,21 +147,22 @@ class TestAutosave:
         assert "- telegram_alice_1: The staging deploy should wait for Dana." in second.block
 
     def test_a_groups_messages_do_not_leak_into_another_group(
-            self, adapter: ChannelAdapter) -> None:
+        self, adapter: ChannelAdapter
+    ) -> None:
         """A row saved in one group's history is recalled there, not in another group."""
         adapter.handle(group("The staging deploy should wait for Dana.", "1@g.us", "7"))
-        other = adapter.handle(group("should the staging deploy wait?", "2@g.us", "8",
-                                     sender="bob"))
-        same = adapter.handle(group("should the staging deploy wait?", "1@g.us", "9",
-                                    sender="bob"))
+        other = adapter.handle(
+            group("should the staging deploy wait?", "2@g.us", "8", sender="bob")
+        )
+        same = adapter.handle(group("should the staging deploy wait?", "1@g.us", "9", sender="bob"))
         assert "staging" not in other.block
         assert "- whatsapp_alice_7: The staging deploy" in same.block
 
-    def test_short_texts_and_blocks_are_not_saved(self, store: SQLiteStore,
-                                                  adapter: ChannelAdapter) -> None:
+    def test_short_texts_and_blocks_are_not_saved(
+        self, store: SQLiteStore, adapter: ChannelAdapter
+    ) -> None:
         """Under 20 characters or starting with [Memory context]: nothing is stored."""
         before = store.count()
         adapter.handle(dm("thanks!", "1"))
-        adapter.handle(dm("[Memory context]\n- x: y\n[/Memory context]\n\nplus a long tail",
-                          "2"))
+        adapter.handle(dm("[Memory context]\n- x: y\n[/Memory context]\n\nplus a long tail", "2"))
         assert before == store.count()

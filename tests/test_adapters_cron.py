@@ -34,15 +34,20 @@ class CountingStore:
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(tmp_path / ".memory" / "memory.db")
     s.store("incident_2231", "Incident 2231: the prod-3 backup failed, disk full.", "daily")
-    s.store("chat", "Alice said the prod-3 incidents are her fault.", "conversation",
-            session_id="telegram_alice")
+    s.store(
+        "chat",
+        "Alice said the prod-3 incidents are her fault.",
+        "conversation",
+        session_id="telegram_alice",
+    )
     yield s
     s.close()
 
 
 class TestRun:
     def test_the_query_is_the_prefixed_prompt_and_chat_memory_is_excluded(
-            self, store: SQLiteStore) -> None:
+        self, store: SQLiteStore
+    ) -> None:
         """Cron recalls with [cron:<id> <name>] <prompt>, sessionless, without conversation."""
         with recording() as rec:
             turn = CronAdapter(store, AgentConfig(agent="sched")).run(NIGHTLY, turn_id="c1")
@@ -50,15 +55,19 @@ class TestRun:
         assert turn.block.startswith("[Memory context]\n- incident_2231: ")
         assert turn.block + turn.query == turn.prompt
         ev = rec.events[0]
-        assert ("cron", (None,), "conversation_excluded") == (ev.origin, ev.sessions,
-                                                              ev.dropped.get("chat"))
+        assert ("cron", (None,), "conversation_excluded") == (
+            ev.origin,
+            ev.sessions,
+            ev.dropped.get("chat"),
+        )
         assert turn.memory is store
 
     def test_a_job_without_memory_never_touches_the_store(self, store: SQLiteStore) -> None:
         """uses_memory false: no recall, no event, no memory bound to the run."""
         counting = CountingStore(store)
-        job = CronJob(id="ping", name="Uptime", prompt="curl the prod-3 health check",
-                      uses_memory=False)
+        job = CronJob(
+            id="ping", name="Uptime", prompt="curl the prod-3 health check", uses_memory=False
+        )
         adapter = CronAdapter(counting, AgentConfig(agent="sched"))
         with recording() as rec:
             turn = adapter.run(job)
@@ -82,28 +91,36 @@ class TestRun:
         store.close()
         with recording() as rec:
             turn = adapter.run(NIGHTLY)
-        assert ("", [False], TurnOrigin.CRON) == (turn.block, [e.success for e in rec.events],
-                                                  turn.origin)
+        assert ("", [False], TurnOrigin.CRON) == (
+            turn.block,
+            [e.success for e in rec.events],
+            turn.origin,
+        )
 
 
 class TestLoadCronJobs:
     def test_a_jobs_file_loads_with_uses_memory(self, tmp_path: Path) -> None:
         """Each job's keys load; uses_memory defaults to true."""
         path = tmp_path / "jobs.yaml"
-        path.write_text("jobs:\n"
-                        "  - {id: nightly, name: Nightly report, prompt: summarise}\n"
-                        "  - {id: ping, name: Uptime, prompt: ping, uses_memory: false}\n")
-        assert (CronJob(id="nightly", name="Nightly report", prompt="summarise"),
-                CronJob(id="ping", name="Uptime", prompt="ping", uses_memory=False)
-                ) == load_cron_jobs(path)
+        path.write_text(
+            "jobs:\n"
+            "  - {id: nightly, name: Nightly report, prompt: summarise}\n"
+            "  - {id: ping, name: Uptime, prompt: ping, uses_memory: false}\n"
+        )
+        assert (
+            CronJob(id="nightly", name="Nightly report", prompt="summarise"),
+            CronJob(id="ping", name="Uptime", prompt="ping", uses_memory=False),
+        ) == load_cron_jobs(path)
 
     def test_every_problem_names_the_file_and_the_path(self, tmp_path: Path) -> None:
         """Bad values, unknown keys, missing keys and duplicate ids are all reported."""
         path = tmp_path / "jobs.yaml"
-        path.write_text("jobs:\n"
-                        "  - {id: a, name: A, prompt: p, uses_memory: 'no'}\n"
-                        "  - {id: a, name: B, prompt: p, schedule: daily}\n"
-                        "  - {name: C, prompt: ''}\n")
+        path.write_text(
+            "jobs:\n"
+            "  - {id: a, name: A, prompt: p, uses_memory: 'no'}\n"
+            "  - {id: a, name: B, prompt: p, schedule: daily}\n"
+            "  - {name: C, prompt: ''}\n"
+        )
         with pytest.raises(ConfigError) as err:
             load_cron_jobs(path)
         assert [
@@ -115,14 +132,18 @@ class TestLoadCronJobs:
             f"{path}: 'prompt' must be a non-empty string (got '') @ $.jobs[2]",
         ] == list(err.value.problems)
 
-    @pytest.mark.parametrize(("text", "problem"), [
-        ("", "the top level must be a mapping with 'jobs' (got empty) @ $"),
-        ("- a\n", "the top level must be a mapping with 'jobs' (got a list) @ $"),
-        ("jobs: 3\n", "'jobs' must be a list of jobs (got 3) @ $"),
-        ("jobs: [\n", "is not valid YAML at line 2, column 1"),
-    ])
-    def test_unreadable_shapes_give_one_clear_problem(self, tmp_path: Path, text: str,
-                                                      problem: str) -> None:
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            ("", "the top level must be a mapping with 'jobs' (got empty) @ $"),
+            ("- a\n", "the top level must be a mapping with 'jobs' (got a list) @ $"),
+            ("jobs: 3\n", "'jobs' must be a list of jobs (got 3) @ $"),
+            ("jobs: [\n", "is not valid YAML at line 2, column 1"),
+        ],
+    )
+    def test_unreadable_shapes_give_one_clear_problem(
+        self, tmp_path: Path, text: str, problem: str
+    ) -> None:
         """Empty, non-mapping and broken YAML files fail with a readable message."""
         path = tmp_path / "jobs.yaml"
         path.write_text(text)

@@ -20,25 +20,35 @@ ROOT = Path(__file__).resolve().parent.parent
 def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(tmp_path / ".memory" / "memory.db")
     s.store("backup_job", "The nightly backup job on prod-3 writes to /srv/backup.", "core")
-    s.store("chat", "Alice asked about the backup job yesterday.", "conversation",
-            session_id="telegram_alice")
+    s.store(
+        "chat",
+        "Alice asked about the backup job yesterday.",
+        "conversation",
+        session_id="telegram_alice",
+    )
     yield s
     s.close()
 
 
 class TestHeartbeat:
     def test_the_query_is_the_prefixed_task_and_the_turn_is_sessionless(
-            self, store: SQLiteStore) -> None:
+        self, store: SQLiteStore
+    ) -> None:
         """A heartbeat recalls with [Heartbeat Task | prio] text, no session, no chat rows."""
         with recording() as rec:
             turn = DaemonAdapter(store, AgentConfig(agent="ops")).heartbeat(
-                "check the backup job", "high", turn_id="h1")
+                "check the backup job", "high", turn_id="h1"
+            )
         assert "[Heartbeat Task | high] check the backup job" == turn.query
         assert turn.block.startswith("[Memory context]\n- backup_job: ")
         assert turn.block + turn.query == turn.prompt
         ev = rec.events[0]
-        assert ("daemon", "daemon", "h1", (None,)) == (ev.origin, ev.channel, ev.turn_id,
-                                                       ev.sessions)
+        assert ("daemon", "daemon", "h1", (None,)) == (
+            ev.origin,
+            ev.channel,
+            ev.turn_id,
+            ev.sessions,
+        )
         assert "conversation_excluded" == ev.dropped["chat"]
 
     def test_the_default_priority_is_normal(self, store: SQLiteStore) -> None:
@@ -69,8 +79,10 @@ class TestTasks:
             b = await adapter.arun_task("rotate the backup job")
             return a.prompt, b.prompt
 
-        assert (adapter.heartbeat("check the backup job", "low").prompt,
-                adapter.run_task("rotate the backup job").prompt) == asyncio.run(both())
+        assert (
+            adapter.heartbeat("check the backup job", "low").prompt,
+            adapter.run_task("rotate the backup job").prompt,
+        ) == asyncio.run(both())
 
     def test_a_failing_store_never_raises(self, store: SQLiteStore) -> None:
         """With the store closed the run has no block and one failed event."""

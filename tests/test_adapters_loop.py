@@ -18,8 +18,12 @@ from memory_inject.profile import resolve_profile
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 
-QUESTIONS = ("where do production deploys go?", "when is the daily standup now?",
-             "can the prod-3 deploy wait until Friday?", "who approves deploys to prod-3?")
+QUESTIONS = (
+    "where do production deploys go?",
+    "when is the daily standup now?",
+    "can the prod-3 deploy wait until Friday?",
+    "who approves deploys to prod-3?",
+)
 
 
 @pytest.fixture
@@ -28,8 +32,12 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s.store("deploy_target", "Production deploys go to prod-3 (eu-west-1).", "core")
     s.store("standup", "The daily standup moved to 10:00 CET.", "daily")
     s.store("approver", "Dana approves every deploy to prod-3.", "core")
-    s.store("friday_chat", "We said the prod-3 deploy can wait until Friday.", "conversation",
-            session_id="cli_main")
+    s.store(
+        "friday_chat",
+        "We said the prod-3 deploy can wait until Friday.",
+        "conversation",
+        session_id="cli_main",
+    )
     yield s
     s.close()
 
@@ -53,7 +61,8 @@ def assistant(text: str, api: str = "openai") -> dict[str, Any]:
 
 class TestPrepare:
     def test_the_block_goes_on_the_users_message_and_the_query_is_its_raw_text(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """One-shot prepare recalls with the user's text and prefixes the block to it."""
         loop = MemoryLoop(store, agent)
         history = [{"role": "system", "content": "sys"}, user(QUESTIONS[0])]
@@ -62,11 +71,15 @@ class TestPrepare:
         assert out[-1]["content"].startswith("[Memory context]\n- deploy_target: ")
         assert out[-1]["content"].endswith("[/Memory context]\n\n" + QUESTIONS[0])
         assert [QUESTIONS[0]] == [e.query_summary for e in rec.events]
-        assert ("interactive", "cli", "alice") == (rec.events[0].origin, rec.events[0].channel,
-                                                   rec.events[0].agent_alias)
+        assert ("interactive", "cli", "alice") == (
+            rec.events[0].origin,
+            rec.events[0].channel,
+            rec.events[0].agent_alias,
+        )
 
-    def test_an_explicit_query_replaces_the_message_text(self, store: SQLiteStore,
-                                                         agent: AgentConfig) -> None:
+    def test_an_explicit_query_replaces_the_message_text(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """query= is what is recalled against; the message keeps its own text."""
         loop = MemoryLoop(store, agent)
         with recording() as rec:
@@ -81,8 +94,9 @@ class TestPrepare:
         MemoryLoop(store, agent).prepare(history)
         assert before == history
 
-    def test_no_user_message_means_no_render_and_no_event(self, store: SQLiteStore,
-                                                          agent: AgentConfig) -> None:
+    def test_no_user_message_means_no_render_and_no_event(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """Without a user message nothing is recalled (zeroclaw's "no user message" skip)."""
         with recording() as rec:
             out = MemoryLoop(store, agent).prepare([{"role": "system", "content": "sys"}])
@@ -90,15 +104,18 @@ class TestPrepare:
 
     def test_suppress_and_trivial_prompts_skip_without_an_event(self, store: SQLiteStore) -> None:
         """The core policy's skips (suppressed, trivial_prompt) send no event."""
-        cfg = AgentConfig(agent="a", memory=MemoryInjectConfig(
-            trivial_prompt=TrivialPromptConfig(enabled=True)))
+        cfg = AgentConfig(
+            agent="a", memory=MemoryInjectConfig(trivial_prompt=TrivialPromptConfig(enabled=True))
+        )
         loop = MemoryLoop(store, cfg)
         with recording() as rec:
             suppressed = loop.inject([user(QUESTIONS[0])], suppress=True)
             trivial = loop.inject([user("ok")])
         assert [] == rec.events
-        assert ("suppressed", "trivial_prompt") == (suppressed.policy.reason,  # type: ignore[union-attr]
-                                                     trivial.policy.reason)  # type: ignore[union-attr]
+        assert ("suppressed", "trivial_prompt") == (
+            suppressed.policy.reason,  # type: ignore[union-attr]
+            trivial.policy.reason,
+        )  # type: ignore[union-attr]
         assert ("", "") == (suppressed.block, trivial.block)
 
 
@@ -106,7 +123,8 @@ class TestPromptCacheStability:
     @pytest.mark.parametrize("placement", ["prefix_user", "message"])
     @pytest.mark.parametrize("api", ["openai", "anthropic"])
     def test_earlier_messages_are_byte_identical_from_turn_to_turn(
-            self, store: SQLiteStore, agent: AgentConfig, placement: Any, api: Any) -> None:
+        self, store: SQLiteStore, agent: AgentConfig, placement: Any, api: Any
+    ) -> None:
         """Each request starts with the exact bytes of the previous one; the system is untouched."""
         loop = MemoryLoop(store, agent, placement=placement, api=api)
         system = {"role": "system", "content": "You are the deploy assistant."}
@@ -131,7 +149,8 @@ class TestPromptCacheStability:
 
 class TestTurns:
     def test_a_nested_turn_is_a_sub_turn_with_no_block_and_no_event(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """A turn started inside a turn is SUB_TURN: its messages come back unchanged, silently."""
         loop = MemoryLoop(store, agent)
         child_history = [user(QUESTIONS[2])]
@@ -146,7 +165,8 @@ class TestTurns:
         assert "sub_turn" == inner.injection.policy.reason  # type: ignore[union-attr]
 
     def test_another_loops_prepare_inside_a_turn_is_a_sub_turn(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """A sub-agent with its own loop, called inside the parent's turn, gets no block."""
         parent, sub_agent = MemoryLoop(store, agent), MemoryLoop(store, agent)
         with recording() as rec, parent.turn():
@@ -155,7 +175,8 @@ class TestTurns:
         assert [] == rec.events
 
     def test_wrap_marks_each_call_and_nested_calls_are_sub_turns(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """@loop.wrap runs the function in a turn; a wrapped call inside it is a sub-turn."""
         loop = MemoryLoop(store, agent)
         seen: list[TurnOrigin] = []
@@ -174,8 +195,9 @@ class TestTurns:
         assert has_block(out) and 1 == len(rec.events)
         assert current_turn() is None
 
-    def test_async_turns_and_tasks_inherit_the_mark(self, store: SQLiteStore,
-                                                    agent: AgentConfig) -> None:
+    def test_async_turns_and_tasks_inherit_the_mark(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """Under aturn, tasks spawned by the turn are sub-turns; the turn itself injects."""
         loop = MemoryLoop(store, agent)
 
@@ -196,7 +218,8 @@ class TestTurns:
         assert 1 == len(rec.events)
 
     def test_turn_settings_are_refused_by_prepare_inside_a_turn(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """Inside loop.turn() the origin and scopes come from turn(), not prepare()."""
         loop = MemoryLoop(store, agent)
         with loop.turn(), pytest.raises(TypeError, match="pass \\['origin'\\] to turn"):
@@ -204,8 +227,9 @@ class TestTurns:
 
 
 class TestIdempotence:
-    def test_retrying_prepare_does_not_double_the_block(self, store: SQLiteStore,
-                                                        agent: AgentConfig) -> None:
+    def test_retrying_prepare_does_not_double_the_block(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """A model-switch retry with the prepared list adds nothing and recalls nothing."""
         for placement in ("prefix_user", "message"):
             loop = MemoryLoop(store, agent, placement=placement)  # type: ignore[arg-type]
@@ -217,7 +241,8 @@ class TestIdempotence:
             assert 1 == len(rec.events)
 
     def test_inside_a_turn_later_calls_place_the_same_block_without_recalling(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """The first prepare of a turn renders; the next ones reuse its block."""
         loop = MemoryLoop(store, agent)
         history = [user(QUESTIONS[0])]
@@ -230,7 +255,8 @@ class TestIdempotence:
 
 class TestFailures:
     def test_a_failing_store_gives_the_messages_back_and_one_failed_event(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """A store that raises never fails the turn: no block, one event with success False."""
         store.close()
         loop = MemoryLoop(store, agent, autosave=True)
@@ -246,7 +272,8 @@ class TestFailures:
 
 class TestAutosave:
     def test_the_users_message_is_saved_under_user_msg_and_never_injected(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """Autosave writes user_msg_<turn_id> in the first scope; the skip set keeps it out."""
         loop = MemoryLoop(store, agent, autosave=True)
         with loop.turn(sessions=[None, "cli_main"], turn_id="t1"):
@@ -260,23 +287,26 @@ class TestAutosave:
         assert "skip:user_autosave" == rec.events[0].dropped.get("user_msg_t1")
 
     def test_short_messages_blocks_and_scheduled_origins_are_not_saved(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """Under 20 characters, a block-prefixed text or a cron turn: nothing is stored."""
         loop = MemoryLoop(store, agent, autosave=True)
         before = store.count()
         loop.prepare([user("short one")], turn_id="a")
-        loop.prepare([user("[Memory context]\nx\n[/Memory context]\n\nlong enough text here")],
-                     turn_id="b")
-        loop.prepare([user("a cron prompt long enough to be saved")], origin="cron",
-                     turn_id="c")
+        loop.prepare(
+            [user("[Memory context]\nx\n[/Memory context]\n\nlong enough text here")], turn_id="b"
+        )
+        loop.prepare([user("a cron prompt long enough to be saved")], origin="cron", turn_id="c")
         assert before == store.count()
 
-    def test_the_profile_is_stamped_when_governance_is_on(self, store: SQLiteStore,
-                                                          tmp_path: Path) -> None:
+    def test_the_profile_is_stamped_when_governance_is_on(
+        self, store: SQLiteStore, tmp_path: Path
+    ) -> None:
         """With governance enabled the autosaved record carries the cwd's profile."""
         (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo-pkg"\n')
-        cfg = AgentConfig(agent="a", memory=MemoryInjectConfig(
-            governance=GovernanceConfig(enabled=True)))
+        cfg = AgentConfig(
+            agent="a", memory=MemoryInjectConfig(governance=GovernanceConfig(enabled=True))
+        )
         loop = MemoryLoop(store, cfg, autosave=True, cwd=tmp_path)
         loop.prepare([user("Remember the prod-3 deploy window is Friday.")], turn_id="g1")
         record = store.get("user_msg_g1")
@@ -285,7 +315,8 @@ class TestAutosave:
 
 class TestRenderBugs:
     def test_a_render_that_raises_is_reported_not_raised(
-            self, store: SQLiteStore, agent: AgentConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, store: SQLiteStore, agent: AgentConfig, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Even a bug inside the render leaves the turn running, with the error on the result."""
         from memory_inject.adapters import _core
 
@@ -305,17 +336,21 @@ class TestRenderBugs:
 
 class TestArguments:
     def test_a_bare_string_is_not_taken_for_a_list_of_scopes(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """sessions="cli_main" is a TypeError, not eight one-letter scopes."""
         loop = MemoryLoop(store, agent)
         with pytest.raises(TypeError, match="'sessions' must be a list of session ids"):
             loop.prepare([user("q")], sessions="cli_main")
-        with pytest.raises(TypeError, match="'sessions' must be a list"), \
-                loop.turn(sessions="cli_main"):
+        with (
+            pytest.raises(TypeError, match="'sessions' must be a list"),
+            loop.turn(sessions="cli_main"),
+        ):
             pass  # pragma: no cover
 
     def test_unknown_placement_is_refused_at_construction(
-            self, store: SQLiteStore, agent: AgentConfig) -> None:
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
         """A typo in placement fails when the loop is built, not mid-turn."""
         with pytest.raises(ValueError, match="'placement' must be one of"):
             MemoryLoop(store, agent, placement="system")  # type: ignore[arg-type]

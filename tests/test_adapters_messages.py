@@ -25,12 +25,20 @@ def anthropic_history() -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": [{"type": "text", "text": "hello there"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": "AAAA"}},
-            {"type": "text", "text": "where do deploys go?",
-             "cache_control": {"type": "ephemeral"}},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"},
+                },
+                {
+                    "type": "text",
+                    "text": "where do deploys go?",
+                    "cache_control": {"type": "ephemeral"},
+                },
+            ],
+        },
     ]
 
 
@@ -92,8 +100,10 @@ class TestSeparateMessage:
 
     def test_an_earlier_prefixed_user_message_is_not_taken_for_a_block_message(self) -> None:
         """Two user messages in a row: one prefixed last turn is not this turn's block."""
-        history = [{"role": "user", "content": BLOCK + "first question"},
-                   {"role": "user", "content": "second question"}]
+        history = [
+            {"role": "user", "content": BLOCK + "first question"},
+            {"role": "user", "content": "second question"},
+        ]
         out = inject_block(history, BLOCK, placement="message")
         assert [history[0], {"role": "user", "content": BLOCK}, history[1]] == out
 
@@ -103,10 +113,14 @@ class TestUserMessage:
         """In an Anthropic tool loop the block stays with the message that started the turn."""
         history = [
             *anthropic_history(),
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "ls",
-                                               "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                          "content": "a.txt"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}],
+            },
         ]
         assert 2 == user_message_index(history)
         out = inject_block(history, BLOCK)
@@ -115,8 +129,10 @@ class TestUserMessage:
 
     def test_openai_api_takes_the_last_user_role_message(self) -> None:
         """With api='openai' every user-role message counts (OpenAI tools use role 'tool')."""
-        history = [{"role": "user", "content": "q"},
-                   {"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]
+        history = [
+            {"role": "user", "content": "q"},
+            {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
+        ]
         assert 1 == user_message_index(history, api="openai")
         assert 0 == user_message_index(history, api="anthropic")
 
@@ -134,9 +150,14 @@ class TestUserMessage:
 
     def test_message_text_joins_the_text_blocks(self) -> None:
         """The text of a block list is its text blocks joined by newlines."""
-        msg = {"role": "user", "content": [{"type": "text", "text": "a"},
-                                           {"type": "image", "source": {}},
-                                           {"type": "text", "text": "b"}]}
+        msg = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "a"},
+                {"type": "image", "source": {}},
+                {"type": "text", "text": "b"},
+            ],
+        }
         assert "a\nb" == message_text(msg)
 
 

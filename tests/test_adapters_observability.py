@@ -38,7 +38,8 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 def one_turn(store: SQLiteStore, text: str = QUERY) -> None:
     MemoryLoop(store, AgentConfig(agent="alice")).prepare(
-        [{"role": "user", "content": text}], turn_id="t1")
+        [{"role": "user", "content": text}], turn_id="t1"
+    )
 
 
 @pytest.fixture
@@ -50,25 +51,51 @@ def otel() -> tuple[InMemorySpanExporter, TracerProvider]:
 
 
 class TestLoggingBridge:
-    def test_one_structured_record_per_event(self, store: SQLiteStore,
-                                             caplog: pytest.LogCaptureFixture) -> None:
+    def test_one_structured_record_per_event(
+        self, store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """Each render logs one record whose extra fields describe the event."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         with LoggingBridge():
             one_turn(store)
         [record] = [r for r in caplog.records if r.name == "memory_inject.recall"]
         assert logging.INFO == record.levelno
-        got = {k: getattr(record, k) for k in (
-            "backend", "success", "num_entries", "rendered_entries", "channel", "agent_alias",
-            "turn_id", "origin", "partial", "error", "dropped", "dropped_reasons")}
-        assert {"backend": "sqlite", "success": True, "num_entries": 2, "rendered_entries": 1,
-                "channel": "cli", "agent_alias": "alice", "turn_id": "t1",
-                "origin": "interactive", "partial": False, "error": None, "dropped": 1,
-                "dropped_reasons": {"conversation_excluded": 1}} == got
+        got = {
+            k: getattr(record, k)
+            for k in (
+                "backend",
+                "success",
+                "num_entries",
+                "rendered_entries",
+                "channel",
+                "agent_alias",
+                "turn_id",
+                "origin",
+                "partial",
+                "error",
+                "dropped",
+                "dropped_reasons",
+            )
+        }
+        assert {
+            "backend": "sqlite",
+            "success": True,
+            "num_entries": 2,
+            "rendered_entries": 1,
+            "channel": "cli",
+            "agent_alias": "alice",
+            "turn_id": "t1",
+            "origin": "interactive",
+            "partial": False,
+            "error": None,
+            "dropped": 1,
+            "dropped_reasons": {"conversation_excluded": 1},
+        } == got
         assert isinstance(record.duration_ms, float)
 
-    def test_the_raw_query_never_reaches_the_log(self, store: SQLiteStore,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+    def test_the_raw_query_never_reaches_the_log(
+        self, store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """Only the scrubbed query summary is logged, never the secret in the raw text."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         with LoggingBridge():
@@ -78,8 +105,9 @@ class TestLoggingBridge:
         assert all(LEAKY_VALUE not in str(v) for v in vars(record).values())
         assert "api_key=sk-a*[REDACTED]" in record.query_summary
 
-    def test_failures_log_at_warning(self, store: SQLiteStore,
-                                     caplog: pytest.LogCaptureFixture) -> None:
+    def test_failures_log_at_warning(
+        self, store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """A failed recall is logged at WARNING even when the bridge's level is INFO."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         store.close()
@@ -89,8 +117,9 @@ class TestLoggingBridge:
         assert (logging.WARNING, False) == (record.levelno, record.success)
         assert "closed" in record.error
 
-    def test_disconnect_stops_the_records(self, store: SQLiteStore,
-                                          caplog: pytest.LogCaptureFixture) -> None:
+    def test_disconnect_stops_the_records(
+        self, store: SQLiteStore, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """After disconnect() nothing is logged; connect() returns the bridge."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         logger = logging.getLogger("memory_inject.recall")
@@ -101,8 +130,9 @@ class TestLoggingBridge:
         one_turn(store)
         assert 1 == len([r for r in caplog.records if r.name == "memory_inject.recall"])
 
-    def test_a_bridge_on_one_store_ignores_the_others(self, store: SQLiteStore, tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+    def test_a_bridge_on_one_store_ignores_the_others(
+        self, store: SQLiteStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """connect(sender=store) hears only that store's renders."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         with SQLiteStore(tmp_path / "other.db") as other, LoggingBridge().connect(store):
@@ -113,28 +143,42 @@ class TestLoggingBridge:
 
 class TestOpenTelemetryBridge:
     def test_a_memory_recall_span_with_the_turn_attributes(
-            self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]) -> None:
+        self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]
+    ) -> None:
         """Each event becomes a memory.recall span under the turn's span, with its attributes."""
         exporter, provider = otel
         tracer = provider.get_tracer("test")
         adapter = ChannelAdapter(store, AgentConfig(agent="bot"), channel_name="telegram")
-        msg = InboundMessage(channel="telegram", sender="alice", text="production deploys?",
-                             reply_target="alice", message_id="1", history_key="telegram_alice")
+        msg = InboundMessage(
+            channel="telegram",
+            sender="alice",
+            text="production deploys?",
+            reply_target="alice",
+            message_id="1",
+            history_key="telegram_alice",
+        )
         with OpenTelemetryBridge(tracer), tracer.start_as_current_span("turn") as turn:
             adapter.handle(msg, turn_id="m1")
         spans = {s.name: s for s in exporter.get_finished_spans()}
         span = spans["memory.recall"]
         assert turn.get_span_context().span_id == span.parent.span_id  # type: ignore[union-attr]
-        assert {"memory_inject.channel": "telegram", "gen_ai.agent.name": "bot",
-                "memory_inject.turn_id": "m1", "memory_inject.backend": "sqlite",
-                "memory_inject.success": True, "memory_inject.num_entries": 1,
-                "memory_inject.rendered_entries": 1, "memory_inject.dropped": 0,
-                "memory_inject.origin": "channel", "memory_inject.partial": False,
-                } == dict(span.attributes or {})
+        assert {
+            "memory_inject.channel": "telegram",
+            "gen_ai.agent.name": "bot",
+            "memory_inject.turn_id": "m1",
+            "memory_inject.backend": "sqlite",
+            "memory_inject.success": True,
+            "memory_inject.num_entries": 1,
+            "memory_inject.rendered_entries": 1,
+            "memory_inject.dropped": 0,
+            "memory_inject.origin": "channel",
+            "memory_inject.partial": False,
+        } == dict(span.attributes or {})
         assert span.start_time <= span.end_time  # type: ignore[operator]
 
     def test_a_failed_recall_sets_the_error_status(
-            self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]) -> None:
+        self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]
+    ) -> None:
         """success False marks the span ERROR with the event's error."""
         exporter, provider = otel
         store.close()
@@ -145,7 +189,8 @@ class TestOpenTelemetryBridge:
         assert "closed" in (span.status.description or "")
 
     def test_without_opentelemetry_the_error_names_the_extra(
-            self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A missing opentelemetry package is an ImportError telling which extra to install."""
         monkeypatch.setitem(sys.modules, "opentelemetry", None)
         with pytest.raises(ImportError, match=r"memory-inject\[otel\]"):

@@ -38,21 +38,33 @@ def run(*args: str) -> Result:
 
 def seed() -> None:
     assert 0 == run("add", "deploy_target", "Production deploys go to prod-3.").exit_code
-    assert 0 == run("add", "prod_chat", "We said prod-3 deploys wait until Friday.",
-                    "--category", "conversation", "--session", "cli_main").exit_code
+    assert (
+        0
+        == run(
+            "add",
+            "prod_chat",
+            "We said prod-3 deploys wait until Friday.",
+            "--category",
+            "conversation",
+            "--session",
+            "cli_main",
+        ).exit_code
+    )
 
 
 class TestDefaultsFile:
     def test_the_shipped_defaults_equal_config_defaults(self) -> None:
         """memory_inject/data/defaults.yaml is a byte-for-byte copy of config/defaults.yaml."""
         assert (ROOT / "config" / "defaults.yaml").read_bytes() == (
-            ROOT / "memory_inject" / "data" / "defaults.yaml").read_bytes()
+            ROOT / "memory_inject" / "data" / "defaults.yaml"
+        ).read_bytes()
         assert (ROOT / "config" / "defaults.yaml").read_text(encoding="utf-8") == defaults_text()
 
 
 class TestInit:
     def test_init_creates_the_store_and_an_agent_file_with_every_default(
-            self, tmp_path: Path) -> None:
+        self, tmp_path: Path
+    ) -> None:
         """init --dir writes .memory/memory.db and agent.yaml, which loads as the defaults."""
         result = run("init", "--dir", str(tmp_path), "--name", "alice")
         assert 0 == result.exit_code
@@ -129,8 +141,10 @@ class TestStoreCommands:
         assert 0 == run("export", "dump.jsonl").exit_code
         result = run("import", "dump.jsonl", "--db", "copy.db")
         assert "imported 2 memories from dump.jsonl" in result.stdout
-        with SQLiteStore(tmp_path / ".memory" / "memory.db") as a, \
-                SQLiteStore(tmp_path / "copy.db") as b:
+        with (
+            SQLiteStore(tmp_path / ".memory" / "memory.db") as a,
+            SQLiteStore(tmp_path / "copy.db") as b,
+        ):
             assert a.list() == b.list()
 
     def test_export_to_dash_writes_json_lines_to_stdout(self, workdir: Path) -> None:
@@ -141,8 +155,10 @@ class TestStoreCommands:
 
     def test_a_long_import_runs_with_progress(self, workdir: Path) -> None:
         """An import of more lines than one batch completes and reports the count."""
-        lines = [json.dumps({"key": f"k{n}", "content": f"fact {n}", "category": "daily"})
-                 for n in range(1500)]
+        lines = [
+            json.dumps({"key": f"k{n}", "content": f"fact {n}", "category": "daily"})
+            for n in range(1500)
+        ]
         Path("big.jsonl").write_text("\n".join(lines) + "\n")
         result = run("import", "big.jsonl", "--batch-size", "500")
         assert "imported 1500 memories" in result.stdout
@@ -170,9 +186,11 @@ class TestValidate:
         bad.write_text("agent: x\nmemory: {budget: {max_entries: -1}, recall_limt: 3}\n")
         result = run("validate", str(bad))
         assert 1 == result.exit_code
-        assert [f"{bad}: 'max_entries' must be >= 0 (got -1) @ $.memory.budget",
-                f"{bad}: 'recall_limt' is not a known key (did you mean 'recall_limit'?) "
-                "(got 3) @ $.memory"] == result.stdout.splitlines()
+        assert [
+            f"{bad}: 'max_entries' must be >= 0 (got -1) @ $.memory.budget",
+            f"{bad}: 'recall_limt' is not a known key (did you mean 'recall_limit'?) "
+            "(got 3) @ $.memory",
+        ] == result.stdout.splitlines()
 
     def test_cron_job_files_are_validated_too(self, tmp_path: Path) -> None:
         """A file with a jobs list is checked as cron jobs."""
@@ -181,7 +199,8 @@ class TestValidate:
         result = run("validate", str(jobs), str(ROOT / "examples" / "cron_jobs.yaml"))
         assert 1 == result.exit_code
         assert f"{jobs}: 'uses_memory' must be true or false (got 'maybe') @ $.jobs[0]" in (
-            result.stdout)
+            result.stdout
+        )
         assert "cron_jobs.yaml: ok" in result.stdout
 
 
@@ -192,15 +211,19 @@ class TestDemoAndPackaging:
         assert 0 == result.exit_code
         assert "=== turn 1" in result.stdout
 
-    @pytest.mark.parametrize(("module", "absent"), [
-        ("memory_inject", ("memory_inject.cli", "memory_inject.adapters", "click", "rich")),
-        ("memory_inject.adapters", ("memory_inject.cli", "click", "rich", "opentelemetry")),
-    ])
+    @pytest.mark.parametrize(
+        ("module", "absent"),
+        [
+            ("memory_inject", ("memory_inject.cli", "memory_inject.adapters", "click", "rich")),
+            ("memory_inject.adapters", ("memory_inject.cli", "click", "rich", "opentelemetry")),
+        ],
+    )
     def test_the_library_does_not_import_the_cli_or_optional_extras(
-            self, module: str, absent: tuple[str, ...]) -> None:
+        self, module: str, absent: tuple[str, ...]
+    ) -> None:
         """import memory_inject (or its adapters) pulls in neither the CLI nor click, rich, OTel."""
-        code = (f"import sys, {module}; "
-                f"print(sorted(m for m in {absent!r} if m in sys.modules))")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             check=True)
+        code = f"import sys, {module}; print(sorted(m for m in {absent!r} if m in sys.modules))"
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         assert "[]" == out.stdout.strip()

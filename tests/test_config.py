@@ -331,7 +331,8 @@ class TestChoices:
     def test_duplicate_key_is_refused_with_its_line(self, tmp_path: Path) -> None:
         """A key given twice is an error naming the key and the line, not last-wins."""
         (problem,) = problems_of(
-            tmp_path, "agent: a\nmemory:\n  budget: {max_entries: 1}\n  budget: {}\n")
+            tmp_path, "agent: a\nmemory:\n  budget: {max_entries: 1}\n  budget: {}\n"
+        )
         assert "line 4" in problem and "'budget' is given twice" in problem
 
     def test_groups_must_be_their_class(self) -> None:
@@ -435,8 +436,9 @@ class TestBadFiles:
         """A file over 256 KiB is refused after reading at most the limit."""
         path = write(tmp_path, "agent: a\n# " + "x" * (1 << 20) + "\n", "big.yaml")
         err = load_error(path)
-        expected = (f"{path}: file is over 262144 bytes; agent files are limited to "
-                    "262144 bytes @ $",)
+        expected = (
+            f"{path}: file is over 262144 bytes; agent files are limited to 262144 bytes @ $",
+        )
         assert expected == err.problems
 
     def test_directory(self, tmp_path: Path) -> None:

@@ -9,8 +9,15 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SCRIPTS = ("loop_openai.py", "loop_anthropic.py", "channel_bot.py", "cron_jobs.py",
-           "daemon_heartbeat.py", "agent_direct.py", "observability.py")
+SCRIPTS = (
+    "loop_openai.py",
+    "loop_anthropic.py",
+    "channel_bot.py",
+    "cron_jobs.py",
+    "daemon_heartbeat.py",
+    "agent_direct.py",
+    "observability.py",
+)
 
 
 class TestExamples:
@@ -21,7 +28,13 @@ class TestExamples:
     @pytest.mark.parametrize("script", SCRIPTS)
     def test_the_example_runs_and_exits_0(self, script: str, tmp_path: Path) -> None:
         """The script exits 0, prints what it did and ends with ok."""
-        done = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True,
-                              text=True, cwd=tmp_path, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / script)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=120,
+            check=False,
+        )
         assert (0, "") == (done.returncode, done.stderr)
         assert "ok" == done.stdout.splitlines()[-1]

@@ -10,8 +10,9 @@ from memory_inject import MemoryInjectConfig, render_memory_context, resolve_inj
 from memory_inject.config import GovernanceConfig, TrivialPromptConfig
 from memory_inject.storage.sqlite import SQLiteStore
 
-GOV = MemoryInjectConfig(min_relevance_score=0.0, recall_limit=10,
-                         governance=GovernanceConfig(enabled=True))
+GOV = MemoryInjectConfig(
+    min_relevance_score=0.0, recall_limit=10, governance=GovernanceConfig(enabled=True)
+)
 
 
 @pytest.fixture
@@ -23,16 +24,20 @@ def store(tmp_path: Path) -> SQLiteStore:
     s.store("scoped", "deploy app via helm", scope={"type": "project", "project": "billing"})
     s.store("neg", "deploy by publishing to npm", does_not_apply_when=["publishing"])
     s.store("fp", "deploy tokens rotate weekly", does_not_apply_when=["tokens"])
-    s.store("disputed", "deploy on fridays is fine", status="contested",
-            profile_id="project:other")
+    s.store("disputed", "deploy on fridays is fine", status="contested", profile_id="project:other")
     return s
 
 
 class TestGovernanceRender:
     def test_each_stage_drops_with_pis_reason(self, store: SQLiteStore, tmp_path: Path) -> None:
         """Status, profile, project and negative scope drop with PI's reason strings."""
-        out = render_memory_context(store, "how do I deploy? publish to npm registry", config=GOV,
-                                    profile="project:app", cwd=tmp_path)
+        out = render_memory_context(
+            store,
+            "how do I deploy? publish to npm registry",
+            config=GOV,
+            profile="project:app",
+            cwd=tmp_path,
+        )
         dropped = out.event.dropped
         assert "status:deprecated" == dropped["old"]
         assert "profile_mismatch:project:other" == dropped["other"]
@@ -40,22 +45,35 @@ class TestGovernanceRender:
         assert "does_not_apply_when:publishing" == dropped["neg"]
         assert {"ok", "fp"} <= {e.key for e in out.entries}
         names = [t.name for t in out.trace]
-        assert names[:6] == ["recall", "status_filter", "profile_scope", "project_scope",
-                             "positive_applicability", "negative_scope"]
+        assert names[:6] == [
+            "recall",
+            "status_filter",
+            "profile_scope",
+            "project_scope",
+            "positive_applicability",
+            "negative_scope",
+        ]
         store.close()
 
     def test_pi_false_positive_is_not_excluded(self, store: SQLiteStore, tmp_path: Path) -> None:
         """'tokens' is not excluded by a prompt containing 'to' (PI's false positive)."""
-        out = render_memory_context(store, "explain how to deploy and run tests", config=GOV,
-                                    profile="project:app", cwd=tmp_path)
+        out = render_memory_context(
+            store,
+            "explain how to deploy and run tests",
+            config=GOV,
+            profile="project:app",
+            cwd=tmp_path,
+        )
         assert "fp" in {e.key for e in out.entries}
         store.close()
 
     def test_contested_entries_from_other_profiles_are_not_routed(
-            self, store: SQLiteStore, tmp_path: Path) -> None:
+        self, store: SQLiteStore, tmp_path: Path
+    ) -> None:
         """A contested record of another profile is dropped from the routed section too."""
-        out = render_memory_context(store, "deploy on fridays?", config=GOV,
-                                    profile="project:app", cwd=tmp_path)
+        out = render_memory_context(
+            store, "deploy on fridays?", config=GOV, profile="project:app", cwd=tmp_path
+        )
         routed = next(t for t in out.trace if t.name == "routed_scope")
         assert "profile_mismatch:project:other" == routed.dropped["disputed"]
         store.close()
@@ -72,13 +90,17 @@ class TestTrivialPrompt:
     def test_trivial_prompts_skip(self, text: str) -> None:
         """Acknowledgements, slash commands and very short inputs skip with trivial_prompt."""
         cfg = MemoryInjectConfig(trivial_prompt=TrivialPromptConfig(enabled=True))
-        assert "trivial_prompt" == resolve_inject_policy(
-            "interactive", has_session=True, config=cfg, query=text).reason
+        assert (
+            "trivial_prompt"
+            == resolve_inject_policy("interactive", has_session=True, config=cfg, query=text).reason
+        )
 
     def test_real_questions_inject_and_the_filter_is_opt_in(self) -> None:
         """A question injects; without the filter even 'ok' injects (zeroclaw)."""
         on = MemoryInjectConfig(trivial_prompt=TrivialPromptConfig(enabled=True))
-        assert resolve_inject_policy("channel", has_session=True, config=on,
-                                     query="which server hosts prod?").inject
-        assert resolve_inject_policy("channel", has_session=True, config=MemoryInjectConfig(),
-                                     query="ok").inject
+        assert resolve_inject_policy(
+            "channel", has_session=True, config=on, query="which server hosts prod?"
+        ).inject
+        assert resolve_inject_policy(
+            "channel", has_session=True, config=MemoryInjectConfig(), query="ok"
+        ).inject

@@ -13,8 +13,19 @@ from memory_inject.demo import DEMO_TURNS, open_demo_store, run_demo
 
 ROOT = Path(__file__).resolve().parent.parent
 # models -> config -> policy -> stages -> pipeline -> adapters; storage sees only models/errors.
-LAYERS = ["models", "exceptions", "_text", "_tokens", "config", "policy", "stages", "rerank",
-          "render", "signals", "pipeline"]
+LAYERS = [
+    "models",
+    "exceptions",
+    "_text",
+    "_tokens",
+    "config",
+    "policy",
+    "stages",
+    "rerank",
+    "render",
+    "signals",
+    "pipeline",
+]
 
 
 def imports_of(path: Path) -> set[str]:
@@ -37,10 +48,23 @@ class TestPublicApi:
 
     def test_the_issue_contract_names_are_exported(self) -> None:
         """The names other code relies on are importable from memory_inject."""
-        required = {"TurnOrigin", "InjectPolicy", "resolve_inject_policy", "MemoryEntry",
-                    "MemoryCategory", "Memory", "InMemoryStore", "MemoryInjectConfig",
-                    "TurnMeta", "render_memory_context", "RenderResult", "MemoryRecall",
-                    "load_agent_config", "AgentConfig", "ConfigError"}
+        required = {
+            "TurnOrigin",
+            "InjectPolicy",
+            "resolve_inject_policy",
+            "MemoryEntry",
+            "MemoryCategory",
+            "Memory",
+            "InMemoryStore",
+            "MemoryInjectConfig",
+            "TurnMeta",
+            "render_memory_context",
+            "RenderResult",
+            "MemoryRecall",
+            "load_agent_config",
+            "AgentConfig",
+            "ConfigError",
+        }
         assert set() == required - set(memory_inject.__all__)
 
 
@@ -48,7 +72,7 @@ class TestImportDirection:
     def test_core_modules_only_import_inward(self) -> None:
         """A core module never imports a module that comes later in the layering."""
         for i, name in enumerate(LAYERS):
-            later = set(LAYERS[i + 1:]) - {"signals"}
+            later = set(LAYERS[i + 1 :]) - {"signals"}
             bad = imports_of(ROOT / "memory_inject" / f"{name}.py") & later
             assert set() == bad, name
 
@@ -60,8 +84,9 @@ class TestImportDirection:
 
 
 class TestDemo:
-    def test_demo_renders_each_injecting_origin_and_skips_the_sub_turn(self, tmp_path: Path
-                                                                       ) -> None:
+    def test_demo_renders_each_injecting_origin_and_skips_the_sub_turn(
+        self, tmp_path: Path
+    ) -> None:
         """The demo seeds the store, renders blocks and never shows chat rows to cron."""
         now = datetime.now(UTC)
         store = open_demo_store(tmp_path / "demo.db", now)

@@ -10,28 +10,34 @@ from memory_inject._phrases import context_text, normalize, phrase_matches, slug
 
 
 class TestPiDocumentedMatches:
-    @pytest.mark.parametrize(("phrase", "text"), [
-        ("publishing", "publish to npm registry"),
-        ("deployment", "deploy the app"),
-        ("deploy", "deployment pipeline"),
-        ("internationalization", "internationally"),
-        ("GitHub Packages", "GitHub Packages publish workflow"),
-        ("pi package", "pi package test command"),
-    ])
+    @pytest.mark.parametrize(
+        ("phrase", "text"),
+        [
+            ("publishing", "publish to npm registry"),
+            ("deployment", "deploy the app"),
+            ("deploy", "deployment pipeline"),
+            ("internationalization", "internationally"),
+            ("GitHub Packages", "GitHub Packages publish workflow"),
+            ("pi package", "pi package test command"),
+        ],
+    )
     def test_pi_positive_cases_match(self, phrase: str, text: str) -> None:
         """Every match PI documents or tests still matches."""
         assert True is phrase_matches(phrase, text)
 
 
 class TestPiFalsePositives:
-    @pytest.mark.parametrize(("phrase", "text"), [
-        ("tokens", "explain how to run tests"),
-        ("Windows", "run it in a window"),
-        ("apply", "fix it /home/a/src/app"),
-        ("api", "a rapid prototype"),
-        ("LMS frontend", "build frontend"),
-        ("publishing to npm registry", "update the docker registry"),
-    ])
+    @pytest.mark.parametrize(
+        ("phrase", "text"),
+        [
+            ("tokens", "explain how to run tests"),
+            ("Windows", "run it in a window"),
+            ("apply", "fix it /home/a/src/app"),
+            ("api", "a rapid prototype"),
+            ("LMS frontend", "build frontend"),
+            ("publishing to npm registry", "update the docker registry"),
+        ],
+    )
     def test_pi_false_positives_do_not_match(self, phrase: str, text: str) -> None:
         """The over-matches listed in spec 1.5 are non-matches here."""
         assert False is phrase_matches(phrase, text)
@@ -63,19 +69,32 @@ class TestWords:
 
 
 class TestMorphology:
-    @pytest.mark.parametrize(("phrase", "text"), [
-        ("tests", "testing the parser"), ("commit", "I committed it"),
-        ("planning", "our plans"), ("library", "two libraries"), ("create", "creating"),
-        ("migration", "migrate the db"), ("performance", "perform better"),
-    ])
+    @pytest.mark.parametrize(
+        ("phrase", "text"),
+        [
+            ("tests", "testing the parser"),
+            ("commit", "I committed it"),
+            ("planning", "our plans"),
+            ("library", "two libraries"),
+            ("create", "creating"),
+            ("migration", "migrate the db"),
+            ("performance", "perform better"),
+        ],
+    )
     def test_variants_with_a_known_ending_match(self, phrase: str, text: str) -> None:
         """Stem + ending pairs from the ending list match in both directions."""
         assert True is phrase_matches(phrase, text)
 
-    @pytest.mark.parametrize(("phrase", "text"), [
-        ("apple", "apply the patch"), ("form", "format the code"), ("port", "the portal"),
-        ("authentication", "authorization"), ("internals", "internationally"),
-    ])
+    @pytest.mark.parametrize(
+        ("phrase", "text"),
+        [
+            ("apple", "apply the patch"),
+            ("form", "format the code"),
+            ("port", "the portal"),
+            ("authentication", "authorization"),
+            ("internals", "internationally"),
+        ],
+    )
     def test_shared_letters_without_an_ending_do_not_match(self, phrase: str, text: str) -> None:
         """A common prefix alone, or two one-letter endings, is not a variant."""
         assert False is phrase_matches(phrase, text)
@@ -121,7 +140,8 @@ class TestContextText:
         """The working directory joins the prompt only with include_cwd=True."""
         assert "fix it" == context_text("fix it", "/home/me/publisher")
         assert "fix it /home/me/publisher" == context_text(
-            "fix it", "/home/me/publisher", include_cwd=True)
+            "fix it", "/home/me/publisher", include_cwd=True
+        )
         assert "/home/x" == context_text("", "/home/x", include_cwd=True)
 
     def test_cwd_in_text_can_trigger_a_phrase(self) -> None:
@@ -162,7 +182,8 @@ class TestProperties:
         related = any(p == t or _prefix(p, t) >= n for p in phrase_words for t in text_words)
         if not related:
             assert False is phrase_matches(
-                " ".join(phrase_words), " ".join(text_words), min_token_length=n)
+                " ".join(phrase_words), " ".join(text_words), min_token_length=n
+            )
 
     @given(words, words, words)
     def test_more_text_never_loses_a_match(

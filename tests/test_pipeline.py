@@ -25,11 +25,24 @@ from memory_inject.testing import FixtureMemory, recording
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
-def entry(key: str, content: str, category: str = "core", score: float | None = None,
-          age_days: float = 0, importance: float | None = None,
-          session_id: str | None = None) -> MemoryEntry:
-    return MemoryEntry(key, content, category, NOW - timedelta(days=age_days),
-                       score=score, importance=importance, session_id=session_id)
+def entry(
+    key: str,
+    content: str,
+    category: str = "core",
+    score: float | None = None,
+    age_days: float = 0,
+    importance: float | None = None,
+    session_id: str | None = None,
+) -> MemoryEntry:
+    return MemoryEntry(
+        key,
+        content,
+        category,
+        NOW - timedelta(days=age_days),
+        score=score,
+        importance=importance,
+        session_id=session_id,
+    )
 
 
 def render(mem: Any, query: str = "q", **kw: Any) -> Any:
@@ -40,12 +53,14 @@ def render(mem: Any, query: str = "q", **kw: Any) -> Any:
 class TestSpecRenderer:
     def test_renders_wrapped_block_and_emits_one_recall_event(self) -> None:
         """One core entry renders the exact wrapped block and one successful event."""
-        mem = FixtureMemory({None: [entry("user_preference", "prefers concise answers",
-                                          score=0.9)]})
+        mem = FixtureMemory(
+            {None: [entry("user_preference", "prefers concise answers", score=0.9)]}
+        )
         with recording() as rec:
             out = render(mem)
-        assert ("[Memory context]\n- user_preference: prefers concise answers\n"
-                "[/Memory context]\n\n") == out.text
+        assert (
+            "[Memory context]\n- user_preference: prefers concise answers\n[/Memory context]\n\n"
+        ) == out.text
         assert [(1, True)] == rec.pairs
 
     def test_recall_event_carries_the_turn_correlation_triple(self) -> None:
@@ -74,8 +89,14 @@ class TestSpecRenderer:
 
     def test_exclude_conversation_drops_only_conversation_entries(self) -> None:
         """Conversation entries go when excluded; core entries stay."""
-        mem = FixtureMemory({None: [entry("chat", "said hi earlier", "conversation", 0.9),
-                                    entry("fact", "server is prod-3", "core", 0.9)]})
+        mem = FixtureMemory(
+            {
+                None: [
+                    entry("chat", "said hi earlier", "conversation", 0.9),
+                    entry("fact", "server is prod-3", "core", 0.9),
+                ]
+            }
+        )
         out = render(mem, exclude_conversation=True)
         assert "said hi earlier" not in out.text
         assert "- fact: server is prod-3\n" in out.text
@@ -83,24 +104,36 @@ class TestSpecRenderer:
 
     def test_uniform_skip_set_filters_poisoned_entries(self) -> None:
         """History keys, image markers and tool results are skipped; real knowledge stays."""
-        mem = FixtureMemory({None: [
-            entry("matrix_room_history", "lots of chat", score=0.9),
-            entry("img", "look [IMAGE:abc123]", score=0.9),
-            entry("tool", "<tool_result>ls</tool_result>", score=0.9),
-            entry("keeper", "real knowledge", score=0.9),
-        ]})
+        mem = FixtureMemory(
+            {
+                None: [
+                    entry("matrix_room_history", "lots of chat", score=0.9),
+                    entry("img", "look [IMAGE:abc123]", score=0.9),
+                    entry("tool", "<tool_result>ls</tool_result>", score=0.9),
+                    entry("keeper", "real knowledge", score=0.9),
+                ]
+            }
+        )
         out = render(mem)
-        assert ("[Memory context]\n- keeper: real knowledge\n[/Memory context]\n\n"
-                == out.text)
+        assert "[Memory context]\n- keeper: real knowledge\n[/Memory context]\n\n" == out.text
         skip = next(t for t in out.trace if t.name == "skip_set")
-        assert {"matrix_room_history": "skip:history", "img": "skip:image",
-                "tool": "skip:tool_result"} == dict(skip.dropped)
+        assert {
+            "matrix_room_history": "skip:history",
+            "img": "skip:image",
+            "tool": "skip:tool_result",
+        } == dict(skip.dropped)
 
     def test_relevance_filter_drops_low_scores_and_keeps_unscored(self) -> None:
         """Floor 0.5: 0.1 dropped, 0.9 kept, unscored kept."""
-        mem = FixtureMemory({None: [entry("low", "low", score=0.1),
-                                    entry("high", "high", score=0.9),
-                                    entry("none", "unscored", score=None)]})
+        mem = FixtureMemory(
+            {
+                None: [
+                    entry("low", "low", score=0.1),
+                    entry("high", "high", score=0.9),
+                    entry("none", "unscored", score=None),
+                ]
+            }
+        )
         out = render(mem, config=MemoryInjectConfig(min_relevance_score=0.5))
         assert "- low:" not in out.text
         assert "- high: high\n" in out.text and "- none: unscored\n" in out.text
@@ -109,10 +142,17 @@ class TestSpecRenderer:
     def test_budgets_cap_entry_count_and_truncate_long_content(self) -> None:
         """Five entries render four; the 900-char entry is cut to 800 + '...'."""
         long = "x" * 900
-        mem = FixtureMemory({None: [entry("a", long, score=0.9), entry("b", "two", score=0.9),
-                                    entry("c", "three", score=0.9),
-                                    entry("d", "four", score=0.9),
-                                    entry("e", "five", score=0.9)]})
+        mem = FixtureMemory(
+            {
+                None: [
+                    entry("a", long, score=0.9),
+                    entry("b", "two", score=0.9),
+                    entry("c", "three", score=0.9),
+                    entry("d", "four", score=0.9),
+                    entry("e", "five", score=0.9),
+                ]
+            }
+        )
         out = render(mem)
         assert "- d: four\n" in out.text
         assert "- e: five" not in out.text
@@ -130,12 +170,18 @@ class TestSpecRenderer:
 
     def test_multi_session_recall_dedups_by_key_in_order(self) -> None:
         """The first scope's version of a shared key wins; both scopes' others render."""
-        mem = FixtureMemory({
-            "history": [entry("shared", "from history", score=0.9),
-                        entry("only_first", "first only", score=0.9)],
-            "sender": [entry("shared", "from sender", score=0.9),
-                       entry("only_sender", "sender only", score=0.9)],
-        })
+        mem = FixtureMemory(
+            {
+                "history": [
+                    entry("shared", "from history", score=0.9),
+                    entry("only_first", "first only", score=0.9),
+                ],
+                "sender": [
+                    entry("shared", "from sender", score=0.9),
+                    entry("only_sender", "sender only", score=0.9),
+                ],
+            }
+        )
         with recording() as rec:
             out = render(mem, sessions=["history", "sender"])
         assert "- shared: from history\n" in out.text and "from sender" not in out.text
@@ -175,9 +221,15 @@ class TestSpecRerank:
         c = entry("c", "user likes green tea", "daily", 0.75)
         mem = FixtureMemory({None: [a, b, c]})
         assert ["a", "b", "c"] == [e.key for e in render(mem).entries]
-        cfg = _rerank_cfg(recall_limit=2, rerank={"candidate_multiplier": 3,
-                                                   "strategy": "mmr", "mmr_lambda": 0.5,
-                                                   "threshold": 2})
+        cfg = _rerank_cfg(
+            recall_limit=2,
+            rerank={
+                "candidate_multiplier": 3,
+                "strategy": "mmr",
+                "mmr_lambda": 0.5,
+                "threshold": 2,
+            },
+        )
         out = render(mem, config=cfg)
         assert ["a", "c"] == [e.key for e in out.entries]
 
@@ -202,8 +254,9 @@ class TestSpecRerank:
 
     def test_rerank_output_still_flows_through_budget_caps(self) -> None:
         """Six reranked candidates still render only four entries."""
-        mem = FixtureMemory({None: [entry(f"k{i}", f"distinct fact {i} w{i}", score=0.9)
-                                    for i in range(6)]})
+        mem = FixtureMemory(
+            {None: [entry(f"k{i}", f"distinct fact {i} w{i}", score=0.9) for i in range(6)]}
+        )
         out = render(mem, config=_rerank_cfg(recall_limit=6))
         assert 4 == len(out.entries)
 
@@ -217,8 +270,9 @@ class TestSpecRerank:
 
     def test_stale_daily_survives_on_the_rerank_arm_only(self) -> None:
         """A 60-day-old daily entry dies to decay but survives the blend."""
-        mem = FixtureMemory({None: [entry("stale", "old but relevant", "daily", 0.6,
-                                          age_days=60, importance=0.4)]})
+        mem = FixtureMemory(
+            {None: [entry("stale", "old but relevant", "daily", 0.6, age_days=60, importance=0.4)]}
+        )
         assert "" == render(mem).text
         assert ["stale"] == [e.key for e in render(mem, config=_rerank_cfg()).entries]
 
@@ -227,14 +281,24 @@ class TestDecay:
     @pytest.mark.parametrize(("age", "factor"), [(0, 1.0), (7, 0.5), (14, 0.25)])
     def test_decay_halves_daily_scores_each_week(self, age: int, factor: float) -> None:
         """Daily scores halve every seven days."""
-        out = render(FixtureMemory({None: [entry("d", "x", "daily", 0.8, age_days=age)]}),
-                     config=MemoryInjectConfig(min_relevance_score=0.0))
+        out = render(
+            FixtureMemory({None: [entry("d", "x", "daily", 0.8, age_days=age)]}),
+            config=MemoryInjectConfig(min_relevance_score=0.0),
+        )
         assert out.entries[0].score == pytest.approx(0.8 * factor)
 
     def test_core_never_decays_and_future_timestamps_do_not_grow(self) -> None:
         """Core is evergreen; a future timestamp is age zero."""
-        out = render(FixtureMemory({None: [entry("c", "x", "core", 0.8, age_days=300),
-                                           entry("f", "y", "daily", 0.8, age_days=-3)]}))
+        out = render(
+            FixtureMemory(
+                {
+                    None: [
+                        entry("c", "x", "core", 0.8, age_days=300),
+                        entry("f", "y", "daily", 0.8, age_days=-3),
+                    ]
+                }
+            )
+        )
         assert [0.8, 0.8] == [e.score for e in out.entries]
 
     def test_unknown_timestamp_and_unscored_entries_are_unchanged(self) -> None:
@@ -254,15 +318,24 @@ class TestOriginsEndToEnd:
         entry("note", "standup moved to 10am", "daily", 0.9),
     )
 
-    def run(self, origin: TurnOrigin, sessions: list[str | None],
-            config: MemoryInjectConfig | None = None) -> str:
-        policy = resolve_inject_policy(origin, has_session=any(s is not None for s in sessions),
-                                       config=config)
+    def run(
+        self,
+        origin: TurnOrigin,
+        sessions: list[str | None],
+        config: MemoryInjectConfig | None = None,
+    ) -> str:
+        policy = resolve_inject_policy(
+            origin, has_session=any(s is not None for s in sessions), config=config
+        )
         if not policy.inject:
             return "<skip>"
-        return render(FixtureMemory({s: list(self.rows) for s in sessions}), sessions=sessions,
-                      exclude_conversation=policy.exclude_conversation, config=config,
-                      origin=origin).text
+        return render(
+            FixtureMemory({s: list(self.rows) for s in sessions}),
+            sessions=sessions,
+            exclude_conversation=policy.exclude_conversation,
+            config=config,
+            origin=origin,
+        ).text
 
     @pytest.mark.parametrize("origin", [TurnOrigin.CRON, TurnOrigin.DAEMON])
     def test_scheduled_turns_never_see_conversation(self, origin: TurnOrigin) -> None:
@@ -285,8 +358,9 @@ class TestOriginsEndToEnd:
 
     def test_per_origin_budget_and_disable(self) -> None:
         """A cron override caps entries at one; a disabled daemon origin is skipped."""
-        cfg = MemoryInjectConfig(origins={"cron": {"budget": {"max_entries": 1}},
-                                          "daemon": {"enabled": False}})
+        cfg = MemoryInjectConfig(
+            origins={"cron": {"budget": {"max_entries": 1}}, "daemon": {"enabled": False}}
+        )
         text = self.run(TurnOrigin.CRON, [None], cfg)
         assert "[Memory context]\n- fact: server is prod-3\n[/Memory context]\n\n" == text
         assert "<skip>" == self.run(TurnOrigin.DAEMON, [None], cfg)
@@ -333,8 +407,9 @@ class TestFaults:
         class Half:
             name = "half"
 
-            def recall(self, q: str, limit: int, *, session_id: str | None = None,
-                       **kw: Any) -> Sequence[MemoryEntry]:
+            def recall(
+                self, q: str, limit: int, *, session_id: str | None = None, **kw: Any
+            ) -> Sequence[MemoryEntry]:
                 if session_id == "bad":
                     raise OSError("disk")
                 return [entry("ok", "fine", score=0.9)]
@@ -368,8 +443,10 @@ class TestInMemoryStoreEndToEnd:
         store.write("server", "production server is prod-3", timestamp=NOW)
         store.write("tea", "the user drinks green tea", timestamp=NOW)
         out = render(store, "which production server?")
-        assert "[Memory context]\n- server: production server is prod-3\n[/Memory context]\n\n" \
+        assert (
+            "[Memory context]\n- server: production server is prod-3\n[/Memory context]\n\n"
             == out.text
+        )
 
     def test_async_twin_renders_the_same_bytes(self) -> None:
         """arender_memory_context gives the same block as the sync version."""

@@ -23,17 +23,30 @@ from memory_inject.testing import FixtureMemory, recording
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-def e(key: str, score: float | None = 0.9, confidence: float | None = None,
-      status: str = "confirmed", **extra: Any) -> MemoryEntry:
-    return MemoryEntry(key, f"content of {key}", "fact", NOW, score=score,
-                       extra={"confidence": confidence, "status": status, **extra})
+def e(
+    key: str,
+    score: float | None = 0.9,
+    confidence: float | None = None,
+    status: str = "confirmed",
+    **extra: Any,
+) -> MemoryEntry:
+    return MemoryEntry(
+        key,
+        f"content of {key}",
+        "fact",
+        NOW,
+        score=score,
+        extra={"confidence": confidence, "status": status, **extra},
+    )
 
 
 class TestEntities:
     def test_emails_domains_companies_and_contacts(self) -> None:
         """Emails, their domains, known companies and the name before an email are found."""
-        got = extract_entities("Follow up with Jane Doe <jane@acme.io> about Globex Corp",
-                               ["Acme", "Globex Corp", "Umbrella"])
+        got = extract_entities(
+            "Follow up with Jane Doe <jane@acme.io> about Globex Corp",
+            ["Acme", "Globex Corp", "Umbrella"],
+        )
         assert ("jane@acme.io",) == got.emails
         assert ("acme.io",) == got.domains
         assert ("Acme", "Globex Corp") == got.companies
@@ -70,7 +83,8 @@ class PlanStore:
         self.where_calls: list[dict[str, Any]] = []
         self.marked: list[list[str]] = []
         self.rows = [
-            e("sem1", 0.9, 0.6), e("sem2", 0.7, 0.9),
+            e("sem1", 0.9, 0.6),
+            e("sem2", 0.7, 0.9),
             e("acme1", None, 0.8, entity_ids=("company:acme",)),
             e("plug1", None, 0.7, source="P10"),
         ]
@@ -98,31 +112,40 @@ class TestPlanRender:
     def test_founder_os_preset_runs_three_queries_and_marks_usage_once(self) -> None:
         """Semantic, entity and plugin queries merge; rendered ids are marked in one call."""
         store = PlanStore()
-        cfg = MemoryInjectConfig(recall_plan=RecallPlanConfig(enabled=True, preset="founder_os",
-                                                              track_usage=True),
-                                 min_relevance_score=0.0)
-        out = render_memory_context(store, "renewal for jane@acme.io", config=cfg, now=NOW,
-                                    source="P10")
+        cfg = MemoryInjectConfig(
+            recall_plan=RecallPlanConfig(enabled=True, preset="founder_os", track_usage=True),
+            min_relevance_score=0.0,
+        )
+        out = render_memory_context(
+            store, "renewal for jane@acme.io", config=cfg, now=NOW, source="P10"
+        )
         assert {"sem1", "sem2", "acme1", "plug1"} == {x.key for x in out.entries}
-        assert [{"session_id": None, "mode": "semantic"}, {"session_id": None,
-                "entity_id": "company:acme"}, {"session_id": None, "source": "P10"}] == \
-            store.where_calls
+        assert [
+            {"session_id": None, "mode": "semantic"},
+            {"session_id": None, "entity_id": "company:acme"},
+            {"session_id": None, "source": "P10"},
+        ] == store.where_calls
         assert [[x.id for x in out.entries]] == store.marked
 
     def test_custom_plan_falls_back_to_client_side_filters(self) -> None:
         """A store without recall_where still serves plugin queries by filtering recall."""
         rows = [e("a", None, 0.5, source="P01"), e("b", None, 0.9, source="P02")]
-        cfg = MemoryInjectConfig(recall_plan=RecallPlanConfig(
-            enabled=True, queries=(PlanQueryConfig("plugin", 2),), priority="hits"))
-        out = render_memory_context(FixtureMemory({None: rows}), "q", config=cfg, now=NOW,
-                                    source="P02")
+        cfg = MemoryInjectConfig(
+            recall_plan=RecallPlanConfig(
+                enabled=True, queries=(PlanQueryConfig("plugin", 2),), priority="hits"
+            )
+        )
+        out = render_memory_context(
+            FixtureMemory({None: rows}), "q", config=cfg, now=NOW, source="P02"
+        )
         assert ["b"] == [x.key for x in out.entries]
 
     def test_plan_query_limits_are_passed_to_the_store(self) -> None:
         """Each default query asks the store for its own limit."""
         mem = FixtureMemory({None: [e("a")]})
-        plan = RecallPlanConfig(enabled=True, queries=(PlanQueryConfig("default", 3),
-                                                       PlanQueryConfig("default", 7)))
+        plan = RecallPlanConfig(
+            enabled=True, queries=(PlanQueryConfig("default", 3), PlanQueryConfig("default", 7))
+        )
         render_memory_context(mem, "q", config=MemoryInjectConfig(recall_plan=plan), now=NOW)
         assert [3, 7] == mem.limits
 
@@ -147,8 +170,9 @@ class TestDeadline:
         class Half:
             name = "half"
 
-            def recall(self, q: str, limit: int, *, session_id: str | None = None,
-                       **kw: Any) -> Sequence[MemoryEntry]:
+            def recall(
+                self, q: str, limit: int, *, session_id: str | None = None, **kw: Any
+            ) -> Sequence[MemoryEntry]:
                 if session_id == "slow":
                     time.sleep(2.0)
                 return [e("fast")]

@@ -46,8 +46,7 @@ class TestExplicit:
         """PI 'uses explicit project identity': project:explicit-pi from explicit_config."""
         make_repo(tmp_path / "repo", ORIGIN_CONFIG)
         identity = resolve_profile(tmp_path / "repo", explicit="Explicit PI")
-        assert ("project:explicit-pi", "explicit_config") == (
-            identity.profile_id, identity.source)
+        assert ("project:explicit-pi", "explicit_config") == (identity.profile_id, identity.source)
         assert tmp_path / "repo" == identity.git_root
 
     def test_blank_explicit_setting_is_ignored(self, tmp_path: Path) -> None:
@@ -61,11 +60,17 @@ class TestGitRemote:
         repo = make_repo(tmp_path / "widgets", ORIGIN_CONFIG)
         (repo / "src" / "pkg").mkdir(parents=True)
         identity = resolve_profile(repo / "src" / "pkg")
-        assert ProfileIdentity(
-            profile_id="project:git-" + h(URL), project_id="git-" + h(URL),
-            source="git_remote", git_root=repo, package_name=None,
-            project_keys=frozenset({"git-" + h(URL), "widgets", "pkg"}),
-        ) == identity
+        assert (
+            ProfileIdentity(
+                profile_id="project:git-" + h(URL),
+                project_id="git-" + h(URL),
+                source="git_remote",
+                git_root=repo,
+                package_name=None,
+                project_keys=frozenset({"git-" + h(URL), "widgets", "pkg"}),
+            )
+            == identity
+        )
 
     def test_url_of_a_later_section_is_not_taken(self, tmp_path: Path) -> None:
         """An origin section without url does not borrow the next section's (PI's lazy regex)."""
@@ -80,7 +85,10 @@ class TestGitRemote:
         (wt / ".git").write_text("gitdir: /elsewhere/.git/worktrees/wt\n", encoding="utf-8")
         identity = resolve_profile(wt)
         assert ("git_root", "gitroot-" + h(str(wt)), wt) == (
-            identity.source, identity.project_id, identity.git_root)
+            identity.source,
+            identity.project_id,
+            identity.git_root,
+        )
 
     def test_repo_without_config_uses_git_root(self, tmp_path: Path) -> None:
         """A .git directory without a readable config gives gitroot-<sha256(path)[:16]>."""
@@ -89,17 +97,20 @@ class TestGitRemote:
 
 
 class TestGitConfigParsing:
-    @pytest.mark.parametrize(("config", "expected"), [
-        ('[remote "origin"]\n url = "https://h/a b.git" ; comment\n', "https://h/a b.git"),
-        ('[Remote "origin"]\n URL=https://h/x.git # note\n', "https://h/x.git"),
-        ('[remote "Origin"]\n url = wrong\n[remote "origin"] url = right\n', "right"),
-        ("[remote.origin]\n url = legacy\n", "legacy"),
-        ('[remote "origin"]\n url = https://h/\\\nsplit.git\n', "https://h/split.git"),
-        ('# [remote "origin"]\n; url = commented\n', None),
-        ('[remote "origin"\n url = broken-header\n', None),
-        ('[remote "origin"]\n url\n', "true"),
-        ('[remote "origin"]\n url = dangling\\', "dangling"),
-    ])
+    @pytest.mark.parametrize(
+        ("config", "expected"),
+        [
+            ('[remote "origin"]\n url = "https://h/a b.git" ; comment\n', "https://h/a b.git"),
+            ('[Remote "origin"]\n URL=https://h/x.git # note\n', "https://h/x.git"),
+            ('[remote "Origin"]\n url = wrong\n[remote "origin"] url = right\n', "right"),
+            ("[remote.origin]\n url = legacy\n", "legacy"),
+            ('[remote "origin"]\n url = https://h/\\\nsplit.git\n', "https://h/split.git"),
+            ('# [remote "origin"]\n; url = commented\n', None),
+            ('[remote "origin"\n url = broken-header\n', None),
+            ('[remote "origin"]\n url\n', "true"),
+            ('[remote "origin"]\n url = dangling\\', "dangling"),
+        ],
+    )
     def test_git_config_forms(self, config: str, expected: str | None) -> None:
         """Quotes, comments, case rules, legacy headers and continuations are parsed like git."""
         assert expected == _git_config_value(config, "remote", "origin", "url")
@@ -112,7 +123,10 @@ class TestManifests:
         (tmp_path / "src").mkdir()
         identity = resolve_profile(tmp_path / "src")
         assert ("project:example-app", "package_name", "example-app") == (
-            identity.profile_id, identity.source, identity.package_name)
+            identity.profile_id,
+            identity.source,
+            identity.package_name,
+        )
 
     def test_nameless_package_json_uses_its_directory(self, tmp_path: Path) -> None:
         """A package.json with an empty name gives the slug of its directory."""
@@ -171,7 +185,10 @@ class TestFallback:
         cwd.mkdir()
         identity = resolve_profile(cwd)
         assert ("project:some-dir-2", "cwd_fallback", None) == (
-            identity.profile_id, identity.source, identity.git_root)
+            identity.profile_id,
+            identity.source,
+            identity.git_root,
+        )
         assert frozenset({"some-dir-2"}) == identity.project_keys
 
 
@@ -180,7 +197,8 @@ class TestProjectKeys:
         """Package name, project id, repository name and cwd name, normalised, no blanks."""
         identity = ProfileIdentity("project:x", "x", "git_root", tmp_path / "Repo", "@a/B")
         assert frozenset({"a-b", "x", "repo", "sub-dir"}) == project_keys_for(
-            identity, tmp_path / "Repo" / "Sub Dir")
+            identity, tmp_path / "Repo" / "Sub Dir"
+        )
 
 
 class TestStamp:

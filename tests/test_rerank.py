@@ -17,17 +17,25 @@ from tests.reference_rerank import reference_rerank
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 
 
-def e(key: str, content: str, score: float | None = 0.5, category: str = "core",
-      age: float = 0, importance: float | None = None) -> MemoryEntry:
-    return MemoryEntry(key, content, category, NOW - timedelta(days=age), score=score,
-                       importance=importance)
+def e(
+    key: str,
+    content: str,
+    score: float | None = 0.5,
+    category: str = "core",
+    age: float = 0,
+    importance: float | None = None,
+) -> MemoryEntry:
+    return MemoryEntry(
+        key, content, category, NOW - timedelta(days=age), score=score, importance=importance
+    )
 
 
 def run(entries: list[MemoryEntry], exclude: bool = False, **rr: Any) -> list[str]:
     limit = rr.pop("limit", 5)
     floor = rr.pop("floor", 0.0)
-    cfg = MemoryInjectConfig(recall_limit=limit, min_relevance_score=floor,
-                             rerank=RerankConfig(enabled=True, **rr))
+    cfg = MemoryInjectConfig(
+        recall_limit=limit, min_relevance_score=floor, rerank=RerankConfig(enabled=True, **rr)
+    )
     return [x.key for x in rerank(StageContext(cfg, NOW, exclude), entries).survivors]
 
 
@@ -57,9 +65,11 @@ class TestRerankCases:
 
     def test_mmr_puts_the_diverse_entry_second(self) -> None:
         """With lambda 0.5 the unrelated entry beats a close paraphrase for second place."""
-        rows = [e("a", "deploy target is prod-3 eu", 0.95),
-                e("b", "deploy target is prod-3 us", 0.93),
-                e("c", "user likes green tea", 0.75)]
+        rows = [
+            e("a", "deploy target is prod-3 eu", 0.95),
+            e("b", "deploy target is prod-3 us", 0.93),
+            e("c", "user likes green tea", 0.75),
+        ]
         assert ["a", "c", "b"] == run(rows, strategy="mmr", mmr_lambda=0.5, threshold=2)
 
     def test_lambda_extremes(self) -> None:
@@ -101,8 +111,9 @@ class TestRerankCases:
     def test_demand_gives_a_prefix_of_the_full_ranking(self) -> None:
         """With a renderer demand of 2, the arm returns the first 2 of the full result."""
         rows = [e(f"k{i}", f"w{i} w{i + 1} shared words here", 0.9 - i / 20) for i in range(12)]
-        cfg = MemoryInjectConfig(recall_limit=8, rerank=RerankConfig(
-            enabled=True, strategy="mmr", threshold=2))
+        cfg = MemoryInjectConfig(
+            recall_limit=8, rerank=RerankConfig(enabled=True, strategy="mmr", threshold=2)
+        )
         full = rerank(StageContext(cfg, NOW), rows).survivors
         lazy = rerank(StageContext(cfg, NOW, demand=2), rows)
         assert full[:2] == lazy.survivors
@@ -110,44 +121,92 @@ class TestRerankCases:
         assert "budget:max_entries" == lazy.dropped[full[2].key]
 
 
-texts = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "ALPHA", "prod-3", "eu"]),
-                 min_size=0, max_size=6).map(" ".join)
+texts = st.lists(
+    st.sampled_from(["alpha", "beta", "gamma", "delta", "ALPHA", "prod-3", "eu"]),
+    min_size=0,
+    max_size=6,
+).map(" ".join)
 entries_st = st.lists(
-    st.tuples(texts, st.one_of(st.none(), st.floats(0, 1), st.sampled_from([0.5, 0.9, 1.0])),
-              st.sampled_from(
-        ["core", "daily", "conversation", "custom"]), st.floats(0, 40),
-        st.one_of(st.none(), st.floats(0, 1)), st.sampled_from(["", "user_msg_1", "x_history"])),
+    st.tuples(
+        texts,
+        st.one_of(st.none(), st.floats(0, 1), st.sampled_from([0.5, 0.9, 1.0])),
+        st.sampled_from(["core", "daily", "conversation", "custom"]),
+        st.floats(0, 40),
+        st.one_of(st.none(), st.floats(0, 1)),
+        st.sampled_from(["", "user_msg_1", "x_history"]),
+    ),
     max_size=40,
 )
 
 
 class TestEquivalence:
     @settings(max_examples=500, deadline=None)
-    @given(rows=entries_st, limit=st.integers(0, 8), mult=st.integers(1, 4),
-           threshold=st.integers(0, 6), strategy=st.sampled_from(["none", "mmr"]),
-           lam=st.floats(0, 1), floor=st.floats(0, 1), exclude=st.booleans(),
-           near=st.sampled_from([0.92, 0.5, 0.3]),
-           weights=st.sampled_from([(0.2, 0.1), (0.3, 0.3), (0.0, 0.0), (1.0, 1.0)]))
+    @given(
+        rows=entries_st,
+        limit=st.integers(0, 8),
+        mult=st.integers(1, 4),
+        threshold=st.integers(0, 6),
+        strategy=st.sampled_from(["none", "mmr"]),
+        lam=st.floats(0, 1),
+        floor=st.floats(0, 1),
+        exclude=st.booleans(),
+        near=st.sampled_from([0.92, 0.5, 0.3]),
+        weights=st.sampled_from([(0.2, 0.1), (0.3, 0.3), (0.0, 0.0), (1.0, 1.0)]),
+    )
     def test_optimised_rerank_equals_the_reference(
-            self, rows: list[Any], limit: int, mult: int, threshold: int, strategy: str,
-            lam: float, floor: float, exclude: bool, near: float,
-            weights: tuple[float, float]) -> None:
+        self,
+        rows: list[Any],
+        limit: int,
+        mult: int,
+        threshold: int,
+        strategy: str,
+        lam: float,
+        floor: float,
+        exclude: bool,
+        near: float,
+        weights: tuple[float, float],
+    ) -> None:
         """Same entries, same order, same scores as the straightforward spec version."""
-        pool = [MemoryEntry(f"{kp}{i}" if kp else f"k{i}", content or "x", cat,
-                            NOW - timedelta(days=age), score=score, importance=imp)
-                for i, (content, score, cat, age, imp, kp) in enumerate(rows)]
+        pool = [
+            MemoryEntry(
+                f"{kp}{i}" if kp else f"k{i}",
+                content or "x",
+                cat,
+                NOW - timedelta(days=age),
+                score=score,
+                importance=imp,
+            )
+            for i, (content, score, cat, age, imp, kp) in enumerate(rows)
+        ]
         cfg = MemoryInjectConfig(
-            recall_limit=limit, min_relevance_score=floor,
-            rerank=RerankConfig(enabled=True, strategy=strategy, threshold=threshold,
-                                mmr_lambda=lam, candidate_multiplier=mult,
-                                near_duplicate_threshold=near,
-                                importance_weight=weights[0], recency_weight=weights[1]))
+            recall_limit=limit,
+            min_relevance_score=floor,
+            rerank=RerankConfig(
+                enabled=True,
+                strategy=strategy,
+                threshold=threshold,
+                mmr_lambda=lam,
+                candidate_multiplier=mult,
+                near_duplicate_threshold=near,
+                importance_weight=weights[0],
+                recency_weight=weights[1],
+            ),
+        )
         got = rerank(StageContext(cfg, NOW, exclude), pool).survivors
         eff = limit or 1024
         final = max(1, min(eff, 1024))
-        want = reference_rerank(pool, now=NOW, final_limit=final,
-                                pool_cap=max(min(final * mult, 1024), final, 1),
-                                threshold=threshold, strategy=strategy, lam=lam,
-                                iw=weights[0], rw=weights[1], floor=floor,
-                                exclude_conversation=exclude, near_dup=near)
+        want = reference_rerank(
+            pool,
+            now=NOW,
+            final_limit=final,
+            pool_cap=max(min(final * mult, 1024), final, 1),
+            threshold=threshold,
+            strategy=strategy,
+            lam=lam,
+            iw=weights[0],
+            rw=weights[1],
+            floor=floor,
+            exclude_conversation=exclude,
+            near_dup=near,
+        )
         assert want == [(x.key, x.score) for x in got]

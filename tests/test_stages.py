@@ -8,24 +8,43 @@ from memory_inject.stages import should_skip_entry, skip_reason
 
 
 class TestSkipRules:
-    @pytest.mark.parametrize("key", ["assistant_resp", "assistant_resp_1234",
-                                     "ASSISTANT_RESP_abcd", "user_msg", "user_msg_1234",
-                                     "USER_MSG_abcd", " user_msg ", "telegram_123_history"])
+    @pytest.mark.parametrize(
+        "key",
+        [
+            "assistant_resp",
+            "assistant_resp_1234",
+            "ASSISTANT_RESP_abcd",
+            "user_msg",
+            "user_msg_1234",
+            "USER_MSG_abcd",
+            " user_msg ",
+            "telegram_123_history",
+        ],
+    )
     def test_autosave_and_history_keys_are_skipped(self, key: str) -> None:
         """Autosave keys and *_history keys are skipped whatever their content."""
         assert should_skip_entry(key, "plain content")
 
-    @pytest.mark.parametrize("key", ["assistant_response", "user_message",
-                                     "telegram_user_msg_101", "telegram_123_45", "hi"])
+    @pytest.mark.parametrize(
+        "key",
+        ["assistant_response", "user_message", "telegram_user_msg_101", "telegram_123_45", "hi"],
+    )
     def test_lookalike_keys_are_kept(self, key: str) -> None:
         """Keys that only contain the autosave words elsewhere are kept."""
         assert not should_skip_entry(key, "plain content")
 
-    @pytest.mark.parametrize("content", [
-        "[cron:auto] nightly run", "[DISTILLED_MEMORY_CHUNK 1/2] DISTILLED_INDEX_SIG:abc123",
-        "[Heartbeat Task | decision] check mail", "[Memory context]\n- a: b\n[/Memory context]",
-        "  [memory CONTEXT] nested", "", "   \n",
-    ])
+    @pytest.mark.parametrize(
+        "content",
+        [
+            "[cron:auto] nightly run",
+            "[DISTILLED_MEMORY_CHUNK 1/2] DISTILLED_INDEX_SIG:abc123",
+            "[Heartbeat Task | decision] check mail",
+            "[Memory context]\n- a: b\n[/Memory context]",
+            "  [memory CONTEXT] nested",
+            "",
+            "   \n",
+        ],
+    )
     def test_autosave_noise_content_is_skipped(self, content: str) -> None:
         """Cron, heartbeat, distilled and nested-block content, and blank content, are skipped."""
         assert should_skip_entry("k", content)

@@ -35,8 +35,10 @@ class TestScrub:
             "AKIAIOSFODNN7EXAMPLE1234",
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sig",
         ]
-        text = (f"use {secrets[0]} and {secrets[1]} then {secrets[2]} / {secrets[3]} "
-                f"Authorization: Bearer {secrets[4]}")
+        text = (
+            f"use {secrets[0]} and {secrets[1]} then {secrets[2]} / {secrets[3]} "
+            f"Authorization: Bearer {secrets[4]}"
+        )
         out = scrub_credentials(text)
         for s in secrets:
             assert s not in out

@@ -8,16 +8,20 @@ from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
 
 
 class TestPiCases:
-    @pytest.mark.parametrize("prompt", [
-        "how do I implement the auth module?", "add a new endpoint for user profiles",
-        "why is the test failing?", "what is the memory governance policy?",
-    ])
+    @pytest.mark.parametrize(
+        "prompt",
+        [
+            "how do I implement the auth module?",
+            "add a new endpoint for user profiles",
+            "why is the test failing?",
+            "what is the memory governance policy?",
+        ],
+    )
     def test_substantive_prompts_are_not_trivial(self, prompt: str) -> None:
         """PI 'injects for substantive prompts'."""
         assert False is is_trivial_prompt(prompt)
 
-    @pytest.mark.parametrize("prompt", ["ok", "thanks", "sounds good", "yes", "continue",
-                                        "got it"])
+    @pytest.mark.parametrize("prompt", ["ok", "thanks", "sounds good", "yes", "continue", "got it"])
     def test_acknowledgements_are_trivial(self, prompt: str) -> None:
         """PI 'skips trivial acknowledgements'."""
         assert True is is_trivial_prompt(prompt)
@@ -32,8 +36,10 @@ class TestPiCases:
         """PI 'skips very short inputs'."""
         assert True is is_trivial_prompt(prompt)
 
-    @pytest.mark.parametrize("prompt", ["thank you.", "got it.", "next.", "Thanks", "  go on  ",
-                                        "make  sense", "Makes sense"])
+    @pytest.mark.parametrize(
+        "prompt",
+        ["thank you.", "got it.", "next.", "Thanks", "  go on  ", "make  sense", "Makes sense"],
+    )
     def test_pi_edge_cases_that_skip(self, prompt: str) -> None:
         """Spec 1.13's 'not injected' column, and multi-word items with any spacing."""
         assert True is is_trivial_prompt(prompt)
@@ -45,17 +51,57 @@ class TestPiCases:
 
     def test_pi_list_is_included(self) -> None:
         """Every acknowledgement of PI's list is in the default list."""
-        pi = {"ok", "okay", "yes", "no", "sure", "right", "correct", "exactly", "true", "false",
-              "thanks", "thank you", "sounds good", "looks good", "got it", "done", "continue",
-              "proceed", "go on", "next", "great", "perfect", "nice", "cool", "yep", "nope",
-              "understood", "make sense", "makes sense", "agreed"}
+        pi = {
+            "ok",
+            "okay",
+            "yes",
+            "no",
+            "sure",
+            "right",
+            "correct",
+            "exactly",
+            "true",
+            "false",
+            "thanks",
+            "thank you",
+            "sounds good",
+            "looks good",
+            "got it",
+            "done",
+            "continue",
+            "proceed",
+            "go on",
+            "next",
+            "great",
+            "perfect",
+            "nice",
+            "cool",
+            "yep",
+            "nope",
+            "understood",
+            "make sense",
+            "makes sense",
+            "agreed",
+        }
         assert set() == pi - set(DEFAULT_ACKNOWLEDGEMENTS)
 
 
 class TestPunctuationAndEmoji:
-    @pytest.mark.parametrize("prompt", ["Thanks!!", "ok 👍", "Sounds good.", "thanks!",
-                                        "sounds good!", "LGTM 🚀", "Thank you!! 🙏", "👍👍👍👍",
-                                        "....", "ＯＫ！！"])
+    @pytest.mark.parametrize(
+        "prompt",
+        [
+            "Thanks!!",
+            "ok 👍",
+            "Sounds good.",
+            "thanks!",
+            "sounds good!",
+            "LGTM 🚀",
+            "Thank you!! 🙏",
+            "👍👍👍👍",
+            "....",
+            "ＯＫ！！",
+        ],
+    )
     def test_acknowledgements_ignore_punctuation_and_emoji(self, prompt: str) -> None:
         """Punctuation, symbols, emoji and width forms do not hide an acknowledgement."""
         assert True is is_trivial_prompt(prompt)
@@ -72,14 +118,22 @@ class TestPunctuationAndEmoji:
 
 
 class TestSlashCommands:
-    @pytest.mark.parametrize("prompt", ["/help", "/clear", "/model gpt-4o", "/compact now",
-                                        "  /reload  "])
+    @pytest.mark.parametrize(
+        "prompt", ["/help", "/clear", "/model gpt-4o", "/compact now", "  /reload  "]
+    )
     def test_commands_with_or_without_arguments(self, prompt: str) -> None:
         """One /word token, optionally followed by arguments, is a command."""
         assert True is is_trivial_prompt(prompt)
 
-    @pytest.mark.parametrize("prompt", ["/usr/lib is broken", "/var/x.log fails to rotate",
-                                        "// why is this comment here", "/2 of the tests fail"])
+    @pytest.mark.parametrize(
+        "prompt",
+        [
+            "/usr/lib is broken",
+            "/var/x.log fails to rotate",
+            "// why is this comment here",
+            "/2 of the tests fail",
+        ],
+    )
     def test_paths_and_other_slashes_are_not_commands(self, prompt: str) -> None:
         """A path, a double slash or a number after '/' is a real prompt."""
         assert False is is_trivial_prompt(prompt)

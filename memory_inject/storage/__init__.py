@@ -59,8 +59,13 @@ def open_store(
     from memory_inject.embedders import make_embedder
 
     emb = make_embedder(embedder, embedder_model)
-    fus = Fusion(mode=fusion, vector_weight=vector_weight, keyword_weight=keyword_weight,
-                 rrf_k=rrf_k, search_mode=search_mode)
+    fus = Fusion(
+        mode=fusion,
+        vector_weight=vector_weight,
+        keyword_weight=keyword_weight,
+        rrf_k=rrf_k,
+        search_mode=search_mode,
+    )
     if kind == "memory":
         return InMemoryStore()
     if kind == "postgres":

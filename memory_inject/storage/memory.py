@@ -29,8 +29,13 @@ class InMemoryStore:
     session's; ``shared_categories=()`` makes the filter strict.
     """
 
-    def __init__(self, entries: Iterable[MemoryEntry] = (), *, name: str = "in_memory",
-                 shared_categories: Iterable[str] = ("core", "daily")) -> None:
+    def __init__(
+        self,
+        entries: Iterable[MemoryEntry] = (),
+        *,
+        name: str = "in_memory",
+        shared_categories: Iterable[str] = ("core", "daily"),
+    ) -> None:
         self._name = name
         self._shared = frozenset(shared_categories)
         self._lock = threading.Lock()
@@ -171,8 +176,10 @@ def _in_scope(
     until: datetime | None,
     shared: frozenset[str] = frozenset(),
 ) -> bool:
-    if session_id is not None and e.session_id != session_id and not (
-        e.session_id is None and e.category in shared
+    if (
+        session_id is not None
+        and e.session_id != session_id
+        and not (e.session_id is None and e.category in shared)
     ):
         return False
     if since is not None and (e.timestamp is None or e.timestamp < parse_timestamp(since)):

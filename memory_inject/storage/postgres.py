@@ -239,9 +239,17 @@ class PostgresStore:
         supersession links unless they are passed; every other field takes the
         given value or its default, and a forgotten key comes back to life.
         """
-        record = store_draft(key, content, category, namespace=self._namespace,
-                             session_id=session_id, timestamp=timestamp, importance=importance,
-                             fields=fields, now=datetime.now(UTC))
+        record = store_draft(
+            key,
+            content,
+            category,
+            namespace=self._namespace,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            fields=fields,
+            now=datetime.now(UTC),
+        )
         keep = [c for c in CARRIED_ON_STORE if c not in fields]
         if timestamp is None:
             keep.append("timestamp")

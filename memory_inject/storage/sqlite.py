@@ -101,8 +101,11 @@ class SQLiteStore:
         # the renders of this store. (":memory:" has one database per
         # connection, so there reads share the writer's.)
         self._rlock = threading.RLock() if self._path != ":memory:" else self._lock
-        self._rconn = (self._conn if self._path == ":memory:" else
-                       schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms))
+        self._rconn = (
+            self._conn
+            if self._path == ":memory:"
+            else schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms)
+        )
 
     # -- opening --------------------------------------------------------------
 
@@ -210,14 +213,14 @@ class SQLiteStore:
             raise
         except (struct.error, TypeError, ValueError) as exc:
             raise EmbedderError(
-                f"embedder {name!r} returned something that is not a list of float vectors: "
-                f"{exc}"
+                f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
             ) from exc
         dim = getattr(self._embedder, "dim", None)
         for v in out:
             if isinstance(dim, int) and len(v) != dim:
-                raise EmbedderError(f"embedder {name!r} returned a vector of {len(v)} "
-                                    f"dimensions, not {dim}")
+                raise EmbedderError(
+                    f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
+                )
             if not all(math.isfinite(x) for x in v):
                 raise EmbedderError(f"embedder {name!r} returned a vector with NaN or inf")
         return out
@@ -254,9 +257,17 @@ class SQLiteStore:
         supersession links unless they are passed; every other field takes the
         given value or its default, and a forgotten key comes back to life.
         """
-        draft = store_draft(key, content, category, namespace=self._namespace,
-                            session_id=session_id, timestamp=timestamp, importance=importance,
-                            fields=fields, now=_now())
+        draft = store_draft(
+            key,
+            content,
+            category,
+            namespace=self._namespace,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            fields=fields,
+            now=_now(),
+        )
         [draft] = self._with_embedding([draft])
 
         def op(conn: sqlite3.Connection) -> MemoryRecord:
@@ -552,8 +563,13 @@ class SQLiteStore:
                     return []
                 return self.recall(query or "", limit, session_id=session_id)
             f = self._fusion
-            fusion = Fusion(mode=f.mode, vector_weight=f.vector_weight,
-                            keyword_weight=f.keyword_weight, rrf_k=f.rrf_k, search_mode=forced)
+            fusion = Fusion(
+                mode=f.mode,
+                vector_weight=f.vector_weight,
+                keyword_weight=f.keyword_weight,
+                rrf_k=f.rrf_k,
+                search_mode=forced,
+            )
             return self._recall(query or "", limit, session_id, None, None, fusion)
         scope, params = self._scope(session_id, None, None)
         if entity_id is not None:
@@ -562,8 +578,10 @@ class SQLiteStore:
         if source is not None:
             scope += " AND source = ?"
             params.append(source)
-        sql = (f"{scope} ORDER BY confidence IS NULL, confidence DESC, updated_at DESC, rid DESC "
-               "LIMIT ?")
+        sql = (
+            f"{scope} ORDER BY confidence IS NULL, confidence DESC, updated_at DESC, rid DESC "
+            "LIMIT ?"
+        )
         rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall_where")
         return [r.to_entry(None) for r in rows]
 
@@ -574,8 +592,10 @@ class SQLiteStore:
         spaces (``company:acme-corp`` -> ``acme corp``), which is what entity
         extraction matches against the turn's input.
         """
-        sql = ("SELECT DISTINCT j.value FROM memories AS m, json_each(m.entity_ids) AS j "
-               "WHERE m.namespace = ? AND m.deleted_at IS NULL")
+        sql = (
+            "SELECT DISTINCT j.value FROM memories AS m, json_each(m.entity_ids) AS j "
+            "WHERE m.namespace = ? AND m.deleted_at IS NULL"
+        )
         rows = self._read(lambda c: c.execute(sql, (self._namespace,)).fetchall(), "entities")
         out: dict[str, str] = {}
         for (eid,) in rows:

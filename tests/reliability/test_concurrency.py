@@ -66,8 +66,12 @@ with SQLiteStore(path) as store:
 
 
 def spawn(script: str, *args: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def rest_of(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[list[str], str]:
@@ -133,8 +137,11 @@ class Renderer:
             t.join(timeout=60)
 
     def outcome(self) -> tuple[list[BaseException], list[str], list[bool]]:
-        return (self.failures, [e.error for e in self.events if e.error],
-                sorted({e.partial for e in self.events}))
+        return (
+            self.failures,
+            [e.error for e in self.events if e.error],
+            sorted({e.partial for e in self.events}),
+        )
 
 
 @pytest.fixture
@@ -172,10 +179,12 @@ class TestThreads:
                     acked[key] = content
 
         with stores(db, 5) as (shared, *own), stores(db, 3) as readers:
-            writers = [threading.Thread(target=write, args=(shared, f"shared{t}"))
-                       for t in range(4)]
-            writers += [threading.Thread(target=write, args=(s, f"own{t}"))
-                        for t, s in enumerate(own)]
+            writers = [
+                threading.Thread(target=write, args=(shared, f"shared{t}")) for t in range(4)
+            ]
+            writers += [
+                threading.Thread(target=write, args=(s, f"own{t}")) for t, s in enumerate(own)
+            ]
             with Renderer([shared, *readers]) as renderer:
                 for t in writers:
                     t.start()
@@ -258,8 +267,7 @@ def kill_mid_import(db: Path, acks_before_kill: int, extra_delay: float) -> list
 
 class TestCrash:
     @pytest.mark.parametrize("run", range(6))
-    def test_sigkill_mid_bulk_import_keeps_every_acknowledged_row(self, db: Path,
-                                                                  run: int) -> None:
+    def test_sigkill_mid_bulk_import_keeps_every_acknowledged_row(self, db: Path, run: int) -> None:
         """A writer killed mid-import: integrity ok, every acknowledged row there, no torn batch."""
         rng = random.Random(run)
         lines = kill_mid_import(db, rng.randint(2, 14), rng.random() * 0.05)
@@ -273,7 +281,8 @@ class TestCrash:
                 b = int(key.split("-")[1])
                 per_batch[b] = per_batch.get(b, 0) + 1
         assert acked_batches and dict.fromkeys(acked_batches, 250) == {
-            b: per_batch.get(b, 0) for b in acked_batches}
+            b: per_batch.get(b, 0) for b in acked_batches
+        }
         assert set(per_batch.values()) == {250}  # the batch in flight is all there or absent
         assert [] == [k for k in acked_singles if k not in found]
 
@@ -287,4 +296,7 @@ class TestCrash:
             event: Any = rec.events[0]
             after: Any = store.get("after-crash")
             assert (True, True, "written after the crash") == (
-                event.success, bool(out.entries), after.content)
+                event.success,
+                bool(out.entries),
+                after.content,
+            )

@@ -58,6 +58,7 @@ class Hang(Exception):
 
 def load_bounded(path: Path) -> AgentConfig:
     """``load_agent_config`` under an alarm: a hang raises Hang instead of blocking."""
+
     def on_alarm(signum: int, frame: Any) -> None:
         raise Hang(f"{path} took more than {PER_FILE_S} s")
 
@@ -91,6 +92,7 @@ def load_or_error(path: Path) -> ConfigError | None:
 
 
 # -- the hand-made corpus ----------------------------------------------------------
+
 
 def billion_laughs(levels: int = 9) -> str:
     lines = ['a0: &a0 "lol"']
@@ -130,15 +132,23 @@ CORPUS: dict[str, tuple[str | bytes, str]] = {
     "score is nan": ("agent: a\nmemory: {min_relevance_score: .nan}\n", "@ $.memory"),
     "score is infinite": ("agent: a\nmemory: {min_relevance_score: -.inf}\n", "@ $.memory"),
     "half-life zero": ("agent: a\nmemory: {decay: {half_life_days: 0}}\n", "@ $.memory.decay"),
-    "multiplier too big": ("agent: a\nmemory: {rerank: {candidate_multiplier: 21}}\n",
-                           "@ $.memory.rerank"),
-    "pool over the ceiling": ("agent: a\nmemory: {rerank: {pool_cap: 1025}}\n",
-                              "@ $.memory.rerank"),
+    "multiplier too big": (
+        "agent: a\nmemory: {rerank: {candidate_multiplier: 21}}\n",
+        "@ $.memory.rerank",
+    ),
+    "pool over the ceiling": (
+        "agent: a\nmemory: {rerank: {pool_cap: 1025}}\n",
+        "@ $.memory.rerank",
+    ),
     "mmr lambda 2": ("agent: a\nmemory: {rerank: {mmr_lambda: 2}}\n", "@ $.memory.rerank"),
-    "max_entries negative": ("agent: a\nmemory: {budget: {max_entries: -4}}\n",
-                             "@ $.memory.budget"),
-    "entry_max_chars zero": ("agent: a\nmemory: {budget: {entry_max_chars: 0}}\n",
-                             "@ $.memory.budget"),
+    "max_entries negative": (
+        "agent: a\nmemory: {budget: {max_entries: -4}}\n",
+        "@ $.memory.budget",
+    ),
+    "entry_max_chars zero": (
+        "agent: a\nmemory: {budget: {entry_max_chars: 0}}\n",
+        "@ $.memory.budget",
+    ),
     "deadline zero": ("agent: a\nmemory: {deadline_ms: 0}\n", "@ $.memory"),
     "budget is a list": ("agent: a\nmemory: {budget: [1, 2]}\n", "@ $.memory.budget"),
     "budget is a string": ("agent: a\nmemory: {budget: big}\n", "@ $.memory.budget"),
@@ -148,50 +158,75 @@ CORPUS: dict[str, tuple[str | bytes, str]] = {
     "unknown memory key": ("agent: a\nmemory: {recal_limit: 3}\n", "@ $.memory"),
     "unknown budget key": ("agent: a\nmemory: {budget: {max_entrys: 3}}\n", "@ $.memory.budget"),
     "non-string keys": ("agent: a\nmemory: {7: 2, null: 3, 2.5: 5}\n", "@ $.memory"),
-    "unknown origin": ("agent: a\nmemory: {origins: {webhook: {enabled: false}}}\n",
-                       "@ $.memory.origins"),
-    "origins is a list": ("agent: a\nmemory: {origins: [cron, daemon]}\n",
-                          "@ $.memory.origins"),
-    "origin override is a list": ("agent: a\nmemory: {origins: {cron: [1]}}\n",
-                                  "@ $.memory.origins.cron"),
-    "origin overrides the backend": ("agent: a\nmemory: {origins: {cron: {backend: {}}}}\n",
-                                     "@ $.memory.origins.cron"),
-    "origin nested origins": ("agent: a\nmemory: {origins: {cron: {origins: {}}}}\n",
-                              "@ $.memory.origins.cron"),
-    "origin override out of range": ("agent: a\nmemory:\n  origins:\n    daemon:\n"
-                                     "      budget: {max_entries: -1}\n",
-                                     "@ $.memory.origins.daemon.budget"),
-    "plan queries is a mapping": ("agent: a\nmemory: {recall_plan: {queries: {a: 1}}}\n",
-                                  "@ $.memory.recall_plan"),
-    "plan query is a number": ("agent: a\nmemory: {recall_plan: {queries: [5]}}\n",
-                               "@ $.memory.recall_plan.queries[0]"),
-    "plan query source unknown": ("agent: a\nmemory:\n  recall_plan:\n"
-                                  "    queries: [{source: web, limit: 0}]\n",
-                                  "@ $.memory.recall_plan.queries[0]"),
-    "governance stages is a string": ("agent: a\nmemory: {governance: {stages: status}}\n",
-                                      "@ $.memory.governance"),
-    "governance stage unknown": ("agent: a\nmemory: {governance: {stages: [status, vibes]}}\n",
-                                 "@ $.memory.governance"),
+    "unknown origin": (
+        "agent: a\nmemory: {origins: {webhook: {enabled: false}}}\n",
+        "@ $.memory.origins",
+    ),
+    "origins is a list": ("agent: a\nmemory: {origins: [cron, daemon]}\n", "@ $.memory.origins"),
+    "origin override is a list": (
+        "agent: a\nmemory: {origins: {cron: [1]}}\n",
+        "@ $.memory.origins.cron",
+    ),
+    "origin overrides the backend": (
+        "agent: a\nmemory: {origins: {cron: {backend: {}}}}\n",
+        "@ $.memory.origins.cron",
+    ),
+    "origin nested origins": (
+        "agent: a\nmemory: {origins: {cron: {origins: {}}}}\n",
+        "@ $.memory.origins.cron",
+    ),
+    "origin override out of range": (
+        "agent: a\nmemory:\n  origins:\n    daemon:\n      budget: {max_entries: -1}\n",
+        "@ $.memory.origins.daemon.budget",
+    ),
+    "plan queries is a mapping": (
+        "agent: a\nmemory: {recall_plan: {queries: {a: 1}}}\n",
+        "@ $.memory.recall_plan",
+    ),
+    "plan query is a number": (
+        "agent: a\nmemory: {recall_plan: {queries: [5]}}\n",
+        "@ $.memory.recall_plan.queries[0]",
+    ),
+    "plan query source unknown": (
+        "agent: a\nmemory:\n  recall_plan:\n    queries: [{source: web, limit: 0}]\n",
+        "@ $.memory.recall_plan.queries[0]",
+    ),
+    "governance stages is a string": (
+        "agent: a\nmemory: {governance: {stages: status}}\n",
+        "@ $.memory.governance",
+    ),
+    "governance stage unknown": (
+        "agent: a\nmemory: {governance: {stages: [status, vibes]}}\n",
+        "@ $.memory.governance",
+    ),
     "duplicate key": ("agent: a\nagent: b\n", "@ $"),
     "duplicate nested key": ("agent: a\nmemory:\n  recall_limit: 1\n  recall_limit: 2\n", "@ $"),
     "billion laughs": (billion_laughs(), "@ $"),
-    "billion laughs in a list": ("agent: a\nx: &x [1, 2]\ny: &y [*x, *x, *x]\nz: [*y, *y]\n",
-                                 "@ $"),
+    "billion laughs in a list": (
+        "agent: a\nx: &x [1, 2]\ny: &y [*x, *x, *x]\nz: [*y, *y]\n",
+        "@ $",
+    ),
     "self-referencing anchor": ("agent: a\nmemory: &m {origins: *m}\n", "@ $"),
     "merge key alias": ("base: &b {recall_limit: 3}\nagent: a\nmemory: {<<: *b}\n", "@ $"),
     "deep flow lists": (nested(50_000, "[", "]"), "@ $"),
     "deep flow mappings": (nested(30_000, "{a: ", "}"), "@ $"),
-    "deep block mappings": ("agent: a\nmemory:\n" + "".join(
-        " " * (i + 1) + f"k{i}:\n" for i in range(400)) + " " * 401 + "1\n", "@ $"),
-    "many unknown keys (150 kB)": ("agent: a\nmemory:\n" + "".join(
-        f"  key_{i}: {i}\n" for i in range(10_000)), "@ $.memory"),
+    "deep block mappings": (
+        "agent: a\nmemory:\n"
+        + "".join(" " * (i + 1) + f"k{i}:\n" for i in range(400))
+        + " " * 401
+        + "1\n",
+        "@ $",
+    ),
+    "many unknown keys (150 kB)": (
+        "agent: a\nmemory:\n" + "".join(f"  key_{i}: {i}\n" for i in range(10_000)),
+        "@ $.memory",
+    ),
     "over the size limit (2 MB)": ("agent: a\n" + "#" * (2 << 20) + "\n", "@ $"),
     "python object tag": ("agent: !!python/object/apply:os.system ['echo pwned']\n", "@ $"),
     "python name tag": ("agent: a\nmemory: !!python/name:os.system\n", "@ $"),
     "custom tag": ("agent: !vault secret\n", "@ $"),
     "set instead of a string": ("agent: !!set {a, b}\n", "@ $"),
-    "omap instead of a mapping": ("agent: a\nmemory: !!omap [{recall_limit: 1}]\n",
-                                  "@ $.memory"),
+    "omap instead of a mapping": ("agent: a\nmemory: !!omap [{recall_limit: 1}]\n", "@ $.memory"),
     "binary instead of a string": ("agent: !!binary aGVsbG8=\n", "@ $"),
     "unsupported YAML version": ("%YAML 2.0\n---\nagent: a\n", "@ $"),
     "two documents": ("agent: a\n---\nagent: b\n", "@ $"),
@@ -203,8 +238,10 @@ CORPUS: dict[str, tuple[str | bytes, str]] = {
     "invalid UTF-8": (b"agent: \xff\xfe\xfa\n", "@ $"),
     "UTF-16 with BOM": ("agent: a\n".encode("utf-16"), "@ $"),
     "random bytes": (bytes(range(256)) * 64, "@ $"),
-    "tokenizer unknown": ("agent: a\nmemory:\n  budget: {max_total_tokens: 100, "
-                          "tokenizer: no_such_encoding}\n", "@ $.memory.budget"),
+    "tokenizer unknown": (
+        "agent: a\nmemory:\n  budget: {max_total_tokens: 100, tokenizer: no_such_encoding}\n",
+        "@ $.memory.budget",
+    ),
 }
 
 
@@ -260,8 +297,13 @@ for f in files:
         outcomes[f.name] = "ConfigError"
 print(json.dumps({"growth_mb": peak_mb() - before, "outcomes": outcomes}))
 """
-        proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
-                              text=True, timeout=PER_FILE_S * 4, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=PER_FILE_S * 4,
+            check=False,
+        )
         assert 0 == proc.returncode, proc.stderr
         out = json.loads(proc.stdout)
         assert {"ConfigError"} == set(out["outcomes"].values())
@@ -271,23 +313,70 @@ print(json.dumps({"growth_mb": peak_mb() - before, "outcomes": outcomes}))
 
 # -- hypothesis ------------------------------------------------------------------------
 
-GROUPS = (MemoryInjectConfig, DecayConfig, RerankConfig, BudgetConfig, BackendConfig,
-          RecallPlanConfig, PlanQueryConfig, GovernanceConfig, TrivialPromptConfig)
-KNOWN_KEYS = sorted({a.name for cls in GROUPS for a in attrs.fields(cls) if a.init}
-                    | {"agent", "memory"} | {o.value for o in TurnOrigin})
-CHOICES = ["bracket", "sectioned", "relevant_memories", "none", "mmr", "sqlite", "postgres",
-           "memory", "bm25", "hybrid", "weighted", "rrf", "founder_os", "hits", "score",
-           "default", "semantic", "lexical", "entity", "plugin", "cl100k_base", "status"]
+GROUPS = (
+    MemoryInjectConfig,
+    DecayConfig,
+    RerankConfig,
+    BudgetConfig,
+    BackendConfig,
+    RecallPlanConfig,
+    PlanQueryConfig,
+    GovernanceConfig,
+    TrivialPromptConfig,
+)
+KNOWN_KEYS = sorted(
+    {a.name for cls in GROUPS for a in attrs.fields(cls) if a.init}
+    | {"agent", "memory"}
+    | {o.value for o in TurnOrigin}
+)
+CHOICES = [
+    "bracket",
+    "sectioned",
+    "relevant_memories",
+    "none",
+    "mmr",
+    "sqlite",
+    "postgres",
+    "memory",
+    "bm25",
+    "hybrid",
+    "weighted",
+    "rrf",
+    "founder_os",
+    "hits",
+    "score",
+    "default",
+    "semantic",
+    "lexical",
+    "entity",
+    "plugin",
+    "cl100k_base",
+    "status",
+]
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.integers(-3, 3000),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=30),
-    st.sampled_from(CHOICES), st.binary(max_size=8),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**30), 10**30),
+    st.integers(-3, 3000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(CHOICES),
+    st.binary(max_size=8),
 )
-keys = st.one_of(st.sampled_from(KNOWN_KEYS), st.text(max_size=12), st.integers(-5, 5),
-                 st.booleans(), st.none(), st.floats(allow_nan=False))
-values = st.recursive(scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5)), max_leaves=25)
+keys = st.one_of(
+    st.sampled_from(KNOWN_KEYS),
+    st.text(max_size=12),
+    st.integers(-5, 5),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False),
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=5)),
+    max_leaves=25,
+)
 
 
 @st.composite
@@ -317,28 +406,95 @@ def mutated_defaults(draw: st.DrawFn) -> Any:
 
 
 YAML_TOKENS = [
-    "agent:", "agent: a", "memory:", "origins:", "cron:", "budget:", "recall_limit:",
-    "max_entries:", "renderer:", "queries:", " ", "  ", "\n", "\n  ", "\n    ", "- ", ": ", ",",
-    "{", "}", "[", "]", "&a ", "*a", "&b ", "*b", "<<: ", "!!str ", "!!map ", "!!seq ",
-    "!!null ", "!!bool ", "!!set ", "!!omap ", "!!binary ", "!custom ",
+    "agent:",
+    "agent: a",
+    "memory:",
+    "origins:",
+    "cron:",
+    "budget:",
+    "recall_limit:",
+    "max_entries:",
+    "renderer:",
+    "queries:",
+    " ",
+    "  ",
+    "\n",
+    "\n  ",
+    "\n    ",
+    "- ",
+    ": ",
+    ",",
+    "{",
+    "}",
+    "[",
+    "]",
+    "&a ",
+    "*a",
+    "&b ",
+    "*b",
+    "<<: ",
+    "!!str ",
+    "!!map ",
+    "!!seq ",
+    "!!null ",
+    "!!bool ",
+    "!!set ",
+    "!!omap ",
+    "!!binary ",
+    "!custom ",
     "!!python/object:os.system ",
-    "%YAML 1.1\n", "%TAG ! tag:example.com,2000:\n", "---\n", "...\n", "# c", "'", '"', "|\n",
-    ">-\n", "\t", "\ufeff", "~", "null", "yes", "no", "0x1F", "0o17", "1e400", ".nan", "-.inf",
-    "-1", "3", "99999999999999999999", "1_000", "2001-12-14t21:59:43.10-05:00", "\\", "\x00",
-    "\x85", "\u2028", "\r\n", "\r",
+    "%YAML 1.1\n",
+    "%TAG ! tag:example.com,2000:\n",
+    "---\n",
+    "...\n",
+    "# c",
+    "'",
+    '"',
+    "|\n",
+    ">-\n",
+    "\t",
+    "\ufeff",
+    "~",
+    "null",
+    "yes",
+    "no",
+    "0x1F",
+    "0o17",
+    "1e400",
+    ".nan",
+    "-.inf",
+    "-1",
+    "3",
+    "99999999999999999999",
+    "1_000",
+    "2001-12-14t21:59:43.10-05:00",
+    "\\",
+    "\x00",
+    "\x85",
+    "\u2028",
+    "\r\n",
+    "\r",
 ]
-yaml_text = st.lists(st.one_of(st.sampled_from(YAML_TOKENS), st.sampled_from(KNOWN_KEYS),
-                               st.text(max_size=10)), max_size=40).map("".join)
+yaml_text = st.lists(
+    st.one_of(st.sampled_from(YAML_TOKENS), st.sampled_from(KNOWN_KEYS), st.text(max_size=10)),
+    max_size=40,
+).map("".join)
 
 
 MAPPING_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:set")
-CONTAINER_TAGS = (*MAPPING_TAGS, "tag:yaml.org,2002:seq", "tag:yaml.org,2002:omap",
-                  "tag:yaml.org,2002:pairs")
+CONTAINER_TAGS = (
+    *MAPPING_TAGS,
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:omap",
+    "tag:yaml.org,2002:pairs",
+)
 
 
-FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow,
-                                       HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 @pytest.fixture
@@ -356,15 +512,15 @@ class TestFuzzedFiles:
 
     @FUZZ
     @given(doc=mutated_defaults())
-    def test_mutated_default_config(self, agent_file: Callable[[str | bytes], Path],
-                                    doc: Any) -> None:
+    def test_mutated_default_config(
+        self, agent_file: Callable[[str | bytes], Path], doc: Any
+    ) -> None:
         """The real defaults with wrong types, unknown keys and bad numbers spliced in."""
         load_or_error(agent_file(yaml.safe_dump(doc, allow_unicode=True)))
 
     @FUZZ
     @given(text=yaml_text)
-    def test_random_yaml_text(self, agent_file: Callable[[str | bytes], Path],
-                              text: str) -> None:
+    def test_random_yaml_text(self, agent_file: Callable[[str | bytes], Path], text: str) -> None:
         """YAML-ish text with tags, anchors, directives and controls: ConfigError or valid."""
         load_or_error(agent_file(text))
 
@@ -373,4 +529,3 @@ class TestFuzzedFiles:
     def test_random_bytes(self, agent_file: Callable[[str | bytes], Path], data: bytes) -> None:
         """Arbitrary bytes: ConfigError or valid, never a traceback."""
         load_or_error(agent_file(data))
-

@@ -58,8 +58,9 @@ HANG_BOUND_S = 5.0
 ROWS = 300
 
 
-def render(store: Any, query: str, mode: str, **kwargs: Any
-           ) -> tuple[RenderResult, list[MemoryRecall]]:
+def render(
+    store: Any, query: str, mode: str, **kwargs: Any
+) -> tuple[RenderResult, list[MemoryRecall]]:
     """Render once on the sync or the async path; the result and every event sent."""
     with recording() as rec:
         if mode == "sync":
@@ -81,8 +82,10 @@ def only_event(events: Sequence[MemoryRecall]) -> MemoryRecall:
 
 def populate(path: Path, n: int = ROWS, **kwargs: Any) -> None:
     """A closed database holding ``n`` rows that match the query 'deploy server'."""
-    lines = "".join(json.dumps({"key": f"k{i}", "content": f"deploy server {i} " + "x" * 200})
-                    + "\n" for i in range(n))
+    lines = "".join(
+        json.dumps({"key": f"k{i}", "content": f"deploy server {i} " + "x" * 200}) + "\n"
+        for i in range(n)
+    )
     with SQLiteStore(path, **kwargs) as s:
         s.import_jsonl(io.StringIO(lines))
 
@@ -100,8 +103,13 @@ def integrity(path: Path) -> str:
 
 def run_child(script: str, *args: str, timeout: float = 60) -> dict[str, Any]:
     """Run ``script`` in a fresh interpreter; it prints one JSON object last."""
-    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert 0 == proc.returncode, proc.stderr
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
@@ -166,8 +174,9 @@ class HangingAsyncStore:
         return [FACT]
 
 
-def render_timed(store: Any, mode: str, gate: threading.Event, **kwargs: Any
-                 ) -> tuple[RenderResult, list[MemoryRecall], float]:
+def render_timed(
+    store: Any, mode: str, gate: threading.Event, **kwargs: Any
+) -> tuple[RenderResult, list[MemoryRecall], float]:
     """Render against a hanging store; how long the render itself took.
 
     On the async path the hung worker thread is released before the event loop
@@ -179,6 +188,7 @@ def render_timed(store: Any, mode: str, gate: threading.Event, **kwargs: Any
             result = render_memory_context(store, "deploy", config=DEADLINE, **kwargs)
             elapsed = time.perf_counter() - t0
         else:
+
             async def go() -> tuple[RenderResult, float]:
                 t0 = time.perf_counter()
                 out = await arender_memory_context(store, "deploy", config=DEADLINE, **kwargs)
@@ -192,25 +202,34 @@ def render_timed(store: Any, mode: str, gate: threading.Event, **kwargs: Any
 
 class TestStoreRaises:
     @pytest.mark.parametrize("mode", MODES)
-    @pytest.mark.parametrize(("exc", "expected_reason"), [
-        (RuntimeError("boom"), "RuntimeError: boom"),
-        (StorageError("backend down"), "storage_error: backend down"),
-        (StoreLockedError("busy"), "locked: busy"),
-        (StoreCorruptError("malformed"), "corrupt: malformed"),
-        (OSError(28, "No space left on device"), "OSError: [Errno 28] No space left on device"),
-        (ConnectionResetError("peer reset"), "ConnectionResetError: peer reset"),
-        (TimeoutError(), "TimeoutError"),
-        (MemoryError(), "MemoryError"),
-        (RecursionError("deep"), "RecursionError: deep"),
-        (KeyError("k"), "KeyError: 'k'"),
-        (sqlite3.OperationalError("database is locked"), "OperationalError: database is locked"),
-    ])
+    @pytest.mark.parametrize(
+        ("exc", "expected_reason"),
+        [
+            (RuntimeError("boom"), "RuntimeError: boom"),
+            (StorageError("backend down"), "storage_error: backend down"),
+            (StoreLockedError("busy"), "locked: busy"),
+            (StoreCorruptError("malformed"), "corrupt: malformed"),
+            (OSError(28, "No space left on device"), "OSError: [Errno 28] No space left on device"),
+            (ConnectionResetError("peer reset"), "ConnectionResetError: peer reset"),
+            (TimeoutError(), "TimeoutError"),
+            (MemoryError(), "MemoryError"),
+            (RecursionError("deep"), "RecursionError: deep"),
+            (KeyError("k"), "KeyError: 'k'"),
+            (
+                sqlite3.OperationalError("database is locked"),
+                "OperationalError: database is locked",
+            ),
+        ],
+    )
     def test_store_that_raises(self, mode: str, exc: BaseException, expected_reason: str) -> None:
         """Any exception from recall: no block, one event, success False, the cause named."""
         result, events = render(RaisingStore(exc), "deploy", mode)
         event = only_event(events)
         assert ("", False, f"scope None: {expected_reason}") == (
-            result.text, event.success, event.error)
+            result.text,
+            event.success,
+            event.error,
+        )
 
     @pytest.mark.parametrize("mode", MODES)
     def test_one_failing_scope_keeps_the_others(self, mode: str) -> None:
@@ -219,17 +238,25 @@ class TestStoreRaises:
         result, events = render(store, "deploy", mode, sessions=["s1", "s2"])
         event = only_event(events)
         assert (FACT_BLOCK, True, "scope 's1': locked: busy") == (
-            result.text, event.success, event.error)
+            result.text,
+            event.success,
+            event.error,
+        )
 
     @pytest.mark.parametrize("mode", MODES)
-    @pytest.mark.parametrize(("garbage", "expected_reason"), [
-        (None, "scope None: TypeError: 'NoneType' object is not iterable"),
-        (42, "scope None: TypeError: 'int' object is not iterable"),
-        ([FACT, "not an entry", None], "invalid_entries: store returned 2 non-entries"),
-    ])
-    def test_store_that_returns_garbage(self, mode: str, garbage: Any,
-                                        expected_reason: str) -> None:
+    @pytest.mark.parametrize(
+        ("garbage", "expected_reason"),
+        [
+            (None, "scope None: TypeError: 'NoneType' object is not iterable"),
+            (42, "scope None: TypeError: 'int' object is not iterable"),
+            ([FACT, "not an entry", None], "invalid_entries: store returned 2 non-entries"),
+        ],
+    )
+    def test_store_that_returns_garbage(
+        self, mode: str, garbage: Any, expected_reason: str
+    ) -> None:
         """Non-iterables and non-entries: the good entries render, success False, cause named."""
+
         class Garbage:
             name = "garbage"
 
@@ -239,12 +266,12 @@ class TestStoreRaises:
         result, events = render(Garbage(), "deploy", mode)
         event = only_event(events)
         expected_text = FACT_BLOCK if isinstance(garbage, list) else ""
-        assert (expected_text, False, expected_reason) == (result.text, event.success,
-                                                           event.error)
+        assert (expected_text, False, expected_reason) == (result.text, event.success, event.error)
 
     @pytest.mark.parametrize("mode", MODES)
     def test_iterator_that_raises_midway(self, mode: str) -> None:
         """A result that fails while being read counts as a failed recall."""
+
         def broken() -> Iterator[MemoryEntry]:
             yield FACT
             raise StoreCorruptError("page 7 is malformed")
@@ -258,10 +285,14 @@ class TestStoreRaises:
         result, events = render(Midway(), "deploy", mode)
         event = only_event(events)
         assert ("", False, "scope None: corrupt: page 7 is malformed") == (
-            result.text, event.success, event.error)
+            result.text,
+            event.success,
+            event.error,
+        )
 
     def test_store_whose_name_raises(self) -> None:
         """A store that cannot even say its name is reported by its class name."""
+
         class Nameless:
             @property
             def name(self) -> str:
@@ -272,11 +303,16 @@ class TestStoreRaises:
 
         result, events = render(Nameless(), "deploy", "sync")
         assert (FACT_BLOCK, "Nameless", True) == (
-            result.text, only_event(events).backend, events[0].success)
+            result.text,
+            only_event(events).backend,
+            events[0].success,
+        )
 
-    def test_usage_counter_failure_is_logged_not_raised(self, caplog: pytest.LogCaptureFixture
-                                                        ) -> None:
+    def test_usage_counter_failure_is_logged_not_raised(
+        self, caplog: pytest.LogCaptureFixture
+    ) -> None:
         """A recall plan that tracks usage keeps the block when mark_used raises."""
+
         class Tracked(FixtureMemory):
             def mark_used(self, ids: Sequence[str]) -> int:
                 raise StorageError("read-only")
@@ -284,8 +320,10 @@ class TestStoreRaises:
         cfg = MemoryInjectConfig(recall_plan=RecallPlanConfig(enabled=True, track_usage=True))
         result, events = render(Tracked({None: [FACT]}), "deploy", "sync", config=cfg)
         assert (FACT_BLOCK, True, True) == (
-            result.text, only_event(events).success,
-            "could not update usage counters" in caplog.text)
+            result.text,
+            only_event(events).success,
+            "could not update usage counters" in caplog.text,
+        )
 
 
 class TestStoreHangs:
@@ -299,8 +337,7 @@ class TestStoreHangs:
         assert "deadline: recall abandoned after 0.200s" in reason(event)
 
     @pytest.mark.parametrize("mode", MODES)
-    def test_deadline_keeps_what_already_answered(self, mode: str,
-                                                  gate: threading.Event) -> None:
+    def test_deadline_keeps_what_already_answered(self, mode: str, gate: threading.Event) -> None:
         """The scope that answered before the hang renders; the event says partial."""
         store = HangingStore(gate, hanging=["s2"])
         result, events, elapsed = render_timed(store, mode, gate, sessions=["s1", "s2"])
@@ -329,9 +366,11 @@ class TestStoreHangs:
         assert [("", True)] * 10 == outcomes
 
     @pytest.mark.parametrize("mode", MODES)
-    def test_hung_embedder_returns_by_the_deadline(self, mode: str, db: Path,
-                                                   gate: threading.Event) -> None:
+    def test_hung_embedder_returns_by_the_deadline(
+        self, mode: str, db: Path, gate: threading.Event
+    ) -> None:
         """An embedder that hangs inside a real SQLite recall is abandoned at the deadline."""
+
         class Stuck(HashingEmbedder):
             armed = False
 
@@ -352,18 +391,25 @@ class TestStoreHangs:
 
 
 class TestDatabaseFile:
-    @pytest.mark.parametrize(("damage", "kwargs", "expected"), [
-        ("missing", {"create": False}, StoreMissingError),
-        ("empty", {"create": False}, StoreMissingError),
-        ("directory", {}, StoreMissingError),
-        ("truncated to 100 bytes", {}, StoreCorruptError),
-        ("truncated to half", {}, StoreCorruptError),
-        ("garbage", {}, StoreCorruptError),
-        ("another program's database", {}, SchemaMismatchError),
-        ("newer schema", {}, SchemaMismatchError),
-    ])
+    @pytest.mark.parametrize(
+        ("damage", "kwargs", "expected"),
+        [
+            ("missing", {"create": False}, StoreMissingError),
+            ("empty", {"create": False}, StoreMissingError),
+            ("directory", {}, StoreMissingError),
+            ("truncated to 100 bytes", {}, StoreCorruptError),
+            ("truncated to half", {}, StoreCorruptError),
+            ("garbage", {}, StoreCorruptError),
+            ("another program's database", {}, SchemaMismatchError),
+            ("newer schema", {}, SchemaMismatchError),
+        ],
+    )
     def test_damaged_file_fails_at_open_with_a_typed_error(
-        self, db: Path, damage: str, kwargs: dict[str, Any], expected: type[StorageError],
+        self,
+        db: Path,
+        damage: str,
+        kwargs: dict[str, Any],
+        expected: type[StorageError],
     ) -> None:
         """A file that cannot serve is refused at open with its StorageError, before any turn."""
         populate(db)
@@ -403,8 +449,7 @@ class TestDatabaseFile:
                 fh.write(os.urandom(db.stat().st_size - 8192))
             result, events = render(s, "deploy server", mode)
             event = only_event(events)
-            assert ("", False, True) == (result.text, event.success,
-                                         "corrupt:" in reason(event))
+            assert ("", False, True) == (result.text, event.success, "corrupt:" in reason(event))
             with pytest.raises(StoreCorruptError):
                 s.store("new", "value")
 
@@ -416,8 +461,11 @@ class TestDatabaseFile:
         s.close()
         result, events = render(s, "deploy server", mode)
         event = only_event(events)
-        assert ("", False, True) == (result.text, event.success, "the store is closed" in
-                                     reason(event))
+        assert ("", False, True) == (
+            result.text,
+            event.success,
+            "the store is closed" in reason(event),
+        )
 
     @pytest.mark.parametrize("mode", MODES)
     def test_file_removed_between_runs_starts_empty(self, mode: str, db: Path) -> None:
@@ -449,8 +497,12 @@ conn.close()
 @contextlib.contextmanager
 def lock_held_by_another_process(path: Path, mode: str = "write") -> Iterator[None]:
     """Another process holds a write transaction (or an exclusive lock) until the block ends."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), mode],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert "locked" == proc.stdout.readline().strip()
@@ -607,7 +659,8 @@ def read_only_child(path: Path) -> dict[str, Any]:
 
 class TestReadOnly:
     def test_read_only_database_in_use_serves_recall_and_refuses_writes(
-        self, shared_dir: Path,
+        self,
+        shared_dir: Path,
     ) -> None:
         """Read-only file and directory, WAL open elsewhere: recall works, writes StorageError."""
         db = shared_dir / "memory.db"
@@ -622,7 +675,8 @@ class TestReadOnly:
         assert ("StorageError", True) == (out["write"][0], "readonly" in out["write"][1])
 
     def test_read_only_database_alone_fails_at_open_with_storage_error(
-        self, shared_dir: Path,
+        self,
+        shared_dir: Path,
     ) -> None:
         """A read-only WAL database nobody has open: open raises StorageError, not a crash."""
         db = shared_dir / "memory.db"
@@ -673,8 +727,10 @@ class TestEmbedderFaults:
             result, events = render(s, "deploy", mode)
             event = only_event(events)
             assert ("fact", True, True) == (
-                ",".join(event.rendered_keys), event.success,
-                any(d.startswith("embedder_failed: ") for d in event.degraded))
+                ",".join(event.rendered_keys),
+                event.success,
+                any(d.startswith("embedder_failed: ") for d in event.degraded),
+            )
             assert result.text == event.text
 
     @pytest.mark.parametrize("fault", sorted(EMBEDDER_FAULTS))

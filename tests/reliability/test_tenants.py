@@ -125,17 +125,29 @@ def build_world(path: Path, rng: random.Random) -> World:
     for ns in NAMESPACES:
         lines: list[str] = []
 
-        def add(session: str | None, profile: str | None, category: str, ns: str = ns,
-                lines: list[str] = lines) -> None:
+        def add(
+            session: str | None,
+            profile: str | None,
+            category: str,
+            ns: str = ns,
+            lines: list[str] = lines,
+        ) -> None:
             mid = len(owners)
             owners[mid] = Owner(ns, session, profile, category)
-            words = " ".join([topic(session) if session is not None else "",
-                              *rng.sample(VOCAB, 2)])
-            lines.append(json.dumps({
-                "key": f"mem_{mid}", "content": f"{words} m{mid}", "category": category,
-                "session_id": session, "profile_id": profile,
-                "timestamp": (NOW - timedelta(minutes=rng.randint(0, 600))).isoformat(),
-            }) + "\n")
+            words = " ".join([topic(session) if session is not None else "", *rng.sample(VOCAB, 2)])
+            lines.append(
+                json.dumps(
+                    {
+                        "key": f"mem_{mid}",
+                        "content": f"{words} m{mid}",
+                        "category": category,
+                        "session_id": session,
+                        "profile_id": profile,
+                        "timestamp": (NOW - timedelta(minutes=rng.randint(0, 600))).isoformat(),
+                    }
+                )
+                + "\n"
+            )
 
         for kind, ids in scopes.items():
             for s in ids:
@@ -145,8 +157,11 @@ def build_world(path: Path, rng: random.Random) -> World:
                 if kind != "sender":  # conversations live under the history key
                     add(s, bound, "conversation")
         for _ in range(100):  # the agent's own, unsessioned memories
-            add(None, rng.choice([None, rng.choice(profiles)]),
-                rng.choice(["core", "daily", "conversation", "project_notes"]))
+            add(
+                None,
+                rng.choice([None, rng.choice(profiles)]),
+                rng.choice(["core", "daily", "conversation", "project_notes"]),
+            )
         with SQLiteStore(path, namespace=ns, synchronous="NORMAL") as store:
             store.import_jsonl(io.StringIO("".join(lines)), batch_size=2000)
     return World(path, owners, scopes, profile_of)
@@ -162,8 +177,14 @@ def channel_scopes(world: World, rng: random.Random) -> tuple[tuple[str, ...], s
         history, target = f"telegram_dm_{i}", f"dm:{i}"
     if rng.random() < 0.05:
         history = rng.choice([*ODD_SESSIONS, f"telegram_dm_new_{rng.randrange(10**6)}"])
-    message = InboundMessage(channel="telegram", sender=sender_id(i), text="", message_id="1",
-                             reply_target=target, history_key=history)
+    message = InboundMessage(
+        channel="telegram",
+        sender=sender_id(i),
+        text="",
+        message_id="1",
+        reply_target=target,
+        history_key=history,
+    )
     return session_scopes(message), history
 
 
@@ -185,8 +206,11 @@ def random_turn(world: World, rng: random.Random) -> Turn:
         if rng.random() < 0.7:
             owner_scope = rng.choice(rng.choice(list(s.values())))
         sessions = (owner_scope,)
-    profile = (world.profile_of[owner_scope] if owner_scope in world.profile_of
-               else f"project:p{rng.randrange(N_PROFILES)}")
+    profile = (
+        world.profile_of[owner_scope]
+        if owner_scope in world.profile_of
+        else f"project:p{rng.randrange(N_PROFILES)}"
+    )
     policy = resolve_inject_policy(origin, has_session=has_session(sessions), config=CONFIG)
     return Turn(ns, origin, sessions, profile, policy.exclude_conversation)
 
@@ -229,8 +253,11 @@ def stores(world: World, request: pytest.FixtureRequest) -> Iterator[dict[str, A
         first = None
         opened = {}
         for ns in NAMESPACES:
-            store = make_postgres_store(dsn, namespace=ns) if first is None else \
-                make_postgres_store(dsn, namespace=ns, same_database_as=first)
+            store = (
+                make_postgres_store(dsn, namespace=ns)
+                if first is None
+                else make_postgres_store(dsn, namespace=ns, same_database_as=first)
+            )
             first = first or store
             buf = io.StringIO()
             sqlite[ns].export_jsonl(buf)
@@ -252,18 +279,22 @@ def turns_for(stores: dict[str, Any]) -> int:
 
 
 class TestTenantIsolation:
-    def test_the_shared_file_holds_every_tenant(self, world: World,
-                                                stores: dict[str, Any]) -> None:
+    def test_the_shared_file_holds_every_tenant(self, world: World, stores: dict[str, Any]) -> None:
         """Both agents' rows are in one file: 2,607 scope ids each, 5,214 scopes in all."""
         on_pg = not isinstance(next(iter(stores.values())), SQLiteStore)
-        expected = Counter(o.namespace for o in world.owners.values()
-                           if not (on_pg and o.session is not None and "\x00" in o.session))
+        expected = Counter(
+            o.namespace
+            for o in world.owners.values()
+            if not (on_pg and o.session is not None and "\x00" in o.session)
+        )
         assert dict(expected) == {ns: s.count() for ns, s in stores.items()}
         pairs = {(o.namespace, o.session) for o in world.owners.values() if o.session is not None}
         assert (2607, 5214) == (len({s for _, s in pairs}), len(pairs))
 
     def test_random_turns_render_nothing_outside_their_scope(
-        self, world: World, stores: dict[str, Any],
+        self,
+        world: World,
+        stores: dict[str, Any],
     ) -> None:
         """6,000 random turns (1,500 on PostgreSQL): zero memories outside their scope."""
         rng = random.Random(7)
@@ -274,16 +305,24 @@ class TestTenantIsolation:
         for n in range(turns):
             turn = random_turn(world, rng)
             query = random_query(world, turn, rng)
-            policy = resolve_inject_policy(turn.origin, has_session=has_session(turn.sessions),
-                                           config=CONFIG)
+            policy = resolve_inject_policy(
+                turn.origin, has_session=has_session(turn.sessions), config=CONFIG
+            )
             if not policy.inject:
                 seen["skipped:" + str(policy.reason)] += 1
                 continue
             with recording() as rec:
                 out = render_memory_context(
-                    stores[turn.namespace], query, sessions=turn.sessions, config=CONFIG,
-                    origin=turn.origin, exclude_conversation=policy.exclude_conversation,
-                    profile=turn.profile, now=NOW, turn=TurnMeta("test", turn.namespace, str(n)))
+                    stores[turn.namespace],
+                    query,
+                    sessions=turn.sessions,
+                    config=CONFIG,
+                    origin=turn.origin,
+                    exclude_conversation=policy.exclude_conversation,
+                    profile=turn.profile,
+                    now=NOW,
+                    turn=TurnMeta("test", turn.namespace, str(n)),
+                )
             nul = any("\x00" in (sid or "") for sid in turn.sessions)
             # PostgreSQL refuses NUL in a session id: that recall fails (and says so).
             assert 1 == len(rec.events)
@@ -306,19 +345,28 @@ class TestTenantIsolation:
     def test_sub_turns_see_nothing(self) -> None:
         """A nested turn is skipped before recall, whatever its session and config."""
         for sessions in ((), (None,), ("telegram_dm_1",), ("tg_1", "telegram_group_1")):
-            policy = resolve_inject_policy(TurnOrigin.SUB_TURN, has_session=has_session(sessions),
-                                           config=CONFIG)
+            policy = resolve_inject_policy(
+                TurnOrigin.SUB_TURN, has_session=has_session(sessions), config=CONFIG
+            )
             assert (False, "sub_turn") == (policy.inject, policy.reason)
 
     def test_other_agent_with_the_same_session_ids_is_invisible(
-        self, world: World, stores: dict[str, Any],
+        self,
+        world: World,
+        stores: dict[str, Any],
     ) -> None:
         """The same scope id in two agents: each agent recalls only its own rows."""
         for ns, store in stores.items():
             for session in ("telegram_dm_3", "telegram_group_3", "tg_3", "%", "' OR '1'='1"):
-                out = render_memory_context(store, "", sessions=[session], config=CONFIG,
-                                            origin="channel", profile=world.profile_of[session],
-                                            now=NOW)
+                out = render_memory_context(
+                    store,
+                    "",
+                    sessions=[session],
+                    config=CONFIG,
+                    origin="channel",
+                    profile=world.profile_of[session],
+                    now=NOW,
+                )
                 owners = [world.owners[int(m)] for m in MEMORY_TAG.findall(out.text)]
                 assert owners and {ns} == {o.namespace for o in owners}
                 assert {session, None} >= {o.session for o in owners}

@@ -434,15 +434,28 @@ class TestPlanQueries:
         from memory_inject.storage.sqlite import SQLiteStore
 
         with SQLiteStore(tmp_path / "f.db", embedder=HashingEmbedder()) as s:
-            s.store("acme-terms", "Acme pays net-30", entity_ids=["company:acme"],
-                    confidence=0.8, status="confirmed")
-            s.store("renewal", "renewal emails go out on Fridays", confidence=0.6,
-                    status="confirmed", source="P10")
+            s.store(
+                "acme-terms",
+                "Acme pays net-30",
+                entity_ids=["company:acme"],
+                confidence=0.8,
+                status="confirmed",
+            )
+            s.store(
+                "renewal",
+                "renewal emails go out on Fridays",
+                confidence=0.6,
+                status="confirmed",
+                source="P10",
+            )
             s.store("cand", "renewal candidate note", confidence=0.9, status="candidate")
-            cfg = MemoryInjectConfig(min_relevance_score=0.0, recall_plan=RecallPlanConfig(
-                enabled=True, preset="founder_os"))
-            out = render_memory_context(s, "draft the renewal email to jane@acme.io",
-                                        config=cfg, source="P10")
+            cfg = MemoryInjectConfig(
+                min_relevance_score=0.0,
+                recall_plan=RecallPlanConfig(enabled=True, preset="founder_os"),
+            )
+            out = render_memory_context(
+                s, "draft the renewal email to jane@acme.io", config=cfg, source="P10"
+            )
             assert {"acme-terms", "renewal"} == {e.key for e in out.entries}
             assert "status:candidate" == out.event.dropped["cand"]
             assert [1, 1] == [s.get(k).times_used for k in ("acme-terms", "renewal")]
@@ -456,8 +469,9 @@ class TestPlanQueries:
 
         with SQLiteStore(tmp_path / "n.db") as s:
             s.store("renewal", "renewal emails go out on Fridays", source="P10")
-            cfg = MemoryInjectConfig(recall_plan=RecallPlanConfig(enabled=True,
-                                                                  preset="founder_os"))
+            cfg = MemoryInjectConfig(
+                recall_plan=RecallPlanConfig(enabled=True, preset="founder_os")
+            )
             out = render_memory_context(s, "draft the renewal email", config=cfg, source="P10")
             assert ["renewal"] == [e.key for e in out.entries]
             assert "embedder_failed" in (out.event.error or "")
