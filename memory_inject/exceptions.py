@@ -9,6 +9,7 @@
         ├── StoreCorruptError  the file is not a database, or fails its schema check
         ├── StoreLockedError   another writer holds the lock past the retry
         ├── SchemaMismatchError  the schema is newer than this library, or not ours
+        ├── PgvectorUnusableError  pgvector is installed but fails its smoke query
         └── EmbedderError      the embedder raised or returned the wrong shape
 
 A memory failure never fails the agent's turn: the renderer swallows every
@@ -25,6 +26,7 @@ __all__ = [
     "ConfigError",
     "EmbedderError",
     "MemoryInjectError",
+    "PgvectorUnusableError",
     "SchemaMismatchError",
     "StorageError",
     "StoreCorruptError",
@@ -79,6 +81,17 @@ class StoreLockedError(StorageError):
 
 class SchemaMismatchError(StorageError):
     reason = "schema_mismatch"
+
+
+class PgvectorUnusableError(StorageError):
+    """pgvector is installed on the server but cannot compute a distance.
+
+    Raised when a store opens, never mid-turn. The usual cause is a pgvector
+    built for another CPU (``-march=native`` on an AVX-512 machine), whose
+    backends die with SIGILL and take every other connection down with them.
+    """
+
+    reason = "pgvector_unusable"
 
 
 class EmbedderError(StorageError):

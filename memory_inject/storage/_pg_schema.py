@@ -23,6 +23,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_inject.exceptions import SchemaMismatchError
+from memory_inject.storage._pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
@@ -200,7 +201,9 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
 
     Runs inside :func:`migrate`'s transaction (under its lock). Returns False,
     leaving the table lexical-only, when the extension is not installed on the
-    server or this role may not create it.
+    server or this role may not create it. Raises
+    :class:`~memory_inject.exceptions.PgvectorUnusableError` when the extension
+    is there but fails its smoke query (:func:`check_pgvector`).
     """
     if not _has_vector_extension(conn):
         try:
@@ -208,6 +211,9 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error:
             return False
+    # Before any vector column or index exists: a pgvector that cannot run
+    # fails here, once and by name, not on every later insert.
+    check_pgvector(conn)
     row = conn.execute(
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
         "WHERE attrelid = to_regclass(%s) AND attname = 'embedding_vec' AND NOT attisdropped",
