@@ -1,32 +1,24 @@
-"""Renderers: the last stage, and the only code that knows the output format.
+"""``bracket``: zeroclaw's ``[Memory context]`` block, byte for byte.
 
-A renderer takes the context and the surviving candidates and returns the
-block text, the entries it rendered and one trace per budget it applied.
-``bracket`` is zeroclaw's block, byte for byte (spec section 5, stages 4 and 6).
+Spec section 5, stages 4 and 6.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Protocol
-
-from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import load_encoding
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
+from memory_inject.render._base import Rendered
+from memory_inject.render._contain import contain_content, contain_key
 from memory_inject.stages import StageContext, StageTrace
 
 __all__ = [
     "MEMORY_CONTEXT_CLOSE",
     "MEMORY_CONTEXT_OPEN",
     "BracketRenderer",
-    "Rendered",
-    "Renderer",
-    "contain_content",
-    "contain_key",
     "parse_bracket",
 ]
 
@@ -34,54 +26,6 @@ MEMORY_CONTEXT_OPEN = "[Memory context]"
 MEMORY_CONTEXT_CLOSE = "[/Memory context]"
 _HEADER = MEMORY_CONTEXT_OPEN + "\n"
 _FOOTER = MEMORY_CONTEXT_CLOSE + "\n\n"
-
-
-@frozen(slots=True)
-class Rendered:
-    text: str
-    entries: tuple[MemoryEntry, ...]
-    traces: tuple[StageTrace, ...]
-
-
-class Renderer(Protocol):
-    name: str
-
-    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered: ...
-
-    def demand(self, config: MemoryInjectConfig) -> int | None:
-        """At most how many candidates this renderer can use (None: unknown)."""
-        ...
-
-
-# Line breaks a model (or a splitlines() parser) may honour, plus the
-# separators Python's splitlines() knows; CRLF counts once.
-_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_MARKER = re.compile(r"\[(/?)memory context\]", re.IGNORECASE)
-_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[")
-
-
-def _defuse_markers(text: str) -> str:
-    return _MARKER.sub(lambda m: f"[{m.group(1)}Memory-context]", text)
-
-
-def contain_content(text: str) -> str:
-    """Keep untrusted content inside its entry: continuation lines are indented
-    two spaces (so no stored line can start a forged ``- key:`` entry or sit at
-    the left margin as a closing marker) and block markers are defused.
-
-    Single-line content without ``[`` is returned unchanged, so ordinary
-    memories render byte for byte as zeroclaw renders them.
-    """
-    if _RISKY.isdisjoint(text):
-        return text
-    return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
-
-
-def contain_key(key: str) -> str:
-    """A key on one line with its markers defused (keys come from chat senders too)."""
-    if _RISKY.isdisjoint(key):
-        return key
-    return " ".join(_BREAKS.split(_defuse_markers(key)))
 
 
 def parse_bracket(text: str) -> list[str]:
@@ -170,22 +114,3 @@ class BracketRenderer:
             StageTrace("total_budget", n_cap, len(rendered), budget_dropped),
         )
         return Rendered(text, tuple(rendered), traces)
-
-
-def _all_renderers() -> dict[str, Renderer]:
-    from memory_inject.renderers import RENDERER_CLASSES
-
-    out: dict[str, Renderer] = {"bracket": BracketRenderer()}
-    for name, cls in RENDERER_CLASSES.items():
-        out[name] = cls()
-    return out
-
-
-RENDERERS: dict[str, Renderer] = _all_renderers()
-
-
-def get_renderer(name: str) -> Renderer:
-    try:
-        return RENDERERS[name]
-    except KeyError:
-        raise ValueError(f"'renderer' must be one of {sorted(RENDERERS)} (got {name!r})") from None

@@ -1,58 +1,53 @@
-"""Two more block formats: PI's sectioned context and founder-os' ``## Relevant Memories``.
+"""``sectioned``: PI's ``# Persistent Intelligence Context`` block.
 
-Both follow the renderer protocol of :mod:`memory_inject.render` and both put
-every entry on exactly one line that starts with the renderer's own prefix.
-That is the whole injection defence: :func:`neutralize` turns every line
-break into a visible `` ↵ `` and drops control, format and bidi characters, so
-no memory can open a line, and therefore none can forge a header, a section or
-another entry. It also backslash-escapes block markers (``[/Memory context]``,
-the section titles, ``<!--``, code fences) wherever they occur in a line, so a
-model reading the text does not take them for structure either.
-:func:`parse_sectioned` and :func:`parse_relevant` read a block back; the
-tests use them to prove that a block holds exactly the entries it rendered.
+Every entry sits on exactly one line that starts with its section's prefix,
+its text neutralised by :mod:`memory_inject.render._contain`, so no memory can
+forge a header, a section or another entry. :func:`parse_sectioned` reads a
+block back; the tests use it to prove that a block holds exactly the entries
+it rendered.
 
-Both blocks end with a blank line, like ``bracket``, so a host may prepend the
-block to the user's message with plain concatenation (PI ends with one
-newline because it sends the block as a separate message).
+The block ends with a blank line, like ``bracket``, so a host may prepend it
+to the user's message with plain concatenation (PI ends with one newline
+because it sends the block as a separate message).
 """
 
 from __future__ import annotations
 
-import math
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from datetime import date, datetime
 
 from attrs import frozen
 
-# ``render`` will import this module to register the renderers; importing the
-# module object (not names from it) keeps that cycle harmless.
-from memory_inject import render as _render
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import load_encoding
 from memory_inject.config import MemoryInjectConfig
-from memory_inject.models import MemoryEntry, parse_timestamp
+from memory_inject.models import MemoryEntry
+from memory_inject.render._base import Rendered
+from memory_inject.render._contain import neutralize_content, neutralize_label
+from memory_inject.render._fields import (
+    conf_suffix,
+    confidence,
+    lower_field,
+    overlap,
+    query_tokens,
+    stale_marker,
+    text_field,
+    utc,
+)
 from memory_inject.stages import StageContext, StageTrace
 
 __all__ = [
     "CONTESTED_WARNING",
     "DEFAULT_SECTION_CAPS",
-    "RELEVANT_MEMORIES_HEADER",
-    "RENDERER_CLASSES",
     "SECTIONED_TITLE",
     "SECTION_TITLES",
     "TRUNCATED",
-    "RelevantMemoriesRenderer",
     "SectionedRenderer",
-    "neutralize",
-    "parse_relevant",
     "parse_sectioned",
 ]
 
 SECTIONED_TITLE = "# Persistent Intelligence Context"
-RELEVANT_MEMORIES_HEADER = "## Relevant Memories"
 TRUNCATED = "[...truncated]"
 CONTESTED_WARNING = (
     "<!-- Contested memories conflict with other memories. Review before relying on them. -->"
@@ -76,119 +71,8 @@ DEFAULT_SECTION_CAPS: Mapping[str, int] = {
 _TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
 _MARKER_LINE = TRUNCATED + "\n"
 _MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
-_LABEL_MAX = 120
 _CHARS_REASON = "budget:max_total_chars"
 _TOKENS_REASON = "budget:max_total_tokens"
-
-
-# -- neutralisation ------------------------------------------------------------
-
-# Every character str.splitlines() breaks on; CRLF counts once.
-_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_NEWLINE_MARK = " ↵ "
-_ZWJ = "\u200d"  # kept: emoji sequences need it
-_MARKERS = re.compile(
-    r"\[/?memory context\]|<!--"
-    r"|(?<!#)#+[ ]*(?:persistent intelligence context|hard rules|selected memory|scratchpad"
-    r"|contested memory|daily log|relevant memories)",
-    re.IGNORECASE,
-)
-_FENCE = re.compile(r"`{3,}|~{3,}")
-
-
-def _clean_char(ch: str) -> str:
-    if ch == "\t":
-        return " "
-    category = unicodedata.category(ch)
-    if category == "Cc" or (category == "Cf" and ch != _ZWJ):
-        return ""  # NUL, ESC, DEL, bidi overrides and isolates, zero-width, tag characters
-    if category == "Cs":
-        return "\ufffd"  # a lone surrogate cannot be encoded
-    return ch
-
-
-def neutralize(text: str) -> str:
-    """One line of inert text: breaks become `` ↵ ``, controls go, markers are escaped.
-
-    Line breaks (``\\n``, ``\\r``, VT, FF, U+001C-U+001E, NEL, U+2028, U+2029)
-    become `` ↵ ``; a tab becomes a space; other control (Cc) and format (Cf:
-    bidi controls, zero-width characters, tag characters) characters are
-    dropped, except the zero-width joiner; lone surrogates become U+FFFD.
-    Then ``[Memory context]``, ``[/Memory context]``, ``<!--``, ``#`` runs
-    before a section title of either block, and code fences get a backslash.
-    """
-    text = _BREAKS.sub(_NEWLINE_MARK, text)
-    if not text.isprintable():
-        text = "".join(_clean_char(ch) for ch in text)
-    text = _MARKERS.sub(lambda m: "\\" + m.group(0), text)
-    return _FENCE.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text)
-
-
-def _content(text: str) -> str:
-    return neutralize(text).strip()
-
-
-def _label(text: str) -> str:
-    """A key, category, layer or rule type: no spaces or brackets, so ``[meta]`` is unambiguous."""
-    label = "_".join(neutralize(text).split()).replace("[", "(").replace("]", ")")
-    return truncate_with_ellipsis(label, _LABEL_MAX) or "?"
-
-
-# -- reading governance fields -------------------------------------------------
-
-
-def _confidence(entry: MemoryEntry) -> float | None:
-    """Confidence on the 0..1 scale; founder-os' 0..100 integers are divided by 100."""
-    value = entry.extra.get("confidence")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or value > 100:
-        return None
-    return value / 100 if value > 1 else value
-
-
-def _field(entry: MemoryEntry, *names: str) -> str | None:
-    for name in names:
-        value = entry.extra.get(name)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _lower(entry: MemoryEntry, *names: str) -> str | None:
-    value = _field(entry, *names)
-    return None if value is None else value.lower()
-
-
-def _datetime(value: Any) -> datetime | None:
-    if isinstance(value, datetime | str):
-        try:
-            return parse_timestamp(value)
-        except ValueError:
-            return None
-    return None
-
-
-def _utc(now: datetime) -> datetime:
-    return now.replace(tzinfo=UTC) if now.tzinfo is None else now.astimezone(UTC)
-
-
-def _stale_marker(entry: MemoryEntry, now: datetime) -> str:
-    """`` 🔴 {days}d`` from 90 days, `` ⚠️ {days}d`` from 30, counted from ``ctx.now``."""
-    updated = _datetime(entry.extra.get("updated_at")) or entry.timestamp
-    if updated is None:
-        return ""
-    days = max(0, (now - updated) // timedelta(days=1))
-    if days >= 90:
-        return f" 🔴 {days}d"
-    if days >= 30:
-        return f" ⚠️ {days}d"
-    return ""
-
-
-def _conf(value: float | None) -> str:
-    return "" if value is None else f", conf {value:.2f}"
 
 
 _RULE_PREFIXES: Mapping[str, str] = {
@@ -200,21 +84,6 @@ _RULE_PREFIXES: Mapping[str, str] = {
     "correction": "📌 RULE:",
 }
 _CLOSED = frozenset({"done", "closed"})
-_TOKEN_SPLIT = re.compile(r"[^a-z0-9]+")
-
-
-def _tokens(text: str) -> set[str]:
-    return {t for t in _TOKEN_SPLIT.split(text.lower()) if len(t) > 2}
-
-
-def _overlap(entry: MemoryEntry, query_tokens: set[str]) -> float:
-    """PI's overlap coefficient of the content-and-tags tokens with the query tokens."""
-    tags = entry.extra.get("tags") or ()
-    tag_text = " ".join(str(t) for t in tags) if isinstance(tags, list | tuple) else str(tags)
-    mine = _tokens(entry.content + " " + tag_text)
-    if not mine or not query_tokens:
-        return 0.0
-    return len(mine & query_tokens) / min(len(mine), len(query_tokens))
 
 
 # -- the sectioned block -------------------------------------------------------
@@ -322,8 +191,8 @@ class SectionedRenderer:
     def demand(self, config: MemoryInjectConfig) -> int | None:
         return None
 
-    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> _render.Rendered:
-        now = _utc(ctx.now)
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
+        now = utc(ctx.now)
         sections, classify_dropped, scores, n_in = self._sections(ctx, now, entries)
         n_items = sum(len(s.items) for s in sections)
         text, rendered, dropped = self._layout(sections, None)
@@ -347,7 +216,7 @@ class SectionedRenderer:
             StageTrace("sections", n_in, n_items, classify_dropped, scores),
             StageTrace("total_budget", n_items, len(rendered), dropped),
         )
-        return _render.Rendered(text, tuple(rendered), traces)
+        return Rendered(text, tuple(rendered), traces)
 
     def _sections(
         self, ctx: StageContext, now: datetime, entries: Sequence[MemoryEntry]
@@ -360,23 +229,23 @@ class SectionedRenderer:
         closed: set[int] = set()
         for e in entries:
             ts = e.timestamp
-            if e.category == "daily" and ts is not None and _utc(ts).date() == today:
+            if e.category == "daily" and ts is not None and utc(ts).date() == today:
                 daily.append(e)
-            elif _lower(e, "memory_kind") == "task" or e.category == "scratchpad":
-                if _lower(e, "status") in _CLOSED:
+            elif lower_field(e, "memory_kind") == "task" or e.category == "scratchpad":
+                if lower_field(e, "status") in _CLOSED:
                     dropped[e.key] = "scratchpad:closed"
                     closed.add(id(e))
                 else:
                     scratch.append(e)
             else:
-                prefix = _RULE_PREFIXES.get(_lower(e, "rule_type", "ruleType") or "")
-                conf = _confidence(e)
+                prefix = _RULE_PREFIXES.get(lower_field(e, "rule_type", "ruleType") or "")
+                conf = confidence(e)
                 if (
                     prefix is not None
                     and conf is not None
                     and conf >= self.hard_rule_min_confidence
-                    and _lower(e, "status") == "active"
-                    and _lower(e, "layer") == "l2"
+                    and lower_field(e, "status") == "active"
+                    and lower_field(e, "layer") == "l2"
                 ):
                     hard.append((e, conf, prefix))
         hard.sort(key=lambda h: -h[1])
@@ -385,12 +254,12 @@ class SectionedRenderer:
         selected = [e for e in entries if id(e) not in special]
         daily.sort(key=lambda e: e.timestamp or now, reverse=True)
 
-        query_tokens = _tokens(ctx.query)
+        tokens = query_tokens(ctx.query)
         routed = list(ctx.routed.get("contested", ()))
         scores: dict[str, float | None] = {}
         relevant: list[tuple[float, MemoryEntry]] = []
         for e in routed:
-            score = _overlap(e, query_tokens)
+            score = overlap(e, tokens)
             scores[e.key] = score
             if score > self.contested_min_overlap:
                 relevant.append((score, e))
@@ -402,36 +271,36 @@ class SectionedRenderer:
         contested = [e for _, e in relevant[: self.max_contested]]
 
         def selected_prefix(e: MemoryEntry) -> str:
-            rule = _field(e, "rule_type", "ruleType")
-            tag = _label(_field(e, "layer") or str(e.category))
-            meta = tag + _conf(_confidence(e)) + _stale_marker(e, now)
-            meta += f" [{_label(rule)}]" if rule else ""
-            return f"- {_label(e.key)} [{meta}] "
+            rule = text_field(e, "rule_type", "ruleType")
+            tag = neutralize_label(text_field(e, "layer") or str(e.category))
+            meta = tag + conf_suffix(confidence(e)) + stale_marker(e, now)
+            meta += f" [{neutralize_label(rule)}]" if rule else ""
+            return f"- {neutralize_label(e.key)} [{meta}] "
 
         def contested_prefix(e: MemoryEntry) -> str:
-            return f"⚠️ CONTESTED: [{_label(e.key)}{_conf(_confidence(e))}] "
+            return f"⚠️ CONTESTED: [{neutralize_label(e.key)}{conf_suffix(confidence(e))}] "
 
         def daily_prefix(e: MemoryEntry) -> str:
-            return f"- {_utc(e.timestamp or now):%H:%M} "
+            return f"- {utc(e.timestamp or now):%H:%M} "
 
         built = [
             (
                 "hard_rules",
                 "",
-                [(e, f"{p} [conf {c:.2f}] ", _content(e.content)) for e, c, p in hard],
+                [(e, f"{p} [conf {c:.2f}] ", neutralize_content(e.content)) for e, c, p in hard],
             ),
             (
                 "selected_memory",
                 "",
-                [(e, selected_prefix(e), _content(e.content)) for e in selected],
+                [(e, selected_prefix(e), neutralize_content(e.content)) for e in selected],
             ),
-            ("scratchpad", "", [(e, "- [ ] ", _content(e.content)) for e in scratch]),
+            ("scratchpad", "", [(e, "- [ ] ", neutralize_content(e.content)) for e in scratch]),
             (
                 "contested_memory",
                 CONTESTED_WARNING + "\n",
-                [(e, contested_prefix(e), _content(e.content)) for e in contested],
+                [(e, contested_prefix(e), neutralize_content(e.content)) for e in contested],
             ),
-            ("daily_log", "", [(e, daily_prefix(e), _content(e.content)) for e in daily]),
+            ("daily_log", "", [(e, daily_prefix(e), neutralize_content(e.content)) for e in daily]),
         ]
         sections = []
         for slug, preamble, items in built:
@@ -486,89 +355,6 @@ class SectionedRenderer:
         return _TITLE_BLOCK + "".join(p + "\n" for p in parts), rendered, dropped
 
 
-# -- founder-os' Relevant Memories block ------------------------------------------
-
-
-def _percent(confidence: float | None) -> str:
-    return "" if confidence is None else f" (confidence: {round(confidence * 100)})"
-
-
-class RelevantMemoriesRenderer:
-    """founder-os' block: ``## Relevant Memories`` then ``- [category] content (confidence: N)``.
-
-    The first ``max_entries`` candidates (the renderer's own value, else
-    ``budget.max_entries``) are kept in pipeline order, which is relevance,
-    then shown by confidence descending (stable; no confidence sorts last and
-    shows no ``(confidence: N)``). N is an integer percent, as founder-os
-    stores it. Contents longer than ``budget.entry_max_chars`` end in
-    ``...``. The whole block, header and trailing blank line included, never
-    exceeds ``budget.max_total_chars`` nor, when set, ``max_total_tokens``:
-    the first line that does not fit ends the block. ``""`` when nothing fits.
-    """
-
-    name = "relevant_memories"
-
-    def __init__(self, *, max_entries: int | None = None) -> None:
-        if max_entries is not None and (
-            isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 0
-        ):
-            raise ValueError(f"'max_entries' must be an integer >= 0 or None (got {max_entries!r})")
-        self.max_entries = max_entries
-
-    def demand(self, config: MemoryInjectConfig) -> int | None:
-        return config.budget.max_entries if self.max_entries is None else self.max_entries
-
-    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> _render.Rendered:
-        budget = ctx.config.budget
-        cap = self.demand(ctx.config) or 0
-        capped = list(entries[:cap])
-        cap_dropped = {e.key: "budget:max_entries" for e in entries[cap:]}
-        confidences = [_confidence(e) for e in capped]
-        order = sorted(
-            range(len(capped)), key=lambda i: (confidences[i] is None, -(confidences[i] or 0.0))
-        )
-
-        head = RELEVANT_MEMORIES_HEADER + "\n"
-        max_tokens = budget.max_total_tokens
-        encoding = load_encoding(budget.tokenizer) if max_tokens is not None else None
-        used = len(head) + 1  # the trailing blank line
-        body: list[str] = []
-        rendered: list[MemoryEntry] = []
-        budget_dropped: dict[str, str] = {}
-        stop: str | None = None
-        for i in order:
-            e = capped[i]
-            content = truncate_with_ellipsis(_content(e.content), budget.entry_max_chars)
-            line = f"- [{_label(str(e.category))}] {content}{_percent(confidences[i])}\n"
-            if stop is None and used + len(line) > budget.max_total_chars:
-                stop = _CHARS_REASON
-            if stop is None and encoding is not None and max_tokens is not None:
-                candidate = head + "".join(body) + line + "\n"
-                if len(encoding.encode(candidate, disallowed_special=())) > max_tokens:
-                    stop = _TOKENS_REASON
-            if stop is not None:
-                budget_dropped[e.key] = stop
-                continue
-            body.append(line)
-            used += len(line)
-            rendered.append(e)
-
-        text = head + "".join(body) + "\n" if body else ""
-        n_cap = len(capped)
-        traces = (
-            StageTrace("entry_cap", len(entries), n_cap, cap_dropped),
-            StageTrace("truncate", n_cap, n_cap, {}),
-            StageTrace("total_budget", n_cap, len(rendered), budget_dropped),
-        )
-        return _render.Rendered(text, tuple(rendered), traces)
-
-
-RENDERER_CLASSES: dict[str, type[SectionedRenderer | RelevantMemoriesRenderer]] = {
-    "sectioned": SectionedRenderer,
-    "relevant_memories": RelevantMemoriesRenderer,
-}
-
-
 # -- parsers -------------------------------------------------------------------
 
 _DAILY_TITLE = re.compile(r"Daily Log \(\d{4}-\d{2}-\d{2}\)")
@@ -619,17 +405,3 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
                 raise ValueError(f"not an entry line of {title!r}: {line[:80]!r}")
         out[title] = body
     return out
-
-
-def parse_relevant(text: str) -> list[str]:
-    """The entry lines of a ``## Relevant Memories`` block; ``ValueError`` if malformed."""
-    if text == "":
-        return []
-    head = RELEVANT_MEMORIES_HEADER + "\n"
-    if not text.startswith(head) or not text.endswith("\n\n"):
-        raise ValueError("not a Relevant Memories block: bad header or ending")
-    lines = text[len(head) : -2].split("\n")
-    for line in lines:
-        if not line.startswith("- ["):
-            raise ValueError(f"not an entry line: {line[:80]!r}")
-    return lines
