@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory_inject._text import truncate_with_ellipsis
-from memory_inject._tokens import load_encoding
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
+from memory_inject.render._budget import Frame, budget_lines
 from memory_inject.render._contain import neutralize_content, neutralize_label
 from memory_inject.render._fields import confidence
-from memory_inject.stages import StageContext, StageTrace
+from memory_inject.stages import StageContext
 
 __all__ = [
     "RELEVANT_MEMORIES_HEADER",
@@ -29,12 +28,27 @@ __all__ = [
 ]
 
 RELEVANT_MEMORIES_HEADER = "## Relevant Memories"
-_CHARS_REASON = "budget:max_total_chars"
-_TOKENS_REASON = "budget:max_total_tokens"
+# The whole block counts towards max_total_chars, the trailing blank line included.
+_FRAME = Frame(RELEVANT_MEMORIES_HEADER + "\n", "\n", counted=True)
 
 
 def _percent(value: float | None) -> str:
     return "" if value is None else f" (confidence: {round(value * 100)})"
+
+
+def _line(entry: MemoryEntry, content: str) -> str:
+    category = neutralize_label(str(entry.category))
+    return f"- [{category}] {content}{_percent(confidence(entry))}\n"
+
+
+def _confidence_order(entry: MemoryEntry) -> tuple[bool, float]:
+    """Sort key: confidence descending, entries without a confidence last."""
+    value = confidence(entry)
+    return value is None, -(value or 0.0)
+
+
+def _by_confidence(entries: list[MemoryEntry]) -> list[MemoryEntry]:
+    return sorted(entries, key=_confidence_order)
 
 
 class RelevantMemoriesRenderer:
@@ -60,51 +74,21 @@ class RelevantMemoriesRenderer:
         self.max_entries = max_entries
 
     def demand(self, config: MemoryInjectConfig) -> int | None:
+        """The renderer's own ``max_entries``, else ``budget.max_entries``."""
         return config.budget.max_entries if self.max_entries is None else self.max_entries
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
-        budget = ctx.config.budget
+        """The block for ``entries`` (best first) within the config's budget."""
         cap = self.demand(ctx.config) or 0
-        capped = list(entries[:cap])
-        cap_dropped = {e.key: "budget:max_entries" for e in entries[cap:]}
-        confidences = [confidence(e) for e in capped]
-        order = sorted(
-            range(len(capped)), key=lambda i: (confidences[i] is None, -(confidences[i] or 0.0))
+        return budget_lines(
+            entries,
+            ctx.config.budget,
+            _FRAME,
+            _line,
+            cap=cap,
+            prepare=neutralize_content,
+            order=_by_confidence,
         )
-
-        head = RELEVANT_MEMORIES_HEADER + "\n"
-        max_tokens = budget.max_total_tokens
-        encoding = load_encoding(budget.tokenizer) if max_tokens is not None else None
-        used = len(head) + 1  # the trailing blank line
-        body: list[str] = []
-        rendered: list[MemoryEntry] = []
-        budget_dropped: dict[str, str] = {}
-        stop: str | None = None
-        for i in order:
-            e = capped[i]
-            content = truncate_with_ellipsis(neutralize_content(e.content), budget.entry_max_chars)
-            line = f"- [{neutralize_label(str(e.category))}] {content}{_percent(confidences[i])}\n"
-            if stop is None and used + len(line) > budget.max_total_chars:
-                stop = _CHARS_REASON
-            if stop is None and encoding is not None and max_tokens is not None:
-                candidate = head + "".join(body) + line + "\n"
-                if len(encoding.encode(candidate, disallowed_special=())) > max_tokens:
-                    stop = _TOKENS_REASON
-            if stop is not None:
-                budget_dropped[e.key] = stop
-                continue
-            body.append(line)
-            used += len(line)
-            rendered.append(e)
-
-        text = head + "".join(body) + "\n" if body else ""
-        n_cap = len(capped)
-        traces = (
-            StageTrace("entry_cap", len(entries), n_cap, cap_dropped),
-            StageTrace("truncate", n_cap, n_cap, {}),
-            StageTrace("total_budget", n_cap, len(rendered), budget_dropped),
-        )
-        return Rendered(text, tuple(rendered), traces)
 
 
 def parse_relevant(text: str) -> list[str]:

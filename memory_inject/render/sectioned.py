@@ -20,10 +20,10 @@ from datetime import date, datetime
 from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
-from memory_inject._tokens import load_encoding
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
+from memory_inject.render._budget import CHARS_REASON, TOKENS_REASON, most_that_fit, token_fit
 from memory_inject.render._contain import neutralize_content, neutralize_label
 from memory_inject.render._fields import (
     conf_suffix,
@@ -71,8 +71,6 @@ DEFAULT_SECTION_CAPS: Mapping[str, int] = {
 _TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
 _MARKER_LINE = TRUNCATED + "\n"
 _MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
-_CHARS_REASON = "budget:max_total_chars"
-_TOKENS_REASON = "budget:max_total_tokens"
 
 
 _RULE_PREFIXES: Mapping[str, str] = {
@@ -189,29 +187,20 @@ class SectionedRenderer:
         self.contested_min_overlap = contested_min_overlap
 
     def demand(self, config: MemoryInjectConfig) -> int | None:
+        """``None``: every section may use every candidate."""
         return None
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
+        """The block for ``entries`` (best first) and the contested ones in ``ctx.routed``."""
         now = utc(ctx.now)
         sections, classify_dropped, scores, n_in = self._sections(ctx, now, entries)
         n_items = sum(len(s.items) for s in sections)
         text, rendered, dropped = self._layout(sections, None)
-        max_tokens = ctx.config.budget.max_total_tokens
-        if max_tokens is not None and text:
-            encoding = load_encoding(ctx.config.budget.tokenizer)
-
-            def fits(block: str) -> bool:
-                return len(encoding.encode(block, disallowed_special=())) <= max_tokens
-
-            if not fits(text):
-                lo, hi = 0, len(rendered) - 1  # keep=0 renders "", which always fits
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    if fits(self._layout(sections, mid)[0]):
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                text, rendered, dropped = self._layout(sections, lo)
+        fits = token_fit(ctx.config.budget) if text else None  # "" needs no encoding
+        if fits is not None and not fits(text):
+            # keep=0 renders "", which always fits
+            keep = most_that_fit(len(rendered) - 1, lambda k: fits(self._layout(sections, k)[0]))
+            text, rendered, dropped = self._layout(sections, keep)
         traces = (
             StageTrace("sections", n_in, n_items, classify_dropped, scores),
             StageTrace("total_budget", n_items, len(rendered), dropped),
@@ -335,11 +324,11 @@ class SectionedRenderer:
             room = section.cap if by_cap else global_room
             lines, n, stop = _fit(section.items, room, left)
             reason = (
-                _TOKENS_REASON
+                TOKENS_REASON
                 if stop == "keep"
                 else f"budget:section_chars:{section.slug}"
                 if by_cap
-                else _CHARS_REASON
+                else CHARS_REASON
             )
             if lines:
                 text = section.header + "".join(lines)
