@@ -32,8 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypeVar, cast
 
-from memory_inject.render import MEMORY_CONTEXT_OPEN
-from memory_inject.renderers import RELEVANT_MEMORIES_HEADER, SECTIONED_TITLE
+from memory_inject.render import MEMORY_CONTEXT_OPEN, RELEVANT_MEMORIES_HEADER, SECTIONED_TITLE
 
 __all__ = [
     "APIS",

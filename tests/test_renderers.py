@@ -16,12 +16,12 @@ from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
 from memory_inject.config import BudgetConfig, MemoryInjectConfig
 from memory_inject.models import MemoryEntry
-from memory_inject.render import Rendered
-from memory_inject.renderers import (
+from memory_inject.render import (
     DEFAULT_SECTION_CAPS,
     RENDERER_CLASSES,
     SECTION_TITLES,
     RelevantMemoriesRenderer,
+    Rendered,
     SectionedRenderer,
     neutralize,
     parse_relevant,

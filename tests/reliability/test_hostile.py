@@ -33,8 +33,14 @@ from memory_inject import (
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
 from memory_inject.exceptions import StorageError
-from memory_inject.render import contain_content, contain_key, parse_bracket
-from memory_inject.renderers import neutralize, parse_relevant, parse_sectioned
+from memory_inject.render import (
+    contain_content,
+    contain_key,
+    neutralize,
+    parse_bracket,
+    parse_relevant,
+    parse_sectioned,
+)
 from memory_inject.signals import memory_recall
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import FixtureMemory, recording

@@ -1,0 +1,119 @@
+"""The one neutraliser: what makes untrusted stored text safe inside a block.
+
+Keys and contents come from chat senders, tools and imports, so no stored text
+may forge structure: a header, a section, another entry or a closing marker.
+The formats contain it in one of two ways, both defined here:
+
+* ``bracket`` keeps multi-line content readable: :func:`contain_content`
+  indents every continuation line two spaces and defuses ``[Memory context]``
+  markers; :func:`contain_key` puts a key on one line. Ordinary single-line
+  memories pass through unchanged, so the block stays zeroclaw's byte for byte.
+* ``sectioned`` and ``relevant_memories`` put every entry on exactly one line
+  that starts with the format's own prefix: :func:`neutralize` turns every line
+  break into a visible `` ↵ ``, drops control, format and bidi characters, and
+  backslash-escapes block markers (``[/Memory context]``, the section titles,
+  ``<!--``, code fences) wherever they occur in a line, so a model reading the
+  text does not take them for structure either.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from memory_inject._text import truncate_with_ellipsis
+
+__all__ = [
+    "contain_content",
+    "contain_key",
+    "neutralize",
+    "neutralize_content",
+    "neutralize_label",
+]
+
+# Line breaks a model (or a splitlines() parser) may honour: every character
+# Python's str.splitlines() breaks on; CRLF counts once.
+_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+# -- bracket: indented continuation lines, defused markers ----------------------
+
+_MARKER = re.compile(r"\[(/?)memory context\]", re.IGNORECASE)
+_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[")
+
+
+def _defuse_markers(text: str) -> str:
+    return _MARKER.sub(lambda m: f"[{m.group(1)}Memory-context]", text)
+
+
+def contain_content(text: str) -> str:
+    """Keep untrusted content inside its entry: continuation lines are indented
+    two spaces (so no stored line can start a forged ``- key:`` entry or sit at
+    the left margin as a closing marker) and block markers are defused.
+
+    Single-line content without ``[`` is returned unchanged, so ordinary
+    memories render byte for byte as zeroclaw renders them.
+    """
+    if _RISKY.isdisjoint(text):
+        return text
+    return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
+
+
+def contain_key(key: str) -> str:
+    """A key on one line with its markers defused (keys come from chat senders too)."""
+    if _RISKY.isdisjoint(key):
+        return key
+    return " ".join(_BREAKS.split(_defuse_markers(key)))
+
+
+# -- sectioned and relevant_memories: one inert line ----------------------------
+
+_NEWLINE_MARK = " ↵ "
+_ZWJ = "\u200d"  # kept: emoji sequences need it
+_MARKERS = re.compile(
+    r"\[/?memory context\]|<!--"
+    r"|(?<!#)#+[ ]*(?:persistent intelligence context|hard rules|selected memory|scratchpad"
+    r"|contested memory|daily log|relevant memories)",
+    re.IGNORECASE,
+)
+_FENCE = re.compile(r"`{3,}|~{3,}")
+_LABEL_MAX = 120
+
+
+def _clean_char(ch: str) -> str:
+    if ch == "\t":
+        return " "
+    category = unicodedata.category(ch)
+    if category == "Cc" or (category == "Cf" and ch != _ZWJ):
+        return ""  # NUL, ESC, DEL, bidi overrides and isolates, zero-width, tag characters
+    if category == "Cs":
+        return "\ufffd"  # a lone surrogate cannot be encoded
+    return ch
+
+
+def neutralize(text: str) -> str:
+    """One line of inert text: breaks become `` ↵ ``, controls go, markers are escaped.
+
+    Line breaks (``\\n``, ``\\r``, VT, FF, U+001C-U+001E, NEL, U+2028, U+2029)
+    become `` ↵ ``; a tab becomes a space; other control (Cc) and format (Cf:
+    bidi controls, zero-width characters, tag characters) characters are
+    dropped, except the zero-width joiner; lone surrogates become U+FFFD.
+    Then ``[Memory context]``, ``[/Memory context]``, ``<!--``, ``#`` runs
+    before a section title of either block, and code fences get a backslash.
+    """
+    text = _BREAKS.sub(_NEWLINE_MARK, text)
+    if not text.isprintable():
+        text = "".join(_clean_char(ch) for ch in text)
+    text = _MARKERS.sub(lambda m: "\\" + m.group(0), text)
+    return _FENCE.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text)
+
+
+def neutralize_content(text: str) -> str:
+    """A memory's content as one inert line without surrounding whitespace."""
+    return neutralize(text).strip()
+
+
+def neutralize_label(text: str) -> str:
+    """A key, category, layer or rule type: no spaces or brackets, so ``[meta]`` is unambiguous."""
+    label = "_".join(neutralize(text).split()).replace("[", "(").replace("]", ")")
+    return truncate_with_ellipsis(label, _LABEL_MAX) or "?"

@@ -1,0 +1,83 @@
+"""``bracket``: zeroclaw's ``[Memory context]`` block, byte for byte.
+
+Spec section 5, stages 4 and 6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.models import MemoryEntry
+from memory_inject.render._base import Rendered
+from memory_inject.render._budget import Frame, budget_lines
+from memory_inject.render._contain import contain_content, contain_key
+from memory_inject.stages import StageContext
+
+__all__ = [
+    "MEMORY_CONTEXT_CLOSE",
+    "MEMORY_CONTEXT_OPEN",
+    "BracketRenderer",
+    "parse_bracket",
+]
+
+MEMORY_CONTEXT_OPEN = "[Memory context]"
+MEMORY_CONTEXT_CLOSE = "[/Memory context]"
+_HEADER = MEMORY_CONTEXT_OPEN + "\n"
+_FOOTER = MEMORY_CONTEXT_CLOSE + "\n\n"
+_FRAME = Frame(_HEADER, _FOOTER, counted=False)  # max_total_chars counts the entry lines only
+
+
+def parse_bracket(text: str) -> list[str]:
+    """The entry lines of a bracket block (continuations joined), for tests and tools.
+
+    Raises ``ValueError`` if the block is not exactly one header, entries that
+    start with ``- `` with two-space continuation lines, and one footer.
+    """
+    if text == "":
+        return []
+    if not (text.startswith(_HEADER) and text.endswith(_FOOTER)):
+        raise ValueError("not a [Memory context] block")
+    body = text[len(_HEADER) : -len(_FOOTER)]
+    entries: list[str] = []
+    for line in body.split("\n")[:-1]:
+        if line.startswith("- "):
+            entries.append(line)
+        elif line.startswith("  ") and entries:
+            entries[-1] += "\n" + line
+        else:
+            raise ValueError(f"unexpected line in block: {line!r}")
+    return entries
+
+
+def _contained_line(entry: MemoryEntry, content: str) -> str:
+    return f"- {contain_key(entry.key)}: {contain_content(content)}\n"
+
+
+def _verbatim_line(entry: MemoryEntry, content: str) -> str:
+    return f"- {entry.key}: {content}\n"
+
+
+class BracketRenderer:
+    """``[Memory context]`` / ``- key: content`` lines / ``[/Memory context]`` + blank line.
+
+    Content is contained (:func:`contain_content`) unless the config says
+    ``contain_content: false``, which restores zeroclaw's verbatim output for
+    multi-line content too. Budgets, in order: entry count; per-entry
+    truncation with ``...``; total characters of the entry lines (header and
+    footer not counted); and, when set, total tokens of the whole block. An
+    entry that does not fit ends the block: later, smaller entries are not
+    tried (the spec's ``break``).
+    """
+
+    name = "bracket"
+
+    def demand(self, config: MemoryInjectConfig) -> int | None:
+        """``budget.max_entries``: the block never shows more."""
+        return config.budget.max_entries
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
+        """The block for ``entries`` (best first) within the config's budget."""
+        budget = ctx.config.budget
+        line = _contained_line if ctx.config.contain_content else _verbatim_line
+        return budget_lines(entries, budget, _FRAME, line, cap=budget.max_entries)

@@ -1,0 +1,396 @@
+"""``sectioned``: PI's ``# Persistent Intelligence Context`` block.
+
+Every entry sits on exactly one line that starts with its section's prefix,
+its text neutralised by :mod:`memory_inject.render._contain`, so no memory can
+forge a header, a section or another entry. :func:`parse_sectioned` reads a
+block back; the tests use it to prove that a block holds exactly the entries
+it rendered.
+
+The block ends with a blank line, like ``bracket``, so a host may prepend it
+to the user's message with plain concatenation (PI ends with one newline
+because it sends the block as a separate message).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+
+from attrs import frozen
+
+from memory_inject._text import truncate_with_ellipsis
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.models import MemoryEntry
+from memory_inject.render._base import Rendered
+from memory_inject.render._budget import CHARS_REASON, TOKENS_REASON, most_that_fit, token_fit
+from memory_inject.render._contain import neutralize_content, neutralize_label
+from memory_inject.render._fields import (
+    conf_suffix,
+    confidence,
+    lower_field,
+    overlap,
+    query_tokens,
+    stale_marker,
+    text_field,
+    utc,
+)
+from memory_inject.stages import StageContext, StageTrace
+
+__all__ = [
+    "CONTESTED_WARNING",
+    "DEFAULT_SECTION_CAPS",
+    "SECTIONED_TITLE",
+    "SECTION_TITLES",
+    "TRUNCATED",
+    "SectionedRenderer",
+    "parse_sectioned",
+]
+
+SECTIONED_TITLE = "# Persistent Intelligence Context"
+TRUNCATED = "[...truncated]"
+CONTESTED_WARNING = (
+    "<!-- Contested memories conflict with other memories. Review before relying on them. -->"
+)
+#: Section slug (used in ``section_caps`` and drop reasons) -> title, in block order.
+SECTION_TITLES: Mapping[str, str] = {
+    "hard_rules": "Hard Rules",
+    "selected_memory": "Selected Memory",
+    "scratchpad": "Scratchpad",
+    "contested_memory": "Contested Memory",
+    "daily_log": "Daily Log",
+}
+DEFAULT_SECTION_CAPS: Mapping[str, int] = {
+    "hard_rules": 2000,
+    "selected_memory": 6000,
+    "scratchpad": 800,
+    "contested_memory": 800,
+    "daily_log": 3000,
+}
+
+_TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
+_MARKER_LINE = TRUNCATED + "\n"
+_MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
+
+
+_RULE_PREFIXES: Mapping[str, str] = {
+    "avoid_pattern": "⚠️ AVOID:",
+    "avoid": "⚠️ AVOID:",
+    "prefer_pattern": "✓ PREFER:",
+    "prefer": "✓ PREFER:",
+    "convention": "📌 CONVENTION:",
+    "correction": "📌 RULE:",
+}
+_CLOSED = frozenset({"done", "closed"})
+
+
+# -- the sectioned block -------------------------------------------------------
+
+_Item = tuple[MemoryEntry, str, str]  # entry, line prefix, neutralised content
+
+
+@frozen
+class _Section:
+    slug: str
+    header: str  # "## Title\n" plus preamble lines, each with its newline
+    items: list[_Item]
+    cap: int
+
+
+def _fit(items: Sequence[_Item], room: int, limit: int) -> tuple[list[str], int, str | None]:
+    """Whole lines that fit in ``room`` chars, then ``[...truncated]`` if any were left.
+
+    Returns the lines, how many items they render and why it stopped (``None``:
+    every item fits; ``"keep"``: ``limit`` items; ``"room"``: out of room). Only
+    a section's first line is ever shortened, as PI cuts mid-line only when a
+    section has no earlier newline.
+    """
+    full = [prefix + content + "\n" for _, prefix, content in items]
+    suffix = [0] * (len(full) + 1)
+    for i in range(len(full) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + len(full[i])
+    lines: list[str] = []
+    used = 0
+    stop: str | None = None
+    for i, line in enumerate(full):
+        if i >= limit:
+            stop = "keep"
+            break
+        if len(full) <= limit and used + suffix[i] <= room:
+            return lines + full[i:], len(full), None
+        if used + len(line) + len(_MARKER_LINE) <= room:
+            lines.append(line)
+            used += len(line)
+            continue
+        stop = "room"
+        if i == 0:
+            _, prefix, content = items[0]
+            width = room - len(_MARKER_LINE) - len(prefix) - 1 - 3
+            if _MIN_CONTENT <= width < len(content):
+                lines.append(prefix + truncate_with_ellipsis(content, width) + "\n")
+        break
+    n = len(lines)
+    if lines and stop is not None:
+        lines.append(_MARKER_LINE)
+    return lines, n, stop
+
+
+class SectionedRenderer:
+    """PI's ``# Persistent Intelligence Context`` block, sections in a fixed order.
+
+    Hard Rules, Selected Memory, Scratchpad, Contested Memory (from
+    ``ctx.routed["contested"]``) and Daily Log. An empty section is omitted and
+    a block with no section is ``""``. Each section's text (preamble and entry
+    lines, not its title) is capped by ``section_caps``; the whole block,
+    title, blank lines and newlines included, never exceeds
+    ``max_total_chars``. Sections fill in order, so the later ones are
+    truncated first; a section cut by the total budget ends the block. A cut
+    section ends with ``[...truncated]``. ``budget.max_total_tokens``, when
+    set, then drops whole entries from the end until the block fits.
+
+    ``budget.max_entries``, ``entry_max_chars`` and ``max_total_chars`` of the
+    config are *not* applied: this format has its own caps, and ``demand``
+    is ``None`` because every section may use every candidate.
+    """
+
+    name = "sectioned"
+
+    def __init__(
+        self,
+        *,
+        max_total_chars: int = 14_000,
+        section_caps: Mapping[str, int] | None = None,
+        max_hard_rules: int = 8,
+        hard_rule_min_confidence: float = 0.85,
+        max_contested: int = 2,
+        contested_min_overlap: float = 0.15,
+    ) -> None:
+        for field, value in (
+            ("max_total_chars", max_total_chars),
+            ("max_hard_rules", max_hard_rules),
+            ("max_contested", max_contested),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"'{field}' must be an integer >= 0 (got {value!r})")
+        caps = dict(DEFAULT_SECTION_CAPS)
+        for slug, cap in (section_caps or {}).items():
+            if slug not in caps:
+                raise ValueError(f"'section_caps' keys must be in {list(caps)} (got {slug!r})")
+            if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+                raise ValueError(f"'{slug}' must be an integer >= 0 (got {cap!r})")
+            caps[slug] = cap
+        self.max_total_chars = max_total_chars
+        self.section_caps: Mapping[str, int] = caps
+        self.max_hard_rules = max_hard_rules
+        self.hard_rule_min_confidence = hard_rule_min_confidence
+        self.max_contested = max_contested
+        self.contested_min_overlap = contested_min_overlap
+
+    def demand(self, config: MemoryInjectConfig) -> int | None:
+        """``None``: every section may use every candidate."""
+        return None
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
+        """The block for ``entries`` (best first) and the contested ones in ``ctx.routed``."""
+        now = utc(ctx.now)
+        sections, classify_dropped, scores, n_in = self._sections(ctx, now, entries)
+        n_items = sum(len(s.items) for s in sections)
+        text, rendered, dropped = self._layout(sections, None)
+        fits = token_fit(ctx.config.budget) if text else None  # "" needs no encoding
+        if fits is not None and not fits(text):
+            # keep=0 renders "", which always fits
+            keep = most_that_fit(len(rendered) - 1, lambda k: fits(self._layout(sections, k)[0]))
+            text, rendered, dropped = self._layout(sections, keep)
+        traces = (
+            StageTrace("sections", n_in, n_items, classify_dropped, scores),
+            StageTrace("total_budget", n_items, len(rendered), dropped),
+        )
+        return Rendered(text, tuple(rendered), traces)
+
+    def _sections(
+        self, ctx: StageContext, now: datetime, entries: Sequence[MemoryEntry]
+    ) -> tuple[list[_Section], dict[str, str], dict[str, float | None], int]:
+        today: date = now.date()
+        hard: list[tuple[MemoryEntry, float, str]] = []
+        scratch: list[MemoryEntry] = []
+        daily: list[MemoryEntry] = []
+        dropped: dict[str, str] = {}
+        closed: set[int] = set()
+        for e in entries:
+            ts = e.timestamp
+            if e.category == "daily" and ts is not None and utc(ts).date() == today:
+                daily.append(e)
+            elif lower_field(e, "memory_kind") == "task" or e.category == "scratchpad":
+                if lower_field(e, "status") in _CLOSED:
+                    dropped[e.key] = "scratchpad:closed"
+                    closed.add(id(e))
+                else:
+                    scratch.append(e)
+            else:
+                prefix = _RULE_PREFIXES.get(lower_field(e, "rule_type", "ruleType") or "")
+                conf = confidence(e)
+                if (
+                    prefix is not None
+                    and conf is not None
+                    and conf >= self.hard_rule_min_confidence
+                    and lower_field(e, "status") == "active"
+                    and lower_field(e, "layer") == "l2"
+                ):
+                    hard.append((e, conf, prefix))
+        hard.sort(key=lambda h: -h[1])
+        hard = hard[: self.max_hard_rules]
+        special = closed | {id(x) for x in (*scratch, *daily)} | {id(h[0]) for h in hard}
+        selected = [e for e in entries if id(e) not in special]
+        daily.sort(key=lambda e: e.timestamp or now, reverse=True)
+
+        tokens = query_tokens(ctx.query)
+        routed = list(ctx.routed.get("contested", ()))
+        scores: dict[str, float | None] = {}
+        relevant: list[tuple[float, MemoryEntry]] = []
+        for e in routed:
+            score = overlap(e, tokens)
+            scores[e.key] = score
+            if score > self.contested_min_overlap:
+                relevant.append((score, e))
+            else:
+                dropped[e.key] = f"contested:below_overlap:{score:.4g}"
+        relevant.sort(key=lambda r: -r[0])
+        for _, e in relevant[self.max_contested :]:
+            dropped[e.key] = "contested:max_contested"
+        contested = [e for _, e in relevant[: self.max_contested]]
+
+        def selected_prefix(e: MemoryEntry) -> str:
+            rule = text_field(e, "rule_type", "ruleType")
+            tag = neutralize_label(text_field(e, "layer") or str(e.category))
+            meta = tag + conf_suffix(confidence(e)) + stale_marker(e, now)
+            meta += f" [{neutralize_label(rule)}]" if rule else ""
+            return f"- {neutralize_label(e.key)} [{meta}] "
+
+        def contested_prefix(e: MemoryEntry) -> str:
+            return f"⚠️ CONTESTED: [{neutralize_label(e.key)}{conf_suffix(confidence(e))}] "
+
+        def daily_prefix(e: MemoryEntry) -> str:
+            return f"- {utc(e.timestamp or now):%H:%M} "
+
+        built = [
+            (
+                "hard_rules",
+                "",
+                [(e, f"{p} [conf {c:.2f}] ", neutralize_content(e.content)) for e, c, p in hard],
+            ),
+            (
+                "selected_memory",
+                "",
+                [(e, selected_prefix(e), neutralize_content(e.content)) for e in selected],
+            ),
+            ("scratchpad", "", [(e, "- [ ] ", neutralize_content(e.content)) for e in scratch]),
+            (
+                "contested_memory",
+                CONTESTED_WARNING + "\n",
+                [(e, contested_prefix(e), neutralize_content(e.content)) for e in contested],
+            ),
+            ("daily_log", "", [(e, daily_prefix(e), neutralize_content(e.content)) for e in daily]),
+        ]
+        sections = []
+        for slug, preamble, items in built:
+            if not items:
+                continue
+            title = SECTION_TITLES[slug]
+            if slug == "daily_log":
+                title += f" ({today.isoformat()})"
+            sections.append(
+                _Section(
+                    slug, f"## {title}\n{preamble}", items, self.section_caps[slug] - len(preamble)
+                )
+            )
+        return sections, dropped, scores, len(entries) + len(routed)
+
+    def _layout(
+        self, sections: Sequence[_Section], keep: int | None
+    ) -> tuple[str, list[MemoryEntry], dict[str, str]]:
+        """Assemble the block with at most ``keep`` entries; count every emitted character."""
+        parts: list[str] = []
+        rendered: list[MemoryEntry] = []
+        dropped: dict[str, str] = {}
+        used = len(_TITLE_BLOCK)
+        left = sum(len(s.items) for s in sections) if keep is None else keep
+        stopped: str | None = None
+        for section in sections:
+            if stopped is not None:
+                dropped.update((e.key, stopped) for e, _, _ in section.items)
+                continue
+            global_room = self.max_total_chars - used - len(section.header) - 1
+            by_cap = section.cap < global_room
+            room = section.cap if by_cap else global_room
+            lines, n, stop = _fit(section.items, room, left)
+            reason = (
+                TOKENS_REASON
+                if stop == "keep"
+                else f"budget:section_chars:{section.slug}"
+                if by_cap
+                else CHARS_REASON
+            )
+            if lines:
+                text = section.header + "".join(lines)
+                parts.append(text)
+                used += len(text) + 1
+                rendered.extend(e for e, _, _ in section.items[:n])
+                left -= n
+            dropped.update((e.key, reason) for e, _, _ in section.items[n:])
+            if stop == "keep" or (stop == "room" and not by_cap):
+                stopped = reason
+        if not parts:
+            return "", [], dropped
+        return _TITLE_BLOCK + "".join(p + "\n" for p in parts), rendered, dropped
+
+
+# -- parsers -------------------------------------------------------------------
+
+_DAILY_TITLE = re.compile(r"Daily Log \(\d{4}-\d{2}-\d{2}\)")
+_SECTION_PREFIXES: Mapping[str, tuple[str, ...]] = {
+    "Hard Rules": tuple(sorted(set(_RULE_PREFIXES.values()))),
+    "Selected Memory": ("- ",),
+    "Scratchpad": ("- [ ] ",),
+    "Contested Memory": ("⚠️ CONTESTED: [",),
+    "Daily Log": ("- ",),
+}
+
+
+def parse_sectioned(text: str) -> dict[str, list[str]]:
+    """Section title -> its entry lines; ``ValueError`` if the block is not well formed.
+
+    The title line, the contested warning and the ``[...truncated]`` marker
+    are structure, not entries, and are left out. The Daily Log's date is
+    dropped from its title.
+    """
+    if text == "":
+        return {}
+    if not text.startswith(_TITLE_BLOCK) or not text.endswith("\n\n"):
+        raise ValueError("not a sectioned block: bad title or ending")
+    out: dict[str, list[str]] = {}
+    order = list(SECTION_TITLES.values())
+    groups = text[len(_TITLE_BLOCK) :].split("\n\n")
+    if groups[-1] != "":
+        raise ValueError("not a sectioned block: bad ending")
+    for group in groups[:-1]:
+        header, *body = group.split("\n")
+        title = header[3:] if header.startswith("## ") else ""
+        if _DAILY_TITLE.fullmatch(title):
+            title = "Daily Log"
+        elif title == "Daily Log" or title not in order:
+            raise ValueError(f"unknown section header {header[:80]!r}")
+        if any(t in out for t in order[order.index(title) :]):
+            raise ValueError(f"section {title!r} repeated or out of order")
+        if title == "Contested Memory":
+            if not body or body[0] != CONTESTED_WARNING:
+                raise ValueError("Contested Memory must start with the warning")
+            body = body[1:]
+        if body and body[-1] == TRUNCATED:
+            body = body[:-1]
+        if not body:
+            raise ValueError(f"empty section {title!r}")
+        for line in body:
+            if not line.startswith(_SECTION_PREFIXES[title]):
+                raise ValueError(f"not an entry line of {title!r}: {line[:80]!r}")
+        out[title] = body
+    return out
