@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from attrs import field, frozen
@@ -32,8 +32,8 @@ from memory_inject.policy import (
     resolve_inject_policy,
     should_autosave,
 )
-from memory_inject.profile import resolve_profile, stamp_profile
-from memory_inject.signals import MemoryRecall
+from memory_inject.profile import turn_profile
+from memory_inject.signals import MemoryRecall, MemorySkipped
 
 __all__ = [
     "AUTOSAVE_MIN_CHARS",
@@ -102,7 +102,15 @@ class Injection:
 
     @property
     def event(self) -> MemoryRecall | None:
-        return self.result.event if self.result is not None else None
+        """The render's ``memory_recall`` payload (None when skipped or not rendered)."""
+        event = self.result.event if self.result is not None else None
+        return event if isinstance(event, MemoryRecall) else None
+
+    @property
+    def skipped(self) -> MemorySkipped | None:
+        """The ``memory_skipped`` payload when the policy skipped this turn."""
+        event = self.result.event if self.result is not None else None
+        return event if isinstance(event, MemorySkipped) else None
 
     @property
     def injected(self) -> bool:
@@ -126,16 +134,9 @@ def _describe(exc: BaseException) -> str:
 
 
 def _render_kwargs(
-    config: AgentConfig, req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
+    req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any]:
-    return {
-        "sessions": req.sessions,
-        "config": config.memory,
-        "origin": req.origin,
-        "exclude_conversation": policy.exclude_conversation,
-        "turn": req.turn,
-        "cwd": cwd,
-    }
+    return {"policy": policy, "sessions": req.sessions, "turn": req.turn, "cwd": cwd}
 
 
 def _finish(
@@ -155,12 +156,13 @@ def _finish(
 def run(
     store: Any, config: AgentConfig, req: Request, *, cwd: str | os.PathLike[str] | None = None
 ) -> Injection:
-    """Resolve the policy and, if it says inject, render. Never raises because of memory."""
+    """Resolve the policy and hand it to the render (which announces skips too).
+
+    Never raises because of memory.
+    """
     policy = decide(config, req)
-    if not policy.inject:
-        return _finish(req, policy, None, None)
     try:
-        result = render_memory_context(store, req.query, **_render_kwargs(config, req, policy, cwd))
+        result = render_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
@@ -172,12 +174,8 @@ async def arun(
 ) -> Injection:
     """The async twin of :func:`run`."""
     policy = decide(config, req)
-    if not policy.inject:
-        return _finish(req, policy, None, None)
     try:
-        result = await arender_memory_context(
-            store, req.query, **_render_kwargs(config, req, policy, cwd)
-        )
+        result = await arender_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
@@ -198,9 +196,7 @@ def profile_fields(
     gov = cfg.governance
     if not gov.enabled:
         return {}
-    seed: Mapping[str, Any] = {"profile_id": gov.profile_id} if gov.profile_id else {}
-    where = os.fspath(cwd) if cwd is not None else os.getcwd()
-    return stamp_profile(seed, resolve_profile(where))
+    return {"profile_id": turn_profile(gov.profile_id, cwd).profile_id}
 
 
 def _autosave_args(

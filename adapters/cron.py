@@ -2,7 +2,7 @@
 
 The core policy gives cron turns a block without conversation memory. A job
 with ``uses_memory: false`` is memory-free end to end (zeroclaw issue 8695):
-the turn is suppressed, the store is never called (no recall, no event) and
+the turn is suppressed, the store is never called (no recall; one memory_skipped) and
 the run is bound to no memory at all (:attr:`CronTurn.memory` is None, so
 the host offers the job no memory tools either). Cron turns never autosave.
 """

@@ -138,7 +138,11 @@ class Traffic:
             n += 1
             origin = rng.choice(origins)
             session = rng.choice(self.sessions) if rng.random() < 0.8 else None
-            policy = resolve_inject_policy(origin, has_session=session is not None)
+            policy = resolve_inject_policy(
+                origin,
+                has_session=session is not None,
+                config=CONFIGS[rng.choice(RENDERERS)],
+            )
             query = " ".join(rng.choices(self.words, k=rng.randint(1, 6)))
             t0 = time.perf_counter()
             try:
@@ -146,9 +150,7 @@ class Traffic:
                     store,
                     query,
                     sessions=[session],
-                    origin=origin,
-                    config=CONFIGS[rng.choice(RENDERERS)],
-                    exclude_conversation=policy.exclude_conversation,
+                    policy=policy,
                     turn=TurnMeta("soak", "soak", f"{seed}-{n}"),
                 )
             except Exception as exc:  # noqa: BLE001 - a render must never raise; count it

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
@@ -169,12 +169,23 @@ def build_calls(
     return calls
 
 
-def _run_calls(calls: list[Call], res: _Results, memory: Any) -> None:
+# -- the driver: one generator of store calls, a sync and an async runner ----------
+
+
+Steps = Generator[Call, Any, None]
+
+
+def _steps(calls: list[Call], res: _Results, memory: Any) -> Steps:
+    """Yield each store call; the runner sends its batch back (or throws its error).
+
+    Everything but making the call lives here, so the sync and async runners
+    cannot disagree about what a result means.
+    """
     for call in calls:
         if res.abandoned:
             return
         try:
-            batch = call.fn()
+            batch = yield call
             flag = _degraded_flag(memory) if call.source == "semantic" else None
             if flag:  # founder-os: an embedder failure drops the semantic query only
                 raise RuntimeError(flag)
@@ -187,9 +198,39 @@ def _run_calls(calls: list[Call], res: _Results, memory: Any) -> None:
                 res.batches.append((call, batch))
 
 
+def _drive(steps: Steps) -> None:
+    """Run the steps, making each store call inline."""
+    try:
+        call = next(steps)
+        while True:
+            try:
+                batch = call.fn()
+            except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
+                call = steps.throw(exc)
+            else:
+                call = steps.send(batch)
+    except StopIteration:
+        return
+
+
+async def _adrive(steps: Steps) -> None:
+    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread."""
+    try:
+        call = next(steps)
+        while True:
+            try:
+                batch = await (call.afn() if call.afn is not None else asyncio.to_thread(call.fn))
+            except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
+                call = steps.throw(exc)
+            else:
+                call = steps.send(batch)
+    except StopIteration:
+        return
+
+
 def _run_tracked(calls: list[Call], res: _Results, memory: Any) -> None:
     try:
-        _run_calls(calls, res, memory)
+        _drive(_steps(calls, res, memory))
     finally:
         _leave(memory)
 
@@ -199,7 +240,6 @@ def run_sync(
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
-    scopes: tuple[str | None, ...] = (None,),
 ) -> Recalled:
     """Run the calls in order, inline or under the deadline in a worker thread."""
     res = _Results([], [])
@@ -208,7 +248,7 @@ def run_sync(
     busy = False
     slot = None if deadline is None else _enter(memory)
     if deadline is None:
-        _run_calls(calls, res, memory)
+        _drive(_steps(calls, res, memory))
     elif slot is None:
         busy = True
     else:
@@ -231,7 +271,7 @@ def run_sync(
             with res.lock:
                 res.abandoned = True
             partial = True
-    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
+    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
     if busy:
         out = attrs.evolve(
             out,
@@ -252,30 +292,17 @@ async def run_async(
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
-    scopes: tuple[str | None, ...] = (None,),
 ) -> Recalled:
     """The async twin: awaits ``arecall`` where the store has it, else a thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
 
-    async def go() -> None:
-        for call in calls:
-            try:
-                if call.afn is not None:
-                    batch = await call.afn()
-                else:
-                    batch = await asyncio.to_thread(call.fn)
-            except Exception as exc:  # noqa: BLE001
-                res.errors.append((call, exc))
-                continue
-            res.batches.append((call, batch))
-
     partial = False
     try:
-        await asyncio.wait_for(go(), timeout=deadline)
+        await asyncio.wait_for(_adrive(_steps(calls, res, memory)), timeout=deadline)
     except TimeoutError:
         partial = True
-    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline, scopes)
+    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
 
 
 def _collect(
@@ -285,7 +312,6 @@ def _collect(
     partial: bool,
     plan: RecallPlan | None,
     deadline: float | None,
-    scopes: tuple[str | None, ...] = (None,),
 ) -> Recalled:
     with res.lock:
         batches = list(res.batches)
@@ -315,18 +341,6 @@ def _collect(
             else:
                 invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
         valid_batches.append(good)
-    own = {s for s in scopes if s is not None}
-    foreign: dict[str, str] = {}
-    if own:
-        # A turn with sessions never sees rows bound to other sessions, even
-        # through an unscoped (None) recall next to its own scopes.
-        for batch in valid_batches:
-            for e in batch:
-                if e.session_id is not None and e.session_id not in own:
-                    foreign[e.key] = "foreign_session"
-        valid_batches = [
-            [e for e in b if e.session_id is None or e.session_id in own] for b in valid_batches
-        ]
     degraded: list[str] = []
     flag = _degraded_flag(memory)
     if flag:
@@ -353,5 +367,5 @@ def _collect(
         duration,
         tuple(degraded),
         partial,
-        {**foreign, **plan_dropped},
+        plan_dropped,
     )

@@ -390,7 +390,7 @@ def render(
         injection = _core.run(recorder, agent, req)
     policy = injection.policy
     if not policy.inject:
-        console.print(f"skipped: {policy.reason} (no recall, no event)")
+        console.print(f"skipped: {policy.reason} (no recall)")
         return
     click.echo(injection.block, nl=False)
     event = injection.event

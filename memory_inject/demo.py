@@ -119,15 +119,13 @@ def run_demo(store: Any, config: MemoryInjectConfig, out: TextIO, now: datetime)
                 config=config,
             )
             if not policy.inject:
-                out.write(f"  skipped: {policy.reason} (no recall, no event)\n")
+                out.write(f"  skipped: {policy.reason} (no recall)\n")
                 continue
             result = render_memory_context(
                 store,
                 query,
                 sessions=sessions,
-                config=config,
-                origin=origin,
-                exclude_conversation=policy.exclude_conversation,
+                policy=policy,
                 now=now,
                 turn=TurnMeta(channel, "demo", f"turn-{n}"),
             )

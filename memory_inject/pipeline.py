@@ -1,16 +1,17 @@
 """``render_memory_context``: recall, then the stages, then exactly one signal.
 
-The I/O of a render is the store's ``recall`` (under the per-turn deadline,
-see ``_recall``), a cached profile lookup when governance is on, and the
-usage-counter update of a recall plan; everything between is the pure stage
-chain. The sync and async entry points share that chain and differ only in
-how they call the store.
+A render takes the turn's :class:`~memory_inject.policy.InjectPolicy` whole:
+a skip sends ``memory_skipped`` and touches nothing; an inject renders with the
+config the policy carries. The I/O of a render is the store's ``recall``
+(under the per-turn deadline, see ``_recall``, one generator of store calls
+driven by a sync and an async runner), a cached profile lookup when
+governance is on, and the usage-counter update of a recall plan; everything
+between is the pure stage chain of :func:`~memory_inject.stages.stages_for`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -19,38 +20,25 @@ from typing import Any
 
 import attrs
 from attrs import field, frozen
+from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
 from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
-from memory_inject.governance import apply_scope_to_routed, build_governance
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
-from memory_inject.profile import ProfileIdentity, resolve_profile
+from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
+from memory_inject.profile import ProfileIdentity, turn_profile
 from memory_inject.render import get_renderer
-from memory_inject.rerank import rerank, rerank_recall_limit
-from memory_inject.signals import MemoryRecall, memory_recall
-from memory_inject.stages import (
-    Stage,
-    StageContext,
-    StageTrace,
-    conversation_exclusion,
-    decay,
-    relevance_filter,
-    skip_set,
-)
+from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
+from memory_inject.stages import ARM_NAMES, StageContext, StageTrace, stages_for
+from memory_inject.stages.rerank import rerank_recall_limit
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
 
 _log = logging.getLogger("memory_inject")
-_DEFAULT = MemoryInjectConfig()
 _QUERY_SUMMARY_CHARS = 200
-_POST_ARM: tuple[tuple[str, Stage], ...] = (
-    ("relevance_filter", relevance_filter),
-    ("conversation_exclusion", conversation_exclusion),
-    ("skip_set", skip_set),
-)
 
 
 @frozen(slots=True)
@@ -60,11 +48,18 @@ class RenderResult:
     text: str
     entries: tuple[MemoryEntry, ...]
     trace: tuple[StageTrace, ...]
-    event: MemoryRecall = field(repr=False)
+    #: ``MemoryRecall`` for a render, ``MemorySkipped`` when the policy skipped.
+    event: MemoryRecall | MemorySkipped = field(repr=False)
 
     @property
     def success(self) -> bool:
+        """False when memory failed (store, garbage, a stage); a skip is a success."""
         return self.event.success
+
+    @property
+    def skipped(self) -> bool:
+        """True when the policy skipped the turn (``event`` says why)."""
+        return isinstance(self.event, MemorySkipped)
 
 
 def recall_limit_for(cfg: MemoryInjectConfig) -> int:
@@ -73,15 +68,6 @@ def recall_limit_for(cfg: MemoryInjectConfig) -> int:
     if cfg.rerank.enabled:
         return rerank_recall_limit(limit, cfg.rerank)
     return limit
-
-
-def _resolve(
-    config: MemoryInjectConfig | None, origin: TurnOrigin | str | None
-) -> MemoryInjectConfig:
-    cfg = config if config is not None else _DEFAULT
-    if origin is not None and cfg.origins:
-        return cfg.for_origin(origin)
-    return cfg
 
 
 def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
@@ -106,39 +92,82 @@ def _backend_name(memory: Any) -> str:
         return type(memory).__name__
 
 
+def _policy(
+    policy: InjectPolicy | None,
+    config: MemoryInjectConfig | None,
+    origin: TurnOrigin | str | None,
+    scopes: tuple[str | None, ...],
+) -> InjectPolicy:
+    """The turn's policy: the one given, else resolved from ``config`` and ``origin``."""
+    if policy is not None:
+        if config is not None or origin is not None:
+            raise TypeError("pass either 'policy' or 'config'/'origin', not both")
+        return policy
+    if origin is None:
+        return direct_policy(config)
+    return resolve_inject_policy(origin, has_session=has_session(scopes), config=config)
+
+
+@frozen(slots=True)
+class _Turn:
+    """Everything one render knows before it recalls; built once, read by every step."""
+
+    memory: Any
+    query: str
+    scopes: tuple[str | None, ...]
+    policy: InjectPolicy
+    meta: TurnMeta
+    now: datetime | None
+    cwd: str | os.PathLike[str] | None
+    profile: ProfileIdentity | str | None
+    plan: RecallPlan | None
+    calls: list[Call]
+
+    @property
+    def config(self) -> MemoryInjectConfig:
+        return self.policy.config
+
+    @property
+    def deadline(self) -> float | None:
+        ms = self.policy.config.deadline_ms
+        return None if ms is None else ms / 1000.0
+
+
 def _prepare(
     memory: Any,
     query: str,
     sessions: Iterable[str | None],
+    policy: InjectPolicy | None,
     config: MemoryInjectConfig | None,
     origin: TurnOrigin | str | None,
+    turn: TurnMeta | None,
+    now: datetime | None,
     source: str | None,
-) -> tuple[MemoryInjectConfig, tuple[str | None, ...], RecallPlan | None, list[Call]]:
-    """The resolved config, scopes, plan and store calls of one render."""
-    cfg = _resolve(config, origin)
+    cwd: str | os.PathLike[str] | None,
+    profile: ProfileIdentity | str | None,
+) -> _Turn:
     scopes = tuple(sessions) or (None,)
-    plan = plan_for(cfg)
-    return (
-        cfg,
-        scopes,
-        plan,
-        build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source),
+    pol = _policy(policy, config, origin, scopes)
+    cfg = pol.config
+    plan = plan_for(cfg) if pol.inject else None
+    calls = (
+        build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+        if pol.inject
+        else []
     )
-
-
-def _deadline(cfg: MemoryInjectConfig) -> float | None:
-    return None if cfg.deadline_ms is None else cfg.deadline_ms / 1000.0
+    meta = turn if turn is not None else TurnMeta()
+    return _Turn(memory, query, scopes, pol, meta, now, cwd, profile, plan, calls)
 
 
 def render_memory_context(
     memory: Any,
     query: str,
     *,
+    policy: InjectPolicy | None = None,
     sessions: Iterable[str | None] = (),
-    config: MemoryInjectConfig | None = None,
-    exclude_conversation: bool = False,
     turn: TurnMeta | None = None,
     now: datetime | None = None,
+    config: MemoryInjectConfig | None = None,
     origin: TurnOrigin | str | None = None,
     source: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
@@ -146,19 +175,22 @@ def render_memory_context(
 ) -> RenderResult:
     """Recall for each session scope and render one block. Never raises because of the store.
 
-    ``config`` is the agent's config; with ``origin`` given, that origin's
-    overrides apply. ``now`` pins the clock (decay, recency) for reproducible
-    renders. ``source`` names the calling plugin for a recall plan's
-    ``plugin`` query. ``cwd`` and ``profile`` feed the governance stages (the
-    profile is resolved from ``cwd`` when not given). Sends exactly one
-    ``memory_recall`` signal.
+    ``policy`` is the turn's decision (:func:`resolve_inject_policy`), carrying
+    the origin's resolved config; a skip policy renders nothing, touches no
+    store and sends ``memory_skipped``. Instead of a policy, ``config`` and
+    ``origin`` resolve one here (without ``origin``: inject, keep
+    conversation, ``config`` as given). ``now`` pins the clock (decay,
+    recency) for reproducible renders. ``source`` names the calling plugin for
+    a recall plan's ``plugin`` query. ``cwd`` and ``profile`` feed the
+    governance stages (the profile is resolved from ``cwd`` when not given).
+    Sends exactly one signal: ``memory_recall`` or ``memory_skipped``.
     """
-    cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
-    recalled = run_sync(memory, calls, _deadline(cfg), plan, scopes)
-    result = _finish(
-        memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin, cwd, profile
-    )
-    if plan is not None and plan.track_usage and result.entries:
+    t = _prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
+    if not t.policy.inject:
+        return _skipped(t)
+    recalled = run_sync(memory, t.calls, t.deadline, t.plan)
+    result = _finish(t, recalled)
+    if t.plan is not None and t.plan.track_usage and result.entries:
         _mark_used(memory, result.entries)
     return result
 
@@ -167,23 +199,23 @@ async def arender_memory_context(
     memory: Any,
     query: str,
     *,
+    policy: InjectPolicy | None = None,
     sessions: Iterable[str | None] = (),
-    config: MemoryInjectConfig | None = None,
-    exclude_conversation: bool = False,
     turn: TurnMeta | None = None,
     now: datetime | None = None,
+    config: MemoryInjectConfig | None = None,
     origin: TurnOrigin | str | None = None,
     source: str | None = None,
     cwd: str | os.PathLike[str] | None = None,
     profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
-    cfg, scopes, plan, calls = _prepare(memory, query, sessions, config, origin, source)
-    recalled = await run_async(memory, calls, _deadline(cfg), plan, scopes)
-    result = _finish(
-        memory, query, scopes, cfg, recalled, exclude_conversation, turn, now, origin, cwd, profile
-    )
-    if plan is not None and plan.track_usage and result.entries:
+    t = _prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
+    if not t.policy.inject:
+        return _skipped(t)
+    recalled = await run_async(memory, t.calls, t.deadline, t.plan)
+    result = _finish(t, recalled)
+    if t.plan is not None and t.plan.track_usage and result.entries:
         await asyncio.to_thread(_mark_used, memory, result.entries)
     return result
 
@@ -201,80 +233,47 @@ def _mark_used(memory: Any, entries: Sequence[MemoryEntry]) -> None:
 def run_stages(
     ctx: StageContext, entries: Sequence[MemoryEntry]
 ) -> tuple[str, tuple[MemoryEntry, ...], list[StageTrace]]:
-    """The pure part of a render: governance, arm, filters, renderer."""
+    """The pure part of a render: the config's stage chain, then its renderer."""
     traces: list[StageTrace] = []
-    cfg = ctx.config
-    renderer = get_renderer(cfg.renderer)
     current: Sequence[MemoryEntry] = entries
-    if cfg.governance.enabled:
-        gov = _governance_stages(cfg.governance.stages, cfg.governance.min_token_length)
-        routed: dict[str, list[MemoryEntry]] = {}
-        for name, stage in gov:
-            res = stage(ctx, current)
-            traces.append(StageTrace(name, len(current), len(res.survivors), res.dropped))
-            for section, items in res.routed.items():
-                routed.setdefault(section, []).extend(items)
-            current = res.survivors
-        if routed:
-            # Routed (contested) entries face the scope stages too; PI forgot to.
-            kept, dropped = apply_scope_to_routed(ctx, routed, gov)
-            n_in = sum(len(v) for v in routed.values())
-            traces.append(
-                StageTrace("routed_scope", n_in, sum(len(v) for v in kept.values()), dropped)
-            )
-            ctx = attrs.evolve(ctx, routed=kept)
-    arm_name, arm = ("rerank", rerank) if cfg.rerank.enabled else ("decay", decay)
-    for name, stage in ((arm_name, arm), *_POST_ARM):
-        res = stage(ctx, current)
-        scores = {e.key: e.score for e in res.survivors} if stage is arm else {}
-        traces.append(StageTrace(name, len(current), len(res.survivors), res.dropped, scores))
+    routed: dict[str, list[MemoryEntry]] = {}
+    for named in stages_for(ctx.config):
+        res = named.stage(ctx, current)
+        if res.rerouted is not None:  # a stage over the routed sections
+            if routed:
+                n_in = sum(len(v) for v in routed.values())
+                routed = res.rerouted
+                n_out = sum(len(v) for v in routed.values())
+                traces.append(StageTrace(named.name, n_in, n_out, res.dropped))
+                ctx = attrs.evolve(ctx, routed=routed)
+            continue
+        for section, items in res.routed.items():
+            routed.setdefault(section, []).extend(items)
+        if res.routed:
+            ctx = attrs.evolve(ctx, routed=routed)
+        scores = {e.key: e.score for e in res.survivors} if named.name in ARM_NAMES else {}
+        traces.append(StageTrace(named.name, len(current), len(res.survivors), res.dropped, scores))
         current = res.survivors
-    rendered = renderer(ctx, current)
+    rendered = get_renderer(ctx.config.renderer)(ctx, current)
     traces.extend(rendered.traces)
     return rendered.text, rendered.entries, traces
 
 
-@functools.lru_cache(maxsize=64)
-def _governance_stages(names: tuple[str, ...], min_token_length: int) -> list[tuple[str, Stage]]:
-    return build_governance(names, min_token_length=min_token_length)
+def _skipped(t: _Turn) -> RenderResult:
+    event = MemorySkipped(
+        reason=t.policy.reason or "skipped",
+        origin=None if t.policy.origin is None else str(t.policy.origin),
+        sessions=t.scopes,
+        channel=t.meta.channel,
+        agent_alias=t.meta.agent_alias,
+        turn_id=t.meta.turn_id,
+    )
+    _send(memory_skipped, t.memory, event)
+    return RenderResult("", (), (), event)
 
 
-@functools.lru_cache(maxsize=256)
-def _identity(cwd: str, explicit: str | None) -> ProfileIdentity:
-    return resolve_profile(cwd, explicit=explicit)
-
-
-def _turn_scope(
-    cfg: MemoryInjectConfig,
-    query: str,
-    cwd: str | os.PathLike[str] | None,
-    profile: ProfileIdentity | str | None,
-) -> tuple[str | None, frozenset[str], str]:
-    """The governance context of a turn: profile id, project keys, text to match."""
-    gov = cfg.governance
-    if not gov.enabled:
-        return None, frozenset(), ""
-    where = os.fspath(cwd) if cwd is not None else os.getcwd()
-    identity = profile if isinstance(profile, ProfileIdentity) else _identity(where, None)
-    # An explicit profile id (argument, then config) wins over the resolved one.
-    profile_id = profile if isinstance(profile, str) else gov.profile_id or identity.profile_id
-    text = context_text(query, where, include_cwd=gov.include_working_directory)
-    return profile_id, identity.project_keys, text
-
-
-def _finish(
-    memory: Any,
-    query: str,
-    scopes: tuple[str | None, ...],
-    cfg: MemoryInjectConfig,
-    rec: Recalled,
-    exclude_conversation: bool,
-    turn: TurnMeta | None,
-    now: datetime | None,
-    origin: TurnOrigin | str | None,
-    cwd: str | os.PathLike[str] | None = None,
-    profile: ProfileIdentity | str | None = None,
-) -> RenderResult:
+def _finish(t: _Turn, rec: Recalled) -> RenderResult:
+    cfg = t.config
     recall_trace = StageTrace(
         "recall", rec.raw_count, len(rec.entries), {**rec.invalid, **rec.plan_dropped}
     )
@@ -289,16 +288,24 @@ def _finish(
         # The stages after the arm only drop what the rerank arm already
         # dropped, so the renderer's demand bounds how far the arm must rank.
         demand = get_renderer(cfg.renderer).demand(cfg)
-        profile_id, project_keys, text_ctx = _turn_scope(cfg, query, cwd, profile)
+        gov = cfg.governance
+        if gov.enabled:
+            who = turn_profile(gov.profile_id, t.cwd, t.profile)
+            where = os.fspath(t.cwd) if t.cwd is not None else os.getcwd()
+            text_ctx = context_text(t.query, where, include_cwd=gov.include_working_directory)
+            profile_id, project_keys = who.profile_id, who.project_keys
+        else:
+            profile_id, project_keys, text_ctx = None, frozenset(), ""
         ctx = StageContext(
             cfg,
-            now if now is not None else datetime.now(UTC),
-            exclude_conversation,
-            query,
+            t.now if t.now is not None else datetime.now(UTC),
+            t.policy.exclude_conversation,
+            t.query,
             demand,
             profile_id,
             project_keys,
             text_ctx,
+            sessions=t.scopes,
         )
         text, rendered, stage_traces = run_stages(ctx, rec.entries)
         traces.extend(stage_traces)
@@ -307,7 +314,7 @@ def _finish(
         text, rendered = "", ()
         errors.append(f"stage_failed: {describe(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
-    turn = turn if turn is not None else TurnMeta()
+    query = t.query
     event = MemoryRecall(
         query_summary=(
             None
@@ -316,13 +323,13 @@ def _finish(
         ),
         duration=rec.duration,
         num_entries=len(rec.entries),
-        backend=_backend_name(memory),
+        backend=_backend_name(t.memory),
         success=success,
-        channel=turn.channel,
-        agent_alias=turn.agent_alias,
-        turn_id=turn.turn_id,
-        origin=None if origin is None else str(origin),
-        sessions=scopes,
+        channel=t.meta.channel,
+        agent_alias=t.meta.agent_alias,
+        turn_id=t.meta.turn_id,
+        origin=None if t.policy.origin is None else str(t.policy.origin),
+        sessions=t.scopes,
         rendered_entries=len(rendered),
         rendered_chars=len(text),
         rendered_keys=tuple(e.key for e in rendered),
@@ -333,15 +340,15 @@ def _finish(
         tokenizer=cfg.budget.tokenizer,
         text=text,
     )
-    _send(memory, event)
+    _send(memory_recall, t.memory, event)
     return RenderResult(text, rendered, event.trace, event)
 
 
-def _send(sender: Any, event: MemoryRecall) -> None:
-    if not memory_recall.receivers:
+def _send(signal: NamedSignal, sender: Any, event: MemoryRecall | MemorySkipped) -> None:
+    if not signal.receivers:
         return
-    for receiver in memory_recall.receivers_for(sender):
+    for receiver in signal.receivers_for(sender):
         try:
             receiver(sender, event=event)
         except Exception:  # noqa: BLE001 - observers never steer behaviour, nor break the turn
-            _log.exception("memory_recall receiver %r raised", receiver)
+            _log.exception("%s receiver %r raised", signal.name, receiver)

@@ -16,7 +16,7 @@ interactive/channel/agent_dir  false        false     inject, exclude conversati
 
 from __future__ import annotations
 
-from attrs import frozen
+from attrs import field, frozen
 
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import TurnOrigin
@@ -25,11 +25,17 @@ from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
 __all__ = [
     "AUTOSAVE_MIN_CHARS",
     "AUTOSAVE_ORIGINS",
+    "DEFAULT_CONFIG",
     "SKIP_REASONS",
     "InjectPolicy",
+    "direct_policy",
+    "has_session",
     "resolve_inject_policy",
     "should_autosave",
 ]
+
+#: The configuration a render uses when it is given none (zeroclaw's defaults).
+DEFAULT_CONFIG = MemoryInjectConfig()
 
 #: Every reason :func:`resolve_inject_policy` can give for a skip.
 SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled", "trivial_prompt")
@@ -37,16 +43,22 @@ SKIP_REASONS = ("suppressed", "sub_turn", "origin_disabled", "trivial_prompt")
 
 @frozen(slots=True)
 class InjectPolicy:
-    """The decision for one turn. ``reason`` is set exactly when ``inject`` is false."""
+    """The decision for one turn, carried whole from the policy to the pipeline.
+
+    ``reason`` is set exactly when ``inject`` is false. ``origin`` is who
+    started the turn and ``config`` the agent's config with that origin's
+    overrides already applied: the pipeline renders with exactly this config,
+    so nothing downstream resolves the origin again. Two policies are equal
+    when they decide the same (``inject``, ``exclude_conversation``, ``reason``).
+    """
 
     inject: bool
     exclude_conversation: bool = False
     reason: str | None = None
+    origin: TurnOrigin | None = field(default=None, eq=False)
+    config: MemoryInjectConfig = field(default=DEFAULT_CONFIG, eq=False, repr=False)
 
 
-_SKIP = {r: InjectPolicy(inject=False, reason=r) for r in SKIP_REASONS}
-_INJECT = InjectPolicy(inject=True, exclude_conversation=False)
-_INJECT_EXCLUDING = InjectPolicy(inject=True, exclude_conversation=True)
 _SCHEDULED = frozenset({TurnOrigin.CRON, TurnOrigin.DAEMON})
 
 
@@ -65,24 +77,34 @@ def resolve_inject_policy(
     as "ok" or "/clear" skip with reason ``trivial_prompt``. Scheduled
     origins never see conversation memory; sessionless turns do not either,
     since without a session filter they would pull other chats' conversations.
+    The returned policy carries ``origin`` and the origin's resolved config.
     """
     origin = TurnOrigin(origin)
+    base = config if config is not None else DEFAULT_CONFIG
+    cfg = base.for_origin(origin) if base.origins else base
     if suppress:
-        return _SKIP["suppressed"]
+        return InjectPolicy(False, False, "suppressed", origin, cfg)
     if origin is TurnOrigin.SUB_TURN:
-        return _SKIP["sub_turn"]
-    if config is not None:
-        if not config.is_enabled_for(origin):
-            return _SKIP["origin_disabled"]
-        if query is not None and _is_trivial(config, origin, query):
-            return _SKIP["trivial_prompt"]
-    if origin in _SCHEDULED or not has_session:
-        return _INJECT_EXCLUDING
-    return _INJECT
+        return InjectPolicy(False, False, "sub_turn", origin, cfg)
+    if not base.is_enabled_for(origin):
+        return InjectPolicy(False, False, "origin_disabled", origin, cfg)
+    if query is not None and _is_trivial(cfg, query):
+        return InjectPolicy(False, False, "trivial_prompt", origin, cfg)
+    exclude = origin in _SCHEDULED or not has_session
+    return InjectPolicy(True, exclude, None, origin, cfg)
 
 
-def _is_trivial(config: MemoryInjectConfig, origin: TurnOrigin, query: str) -> bool:
-    tp = (config.for_origin(origin) if config.origins else config).trivial_prompt
+def direct_policy(
+    config: MemoryInjectConfig | None = None, *, exclude_conversation: bool = False
+) -> InjectPolicy:
+    """Inject with ``config`` as given: a render called without an origin (tools, tests)."""
+    return InjectPolicy(
+        True, exclude_conversation, None, None, config if config is not None else DEFAULT_CONFIG
+    )
+
+
+def _is_trivial(config: MemoryInjectConfig, query: str) -> bool:
+    tp = config.trivial_prompt
     if not tp.enabled:
         return False
     acks = DEFAULT_ACKNOWLEDGEMENTS if tp.acknowledgements is None else tp.acknowledgements

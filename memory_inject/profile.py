@@ -27,6 +27,7 @@ under the package name never matched (spec 1.17.3).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -44,9 +45,11 @@ from memory_inject._phrases import normalize, slug
 __all__ = [
     "ProfileIdentity",
     "ProfileSource",
+    "TurnProfile",
     "project_keys_for",
     "resolve_profile",
     "stamp_profile",
+    "turn_profile",
 ]
 
 ProfileSource = Literal["explicit_config", "git_remote", "git_root", "package_name", "cwd_fallback"]
@@ -96,10 +99,44 @@ def resolve_profile(cwd: str | os.PathLike[str], *, explicit: str | None = None)
     return attrs.evolve(identity, project_keys=project_keys_for(identity, start))
 
 
+@frozen
+class TurnProfile:
+    """The profile a turn renders and autosaves for, and the project keys of its directory."""
+
+    profile_id: str
+    project_keys: frozenset[str]
+
+
+@functools.lru_cache(maxsize=256)
+def _identity_at(where: str) -> ProfileIdentity:
+    return resolve_profile(where)
+
+
+def turn_profile(
+    configured: str | None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
+) -> TurnProfile:
+    """The one profile resolution of a turn, shared by the render and the autosave.
+
+    The id is, first found: ``profile`` given as a string, the config's
+    ``governance.profile_id`` (``configured``), ``profile`` given as an
+    identity, the identity of ``cwd`` (default: the working directory; read
+    once per directory and cached). Project keys come from the identity.
+    """
+    if isinstance(profile, ProfileIdentity):
+        identity = profile
+    else:
+        identity = _identity_at(os.fspath(cwd) if cwd is not None else os.getcwd())
+    if isinstance(profile, str):
+        return TurnProfile(profile, identity.project_keys)
+    return TurnProfile(configured or identity.profile_id, identity.project_keys)
+
+
 def project_keys_for(identity: ProfileIdentity, cwd: str | os.PathLike[str]) -> frozenset[str]:
     """Normalised package name, project id, repository (or cwd) name and cwd name.
 
-    These are the names :class:`~memory_inject.governance.ProjectScope`
+    These are the names :class:`~memory_inject.stages.governance.ProjectScope`
     accepts for a record's ``scope.project``. PI uses the package name *or*
     the project id; both are kept here, so an explicit project id still
     matches when a manifest names the package differently.

@@ -1,8 +1,15 @@
-"""The signal catalog (Flask style): who hears about a render.
+"""The signal catalog (Flask style): what a turn announces.
 
-Receivers are called as ``receiver(sender, event=MemoryRecall(...))``. Exactly
-one ``memory_recall`` is sent per call of ``render_memory_context``: also when
-nothing was recalled, when every recall failed and when a stage raised.
+Exactly one event per call of ``render_memory_context`` (and so per adapter
+turn), sent with ``receiver(sender, event=...)``:
+
+- ``memory_recall`` with :class:`MemoryRecall` when the policy said inject:
+  also when nothing was recalled, when every recall failed and when a stage
+  raised;
+- ``memory_skipped`` with :class:`MemorySkipped` when the policy said skip
+  (``reason``: ``suppressed``, ``sub_turn``, ``origin_disabled``,
+  ``trivial_prompt``): no store was touched.
+
 Observers never steer behaviour; an observer that raises is isolated (the
 error is logged by the pipeline, the turn goes on).
 """
@@ -19,12 +26,29 @@ from blinker import Namespace
 if TYPE_CHECKING:
     from memory_inject.stages import StageTrace
 
-__all__ = ["MemoryRecall", "memory_recall"]
+__all__ = ["MemoryRecall", "MemorySkipped", "memory_recall", "memory_skipped"]
 
 _signals = Namespace()
 
 #: Sent once per render with ``event=MemoryRecall(...)``.
 memory_recall = _signals.signal("memory-recall")
+#: Sent once per skipped turn with ``event=MemorySkipped(...)``.
+memory_skipped = _signals.signal("memory-skipped")
+
+
+@frozen(slots=True)
+class MemorySkipped:
+    """A turn the policy decided not to give memory, and why (no store was touched)."""
+
+    reason: str
+    origin: str | None = None
+    sessions: tuple[str | None, ...] = ()
+    channel: str | None = None
+    agent_alias: str | None = None
+    turn_id: str | None = None
+
+    #: A skip is a decision, not a failure.
+    success = True
 
 
 @frozen(slots=False)

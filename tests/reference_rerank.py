@@ -1,7 +1,7 @@
 """A straightforward transcription of the spec's rerank arm (section 5, stage 3b).
 
 Quadratic collapse, cubic MMR over the whole pool, floor, then trim. Slow on
-purpose: it is the oracle the optimised ``memory_inject.rerank`` is checked
+purpose: it is the oracle the optimised ``memory_inject.stages.rerank`` is checked
 against.
 """
 

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from memory_inject.config import MemoryInjectConfig
-from memory_inject.governance import (
+from memory_inject.models import MemoryEntry
+from memory_inject.stages import Stage, StageContext, StageResult
+from memory_inject.stages.governance import (
     GOVERNANCE_ORDER,
     GOVERNANCE_STAGES,
     NegativeScope,
@@ -20,8 +22,6 @@ from memory_inject.governance import (
     apply_scope_to_routed,
     build_governance,
 )
-from memory_inject.models import MemoryEntry
-from memory_inject.stages import Stage, StageContext, StageResult
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -45,8 +45,9 @@ class TestGovernanceRender:
         assert "does_not_apply_when:publishing" == dropped["neg"]
         assert {"ok", "fp"} <= {e.key for e in out.entries}
         names = [t.name for t in out.trace]
-        assert names[:6] == [
+        assert names[:7] == [
             "recall",
+            "session_scope",
             "status_filter",
             "profile_scope",
             "project_scope",
@@ -81,7 +82,7 @@ class TestGovernanceRender:
     def test_governance_off_keeps_the_zeroclaw_path(self, store: SQLiteStore) -> None:
         """With governance off (the default) no governance stage runs."""
         out = render_memory_context(store, "deploy", config=MemoryInjectConfig())
-        assert ["recall", "decay"] == [t.name for t in out.trace][:2]
+        assert ["recall", "session_scope", "decay"] == [t.name for t in out.trace][:3]
         store.close()
 
 

@@ -21,7 +21,6 @@ LAYERS = [
     "config",
     "policy",
     "stages",
-    "rerank",
     "render",
     "signals",
     "pipeline",
@@ -84,6 +83,71 @@ class TestImportDirection:
         allowed = {"models", "exceptions", "storage", "embedders"}
         for path in (ROOT / "memory_inject" / "storage").glob("*.py"):
             assert set() == imports_of(path) - allowed, path.name
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every module of the distribution and the ``memory_inject`` modules it imports."""
+    roots = {"memory_inject": ROOT / "memory_inject", "memory_inject.adapters": ROOT / "adapters"}
+    files: dict[str, Path] = {}
+    for prefix, folder in roots.items():
+        for path in folder.rglob("*.py"):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            files[".".join([prefix, *parts])] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                node.body = []  # typing-only imports are not run
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                # ``from pkg import submodule`` depends on the submodule, not on pkg's body
+                subs = {f"{node.module}.{a.name}" for a in node.names} & files.keys()
+                found |= subs or {node.module}
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[name] = {m for m in found if m in files and m != name}
+    return graph
+
+
+class TestModuleGraph:
+    def test_no_import_cycle(self) -> None:
+        """No module reaches itself through imports (typing-only imports aside)."""
+        graph = _module_graph()
+        cycles: list[list[str]] = []
+        state: dict[str, int] = {}
+
+        def visit(node: str, path: list[str]) -> None:
+            state[node] = 1
+            for nxt in sorted(graph[node]):
+                if state.get(nxt) == 1:
+                    cycles.append([*path[path.index(nxt) :], nxt])
+                elif nxt not in state:
+                    visit(nxt, [*path, nxt])
+            state[node] = 2
+
+        for node in sorted(graph):
+            if node not in state:
+                visit(node, [node])
+        assert [] == cycles
+
+    def test_the_core_imports_neither_storage_nor_adapters(self) -> None:
+        """Storage and adapters may import the core; the core imports neither.
+
+        The package root (which re-exports ``InMemoryStore``), the CLI and the
+        demo are applications of the library, not its core.
+        """
+        outer = ("memory_inject.storage", "memory_inject.adapters")
+        apps = {"memory_inject", "memory_inject.cli", "memory_inject.demo"}
+        bad = {
+            name: sorted(m for m in deps if m.startswith(outer))
+            for name, deps in _module_graph().items()
+            if not name.startswith(outer) and name not in apps
+        }
+        assert {} == {k: v for k, v in bad.items() if v}
 
 
 class TestDemo:

@@ -1,8 +1,13 @@
-"""The spec's acceptance cases (section 10) and our end-to-end cases for render_memory_context."""
+"""The spec's acceptance cases (section 10) and our end-to-end cases for render_memory_context.
+
+Every test here runs twice, through ``render_memory_context`` and through
+``arender_memory_context`` (the ``mode`` fixture), so the twins cannot drift.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +25,9 @@ from memory_inject import (
     render_memory_context,
     resolve_inject_policy,
 )
+from memory_inject.config import PlanQueryConfig, RecallPlanConfig
+from memory_inject.policy import direct_policy
+from memory_inject.signals import MemorySkipped, memory_skipped
 from memory_inject.testing import FixtureMemory, recording
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -45,8 +53,29 @@ def entry(
     )
 
 
-def render(mem: Any, query: str = "q", **kw: Any) -> Any:
+def trace_of(out: Any, name: str) -> Any:
+    """The trace of the stage called ``name``."""
+    return next(t for t in out.trace if t.name == name)
+
+
+_MODE = {"async": False}
+
+
+@pytest.fixture(autouse=True, params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run the test through the sync and then the async render."""
+    _MODE["async"] = request.param == "async"
+    yield str(request.param)
+    _MODE["async"] = False
+
+
+def render(mem: Any, query: str = "q", *, exclude_conversation: bool = False, **kw: Any) -> Any:
+    """Render in the current mode; ``exclude_conversation`` builds a direct policy."""
     kw.setdefault("now", NOW)
+    if exclude_conversation:
+        kw["policy"] = direct_policy(kw.pop("config", None), exclude_conversation=True)
+    if _MODE["async"]:
+        return asyncio.run(arender_memory_context(mem, query, **kw))
     return render_memory_context(mem, query, **kw)
 
 
@@ -100,7 +129,7 @@ class TestSpecRenderer:
         out = render(mem, exclude_conversation=True)
         assert "said hi earlier" not in out.text
         assert "- fact: server is prod-3\n" in out.text
-        assert {"chat": "conversation_excluded"} == out.trace[3].dropped
+        assert {"chat": "conversation_excluded"} == trace_of(out, "conversation_exclusion").dropped
 
     def test_uniform_skip_set_filters_poisoned_entries(self) -> None:
         """History keys, image markers and tool results are skipped; real knowledge stays."""
@@ -137,7 +166,7 @@ class TestSpecRenderer:
         out = render(mem, config=MemoryInjectConfig(min_relevance_score=0.5))
         assert "- low:" not in out.text
         assert "- high: high\n" in out.text and "- none: unscored\n" in out.text
-        assert {"low": "below_relevance:0.1"} == dict(out.trace[2].dropped)
+        assert {"low": "below_relevance:0.1"} == dict(trace_of(out, "relevance_filter").dropped)
 
     def test_budgets_cap_entry_count_and_truncate_long_content(self) -> None:
         """Five entries render four; the 900-char entry is cut to 800 + '...'."""
@@ -157,7 +186,7 @@ class TestSpecRenderer:
         assert "- d: four\n" in out.text
         assert "- e: five" not in out.text
         assert f"- a: {'x' * 800}...\n" in out.text and long not in out.text
-        assert {"e": "budget:max_entries"} == dict(out.trace[5].dropped)
+        assert {"e": "budget:max_entries"} == dict(trace_of(out, "entry_cap").dropped)
 
     def test_total_budget_stops_before_overflowing(self) -> None:
         """Three 706-char lines under a 1500-char budget: two render, the third does not."""
@@ -332,9 +361,7 @@ class TestOriginsEndToEnd:
         return render(
             FixtureMemory({s: list(self.rows) for s in sessions}),
             sessions=sessions,
-            exclude_conversation=policy.exclude_conversation,
-            config=config,
-            origin=origin,
+            policy=policy,
         ).text
 
     @pytest.mark.parametrize("origin", [TurnOrigin.CRON, TurnOrigin.DAEMON])
@@ -457,3 +484,67 @@ class TestInMemoryStoreEndToEnd:
         sync = render(store, "production server")
         async_ = asyncio.run(arender_memory_context(store, "production server", now=NOW))
         assert sync.text == async_.text != ""
+
+
+class _DegradingStore:
+    """Answers every recall, but reports its embedder failed (a semantic query degraded)."""
+
+    name = "degrading"
+
+    def __init__(self) -> None:
+        self.last_recall_info = {"degraded": "embedder_failed: model not loaded"}
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        return [entry("fact", "server is prod-3", "core", 0.9)]
+
+
+class TestTwins:
+    def test_embedder_failure_in_a_semantic_plan_query_is_the_same_in_both(self) -> None:
+        """A semantic-only plan whose embedder failed: no entries, success False, in both twins."""
+        cfg = MemoryInjectConfig(
+            recall_plan=RecallPlanConfig(enabled=True, queries=(PlanQueryConfig("semantic", 3),))
+        )
+        out = render(_DegradingStore(), "prod", config=cfg)
+        assert "" == out.text
+        assert not out.success
+        assert "embedder_failed" in (out.event.error or "")
+
+    def test_a_skip_policy_announces_the_skip_and_touches_no_store(self) -> None:
+        """A skip policy sends one memory_skipped with the reason and never recalls."""
+        store = FixtureMemory({None: [entry("fact", "server is prod-3", "core", 0.9)]})
+        policy = resolve_inject_policy(TurnOrigin.SUB_TURN, has_session=True)
+        seen: list[MemorySkipped] = []
+
+        def on_skip(sender: Any, *, event: MemorySkipped) -> None:
+            seen.append(event)
+
+        memory_skipped.connect(on_skip)
+        try:
+            with recording() as rec:
+                out = render(
+                    store, "prod", policy=policy, sessions=["s1"], turn=TurnMeta("cli", "a", "t1")
+                )
+        finally:
+            memory_skipped.disconnect(on_skip)
+        assert out.skipped and out.success and "" == out.text
+        assert [] == rec.events
+        assert [("sub_turn", "sub_turn", ("s1",), "t1")] == [
+            (e.reason, e.origin, e.sessions, e.turn_id) for e in seen
+        ]
+        assert [] == store.calls
+
+    def test_policy_and_config_together_are_refused(self) -> None:
+        """A render given a policy does not also take a config or origin to re-resolve."""
+        policy = resolve_inject_policy("cron", has_session=False)
+        with pytest.raises(TypeError, match="either 'policy' or 'config'"):
+            render(FixtureMemory({}), policy=policy, config=MemoryInjectConfig())
+
+    def test_the_policy_carries_the_origin_config(self) -> None:
+        """The render uses the per-origin config the policy resolved (cron: 1 entry)."""
+        cfg = MemoryInjectConfig(origins={"cron": {"budget": {"max_entries": 1}}})
+        rows = [entry(f"k{i}", f"fact number {i}", "core", 0.9) for i in range(3)]
+        policy = resolve_inject_policy("cron", has_session=False, config=cfg)
+        assert 1 == policy.config.budget.max_entries
+        out = render(FixtureMemory({None: rows}), policy=policy)
+        assert 1 == len(out.entries)
+        assert "cron" == out.event.origin

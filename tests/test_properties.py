@@ -19,6 +19,7 @@ from memory_inject import (
 )
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
+from memory_inject.policy import direct_policy
 from memory_inject.render import contain_content, contain_key
 from memory_inject.testing import FixtureMemory, recording
 
@@ -60,7 +61,10 @@ class TestRenderProperties:
     ) -> None:
         """Entry count, per-entry chars, total chars and tokens all hold."""
         out = render_memory_context(
-            FixtureMemory({None: rows}), "q", config=cfg, now=NOW, exclude_conversation=exclude
+            FixtureMemory({None: rows}),
+            "q",
+            policy=direct_policy(cfg, exclude_conversation=exclude),
+            now=NOW,
         )
         b = cfg.budget
         assert len(out.entries) <= b.max_entries

@@ -33,6 +33,7 @@ from memory_inject import (
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
 from memory_inject.exceptions import StorageError
+from memory_inject.policy import direct_policy
 from memory_inject.render import (
     contain_content,
     contain_key,
@@ -249,7 +250,10 @@ class TestBracketBlock:
         store = store_of(rows)
         stored = {r["key"]: r["content"] for r in rows}
         out = render_memory_context(
-            store, "", config=config("bracket", **budget), now=NOW, exclude_conversation=exclude
+            store,
+            "",
+            policy=direct_policy(config("bracket", **budget), exclude_conversation=exclude),
+            now=NOW,
         )
         text = out.text
         cap = budget["entry_max_chars"]

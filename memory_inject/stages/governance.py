@@ -33,7 +33,7 @@ from attrs import field, frozen
 
 from memory_inject._phrases import normalize, phrase_matches
 from memory_inject.models import MemoryEntry
-from memory_inject.stages import Stage, StageContext, StageResult
+from memory_inject.stages._base import Stage, StageContext, StageResult
 
 __all__ = [
     "GOVERNANCE_ORDER",
@@ -42,6 +42,7 @@ __all__ = [
     "PositiveApplicability",
     "ProfileScope",
     "ProjectScope",
+    "RoutedScope",
     "StatusFilter",
     "apply_scope_to_routed",
     "build_governance",
@@ -286,3 +287,19 @@ def apply_scope_to_routed(
             dropped.update(result.dropped)
         after[section] = current
     return after, dropped
+
+
+@frozen
+class RoutedScope:
+    """Routed (contested) entries face the scope stages too; PI forgot to.
+
+    Works on the routed sections, not the main flow: the pipeline traces it
+    with routed counts (``routed_scope``), and only when something was routed.
+    """
+
+    stages: tuple[tuple[str, Stage], ...]
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+        """Pass the main flow through; filter ``ctx.routed`` with the scope stages."""
+        kept, dropped = apply_scope_to_routed(ctx, ctx.routed, self.stages)
+        return StageResult(list(entries), dropped, rerouted=kept)

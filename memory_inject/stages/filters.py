@@ -1,31 +1,31 @@
-"""Pipeline stages: small callables with one signature.
+"""The spec's filter stages: session scope, decay, relevance floor, conversation, skip set.
 
-``stage(ctx, candidates) -> StageResult``: a stage takes the turn context and
-the candidates (``MemoryEntry``, best first) and returns the survivors plus
-``{key: reason}`` for each entry it dropped. Stages are pure: time comes in as
-``ctx.now``; no I/O, no logging, no signals.
+Configurable stages are classes configured at construction (``Decay``,
+``RelevanceFilter``); parameterless ones are functions. All are pure.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
-from attrs import field, frozen
+from attrs import frozen
 
-from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
+from memory_inject.stages._base import StageContext, StageResult, format_score
 
 __all__ = [
-    "Stage",
-    "StageContext",
-    "StageResult",
-    "StageTrace",
+    "Decay",
+    "RelevanceFilter",
+    "age_days",
     "conversation_exclusion",
     "decay",
-    "format_score",
+    "decay_factor",
+    "eligibility_reason",
     "relevance_filter",
+    "session_scope",
+    "should_skip_entry",
     "skip_reason",
     "skip_set",
 ]
@@ -33,54 +33,6 @@ __all__ = [
 _LN2 = math.log(2.0)
 _CORE = MemoryCategory.CORE
 _CONVERSATION = MemoryCategory.CONVERSATION
-
-
-@frozen(slots=True)
-class StageContext:
-    """What every stage may read: the resolved config, the clock and the policy outcome."""
-
-    config: MemoryInjectConfig
-    now: datetime
-    exclude_conversation: bool = False
-    query: str = ""
-    #: At most how many survivors the rest of the pipeline can use (None: unknown).
-    #: A stage that produces lazily (the rerank arm) may stop there.
-    demand: int | None = None
-    #: The turn's resolved profile (governance: ProfileScope).
-    profile_id: str | None = None
-    #: Normalised project keys of the turn (governance: ProjectScope).
-    project_keys: frozenset[str] = frozenset()
-    #: Text the applicability stages match against: the prompt, plus the working
-    #: directory only when configured.
-    context_text: str = ""
-    #: Entries a stage routed aside for a renderer section (e.g. ``contested``).
-    routed: Mapping[str, Sequence[MemoryEntry]] = field(factory=dict)
-
-
-@frozen(slots=True)
-class StageResult:
-    survivors: list[MemoryEntry]
-    dropped: dict[str, str] = field(factory=dict)
-    #: Entries taken out of the main flow for a renderer section, by section name.
-    routed: dict[str, list[MemoryEntry]] = field(factory=dict)
-
-
-@frozen(slots=True)
-class StageTrace:
-    """What one stage did: counts in and out, why each dropped entry went, scores after."""
-
-    name: str
-    input_count: int
-    output_count: int
-    dropped: Mapping[str, str]
-    scores: Mapping[str, float | None] = field(factory=dict)
-
-
-Stage = Callable[[StageContext, Sequence[MemoryEntry]], StageResult]
-
-
-def format_score(score: float) -> str:
-    return f"{score:.4g}"
 
 
 # -- the skip set (spec section 5, stage 5) -------------------------------------
@@ -152,30 +104,67 @@ def decay_factor(age: float, half_life_days: float) -> float:
     return math.exp(-age / half_life_days * _LN2)
 
 
-def decay(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+@frozen(slots=True)
+class Decay:
     """Halve non-core scores every ``half_life_days``; core, unscored and undated stay."""
-    half_life = ctx.config.decay.half_life_days
-    if half_life <= 0:
-        half_life = 7.0
-    out: list[MemoryEntry] = []
-    now = ctx.now
-    for e in entries:
-        if e.category == _CORE or e.score is None or e.timestamp is None:
-            out.append(e)
-            continue
-        age = age_days(e.timestamp, now) or 0.0
-        out.append(e.with_score(e.score * decay_factor(age, half_life)) if age else e)
-    return StageResult(out)
+
+    half_life_days: float = 7.0
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+        half_life = self.half_life_days if self.half_life_days > 0 else 7.0
+        out: list[MemoryEntry] = []
+        now = ctx.now
+        for e in entries:
+            if e.category == _CORE or e.score is None or e.timestamp is None:
+                out.append(e)
+                continue
+            age = age_days(e.timestamp, now) or 0.0
+            out.append(e.with_score(e.score * decay_factor(age, half_life)) if age else e)
+        return StageResult(out)
+
+
+def decay(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+    """:class:`Decay` with the context's ``decay.half_life_days`` (for direct calls)."""
+    return Decay(ctx.config.decay.half_life_days)(ctx, entries)
+
+
+@frozen(slots=True)
+class RelevanceFilter:
+    """Drop scored entries under ``floor`` (``>=`` passes; unscored always pass)."""
+
+    floor: float
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+        floor = self.floor
+        out: list[MemoryEntry] = []
+        dropped: dict[str, str] = {}
+        for e in entries:
+            if e.score is not None and e.score < floor:
+                dropped[e.key] = f"below_relevance:{format_score(e.score)}"
+            else:
+                out.append(e)
+        return StageResult(out, dropped)
 
 
 def relevance_filter(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """Drop scored entries under the floor (``>=`` passes; unscored always pass)."""
-    floor = ctx.config.min_relevance_score
+    """:class:`RelevanceFilter` with the context's ``min_relevance_score`` (direct calls)."""
+    return RelevanceFilter(ctx.config.min_relevance_score)(ctx, entries)
+
+
+def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+    """A turn with sessions never sees rows bound to other sessions (``foreign_session``).
+
+    This holds even through an unscoped (``None``) recall next to the turn's
+    own scopes: the tenant filter is a stage, traced like the others.
+    """
+    own = {s for s in ctx.sessions if s is not None}
+    if not own:
+        return StageResult(list(entries))
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
-        if e.score is not None and e.score < floor:
-            dropped[e.key] = f"below_relevance:{format_score(e.score)}"
+        if e.session_id is not None and e.session_id not in own:
+            dropped[e.key] = "foreign_session"
         else:
             out.append(e)
     return StageResult(out, dropped)

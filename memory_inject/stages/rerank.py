@@ -22,19 +22,20 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from itertools import pairwise
 
+from attrs import frozen
+
 from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
-from memory_inject.stages import (
-    StageContext,
-    StageResult,
+from memory_inject.stages._base import StageContext, StageResult, format_score
+from memory_inject.stages.filters import (
     age_days,
     ascii_lower,
     decay_factor,
     eligibility_reason,
-    format_score,
 )
 
 __all__ = [
+    "Rerank",
     "blended",
     "bounded_pool_cap",
     "rerank",
@@ -321,14 +322,36 @@ def _in_order(cands: _Candidates) -> Iterator[int]:
 
 
 def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+    """:class:`Rerank` configured from the context's config (for direct calls)."""
+    cfg = ctx.config
+    return Rerank(cfg.rerank, cfg.recall_limit, cfg.min_relevance_score)(ctx, entries)
+
+
+@frozen(slots=True)
+class Rerank:
     """The rerank arm of spec stage 3b, replacing decay.
 
     Entries the arm never had to judge (the renderer was full first) are
     reported as ``rerank:final_limit`` or ``budget:max_entries``.
     """
-    cfg = ctx.config
-    rc = cfg.rerank
-    limit = cfg.recall_limit or rc.pool_cap
+
+    config: RerankConfig
+    recall_limit: int
+    floor: float
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+        """Blend, collapse duplicates, pick (MMR or in order) until the renderer is full."""
+        return _rerank(self.config, self.recall_limit, self.floor, ctx, entries)
+
+
+def _rerank(
+    rc: RerankConfig,
+    recall_limit: int,
+    floor: float,
+    ctx: StageContext,
+    entries: Sequence[MemoryEntry],
+) -> StageResult:
+    limit = recall_limit or rc.pool_cap
     final_limit = bounded_final_limit(limit)
     pool_cap = bounded_pool_cap(
         final_limit, final_limit * max(rc.candidate_multiplier, 1), rc.pool_cap
@@ -354,7 +377,6 @@ def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
     else:
         picks = _in_order(cands)
 
-    floor = cfg.min_relevance_score
     need = final_limit if ctx.demand is None else min(final_limit, ctx.demand)
     unseen_reason = "rerank:final_limit" if need == final_limit else "budget:max_entries"
     out: list[MemoryEntry] = []
