@@ -17,7 +17,7 @@ from attrs import field, frozen
 
 from memory_inject.models import MemoryCategory, MemoryEntry, _category, parse_timestamp
 
-__all__ = ["CARRIED_ON_STORE", "EXTRA_FIELDS", "MemoryRecord", "store_draft"]
+__all__ = ["CARRIED_ON_STORE", "EXTRA_FIELDS", "MemoryRecord", "carry_over", "store_draft"]
 
 
 def _now() -> datetime:
@@ -171,6 +171,22 @@ def store_draft(
         namespace=namespace,
         **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
     )
+
+
+def carry_over(
+    draft: MemoryRecord,
+    old: MemoryRecord,
+    fields: Mapping[str, Any],
+    timestamp: datetime | str | None,
+) -> MemoryRecord:
+    """``draft`` updating ``old``: identity, usage and links (and creation time) carry over.
+
+    What ``store(...)`` passed explicitly wins; see :data:`CARRIED_ON_STORE`.
+    """
+    carry = {n: getattr(old, n) for n in CARRIED_ON_STORE if n not in fields}
+    if timestamp is None:
+        carry["timestamp"] = old.timestamp
+    return draft.evolve(**carry)
 
 
 _STORE_FIELDS = frozenset(a.name for a in attrs.fields(MemoryRecord)) - _NAMED_IN_STORE
