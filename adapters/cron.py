@@ -17,6 +17,7 @@ import attrs
 from attrs import frozen
 
 from memory_inject.config import AgentConfig, read_yaml_file
+from memory_inject.contract import Memory
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import TurnMeta, TurnOrigin
 
@@ -47,7 +48,7 @@ class CronTurn(_core.Injection):
     """The job's run: ``prompt`` is what the model gets; ``memory`` the store bound to it."""
 
     job: CronJob
-    memory: Any = None
+    memory: Memory | None = None
 
     @property
     def prompt(self) -> str:
@@ -59,7 +60,7 @@ class CronAdapter:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel: str = "cron",

@@ -15,7 +15,6 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import attrs
 from attrs import field, frozen
@@ -24,6 +23,7 @@ from memory_inject._phrases import context_text
 from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
+from memory_inject.contract import Memory, SupportsUsage
 from memory_inject.governance import apply_scope_to_routed, build_governance
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
@@ -99,7 +99,7 @@ def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
     )
 
 
-def _backend_name(memory: Any) -> str:
+def _backend_name(memory: Memory) -> str:
     try:
         return str(memory.name)
     except Exception:  # noqa: BLE001 - a broken store must not break the turn
@@ -107,7 +107,7 @@ def _backend_name(memory: Any) -> str:
 
 
 def _prepare(
-    memory: Any,
+    memory: Memory,
     query: str,
     sessions: Iterable[str | None],
     config: MemoryInjectConfig | None,
@@ -131,7 +131,7 @@ def _deadline(cfg: MemoryInjectConfig) -> float | None:
 
 
 def render_memory_context(
-    memory: Any,
+    memory: Memory,
     query: str,
     *,
     sessions: Iterable[str | None] = (),
@@ -164,7 +164,7 @@ def render_memory_context(
 
 
 async def arender_memory_context(
-    memory: Any,
+    memory: Memory,
     query: str,
     *,
     sessions: Iterable[str | None] = (),
@@ -188,12 +188,11 @@ async def arender_memory_context(
     return result
 
 
-def _mark_used(memory: Any, entries: Sequence[MemoryEntry]) -> None:
-    mark = getattr(memory, "mark_used", None)
-    if mark is None:
+def _mark_used(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
+    if not isinstance(memory, SupportsUsage):
         return
     try:
-        mark([e.id for e in entries])  # one statement for all ids (founder-os)
+        memory.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
     except Exception:  # noqa: BLE001 - usage counters never fail the turn
         _log.warning("memory_inject: could not update usage counters", exc_info=True)
 
@@ -263,7 +262,7 @@ def _turn_scope(
 
 
 def _finish(
-    memory: Any,
+    memory: Memory,
     query: str,
     scopes: tuple[str | None, ...],
     cfg: MemoryInjectConfig,
@@ -337,7 +336,7 @@ def _finish(
     return RenderResult(text, rendered, event.trace, event)
 
 
-def _send(sender: Any, event: MemoryRecall) -> None:
+def _send(sender: Memory, event: MemoryRecall) -> None:
     if not memory_recall.receivers:
         return
     for receiver in memory_recall.receivers_for(sender):

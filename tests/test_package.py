@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     "models",
     "exceptions",
+    "contract",
     "_text",
     "_tokens",
     "config",
