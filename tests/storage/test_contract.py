@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import struct
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -89,6 +90,19 @@ class FlakyEmbedder:
         if self.failing:
             raise EmbedderError("model server unreachable")
         return self.inner.embed(texts)
+
+
+class NanEmbedder(FlakyEmbedder):
+    """A HashingEmbedder that can be told to return NaN vectors, as a broken model might."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.failing:
+            return [[float("nan")] * self.dim for _ in texts]
+        return self.inner.embed(texts)
+
+
+def as_float32(vector: Sequence[float]) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
 
 
 class TestWrites:
@@ -538,6 +552,53 @@ class TestHybridRecall:
         with pytest.raises(EmbedderError):
             s.store("db", "The production database is PostgreSQL")
         assert 0 == s.count()
+
+
+class TestEmbeddingChecks:
+    def test_nan_vector_fails_the_write(self, store_factory: Factory) -> None:
+        """An embedder that returns NaN fails the write with EmbedderError and stores nothing."""
+        emb = NanEmbedder()
+        emb.failing = True
+        s = store_factory(embedder=emb)
+        with pytest.raises(EmbedderError, match="NaN"):
+            s.store("db", "The production database is PostgreSQL")
+        assert 0 == s.count()
+
+    def test_nan_vector_at_recall_falls_back_to_lexical(self, store_factory: Factory) -> None:
+        """A NaN query vector degrades the recall to keywords and says why."""
+        emb = NanEmbedder()
+        s = store_factory(embedder=emb)
+        s.store("db", "The production database is PostgreSQL")
+        emb.failing = True
+        got = s.recall("database", 3)
+        degraded = s.last_recall_info.degraded or ""
+        assert (["db"], True, True) == (
+            keys(got),
+            degraded.startswith("embedder_failed"),
+            "NaN" in degraded,
+        )
+
+    def test_given_vectors_are_rounded_to_float32(self, store_factory: Factory) -> None:
+        """upsert() returns the float32-rounded vector, which get() and export read back."""
+        s = store_factory()
+        vec = (0.1, 1 / 3, -2.718281828459045)
+        written = s.upsert(MemoryRecord(key="k", content="v", embedding=vec))
+        buf = io.StringIO()
+        s.export_jsonl(buf)
+        assert (as_float32(vec), as_float32(vec), list(as_float32(vec))) == (
+            written.embedding,
+            s.get("k").embedding,
+            json.loads(buf.getvalue())["embedding"],
+        )
+
+    def test_embedded_vectors_are_float32(self, store_factory: Factory) -> None:
+        """A vector the store computes is float32 too, and reads back unchanged."""
+        s = store_factory(embedder=HashingEmbedder())
+        written = s.store("k", "kubernetes cluster upgrade runbook")
+        assert (as_float32(written.embedding), written.embedding) == (
+            written.embedding,
+            s.get("k").embedding,
+        )
 
 
 class TestAsync:
