@@ -93,7 +93,7 @@ def open_demo_store(path: Path | None, now: datetime) -> MemoryStore:
 
 
 def _print_event(out: TextIO) -> Any:
-    def receiver(sender: Any, *, event: MemoryRecall) -> None:
+    def receiver(sender: Memory, *, event: MemoryRecall) -> None:
         dropped = ", ".join(f"{k}={v}" for k, v in event.dropped.items()) or "-"
         out.write(
             f"  event: backend={event.backend} success={event.success} "
