@@ -142,9 +142,10 @@ class PersistentStore:
             raise EmbedderError(
                 f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
             ) from exc
-        dim = self._embedder.dim
+        # Embedder.dim is required, but SQLite always took an embedder without one.
+        dim = getattr(self._embedder, "dim", None)
         for v in out:
-            if len(v) != dim:
+            if isinstance(dim, int) and len(v) != dim:
                 raise EmbedderError(
                     f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
                 )
