@@ -22,6 +22,7 @@ from typing import Any
 from attrs import field, frozen
 
 from memory_inject.config import AgentConfig, MemoryInjectConfig
+from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import MemoryCategory, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import (
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("memory_inject.adapters")
+_NO_WRITE = "autosave_failed: the store has no store() method"
 
 
 def new_turn_id() -> str:
@@ -154,13 +156,20 @@ def _finish(
 
 
 def run(
-    store: Any, config: AgentConfig, req: Request, *, cwd: str | os.PathLike[str] | None = None
+    store: Memory | None,
+    config: AgentConfig,
+    req: Request,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Injection:
     """Resolve the policy and hand it to the render (which announces skips too).
 
-    Never raises because of memory.
+    Never raises because of memory. Without a store nothing is rendered (and
+    an injecting policy reports ``render_failed: no store``).
     """
     policy = decide(config, req)
+    if store is None:
+        return _finish(req, policy, None, "render_failed: no store" if policy.inject else None)
     try:
         result = render_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
@@ -170,10 +179,16 @@ def run(
 
 
 async def arun(
-    store: Any, config: AgentConfig, req: Request, *, cwd: str | os.PathLike[str] | None = None
+    store: Memory | None,
+    config: AgentConfig,
+    req: Request,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
 ) -> Injection:
     """The async twin of :func:`run`."""
     policy = decide(config, req)
+    if store is None:
+        return _finish(req, policy, None, "render_failed: no store" if policy.inject else None)
     try:
         result = await arender_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
@@ -208,7 +223,7 @@ def _autosave_args(
 
 
 def autosave(
-    store: Any,
+    store: Memory,
     config: AgentConfig,
     *,
     origin: TurnOrigin,
@@ -221,11 +236,14 @@ def autosave(
 
     Returns ``(key or None, error or None)``; a failing store is logged, never raised.
     Call it after the render, so the message cannot be recalled into its own block.
+    A store without ``store`` (:class:`~memory_inject.contract.SupportsWrite`) is an error.
     """
     try:
         fields = _autosave_args(config, origin, text, cwd)
         if fields is None:
             return None, None
+        if not isinstance(store, SupportsWrite):
+            return None, _NO_WRITE
         store.store(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
@@ -234,7 +252,7 @@ def autosave(
 
 
 async def aautosave(
-    store: Any,
+    store: Memory,
     config: AgentConfig,
     *,
     origin: TurnOrigin,
@@ -248,13 +266,16 @@ async def aautosave(
         fields = _autosave_args(config, origin, text, cwd)
         if fields is None:
             return None, None
-        astore = getattr(store, "astore", None)
-        if astore is not None:
-            await astore(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
-        else:
+        if isinstance(store, SupportsAsyncWrite):
+            await store.astore(
+                key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields
+            )
+        elif isinstance(store, SupportsWrite):
             await asyncio.to_thread(
                 store.store, key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields
             )
+        else:
+            return None, _NO_WRITE
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
         return None, f"autosave_failed: {_describe(exc)}"

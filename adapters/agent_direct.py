@@ -19,12 +19,12 @@ cache key cannot see the per-request block.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import attrs
 from attrs import frozen
 
 from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.policy import resolve_inject_policy
 
@@ -47,7 +47,7 @@ class AgentDirectAdapter:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel: str = "api",
@@ -75,7 +75,7 @@ class AgentDirectAdapter:
 
         A store named ``none`` never injects (zeroclaw's ``memory_injection_active``).
         """
-        if getattr(self.store, "name", None) == "none":
+        if self.store.name == "none":
             return False
         return resolve_inject_policy(
             TurnOrigin.AGENT_DIRECT,

@@ -18,13 +18,13 @@ injectable in later turns of the same conversation.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import attrs
 from attrs import frozen
 
 from memory_inject._text import sanitize_session_key
 from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
 from memory_inject.models import TurnMeta, TurnOrigin
 
 from . import _core
@@ -73,7 +73,7 @@ class ChannelAdapter:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel_name: str,

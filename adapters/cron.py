@@ -17,6 +17,7 @@ import attrs
 from attrs import frozen
 
 from memory_inject.config import AgentConfig, read_yaml_file
+from memory_inject.contract import Memory
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import TurnMeta, TurnOrigin
 
@@ -47,7 +48,7 @@ class CronTurn(_core.Injection):
     """The job's run: ``prompt`` is what the model gets; ``memory`` the store bound to it."""
 
     job: CronJob
-    memory: Any = None
+    memory: Memory | None = None
 
     @property
     def prompt(self) -> str:
@@ -59,7 +60,7 @@ class CronAdapter:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel: str = "cron",
@@ -90,15 +91,14 @@ class CronAdapter:
     def run(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The job's prompt with its block; never raises because of memory."""
         req = self._request(job, turn_id)
-        # A memory-free job never reaches the store: the suppressed policy skips the render.
-        store = self.store if job.uses_memory else None
-        return self._turn(job, _core.run(store, self.agent_config, req, cwd=self.cwd))
+        # A memory-free job never reaches the store: its policy is a skip (suppressed),
+        # which the render announces (memory_skipped) without touching the store.
+        return self._turn(job, _core.run(self.store, self.agent_config, req, cwd=self.cwd))
 
     async def arun(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The async twin of :meth:`run`."""
         req = self._request(job, turn_id)
-        store = self.store if job.uses_memory else None
-        return self._turn(job, await _core.arun(store, self.agent_config, req, cwd=self.cwd))
+        return self._turn(job, await _core.arun(self.store, self.agent_config, req, cwd=self.cwd))
 
 
 # -- the jobs file ---------------------------------------------------------------

@@ -9,12 +9,12 @@ which is also the model's input; daemon turns never autosave.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import attrs
 from attrs import frozen
 
 from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
 from memory_inject.models import TurnMeta, TurnOrigin
 
 from . import _core
@@ -40,7 +40,7 @@ class DaemonAdapter:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel: str = "daemon",

@@ -36,6 +36,7 @@ import attrs
 from attrs import define, field, frozen
 
 from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.policy import InjectPolicy
 
@@ -124,7 +125,7 @@ class MemoryLoop:
 
     def __init__(
         self,
-        store: Any,
+        store: Memory,
         agent_config: AgentConfig,
         *,
         channel: str = "cli",

@@ -19,6 +19,7 @@ from typing import Any, Self
 
 from blinker import ANY
 
+from memory_inject.contract import Memory
 from memory_inject.signals import MemoryRecall, memory_recall
 
 __all__ = ["LoggingBridge", "OpenTelemetryBridge", "event_fields"]
@@ -53,12 +54,12 @@ def event_fields(event: MemoryRecall) -> dict[str, Any]:
 class _Bridge:
     """Connect/disconnect plumbing shared by the bridges."""
 
-    _sender: Any = None
+    _sender: object = None
 
-    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
         raise NotImplementedError  # pragma: no cover
 
-    def connect(self, sender: Any = None) -> Self:
+    def connect(self, sender: Memory | None = None) -> Self:
         """Start receiving events (of ``sender`` only, when given)."""
         self.disconnect()
         self._sender = ANY if sender is None else sender
@@ -97,7 +98,7 @@ class LoggingBridge(_Bridge):
         self.logger = logger if logger is not None else logging.getLogger("memory_inject.recall")
         self.level = level
 
-    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
         level = (
             self.level if event.success and not event.partial else max(self.level, logging.WARNING)
         )
@@ -159,7 +160,7 @@ class OpenTelemetryBridge(_Bridge):
         }
         return {attr: fields[key] for key, attr in names.items() if fields[key] is not None}
 
-    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
         end = time.time_ns()
         start = end - int(event.duration * 1e9)
         span = self.tracer.start_span(

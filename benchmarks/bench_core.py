@@ -117,7 +117,7 @@ def main() -> None:
 
     store = InMemoryStore()
     for i in range(200):
-        store.write(f"k{i}", sentence(rng), timestamp=NOW - timedelta(days=i % 30))
+        store.store(f"k{i}", sentence(rng), timestamp=NOW - timedelta(days=i % 30))
     row(
         "InMemoryStore.recall, 200 rows (the store call alone)",
         lambda: store.recall("deploy server prod", 5),

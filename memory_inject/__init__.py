@@ -15,15 +15,9 @@ from memory_inject.config import (
     RerankConfig,
     load_agent_config,
 )
+from memory_inject.contract import AsyncMemory, Memory
 from memory_inject.exceptions import ConfigError, MemoryInjectError, StorageError
-from memory_inject.models import (
-    AsyncMemory,
-    Memory,
-    MemoryCategory,
-    MemoryEntry,
-    TurnMeta,
-    TurnOrigin,
-)
+from memory_inject.models import MemoryCategory, MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import InjectPolicy, resolve_inject_policy
 from memory_inject.render import MEMORY_CONTEXT_CLOSE, MEMORY_CONTEXT_OPEN

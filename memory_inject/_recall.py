@@ -19,6 +19,13 @@ from typing import Any
 import attrs
 from attrs import define, frozen
 
+from memory_inject.contract import (
+    Memory,
+    SupportsAsyncRecall,
+    SupportsEntities,
+    SupportsFilteredRecall,
+    SupportsRecallInfo,
+)
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
@@ -39,7 +46,7 @@ _inflight = [0]
 _running_lock = threading.Lock()
 
 
-def _enter(memory: Any) -> bool | None:
+def _enter(memory: Memory) -> bool | None:
     """Reserve a slot for ``memory``: True (pool), False (own thread: pool full), None (busy)."""
     with _running_lock:
         n = _running.get(id(memory), 0)
@@ -50,7 +57,7 @@ def _enter(memory: Any) -> bool | None:
         return _inflight[0] <= _POOL_SIZE
 
 
-def _leave(memory: Any) -> None:
+def _leave(memory: Memory) -> None:
     with _running_lock:
         _inflight[0] -= 1
         n = _running.get(id(memory), 1) - 1
@@ -99,19 +106,20 @@ def describe(exc: BaseException) -> str:
     return f"{head}: {exc}" if str(exc) else head
 
 
-def _degraded_flag(memory: Any) -> str | None:
-    info = getattr(memory, "last_recall_info", None)
+def _degraded_flag(memory: Memory) -> str | None:
+    if not isinstance(memory, SupportsRecallInfo):
+        return None
+    info = memory.last_recall_info
     flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
     return str(flag) if flag else None
 
 
 def _filtered(
-    memory: Any, limit: int, scope: str | None, field: str, value: str
+    memory: Memory, limit: int, scope: str | None, field: str, value: str
 ) -> Sequence[MemoryEntry]:
     """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
-    where = getattr(memory, "recall_where", None)
-    if where is not None:
-        return where(None, limit, session_id=scope, **{field: value})  # type: ignore[no-any-return]
+    if isinstance(memory, SupportsFilteredRecall):
+        return memory.recall_where(None, limit, session_id=scope, **{field: value})
     rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
     hits = []
     for e in rows:
@@ -123,7 +131,7 @@ def _filtered(
 
 
 def build_calls(
-    memory: Any,
+    memory: Memory,
     query: str,
     limit: int,
     scopes: tuple[str | None, ...],
@@ -131,7 +139,7 @@ def build_calls(
     source: str | None,
 ) -> list[Call]:
     """The store calls of one render, in the order their results take precedence."""
-    arecall = getattr(memory, "arecall", None)
+    arecall = memory.arecall if isinstance(memory, SupportsAsyncRecall) else None
     if plan is None:
         return [
             Call(
@@ -147,11 +155,10 @@ def build_calls(
     calls: list[Call] = []
     entity_ids: list[str] = []
     if any(q.source == "entity" for q in plan.queries):
-        known = getattr(memory, "known_entities", None)
-        names = dict(known()) if known is not None else {}
+        names = dict(memory.known_entities()) if isinstance(memory, SupportsEntities) else {}
         found = extract_entities(query, names.keys())
         entity_ids = [names[c] for c in found.companies]
-    where = getattr(memory, "recall_where", None)
+    where = memory.recall_where if isinstance(memory, SupportsFilteredRecall) else None
     for sid in scopes:
         for q in plan.queries:
             fn: Callable[[], Any]
@@ -175,7 +182,7 @@ def build_calls(
 Steps = Generator[Call, Any, None]
 
 
-def _steps(calls: list[Call], res: _Results, memory: Any) -> Steps:
+def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
     """Yield each store call; the runner sends its batch back (or throws its error).
 
     Everything but making the call lives here, so the sync and async runners
@@ -228,7 +235,7 @@ async def _adrive(steps: Steps) -> None:
         return
 
 
-def _run_tracked(calls: list[Call], res: _Results, memory: Any) -> None:
+def _run_tracked(calls: list[Call], res: _Results, memory: Memory) -> None:
     try:
         _drive(_steps(calls, res, memory))
     finally:
@@ -236,7 +243,7 @@ def _run_tracked(calls: list[Call], res: _Results, memory: Any) -> None:
 
 
 def run_sync(
-    memory: Any,
+    memory: Memory,
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
@@ -288,7 +295,7 @@ def run_sync(
 
 
 async def run_async(
-    memory: Any,
+    memory: Memory,
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
@@ -308,7 +315,7 @@ async def run_async(
 def _collect(
     res: _Results,
     duration: float,
-    memory: Any,
+    memory: Memory,
     partial: bool,
     plan: RecallPlan | None,
     deadline: float | None,

@@ -15,6 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,6 +28,17 @@ from rich.table import Table
 
 from memory_inject import __version__
 from memory_inject.config import AgentConfig, load_agent_config
+from memory_inject.contract import (
+    Memory,
+    MemoryStore,
+    SupportsClose,
+    SupportsEntities,
+    SupportsFilteredRecall,
+    SupportsJsonl,
+    SupportsPath,
+    SupportsRecallInfo,
+    SupportsUsage,
+)
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult
@@ -83,14 +95,14 @@ def _check_exists(path: Path, create: bool) -> None:
 @contextmanager
 def _store(
     db: Path | None, agent_path: Path | None, *, create: bool
-) -> Iterator[tuple[Any, AgentConfig]]:
+) -> Iterator[tuple[MemoryStore, AgentConfig]]:
     agent = _agent(agent_path)
     backend = agent.memory.backend
     try:
         if db is not None or agent_path is None:
             path = db if db is not None else _DEFAULT_DB
             _check_exists(path, create)
-            store: Any = SQLiteStore(path, namespace=backend.namespace)
+            store: MemoryStore = SQLiteStore(path, namespace=backend.namespace)
         else:
             if backend.kind == "sqlite":
                 _check_exists(Path(backend.path), create)
@@ -100,9 +112,8 @@ def _store(
     try:
         yield store, agent
     finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
+        if isinstance(store, SupportsClose):
+            store.close()
 
 
 def _store_options(fn: F) -> F:
@@ -223,6 +234,8 @@ def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | Non
         disable=total < _PROGRESS_MIN_LINES,
     )
     with _store(db, agent_path, create=True) as (store, _agent_cfg), progress:
+        if not isinstance(store, SupportsJsonl):
+            raise click.ClickException(f"the {store.name!r} store cannot import")
         task = progress.add_task("import", total=total)
         try:
             done = store.import_jsonl(
@@ -239,7 +252,7 @@ def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | Non
 def export(file: Path, db: Path | None, agent_path: Path | None) -> None:
     """Write every record (forgotten ones too) as JSON Lines to FILE ('-': stdout)."""
     with _store(db, agent_path, create=False) as (store, _agent_cfg):
-        if not hasattr(store, "export_jsonl"):
+        if not isinstance(store, SupportsJsonl):
             raise click.ClickException(f"the {store.name!r} store cannot export")
         n = store.export_jsonl(sys.stdout if str(file) == "-" else file)
     if str(file) != "-":
@@ -262,9 +275,9 @@ def forget(key: str, db: Path | None, agent_path: Path | None) -> None:
 def stats(db: Path | None, agent_path: Path | None) -> None:
     """Count the live memories by category and session."""
     with _store(db, agent_path, create=False) as (store, _agent_cfg):
-        records = store.list() if hasattr(store, "list") else []
+        records = store.list()
         total = store.count()
-        where = getattr(store, "path", None) or store.name
+        where = store.path if isinstance(store, SupportsPath) else store.name
     console = _console(stderr=False)
     console.print(f"store: {where}")
     console.print(f"live memories: {total}")
@@ -283,9 +296,13 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
 
 
 class _Recorder:
-    """A store proxy that keeps the first entry recalled under each key (for --explain)."""
+    """A store proxy that keeps the first entry recalled under each key (for --explain).
 
-    def __init__(self, inner: Any) -> None:
+    :func:`_recorder` gives it the render capabilities of the store it wraps,
+    so the render takes the same paths; never ``arecall`` (the CLI is sync).
+    """
+
+    def __init__(self, inner: Memory) -> None:
         self._inner = inner
         self.seen: dict[str, MemoryEntry] = {}
 
@@ -293,19 +310,39 @@ class _Recorder:
     def name(self) -> str:
         return str(self._inner.name)
 
-    def _note(self, batch: Any) -> Any:
+    def _note(self, batch: Sequence[MemoryEntry]) -> Sequence[MemoryEntry]:
         for e in batch or ():
             if isinstance(e, MemoryEntry):
                 self.seen.setdefault(e.key, e)
         return batch
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "arecall":  # the CLI renders synchronously; never bypass the recorder
-            raise AttributeError(name)
-        found = getattr(self._inner, name)
-        if name in ("recall", "recall_where"):
-            return lambda *args, **kwargs: self._note(found(*args, **kwargs))
-        return found
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Sequence[MemoryEntry]:
+        found = self._inner.recall(query, limit, session_id=session_id, since=since, until=until)
+        return self._note(found)
+
+
+def _recorder(inner: Memory) -> _Recorder:
+    """A :class:`_Recorder` with exactly the optional render capabilities of ``inner``."""
+    members: dict[str, object] = {}
+    if isinstance(inner, SupportsFilteredRecall):
+        where = inner.recall_where
+        members["recall_where"] = lambda self, *a, **kw: self._note(where(*a, **kw))
+    if isinstance(inner, SupportsEntities):
+        members["known_entities"] = lambda _self: inner.known_entities()
+    if isinstance(inner, SupportsRecallInfo):
+        members["last_recall_info"] = property(lambda _self: inner.last_recall_info)
+    if isinstance(inner, SupportsUsage):
+        members["mark_used"] = lambda _self, ids: inner.mark_used(ids)
+    cls: type[_Recorder] = type("_Recorder", (_Recorder,), members)
+    return cls(inner)
 
 
 def _score(value: float | None) -> str:
@@ -379,7 +416,7 @@ def render(
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
     with _store(db, agent_path, create=False) as (store, agent):
-        recorder = _Recorder(store)
+        recorder = _recorder(store)
         req = _core.Request(
             origin=TurnOrigin(origin),
             query=text,

@@ -17,7 +17,7 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import cattrs
@@ -27,6 +27,11 @@ from attrs import field, frozen
 from memory_inject._tokens import load_encoding
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import TurnOrigin
+
+if TYPE_CHECKING:
+    from memory_inject.storage.memory import InMemoryStore
+    from memory_inject.storage.postgres import PostgresStore
+    from memory_inject.storage.sqlite import SQLiteStore
 
 __all__ = [
     "MAX_CANDIDATE_POOL",
@@ -390,7 +395,9 @@ class AgentConfig:
     def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
         return self.memory.for_origin(origin)
 
-    def open_store(self, base_dir: str | os.PathLike[str] | None = None) -> Any:
+    def open_store(
+        self, base_dir: str | os.PathLike[str] | None = None
+    ) -> InMemoryStore | SQLiteStore | PostgresStore:
         """Open the store ``memory.backend`` names; SQLite at ``.memory/memory.db`` by default."""
         from memory_inject.storage import open_store
 

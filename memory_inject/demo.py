@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memory_inject.config import MemoryInjectConfig, load_agent_config
+from memory_inject.contract import Memory, MemoryStore, SupportsClose
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.pipeline import render_memory_context
 from memory_inject.policy import resolve_inject_policy
@@ -76,12 +77,12 @@ def example_records(now: datetime) -> Iterator[dict[str, Any]]:
             yield rec
 
 
-def open_demo_store(path: Path | None, now: datetime) -> Any:
+def open_demo_store(path: Path | None, now: datetime) -> MemoryStore:
     """The embedded default store, seeded; InMemoryStore when SQLite is not available."""
     try:
         from memory_inject.storage.sqlite import SQLiteStore
     except ImportError:  # pragma: no cover - the SQLite store ships with the package
-        store: Any = InMemoryStore()
+        store: MemoryStore = InMemoryStore()
     else:
         db = path or Path(tempfile.mkdtemp(prefix="memory-inject-demo-")) / "memory.db"
         store = SQLiteStore(db)
@@ -92,7 +93,7 @@ def open_demo_store(path: Path | None, now: datetime) -> Any:
 
 
 def _print_event(out: TextIO) -> Any:
-    def receiver(sender: Any, *, event: MemoryRecall) -> None:
+    def receiver(sender: Memory, *, event: MemoryRecall) -> None:
         dropped = ", ".join(f"{k}={v}" for k, v in event.dropped.items()) or "-"
         out.write(
             f"  event: backend={event.backend} success={event.success} "
@@ -104,7 +105,7 @@ def _print_event(out: TextIO) -> Any:
     return receiver
 
 
-def run_demo(store: Any, config: MemoryInjectConfig, out: TextIO, now: datetime) -> int:
+def run_demo(store: Memory, config: MemoryInjectConfig, out: TextIO, now: datetime) -> int:
     """Run every demo turn; return how many blocks were rendered."""
     receiver = _print_event(out)
     memory_recall.connect(receiver)
@@ -153,9 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         run_demo(store, config, sys.stdout, now)
     finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
+        if isinstance(store, SupportsClose):
+            store.close()
     return 0
 
 

@@ -1,4 +1,6 @@
-"""Values shared by every layer: origins, categories, entries and the store protocols.
+"""Values shared by every layer: origins, categories and entries.
+
+The store protocols live in :mod:`memory_inject.contract`.
 
 Everything here is a frozen attrs class or an enum; nothing here does I/O.
 """
@@ -7,16 +9,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Awaitable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import attrs
 from attrs import field, frozen
 
 __all__ = [
-    "AsyncMemory",
-    "Memory",
     "MemoryCategory",
     "MemoryEntry",
     "TurnMeta",
@@ -122,47 +121,6 @@ class TurnMeta:
     channel: str = "cli"
     agent_alias: str | None = None
     turn_id: str = ""
-
-
-@runtime_checkable
-class Memory(Protocol):
-    """What the renderer needs of a store.
-
-    ``recall`` returns entries ordered by relevance (best first). An empty,
-    whitespace-only or bare ``"*"`` query means "most recent first" with
-    ``score=None``. ``since``/``until`` are inclusive bounds on the timestamp.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    def recall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> Sequence[MemoryEntry]: ...
-
-
-@runtime_checkable
-class AsyncMemory(Protocol):
-    """The async twin of :class:`Memory`."""
-
-    @property
-    def name(self) -> str: ...
-
-    def arecall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> Awaitable[Sequence[MemoryEntry]]: ...
 
 
 def is_time_only(query: str) -> bool:

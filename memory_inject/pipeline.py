@@ -16,7 +16,6 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 import attrs
 from attrs import field, frozen
@@ -26,6 +25,7 @@ from memory_inject._phrases import context_text
 from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
+from memory_inject.contract import Memory, SupportsUsage
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
@@ -85,7 +85,7 @@ def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
     )
 
 
-def _backend_name(memory: Any) -> str:
+def _backend_name(memory: Memory) -> str:
     try:
         return str(memory.name)
     except Exception:  # noqa: BLE001 - a broken store must not break the turn
@@ -112,7 +112,7 @@ def _policy(
 class _Turn:
     """Everything one render knows before it recalls; built once, read by every step."""
 
-    memory: Any
+    memory: Memory
     query: str
     scopes: tuple[str | None, ...]
     policy: InjectPolicy
@@ -134,7 +134,7 @@ class _Turn:
 
 
 def _prepare(
-    memory: Any,
+    memory: Memory,
     query: str,
     sessions: Iterable[str | None],
     policy: InjectPolicy | None,
@@ -160,7 +160,7 @@ def _prepare(
 
 
 def render_memory_context(
-    memory: Any,
+    memory: Memory,
     query: str,
     *,
     policy: InjectPolicy | None = None,
@@ -196,7 +196,7 @@ def render_memory_context(
 
 
 async def arender_memory_context(
-    memory: Any,
+    memory: Memory,
     query: str,
     *,
     policy: InjectPolicy | None = None,
@@ -220,12 +220,11 @@ async def arender_memory_context(
     return result
 
 
-def _mark_used(memory: Any, entries: Sequence[MemoryEntry]) -> None:
-    mark = getattr(memory, "mark_used", None)
-    if mark is None:
+def _mark_used(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
+    if not isinstance(memory, SupportsUsage):
         return
     try:
-        mark([e.id for e in entries])  # one statement for all ids (founder-os)
+        memory.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
     except Exception:  # noqa: BLE001 - usage counters never fail the turn
         _log.warning("memory_inject: could not update usage counters", exc_info=True)
 
@@ -344,7 +343,7 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     return RenderResult(text, rendered, event.trace, event)
 
 
-def _send(signal: NamedSignal, sender: Any, event: MemoryRecall | MemorySkipped) -> None:
+def _send(signal: NamedSignal, sender: Memory, event: MemoryRecall | MemorySkipped) -> None:
     if not signal.receivers:
         return
     for receiver in signal.receivers_for(sender):

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
+from memory_inject.contract import Memory
 from memory_inject.models import MemoryEntry
 from memory_inject.signals import MemoryRecall, memory_recall
 
@@ -67,7 +68,7 @@ class RecordingReceiver:
     def __init__(self) -> None:
         self.events: list[MemoryRecall] = []
 
-    def __call__(self, sender: Any, *, event: MemoryRecall) -> None:
+    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
         self.events.append(event)
 
     @property

@@ -227,3 +227,24 @@ class TestDemoAndPackaging:
             [sys.executable, "-c", code], capture_output=True, text=True, check=True
         )
         assert "[]" == out.stdout.strip()
+
+
+class TestRecorder:
+    def test_recorder_has_the_render_capabilities_of_its_store(self, tmp_path: Path) -> None:
+        """--explain's proxy claims exactly the wrapped store's optional render capabilities."""
+        from memory_inject.cli import _recorder
+        from memory_inject.contract import (
+            SupportsAsyncRecall,
+            SupportsEntities,
+            SupportsFilteredRecall,
+            SupportsRecallInfo,
+            SupportsUsage,
+        )
+        from memory_inject.storage import InMemoryStore, SQLiteStore
+
+        protos = (SupportsFilteredRecall, SupportsEntities, SupportsRecallInfo, SupportsUsage)
+        with SQLiteStore(tmp_path / "r.db") as sqlite:
+            wrapped = [_recorder(InMemoryStore()), _recorder(sqlite)]
+            assert [[False] * 5, [True] * 4 + [False]] == [
+                [isinstance(r, p) for p in (*protos, SupportsAsyncRecall)] for r in wrapped
+            ]

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = [
     "models",
     "exceptions",
+    "contract",
     "_text",
     "_tokens",
     "config",
@@ -79,8 +80,8 @@ class TestImportDirection:
             assert set() == bad, name
 
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
-        """storage/ imports nothing from the pipeline side."""
-        allowed = {"models", "exceptions", "storage", "embedders"}
+        """storage/ imports nothing from the pipeline side (models, records, errors, embedders)."""
+        allowed = {"models", "records", "exceptions", "storage", "embedders"}
         for path in (ROOT / "memory_inject" / "storage").glob("*.py"):
             assert set() == imports_of(path) - allowed, path.name
 

@@ -467,8 +467,8 @@ class TestInMemoryStoreEndToEnd:
     def test_lexical_recall_renders_the_matching_fact(self) -> None:
         """BM25 recall from InMemoryStore puts the matching fact in the block."""
         store = InMemoryStore()
-        store.write("server", "production server is prod-3", timestamp=NOW)
-        store.write("tea", "the user drinks green tea", timestamp=NOW)
+        store.store("server", "production server is prod-3", timestamp=NOW)
+        store.store("tea", "the user drinks green tea", timestamp=NOW)
         out = render(store, "which production server?")
         assert (
             "[Memory context]\n- server: production server is prod-3\n[/Memory context]\n\n"
@@ -480,7 +480,7 @@ class TestInMemoryStoreEndToEnd:
         import asyncio
 
         store = InMemoryStore()
-        store.write("server", "production server is prod-3", timestamp=NOW)
+        store.store("server", "production server is prod-3", timestamp=NOW)
         sync = render(store, "production server")
         async_ = asyncio.run(arender_memory_context(store, "production server", now=NOW))
         assert sync.text == async_.text != ""

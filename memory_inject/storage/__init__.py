@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.fusion import Fusion, RecallInfo
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from memory_inject.storage.postgres import PostgresStore
 
 __all__ = [
     "Fusion",
@@ -50,7 +53,7 @@ def open_store(
     rrf_k: int = 60,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
-) -> Any:
+) -> InMemoryStore | SQLiteStore | PostgresStore:
     """Open the store a ``memory.backend`` section describes (its keys are the arguments).
 
     A relative SQLite ``path`` is resolved against ``base_dir`` (default: the

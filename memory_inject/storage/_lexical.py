@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-__all__ = ["STOPWORDS", "bm25_scores", "normalize_batch", "tokenize"]
+__all__ = ["STOPWORDS", "bm25_scores", "normalize_batch", "stem", "tokenize"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -82,6 +82,21 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
         kept = [w for w in words if w not in STOPWORDS]
         return kept or words
     return words
+
+
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: "publishing" and "published" both become "publish".
+
+    Far cruder than the Porter stemmer of SQLite's FTS5, but enough that the
+    in-process store matches the common inflections the persistent stores match.
+    """
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            return word[: -len(suffix)]
+    return word
 
 
 def bm25_scores(

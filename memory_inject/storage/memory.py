@@ -1,48 +1,61 @@
 """``InMemoryStore``: a real, thread-safe store in process memory.
 
-For tests, examples and small agents. Lexical recall is Okapi BM25 over key and
-content, normalised to 0..1 by the batch maximum exactly as the SQLite store
-does, so the renderer's relevance floor means the same thing on both.
+For tests, examples and small agents. It keeps the same :class:`MemoryRecord`
+as the persistent stores and has the same write API (``store``), so code
+written against it runs unchanged on SQLite. Lexical recall is Okapi BM25 over
+key, content and tags, normalised to 0..1 by the batch maximum exactly as the
+SQLite store does, so the renderer's relevance floor means the same thing on
+both. It has no vectors, JSONL, usage counters or namespaces (see
+``docs/storage.md`` for the capabilities of each store).
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import threading
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import attrs
-
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
-from memory_inject.storage._lexical import bm25_scores, normalize_batch, tokenize
+from memory_inject.storage._lexical import bm25_scores, normalize_batch, stem, tokenize
+from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
 
 __all__ = ["InMemoryStore"]
 
+_NAMESPACE = "default"
+
+
+def _terms(text: str, *, query: bool = False) -> list[str]:
+    return [stem(w) for w in tokenize(text, drop_stopwords=query)]
+
 
 class InMemoryStore:
-    """A dictionary of entries keyed by ``key`` (a write to an existing key replaces it).
+    """A dictionary of records keyed by ``key`` (a write to an existing key updates it).
 
-    A session-scoped recall sees that session's entries plus sessionless
-    entries of the ``shared_categories`` (agent-wide facts), never another
-    session's; ``shared_categories=()`` makes the filter strict.
+    A session-scoped recall sees that session's records plus sessionless
+    records of the ``shared_categories`` (agent-wide facts), never another
+    session's; ``shared_categories=()`` makes the filter strict. ``records``
+    seeds the store as given.
     """
 
     def __init__(
         self,
-        entries: Iterable[MemoryEntry] = (),
+        records: Iterable[MemoryRecord] = (),
         *,
         name: str = "in_memory",
         shared_categories: Iterable[str] = ("core", "daily"),
     ) -> None:
         self._name = name
-        self._shared = frozenset(shared_categories)
+        self._shared = frozenset(str(c) for c in shared_categories)
         self._lock = threading.Lock()
-        self._entries: dict[str, MemoryEntry] = {}
+        self._records: dict[str, MemoryRecord] = {}
         self._tokens: dict[str, list[str]] = {}
-        for e in entries:
-            self.put(e)
+        for r in records:
+            if not isinstance(r, MemoryRecord):
+                raise TypeError(f"'records' must hold MemoryRecord values (got {type(r).__name__})")
+            self._put(r)
 
     @property
     def name(self) -> str:
@@ -50,19 +63,13 @@ class InMemoryStore:
 
     # -- writes ---------------------------------------------------------------
 
-    def put(self, entry: MemoryEntry) -> MemoryEntry:
-        """Store an entry as is (its score is dropped: scores belong to a recall)."""
-        if not isinstance(entry, MemoryEntry):
-            raise TypeError(f"'entry' must be a MemoryEntry (got {type(entry).__name__})")
-        if entry.score is not None:
-            entry = attrs.evolve(entry, score=None)
+    def _put(self, record: MemoryRecord) -> None:
         with self._lock:
-            self._entries.pop(entry.key, None)
-            self._entries[entry.key] = entry
-            self._tokens[entry.key] = tokenize(f"{entry.key} {entry.content}")
-        return entry
+            self._records.pop(record.key, None)
+            self._records[record.key] = record
+            self._tokens[record.key] = _terms(" ".join((record.key, record.content, *record.tags)))
 
-    def write(
+    def store(
         self,
         key: str,
         content: str,
@@ -71,55 +78,66 @@ class InMemoryStore:
         session_id: str | None = None,
         timestamp: datetime | str | None = None,
         importance: float | None = None,
-        **extra: Any,
-    ) -> MemoryEntry:
-        """Create or replace the entry under ``key``; ``timestamp`` defaults to now."""
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"'key' must be a non-empty string (got {key!r})")
-        ts = datetime.now(UTC) if timestamp is None else parse_timestamp(timestamp)
-        entry = MemoryEntry(
-            key=key,
-            content=content,
-            category=category,
-            timestamp=ts,
-            session_id=session_id,
-            importance=importance,
-            extra=dict(extra),
-        )
-        return self.put(entry)
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Create or update the memory under ``key``; ``fields`` are other record fields.
 
-    store = write
+        Updating keeps the record's id, creation time, usage counters and
+        supersession links unless they are passed, as the persistent stores do.
+        """
+        record = store_draft(
+            key,
+            content,
+            category,
+            namespace=_NAMESPACE,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            fields=fields,
+            now=datetime.now(UTC),
+        )
+        with self._lock:
+            old = self._records.get(key)
+        if old is not None:
+            record = carry_over(record, old, fields, timestamp)
+        self._put(record)
+        return record
 
     def forget(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         with self._lock:
             self._tokens.pop(key, None)
-            return self._entries.pop(key, None) is not None
+            return self._records.pop(key, None) is not None
 
     # -- reads ----------------------------------------------------------------
 
-    def get(self, key: str) -> MemoryEntry | None:
+    def get(self, key: str) -> MemoryRecord | None:
+        """The record under ``key`` (superseded and expired ones too), or None."""
         with self._lock:
-            return self._entries.get(key)
+            return self._records.get(key)
 
     def list(
-        self, *, category: str | None = None, session_id: str | None = None
-    ) -> list[MemoryEntry]:
-        """All entries, newest first, optionally filtered."""
+        self,
+        *,
+        category: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """All records, newest first by creation time, optionally filtered."""
         with self._lock:
-            items = list(self._entries.values())
+            items = builtins.list(self._records.values())
         out = [
-            e
-            for e in items
-            if (category is None or e.category == category)
-            and (session_id is None or e.session_id == session_id)
+            r
+            for r in reversed(items)
+            if (category is None or r.category == category)
+            and (session_id is None or r.session_id == session_id)
         ]
-        out.sort(key=_newest_first)
-        return out
+        out.sort(key=lambda r: r.timestamp, reverse=True)
+        return out if limit is None else out[: max(0, int(limit))]
 
     def count(self) -> int:
         with self._lock:
-            return len(self._entries)
+            return len(self._records)
 
     def recall(
         self,
@@ -127,29 +145,36 @@ class InMemoryStore:
         limit: int,
         *,
         session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> Sequence[MemoryEntry]:
+        """Entries for ``query``, best first, scores in 0..1; time-only queries newest first.
+
+        Superseded and expired records never come back; ``status`` is left to
+        the governance stages.
+        """
         if limit <= 0:
             return []
+        now = datetime.now(UTC)
+        lo = None if since is None else parse_timestamp(since)
+        hi = None if until is None else parse_timestamp(until)
         with self._lock:
             pool = [
-                (e, self._tokens[e.key])
-                for e in self._entries.values()
-                if _in_scope(e, session_id, since, until, self._shared)
+                (r, self._tokens[r.key])
+                for r in reversed(self._records.values())
+                if _live(r, now) and _in_scope(r, session_id, lo, hi, self._shared)
             ]
         if is_time_only(query):
-            pool.sort(key=lambda p: _newest_first(p[0]))
-            return [e for e, _ in pool[:limit]]
-        terms = tokenize(query, drop_stopwords=True)
-        raw = bm25_scores(terms, [toks for _, toks in pool])
-        hits = [(e, s) for (e, _), s in zip(pool, raw, strict=True) if s > 0.0]
+            pool.sort(key=lambda p: p[0].updated_at or p[0].timestamp, reverse=True)
+            return [r.to_entry(None) for r, _ in pool[:limit]]
+        raw = bm25_scores(_terms(query, query=True), [toks for _, toks in pool])
+        hits = [(r, s) for (r, _), s in zip(pool, raw, strict=True) if s > 0.0]
         norm = normalize_batch(s for _, s in hits)
         ranked = sorted(
-            ((e, n) for (e, _), n in zip(hits, norm, strict=True)),
+            ((r, n) for (r, _), n in zip(hits, norm, strict=True)),
             key=lambda p: (-p[1], p[0].id),
         )
-        return [e.with_score(s) for e, s in ranked[:limit]]
+        return [r.to_entry(s) for r, s in ranked[:limit]]
 
     async def arecall(
         self,
@@ -157,31 +182,35 @@ class InMemoryStore:
         limit: int,
         *,
         session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
     ) -> Sequence[MemoryEntry]:
+        """``recall``, yielding to the loop once (it never touches a disk)."""
         await asyncio.sleep(0)
         return self.recall(query, limit, session_id=session_id, since=since, until=until)
 
 
-def _newest_first(e: MemoryEntry) -> tuple[float, str]:
-    ts = e.timestamp.timestamp() if e.timestamp is not None else float("-inf")
-    return (-ts, e.key)
+def _live(r: MemoryRecord, now: datetime) -> bool:
+    return (
+        r.deleted_at is None
+        and r.superseded_by is None
+        and (r.expires_at is None or r.expires_at > now)
+    )
 
 
 def _in_scope(
-    e: MemoryEntry,
+    r: MemoryRecord,
     session_id: str | None,
     since: datetime | None,
     until: datetime | None,
-    shared: frozenset[str] = frozenset(),
+    shared: frozenset[str],
 ) -> bool:
     if (
         session_id is not None
-        and e.session_id != session_id
-        and not (e.session_id is None and e.category in shared)
+        and r.session_id != session_id
+        and not (r.session_id is None and r.category in shared)
     ):
         return False
-    if since is not None and (e.timestamp is None or e.timestamp < parse_timestamp(since)):
+    if since is not None and r.timestamp < since:
         return False
-    return not (until is not None and (e.timestamp is None or e.timestamp > parse_timestamp(until)))
+    return not (until is not None and r.timestamp > until)

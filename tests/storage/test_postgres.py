@@ -21,6 +21,7 @@ from memory_inject.exceptions import (
     StoreLockedError,
     StoreMissingError,
 )
+from memory_inject.storage._base import float32
 from memory_inject.storage._pg_conn import translate_errors
 from memory_inject.storage._pg_recall import like_patterns, tsquery_text
 from memory_inject.storage._pg_schema import COLUMNS, MIGRATIONS
@@ -180,14 +181,17 @@ class TestVectors:
         assert 64 == len(written.embedding or ())
 
     def test_embedding_round_trips_exactly(self, open_store: Factory) -> None:
-        """float8[] storage: an arbitrary float embedding comes back bit for bit."""
+        """float8[] storage: the float32-rounded vector upsert returns comes back bit for bit."""
         store = open_store(embedder=HashingEmbedder(3))
         vec = (0.1, 1 / 3, -2.718281828459045)
-        store.upsert(MemoryRecord(key="v", content="x", embedding=vec))
-        assert vec == store.get("v").embedding  # type: ignore[union-attr]
+        written = store.upsert(MemoryRecord(key="v", content="x", embedding=vec))
         buf = io.StringIO()
         store.export_jsonl(buf)
-        assert list(vec) == json.loads(buf.getvalue())["embedding"]
+        assert (float32(vec), float32(vec), list(float32(vec))) == (
+            written.embedding,
+            store.get("v").embedding,  # type: ignore[union-attr]
+            json.loads(buf.getvalue())["embedding"],
+        )
 
     def test_initial_bulk_load_rebuilds_the_index(
         self, open_store: Factory, db: str, monkeypatch: pytest.MonkeyPatch

@@ -1,0 +1,317 @@
+"""The store contract: what a store must implement, and what it may add.
+
+A store is any object; nothing here is a base class to inherit. The renderer
+needs one thing, :class:`Memory` (a ``name`` and ``recall``). Everything else
+a store can do is an optional *capability*, one small runtime-checkable
+Protocol each. Callers test for a capability with ``isinstance(store,
+SupportsX)`` and fall back when it is missing; a store never has to implement
+a method it has no use for, and never fails a turn by lacking one.
+
+Required of every store handed to ``render_memory_context``:
+
+* :class:`Memory`: ``name`` and ``recall(query, limit, *, session_id, since,
+  until)``. An empty, blank or ``"*"`` query means "most recent first"
+  (``score=None``); ``since``/``until`` are inclusive; a session id sees that
+  session's rows and, on the built-in stores, sessionless ``core``/``daily``
+  rows, never another session's.
+
+What the built-in stores implement (``InMemoryStore``, ``SQLiteStore``,
+``PostgresStore``), and what the CLI manages:
+
+* :class:`MemoryStore`: :class:`Memory` plus :class:`SupportsWrite`
+  (``store(key, content, category="core", *, session_id=None, ...)``, an
+  upsert by key) and ``get``, ``forget``, ``list``, ``count``.
+
+Optional capabilities (``docs/storage.md`` lists which store has which):
+
+=========================  ==============================  ===========================
+protocol                   member                          used by
+=========================  ==============================  ===========================
+SupportsWrite              ``store(...)``                  autosave, CLI ``add``
+SupportsAsyncWrite         ``astore(...)``                 async autosave
+SupportsAsyncRecall        ``arecall(...)``                ``arender_memory_context``
+SupportsRecallInfo         ``last_recall_info``            the recall event's ``degraded``
+SupportsFilteredRecall     ``recall_where(...)``           recall plans
+SupportsEntities           ``known_entities()``            recall plans (entity query)
+SupportsUsage              ``mark_used(ids)``              recall plans (``track_usage``)
+SupportsRecords            ``upsert``, ``supersede``       integrators, JSONL tooling
+SupportsJsonl              ``import_jsonl``, ``export_``   CLI ``import`` / ``export``
+SupportsNamespaces         ``namespace``                   agents sharing one database
+SupportsVectors            ``embedder``                    hybrid (semantic) recall
+SupportsClose              ``close()``                     CLI, demo
+SupportsPath               ``path``                        CLI ``stats``
+=========================  ==============================  ===========================
+
+:class:`AsyncMemory` is the async twin of :class:`Memory` for code that only
+awaits. The storage contract suite (``tests/storage/test_contract.py``) runs
+every test on every store that has the capabilities the test declares.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import IO, Protocol, runtime_checkable
+
+from memory_inject.models import MemoryEntry
+from memory_inject.records import MemoryRecord
+
+__all__ = [
+    "AsyncMemory",
+    "Memory",
+    "MemoryStore",
+    "SupportsAsyncRecall",
+    "SupportsAsyncWrite",
+    "SupportsClose",
+    "SupportsEntities",
+    "SupportsFilteredRecall",
+    "SupportsJsonl",
+    "SupportsNamespaces",
+    "SupportsPath",
+    "SupportsRecallInfo",
+    "SupportsRecords",
+    "SupportsUsage",
+    "SupportsVectors",
+    "SupportsWrite",
+]
+
+
+@runtime_checkable
+class Memory(Protocol):
+    """What the renderer needs of a store: a name for the event, and ``recall``.
+
+    ``recall`` returns entries ordered by relevance (best first). An empty,
+    whitespace-only or bare ``"*"`` query means "most recent first" with
+    ``score=None``. ``since``/``until`` are inclusive bounds on the timestamp.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Sequence[MemoryEntry]: ...
+
+
+@runtime_checkable
+class SupportsAsyncRecall(Protocol):
+    """``arecall``: awaited by ``arender_memory_context``.
+
+    Without it the async render runs the store's ``recall`` in a worker thread.
+    """
+
+    def arecall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Awaitable[Sequence[MemoryEntry]]: ...
+
+
+@runtime_checkable
+class AsyncMemory(SupportsAsyncRecall, Protocol):
+    """The async twin of :class:`Memory`."""
+
+    @property
+    def name(self) -> str: ...
+
+
+@runtime_checkable
+class SupportsWrite(Protocol):
+    """``store``: the one write API, an upsert by key; autosave and the CLI's ``add`` call it.
+
+    ``fields`` are further record fields (``tags``, ``confidence``, ...); an
+    unknown one is a ``TypeError``. Without it autosave reports
+    ``autosave_failed`` on the turn and the turn goes on.
+    """
+
+    def store(
+        self,
+        key: str,
+        content: str,
+        category: str = ...,
+        *,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        importance: float | None = None,
+        **fields: object,
+    ) -> object: ...
+
+
+@runtime_checkable
+class SupportsAsyncWrite(Protocol):
+    """``astore``: the async twin of :class:`SupportsWrite`, awaited by async autosave.
+
+    Without it async autosave runs ``store`` in a worker thread.
+    """
+
+    def astore(
+        self,
+        key: str,
+        content: str,
+        category: str = ...,
+        *,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        importance: float | None = None,
+        **fields: object,
+    ) -> Awaitable[object]: ...
+
+
+@runtime_checkable
+class MemoryStore(Memory, SupportsWrite, Protocol):
+    """A full store: what every built-in store implements and the CLI manages."""
+
+    def get(self, key: str) -> MemoryRecord | None: ...
+
+    def forget(self, key: str) -> bool: ...
+
+    def list(
+        self,
+        *,
+        category: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> Sequence[MemoryRecord]: ...
+
+    def count(self) -> int: ...
+
+
+class _Degraded(Protocol):
+    @property
+    def degraded(self) -> str | None: ...
+
+
+@runtime_checkable
+class SupportsRecallInfo(Protocol):
+    """``last_recall_info``: how the last recall ran; the render reads its ``degraded``.
+
+    A ``degraded`` reason (``embedder_failed: ...``) reaches the recall event,
+    and fails a plan's semantic query. Without it nothing is reported.
+    """
+
+    @property
+    def last_recall_info(self) -> _Degraded | Mapping[str, object]: ...
+
+
+@runtime_checkable
+class SupportsFilteredRecall(Protocol):
+    """``recall_where``: one query of a recall plan, run by the render when a plan is set.
+
+    Without it a plan's semantic and lexical queries use plain ``recall``, and
+    its entity and plugin queries filter a window of recent rows in Python.
+    """
+
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+    ) -> Sequence[MemoryEntry]: ...
+
+
+@runtime_checkable
+class SupportsEntities(Protocol):
+    """``known_entities``: ``{display name: entity id}``, read by a plan's entity query.
+
+    Without it no entity is recognised in the turn and the entity query is dropped.
+    """
+
+    def known_entities(self) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class SupportsUsage(Protocol):
+    """``mark_used``: counts a use of each rendered id, called after a plan with ``track_usage``.
+
+    Without it usage is not counted; the render is the same.
+    """
+
+    def mark_used(self, ids: Iterable[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsRecords(Protocol):
+    """``upsert`` and ``supersede``: record-level writes for integrators and migrations.
+
+    Nothing in the render path calls them; a store without them is written with ``store`` only.
+    """
+
+    def upsert(self, record: MemoryRecord) -> MemoryRecord: ...
+
+    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord: ...
+
+
+@runtime_checkable
+class SupportsJsonl(Protocol):
+    """``import_jsonl`` / ``export_jsonl``: the CLI's ``import`` and ``export`` commands.
+
+    Without them those commands stop with an error naming the store.
+    """
+
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        progress: Callable[[int], object] | None = None,
+        batch_size: int = ...,
+    ) -> int: ...
+
+    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsNamespaces(Protocol):
+    """``namespace``: several agents share one database, each sees only its own rows.
+
+    No library code reads it; a store without it holds one agent's memories.
+    """
+
+    @property
+    def namespace(self) -> str: ...
+
+
+@runtime_checkable
+class SupportsVectors(Protocol):
+    """``embedder``: the store writes a vector with each record and recall fuses cosine hits.
+
+    ``None`` means lexical only. A store without the property is lexical only.
+    """
+
+    @property
+    def embedder(self) -> object | None: ...
+
+
+@runtime_checkable
+class SupportsClose(Protocol):
+    """``close``: releases connections; the CLI and the demo call it when they are done.
+
+    A store without it holds nothing that needs releasing.
+    """
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsPath(Protocol):
+    """``path``: the file behind the store, which the CLI's ``stats`` prints.
+
+    Without it ``stats`` prints the store's ``name``.
+    """
+
+    @property
+    def path(self) -> str: ...

@@ -1,0 +1,296 @@
+"""What the two persistent stores share: the checks and the write path above the engine.
+
+``SQLiteStore`` and ``PostgresStore`` differ in how they talk to their engine
+and agree on everything else, which lives here once: the namespace, closed and
+ownership checks, the embedding checks (shape, dimension, NaN/inf rejected
+with :class:`~memory_inject.exceptions.EmbedderError`, vectors rounded to
+float32 so a returned record equals what ``get`` reads back), and the
+``store``/``upsert``/``supersede``/``mark_used`` front halves. A subclass
+implements the ``_write_*`` methods against its engine.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol, Self
+
+from attrs import frozen
+
+from memory_inject.exceptions import EmbedderError, StorageError
+from memory_inject.models import MemoryCategory, MemoryEntry
+from memory_inject.storage.fusion import RecallInfo
+from memory_inject.storage.records import MemoryRecord, store_draft
+
+__all__ = ["PersistentStore", "RecallQuery", "VectorEmbedder", "check_namespace", "float32"]
+
+
+class VectorEmbedder(Protocol):
+    """What a store needs of an embedder (``memory_inject.embedders.Embedder`` fits)."""
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+
+@frozen
+class RecallQuery:
+    """The arguments of one ``recall``, as a store's engine half receives them."""
+
+    query: str
+    limit: int
+    session_id: str | None
+    since: datetime | str | None
+    until: datetime | str | None
+
+
+def float32(vector: Sequence[float]) -> tuple[float, ...]:
+    """``vector`` rounded to float32, as both engines keep it (SQLite stores float32 blobs)."""
+    return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
+
+
+def check_namespace(namespace: str) -> str:
+    """``namespace`` if it is a non-empty string, else ``ValueError``."""
+    if not isinstance(namespace, str) or not namespace:
+        raise ValueError(f"'namespace' must be a non-empty string (got {namespace!r})")
+    return namespace
+
+
+class PersistentStore:
+    """The engine-independent half of a persistent store (see the module docstring)."""
+
+    _namespace: str
+    _name: str
+    _embedder: VectorEmbedder | None
+    _last: RecallInfo = RecallInfo()
+    _closed: bool = False
+
+    # -- identity -------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def namespace(self) -> str:
+        """The agent whose rows this store reads and writes."""
+        return self._namespace
+
+    @property
+    def embedder(self) -> VectorEmbedder | None:
+        """The embedder that gives each record a vector (None: lexical recall only)."""
+        return self._embedder
+
+    @property
+    def last_recall_info(self) -> RecallInfo:
+        """How the most recent ``recall`` ran (``degraded`` says why it fell back)."""
+        return self._last
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the engine's connections; later calls raise :class:`StorageError`."""
+        self._closed = True
+
+    # -- checks ---------------------------------------------------------------
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise StorageError(f"{what}: the store is closed")
+
+    def _own(self, record: MemoryRecord) -> None:
+        if not isinstance(record, MemoryRecord):
+            raise TypeError(f"'record' must be a MemoryRecord (got {type(record).__name__})")
+        if record.namespace != self._namespace:
+            raise ValueError(
+                f"'namespace' must be this store's {self._namespace!r} (got {record.namespace!r})"
+            )
+
+    # -- embedding ------------------------------------------------------------
+
+    def _embed(self, texts: Sequence[str]) -> builtins.list[tuple[float, ...]]:
+        """One checked float32 vector per text, or :class:`EmbedderError`."""
+        if self._embedder is None:
+            raise EmbedderError("this store has no embedder")
+        name = self._embedder.name
+        try:
+            vectors = self._embedder.embed(list(texts))
+        except EmbedderError:
+            raise
+        except Exception as exc:
+            raise EmbedderError(f"embedder {name!r} raised: {exc}") from exc
+        try:
+            if len(vectors) != len(texts):
+                raise EmbedderError(
+                    f"embedder {name!r} returned {len(vectors)} vectors for {len(texts)} texts"
+                )
+            out = [float32(v) for v in vectors]
+        except EmbedderError:
+            raise
+        except (struct.error, TypeError, ValueError) as exc:
+            raise EmbedderError(
+                f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
+            ) from exc
+        # Embedder.dim is required, but SQLite always took an embedder without one.
+        dim = getattr(self._embedder, "dim", None)
+        for v in out:
+            if isinstance(dim, int) and len(v) != dim:
+                raise EmbedderError(
+                    f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
+                )
+            if not all(math.isfinite(x) for x in v):
+                raise EmbedderError(f"embedder {name!r} returned a vector with NaN or inf")
+        return out
+
+    def _embedded(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
+        """Records as they will read back: float32 vectors, embedded if an embedder is set."""
+        out = [
+            r if r.embedding is None else r.evolve(embedding=float32(r.embedding)) for r in records
+        ]
+        todo = [i for i, r in enumerate(out) if r.embedding is None]
+        if self._embedder is None or not todo:
+            return out
+        vectors = self._embed([out[i].content for i in todo])
+        for i, vec in zip(todo, vectors, strict=True):
+            out[i] = out[i].evolve(embedding=vec)
+        return out
+
+    # -- writes ---------------------------------------------------------------
+
+    def store(
+        self,
+        key: str,
+        content: str,
+        category: str = MemoryCategory.CORE,
+        *,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        importance: float | None = None,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Create or update the memory under ``key``; ``fields`` are other record fields.
+
+        Updating keeps the row's id, creation time, usage counters and
+        supersession links unless they are passed; every other field takes the
+        given value or its default, and a forgotten key comes back to life.
+        """
+        draft = store_draft(
+            key,
+            content,
+            category,
+            namespace=self._namespace,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            fields=fields,
+            now=datetime.now(UTC),
+        )
+        [draft] = self._embedded([draft])
+        return self._write_draft(draft, fields, timestamp)
+
+    def upsert(self, record: MemoryRecord) -> MemoryRecord:
+        """Write ``record`` exactly as given, replacing the row with the same key."""
+        self._own(record)
+        [record] = self._embedded([record])
+        return self._write_record(record)
+
+    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        """Write ``new`` and mark the row under ``old_key`` superseded by it, atomically."""
+        self._own(new)
+        if new.key == old_key:
+            raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
+        [new] = self._embedded([new])
+        return self._write_superseding(old_key, new)
+
+    def mark_used(self, ids: Iterable[str]) -> int:
+        """Count one use of each id with ONE statement; returns the live rows touched."""
+        wanted = [ids] if isinstance(ids, str) else sorted(set(ids))
+        if not wanted:
+            return 0
+        return self._write_usage(wanted)
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, key: str) -> MemoryRecord | None:
+        """The live record under ``key`` (superseded and expired ones too), or None."""
+        return self._get(key)
+
+    def list(
+        self,
+        *,
+        category: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """Live records, newest first by creation time, optionally filtered."""
+        return self._list(category, session_id, limit)
+
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """Entries for ``query``, best first, with scores in 0..1 (spec 7.4).
+
+        Superseded, forgotten and expired rows never come back; ``status`` is
+        left to the governance stages. ``last_recall_info`` tells how it ran.
+        """
+        return self._search(RecallQuery(query, limit, session_id, since, until))
+
+    async def arecall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The async twin of :meth:`recall`; the event loop never waits on the engine."""
+        return await self._asearch(RecallQuery(query, limit, session_id, since, until))
+
+    # -- the engine's half ----------------------------------------------------
+
+    def _get(self, key: str) -> MemoryRecord | None:
+        raise NotImplementedError
+
+    def _list(
+        self, category: str | None, session_id: str | None, limit: int | None
+    ) -> builtins.list[MemoryRecord]:
+        raise NotImplementedError
+
+    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        raise NotImplementedError
+
+    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        raise NotImplementedError
+
+    def _write_draft(
+        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
+    ) -> MemoryRecord:
+        """Upsert ``draft``, carrying over what ``store`` keeps (see ``carry_over``)."""
+        raise NotImplementedError
+
+    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
+        raise NotImplementedError
+
+    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        raise NotImplementedError
+
+    def _write_usage(self, ids: builtins.list[str]) -> int:
+        raise NotImplementedError
