@@ -19,13 +19,26 @@ from typing import Any
 import attrs
 from attrs import field
 
-__all__ = ["check_class", "did_you_mean", "group", "problem", "setting", "to_tuple"]
+__all__ = [
+    "check_class",
+    "check_file",
+    "described",
+    "did_you_mean",
+    "group",
+    "problem",
+    "setting",
+    "to_tuple",
+]
 
 
 def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
     """What is wrong with ``value`` for the setting ``name`` described by ``meta``, or None."""
     kind = meta.get("kind")
     nullable = meta.get("nullable", False)
+    if kind == "name":  # a required text (agent name, job id, prompt): null is not one either
+        if isinstance(value, str) and value.strip():
+            return None
+        return f"'{name}' must be a non-empty string (got {value!r:.80})"
     if value is None:
         return None if nullable else f"'{name}' must not be null (got None)"
     if kind == "int":
@@ -88,6 +101,15 @@ def setting(default: Any, kind: str, doc: str, **meta: Any) -> Any:
     return field(default=default, validator=_validator, converter=conv, metadata=meta)
 
 
+def described(kind: str, doc: str, default: Any = attrs.NOTHING) -> Any:
+    """An attrs field the file checker knows (kind, doc) but no validator enforces.
+
+    For values that are only ever checked when they come from a file (the agent
+    name, a cron job's keys); with no ``default`` the key is required.
+    """
+    return field(default=default, metadata={"kind": kind, "doc": doc})
+
+
 def group(cls: type) -> Any:
     """An attrs field holding a nested config group, built with its defaults."""
     return field(factory=cls, validator=attrs.validators.instance_of(cls))
@@ -123,6 +145,19 @@ def _type_args(tp: Any) -> tuple[Any, ...]:
     return (tp,)
 
 
+def check_file(cls: type, data: Any, *, allowed: tuple[str, ...] | None = None) -> list[str]:
+    """Every problem of a whole file's parsed YAML against ``cls``; an empty file is one problem."""
+    if data is None:
+        keys = allowed or tuple(a.name for a in attrs.fields(cls) if a.init)
+        wanted = " and ".join(f"'{k}'" for k in keys)
+        return [f"the file is empty; expected a mapping with {wanted} @ $"]
+    if not isinstance(data, Mapping):
+        kind = type(data).__name__
+        article = "an" if kind[0] in "aeiou" else "a"
+        return [f"the top level must be a mapping (got {article} {kind}) @ $"]
+    return check_class(cls, data, "$", allowed=allowed)
+
+
 def check_class(
     cls: type, raw: Any, path: str, *, allowed: tuple[str, ...] | None = None
 ) -> list[str]:
@@ -133,10 +168,14 @@ def check_class(
     """
     if not isinstance(raw, Mapping):
         return [f"'{path.rsplit('.', 1)[-1]}' must be a mapping (got {raw!r:.80}) @ {path}"]
-    problems: list[str] = []
     hints = typing.get_type_hints(cls)
     fields = {a.name: a for a in attrs.fields(cls) if a.init}
     names = allowed if allowed is not None else tuple(fields)
+    problems = [
+        f"'{name}' is required (got nothing) @ {path}"
+        for name in names
+        if fields[name].default is attrs.NOTHING and name not in raw
+    ]
     for key, value in raw.items():
         if key not in names:
             hint = did_you_mean(key, names)
@@ -149,17 +188,27 @@ def check_class(
         elif "check" in attr.metadata:
             problems += attr.metadata["check"](value, f"{path}.{key}")
         elif attr.metadata.get("kind") == "list_of":
-            item_cls = attr.metadata["item"]
-            if not isinstance(value, list | tuple):
-                problems.append(f"'{key}' must be a list (got {value!r:.80}) @ {path}")
-            else:
-                for n, item in enumerate(value):
-                    problems += check_class(item_cls, item, f"{path}.{key}[{n}]")
-        elif key == "agent":
-            if not isinstance(value, str) or not value.strip():
-                problems.append(f"'agent' must be a non-empty string (got {value!r}) @ {path}")
+            problems += _check_list(key, value, attr.metadata, path)
         else:
             msg = problem(key, value, attr.metadata)
             if msg is not None:
                 problems.append(f"{msg} @ {path}")
+    return problems
+
+
+def _check_list(key: str, value: Any, meta: Mapping[str, Any], path: str) -> list[str]:
+    """A ``list_of`` field: each item against its class; ``unique`` names a key no two share."""
+    if not isinstance(value, list | tuple):
+        return [f"'{key}' must be a list (got {value!r:.80}) @ {path}"]
+    problems: list[str] = []
+    unique = meta.get("unique")
+    seen: set[str] = set()
+    for n, item in enumerate(value):
+        item_path = f"{path}.{key}[{n}]"
+        problems += check_class(meta["item"], item, item_path)
+        ident = item.get(unique) if unique and isinstance(item, Mapping) else None
+        if isinstance(ident, str):
+            if ident in seen:
+                problems.append(f"'{unique}' must be unique (got {ident!r} twice) @ {item_path}")
+            seen.add(ident)
     return problems

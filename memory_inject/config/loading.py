@@ -1,4 +1,7 @@
-"""Loading: agent files into ``AgentConfig``, checked with every problem reported at once.
+"""Loading: an agent file into an ``AgentConfig``, a cron jobs file into ``CronJob`` values.
+
+Both are read by the hardened reader and checked by the one checker, so a bad
+agent file and a bad jobs file word their problems the same way.
 
 Loading never raises anything but :class:`ConfigError`, which lists every
 problem found with the file name, the key and the path to it.
@@ -11,27 +14,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory_inject._tokens import load_encoding
-from memory_inject.config._constraints import check_class
+from memory_inject.config._constraints import check_file
 from memory_inject.config._yaml import read_yaml_file
-from memory_inject.config.schema import AgentConfig, MemoryInjectConfig, _converter
+from memory_inject.config.schema import (
+    AgentConfig,
+    CronJob,
+    CronJobsFile,
+    MemoryInjectConfig,
+    _converter,
+)
 from memory_inject.exceptions import ConfigError
 
-__all__ = ["load_agent_config", "parse_agent_config"]
+__all__ = ["load_agent_config", "load_cron_jobs", "parse_agent_config", "parse_cron_jobs"]
 
 
 def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem."""
-    if data is None:
-        raise ConfigError(
-            source, ["the file is empty; expected a mapping with 'agent' and 'memory' @ $"]
-        )
-    if not isinstance(data, Mapping):
-        kind = type(data).__name__
-        article = "an" if kind[0] in "aeiou" else "a"
-        raise ConfigError(source, [f"the top level must be a mapping (got {article} {kind}) @ $"])
-    problems = check_class(AgentConfig, data, "$", allowed=("agent", "memory"))
-    if "agent" not in data:
-        problems.insert(0, "'agent' is required (got nothing) @ $")
+    problems = check_file(AgentConfig, data, allowed=("agent", "memory"))
     if problems:
         raise ConfigError(source, problems)
     memory = data.get("memory") or {}
@@ -82,3 +81,23 @@ def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     data = read_yaml_file(path)
     source = str(path)
     return parse_agent_config(data, source)
+
+
+def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
+    """Validate parsed YAML (``{jobs: [...]}``); ``ConfigError`` lists every problem."""
+    problems = check_file(CronJobsFile, data)
+    if problems:
+        raise ConfigError(source, problems)
+    return _converter.structure(dict(data), CronJobsFile).jobs
+
+
+def load_cron_jobs(yaml_path: str | os.PathLike[str]) -> tuple[CronJob, ...]:
+    """Read a cron jobs file; every failure is a ``ConfigError`` naming the file and the path.
+
+    ::
+
+        jobs:
+          - {id: nightly, name: Nightly report, prompt: "Summarise the incidents."}
+          - {id: ping, name: Uptime ping, prompt: "curl the health check", uses_memory: false}
+    """
+    return parse_cron_jobs(read_yaml_file(yaml_path), str(yaml_path))

@@ -17,6 +17,7 @@ from attrs import field, frozen
 from memory_inject._tokens import load_encoding
 from memory_inject.config._constraints import (
     check_class,
+    described,
     did_you_mean,
     group,
     setting,
@@ -298,7 +299,7 @@ class MemoryInjectConfig:
 class AgentConfig:
     """One agent's YAML file, loaded."""
 
-    agent: str
+    agent: str = described("name", "the agent's name")
     memory: MemoryInjectConfig = field(factory=MemoryInjectConfig)
     source: str = field(default="<memory>", eq=False)
 
@@ -311,6 +312,26 @@ class AgentConfig:
         from memory_inject.storage import open_store
 
         return open_store(**_converter.unstructure(self.memory.backend), base_dir=base_dir)
+
+
+@frozen(kw_only=True)
+class CronJob:
+    """One scheduled job. ``uses_memory=False`` runs it without any memory."""
+
+    id: str = described("name", "unique id, in the query's [cron:<id> <name>] prefix")
+    name: str = described("name", "human name, in the query's prefix")
+    prompt: str = described("name", "what the model is asked")
+    uses_memory: bool = described("bool", "false: no recall and no memory bound", default=True)
+
+
+@frozen
+class CronJobsFile:
+    """A cron jobs file: ``{jobs: [...]}``, the ids unique."""
+
+    jobs: tuple[CronJob, ...] = field(
+        converter=to_tuple,
+        metadata={"kind": "list_of", "item": CronJob, "unique": "id", "doc": "the jobs"},
+    )
 
 
 # -- structuring ---------------------------------------------------------------
