@@ -35,6 +35,7 @@ from memory_inject.config import (
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult
+from memory_inject.storage import open_store
 from memory_inject.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def _store(
         else:
             if backend.kind == "sqlite":
                 _check_exists(Path(backend.path), create)
-            store = agent.open_store()
+            store = open_store(agent)
     except (MemoryInjectError, ValueError) as exc:
         raise click.ClickException(f"cannot open the store: {exc}") from None
     try:

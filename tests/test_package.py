@@ -82,6 +82,11 @@ class TestImportDirection:
             for path in sources_of(name):
                 assert set() == imports_of(path) & later, path.name
 
+    def test_config_does_not_import_storage(self) -> None:
+        """No module of config/ imports storage, not even inside a function."""
+        for path in sources_of("config"):
+            assert "storage" not in imports_of(path), path.name
+
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
         """storage/ imports nothing from the pipeline side."""
         allowed = {"models", "exceptions", "storage", "embedders"}

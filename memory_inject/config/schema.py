@@ -7,7 +7,6 @@ documents every key and a test keeps it equal to these classes.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -306,12 +305,6 @@ class AgentConfig:
     def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
         """The agent's memory config with the origin's overrides applied."""
         return self.memory.for_origin(origin)
-
-    def open_store(self, base_dir: str | os.PathLike[str] | None = None) -> Any:
-        """Open the store ``memory.backend`` names; SQLite at ``.memory/memory.db`` by default."""
-        from memory_inject.storage import open_store
-
-        return open_store(**_converter.unstructure(self.memory.backend), base_dir=base_dir)
 
 
 @frozen(kw_only=True)
