@@ -25,6 +25,7 @@ class _SafeLoader(yaml.SafeLoader):
     """SafeLoader that refuses aliases, so a billion-laughs file cannot expand."""
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        """Compose a node, refusing an alias before it can expand."""
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.MarkedYAMLError(
@@ -36,6 +37,7 @@ class _SafeLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        """Build a mapping, refusing duplicate keys (by type and value) and unhashable keys."""
         seen: set[Any] = set()
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)

@@ -21,11 +21,15 @@ __all__ = ["open_store"]
 
 
 class _Memory(Protocol):
+    """What ``open_store`` reads of ``agent.memory``: its backend section."""
+
     @property
     def backend(self) -> attrs.AttrsInstance: ...
 
 
 class _Agent(Protocol):
+    """An ``AgentConfig``, by shape."""
+
     @property
     def memory(self) -> _Memory: ...
 
