@@ -5,37 +5,26 @@ with ``uses_memory: false`` is memory-free end to end (zeroclaw issue 8695):
 the turn is suppressed, the store is never called (no recall; one memory_skipped) and
 the run is bound to no memory at all (:attr:`CronTurn.memory` is None, so
 the host offers the job no memory tools either). Cron turns never autosave.
+
+The jobs file and :class:`CronJob` belong to :mod:`memory_inject.config`, so a
+bad jobs file is checked, and worded, like a bad agent file; they are
+re-exported here.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
 
 import attrs
 from attrs import frozen
 
-from memory_inject.config import AgentConfig, read_yaml_file
+from memory_inject.config import AgentConfig, CronJob, load_cron_jobs
 from memory_inject.contract import Memory
-from memory_inject.exceptions import ConfigError
 from memory_inject.models import TurnMeta, TurnOrigin
 
 from . import _core
 
 __all__ = ["CronAdapter", "CronJob", "CronTurn", "cron_query", "load_cron_jobs"]
-
-_KEYS = ("id", "name", "prompt", "uses_memory")
-
-
-@frozen(kw_only=True)
-class CronJob:
-    """One scheduled job. ``uses_memory=False`` runs it without any memory."""
-
-    id: str
-    name: str
-    prompt: str
-    uses_memory: bool = True
 
 
 def cron_query(job: CronJob) -> str:
@@ -52,6 +41,7 @@ class CronTurn(_core.Injection):
 
     @property
     def prompt(self) -> str:
+        """The block followed by the prefixed prompt: the model's input."""
         return self.block + self.query
 
 
@@ -99,70 +89,3 @@ class CronAdapter:
         """The async twin of :meth:`run`."""
         req = self._request(job, turn_id)
         return self._turn(job, await _core.arun(self.store, self.agent_config, req, cwd=self.cwd))
-
-
-# -- the jobs file ---------------------------------------------------------------
-
-
-def _check_job(raw: Any, path: str, seen: set[str]) -> list[str]:
-    if not isinstance(raw, Mapping):
-        return [f"each job must be a mapping (got {raw!r:.80}) @ {path}"]
-    problems = [
-        f"'{k}' is not a known key; keys are {list(_KEYS)} (got {v!r:.80}) @ {path}"
-        for k, v in raw.items()
-        if k not in _KEYS
-    ]
-    for key in ("id", "name", "prompt"):
-        value = raw.get(key)
-        if key not in raw:
-            problems.append(f"'{key}' is required (got nothing) @ {path}")
-        elif not isinstance(value, str) or not value.strip():
-            problems.append(f"'{key}' must be a non-empty string (got {value!r:.80}) @ {path}")
-    uses = raw.get("uses_memory", True)
-    if not isinstance(uses, bool):
-        problems.append(f"'uses_memory' must be true or false (got {uses!r}) @ {path}")
-    job_id = raw.get("id")
-    if isinstance(job_id, str):
-        if job_id in seen:
-            problems.append(f"'id' must be unique (got {job_id!r} twice) @ {path}")
-        seen.add(job_id)
-    return problems
-
-
-def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
-    """Validate parsed YAML (``{jobs: [...]}``); ``ConfigError`` lists every problem."""
-    if not isinstance(data, Mapping):
-        kind = "empty" if data is None else f"a {type(data).__name__}"
-        raise ConfigError(source, [f"the top level must be a mapping with 'jobs' (got {kind}) @ $"])
-    problems = [
-        f"'{k}' is not a known key; the file has only 'jobs' @ $" for k in data if k != "jobs"
-    ]
-    jobs = data.get("jobs")
-    if not isinstance(jobs, list):
-        problems.append(f"'jobs' must be a list of jobs (got {jobs!r:.80}) @ $")
-        raise ConfigError(source, problems)
-    seen: set[str] = set()
-    for n, raw in enumerate(jobs):
-        problems += _check_job(raw, f"$.jobs[{n}]", seen)
-    if problems:
-        raise ConfigError(source, problems)
-    return tuple(
-        CronJob(
-            id=j["id"], name=j["name"], prompt=j["prompt"], uses_memory=j.get("uses_memory", True)
-        )
-        for j in jobs
-    )
-
-
-def load_cron_jobs(yaml_path: str | os.PathLike[str]) -> tuple[CronJob, ...]:
-    """Read a jobs file; every failure is a ``ConfigError`` naming the file and the path.
-
-    ::
-
-        jobs:
-          - {id: nightly, name: Nightly report, prompt: "Summarise the incidents."}
-          - {id: ping, name: Uptime ping, prompt: "curl the health check", uses_memory: false}
-    """
-    source = str(yaml_path)
-    data = read_yaml_file(yaml_path)
-    return parse_cron_jobs(data, source)

@@ -21,13 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from memory_inject import __version__
-from memory_inject.config import AgentConfig, load_agent_config
+from memory_inject.config import (
+    AgentConfig,
+    load_agent_config,
+    parse_agent_config,
+    parse_cron_jobs,
+    read_yaml_file,
+)
 from memory_inject.contract import (
     Memory,
     MemoryStore,
@@ -42,16 +47,15 @@ from memory_inject.contract import (
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult
+from memory_inject.storage import open_store
 from memory_inject.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
     # The adapters ship as memory_inject.adapters from the top-level adapters/ folder
     # (package-dir); type checkers read the folder, which has no such mapping.
     from adapters import _core
-    from adapters.cron import load_cron_jobs
 else:
     from memory_inject.adapters import _core
-    from memory_inject.adapters.cron import load_cron_jobs
 
 __all__ = ["cli", "main"]
 
@@ -106,7 +110,7 @@ def _store(
         else:
             if backend.kind == "sqlite":
                 _check_exists(Path(backend.path), create)
-            store = agent.open_store()
+            store = open_store(agent)
     except (MemoryInjectError, ValueError) as exc:
         raise click.ClickException(f"cannot open the store: {exc}") from None
     try:
@@ -447,15 +451,13 @@ def render(
 
 
 def _problems(path: Path) -> list[str]:
+    source = str(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        data = None  # the loaders below report it with the position
-    try:
+        data = read_yaml_file(path)  # the hardened reader: no hang on a FIFO, no alias bomb
         if isinstance(data, dict) and "jobs" in data and "agent" not in data:
-            load_cron_jobs(path)
+            parse_cron_jobs(data, source)
         else:
-            load_agent_config(path)
+            parse_agent_config(data, source)
     except ConfigError as exc:
         return list(exc.problems)
     return []

@@ -15,6 +15,17 @@ from memory_inject.adapters import CronAdapter, CronJob, load_cron_jobs
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 
+
+def problems_of(tmp_path: Path, text: str) -> tuple[str, ...]:
+    """The problems a jobs file gives, each checked to name the file, which is then stripped."""
+    path = tmp_path / "jobs.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_cron_jobs(path)
+    assert all(p.startswith(f"{path}: ") for p in err.value.problems)
+    return tuple(p[len(f"{path}: ") :] for p in err.value.problems)
+
+
 NIGHTLY = CronJob(id="nightly", name="Nightly report", prompt="summarise the prod-3 incidents")
 
 
@@ -125,8 +136,7 @@ class TestLoadCronJobs:
             load_cron_jobs(path)
         assert [
             f"{path}: 'uses_memory' must be true or false (got 'no') @ $.jobs[0]",
-            f"{path}: 'schedule' is not a known key; keys are ['id', 'name', 'prompt', "
-            f"'uses_memory'] (got 'daily') @ $.jobs[1]",
+            f"{path}: 'schedule' is not a known key (got 'daily') @ $.jobs[1]",
             f"{path}: 'id' must be unique (got 'a' twice) @ $.jobs[1]",
             f"{path}: 'id' is required (got nothing) @ $.jobs[2]",
             f"{path}: 'prompt' must be a non-empty string (got '') @ $.jobs[2]",
@@ -135,9 +145,9 @@ class TestLoadCronJobs:
     @pytest.mark.parametrize(
         ("text", "problem"),
         [
-            ("", "the top level must be a mapping with 'jobs' (got empty) @ $"),
-            ("- a\n", "the top level must be a mapping with 'jobs' (got a list) @ $"),
-            ("jobs: 3\n", "'jobs' must be a list of jobs (got 3) @ $"),
+            ("", "the file is empty; expected a mapping with 'jobs' @ $"),
+            ("- a\n", "the top level must be a mapping (got a list) @ $"),
+            ("jobs: 3\n", "'jobs' must be a list (got 3) @ $"),
             ("jobs: [\n", "is not valid YAML at line 2, column 1"),
         ],
     )
@@ -145,11 +155,57 @@ class TestLoadCronJobs:
         self, tmp_path: Path, text: str, problem: str
     ) -> None:
         """Empty, non-mapping and broken YAML files fail with a readable message."""
+        assert problems_of(tmp_path, text)[0].startswith(problem)
+
+    @pytest.mark.parametrize(
+        ("text", "problem"),
+        [
+            ("jobs: []\nschedule: daily\n", "'schedule' is not a known key (got 'daily') @ $"),
+            ("{}\n", "'jobs' is required (got nothing) @ $"),
+            ("jobs:\n", "'jobs' must be a list (got None) @ $"),
+            ("jobs: [nightly]\n", "'jobs[0]' must be a mapping (got 'nightly') @ $.jobs[0]"),
+            (
+                "jobs: [{id: a, nme: A, prompt: p}]\n",
+                "'name' is required (got nothing) @ $.jobs[0]",
+            ),
+            (
+                "jobs: [{id: a, name: 3, prompt: p}]\n",
+                "'name' must be a non-empty string (got 3) @ $.jobs[0]",
+            ),
+            (
+                "jobs: [{id: null, name: A, prompt: p}]\n",
+                "'id' must be a non-empty string (got None) @ $.jobs[0]",
+            ),
+            (
+                "jobs: [{id: a, name: A, prompt: '  '}]\n",
+                "'prompt' must be a non-empty string (got '  ') @ $.jobs[0]",
+            ),
+            (
+                "jobs: [{id: a, name: A, prompt: p, uses_memory: null}]\n",
+                "'uses_memory' must not be null (got None) @ $.jobs[0]",
+            ),
+        ],
+    )
+    def test_each_kind_of_problem_names_the_key_and_the_path(
+        self, tmp_path: Path, text: str, problem: str
+    ) -> None:
+        """Every shape the jobs file refuses is reported with the file, the key and the path."""
+        assert problem == problems_of(tmp_path, text)[0]
+
+    def test_a_misspelled_key_gets_a_hint(self, tmp_path: Path) -> None:
+        """An unknown job key close to a known one says which key was meant."""
+        text = "jobs: [{id: a, name: A, prompt: p, uses_memroy: false}]\n"
+        expected = (
+            "'uses_memroy' is not a known key (did you mean 'uses_memory'?)"
+            " (got False) @ $.jobs[0]",
+        )
+        assert expected == problems_of(tmp_path, text)
+
+    def test_no_jobs_is_an_empty_tuple(self, tmp_path: Path) -> None:
+        """An empty jobs list is valid and loads no job."""
         path = tmp_path / "jobs.yaml"
-        path.write_text(text)
-        with pytest.raises(ConfigError) as err:
-            load_cron_jobs(path)
-        assert err.value.problems[0].startswith(f"{path}: {problem}")
+        path.write_text("jobs: []\n")
+        assert () == load_cron_jobs(path)
 
     def test_a_missing_file_is_a_config_error(self, tmp_path: Path) -> None:
         """A path that does not exist is reported as a ConfigError naming it."""

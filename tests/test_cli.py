@@ -203,6 +203,14 @@ class TestValidate:
         )
         assert "cron_jobs.yaml: ok" in result.stdout
 
+    def test_files_are_read_by_the_hardened_reader(self, tmp_path: Path) -> None:
+        """A tag that cannot be built is a reported problem, not a traceback."""
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("jobs: !!int abc\n")
+        result = run("validate", str(bad))
+        assert 1 == result.exit_code
+        assert result.stdout.startswith(f"{bad}: is not valid YAML: ")
+
 
 class TestDemoAndPackaging:
     def test_demo_runs(self, tmp_path: Path) -> None:

@@ -41,6 +41,12 @@ def imports_of(path: Path) -> set[str]:
     return {m.split(".")[1] for m in found if m.startswith("memory_inject.")}
 
 
+def sources_of(name: str) -> list[Path]:
+    """The files of a core module, or of every module of a core package."""
+    package = ROOT / "memory_inject" / name
+    return sorted(package.glob("*.py")) if package.is_dir() else [package.with_suffix(".py")]
+
+
 class TestPublicApi:
     def test_all_is_sorted_and_importable(self) -> None:
         """__all__ is sorted and every name in it exists."""
@@ -75,9 +81,13 @@ class TestImportDirection:
         """A core module never imports a module that comes later in the layering."""
         for i, name in enumerate(LAYERS):
             later = set(LAYERS[i + 1 :]) - {"signals"}
-            module = ROOT / "memory_inject" / name
-            bad = imports_of(module if module.is_dir() else module.with_suffix(".py")) & later
-            assert set() == bad, name
+            for path in sources_of(name):
+                assert set() == imports_of(path) & later, path.name
+
+    def test_config_does_not_import_storage(self) -> None:
+        """No module of config/ imports storage, not even inside a function."""
+        for path in sources_of("config"):
+            assert "storage" not in imports_of(path), path.name
 
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
         """storage/ imports nothing from the pipeline side (models, records, errors, embedders)."""

@@ -1,0 +1,55 @@
+"""Per-agent configuration: the attrs classes, their defaults and the YAML loader.
+
+``schema`` holds the classes and their defaults, ``loading`` reads agent files
+and cron jobs files (through the hardened reader in ``_yaml``) and
+``_constraints`` checks them and words every problem. Import from here:
+``from memory_inject.config import load_agent_config``.
+"""
+
+from memory_inject.config._yaml import read_yaml_file
+from memory_inject.config.loading import (
+    load_agent_config,
+    load_cron_jobs,
+    parse_agent_config,
+    parse_cron_jobs,
+)
+from memory_inject.config.schema import (
+    MAX_CANDIDATE_POOL,
+    RENDERERS,
+    STRATEGIES,
+    AgentConfig,
+    BackendConfig,
+    BudgetConfig,
+    CronJob,
+    DecayConfig,
+    GovernanceConfig,
+    MemoryInjectConfig,
+    PlanQueryConfig,
+    RecallPlanConfig,
+    RerankConfig,
+    TrivialPromptConfig,
+    config_to_dict,
+)
+
+__all__ = [
+    "MAX_CANDIDATE_POOL",
+    "RENDERERS",
+    "STRATEGIES",
+    "AgentConfig",
+    "BackendConfig",
+    "BudgetConfig",
+    "CronJob",
+    "DecayConfig",
+    "GovernanceConfig",
+    "MemoryInjectConfig",
+    "PlanQueryConfig",
+    "RecallPlanConfig",
+    "RerankConfig",
+    "TrivialPromptConfig",
+    "config_to_dict",
+    "load_agent_config",
+    "load_cron_jobs",
+    "parse_agent_config",
+    "parse_cron_jobs",
+    "read_yaml_file",
+]

@@ -1,0 +1,103 @@
+"""Loading: an agent file into an ``AgentConfig``, a cron jobs file into ``CronJob`` values.
+
+Both are read by the hardened reader and checked by the one checker, so a bad
+agent file and a bad jobs file word their problems the same way.
+
+Loading never raises anything but :class:`ConfigError`, which lists every
+problem found with the file name, the key and the path to it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from memory_inject._tokens import load_encoding
+from memory_inject.config._constraints import check_file
+from memory_inject.config._yaml import read_yaml_file
+from memory_inject.config.schema import (
+    AgentConfig,
+    CronJob,
+    CronJobsFile,
+    MemoryInjectConfig,
+    _converter,
+)
+from memory_inject.exceptions import ConfigError
+
+__all__ = ["load_agent_config", "load_cron_jobs", "parse_agent_config", "parse_cron_jobs"]
+
+
+def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
+    """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem."""
+    problems = check_file(AgentConfig, data, allowed=("agent", "memory"))
+    if problems:
+        raise ConfigError(source, problems)
+    memory = data.get("memory") or {}
+    problems = _raw_tokenizer_problems(memory)
+    if problems:
+        raise ConfigError(source, problems)
+    try:
+        config = _converter.structure(dict(memory), MemoryInjectConfig)
+    except Exception as exc:  # noqa: BLE001 - the checker should have caught it; no traceback
+        raise ConfigError(source, [f"{exc} @ $.memory"]) from None
+    _check_tokenizers(config, source)
+    return AgentConfig(agent=str(data["agent"]), memory=config, source=source)
+
+
+def _raw_tokenizer_problems(memory: Mapping[str, Any]) -> list[str]:
+    """Tokenizers named in the raw ``memory`` mapping that cannot load offline."""
+    found = [("$.memory.budget", (memory.get("budget") or {}).get("tokenizer"))]
+    for origin, override in (memory.get("origins") or {}).items():
+        budget = (override or {}).get("budget") or {}
+        found.append((f"$.memory.origins.{origin}.budget", budget.get("tokenizer")))
+    problems = []
+    for path, name in found:
+        if name is None:
+            continue
+        try:
+            load_encoding(name)
+        except ValueError as exc:
+            problems.append(f"'tokenizer' {exc} @ {path}")
+    return problems
+
+
+def _check_tokenizers(config: MemoryInjectConfig, source: str) -> None:
+    problems = []
+    for label, cfg in [
+        ("$.memory.budget", config),
+        *((f"$.memory.origins.{o}.budget", config.for_origin(o)) for o in config.origins),
+    ]:
+        try:
+            load_encoding(cfg.budget.tokenizer)
+        except ValueError as exc:
+            problems.append(f"'tokenizer' {exc} @ {label}")
+    if problems:
+        raise ConfigError(source, problems)
+
+
+def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
+    """Load one agent YAML file. Every failure is a ``ConfigError`` naming the file."""
+    data = read_yaml_file(path)
+    source = str(path)
+    return parse_agent_config(data, source)
+
+
+def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
+    """Validate parsed YAML (``{jobs: [...]}``); ``ConfigError`` lists every problem."""
+    problems = check_file(CronJobsFile, data)
+    if problems:
+        raise ConfigError(source, problems)
+    return _converter.structure(dict(data), CronJobsFile).jobs
+
+
+def load_cron_jobs(yaml_path: str | os.PathLike[str]) -> tuple[CronJob, ...]:
+    """Read a cron jobs file; every failure is a ``ConfigError`` naming the file and the path.
+
+    ::
+
+        jobs:
+          - {id: nightly, name: Nightly report, prompt: "Summarise the incidents."}
+          - {id: ping, name: Uptime ping, prompt: "curl the health check", uses_memory: false}
+    """
+    return parse_cron_jobs(read_yaml_file(yaml_path), str(yaml_path))

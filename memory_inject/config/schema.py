@@ -1,0 +1,368 @@
+"""The per-agent configuration classes and their defaults.
+
+The defaults are zeroclaw's production defaults (spec section 4), so
+``MemoryInjectConfig()`` renders the reference bytes. ``config/defaults.yaml``
+documents every key and a test keeps it equal to these classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import cattrs
+from attrs import field, frozen
+
+from memory_inject._tokens import load_encoding
+from memory_inject.config._constraints import (
+    check_class,
+    described,
+    did_you_mean,
+    group,
+    setting,
+    to_tuple,
+)
+from memory_inject.models import TurnOrigin
+
+#: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``).
+MAX_CANDIDATE_POOL = 1024
+
+#: Renderers a config may name (see docs/renderers.md).
+RENDERERS = ("bracket", "sectioned", "relevant_memories")
+STRATEGIES = ("none", "mmr")
+
+
+# -- the groups ----------------------------------------------------------------
+
+
+@frozen
+class DecayConfig:
+    """Time decay on the default (non-rerank) arm: ``score * 2 ** (-age_days / half_life)``."""
+
+    half_life_days: float = setting(7.0, "float", "half-life of non-core scores, days", gt=0)
+
+
+@frozen
+class RerankConfig:
+    """The gated rerank arm (replaces decay when enabled)."""
+
+    enabled: bool = setting(False, "bool", "switch the decay arm for the rerank arm")
+    strategy: str = setting("none", "str", "none or mmr", choices=STRATEGIES)
+    threshold: int = setting(5, "int", "min candidates for the strategy to run", ge=0)
+    mmr_lambda: float = setting(0.7, "float", "relevance vs diversity (1 = relevance)", ge=0, le=1)
+    importance_weight: float = setting(0.2, "float", "blend weight of importance", ge=0, le=1)
+    recency_weight: float = setting(0.1, "float", "blend weight of recency", ge=0, le=1)
+    candidate_multiplier: int = setting(4, "int", "over-fetch factor", ge=1, le=20)
+    pool_cap: int = setting(
+        MAX_CANDIDATE_POOL, "int", "ceiling of the candidate pool", ge=1, le=MAX_CANDIDATE_POOL
+    )
+    near_duplicate_threshold: float = setting(
+        0.92, "float", "bigram Jaccard at which two entries collapse", gt=0, le=1
+    )
+
+
+@frozen
+class BudgetConfig:
+    """Caps on what is rendered."""
+
+    max_entries: int = setting(4, "int", "max rendered entries", ge=0)
+    entry_max_chars: int = setting(800, "int", "per-entry content cap before '...'", ge=1)
+    max_total_chars: int = setting(4000, "int", "total chars of the entry lines", ge=0)
+    max_total_tokens: int | None = setting(
+        None, "int", "total tokens of the whole block (null = no token cap)", ge=0, nullable=True
+    )
+    tokenizer: str = setting("cl100k_base", "str", "tiktoken encoding", nonempty=True)
+
+
+@frozen
+class BackendConfig:
+    """Where the agent's memories live (``memory.backend``)."""
+
+    kind: str = setting(
+        "sqlite", "str", "sqlite, postgres or memory", choices=("sqlite", "postgres", "memory")
+    )
+    path: str = setting(
+        ".memory/memory.db", "str", "SQLite file (relative to the cwd)", nonempty=True
+    )
+    dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
+    namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
+    search_mode: str = setting(
+        "hybrid", "str", "bm25, embedding or hybrid", choices=("bm25", "embedding", "hybrid")
+    )
+    embedder: str = setting(
+        "none",
+        "str",
+        "none, hashing, sentence-transformers or model2vec",
+        choices=("none", "hashing", "sentence-transformers", "model2vec"),
+    )
+    embedder_model: str | None = setting(None, "str", "model name or local path", nullable=True)
+    fusion: str = setting(
+        "weighted", "str", "weighted (zeroclaw) or rrf", choices=("weighted", "rrf")
+    )
+    vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
+    keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
+    rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1)
+
+
+@frozen
+class PlanQueryConfig:
+    """One query of a recall plan."""
+
+    source: str = setting(
+        "default",
+        "str",
+        "default, semantic, lexical, entity or plugin",
+        choices=("default", "semantic", "lexical", "entity", "plugin"),
+    )
+    limit: int = setting(5, "int", "rows this query may contribute", ge=1)
+
+
+@frozen
+class RecallPlanConfig:
+    """Multi-source recall (founder-os). Off by default: one recall per session scope."""
+
+    enabled: bool = setting(False, "bool", "use the plan instead of one recall per scope")
+    preset: str | None = setting(
+        None,
+        "str",
+        "founder_os: the preset plan (overrides the rest)",
+        choices=("founder_os",),
+        nullable=True,
+    )
+    queries: tuple[PlanQueryConfig, ...] = field(
+        default=(),
+        converter=to_tuple,
+        metadata={
+            "kind": "list_of",
+            "item": PlanQueryConfig,
+            "doc": "the queries, in precedence order",
+        },
+    )
+    cap: int = setting(5, "int", "max merged entries", ge=1)
+    priority: str = setting(
+        "hits", "str", "hits (count, confidence, relevance) or score", choices=("hits", "score")
+    )
+    statuses: tuple[str, ...] | None = setting(
+        None, "strlist", "only rows with these statuses (null = any)", nullable=True
+    )
+    track_usage: bool = setting(False, "bool", "bump times_used of rendered rows")
+
+
+_GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")
+
+
+@frozen
+class GovernanceConfig:
+    """PI's governance stages, run on recalled entries before the arm. Off by default."""
+
+    enabled: bool = setting(False, "bool", "run the governance stages")
+    stages: tuple[str, ...] = setting(
+        _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES
+    )
+    profile_id: str | None = setting(
+        None, "str", "explicit profile (else resolved from the cwd)", nullable=True
+    )
+    include_working_directory: bool = setting(
+        False, "bool", "match applicability phrases against the cwd too"
+    )
+    min_token_length: int = setting(4, "int", "shortest word the phrase matcher stems", ge=1)
+
+
+@frozen
+class TrivialPromptConfig:
+    """Skip injection for prompts that carry no question (PI's injection filter). Off by default."""
+
+    enabled: bool = setting(False, "bool", "skip trivial prompts with reason trivial_prompt")
+    min_chars: int = setting(4, "int", "prompts shorter than this are trivial", ge=0)
+    acknowledgements: tuple[str, ...] | None = setting(
+        None,
+        "strlist",
+        "phrases that are trivial on their own (null = built-in list)",
+        nullable=True,
+    )
+    slash_commands: bool = setting(True, "bool", "'/command args' prompts are trivial")
+
+
+_OVERRIDABLE = (
+    "enabled",
+    "recall_limit",
+    "min_relevance_score",
+    "decay",
+    "rerank",
+    "budget",
+    "renderer",
+    "contain_content",
+    "deadline_ms",
+    "recall_plan",
+    "governance",
+    "trivial_prompt",
+)
+
+
+def _check_origins(raw: Any, path: str) -> list[str]:
+    """Every problem of an ``origins`` mapping: unknown origins and bad overrides."""
+    if not isinstance(raw, Mapping):
+        return [f"'origins' must be a mapping of origin to overrides (got {raw!r:.80}) @ {path}"]
+    problems: list[str] = []
+    valid = [o.value for o in TurnOrigin]
+    for name, override in raw.items():
+        if name not in valid:
+            hint = did_you_mean(name, valid)
+            problems.append(f"'{name}' is not an origin{hint}; origins are {valid} @ {path}")
+            continue
+        if override is None:
+            continue
+        problems += check_class(
+            MemoryInjectConfig, override, f"{path}.{name}", allowed=_OVERRIDABLE
+        )
+    return problems
+
+
+@frozen
+class MemoryInjectConfig:
+    """The stable, per-agent half of the injection policy.
+
+    ``origins`` maps an origin name to a partial mapping of the keys above (plus
+    ``enabled``); :meth:`for_origin` applies it. Overrides are validated when
+    the config is built, so a bad override fails at startup.
+    """
+
+    enabled: bool = setting(True, "bool", "inject at all (usually set per origin)")
+    recall_limit: int = setting(
+        5, "int", "entries asked of the store per scope (0 = pool cap)", ge=0
+    )
+    min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
+    decay: DecayConfig = group(DecayConfig)
+    rerank: RerankConfig = group(RerankConfig)
+    budget: BudgetConfig = group(BudgetConfig)
+    renderer: str = setting("bracket", "str", "block format", choices=RENDERERS)
+    contain_content: bool = setting(
+        True, "bool", "bracket: indent continuation lines and defuse markers in stored text"
+    )
+    deadline_ms: int | None = setting(
+        2000, "int", "per-turn recall deadline (null = none)", ge=1, nullable=True
+    )
+    recall_plan: RecallPlanConfig = group(RecallPlanConfig)
+    governance: GovernanceConfig = group(GovernanceConfig)
+    trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
+    origins: Mapping[str, Mapping[str, Any]] = field(
+        factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
+    )
+    backend: BackendConfig = group(BackendConfig)
+    _resolved: dict[str, MemoryInjectConfig] = field(
+        factory=dict, init=False, eq=False, repr=False, hash=False
+    )
+
+    def __attrs_post_init__(self) -> None:
+        problems = _check_origins(self.origins, "$.origins")
+        if problems:
+            raise ValueError("; ".join(problems))
+        for origin in self.origins:
+            self.for_origin(origin)
+        if self.budget.max_total_tokens is not None:
+            try:
+                load_encoding(self.budget.tokenizer)
+            except ValueError as exc:
+                raise ValueError(f"'tokenizer' {exc}") from None
+
+    def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
+        """This config with the origin's overrides applied (cached)."""
+        name = str(origin)
+        hit = self._resolved.get(name)
+        if hit is not None:
+            return hit
+        override = self.origins.get(name)
+        if not override:
+            resolved = self
+        else:
+            base = _converter.unstructure(self)
+            base.pop("origins", None)
+            resolved = _converter.structure(_deep_merge(base, override), MemoryInjectConfig)
+        self._resolved[name] = resolved
+        return resolved
+
+    def is_enabled_for(self, origin: TurnOrigin | str) -> bool:
+        """Whether turns of this origin get memory at all (its override's ``enabled`` wins)."""
+        override = self.origins.get(str(origin))
+        if override is not None and "enabled" in override:
+            return bool(override["enabled"])
+        return self.enabled
+
+    @property
+    def origin_names(self) -> tuple[str, ...]:
+        """The origins that have an override, in file order."""
+        return tuple(self.origins)
+
+
+@frozen
+class AgentConfig:
+    """One agent's YAML file, loaded."""
+
+    agent: str = described("name", "the agent's name")
+    memory: MemoryInjectConfig = field(factory=MemoryInjectConfig)
+    source: str = field(default="<memory>", eq=False)
+
+    def for_origin(self, origin: TurnOrigin | str) -> MemoryInjectConfig:
+        """The agent's memory config with the origin's overrides applied."""
+        return self.memory.for_origin(origin)
+
+
+@frozen(kw_only=True)
+class CronJob:
+    """One scheduled job. ``uses_memory=False`` runs it without any memory."""
+
+    id: str = described("name", "unique id, in the query's [cron:<id> <name>] prefix")
+    name: str = described("name", "human name, in the query's prefix")
+    prompt: str = described("name", "what the model is asked")
+    uses_memory: bool = described("bool", "false: no recall and no memory bound", default=True)
+
+
+@frozen
+class CronJobsFile:
+    """A cron jobs file: ``{jobs: [...]}``, the ids unique."""
+
+    jobs: tuple[CronJob, ...] = field(
+        converter=to_tuple,
+        metadata={"kind": "list_of", "item": CronJob, "unique": "id", "doc": "the jobs"},
+    )
+
+
+# -- structuring ---------------------------------------------------------------
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+_converter.register_unstructure_hook(
+    MemoryInjectConfig,
+    cattrs.gen.make_dict_unstructure_fn(
+        MemoryInjectConfig,
+        _converter,
+        _cattrs_omit_if_default=False,
+        _resolved=cattrs.gen.override(omit=True),
+    ),
+)
+_converter.register_structure_hook(
+    MemoryInjectConfig,
+    cattrs.gen.make_dict_structure_fn(
+        MemoryInjectConfig,
+        _converter,
+        _cattrs_forbid_extra_keys=True,
+        _resolved=cattrs.gen.override(omit=True),
+        origins=cattrs.gen.override(struct_hook=lambda v, _t: dict(v or {})),
+    ),
+)
+
+
+def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _deep_merge(dict(out[k]), v)
+        else:
+            out[k] = v
+    return out
+
+
+def config_to_dict(config: MemoryInjectConfig) -> dict[str, Any]:
+    """The plain-data form of a config (what ``defaults.yaml`` holds under ``memory``)."""
+    data: dict[str, Any] = _converter.unstructure(config)
+    data["origins"] = {k: dict(v) for k, v in config.origins.items()}
+    return data

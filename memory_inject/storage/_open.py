@@ -1,0 +1,88 @@
+"""Opening the store an agent file's ``memory.backend`` section names.
+
+Storage depends only on models and exceptions, so the agent is taken by shape
+(anything with ``.memory.backend``, an attrs instance such as ``BackendConfig``)
+rather than by importing ``memory_inject.config``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.memory import InMemoryStore
+from memory_inject.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from memory_inject.storage.postgres import PostgresStore
+
+__all__ = ["open_store"]
+
+
+class _Memory(Protocol):
+    """What ``open_store`` reads of ``agent.memory``: its backend section."""
+
+    @property
+    def backend(self) -> attrs.AttrsInstance: ...
+
+
+class _Agent(Protocol):
+    """An ``AgentConfig``, by shape."""
+
+    @property
+    def memory(self) -> _Memory: ...
+
+
+def open_store(
+    agent: _Agent, base_dir: str | os.PathLike[str] | None = None
+) -> InMemoryStore | SQLiteStore | PostgresStore:
+    """Open the store ``agent.memory.backend`` names; SQLite at ``.memory/memory.db`` by default.
+
+    A relative SQLite ``path`` is resolved against ``base_dir`` (default: the
+    current directory). ``kind: postgres`` without a ``dsn`` is a ``ValueError``.
+    """
+    return _open_backend(**attrs.asdict(agent.memory.backend), base_dir=base_dir)
+
+
+def _open_backend(
+    kind: str = "sqlite",
+    *,
+    path: str | os.PathLike[str] = ".memory/memory.db",
+    dsn: str | None = None,
+    namespace: str = "default",
+    search_mode: str = "hybrid",
+    embedder: str = "none",
+    embedder_model: str | None = None,
+    fusion: str = "weighted",
+    vector_weight: float = 0.7,
+    keyword_weight: float = 0.3,
+    rrf_k: int = 60,
+    base_dir: str | os.PathLike[str] | None = None,
+    **_: Any,
+) -> InMemoryStore | SQLiteStore | PostgresStore:
+    from memory_inject.embedders import make_embedder
+
+    emb = make_embedder(embedder, embedder_model)
+    fus = Fusion(
+        mode=fusion,
+        vector_weight=vector_weight,
+        keyword_weight=keyword_weight,
+        rrf_k=rrf_k,
+        search_mode=search_mode,
+    )
+    if kind == "memory":
+        return InMemoryStore()
+    if kind == "postgres":
+        from memory_inject.storage.postgres import PostgresStore
+
+        if not dsn:
+            raise ValueError("'dsn' must be set for the postgres backend (got None)")
+        return PostgresStore(dsn, namespace=namespace, embedder=emb, fusion=fus)
+    p = Path(path)
+    if base_dir is not None and not p.is_absolute():
+        p = Path(base_dir) / p
+    return SQLiteStore(p, namespace=namespace, embedder=emb, fusion=fus)
