@@ -119,6 +119,12 @@ class Injection:
         """True when a non-empty block was produced for this turn."""
         return bool(self.block)
 
+    @property
+    def prompt(self) -> str:
+        """The block followed by the query: the model's input for turns whose query is it
+        (cron, daemon, direct requests); a chat turn places the block with its own rules."""
+        return self.block + self.query
+
 
 def decide(config: AgentConfig, req: Request) -> InjectPolicy:
     """The core's policy for this request (``query`` feeds the trivial-prompt filter)."""
@@ -215,68 +221,66 @@ def profile_fields(
 
 
 def _autosave_args(
-    config: AgentConfig, origin: TurnOrigin, text: str, cwd: str | os.PathLike[str] | None
+    policy: InjectPolicy, text: str, cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any] | None:
-    if not should_autosave(origin, text):
+    if policy.origin is None or not should_autosave(policy.origin, text):
         return None
-    return profile_fields(config.for_origin(origin), cwd)
+    return profile_fields(policy.config, cwd)
+
+
+@frozen
+class Save:
+    """An autosave asked for by an adapter: the key, the text and the session to store under."""
+
+    key: str
+    text: str
+    session_id: str | None
 
 
 def autosave(
-    store: Memory,
-    config: AgentConfig,
-    *,
-    origin: TurnOrigin,
-    key: str,
-    text: str,
-    session_id: str | None,
-    cwd: str | os.PathLike[str] | None = None,
+    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
 ) -> tuple[str | None, str | None]:
-    """Store ``text`` as a conversation memory if :func:`should_autosave` allows.
+    """Store ``save.text`` as a conversation memory if :func:`should_autosave` allows.
 
-    Returns ``(key or None, error or None)``; a failing store is logged, never raised.
-    Call it after the render, so the message cannot be recalled into its own block.
-    A store without ``store`` (:class:`~memory_inject.contract.SupportsWrite`) is an error.
+    ``policy`` is the turn's: its origin decides whether the message may be
+    saved and its (origin-resolved) config which profile it is stamped with,
+    the same profile the render used. Returns ``(key or None, error or None)``;
+    a failing store is logged, never raised. Call it after the render, so the
+    message cannot be recalled into its own block. A store without ``store``
+    (:class:`~memory_inject.contract.SupportsWrite`) is an error.
     """
     try:
-        fields = _autosave_args(config, origin, text, cwd)
+        fields = _autosave_args(policy, save.text, cwd)
         if fields is None:
             return None, None
         if not isinstance(store, SupportsWrite):
             return None, _NO_WRITE
-        store.store(key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields)
+        store.store(
+            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
+        )
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
-        _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
-        return None, f"autosave_failed: {_describe(exc)}"
-    return key, None
+        return _autosave_failed(save, exc)
+    return save.key, None
 
 
 async def aautosave(
-    store: Memory,
-    config: AgentConfig,
-    *,
-    origin: TurnOrigin,
-    key: str,
-    text: str,
-    session_id: str | None,
-    cwd: str | os.PathLike[str] | None = None,
+    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
 ) -> tuple[str | None, str | None]:
-    """The async twin of :func:`autosave` (an ``astore`` is awaited, else a worker thread)."""
+    """The async twin of :func:`autosave`: an ``astore`` is awaited, else it runs in a thread."""
+    if not isinstance(store, SupportsAsyncWrite):
+        return await asyncio.to_thread(autosave, store, policy, save, cwd=cwd)
     try:
-        fields = _autosave_args(config, origin, text, cwd)
+        fields = _autosave_args(policy, save.text, cwd)
         if fields is None:
             return None, None
-        if isinstance(store, SupportsAsyncWrite):
-            await store.astore(
-                key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields
-            )
-        elif isinstance(store, SupportsWrite):
-            await asyncio.to_thread(
-                store.store, key, text, MemoryCategory.CONVERSATION, session_id=session_id, **fields
-            )
-        else:
-            return None, _NO_WRITE
+        await store.astore(
+            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
+        )
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
-        _log.warning("memory_inject: autosave of %r failed", key, exc_info=True)
-        return None, f"autosave_failed: {_describe(exc)}"
-    return key, None
+        return _autosave_failed(save, exc)
+    return save.key, None
+
+
+def _autosave_failed(save: Save, exc: Exception) -> tuple[None, str]:
+    _log.warning("memory_inject: autosave of %r failed", save.key, exc_info=exc)
+    return None, f"autosave_failed: {_describe(exc)}"

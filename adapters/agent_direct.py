@@ -18,17 +18,13 @@ cache key cannot see the per-request block.
 
 from __future__ import annotations
 
-import os
-
-import attrs
 from attrs import frozen
 
-from memory_inject.config import AgentConfig
-from memory_inject.contract import Memory
-from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.models import TurnOrigin
 from memory_inject.policy import resolve_inject_policy
 
 from . import _core
+from ._base import Adapter, turn_of
 
 __all__ = ["AgentDirectAdapter", "DirectTurn"]
 
@@ -37,37 +33,18 @@ __all__ = ["AgentDirectAdapter", "DirectTurn"]
 class DirectTurn(_core.Injection):
     """One request: ``prompt`` is the block followed by the request's text."""
 
-    @property
-    def prompt(self) -> str:
-        return self.block + self.query
 
-
-class AgentDirectAdapter:
+class AgentDirectAdapter(Adapter):
     """Maps one request (text plus optional session) to the core's request."""
 
-    def __init__(
-        self,
-        store: Memory,
-        agent_config: AgentConfig,
-        *,
-        channel: str = "api",
-        agent_alias: str | None = None,
-        autosave: bool = False,
-        cwd: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.store = store
-        self.agent_config = agent_config
-        self.channel = channel
-        self.agent_alias = agent_alias if agent_alias is not None else agent_config.agent
-        self.autosave = autosave
-        self.cwd = cwd
+    default_channel = "api"
 
     def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.Request:
         return _core.Request(
             origin=TurnOrigin.AGENT_DIRECT,
             query=text,
             sessions=(session_id,),
-            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
+            turn=self._meta(turn_id),
         )
 
     def injection_active(self, session_id: str | None = None, text: str | None = None) -> bool:
@@ -85,51 +62,19 @@ class AgentDirectAdapter:
         ).inject
 
     @staticmethod
-    def _key(injection: _core.Injection) -> str:
-        return f"user_msg_{injection.turn.turn_id}"
-
-    @staticmethod
-    def _with(injection: _core.Injection, saved: tuple[str | None, str | None]) -> DirectTurn:
-        fields = attrs.asdict(injection, recurse=False)
-        fields.update(autosaved_key=saved[0], error=injection.error or saved[1])
-        return DirectTurn(**fields)
+    def _save(req: _core.Request, session_id: str | None) -> _core.Save:
+        return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, session_id)
 
     def request(
         self, text: str, *, session_id: str | None = None, turn_id: str | None = None
     ) -> DirectTurn:
         """Recall and render for one request; never raises because of memory."""
-        injection = _core.run(
-            self.store, self.agent_config, self._request(text, session_id, turn_id), cwd=self.cwd
-        )
-        saved: tuple[str | None, str | None] = (None, None)
-        if self.autosave:
-            saved = _core.autosave(
-                self.store,
-                self.agent_config,
-                origin=TurnOrigin.AGENT_DIRECT,
-                key=self._key(injection),
-                text=text,
-                session_id=session_id,
-                cwd=self.cwd,
-            )
-        return self._with(injection, saved)
+        req = self._request(text, session_id, turn_id)
+        return turn_of(DirectTurn, self._serve(req, self._save(req, session_id)))
 
     async def arequest(
         self, text: str, *, session_id: str | None = None, turn_id: str | None = None
     ) -> DirectTurn:
         """The async twin of :meth:`request`."""
-        injection = await _core.arun(
-            self.store, self.agent_config, self._request(text, session_id, turn_id), cwd=self.cwd
-        )
-        saved: tuple[str | None, str | None] = (None, None)
-        if self.autosave:
-            saved = await _core.aautosave(
-                self.store,
-                self.agent_config,
-                origin=TurnOrigin.AGENT_DIRECT,
-                key=self._key(injection),
-                text=text,
-                session_id=session_id,
-                cwd=self.cwd,
-            )
-        return self._with(injection, saved)
+        req = self._request(text, session_id, turn_id)
+        return turn_of(DirectTurn, await self._aserve(req, self._save(req, session_id)))

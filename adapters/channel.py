@@ -17,17 +17,17 @@ injectable in later turns of the same conversation.
 
 from __future__ import annotations
 
-import os
+from typing import Unpack
 
-import attrs
 from attrs import frozen
 
 from memory_inject._text import sanitize_session_key
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
-from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.models import TurnOrigin
 
 from . import _core
+from ._base import Adapter, AdapterOptions, turn_of
 
 __all__ = ["ChannelAdapter", "ChannelTurn", "InboundMessage", "is_group_chat", "session_scopes"]
 
@@ -68,7 +68,7 @@ def session_scopes(message: InboundMessage) -> tuple[str, str]:
     return message.history_key, sender
 
 
-class ChannelAdapter:
+class ChannelAdapter(Adapter):
     """Maps an :class:`InboundMessage` to the core's request; nothing more."""
 
     def __init__(
@@ -77,72 +77,38 @@ class ChannelAdapter:
         agent_config: AgentConfig,
         *,
         channel_name: str,
-        agent_alias: str | None = None,
-        autosave: bool = False,
-        cwd: str | os.PathLike[str] | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> None:
-        self.store = store
-        self.agent_config = agent_config
-        self.channel_name = channel_name
-        self.agent_alias = agent_alias if agent_alias is not None else agent_config.agent
-        self.autosave = autosave
-        self.cwd = cwd
+        options["channel"] = channel_name
+        super().__init__(store, agent_config, **options)
+
+    @property
+    def channel_name(self) -> str:
+        """The channel this adapter serves (stamped on every turn's ``TurnMeta``)."""
+        return self.channel
 
     def _request(self, message: InboundMessage, turn_id: str | None) -> _core.Request:
         return _core.Request(
             origin=TurnOrigin.CHANNEL,
             query=message.text,
             sessions=session_scopes(message),
-            turn=TurnMeta(self.channel_name, self.agent_alias, turn_id or _core.new_turn_id()),
+            turn=self._meta(turn_id),
         )
 
     @staticmethod
     def autosave_key(message: InboundMessage) -> str:
+        """The key an autosaved inbound message is stored under."""
         return f"{message.channel}_{sanitize_session_key(message.sender)}_{message.message_id}"
 
-    def _turn(
-        self,
-        message: InboundMessage,
-        injection: _core.Injection,
-        saved: tuple[str | None, str | None],
-    ) -> ChannelTurn:
-        key, err = saved
-        fields = attrs.asdict(injection, recurse=False)
-        fields.update(autosaved_key=key, error=injection.error or err)
-        return ChannelTurn(message=message, **fields)
+    def _save(self, message: InboundMessage) -> _core.Save:
+        return _core.Save(self.autosave_key(message), message.text, message.history_key)
 
     def handle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """Recall and render for one inbound message; never raises because of memory."""
-        injection = _core.run(
-            self.store, self.agent_config, self._request(message, turn_id), cwd=self.cwd
-        )
-        saved: tuple[str | None, str | None] = (None, None)
-        if self.autosave:
-            saved = _core.autosave(
-                self.store,
-                self.agent_config,
-                origin=TurnOrigin.CHANNEL,
-                key=self.autosave_key(message),
-                text=message.text,
-                session_id=message.history_key,
-                cwd=self.cwd,
-            )
-        return self._turn(message, injection, saved)
+        injection = self._serve(self._request(message, turn_id), self._save(message))
+        return turn_of(ChannelTurn, injection, message=message)
 
     async def ahandle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """The async twin of :meth:`handle`."""
-        injection = await _core.arun(
-            self.store, self.agent_config, self._request(message, turn_id), cwd=self.cwd
-        )
-        saved: tuple[str | None, str | None] = (None, None)
-        if self.autosave:
-            saved = await _core.aautosave(
-                self.store,
-                self.agent_config,
-                origin=TurnOrigin.CHANNEL,
-                key=self.autosave_key(message),
-                text=message.text,
-                session_id=message.history_key,
-                cwd=self.cwd,
-            )
-        return self._turn(message, injection, saved)
+        injection = await self._aserve(self._request(message, turn_id), self._save(message))
+        return turn_of(ChannelTurn, injection, message=message)

@@ -13,16 +13,14 @@ re-exported here.
 
 from __future__ import annotations
 
-import os
-
-import attrs
 from attrs import frozen
 
-from memory_inject.config import AgentConfig, CronJob, load_cron_jobs
+from memory_inject.config import CronJob, load_cron_jobs
 from memory_inject.contract import Memory
-from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.models import TurnOrigin
 
 from . import _core
+from ._base import Adapter, turn_of
 
 __all__ = ["CronAdapter", "CronJob", "CronTurn", "cron_query", "load_cron_jobs"]
 
@@ -39,53 +37,32 @@ class CronTurn(_core.Injection):
     job: CronJob
     memory: Memory | None = None
 
-    @property
-    def prompt(self) -> str:
-        """The block followed by the prefixed prompt: the model's input."""
-        return self.block + self.query
 
-
-class CronAdapter:
+class CronAdapter(Adapter):
     """Maps a :class:`CronJob` to the core's request."""
 
-    def __init__(
-        self,
-        store: Memory,
-        agent_config: AgentConfig,
-        *,
-        channel: str = "cron",
-        agent_alias: str | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.store = store
-        self.agent_config = agent_config
-        self.channel = channel
-        self.agent_alias = agent_alias if agent_alias is not None else agent_config.agent
-        self.cwd = cwd
+    default_channel = "cron"
+    autosaves = False
 
     def _request(self, job: CronJob, turn_id: str | None) -> _core.Request:
         return _core.Request(
             origin=TurnOrigin.CRON,
             query=cron_query(job),
             suppress=not job.uses_memory,
-            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
+            turn=self._meta(turn_id),
         )
 
     def _turn(self, job: CronJob, injection: _core.Injection) -> CronTurn:
-        return CronTurn(
-            job=job,
-            memory=self.store if job.uses_memory else None,
-            **attrs.asdict(injection, recurse=False),
-        )
+        return turn_of(CronTurn, injection, job=job, memory=self.store if job.uses_memory else None)
 
     def run(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
-        """The job's prompt with its block; never raises because of memory."""
-        req = self._request(job, turn_id)
-        # A memory-free job never reaches the store: its policy is a skip (suppressed),
-        # which the render announces (memory_skipped) without touching the store.
-        return self._turn(job, _core.run(self.store, self.agent_config, req, cwd=self.cwd))
+        """The job's prompt with its block; never raises because of memory.
+
+        A memory-free job never reaches the store: its policy is a skip
+        (suppressed), which the render announces without touching the store.
+        """
+        return self._turn(job, self._serve(self._request(job, turn_id)))
 
     async def arun(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The async twin of :meth:`run`."""
-        req = self._request(job, turn_id)
-        return self._turn(job, await _core.arun(self.store, self.agent_config, req, cwd=self.cwd))
+        return self._turn(job, await self._aserve(self._request(job, turn_id)))

@@ -8,16 +8,12 @@ which is also the model's input; daemon turns never autosave.
 
 from __future__ import annotations
 
-import os
-
-import attrs
 from attrs import frozen
 
-from memory_inject.config import AgentConfig
-from memory_inject.contract import Memory
-from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.models import TurnOrigin
 
 from . import _core
+from ._base import Adapter, turn_of
 
 __all__ = ["DaemonAdapter", "DaemonTurn", "heartbeat_query"]
 
@@ -30,47 +26,21 @@ def heartbeat_query(task_text: str, priority: str = "normal") -> str:
 class DaemonTurn(_core.Injection):
     """A daemon run: ``prompt`` is the block followed by the task."""
 
-    @property
-    def prompt(self) -> str:
-        return self.block + self.query
 
-
-class DaemonAdapter:
+class DaemonAdapter(Adapter):
     """Maps a heartbeat or a background task to the core's request."""
 
-    def __init__(
-        self,
-        store: Memory,
-        agent_config: AgentConfig,
-        *,
-        channel: str = "daemon",
-        agent_alias: str | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.store = store
-        self.agent_config = agent_config
-        self.channel = channel
-        self.agent_alias = agent_alias if agent_alias is not None else agent_config.agent
-        self.cwd = cwd
+    default_channel = "daemon"
+    autosaves = False
 
     def _request(self, query: str, turn_id: str | None) -> _core.Request:
-        return _core.Request(
-            origin=TurnOrigin.DAEMON,
-            query=query,
-            turn=TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id()),
-        )
+        return _core.Request(origin=TurnOrigin.DAEMON, query=query, turn=self._meta(turn_id))
 
     def _run(self, query: str, turn_id: str | None) -> DaemonTurn:
-        injection = _core.run(
-            self.store, self.agent_config, self._request(query, turn_id), cwd=self.cwd
-        )
-        return DaemonTurn(**attrs.asdict(injection, recurse=False))
+        return turn_of(DaemonTurn, self._serve(self._request(query, turn_id)))
 
     async def _arun(self, query: str, turn_id: str | None) -> DaemonTurn:
-        injection = await _core.arun(
-            self.store, self.agent_config, self._request(query, turn_id), cwd=self.cwd
-        )
-        return DaemonTurn(**attrs.asdict(injection, recurse=False))
+        return turn_of(DaemonTurn, await self._aserve(self._request(query, turn_id)))
 
     def heartbeat(
         self, task_text: str, priority: str = "normal", *, turn_id: str | None = None

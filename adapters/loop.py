@@ -27,20 +27,19 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack, overload
 
-import attrs
 from attrs import define, field, frozen
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
-from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.models import TurnOrigin
 from memory_inject.policy import InjectPolicy
 
 from . import _core
+from ._base import Adapter, AdapterOptions
 from .messages import (
     Api,
     Placement,
@@ -52,11 +51,10 @@ from .messages import (
     user_message_index,
 )
 
-__all__ = ["LoopInjection", "LoopTurn", "MemoryLoop", "current_turn"]
+__all__ = ["LoopInjection", "LoopTurn", "MemoryLoop", "TurnOptions", "current_turn"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-_UNSET: Any = object()
 
 
 @define
@@ -103,6 +101,15 @@ class LoopInjection:
         return self.injection.policy if self.injection is not None else None
 
 
+class TurnOptions(TypedDict, total=False):
+    """A one-shot turn for ``prepare`` / ``inject`` outside :meth:`MemoryLoop.turn`."""
+
+    origin: TurnOrigin | str
+    sessions: Iterable[str | None]
+    suppress: bool
+    turn_id: str | None
+
+
 @frozen
 class _Plan:
     """What ``inject`` must do before any I/O (shared by the sync and async twins)."""
@@ -112,7 +119,7 @@ class _Plan:
     user_text: str | None
 
 
-class MemoryLoop:
+class MemoryLoop(Adapter):
     """The loop adapter: policy, render and placement for one agent's turns.
 
     ``placement`` and ``api`` are passed to :func:`adapters.messages.inject_block`.
@@ -123,28 +130,22 @@ class MemoryLoop:
     tools, never re-injected.
     """
 
+    default_channel = "cli"
+
     def __init__(
         self,
         store: Memory,
         agent_config: AgentConfig,
         *,
-        channel: str = "cli",
-        agent_alias: str | None = None,
         placement: Placement = "prefix_user",
         api: Api = "auto",
-        autosave: bool = False,
-        cwd: str | os.PathLike[str] | None = None,
+        **options: Unpack[AdapterOptions],
     ) -> None:
         check_placement(placement)
         check_api(api)
-        self.store = store
-        self.agent_config = agent_config
-        self.channel = channel
-        self.agent_alias = agent_alias if agent_alias is not None else agent_config.agent
+        super().__init__(store, agent_config, **options)
         self.placement: Placement = placement
         self.api: Api = api
-        self.autosave = autosave
-        self.cwd = cwd
 
     # -- turns ------------------------------------------------------------------
 
@@ -166,16 +167,9 @@ class MemoryLoop:
         )
 
     @contextmanager
-    def turn(
-        self,
-        *,
-        origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
-        sessions: Iterable[str | None] = (),
-        suppress: bool = False,
-        turn_id: str | None = None,
-    ) -> Iterator[LoopTurn]:
-        """Mark a turn; nested inside another turn it becomes ``SUB_TURN``."""
-        state = self._new_turn(origin, sessions, suppress, turn_id)
+    def turn(self, **turn: Unpack[TurnOptions]) -> Iterator[LoopTurn]:
+        """Mark a turn (default: interactive, sessionless); nested in another it is ``SUB_TURN``."""
+        state = self._marked(turn)
         token = _current.set(state)
         try:
             yield state
@@ -183,21 +177,18 @@ class MemoryLoop:
             _current.reset(token)
 
     @asynccontextmanager
-    async def aturn(
-        self,
-        *,
-        origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
-        sessions: Iterable[str | None] = (),
-        suppress: bool = False,
-        turn_id: str | None = None,
-    ) -> AsyncIterator[LoopTurn]:
+    async def aturn(self, **turn: Unpack[TurnOptions]) -> AsyncIterator[LoopTurn]:
         """The async twin of :meth:`turn` (the mark follows the task's context)."""
-        state = self._new_turn(origin, sessions, suppress, turn_id)
-        token = _current.set(state)
-        try:
+        with self.turn(**turn) as state:
             yield state
-        finally:
-            _current.reset(token)
+
+    def _marked(self, turn: TurnOptions) -> LoopTurn:
+        return self._new_turn(
+            turn.get("origin", TurnOrigin.INTERACTIVE),
+            turn.get("sessions", ()),
+            turn.get("suppress", False),
+            turn.get("turn_id", None),
+        )
 
     @overload
     def wrap(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
@@ -246,10 +237,9 @@ class MemoryLoop:
     # -- preparing a request ------------------------------------------------------
 
     def _plan(
-        self, messages: Sequence[Mapping[str, Any]], query: str | None, overrides: dict[str, Any]
+        self, messages: Sequence[Mapping[str, Any]], query: str | None, given: TurnOptions
     ) -> _Plan:
         active = _current.get()
-        given = {k: v for k, v in overrides.items() if v is not _UNSET}
         if active is not None and active.owner is self:
             if given:
                 raise TypeError(
@@ -257,12 +247,7 @@ class MemoryLoop:
                 )
             turn = active
         else:  # a one-shot turn (SUB_TURN when another loop's turn is active)
-            turn = self._new_turn(
-                given.get("origin", TurnOrigin.INTERACTIVE),
-                given.get("sessions", ()),
-                given.get("suppress", False),
-                given.get("turn_id"),
-            )
+            turn = self._marked(given)
         idx = user_message_index(messages, api=self.api)
         if turn.injection is not None or idx is None or has_block(messages, api=self.api):
             return _Plan(turn, None, None)
@@ -272,7 +257,7 @@ class MemoryLoop:
             query=text if query is None else query,
             sessions=turn.sessions,
             suppress=turn.suppress,
-            turn=TurnMeta(self.channel, self.agent_alias, turn.turn_id),
+            turn=self._meta(turn.turn_id),
         )
         return _Plan(turn, req, text)
 
@@ -292,119 +277,63 @@ class MemoryLoop:
             or any(a is not b for a, b in zip(out, messages, strict=False)),
         )
 
-    def _autosave_key(self, plan: _Plan) -> str:
-        return f"user_msg_{plan.turn.turn_id}"
-
-    def _first_session(self, plan: _Plan) -> str | None:
-        return next((s for s in plan.turn.sessions if s is not None), None)
+    @staticmethod
+    def _save(plan: _Plan) -> _core.Save | None:
+        """The user's message, keyed by turn, in the turn's first session scope."""
+        if plan.user_text is None:
+            return None
+        first = next((s for s in plan.turn.sessions if s is not None), None)
+        return _core.Save(f"user_msg_{plan.turn.turn_id}", plan.user_text, first)
 
     def inject(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
         query: str | None = None,
-        origin: TurnOrigin | str = _UNSET,
-        sessions: Iterable[str | None] = _UNSET,
-        suppress: bool = _UNSET,
-        turn_id: str | None = _UNSET,
+        **turn: Unpack[TurnOptions],
     ) -> LoopInjection:
         """Like :meth:`prepare`, also returning the policy, block and event of the turn."""
-        plan = self._plan(
-            messages,
-            query,
-            {"origin": origin, "sessions": sessions, "suppress": suppress, "turn_id": turn_id},
-        )
+        plan = self._plan(messages, query, turn)
         if plan.req is None:
             return self._place(messages, plan, None)
-        injection = _core.run(self.store, self.agent_config, plan.req, cwd=self.cwd)
-        if self.autosave and plan.user_text is not None:
-            key, err = _core.autosave(
-                self.store,
-                self.agent_config,
-                origin=plan.req.origin,
-                key=self._autosave_key(plan),
-                text=plan.user_text,
-                session_id=self._first_session(plan),
-                cwd=self.cwd,
-            )
-            injection = attrs.evolve(injection, autosaved_key=key, error=injection.error or err)
-        return self._place(messages, plan, injection)
+        return self._place(messages, plan, self._serve(plan.req, self._save(plan)))
 
     async def ainject(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
         query: str | None = None,
-        origin: TurnOrigin | str = _UNSET,
-        sessions: Iterable[str | None] = _UNSET,
-        suppress: bool = _UNSET,
-        turn_id: str | None = _UNSET,
+        **turn: Unpack[TurnOptions],
     ) -> LoopInjection:
         """The async twin of :meth:`inject`."""
-        plan = self._plan(
-            messages,
-            query,
-            {"origin": origin, "sessions": sessions, "suppress": suppress, "turn_id": turn_id},
-        )
+        plan = self._plan(messages, query, turn)
         if plan.req is None:
             return self._place(messages, plan, None)
-        injection = await _core.arun(self.store, self.agent_config, plan.req, cwd=self.cwd)
-        if self.autosave and plan.user_text is not None:
-            key, err = await _core.aautosave(
-                self.store,
-                self.agent_config,
-                origin=plan.req.origin,
-                key=self._autosave_key(plan),
-                text=plan.user_text,
-                session_id=self._first_session(plan),
-                cwd=self.cwd,
-            )
-            injection = attrs.evolve(injection, autosaved_key=key, error=injection.error or err)
-        return self._place(messages, plan, injection)
+        return self._place(messages, plan, await self._aserve(plan.req, self._save(plan)))
 
     def prepare(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
         query: str | None = None,
-        origin: TurnOrigin | str = _UNSET,
-        sessions: Iterable[str | None] = _UNSET,
-        suppress: bool = _UNSET,
-        turn_id: str | None = _UNSET,
+        **turn: Unpack[TurnOptions],
     ) -> list[Any]:
         """A new message list carrying this turn's block; the input is never mutated.
 
         ``query`` defaults to the raw text of the user's message. ``origin``,
-        ``sessions``, ``suppress`` and ``turn_id`` describe a one-shot turn and
-        are refused inside :meth:`turn`, which sets them. Never raises because
-        of memory: a failing store gives the list back without a block.
+        ``sessions``, ``suppress`` and ``turn_id`` (:class:`TurnOptions`)
+        describe a one-shot turn and are refused inside :meth:`turn`, which
+        sets them. Never raises because of memory: a failing store gives the
+        list back without a block.
         """
-        return self.inject(
-            messages,
-            query=query,
-            origin=origin,
-            sessions=sessions,
-            suppress=suppress,
-            turn_id=turn_id,
-        ).messages
+        return self.inject(messages, query=query, **turn).messages
 
     async def aprepare(
         self,
         messages: Sequence[Mapping[str, Any]],
         *,
         query: str | None = None,
-        origin: TurnOrigin | str = _UNSET,
-        sessions: Iterable[str | None] = _UNSET,
-        suppress: bool = _UNSET,
-        turn_id: str | None = _UNSET,
+        **turn: Unpack[TurnOptions],
     ) -> list[Any]:
         """The async twin of :meth:`prepare`."""
-        result = await self.ainject(
-            messages,
-            query=query,
-            origin=origin,
-            sessions=sessions,
-            suppress=suppress,
-            turn_id=turn_id,
-        )
-        return result.messages
+        return (await self.ainject(messages, query=query, **turn)).messages

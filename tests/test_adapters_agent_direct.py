@@ -14,6 +14,7 @@ from memory_inject.adapters import AgentDirectAdapter
 from memory_inject.config import TrivialPromptConfig
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._twins import call, twin  # noqa: F401
 
 
 class LimitRecorder:
@@ -59,8 +60,8 @@ class TestRequest:
     ) -> None:
         """Per-request session: with it the session's chat rows, without it none."""
         adapter = AgentDirectAdapter(store, agent())
-        scoped = adapter.request("how is Acme billing done?", session_id="ws-1")
-        unscoped = adapter.request("how is Acme billing done?")
+        scoped = call(adapter, "request", "how is Acme billing done?", session_id="ws-1")
+        unscoped = call(adapter, "request", "how is Acme billing done?")
         assert "ws_chat" in scoped.block and "ws_chat" not in unscoped.block
         assert (False, True) == (
             scoped.policy.exclude_conversation,
@@ -72,14 +73,14 @@ class TestRequest:
     def test_the_recall_limit_comes_from_the_config(self, store: SQLiteStore) -> None:
         """recall_limit per origin reaches the store; 0 means the pool cap (1024)."""
         two, unlimited = LimitRecorder(store), LimitRecorder(store)
-        AgentDirectAdapter(two, agent(recall_limit=2)).request("Acme billing")
-        AgentDirectAdapter(unlimited, agent(recall_limit=0)).request("Acme billing")
+        call(AgentDirectAdapter(two, agent(recall_limit=2)), "request", "Acme billing")
+        call(AgentDirectAdapter(unlimited, agent(recall_limit=0)), "request", "Acme billing")
         assert ([2], [1024]) == (two.limits, unlimited.limits)
 
     def test_the_async_twin_matches(self, store: SQLiteStore) -> None:
         """arequest renders what request renders."""
         adapter = AgentDirectAdapter(store, agent())
-        sync = adapter.request("Acme billing", session_id="ws-1")
+        sync = call(adapter, "request", "Acme billing", session_id="ws-1")
         async_ = asyncio.run(adapter.arequest("Acme billing", session_id="ws-1"))
         assert sync.block == async_.block
 
@@ -87,8 +88,11 @@ class TestRequest:
         """With the store closed the request has no block and one failed event."""
         store.close()
         with recording() as rec:
-            turn = AgentDirectAdapter(store, agent(), autosave=True).request(
-                "who is the Acme billing contact?", session_id="ws-1"
+            turn = call(
+                AgentDirectAdapter(store, agent(), autosave=True),
+                "request",
+                "who is the Acme billing contact?",
+                session_id="ws-1",
             )
         assert ("", [False]) == (turn.block, [e.success for e in rec.events])
         assert "autosave_failed" in (turn.error or "")
@@ -111,8 +115,12 @@ class TestAutosave:
     def test_requests_are_saved_as_user_msg_in_their_session(self, store: SQLiteStore) -> None:
         """autosave=True stores the request text as user_msg_<turn_id> in its session."""
         adapter = AgentDirectAdapter(store, agent(), autosave=True)
-        turn = adapter.request(
-            "Please switch Acme billing to quarterly.", session_id="ws-1", turn_id="r1"
+        turn = call(
+            adapter,
+            "request",
+            "Please switch Acme billing to quarterly.",
+            session_id="ws-1",
+            turn_id="r1",
         )
         record = store.get("user_msg_r1")
         assert "user_msg_r1" == turn.autosaved_key

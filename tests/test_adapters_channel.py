@@ -13,6 +13,7 @@ from memory_inject import AgentConfig, TurnOrigin
 from memory_inject.adapters import ChannelAdapter, InboundMessage, is_group_chat, session_scopes
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._twins import call, twin  # noqa: F401
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ class TestHandle:
     ) -> None:
         """handle recalls in both scopes with origin channel and returns block and event."""
         with recording() as rec:
-            turn = adapter.handle(dm("where do production deploys go?"), turn_id="m1")
+            turn = call(adapter, "handle", dm("where do production deploys go?"), turn_id="m1")
         assert turn.block.startswith("[Memory context]\n- deploy_target: ")
         assert [turn.event] == rec.events
         ev = rec.events[0]
@@ -96,8 +97,10 @@ class TestHandle:
     def test_the_async_twin_gives_the_same_turn(self, adapter: ChannelAdapter) -> None:
         """ahandle and handle agree on the block and the scopes."""
         msg = dm("where do production deploys go?")
-        sync = ChannelAdapter(adapter.store, adapter.agent_config, channel_name="telegram").handle(
-            msg
+        sync = call(
+            ChannelAdapter(adapter.store, adapter.agent_config, channel_name="telegram"),
+            "handle",
+            msg,
         )
         async_ = asyncio.run(
             ChannelAdapter(adapter.store, adapter.agent_config, channel_name="telegram").ahandle(
@@ -112,7 +115,7 @@ class TestHandle:
         """With the store gone the turn has no block and one event with success False."""
         store.close()
         with recording() as rec:
-            turn = adapter.handle(dm("where do production deploys go?"))
+            turn = call(adapter, "handle", dm("where do production deploys go?"))
         assert ("", [False]) == (turn.block, [e.success for e in rec.events])
         assert turn.autosaved_key is None and "autosave_failed" in (turn.error or "")
 
@@ -122,13 +125,15 @@ class TestAutosave:
         self, store: SQLiteStore, adapter: ChannelAdapter
     ) -> None:
         """The key is <channel>_<sanitized sender>_<msgid>, the session the history key."""
-        turn = adapter.handle(
+        turn = call(
+            adapter,
+            "handle",
             dm(
                 "The staging deploy should wait for Dana.",
                 "42",
                 sender="@alice:server",
                 history_key="matrix_room",
-            )
+            ),
         )
         record = store.get("telegram__alice_server_42")
         assert "telegram__alice_server_42" == turn.autosaved_key
@@ -141,8 +146,8 @@ class TestAutosave:
         self, adapter: ChannelAdapter
     ) -> None:
         """Autosave runs after the render; the saved row is injectable in the next turn."""
-        first = adapter.handle(dm("The staging deploy should wait for Dana.", "1"))
-        second = adapter.handle(dm("should the staging deploy wait?", "2"))
+        first = call(adapter, "handle", dm("The staging deploy should wait for Dana.", "1"))
+        second = call(adapter, "handle", dm("should the staging deploy wait?", "2"))
         assert "telegram_alice_1" not in first.block
         assert "- telegram_alice_1: The staging deploy should wait for Dana." in second.block
 
@@ -150,11 +155,13 @@ class TestAutosave:
         self, adapter: ChannelAdapter
     ) -> None:
         """A row saved in one group's history is recalled there, not in another group."""
-        adapter.handle(group("The staging deploy should wait for Dana.", "1@g.us", "7"))
-        other = adapter.handle(
-            group("should the staging deploy wait?", "2@g.us", "8", sender="bob")
+        call(adapter, "handle", group("The staging deploy should wait for Dana.", "1@g.us", "7"))
+        other = call(
+            adapter, "handle", group("should the staging deploy wait?", "2@g.us", "8", sender="bob")
         )
-        same = adapter.handle(group("should the staging deploy wait?", "1@g.us", "9", sender="bob"))
+        same = call(
+            adapter, "handle", group("should the staging deploy wait?", "1@g.us", "9", sender="bob")
+        )
         assert "staging" not in other.block
         assert "- whatsapp_alice_7: The staging deploy" in same.block
 
@@ -163,6 +170,10 @@ class TestAutosave:
     ) -> None:
         """Under 20 characters or starting with [Memory context]: nothing is stored."""
         before = store.count()
-        adapter.handle(dm("thanks!", "1"))
-        adapter.handle(dm("[Memory context]\n- x: y\n[/Memory context]\n\nplus a long tail", "2"))
+        call(adapter, "handle", dm("thanks!", "1"))
+        call(
+            adapter,
+            "handle",
+            dm("[Memory context]\n- x: y\n[/Memory context]\n\nplus a long tail", "2"),
+        )
         assert before == store.count()

@@ -14,6 +14,7 @@ from memory_inject import AgentConfig, ConfigError, TurnOrigin
 from memory_inject.adapters import CronAdapter, CronJob, load_cron_jobs
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._twins import call, twin  # noqa: F401
 
 
 def problems_of(tmp_path: Path, text: str) -> tuple[str, ...]:
@@ -61,7 +62,9 @@ class TestRun:
     ) -> None:
         """Cron recalls with [cron:<id> <name>] <prompt>, sessionless, without conversation."""
         with recording() as rec:
-            turn = CronAdapter(store, AgentConfig(agent="sched")).run(NIGHTLY, turn_id="c1")
+            turn = call(
+                CronAdapter(store, AgentConfig(agent="sched")), "run", NIGHTLY, turn_id="c1"
+            )
         assert "[cron:nightly Nightly report] summarise the prod-3 incidents" == turn.query
         assert turn.block.startswith("[Memory context]\n- incident_2231: ")
         assert turn.block + turn.query == turn.prompt
@@ -80,8 +83,9 @@ class TestRun:
             id="ping", name="Uptime", prompt="curl the prod-3 health check", uses_memory=False
         )
         adapter = CronAdapter(counting, AgentConfig(agent="sched"))
+        counting.used.clear()  # building the adapter checks the store's shape; runs must not
         with recording() as rec:
-            turn = adapter.run(job)
+            turn = call(adapter, "run", job)
             aturn = asyncio.run(adapter.arun(job))
         assert Counter() == counting.used
         assert [] == rec.events
@@ -92,7 +96,7 @@ class TestRun:
     def test_cron_runs_never_autosave(self, store: SQLiteStore) -> None:
         """A cron run writes nothing to the store."""
         before = [(r.key, r.updated_at) for r in store.list()]
-        CronAdapter(store, AgentConfig(agent="sched")).run(NIGHTLY)
+        call(CronAdapter(store, AgentConfig(agent="sched")), "run", NIGHTLY)
         assert before == [(r.key, r.updated_at) for r in store.list()]
 
     def test_the_async_twin_and_a_failing_store(self, store: SQLiteStore) -> None:
@@ -101,7 +105,7 @@ class TestRun:
         assert adapter.run(NIGHTLY).block == asyncio.run(adapter.arun(NIGHTLY)).block
         store.close()
         with recording() as rec:
-            turn = adapter.run(NIGHTLY)
+            turn = call(adapter, "run", NIGHTLY)
         assert ("", [False], TurnOrigin.CRON) == (
             turn.block,
             [e.success for e in rec.events],

@@ -12,6 +12,7 @@ from memory_inject import AgentConfig, load_agent_config
 from memory_inject.adapters import DaemonAdapter
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._twins import call, twin  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,8 +37,12 @@ class TestHeartbeat:
     ) -> None:
         """A heartbeat recalls with [Heartbeat Task | prio] text, no session, no chat rows."""
         with recording() as rec:
-            turn = DaemonAdapter(store, AgentConfig(agent="ops")).heartbeat(
-                "check the backup job", "high", turn_id="h1"
+            turn = call(
+                DaemonAdapter(store, AgentConfig(agent="ops")),
+                "heartbeat",
+                "check the backup job",
+                "high",
+                turn_id="h1",
             )
         assert "[Heartbeat Task | high] check the backup job" == turn.query
         assert turn.block.startswith("[Memory context]\n- backup_job: ")
@@ -53,21 +58,25 @@ class TestHeartbeat:
 
     def test_the_default_priority_is_normal(self, store: SQLiteStore) -> None:
         """Without a priority the task is marked normal."""
-        turn = DaemonAdapter(store, AgentConfig(agent="ops")).heartbeat("check the backup job")
+        turn = call(
+            DaemonAdapter(store, AgentConfig(agent="ops")), "heartbeat", "check the backup job"
+        )
         assert "[Heartbeat Task | normal] check the backup job" == turn.query
 
     def test_an_agent_with_daemon_disabled_gets_nothing(self, store: SQLiteStore) -> None:
         """scheduler.yaml disables daemon turns: skipped with origin_disabled, no event."""
         agent = load_agent_config(ROOT / "config" / "agents" / "scheduler.yaml")
         with recording() as rec:
-            turn = DaemonAdapter(store, agent).heartbeat("check the backup job")
+            turn = call(DaemonAdapter(store, agent), "heartbeat", "check the backup job")
         assert ("origin_disabled", "", []) == (turn.policy.reason, turn.block, rec.events)
 
 
 class TestTasks:
     def test_a_task_run_uses_its_text_as_the_query(self, store: SQLiteStore) -> None:
         """run_task recalls with the text as given."""
-        turn = DaemonAdapter(store, AgentConfig(agent="ops")).run_task("rotate the backup job")
+        turn = call(
+            DaemonAdapter(store, AgentConfig(agent="ops")), "run_task", "rotate the backup job"
+        )
         assert ("rotate the backup job", True) == (turn.query, "backup_job" in turn.block)
 
     def test_the_async_twins_match(self, store: SQLiteStore) -> None:
@@ -80,13 +89,13 @@ class TestTasks:
             return a.prompt, b.prompt
 
         assert (
-            adapter.heartbeat("check the backup job", "low").prompt,
-            adapter.run_task("rotate the backup job").prompt,
+            call(adapter, "heartbeat", "check the backup job", "low").prompt,
+            call(adapter, "run_task", "rotate the backup job").prompt,
         ) == asyncio.run(both())
 
     def test_a_failing_store_never_raises(self, store: SQLiteStore) -> None:
         """With the store closed the run has no block and one failed event."""
         store.close()
         with recording() as rec:
-            turn = DaemonAdapter(store, AgentConfig(agent="ops")).run_task("backup job")
+            turn = call(DaemonAdapter(store, AgentConfig(agent="ops")), "run_task", "backup job")
         assert ("backup job", [False]) == (turn.prompt, [e.success for e in rec.events])

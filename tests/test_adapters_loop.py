@@ -17,6 +17,7 @@ from memory_inject.config import GovernanceConfig, TrivialPromptConfig
 from memory_inject.profile import resolve_profile
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._twins import call, twin  # noqa: F401
 
 QUESTIONS = (
     "where do production deploys go?",
@@ -67,7 +68,7 @@ class TestPrepare:
         loop = MemoryLoop(store, agent)
         history = [{"role": "system", "content": "sys"}, user(QUESTIONS[0])]
         with recording() as rec:
-            out = loop.prepare(history, sessions=["cli_main"])
+            out = call(loop, "prepare", history, sessions=["cli_main"])
         assert out[-1]["content"].startswith("[Memory context]\n- deploy_target: ")
         assert out[-1]["content"].endswith("[/Memory context]\n\n" + QUESTIONS[0])
         assert [QUESTIONS[0]] == [e.query_summary for e in rec.events]
@@ -83,7 +84,7 @@ class TestPrepare:
         """query= is what is recalled against; the message keeps its own text."""
         loop = MemoryLoop(store, agent)
         with recording() as rec:
-            out = loop.prepare([user("[2026-06-01 10:00] hi")], query="daily standup time")
+            out = call(loop, "prepare", [user("[2026-06-01 10:00] hi")], query="daily standup time")
         assert ["daily standup time"] == [e.query_summary for e in rec.events]
         assert "- standup: " in out[0]["content"]
 
@@ -91,7 +92,7 @@ class TestPrepare:
         """prepare returns a new list; the caller's messages stay byte for byte."""
         history = [{"role": "system", "content": "sys"}, user(QUESTIONS[0])]
         before = copy.deepcopy(history)
-        MemoryLoop(store, agent).prepare(history)
+        call(MemoryLoop(store, agent), "prepare", history)
         assert before == history
 
     def test_no_user_message_means_no_render_and_no_event(
@@ -99,7 +100,7 @@ class TestPrepare:
     ) -> None:
         """Without a user message nothing is recalled (zeroclaw's "no user message" skip)."""
         with recording() as rec:
-            out = MemoryLoop(store, agent).prepare([{"role": "system", "content": "sys"}])
+            out = call(MemoryLoop(store, agent), "prepare", [{"role": "system", "content": "sys"}])
         assert ([{"role": "system", "content": "sys"}], []) == (out, rec.events)
 
     def test_suppress_and_trivial_prompts_skip_without_an_event(self, store: SQLiteStore) -> None:
@@ -109,8 +110,8 @@ class TestPrepare:
         )
         loop = MemoryLoop(store, cfg)
         with recording() as rec:
-            suppressed = loop.inject([user(QUESTIONS[0])], suppress=True)
-            trivial = loop.inject([user("ok")])
+            suppressed = call(loop, "inject", [user(QUESTIONS[0])], suppress=True)
+            trivial = call(loop, "inject", [user("ok")])
         assert [] == rec.events
         assert ("suppressed", "trivial_prompt") == (
             suppressed.policy.reason,  # type: ignore[union-attr]
@@ -133,8 +134,8 @@ class TestPromptCacheStability:
         for n, question in enumerate(QUESTIONS):
             history = [*history, user(question, api)]
             with loop.turn(sessions=["cli_main"]):
-                sent = loop.prepare(history)
-                again = loop.prepare(sent)  # a later model call of the same tool loop
+                sent = call(loop, "prepare", history)
+                again = call(loop, "prepare", sent)  # a later model call of the same tool loop
             assert json.dumps(sent) == json.dumps(again)
             if previous is not None:
                 assert json.dumps(previous) == json.dumps(sent[: len(previous)])
@@ -155,9 +156,9 @@ class TestTurns:
         loop = MemoryLoop(store, agent)
         child_history = [user(QUESTIONS[2])]
         with recording() as rec, loop.turn(sessions=["cli_main"]) as outer:
-            parent = loop.prepare([user(QUESTIONS[0])])
+            parent = call(loop, "prepare", [user(QUESTIONS[0])])
             with loop.turn(sessions=["cli_main"]) as inner:
-                child = loop.prepare(child_history)
+                child = call(loop, "prepare", child_history)
         assert (TurnOrigin.INTERACTIVE, TurnOrigin.SUB_TURN) == (outer.origin, inner.origin)
         assert child_history == child
         assert has_block(parent)
@@ -170,7 +171,7 @@ class TestTurns:
         """A sub-agent with its own loop, called inside the parent's turn, gets no block."""
         parent, sub_agent = MemoryLoop(store, agent), MemoryLoop(store, agent)
         with recording() as rec, parent.turn():
-            result = sub_agent.inject([user(QUESTIONS[0])])
+            result = call(sub_agent, "inject", [user(QUESTIONS[0])])
         assert ("", TurnOrigin.SUB_TURN) == (result.block, result.injection.origin)  # type: ignore[union-attr]
         assert [] == rec.events
 
@@ -184,7 +185,7 @@ class TestTurns:
         @loop.wrap(sessions=["cli_main"])
         def agent_turn(text: str, nested: bool = False) -> list[Any]:
             seen.append(current_turn().origin)  # type: ignore[union-attr]
-            out = loop.prepare([user(text)])
+            out = call(loop, "prepare", [user(text)])
             if nested:
                 agent_turn(QUESTIONS[1])
             return out
@@ -223,7 +224,7 @@ class TestTurns:
         """Inside loop.turn() the origin and scopes come from turn(), not prepare()."""
         loop = MemoryLoop(store, agent)
         with loop.turn(), pytest.raises(TypeError, match="pass \\['origin'\\] to turn"):
-            loop.prepare([user("q")], origin=TurnOrigin.CRON)
+            call(loop, "prepare", [user("q")], origin=TurnOrigin.CRON)
 
 
 class TestIdempotence:
@@ -234,8 +235,8 @@ class TestIdempotence:
         for placement in ("prefix_user", "message"):
             loop = MemoryLoop(store, agent, placement=placement)  # type: ignore[arg-type]
             with recording() as rec:
-                once = loop.prepare([user(QUESTIONS[0])])
-                twice = loop.prepare(once)
+                once = call(loop, "prepare", [user(QUESTIONS[0])])
+                twice = call(loop, "prepare", once)
             assert once == twice
             assert 1 == json.dumps(twice).count("[Memory context]")
             assert 1 == len(rec.events)
@@ -247,8 +248,8 @@ class TestIdempotence:
         loop = MemoryLoop(store, agent)
         history = [user(QUESTIONS[0])]
         with recording() as rec, loop.turn() as turn:
-            first = loop.prepare(history)
-            second = loop.prepare(history)
+            first = call(loop, "prepare", history)
+            second = call(loop, "prepare", history)
         assert first == second
         assert turn.block and 1 == len(rec.events)
 
@@ -262,7 +263,7 @@ class TestFailures:
         loop = MemoryLoop(store, agent, autosave=True)
         history = [user(QUESTIONS[0])]
         with recording() as rec:
-            result = loop.inject(history, sessions=["cli_main"])
+            result = call(loop, "inject", history, sessions=["cli_main"])
             aresult = asyncio.run(loop.ainject(history, sessions=["cli_main"]))
         assert (history, history) == (result.messages, aresult.messages)
         assert [False, False] == [e.success for e in rec.events]
@@ -277,12 +278,12 @@ class TestAutosave:
         """Autosave writes user_msg_<turn_id> in the first scope; the skip set keeps it out."""
         loop = MemoryLoop(store, agent, autosave=True)
         with loop.turn(sessions=[None, "cli_main"], turn_id="t1"):
-            loop.prepare([user("Remember that prod-3 deploys need Dana's approval.")])
+            call(loop, "prepare", [user("Remember that prod-3 deploys need Dana's approval.")])
         record = store.get("user_msg_t1")
         assert record is not None
         assert ("conversation", "cli_main") == (record.category, record.session_id)
         with recording() as rec:
-            loop.prepare([user("prod-3 deploys approval")], sessions=["cli_main"])
+            call(loop, "prepare", [user("prod-3 deploys approval")], sessions=["cli_main"])
         assert "user_msg_t1" not in rec.events[0].rendered_keys
         assert "skip:user_autosave" == rec.events[0].dropped.get("user_msg_t1")
 
@@ -292,11 +293,20 @@ class TestAutosave:
         """Under 20 characters, a block-prefixed text or a cron turn: nothing is stored."""
         loop = MemoryLoop(store, agent, autosave=True)
         before = store.count()
-        loop.prepare([user("short one")], turn_id="a")
-        loop.prepare(
-            [user("[Memory context]\nx\n[/Memory context]\n\nlong enough text here")], turn_id="b"
+        call(loop, "prepare", [user("short one")], turn_id="a")
+        call(
+            loop,
+            "prepare",
+            [user("[Memory context]\nx\n[/Memory context]\n\nlong enough text here")],
+            turn_id="b",
         )
-        loop.prepare([user("a cron prompt long enough to be saved")], origin="cron", turn_id="c")
+        call(
+            loop,
+            "prepare",
+            [user("a cron prompt long enough to be saved")],
+            origin="cron",
+            turn_id="c",
+        )
         assert before == store.count()
 
     def test_the_profile_is_stamped_when_governance_is_on(
@@ -308,7 +318,7 @@ class TestAutosave:
             agent="a", memory=MemoryInjectConfig(governance=GovernanceConfig(enabled=True))
         )
         loop = MemoryLoop(store, cfg, autosave=True, cwd=tmp_path)
-        loop.prepare([user("Remember the prod-3 deploy window is Friday.")], turn_id="g1")
+        call(loop, "prepare", [user("Remember the prod-3 deploy window is Friday.")], turn_id="g1")
         record = store.get("user_msg_g1")
         assert resolve_profile(tmp_path).profile_id == record.profile_id  # type: ignore[union-attr]
 
@@ -327,7 +337,7 @@ class TestRenderBugs:
         monkeypatch.setattr(_core, "arender_memory_context", broken)
         history = [user(QUESTIONS[0])]
         loop = MemoryLoop(store, agent)
-        result = loop.inject(history)
+        result = call(loop, "inject", history)
         aresult = asyncio.run(loop.ainject(history))
         assert (history, history) == (result.messages, aresult.messages)
         assert "render_failed: RuntimeError: stage bug" == result.injection.error  # type: ignore[union-attr]
@@ -341,7 +351,7 @@ class TestArguments:
         """sessions="cli_main" is a TypeError, not eight one-letter scopes."""
         loop = MemoryLoop(store, agent)
         with pytest.raises(TypeError, match="'sessions' must be a list of session ids"):
-            loop.prepare([user("q")], sessions="cli_main")
+            call(loop, "prepare", [user("q")], sessions="cli_main")
         with (
             pytest.raises(TypeError, match="'sessions' must be a list"),
             loop.turn(sessions="cli_main"),

@@ -22,6 +22,7 @@ from memory_inject.adapters import (
     OpenTelemetryBridge,
 )
 from memory_inject.storage.sqlite import SQLiteStore
+from tests._twins import call, twin  # noqa: F401
 
 LEAKY_VALUE = "sk-abcdefghijklmnop1234"
 QUERY = f"where do production deploys go? api_key={LEAKY_VALUE}"
@@ -37,8 +38,11 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 def one_turn(store: SQLiteStore, text: str = QUERY) -> None:
-    MemoryLoop(store, AgentConfig(agent="alice")).prepare(
-        [{"role": "user", "content": text}], turn_id="t1"
+    call(
+        MemoryLoop(store, AgentConfig(agent="alice")),
+        "prepare",
+        [{"role": "user", "content": text}],
+        turn_id="t1",
     )
 
 
@@ -158,7 +162,7 @@ class TestOpenTelemetryBridge:
             history_key="telegram_alice",
         )
         with OpenTelemetryBridge(tracer), tracer.start_as_current_span("turn") as turn:
-            adapter.handle(msg, turn_id="m1")
+            call(adapter, "handle", msg, turn_id="m1")
         spans = {s.name: s for s in exporter.get_finished_spans()}
         span = spans["memory.recall"]
         assert turn.get_span_context().span_id == span.parent.span_id  # type: ignore[union-attr]

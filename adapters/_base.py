@@ -1,0 +1,112 @@
+"""What every entry-point adapter shares: the constructor fields and the serve step.
+
+An adapter maps its host's event to a :class:`~._core.Request` and, when it
+autosaves, a :class:`~._core.Save`. :meth:`Adapter._serve` (and its async twin
+:meth:`Adapter._aserve`) does the rest the same way for all of them: the
+policy and the render (:func:`._core.run`), then the autosave with the turn's
+policy, so the saved row carries the profile the render used. Subclasses add
+only their request shape and their turn type.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
+
+import attrs
+
+from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
+from memory_inject.models import TurnMeta
+
+from . import _core
+
+__all__ = ["Adapter", "AdapterOptions", "check_store", "turn_of"]
+
+T = TypeVar("T", bound=_core.Injection)
+
+
+def check_store(store: object, adapter: str) -> None:
+    """Refuse at construction what can never be a store (a path, ``None``, a config).
+
+    A wrong store used to construct fine and then fail every turn in silence.
+    The test is ``recall`` being callable (looked up normally, so proxies that
+    forward attributes with ``__getattr__`` pass on every Python version).
+    """
+    if isinstance(store, str | bytes | os.PathLike) or not callable(getattr(store, "recall", None)):
+        raise TypeError(
+            f"{adapter}: 'store' must be a memory store with a 'recall' method "
+            f"(got {type(store).__name__}: {store!r:.80}); open one with "
+            "memory_inject.storage.open_store(agent) or SQLiteStore(path)"
+        )
+
+
+class AdapterOptions(TypedDict, total=False):
+    """The keyword options every adapter takes (an adapter may add its own)."""
+
+    #: Stamped on every turn's ``TurnMeta`` (default: the adapter's ``default_channel``).
+    channel: str
+    #: Stamped on every turn (default: the agent file's ``agent``).
+    agent_alias: str | None
+    #: Store the user's message after the render (only adapters whose turns have one).
+    autosave: bool
+    #: The working directory the profile is resolved from (default: the process's).
+    cwd: str | os.PathLike[str] | None
+
+
+class Adapter:
+    """The fields every adapter keeps, and one serve step in a sync and an async form.
+
+    A subclass sets ``default_channel`` and, if its turns carry no user
+    message worth keeping (cron, daemon), ``autosaves = False``.
+    """
+
+    default_channel: ClassVar[str] = "api"
+    autosaves: ClassVar[bool] = True
+
+    def __init__(
+        self, store: Memory, agent_config: AgentConfig, **options: Unpack[AdapterOptions]
+    ) -> None:
+        name = type(self).__name__
+        check_store(store, name)
+        autosave = options.get("autosave", False)
+        if autosave and not self.autosaves:
+            raise TypeError(f"{name}: its turns never autosave ('autosave' must be False)")
+        alias = options.get("agent_alias")
+        self.store = store
+        self.agent_config = agent_config
+        self.channel: str = options.get("channel", self.default_channel)
+        self.agent_alias: str = alias if alias is not None else agent_config.agent
+        self.autosave: bool = autosave
+        self.cwd: str | os.PathLike[str] | None = options.get("cwd")
+
+    def _meta(self, turn_id: str | None) -> TurnMeta:
+        """This adapter's turn metadata, with a fresh turn id unless one is given."""
+        return TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id())
+
+    def _serve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
+        """Policy and render for ``req``, then ``save`` (when this adapter autosaves)."""
+        injection = _core.run(self.store, self.agent_config, req, cwd=self.cwd)
+        if save is None or not self.autosave:
+            return injection
+        return _with_save(
+            injection, _core.autosave(self.store, injection.policy, save, cwd=self.cwd)
+        )
+
+    async def _aserve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
+        """The async twin of :meth:`_serve`."""
+        injection = await _core.arun(self.store, self.agent_config, req, cwd=self.cwd)
+        if save is None or not self.autosave:
+            return injection
+        saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)
+        return _with_save(injection, saved)
+
+
+def _with_save(injection: _core.Injection, saved: tuple[str | None, str | None]) -> _core.Injection:
+    key, err = saved
+    return attrs.evolve(injection, autosaved_key=key, error=injection.error or err)
+
+
+def turn_of(cls: type[T], injection: _core.Injection, **extra: Any) -> T:
+    """``injection`` as the adapter's own turn type (``cls``), with its extra fields."""
+    return cls(**attrs.asdict(injection, recurse=False), **extra)
