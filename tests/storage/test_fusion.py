@@ -31,7 +31,9 @@ class TestWeighted:
     def test_tiny_keyword_max_is_not_amplified(self) -> None:
         """A keyword batch max below epsilon is treated as 1 when vectors are present."""
         got = dict(fuse([("a", 1e-15)], [("b", 0.5)], W, 5))
-        assert (pytest.approx(0.0, abs=1e-12), 0.5) == (got["a"], got["b"])
+        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a tuple
+        expected: tuple[object, float] = (pytest.approx(0.0, abs=1e-12), 0.5)
+        assert expected == (got["a"], got["b"])
 
     def test_ties_break_by_id(self) -> None:
         """Equal scores are ordered by id ascending."""
@@ -51,7 +53,9 @@ class TestWeighted:
     def test_weights_are_configurable(self) -> None:
         """The vector and keyword weights set the mix for ids found by both."""
         f = Fusion(vector_weight=1.0, keyword_weight=1.0)
-        assert [("a", pytest.approx(0.75))] == fuse([("a", 1.0)], [("a", 0.5)], f, 5)
+        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a list
+        expected: list[tuple[str, object]] = [("a", pytest.approx(0.75))]
+        assert expected == fuse([("a", 1.0)], [("a", 0.5)], f, 5)
 
 
 class TestRrf:
