@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory_inject.storage.fusion import Fusion, fuse
@@ -93,10 +95,10 @@ class TestFusionOptions:
             ({"rrf_k": True}, "'rrf_k' must be an integer"),
         ],
     )
-    def test_bad_values_are_rejected(self, kwargs: dict[str, object], message: str) -> None:
+    def test_bad_values_are_rejected(self, kwargs: dict[str, Any], message: str) -> None:
         """Each bad option is a ValueError naming the field and the value."""
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            Fusion(**kwargs)  # type: ignore[arg-type]
+            Fusion(**kwargs)
 
     def test_defaults_are_the_spec(self) -> None:
         """Weighted fusion, 0.7 / 0.3, k = 60, hybrid search."""

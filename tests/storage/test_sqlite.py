@@ -28,9 +28,9 @@ from memory_inject.storage.sqlite import SQLiteStore
 
 
 @contextlib.contextmanager
-def raw(path: Path, **kwargs: object) -> Iterator[sqlite3.Connection]:
+def raw(path: Path, *, check_same_thread: bool = True) -> Iterator[sqlite3.Connection]:
     """A plain sqlite3 connection that is always closed."""
-    conn = sqlite3.connect(path, isolation_level=None, **kwargs)  # type: ignore[call-overload]
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     try:
         yield conn
     finally:
@@ -343,6 +343,7 @@ class TestEmbeddings:
 
     def test_wrong_shape_is_an_embedder_error(self, db: Path) -> None:
         """An embedder that returns non-numbers fails the write with EmbedderError."""
+        # BrokenEmbedder is deliberately not an Embedder (its vectors are not floats).
         with SQLiteStore(db, embedder=BrokenEmbedder()) as s:  # type: ignore[arg-type]
             with pytest.raises(EmbedderError, match="broken"):
                 s.store("k", "v")
@@ -352,6 +353,7 @@ class TestEmbeddings:
         """At recall the same failure falls back to keywords and is reported."""
         with SQLiteStore(db) as s:
             s.store("k", "keyword match")
+        # BrokenEmbedder is deliberately not an Embedder (its vectors are not floats).
         with SQLiteStore(db, embedder=BrokenEmbedder()) as s:  # type: ignore[arg-type]
             got = [e.key for e in s.recall("keyword", 5)]
             assert (["k"], True) == (
@@ -390,7 +392,9 @@ class TestBuildFtsQuery:
     def test_max_terms_bounds_the_query(self) -> None:
         """A pasted log is cut to ``max_terms`` words."""
         text = " ".join(f"w{i}" for i in range(100))
-        assert 3 == len(build_fts_query(text, max_terms=3).split(" OR "))  # type: ignore[union-attr]
+        query = build_fts_query(text, max_terms=3)
+        assert query is not None
+        assert 3 == len(query.split(" OR "))
 
     @pytest.mark.parametrize(
         "prompt",
