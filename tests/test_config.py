@@ -338,7 +338,7 @@ class TestChoices:
     def test_groups_must_be_their_class(self) -> None:
         """Programmatic construction rejects a group that is not its config class."""
         with pytest.raises(TypeError, match="budget"):
-            MemoryInjectConfig(budget=None)  # type: ignore[arg-type]
+            MemoryInjectConfig(budget=None)  # type: ignore[arg-type]  # deliberately not a group
 
     def test_origins_take_part_in_equality(self) -> None:
         """Two configs that differ only per origin are not equal."""

@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject import MemoryInjectConfig, render_memory_context, resolve_inject_policy
+from memory_inject import (
+    MemoryInjectConfig,
+    MemoryRecall,
+    render_memory_context,
+    resolve_inject_policy,
+)
 from memory_inject.config import GovernanceConfig, TrivialPromptConfig
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -38,6 +43,7 @@ class TestGovernanceRender:
             profile="project:app",
             cwd=tmp_path,
         )
+        assert isinstance(out.event, MemoryRecall)
         dropped = out.event.dropped
         assert "status:deprecated" == dropped["old"]
         assert "profile_mismatch:project:other" == dropped["other"]

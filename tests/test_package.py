@@ -10,6 +10,7 @@ from pathlib import Path
 import memory_inject
 from memory_inject import MemoryInjectConfig
 from memory_inject.demo import DEMO_TURNS, open_demo_store, run_demo
+from memory_inject.storage.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 # models -> config -> policy -> stages -> pipeline -> adapters; storage sees only models/errors.
@@ -168,6 +169,7 @@ class TestDemo:
         """The demo seeds the store, renders blocks and never shows chat rows to cron."""
         now = datetime.now(UTC)
         store = open_demo_store(tmp_path / "demo.db", now)
+        assert isinstance(store, SQLiteStore)  # SQLite ships with the package
         out = io.StringIO()
         try:
             rendered = run_demo(store, MemoryInjectConfig(), out, now)

@@ -18,6 +18,7 @@ from memory_inject import (
     InMemoryStore,
     MemoryEntry,
     MemoryInjectConfig,
+    RenderResult,
     RerankConfig,
     TurnMeta,
     TurnOrigin,
@@ -27,7 +28,7 @@ from memory_inject import (
 )
 from memory_inject.config import PlanQueryConfig, RecallPlanConfig
 from memory_inject.policy import direct_policy
-from memory_inject.signals import MemorySkipped, memory_skipped
+from memory_inject.signals import MemoryRecall, MemorySkipped, memory_skipped
 from memory_inject.testing import FixtureMemory, recording
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -69,7 +70,9 @@ def mode(request: pytest.FixtureRequest) -> Iterator[str]:
     _MODE["async"] = False
 
 
-def render(mem: Any, query: str = "q", *, exclude_conversation: bool = False, **kw: Any) -> Any:
+def render(
+    mem: Any, query: str = "q", *, exclude_conversation: bool = False, **kw: Any
+) -> RenderResult:
     """Render in the current mode; ``exclude_conversation`` builds a direct policy."""
     kw.setdefault("now", NOW)
     if exclude_conversation:
@@ -279,6 +282,7 @@ class TestSpecRerank:
         assert [1024] == mem.limits
         assert "overflow" not in [e.key for e in out.entries]
         assert 4 == len(out.entries)
+        assert isinstance(out.event, MemoryRecall)
         assert "rerank:pool_cap" == out.event.dropped["overflow"]
 
     def test_rerank_output_still_flows_through_budget_caps(self) -> None:
@@ -367,7 +371,8 @@ class TestOriginsEndToEnd:
     @pytest.mark.parametrize("origin", [TurnOrigin.CRON, TurnOrigin.DAEMON])
     def test_scheduled_turns_never_see_conversation(self, origin: TurnOrigin) -> None:
         """Cron and daemon get facts and notes but never chat rows, with or without session."""
-        for sessions in ([None], ["s1"]):
+        cases: tuple[list[str | None], ...] = ([None], ["s1"])
+        for sessions in cases:
             text = self.run(origin, sessions)
             assert "- fact: server is prod-3\n" in text and "we said hi" not in text
 
@@ -401,6 +406,7 @@ class TestOriginsEndToEnd:
         out = render(FixtureMemory({None: rows}), config=cfg)
         assert 0 < count_tokens(out.text, "cl100k_base") <= 100
         assert 2 == len(out.entries)
+        assert isinstance(out.event, MemoryRecall)
         assert out.event.rendered_tokens == count_tokens(out.text, "cl100k_base")
         assert "budget:max_total_tokens" == out.event.dropped["k2"]
 
@@ -507,6 +513,7 @@ class TestTwins:
         out = render(_DegradingStore(), "prod", config=cfg)
         assert "" == out.text
         assert not out.success
+        assert isinstance(out.event, MemoryRecall)
         assert "embedder_failed" in (out.event.error or "")
 
     def test_a_skip_policy_announces_the_skip_and_touches_no_store(self) -> None:

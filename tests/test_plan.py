@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory_inject import MemoryEntry, MemoryInjectConfig, render_memory_context
+from memory_inject import MemoryEntry, MemoryInjectConfig, MemoryRecall, render_memory_context
 from memory_inject.config import PlanQueryConfig, RecallPlanConfig
 from memory_inject.plan import (
     FOUNDER_OS_PLAN,
@@ -171,7 +171,7 @@ class TestDeadline:
             name = "half"
 
             def recall(
-                self, q: str, limit: int, *, session_id: str | None = None, **kw: Any
+                self, query: str, limit: int, *, session_id: str | None = None, **kw: Any
             ) -> Sequence[MemoryEntry]:
                 if session_id == "slow":
                     time.sleep(2.0)
@@ -180,6 +180,7 @@ class TestDeadline:
         cfg = MemoryInjectConfig(deadline_ms=200)
         out = render_memory_context(Half(), "q", sessions=["fast", "slow"], config=cfg, now=NOW)
         assert ["fast"] == [x.key for x in out.entries]
+        assert isinstance(out.event, MemoryRecall)
         assert out.event.partial and out.event.success
 
     def test_no_deadline_runs_inline(self) -> None:

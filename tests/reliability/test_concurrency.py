@@ -123,6 +123,7 @@ class Renderer:
                 with self.lock:
                     self.failures.append(exc)
                 return
+            assert isinstance(out.event, MemoryRecall)  # no policy or origin: every turn injects
             with self.lock:
                 self.events.append(out.event)
 

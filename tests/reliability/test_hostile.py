@@ -320,6 +320,7 @@ class TestBracketBlock:
         )
         cfg = attrs.evolve(config("bracket"), contain_content=contain)
         out = render_memory_context(store, "", config=cfg, now=NOW)
+        assert isinstance(out.event, MemoryRecall)
         assert ("", {"replay": "skip:autosave_content"}) == (out.text, dict(out.event.dropped))
 
     def test_content_cannot_fake_an_early_close(self, store_of: Any) -> None:
@@ -530,6 +531,7 @@ class TestUntrustedKeysAndSessions:
         """FTS operators, quotes, NUL and controls in the prompt never make the store fail."""
         store = store_of(rows)
         out = render_memory_context(store, query, config=config("bracket"), now=NOW)
+        assert isinstance(out.event, MemoryRecall)
         assert (True, None) == (out.event.success, out.event.error)
         assert {e.key for e in out.entries} <= {r["key"] for r in rows}
 

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from attrs import frozen
@@ -36,11 +36,17 @@ from memory_inject import (
     render_memory_context,
     resolve_inject_policy,
 )
-from memory_inject.adapters.channel import InboundMessage, session_scopes
 from memory_inject.config import GovernanceConfig
 from memory_inject.policy import has_session
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+
+if TYPE_CHECKING:
+    # The adapters ship as memory_inject.adapters from the top-level adapters/ folder
+    # (package-dir); type checkers read the folder, which has no such mapping.
+    from adapters.channel import InboundMessage, session_scopes
+else:
+    from memory_inject.adapters.channel import InboundMessage, session_scopes
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 NAMESPACES = ("alice-bot", "ops-bot")

@@ -186,7 +186,7 @@ class ScratchPostgresStore(PostgresStore):
 
 def make_postgres_store(
     dsn: str, *, same_database_as: ScratchPostgresStore | None = None, **kwargs: Any
-) -> PostgresStore:
+) -> ScratchPostgresStore:
     """A :class:`PostgresStore` on a fresh database of the server at ``dsn``.
 
     ``same_database_as`` opens a second store on another store's database

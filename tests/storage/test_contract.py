@@ -537,7 +537,9 @@ class TestHybridRecall:
         s.store("a", "kubernetes cluster upgrade runbook")
         s.store("b", "kubernetes pod restarts")
         got = s.recall("kubernetes cluster upgrade", 5)
-        assert ("a", 1.0, True) == (
+        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a tuple
+        expected: tuple[str, object, bool] = ("a", 1.0, True)
+        assert expected == (
             got[0].key,
             pytest.approx(got[0].score),
             all(0.0 <= e.score <= 1.0 for e in got),

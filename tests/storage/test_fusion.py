@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memory_inject.storage.fusion import Fusion, fuse
@@ -31,7 +33,9 @@ class TestWeighted:
     def test_tiny_keyword_max_is_not_amplified(self) -> None:
         """A keyword batch max below epsilon is treated as 1 when vectors are present."""
         got = dict(fuse([("a", 1e-15)], [("b", 0.5)], W, 5))
-        assert (pytest.approx(0.0, abs=1e-12), 0.5) == (got["a"], got["b"])
+        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a tuple
+        expected: tuple[object, float] = (pytest.approx(0.0, abs=1e-12), 0.5)
+        assert expected == (got["a"], got["b"])
 
     def test_ties_break_by_id(self) -> None:
         """Equal scores are ordered by id ascending."""
@@ -51,7 +55,9 @@ class TestWeighted:
     def test_weights_are_configurable(self) -> None:
         """The vector and keyword weights set the mix for ids found by both."""
         f = Fusion(vector_weight=1.0, keyword_weight=1.0)
-        assert [("a", pytest.approx(0.75))] == fuse([("a", 1.0)], [("a", 0.5)], f, 5)
+        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a list
+        expected: list[tuple[str, object]] = [("a", pytest.approx(0.75))]
+        assert expected == fuse([("a", 1.0)], [("a", 0.5)], f, 5)
 
 
 class TestRrf:
@@ -89,10 +95,10 @@ class TestFusionOptions:
             ({"rrf_k": True}, "'rrf_k' must be an integer"),
         ],
     )
-    def test_bad_values_are_rejected(self, kwargs: dict[str, object], message: str) -> None:
+    def test_bad_values_are_rejected(self, kwargs: dict[str, Any], message: str) -> None:
         """Each bad option is a ValueError naming the field and the value."""
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            Fusion(**kwargs)  # type: ignore[arg-type]
+            Fusion(**kwargs)
 
     def test_defaults_are_the_spec(self) -> None:
         """Weighted fusion, 0.7 / 0.3, k = 60, hybrid search."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 
@@ -11,7 +12,23 @@ from memory_inject.exceptions import EmbedderError
 from memory_inject.storage import InMemoryStore, SQLiteStore, open_store
 
 
-def agent(**backend: object) -> AgentConfig:
+class _Backend(TypedDict, total=False):
+    """The keys of memory.backend (BackendConfig's fields)."""
+
+    kind: str
+    path: str
+    dsn: str | None
+    namespace: str
+    search_mode: str
+    embedder: str
+    embedder_model: str | None
+    fusion: str
+    vector_weight: float
+    keyword_weight: float
+    rrf_k: int
+
+
+def agent(**backend: Unpack[_Backend]) -> AgentConfig:
     """An agent whose memory.backend has the given keys."""
     return AgentConfig(agent="a", memory=MemoryInjectConfig(backend=BackendConfig(**backend)))
 
@@ -20,8 +37,8 @@ class TestOpenStore:
     def test_default_is_sqlite_under_base_dir(self, tmp_path: Path) -> None:
         """With no backend section, SQLite opens at .memory/memory.db relative to base_dir."""
         store = open_store(AgentConfig(agent="a"), tmp_path)
+        assert isinstance(store, SQLiteStore)
         try:
-            assert isinstance(store, SQLiteStore)
             assert str(tmp_path / ".memory" / "memory.db") == store.path
             assert "default" == store.namespace
         finally:
@@ -31,6 +48,7 @@ class TestOpenStore:
         """An absolute path ignores base_dir; the namespace is the backend's."""
         db = tmp_path / "abs.db"
         store = open_store(agent(path=str(db), namespace="ops"), base_dir=tmp_path / "elsewhere")
+        assert isinstance(store, SQLiteStore)
         try:
             assert (str(db), "ops") == (store.path, store.namespace)
         finally:

@@ -97,7 +97,9 @@ class TestStoreOpen:
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             check_pgvector(conn)
-            cosine, cast = conn.execute(SMOKE_QUERY).fetchone()  # type: ignore[misc]
+            row = conn.execute(SMOKE_QUERY).fetchone()
+            assert row is not None
+            cosine, cast = row
         assert 0.0 < cosine < 1.0
         assert abs(cast) < 1e-9
 

@@ -60,6 +60,13 @@ def _scalar(dsn: str, query: str, params: Sequence[Any] = ()) -> Any:
     return None if row is None else row[0]
 
 
+def _stored(store: PostgresStore, key: str) -> MemoryRecord:
+    """The live record under ``key``, which the test has stored (``get`` is never None here)."""
+    rec = store.get(key)
+    assert rec is not None
+    return rec
+
+
 def _versions(dsn: str, table: str = "memories") -> list[int]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(f"SELECT version FROM {table}_schema_version ORDER BY 1").fetchall()
@@ -83,7 +90,7 @@ class TestMigrations:
         first.close()
         second = open_store()
         assert [m[0] for m in MIGRATIONS] == _versions(db)
-        assert "kept across reopen" == second.get("k").content  # type: ignore[union-attr]
+        assert "kept across reopen" == _stored(second, "k").content
 
     def test_concurrent_open(self, db: str) -> None:
         """Eight stores opening one new table at once all succeed; it migrates once."""
@@ -177,7 +184,7 @@ class TestVectors:
         got = store.recall("postgresql production", 5)
         assert ["db"] == [e.key for e in got]
         assert "keyword" == store.last_recall_info.strategy
-        assert written.embedding == store.get("db").embedding  # type: ignore[union-attr]
+        assert written.embedding == _stored(store, "db").embedding
         assert 64 == len(written.embedding or ())
 
     def test_embedding_round_trips_exactly(self, open_store: Factory) -> None:
@@ -189,7 +196,7 @@ class TestVectors:
         store.export_jsonl(buf)
         assert (float32(vec), float32(vec), list(float32(vec))) == (
             written.embedding,
-            store.get("v").embedding,  # type: ignore[union-attr]
+            _stored(store, "v").embedding,
             json.loads(buf.getvalue())["embedding"],
         )
 
@@ -322,7 +329,7 @@ class TestConcurrency:
             t.join()
         assert [] == errors
         assert 1 + 8 * per_thread == store.count()
-        assert 8 * per_thread == store.get("shared").times_used  # type: ignore[union-attr]
+        assert 8 * per_thread == _stored(store, "shared").times_used
 
     def test_bulk_import_is_atomic(self, open_store: Factory) -> None:
         """A bad line anywhere leaves the table as it was."""
@@ -387,10 +394,12 @@ class TestFaults:
             victims = 0
             while not victims and time.monotonic() < deadline:
                 time.sleep(0.05)
-                victims = locker.execute(
+                row = locker.execute(
                     "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
                     "WHERE datname = current_database() AND wait_event_type = 'Lock'"
-                ).fetchone()[0]  # type: ignore[index]
+                ).fetchone()
+                assert row is not None  # an aggregate always returns one row
+                victims = row[0]
             worker.join(10)
             locker.rollback()
         assert 1 == victims

@@ -28,9 +28,9 @@ from memory_inject.storage.sqlite import SQLiteStore
 
 
 @contextlib.contextmanager
-def raw(path: Path, **kwargs: object) -> Iterator[sqlite3.Connection]:
+def raw(path: Path, *, check_same_thread: bool = True) -> Iterator[sqlite3.Connection]:
     """A plain sqlite3 connection that is always closed."""
-    conn = sqlite3.connect(path, isolation_level=None, **kwargs)  # type: ignore[call-overload]
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=check_same_thread)
     try:
         yield conn
     finally:
@@ -40,6 +40,13 @@ def raw(path: Path, **kwargs: object) -> Iterator[sqlite3.Connection]:
 def pragma(path: Path, name: str) -> object:
     with raw(path) as conn:
         return conn.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+def stored(store: SQLiteStore, key: str) -> MemoryRecord:
+    """The live record under ``key``, which the test has stored (``get`` is never None here)."""
+    rec = store.get(key)
+    assert rec is not None
+    return rec
 
 
 @pytest.fixture
@@ -307,7 +314,7 @@ class TestSqliteRecall:
         line = json.dumps({"key": "k", "content": "shared fact", "namespace": "elsewhere"})
         with SQLiteStore(db, namespace="mine") as s:
             s.import_jsonl(io.StringIO(line))
-            assert "mine" == s.get("k").namespace
+            assert "mine" == stored(s, "k").namespace
 
     def test_duplicate_id_is_a_value_error(self, db: Path) -> None:
         """Two keys cannot share an id within a namespace."""
@@ -336,6 +343,7 @@ class TestEmbeddings:
 
     def test_wrong_shape_is_an_embedder_error(self, db: Path) -> None:
         """An embedder that returns non-numbers fails the write with EmbedderError."""
+        # BrokenEmbedder is deliberately not an Embedder (its vectors are not floats).
         with SQLiteStore(db, embedder=BrokenEmbedder()) as s:  # type: ignore[arg-type]
             with pytest.raises(EmbedderError, match="broken"):
                 s.store("k", "v")
@@ -345,6 +353,7 @@ class TestEmbeddings:
         """At recall the same failure falls back to keywords and is reported."""
         with SQLiteStore(db) as s:
             s.store("k", "keyword match")
+        # BrokenEmbedder is deliberately not an Embedder (its vectors are not floats).
         with SQLiteStore(db, embedder=BrokenEmbedder()) as s:  # type: ignore[arg-type]
             got = [e.key for e in s.recall("keyword", 5)]
             assert (["k"], True) == (
@@ -383,7 +392,9 @@ class TestBuildFtsQuery:
     def test_max_terms_bounds_the_query(self) -> None:
         """A pasted log is cut to ``max_terms`` words."""
         text = " ".join(f"w{i}" for i in range(100))
-        assert 3 == len(build_fts_query(text, max_terms=3).split(" OR "))  # type: ignore[union-attr]
+        query = build_fts_query(text, max_terms=3)
+        assert query is not None
+        assert 3 == len(query.split(" OR "))
 
     @pytest.mark.parametrize(
         "prompt",
@@ -428,7 +439,7 @@ class TestPlanQueries:
 
     def test_founder_os_preset_end_to_end_on_sqlite(self, tmp_path: Path) -> None:
         """The preset resolves the company from an email, merges three queries, marks usage."""
-        from memory_inject import MemoryInjectConfig, render_memory_context
+        from memory_inject import MemoryInjectConfig, MemoryRecall, render_memory_context
         from memory_inject.config import RecallPlanConfig
         from memory_inject.embedders import HashingEmbedder
         from memory_inject.storage.sqlite import SQLiteStore
@@ -457,13 +468,14 @@ class TestPlanQueries:
                 s, "draft the renewal email to jane@acme.io", config=cfg, source="P10"
             )
             assert {"acme-terms", "renewal"} == {e.key for e in out.entries}
+            assert isinstance(out.event, MemoryRecall)
             assert "status:candidate" == out.event.dropped["cand"]
-            assert [1, 1] == [s.get(k).times_used for k in ("acme-terms", "renewal")]
-            assert 0 == s.get("cand").times_used
+            assert [1, 1] == [stored(s, k).times_used for k in ("acme-terms", "renewal")]
+            assert 0 == stored(s, "cand").times_used
 
     def test_preset_without_embedder_runs_the_other_queries(self, tmp_path: Path) -> None:
         """No embedder: the semantic query is dropped and said so; entity and plugin still run."""
-        from memory_inject import MemoryInjectConfig, render_memory_context
+        from memory_inject import MemoryInjectConfig, MemoryRecall, render_memory_context
         from memory_inject.config import RecallPlanConfig
         from memory_inject.storage.sqlite import SQLiteStore
 
@@ -474,6 +486,7 @@ class TestPlanQueries:
             )
             out = render_memory_context(s, "draft the renewal email", config=cfg, source="P10")
             assert ["renewal"] == [e.key for e in out.entries]
+            assert isinstance(out.event, MemoryRecall)
             assert "embedder_failed" in (out.event.error or "")
 
 
@@ -490,7 +503,8 @@ class TestSpecSqliteThroughRerank:
             got = s.recall("lifetimes", 5)
             scores = [e.score for e in got]
             assert all(x is not None and 0.0 <= x <= 1.0 for x in scores)
-            assert scores == sorted(scores, reverse=True)
+            known = [x for x in scores if x is not None]  # all of them, as just asserted
+            assert scores == sorted(known, reverse=True)
             cfg = MemoryInjectConfig(rerank=RerankConfig(enabled=True, strategy="none"))
             out = render_memory_context(s, "lifetimes", config=cfg)
             assert ["best_match", "supporting_match"] == [e.key for e in out.entries]
