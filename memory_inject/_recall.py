@@ -25,6 +25,7 @@ from memory_inject.contract import (
     SupportsEntities,
     SupportsFilteredRecall,
     SupportsRecallInfo,
+    supports,
 )
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
@@ -107,7 +108,7 @@ def describe(exc: BaseException) -> str:
 
 
 def _degraded_flag(memory: Memory) -> str | None:
-    if not isinstance(memory, SupportsRecallInfo):
+    if not supports(memory, SupportsRecallInfo):
         return None
     info = memory.last_recall_info
     flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
@@ -118,7 +119,7 @@ def _filtered(
     memory: Memory, limit: int, scope: str | None, field: str, value: str
 ) -> Sequence[MemoryEntry]:
     """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
-    if isinstance(memory, SupportsFilteredRecall):
+    if supports(memory, SupportsFilteredRecall):
         return memory.recall_where(None, limit, session_id=scope, **{field: value})
     rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
     hits = []
@@ -137,9 +138,15 @@ def build_calls(
     scopes: tuple[str | None, ...],
     plan: RecallPlan | None,
     source: str | None,
+    *,
+    asynchronous: bool = False,
 ) -> list[Call]:
-    """The store calls of one render, in the order their results take precedence."""
-    arecall = memory.arecall if isinstance(memory, SupportsAsyncRecall) else None
+    """The store calls of one render, in the order their results take precedence.
+
+    ``asynchronous`` also prepares the ``arecall`` twin of each default call
+    (where the store has one), for the async runner.
+    """
+    arecall = memory.arecall if asynchronous and supports(memory, SupportsAsyncRecall) else None
     if plan is None:
         return [
             Call(
@@ -155,10 +162,10 @@ def build_calls(
     calls: list[Call] = []
     entity_ids: list[str] = []
     if any(q.source == "entity" for q in plan.queries):
-        names = dict(memory.known_entities()) if isinstance(memory, SupportsEntities) else {}
+        names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
         found = extract_entities(query, names.keys())
         entity_ids = [names[c] for c in found.companies]
-    where = memory.recall_where if isinstance(memory, SupportsFilteredRecall) else None
+    where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
     for sid in scopes:
         for q in plan.queries:
             fn: Callable[[], Any]

@@ -110,8 +110,21 @@ class MemoryEntry:
             object.__setattr__(self, "id", self.key)
 
     def with_score(self, score: float | None) -> MemoryEntry:
-        """A copy with another score (the pipeline never mutates an entry)."""
-        return attrs.evolve(self, score=score)
+        """A copy with another score (the pipeline never mutates an entry).
+
+        The same as ``attrs.evolve(self, score=score)`` but copies the already
+        converted fields instead of converting them again (decay and rerank
+        call this per entry, per turn).
+        """
+        new = object.__new__(type(self))
+        for name in _ENTRY_FIELDS:
+            _set(new, name, getattr(self, name))
+        _set(new, "score", _score(score))
+        return new
+
+
+_ENTRY_FIELDS = tuple(a.name for a in attrs.fields(MemoryEntry))
+_set = object.__setattr__
 
 
 @frozen(slots=True)

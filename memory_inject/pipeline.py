@@ -14,31 +14,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import attrs
-from attrs import field, frozen
+from attrs import define, field, frozen
 from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
 from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
 from memory_inject._text import scrub_credentials, truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
-from memory_inject.contract import Memory, SupportsUsage
+from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
 from memory_inject.profile import ProfileIdentity, turn_profile
 from memory_inject.render import get_renderer
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import ARM_NAMES, StageContext, StageTrace, stages_for
+from memory_inject.stages import StageContext, StageTrace, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
 
 _log = logging.getLogger("memory_inject")
 _QUERY_SUMMARY_CHARS = 200
+_NO_SCORES: Mapping[str, float | None] = MappingProxyType({})
 
 
 @frozen(slots=True)
@@ -108,9 +110,13 @@ def _policy(
     return resolve_inject_policy(origin, has_session=has_session(scopes), config=config)
 
 
-@frozen(slots=True)
+@define(slots=True)
 class _Turn:
-    """Everything one render knows before it recalls; built once, read by every step."""
+    """Everything one render knows before it recalls; built once, read by every step.
+
+    Not frozen only because a frozen attrs class pays a per-field ``__setattr__``
+    on the hot path; nothing assigns to it after ``_prepare``.
+    """
 
     memory: Memory
     query: str
@@ -145,13 +151,17 @@ def _prepare(
     source: str | None,
     cwd: str | os.PathLike[str] | None,
     profile: ProfileIdentity | str | None,
+    *,
+    asynchronous: bool = False,
 ) -> _Turn:
     scopes = tuple(sessions) or (None,)
     pol = _policy(policy, config, origin, scopes)
     cfg = pol.config
     plan = plan_for(cfg) if pol.inject else None
     calls = (
-        build_calls(memory, query, recall_limit_for(cfg), scopes, plan, source)
+        build_calls(
+            memory, query, recall_limit_for(cfg), scopes, plan, source, asynchronous=asynchronous
+        )
         if pol.inject
         else []
     )
@@ -210,7 +220,20 @@ async def arender_memory_context(
     profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
-    t = _prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
+    t = _prepare(
+        memory,
+        query,
+        sessions,
+        policy,
+        config,
+        origin,
+        turn,
+        now,
+        source,
+        cwd,
+        profile,
+        asynchronous=True,
+    )
     if not t.policy.inject:
         return _skipped(t)
     recalled = await run_async(memory, t.calls, t.deadline, t.plan)
@@ -221,7 +244,7 @@ async def arender_memory_context(
 
 
 def _mark_used(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
-    if not isinstance(memory, SupportsUsage):
+    if not supports(memory, SupportsUsage):
         return
     try:
         memory.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
@@ -246,13 +269,14 @@ def run_stages(
                 traces.append(StageTrace(named.name, n_in, n_out, res.dropped))
                 ctx = attrs.evolve(ctx, routed=routed)
             continue
-        for section, items in res.routed.items():
-            routed.setdefault(section, []).extend(items)
         if res.routed:
+            for section, items in res.routed.items():
+                routed.setdefault(section, []).extend(items)
             ctx = attrs.evolve(ctx, routed=routed)
-        scores = {e.key: e.score for e in res.survivors} if named.name in ARM_NAMES else {}
-        traces.append(StageTrace(named.name, len(current), len(res.survivors), res.dropped, scores))
-        current = res.survivors
+        survivors = res.survivors
+        scores = {e.key: e.score for e in survivors} if named.scored else _NO_SCORES
+        traces.append(StageTrace(named.name, len(current), len(survivors), res.dropped, scores))
+        current = survivors
     rendered = get_renderer(ctx.config.renderer)(ctx, current)
     traces.extend(rendered.traces)
     return rendered.text, rendered.entries, traces

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
+from memory_inject._cache import PerObject
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import TurnOrigin
 from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
@@ -98,9 +99,16 @@ def direct_policy(
     config: MemoryInjectConfig | None = None, *, exclude_conversation: bool = False
 ) -> InjectPolicy:
     """Inject with ``config`` as given: a render called without an origin (tools, tests)."""
-    return InjectPolicy(
-        True, exclude_conversation, None, None, config if config is not None else DEFAULT_CONFIG
-    )
+    cfg = config if config is not None else DEFAULT_CONFIG
+    if exclude_conversation:
+        return InjectPolicy(True, True, None, None, cfg)
+    return _direct(cfg)
+
+
+#: The common direct policy (conversation kept), one per config object.
+_direct: PerObject[MemoryInjectConfig, InjectPolicy] = PerObject(
+    lambda cfg: InjectPolicy(True, False, None, None, cfg)
+)
 
 
 def _is_trivial(config: MemoryInjectConfig, query: str) -> bool:

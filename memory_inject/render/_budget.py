@@ -79,10 +79,6 @@ class Frame:
     counted: bool
 
 
-def _as_is(text: str) -> str:
-    return text
-
-
 def budget_lines(
     entries: Sequence[MemoryEntry],
     budget: BudgetConfig,
@@ -90,7 +86,7 @@ def budget_lines(
     line: Callable[[MemoryEntry, str], str],
     *,
     cap: int,
-    prepare: Callable[[str], str] = _as_is,
+    prepare: Callable[[str], str] | None = None,
     order: Callable[[list[MemoryEntry]], list[MemoryEntry]] | None = None,
 ) -> Rendered:
     """Render the first ``cap`` entries one line each, within every budget, in ``order``.
@@ -109,8 +105,12 @@ def budget_lines(
     rendered: list[MemoryEntry] = []
     budget_dropped: dict[str, str] = {}
     stop: str | None = None
+    limit = budget.entry_max_chars
     for e in capped if order is None else order(capped):
-        text = line(e, truncate_with_ellipsis(prepare(e.content), budget.entry_max_chars))
+        content = e.content if prepare is None else prepare(e.content)
+        if len(content) > limit:
+            content = truncate_with_ellipsis(content, limit)
+        text = line(e, content)
         if stop is None and used + len(text) > budget.max_total_chars:
             stop = CHARS_REASON
         if (

@@ -21,11 +21,9 @@ module here, naming it in :func:`build_stages`, and copying a test from
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Sequence
-
 from attrs import frozen
 
+from memory_inject._cache import PerObject
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.stages._base import Stage, StageContext, StageResult, StageTrace, format_score
 from memory_inject.stages.filters import (
@@ -44,7 +42,6 @@ from memory_inject.stages.governance import RoutedScope, build_governance
 from memory_inject.stages.rerank import Rerank, rerank
 
 __all__ = [
-    "ARM_NAMES",
     "Decay",
     "NamedStage",
     "RelevanceFilter",
@@ -68,16 +65,15 @@ __all__ = [
     "stages_for",
 ]
 
-#: The trace names of the two arms; their traces carry the scores after the arm.
-ARM_NAMES = frozenset({"decay", "rerank"})
-
 
 @frozen
 class NamedStage:
-    """One stage of the chain and the name its trace carries."""
+    """One stage of the chain, the name its trace carries, and whether it records scores."""
 
     name: str
     stage: Stage
+    #: The arm's trace carries the scores after it (what the relevance floor then sees).
+    scored: bool = False
 
 
 def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
@@ -90,10 +86,12 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
         chain.append(NamedStage("routed_scope", RoutedScope(governance)))
     if config.rerank.enabled:
         arm = NamedStage(
-            "rerank", Rerank(config.rerank, config.recall_limit, config.min_relevance_score)
+            "rerank",
+            Rerank(config.rerank, config.recall_limit, config.min_relevance_score),
+            scored=True,
         )
     else:
-        arm = NamedStage("decay", Decay(config.decay.half_life_days))
+        arm = NamedStage("decay", Decay(config.decay.half_life_days), scored=True)
     chain.extend(
         (
             arm,
@@ -105,17 +103,5 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     return tuple(chain)
 
 
-# Built once per config object: configs are immutable, and a render must not
-# pay for building its chain. Keyed by identity, dropped with the config.
-_BUILT: dict[int, tuple[weakref.ref[MemoryInjectConfig], tuple[NamedStage, ...]]] = {}
-
-
-def stages_for(config: MemoryInjectConfig) -> Sequence[NamedStage]:
-    """:func:`build_stages` for ``config``, cached for the life of the config object."""
-    hit = _BUILT.get(id(config))
-    if hit is not None and hit[0]() is config:
-        return hit[1]
-    built = build_stages(config)
-    key = id(config)
-    _BUILT[key] = (weakref.ref(config, lambda _ref: _BUILT.pop(key, None)), built)
-    return built
+#: :func:`build_stages` for a config, built once for the life of the config object.
+stages_for: PerObject[MemoryInjectConfig, tuple[NamedStage, ...]] = PerObject(build_stages)

@@ -39,6 +39,7 @@ _CONVERSATION = MemoryCategory.CONVERSATION
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_WS = " \t\n\x0b\x0c\r"
+_AUTOSAVE_PREFIXES = ("[cron:", "[heartbeat task", "[distilled_", "[memory context]")
 
 
 def ascii_lower(text: str) -> str:
@@ -70,10 +71,7 @@ def skip_reason(key: str, content: str) -> str | None:
     if not c:
         return "skip:empty"
     low = ascii_lower(c)
-    if (
-        low.startswith(("[cron:", "[heartbeat task", "[distilled_", "[memory context]"))
-        or "distilled_index_sig:" in low
-    ):
+    if low.startswith(_AUTOSAVE_PREFIXES) or "distilled_index_sig:" in low:
         return "skip:autosave_content"
     if k.endswith("_history"):
         return "skip:history"
@@ -159,7 +157,7 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
     """
     own = {s for s in ctx.sessions if s is not None}
     if not own:
-        return StageResult(list(entries))
+        return StageResult(entries if isinstance(entries, list) else list(entries))
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
