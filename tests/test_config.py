@@ -362,7 +362,7 @@ class TestChoices:
         """Choices are matched trimmed and case-insensitively, as zeroclaw's strategy was."""
         text = "agent: a\nmemory:\n  renderer: ' Bracket '\n  rerank: {strategy: MMR}\n"
         cfg = load_agent_config(write(tmp_path, text)).memory
-        assert ("bracket", "mmr") == (cfg.renderer, cfg.rerank.strategy)
+        assert ("bracket", "mmr") == (cfg.renderer.kind, cfg.rerank.strategy)
 
     def test_unknown_tokenizer(self, tmp_path: Path) -> None:
         """A tokenizer that cannot be loaded offline fails at load time, not mid-turn."""
