@@ -847,6 +847,11 @@ class TestRendererFromConfig:
         ctx = StageContext(config, NOW, query=QUERY, routed={"contested": list(CONTESTED)})
         assert get_renderer(name)(ctx, ENTRIES) == renderer_for(config)(ctx, ENTRIES)
 
+    def test_get_renderer_refuses_an_unknown_name(self) -> None:
+        """The registry names its formats when asked for one it does not have."""
+        with pytest.raises(ValueError, match=r"^'renderer' must be one of \['bracket', "):
+            get_renderer("html")
+
     def test_config_defaults_are_the_renderer_defaults(self) -> None:
         """RendererConfig's sectioned defaults are SectionedRenderer()'s, so neither drifts."""
         built = build_renderer(RendererConfig(kind="sectioned"))
