@@ -33,3 +33,7 @@ class PerObject(Generic[K, V]):
         value = self._build(obj)
         self._built[key] = (weakref.ref(obj, lambda _r: self._built.pop(key, None)), value)
         return value
+
+    def __len__(self) -> int:
+        """How many objects have a value kept (entries go when their object dies)."""
+        return len(self._built)

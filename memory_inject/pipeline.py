@@ -31,7 +31,7 @@ from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
 from memory_inject.profile import ProfileIdentity, turn_profile
-from memory_inject.render import get_renderer
+from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 from memory_inject.stages import StageContext, StageTrace, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
@@ -277,7 +277,7 @@ def run_stages(
         scores = {e.key: e.score for e in survivors} if named.scored else _NO_SCORES
         traces.append(StageTrace(named.name, len(current), len(survivors), res.dropped, scores))
         current = survivors
-    rendered = get_renderer(ctx.config.renderer)(ctx, current)
+    rendered = renderer_for(ctx.config)(ctx, current)
     traces.extend(rendered.traces)
     return rendered.text, rendered.entries, traces
 
@@ -310,7 +310,7 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     try:
         # The stages after the arm only drop what the rerank arm already
         # dropped, so the renderer's demand bounds how far the arm must rank.
-        demand = get_renderer(cfg.renderer).demand(cfg)
+        demand = renderer_for(cfg).demand(cfg)
         gov = cfg.governance
         if gov.enabled:
             who = turn_profile(gov.profile_id, t.cwd, t.profile)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import attrs
@@ -12,7 +14,9 @@ from memory_inject.config import (
     AgentConfig,
     BudgetConfig,
     MemoryInjectConfig,
+    RendererConfig,
     RerankConfig,
+    SectionCapsConfig,
     config_to_dict,
     load_agent_config,
     parse_agent_config,
@@ -60,8 +64,20 @@ class TestDefaultsFile:
         expected = config_to_dict(MemoryInjectConfig())
         actual = raw["memory"]
         assert sorted(expected) == sorted(actual)
-        for group in ("decay", "rerank", "budget", "backend"):
+        for group in ("decay", "rerank", "budget", "renderer", "backend"):
             assert sorted(expected[group]) == sorted(actual[group])
+
+    @pytest.mark.parametrize("kind", ["sectioned", "relevant_memories"])
+    def test_defaults_yaml_lists_every_renderer_setting(self, kind: str) -> None:
+        """Each format's settings are written out, as comments, with their defaults."""
+        text = (CONFIG_DIR / "defaults.yaml").read_text(encoding="utf-8")
+        data = config_to_dict(MemoryInjectConfig(renderer=kind))["renderer"]
+        del data["kind"]
+        caps = data.pop("section_caps", {})
+        settings = {**data, **caps}
+        assert f"# kind: {kind}\n" in text
+        for key, value in settings.items():
+            assert re.search(rf"\n\s+#\s+{key}: {json.dumps(value)}\s", text), key
 
     def test_defaults_yaml_agent_name(self) -> None:
         """The defaults file is the agent named 'default'."""
@@ -362,7 +378,7 @@ class TestChoices:
         """Choices are matched trimmed and case-insensitively, as zeroclaw's strategy was."""
         text = "agent: a\nmemory:\n  renderer: ' Bracket '\n  rerank: {strategy: MMR}\n"
         cfg = load_agent_config(write(tmp_path, text)).memory
-        assert ("bracket", "mmr") == (cfg.renderer, cfg.rerank.strategy)
+        assert ("bracket", "mmr") == (cfg.renderer.kind, cfg.rerank.strategy)
 
     def test_unknown_tokenizer(self, tmp_path: Path) -> None:
         """A tokenizer that cannot be loaded offline fails at load time, not mid-turn."""
@@ -529,3 +545,304 @@ class TestProgrammatic:
         cfg = MemoryInjectConfig(recall_limit=7, origins={"cron": {"budget": {"max_entries": 1}}})
         loaded = parse_agent_config({"agent": "a", "memory": config_to_dict(cfg)}).memory
         assert config_to_dict(cfg) == config_to_dict(loaded)
+
+
+RENDERER_KINDS = "'bracket', 'sectioned', 'relevant_memories'"
+#: A bad renderer value (YAML, under memory) -> the problem lines it gives.
+BAD_RENDERERS = {
+    "unknown name": (
+        "renderer: html",
+        (f"'renderer' must be one of {RENDERER_KINDS} (got 'html') @ $.memory",),
+    ),
+    "a number": (
+        "renderer: 5",
+        (
+            f"'renderer' must be one of {RENDERER_KINDS} or a mapping with 'kind' (got 5)"
+            " @ $.memory",
+        ),
+    ),
+    "null": (
+        "renderer: null",
+        (
+            f"'renderer' must be one of {RENDERER_KINDS} or a mapping with 'kind' (got None)"
+            " @ $.memory",
+        ),
+    ),
+    "a list": (
+        "renderer: [sectioned]",
+        (
+            f"'renderer' must be one of {RENDERER_KINDS} or a mapping with 'kind'"
+            " (got ['sectioned']) @ $.memory",
+        ),
+    ),
+    "no kind": (
+        "renderer: {max_total_chars: 100}",
+        ("'kind' is required (got nothing) @ $.memory.renderer",),
+    ),
+    "unknown kind, and a bad setting": (
+        "renderer: {kind: markdown, max_total_chars: -1}",
+        (
+            f"'kind' must be one of {RENDERER_KINDS} (got 'markdown') @ $.memory.renderer",
+            "'max_total_chars' must be >= 0 (got -1) @ $.memory.renderer",
+        ),
+    ),
+    "kind not a string": (
+        "renderer: {kind: 1}",
+        ("'kind' must be a string (got 1) @ $.memory.renderer",),
+    ),
+    "unknown key": (
+        "renderer: {kind: sectioned, max_totl_chars: 100}",
+        (
+            "'max_totl_chars' is not a known key (did you mean 'max_total_chars'?) (got 100)"
+            " @ $.memory.renderer",
+        ),
+    ),
+    "sectioned key on relevant_memories": (
+        "renderer: {kind: relevant_memories, max_hard_rules: 6}",
+        (
+            "'max_hard_rules' is not a known key for kind 'relevant_memories'"
+            " (a sectioned setting) (got 6) @ $.memory.renderer",
+        ),
+    ),
+    "relevant_memories key on sectioned": (
+        "renderer: {kind: sectioned, max_entries: 3}",
+        (
+            "'max_entries' is not a known key for kind 'sectioned'"
+            " (a relevant_memories setting) (got 3) @ $.memory.renderer",
+        ),
+    ),
+    "section_caps on bracket": (
+        "renderer: {kind: bracket, section_caps: {daily_log: 1}}",
+        (
+            "'section_caps' is not a known key for kind 'bracket'"
+            " (a sectioned setting) (got {'daily_log': 1}) @ $.memory.renderer",
+        ),
+    ),
+    "integer is a decimal": (
+        "renderer: {kind: sectioned, max_total_chars: 1.5}",
+        ("'max_total_chars' must be an integer (got 1.5) @ $.memory.renderer",),
+    ),
+    "integer is a boolean": (
+        "renderer: {kind: relevant_memories, max_entries: true}",
+        ("'max_entries' must be an integer (got True) @ $.memory.renderer",),
+    ),
+    "integer is a string": (
+        "renderer: {kind: sectioned, max_contested: '2'}",
+        ("'max_contested' must be an integer (got '2') @ $.memory.renderer",),
+    ),
+    "number is a string": (
+        "renderer: {kind: sectioned, hard_rule_min_confidence: high}",
+        ("'hard_rule_min_confidence' must be a number (got 'high') @ $.memory.renderer",),
+    ),
+    "number not finite": (
+        "renderer: {kind: sectioned, contested_min_overlap: .nan}",
+        ("'contested_min_overlap' must be a finite number (got nan) @ $.memory.renderer",),
+    ),
+    "negative total": (
+        "renderer: {kind: sectioned, max_total_chars: -1}",
+        ("'max_total_chars' must be >= 0 (got -1) @ $.memory.renderer",),
+    ),
+    "negative count": (
+        "renderer: {kind: sectioned, max_hard_rules: -1}",
+        ("'max_hard_rules' must be >= 0 (got -1) @ $.memory.renderer",),
+    ),
+    "confidence as a percent": (
+        "renderer: {kind: sectioned, hard_rule_min_confidence: 85}",
+        ("'hard_rule_min_confidence' must be <= 1 (got 85) @ $.memory.renderer",),
+    ),
+    "negative overlap": (
+        "renderer: {kind: sectioned, contested_min_overlap: -0.1}",
+        ("'contested_min_overlap' must be >= 0 (got -0.1) @ $.memory.renderer",),
+    ),
+    "negative max_entries": (
+        "renderer: {kind: relevant_memories, max_entries: -1}",
+        ("'max_entries' must be >= 0 (got -1) @ $.memory.renderer",),
+    ),
+    "section_caps not a mapping": (
+        "renderer: {kind: sectioned, section_caps: 500}",
+        ("'section_caps' must be a mapping (got 500) @ $.memory.renderer.section_caps",),
+    ),
+    "unknown section": (
+        "renderer: {kind: sectioned, section_caps: {dailylog: 1000}}",
+        (
+            "'dailylog' is not a known key (did you mean 'daily_log'?) (got 1000)"
+            " @ $.memory.renderer.section_caps",
+        ),
+    ),
+    "negative section cap": (
+        "renderer: {kind: sectioned, section_caps: {daily_log: -5}}",
+        ("'daily_log' must be >= 0 (got -5) @ $.memory.renderer.section_caps",),
+    ),
+    "bad name in an origin": (
+        "origins: {cron: {renderer: htm}}",
+        (f"'renderer' must be one of {RENDERER_KINDS} (got 'htm') @ $.memory.origins.cron",),
+    ),
+    "another format's key in an origin": (
+        "origins: {cron: {renderer: {kind: bracket, max_contested: 1}}}",
+        (
+            "'max_contested' is not a known key for kind 'bracket' (a sectioned setting) (got 1)"
+            " @ $.memory.origins.cron.renderer",
+        ),
+    ),
+    "no kind in an origin": (
+        "origins: {cron: {renderer: {max_total_chars: 100}}}",
+        ("'kind' is required (got nothing) @ $.memory.origins.cron.renderer",),
+    ),
+    "out of range in an origin": (
+        "origins: {daemon: {renderer: {kind: sectioned, section_caps: {scratchpad: -1}}}}",
+        ("'scratchpad' must be >= 0 (got -1) @ $.memory.origins.daemon.renderer.section_caps",),
+    ),
+}
+
+
+class TestRendererConfig:
+    def test_a_name_is_the_kind_with_its_defaults(self, tmp_path: Path) -> None:
+        """renderer: sectioned loads as RendererConfig(kind='sectioned'), every setting default."""
+        cfg = load_agent_config(write(tmp_path, "agent: a\nmemory:\n  renderer: sectioned\n"))
+        assert RendererConfig(kind="sectioned") == cfg.memory.renderer
+        assert "sectioned" == cfg.memory.renderer.kind
+
+    def test_the_mapping_form_sets_every_setting(self, tmp_path: Path) -> None:
+        """Each key of the mapping lands in RendererConfig; caps not given keep their default."""
+        text = (
+            "agent: a\nmemory:\n  renderer:\n    kind: Sectioned\n    max_total_chars: 12000\n"
+            "    section_caps: {hard_rules: 1500, daily_log: 1000}\n    max_hard_rules: 6\n"
+            "    hard_rule_min_confidence: 0.9\n    max_contested: 1\n"
+            "    contested_min_overlap: 0.3\n"
+        )
+        expected = RendererConfig(
+            kind="sectioned",
+            max_total_chars=12000,
+            section_caps=SectionCapsConfig(hard_rules=1500, daily_log=1000),
+            max_hard_rules=6,
+            hard_rule_min_confidence=0.9,
+            max_contested=1,
+            contested_min_overlap=0.3,
+        )
+        assert expected == load_agent_config(write(tmp_path, text)).memory.renderer
+
+    def test_relevant_memories_max_entries(self, tmp_path: Path) -> None:
+        """relevant_memories takes max_entries, null by default."""
+        text = "agent: a\nmemory:\n  renderer: {kind: relevant_memories, max_entries: 3}\n"
+        assert 3 == load_agent_config(write(tmp_path, text)).memory.renderer.max_entries
+        assert None is RendererConfig(kind="relevant_memories").max_entries
+
+    @pytest.mark.parametrize("name", list(BAD_RENDERERS))
+    def test_bad_values_name_the_key_and_the_path(self, tmp_path: Path, name: str) -> None:
+        """Every kind of bad renderer value is a ConfigError with the file, key and path."""
+        yaml_text, expected = BAD_RENDERERS[name]
+        assert expected == problems_of(tmp_path, f"agent: a\nmemory:\n  {yaml_text}\n")
+
+    def test_to_dict_writes_only_the_kinds_settings(self) -> None:
+        """config_to_dict gives kind plus the kind's own settings, which load back equal."""
+        cfg = MemoryInjectConfig(
+            renderer=RendererConfig(kind="sectioned", max_hard_rules=3),
+            origins={"cron": {"renderer": {"kind": "relevant_memories", "max_entries": 1}}},
+        )
+        data = config_to_dict(cfg)
+        assert {"kind": "bracket"} == config_to_dict(MemoryInjectConfig())["renderer"]
+        assert {
+            "kind": "sectioned",
+            "max_total_chars": 14000,
+            "section_caps": attrs.asdict(SectionCapsConfig()),
+            "max_hard_rules": 3,
+            "hard_rule_min_confidence": 0.85,
+            "max_contested": 2,
+            "contested_min_overlap": 0.15,
+        } == data["renderer"]
+        loaded = parse_agent_config({"agent": "a", "memory": data}).memory
+        assert data == config_to_dict(loaded)
+        assert cfg.for_origin("cron").renderer == loaded.for_origin("cron").renderer
+
+    def test_repr_shows_the_kinds_settings_only(self) -> None:
+        """The repr leaves out the settings of the other formats."""
+        expected = "RendererConfig(kind='relevant_memories', max_entries=2)"
+        assert expected == repr(RendererConfig(kind="relevant_memories", max_entries=2))
+
+
+class TestRendererOverrides:
+    BASE = (
+        "agent: a\nmemory:\n"
+        "  renderer: {kind: sectioned, max_total_chars: 12000, max_hard_rules: 6,"
+        " section_caps: {daily_log: 1000}}\n"
+        "  origins:\n"
+    )
+
+    def load(self, tmp_path: Path, origins: str) -> MemoryInjectConfig:
+        return load_agent_config(write(tmp_path, self.BASE + origins)).memory
+
+    def test_same_kind_merges_into_the_base(self, tmp_path: Path) -> None:
+        """An override of the base's kind keeps every base setting it does not set."""
+        cfg = self.load(
+            tmp_path, "    cron: {renderer: {kind: sectioned, section_caps: {scratchpad: 100}}}\n"
+        )
+        expected = attrs.evolve(
+            cfg.renderer, section_caps=SectionCapsConfig(daily_log=1000, scratchpad=100)
+        )
+        assert expected == cfg.for_origin("cron").renderer
+        assert 12000 == cfg.for_origin("cron").renderer.max_total_chars
+
+    def test_a_name_of_the_same_kind_keeps_the_base_settings(self, tmp_path: Path) -> None:
+        """renderer: sectioned in an override is {kind: sectioned}: nothing changes."""
+        cfg = self.load(tmp_path, "    cron: {renderer: sectioned}\n")
+        assert cfg.renderer == cfg.for_origin("cron").renderer
+
+    def test_another_kind_replaces_the_base(self, tmp_path: Path) -> None:
+        """An override of another kind starts from that kind's defaults, not the base's settings."""
+        cfg = self.load(
+            tmp_path,
+            "    cron: {renderer: relevant_memories}\n"
+            "    daemon: {renderer: {kind: relevant_memories, max_entries: 2}}\n"
+            "    channel: {renderer: bracket}\n",
+        )
+        assert RendererConfig(kind="relevant_memories") == cfg.for_origin("cron").renderer
+        daemon = RendererConfig(kind="relevant_memories", max_entries=2)
+        assert daemon == cfg.for_origin("daemon").renderer
+        assert RendererConfig() == cfg.for_origin("channel").renderer
+
+    def test_a_mapping_over_a_name(self, tmp_path: Path) -> None:
+        """A base given by name takes an origin's settings of the same kind."""
+        text = (
+            "agent: a\nmemory:\n  renderer: sectioned\n"
+            "  origins: {cron: {renderer: {kind: sectioned, max_total_chars: 500}}}\n"
+        )
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert (
+            RendererConfig(kind="sectioned", max_total_chars=500) == cfg.for_origin("cron").renderer
+        )
+
+
+class TestRendererProgrammatic:
+    def test_a_name_is_accepted(self) -> None:
+        """MemoryInjectConfig(renderer='sectioned') keeps working: a name is a RendererConfig."""
+        assert RendererConfig(kind="sectioned") == MemoryInjectConfig(renderer="sectioned").renderer
+
+    def test_an_unknown_name_raises_the_file_message(self) -> None:
+        """An unknown name fails at construction with the message a file gives, without path."""
+        with pytest.raises(
+            ValueError, match=rf"^'renderer' must be one of {RENDERER_KINDS} \(got 'html'\)$"
+        ):
+            MemoryInjectConfig(renderer="html")
+
+    def test_a_setting_of_another_format_raises(self) -> None:
+        """A non-default setting of another format than kind fails at construction."""
+        with pytest.raises(
+            ValueError,
+            match=r"^'max_hard_rules' is not a known key for kind 'bracket'"
+            r" \(a sectioned setting\) \(got 3\)$",
+        ):
+            RendererConfig(max_hard_rules=3)
+
+    def test_out_of_range_setting_raises(self) -> None:
+        """Renderer settings are validated like every other setting."""
+        with pytest.raises(ValueError, match=r"^'daily_log' must be >= 0 \(got -1\)$"):
+            SectionCapsConfig(daily_log=-1)
+        with pytest.raises(ValueError, match=r"^'hard_rule_min_confidence' must be <= 1"):
+            RendererConfig(kind="sectioned", hard_rule_min_confidence=2)
+
+    def test_a_bad_origin_renderer_raises(self) -> None:
+        """A bad renderer override fails when the config is built, with its path."""
+        with pytest.raises(
+            ValueError, match=r"^'kind' is required \(got nothing\) @ \$\.origins\.cron\.renderer$"
+        ):
+            MemoryInjectConfig(origins={"cron": {"renderer": {"max_entries": 1}}})

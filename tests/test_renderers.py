@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +16,9 @@ from hypothesis import strategies as st
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
-from memory_inject.config import BudgetConfig, MemoryInjectConfig
+from memory_inject.config import BudgetConfig, MemoryInjectConfig, RendererConfig, load_agent_config
 from memory_inject.models import MemoryEntry
+from memory_inject.pipeline import render_memory_context
 from memory_inject.render import (
     DEFAULT_SECTION_CAPS,
     RENDERER_CLASSES,
@@ -23,11 +26,16 @@ from memory_inject.render import (
     RelevantMemoriesRenderer,
     Rendered,
     SectionedRenderer,
+    build_renderer,
+    get_renderer,
     neutralize,
     parse_relevant,
     parse_sectioned,
+    renderer_for,
 )
+from memory_inject.signals import MemoryRecall
 from memory_inject.stages import StageContext
+from memory_inject.testing import FixtureMemory
 
 NOW = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)
 
@@ -748,3 +756,154 @@ class TestParsers:
         """A missing header or blank line, or a line that is not an entry: ValueError."""
         with pytest.raises(ValueError, match=r"\w"):
             parse_relevant(text)
+
+
+# -- the renderer a config builds ------------------------------------------------------
+
+
+def agent_file(tmp_path: Path, renderer: str) -> MemoryInjectConfig:
+    """The memory config of an agent file whose ``memory.renderer`` is ``renderer`` (YAML)."""
+    path = tmp_path / "agent.yaml"
+    path.write_text(f"agent: a\nmemory:\n  renderer: {renderer}\n", encoding="utf-8")
+    return load_agent_config(path).memory
+
+
+class TestRendererFromConfig:
+    def test_mapping_form_from_a_file_truncates_at_its_max_total_chars(
+        self, tmp_path: Path
+    ) -> None:
+        """renderer: {kind: sectioned, max_total_chars: 480} renders what SectionedRenderer does."""
+        config = agent_file(tmp_path, "{kind: sectioned, max_total_chars: 480}")
+        ctx = StageContext(config, NOW, query=QUERY, routed={"contested": list(CONTESTED)})
+        actual = renderer_for(config)(ctx, ENTRIES)
+        expected = (
+            HEAD + HARD_RULES + "\n" + SELECTED.rsplit("- user_tz", 1)[0] + "[...truncated]\n\n"
+        )
+        assert expected == actual.text
+        assert sectioned(ENTRIES, ctx, max_total_chars=480) == actual
+
+    def test_every_sectioned_setting_reaches_the_renderer(self, tmp_path: Path) -> None:
+        """Each key of the mapping form becomes the renderer's setting of the same name."""
+        config = agent_file(
+            tmp_path,
+            "{kind: sectioned, max_total_chars: 900, section_caps: {hard_rules: 100},"
+            " max_hard_rules: 3, hard_rule_min_confidence: 0.9, max_contested: 1,"
+            " contested_min_overlap: 0.5}",
+        )
+        built = renderer_for(config)
+        assert isinstance(built, SectionedRenderer)
+        expected = {
+            "max_total_chars": 900,
+            "section_caps": {**DEFAULT_SECTION_CAPS, "hard_rules": 100},
+            "max_hard_rules": 3,
+            "hard_rule_min_confidence": 0.9,
+            "max_contested": 1,
+            "contested_min_overlap": 0.5,
+        }
+        assert expected == {k: getattr(built, k) for k in expected}
+
+    def test_hard_rule_settings_change_the_block(self, tmp_path: Path) -> None:
+        """max_hard_rules 1 and a 0.9 floor keep one Hard Rule; the other rules are Selected."""
+        config = agent_file(
+            tmp_path, "{kind: sectioned, max_hard_rules: 1, hard_rule_min_confidence: 0.9}"
+        )
+        ctx = StageContext(config, NOW)
+        actual = parse_sectioned(renderer_for(config)(ctx, ENTRIES).text)
+        assert ["✓ PREFER: [conf 0.95] Use bun not npm"] == actual["Hard Rules"]
+        selected = [line.split(" ")[1] for line in actual["Selected Memory"]]
+        assert ["mem_echo", "mem_orders", "mem_fix", "mem_test"] == selected[:4]
+
+    def test_contested_settings_change_the_block(self, tmp_path: Path) -> None:
+        """An overlap floor above every contested entry's overlap leaves no Contested section."""
+        config = agent_file(tmp_path, "{kind: sectioned, contested_min_overlap: 0.9}")
+        ctx = StageContext(config, NOW, query=QUERY, routed={"contested": list(CONTESTED)})
+        rendered = renderer_for(config)(ctx, ENTRIES)
+        assert "Contested Memory" not in parse_sectioned(rendered.text)
+        assert rendered.traces[0].dropped["mem_pnpm"].startswith("contested:below_overlap:")
+
+    def test_section_caps_from_a_file(self, tmp_path: Path) -> None:
+        """section_caps: {scratchpad: 80} cuts the Scratchpad as the keyword argument does."""
+        config = agent_file(tmp_path, "{kind: sectioned, section_caps: {scratchpad: 80}}")
+        tasks = [entry(f"t{i}", f"Task number {i} to do", memory_kind="task") for i in range(6)]
+        ctx = StageContext(config, NOW)
+        expected = sectioned([*tasks, ENTRIES[11]], ctx, section_caps={"scratchpad": 80})
+        assert expected == renderer_for(config)(ctx, [*tasks, ENTRIES[11]])
+        assert "[...truncated]" in expected.text
+
+    def test_relevant_memories_max_entries_from_a_file(self, tmp_path: Path) -> None:
+        """max_entries: 2 replaces budget.max_entries (4) in the block and in the demand."""
+        config = agent_file(tmp_path, "{kind: relevant_memories, max_entries: 2}")
+        built = renderer_for(config)
+        assert 2 == built.demand(config)
+        rows = TestRelevantMemories.ROWS
+        assert 2 == len(parse_relevant(built(StageContext(config, NOW), rows).text))
+
+    @pytest.mark.parametrize("name", ["bracket", "sectioned", "relevant_memories"])
+    def test_a_name_renders_what_the_default_renderer_renders(
+        self, tmp_path: Path, name: str
+    ) -> None:
+        """renderer: <name> builds that format with its defaults: the same bytes as before."""
+        config = agent_file(tmp_path, name)
+        ctx = StageContext(config, NOW, query=QUERY, routed={"contested": list(CONTESTED)})
+        assert get_renderer(name)(ctx, ENTRIES) == renderer_for(config)(ctx, ENTRIES)
+
+    def test_get_renderer_refuses_an_unknown_name(self) -> None:
+        """The registry names its formats when asked for one it does not have."""
+        with pytest.raises(ValueError, match=r"^'renderer' must be one of \['bracket', "):
+            get_renderer("html")
+
+    def test_config_defaults_are_the_renderer_defaults(self) -> None:
+        """RendererConfig's sectioned defaults are SectionedRenderer()'s, so neither drifts."""
+        built = build_renderer(RendererConfig(kind="sectioned"))
+        default = SectionedRenderer()
+        assert vars(default) == vars(built)
+
+    def test_renderer_is_built_once_per_config_object(self) -> None:
+        """renderer_for returns the same renderer for one config and a new one for another."""
+        config = MemoryInjectConfig(renderer=RendererConfig(kind="sectioned", max_hard_rules=1))
+        twin = MemoryInjectConfig(renderer=RendererConfig(kind="sectioned", max_hard_rules=1))
+        assert renderer_for(config) is renderer_for(config)
+        assert renderer_for(config) is not renderer_for(twin)
+
+    def test_the_cached_renderer_goes_with_its_config(self) -> None:
+        """Once a config is garbage, its cache entry is gone too."""
+        config = MemoryInjectConfig(renderer="sectioned")
+        renderer_for(config)
+        before = len(renderer_for)
+        del config
+        gc.collect()
+        assert before - 1 == len(renderer_for)
+
+    def test_each_origin_gets_its_own_renderer(self, tmp_path: Path) -> None:
+        """An origin's renderer override is built from the origin's merged settings."""
+        path = tmp_path / "agent.yaml"
+        path.write_text(
+            "agent: a\nmemory:\n"
+            "  renderer: {kind: sectioned, max_total_chars: 9000, max_hard_rules: 2}\n"
+            "  origins:\n"
+            "    cron: {renderer: {kind: sectioned, max_total_chars: 480}}\n"
+            "    daemon: {renderer: relevant_memories}\n",
+            encoding="utf-8",
+        )
+        agent = load_agent_config(path)
+        cron = renderer_for(agent.for_origin("cron"))
+        assert isinstance(cron, SectionedRenderer)
+        assert (480, 2) == (cron.max_total_chars, cron.max_hard_rules)
+        assert isinstance(renderer_for(agent.for_origin("daemon")), RelevantMemoriesRenderer)
+        base = renderer_for(agent.memory)
+        assert isinstance(base, SectionedRenderer)
+        assert (9000, 2) == (base.max_total_chars, base.max_hard_rules)
+
+    def test_the_pipeline_renders_with_the_configured_renderer(self, tmp_path: Path) -> None:
+        """render_memory_context applies the file's max_total_chars and max_entries."""
+        store = FixtureMemory({None: list(ENTRIES)})
+        small = agent_file(tmp_path, "{kind: sectioned, max_total_chars: 200}")
+        large = agent_file(tmp_path, "sectioned")
+        short = render_memory_context(store, QUERY, config=small, now=NOW).text
+        long = render_memory_context(store, QUERY, config=large, now=NOW).text
+        assert len(short) <= 200 < len(long)
+        assert short.endswith("[...truncated]\n\n")
+        two = agent_file(tmp_path, "{kind: relevant_memories, max_entries: 2}")
+        result = render_memory_context(store, QUERY, config=two, now=NOW)
+        assert isinstance(result.event, MemoryRecall)
+        assert 2 == len(result.event.rendered_keys)

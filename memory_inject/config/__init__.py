@@ -1,11 +1,13 @@
 """Per-agent configuration: the attrs classes, their defaults and the YAML loader.
 
-``schema`` holds the classes and their defaults, ``loading`` reads agent files
-and cron jobs files (through the hardened reader in ``_yaml``) and
-``_constraints`` checks them and words every problem. Import from here:
+``schema`` holds the classes and their defaults (``_renderer`` those of
+``memory.renderer``), ``loading`` reads agent files and cron jobs files
+(through the hardened reader in ``_yaml``) and ``_constraints`` checks them
+and words every problem. Import from here:
 ``from memory_inject.config import load_agent_config``.
 """
 
+from memory_inject.config._renderer import RENDERERS, RendererConfig, SectionCapsConfig
 from memory_inject.config._yaml import read_yaml_file
 from memory_inject.config.loading import (
     load_agent_config,
@@ -15,7 +17,6 @@ from memory_inject.config.loading import (
 )
 from memory_inject.config.schema import (
     MAX_CANDIDATE_POOL,
-    RENDERERS,
     STRATEGIES,
     AgentConfig,
     BackendConfig,
@@ -44,7 +45,9 @@ __all__ = [
     "MemoryInjectConfig",
     "PlanQueryConfig",
     "RecallPlanConfig",
+    "RendererConfig",
     "RerankConfig",
+    "SectionCapsConfig",
     "TrivialPromptConfig",
     "config_to_dict",
     "load_agent_config",

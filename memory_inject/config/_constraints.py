@@ -110,9 +110,9 @@ def described(kind: str, doc: str, default: Any = attrs.NOTHING) -> Any:
     return field(default=default, metadata={"kind": kind, "doc": doc})
 
 
-def group(cls: type) -> Any:
+def group(cls: type, **meta: Any) -> Any:
     """An attrs field holding a nested config group, built with its defaults."""
-    return field(factory=cls, validator=attrs.validators.instance_of(cls))
+    return field(factory=cls, validator=attrs.validators.instance_of(cls), metadata=meta)
 
 
 def to_tuple(value: Any) -> Any:
@@ -183,10 +183,10 @@ def check_class(
             continue
         attr = fields[key]
         nested = [t for t in _type_args(hints[key]) if attrs.has(t)]
-        if nested:
-            problems += check_class(nested[0], value, f"{path}.{key}")
-        elif "check" in attr.metadata:
+        if "check" in attr.metadata:
             problems += attr.metadata["check"](value, f"{path}.{key}")
+        elif nested:
+            problems += check_class(nested[0], value, f"{path}.{key}")
         elif attr.metadata.get("kind") == "list_of":
             problems += _check_list(key, value, attr.metadata, path)
         else:

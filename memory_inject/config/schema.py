@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import cattrs
 from attrs import field, frozen
 
@@ -22,13 +23,16 @@ from memory_inject.config._constraints import (
     setting,
     to_tuple,
 )
+from memory_inject.config._renderer import (
+    RendererConfig,
+    check_renderer,
+    to_renderer,
+)
 from memory_inject.models import TurnOrigin
 
 #: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``).
 MAX_CANDIDATE_POOL = 1024
 
-#: Renderers a config may name (see docs/renderers.md).
-RENDERERS = ("bracket", "sectioned", "relevant_memories")
 STRATEGIES = ("none", "mmr")
 
 
@@ -235,7 +239,12 @@ class MemoryInjectConfig:
     decay: DecayConfig = group(DecayConfig)
     rerank: RerankConfig = group(RerankConfig)
     budget: BudgetConfig = group(BudgetConfig)
-    renderer: str = setting("bracket", "str", "block format", choices=RENDERERS)
+    renderer: RendererConfig = field(
+        default=RendererConfig(),
+        converter=to_renderer,
+        validator=attrs.validators.instance_of(RendererConfig),
+        metadata={"check": check_renderer, "doc": "block format and its settings"},
+    )
     contain_content: bool = setting(
         True, "bool", "bracket: indent continuation lines and defuse markers in stored text"
     )
@@ -277,7 +286,8 @@ class MemoryInjectConfig:
         else:
             base = _converter.unstructure(self)
             base.pop("origins", None)
-            resolved = _converter.structure(_deep_merge(base, override), MemoryInjectConfig)
+            merged = _apply_override(base, override)
+            resolved = _converter.structure(merged, MemoryInjectConfig)
         self._resolved[name] = resolved
         return resolved
 
@@ -329,7 +339,24 @@ class CronJobsFile:
 
 # -- structuring ---------------------------------------------------------------
 
+
+def _structure_renderer(value: Any, _type: Any) -> RendererConfig:
+    if isinstance(value, str):
+        return to_renderer(value)
+    return _structure_renderer_mapping(value, RendererConfig)
+
+
+def _unstructure_renderer(renderer: RendererConfig) -> dict[str, Any]:
+    """``kind`` and the kind's own settings: what a file would write."""
+    data = _unstructure_renderer_fields(renderer)
+    return {k: v for k, v in data.items() if k == "kind" or k in renderer.settings}
+
+
 _converter = cattrs.Converter(forbid_extra_keys=True)
+_structure_renderer_mapping = cattrs.gen.make_dict_structure_fn(RendererConfig, _converter)
+_unstructure_renderer_fields = cattrs.gen.make_dict_unstructure_fn(RendererConfig, _converter)
+_converter.register_structure_hook(RendererConfig, _structure_renderer)
+_converter.register_unstructure_hook(RendererConfig, _unstructure_renderer)
 _converter.register_unstructure_hook(
     MemoryInjectConfig,
     cattrs.gen.make_dict_unstructure_fn(
@@ -349,6 +376,23 @@ _converter.register_structure_hook(
         origins=cattrs.gen.override(struct_hook=lambda v, _t: dict(v or {})),
     ),
 )
+
+
+def _apply_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` deep-merged with ``override``, whose renderer of another kind replaces the base's.
+
+    A format name is short for ``{kind: name}``. A renderer of the base's kind
+    merges into the base's settings like any group; one of another kind
+    replaces them, since they belong to the other format.
+    """
+    raw = override.get("renderer")
+    if raw is not None:
+        over = {"kind": raw} if isinstance(raw, str) else dict(raw)
+        kind = over.get("kind")
+        if not (isinstance(kind, str) and kind.strip().lower() == base["renderer"]["kind"]):
+            base = {**base, "renderer": {}}
+        override = {**override, "renderer": over}
+    return _deep_merge(base, override)
 
 
 def _deep_merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:

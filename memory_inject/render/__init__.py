@@ -6,11 +6,17 @@ format lives in its own module (:mod:`~memory_inject.render.bracket`,
 :mod:`~memory_inject.render.sectioned`,
 :mod:`~memory_inject.render.relevant_memories`); all of them make stored text
 safe with the one neutraliser in ``_contain``. This package builds the
-registry the pipeline looks renderers up in by their config name.
+renderer a config names (:func:`renderer_for`, once per config object) and
+keeps a registry of each format with its default settings
+(:func:`get_renderer`).
 """
 
 from __future__ import annotations
 
+import attrs
+
+from memory_inject._cache import PerObject
+from memory_inject.config import MemoryInjectConfig, RendererConfig
 from memory_inject.render._base import Rendered, Renderer
 from memory_inject.render._contain import contain_content, contain_key, neutralize
 from memory_inject.render.bracket import (
@@ -50,6 +56,7 @@ __all__ = [
     "Rendered",
     "Renderer",
     "SectionedRenderer",
+    "build_renderer",
     "contain_content",
     "contain_key",
     "get_renderer",
@@ -57,6 +64,7 @@ __all__ = [
     "parse_bracket",
     "parse_relevant",
     "parse_sectioned",
+    "renderer_for",
 ]
 
 #: The configurable formats besides the default ``bracket``: config name -> class.
@@ -78,3 +86,26 @@ def get_renderer(name: str) -> Renderer:
         return RENDERERS[name]
     except KeyError:
         raise ValueError(f"'renderer' must be one of {sorted(RENDERERS)} (got {name!r})") from None
+
+
+def build_renderer(config: RendererConfig) -> Renderer:
+    """A renderer of ``config.kind`` with ``config``'s settings."""
+    if config.kind == "sectioned":
+        return SectionedRenderer(
+            max_total_chars=config.max_total_chars,
+            section_caps=attrs.asdict(config.section_caps),
+            max_hard_rules=config.max_hard_rules,
+            hard_rule_min_confidence=config.hard_rule_min_confidence,
+            max_contested=config.max_contested,
+            contested_min_overlap=config.contested_min_overlap,
+        )
+    if config.kind == "relevant_memories":
+        return RelevantMemoriesRenderer(max_entries=config.max_entries)
+    return RENDERERS[config.kind]  # bracket has no settings
+
+
+#: The renderer ``config.renderer`` configures, built once for the life of the config object
+#: (as the stage chain is): a render must not pay for building its renderer.
+renderer_for: PerObject[MemoryInjectConfig, Renderer] = PerObject(
+    lambda config: build_renderer(config.renderer)
+)

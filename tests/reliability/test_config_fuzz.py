@@ -34,7 +34,9 @@ from memory_inject.config import (
     MemoryInjectConfig,
     PlanQueryConfig,
     RecallPlanConfig,
+    RendererConfig,
     RerankConfig,
+    SectionCapsConfig,
     TrivialPromptConfig,
     config_to_dict,
     load_agent_config,
@@ -153,6 +155,32 @@ CORPUS: dict[str, tuple[str | bytes, str]] = {
     "budget is a list": ("agent: a\nmemory: {budget: [1, 2]}\n", "@ $.memory.budget"),
     "budget is a string": ("agent: a\nmemory: {budget: big}\n", "@ $.memory.budget"),
     "unknown renderer": ("agent: a\nmemory: {renderer: markdown}\n", "@ $.memory"),
+    "renderer is a list": ("agent: a\nmemory: {renderer: [sectioned]}\n", "@ $.memory"),
+    "renderer without kind": (
+        "agent: a\nmemory: {renderer: {max_total_chars: 10}}\n",
+        "@ $.memory.renderer",
+    ),
+    "renderer kind unknown": (
+        "agent: a\nmemory: {renderer: {kind: html}}\n",
+        "@ $.memory.renderer",
+    ),
+    "renderer setting of another kind": (
+        "agent: a\nmemory: {renderer: {kind: bracket, max_hard_rules: 2}}\n",
+        "@ $.memory.renderer",
+    ),
+    "renderer setting out of range": (
+        "agent: a\nmemory: {renderer: {kind: sectioned, max_total_chars: -1}}\n",
+        "@ $.memory.renderer",
+    ),
+    "section cap unknown": (
+        "agent: a\nmemory: {renderer: {kind: sectioned, section_caps: {daily: 1}}}\n",
+        "@ $.memory.renderer.section_caps",
+    ),
+    "origin renderer of another kind's key": (
+        "agent: a\nmemory:\n  origins:\n"
+        "    cron: {renderer: {kind: relevant_memories, max_contested: 1}}\n",
+        "@ $.memory.origins.cron.renderer",
+    ),
     "unknown backend": ("agent: a\nmemory: {backend: {kind: redis}}\n", "@ $.memory.backend"),
     "unknown top-level key": ("agent: a\nmemroy: {}\n", "@ $"),
     "unknown memory key": ("agent: a\nmemory: {recal_limit: 3}\n", "@ $.memory"),
@@ -323,6 +351,8 @@ GROUPS = (
     PlanQueryConfig,
     GovernanceConfig,
     TrivialPromptConfig,
+    RendererConfig,
+    SectionCapsConfig,
 )
 KNOWN_KEYS = sorted(
     {a.name for cls in GROUPS for a in attrs.fields(cls) if a.init}
