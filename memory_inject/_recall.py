@@ -80,6 +80,19 @@ class Call:
 
 @frozen
 class Recalled:
+    """What a render's recall produced, for the pipeline and the recall event.
+
+    ``entries`` are the valid entries, de-duplicated by key (the first scope
+    wins) or merged by the plan; ``raw_count`` counts every item the store
+    returned, valid or not. ``any_ok`` is true when at least one call returned
+    a batch. ``errors`` has a line per failed call, ``invalid`` a
+    ``{placeholder: reason}`` per item that was not a ``MemoryEntry``.
+    ``duration`` is in seconds. ``degraded`` holds the store's fallback reason
+    and any deadline or busy-store note; ``partial`` means calls were abandoned
+    at the deadline or skipped because the store was busy. ``plan_dropped`` is
+    ``{key: reason}`` for the entries a plan cut.
+    """
+
     entries: list[MemoryEntry]
     raw_count: int
     any_ok: bool
@@ -102,6 +115,11 @@ class _Results:
 
 
 def describe(exc: BaseException) -> str:
+    """``"reason: message"`` for an exception, as errors and events report it.
+
+    ``reason`` is the exception's ``reason`` attribute (a :class:`StorageError`'s)
+    or else its type name; an empty message is left out.
+    """
     reason = getattr(exc, "reason", None)
     head = reason if isinstance(reason, str) else type(exc).__name__
     return f"{head}: {exc}" if str(exc) else head

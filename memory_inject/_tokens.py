@@ -35,4 +35,9 @@ def load_encoding(name: str) -> Any:
 
 
 def count_tokens(text: str, encoding_name: str) -> int:
+    """How many tokens ``text`` is in the tiktoken encoding ``encoding_name``.
+
+    Special-token text (``<|endoftext|>``) counts as ordinary text. ``ValueError``
+    when the encoding cannot be loaded offline (see :func:`load_encoding`).
+    """
     return len(load_encoding(encoding_name).encode(text, disallowed_special=()))

@@ -80,7 +80,7 @@ __all__ = [
 
 @runtime_checkable
 class Memory(Protocol):
-    """What the renderer needs of a store: a name for the event, and ``recall``.
+    """What the renderer needs of a store: a ``name`` for the event, and ``recall``.
 
     ``recall`` returns entries ordered by relevance (best first). An empty,
     whitespace-only or bare ``"*"`` query means "most recent first" with
@@ -121,7 +121,7 @@ class SupportsAsyncRecall(Protocol):
 
 @runtime_checkable
 class AsyncMemory(SupportsAsyncRecall, Protocol):
-    """The async twin of :class:`Memory`."""
+    """The async twin of :class:`Memory`: a ``name`` and ``arecall``."""
 
     @property
     def name(self) -> str: ...
@@ -171,7 +171,13 @@ class SupportsAsyncWrite(Protocol):
 
 @runtime_checkable
 class MemoryStore(Memory, SupportsWrite, Protocol):
-    """A full store: what every built-in store implements and the CLI manages."""
+    """A full store: what every built-in store implements and the CLI manages.
+
+    :class:`Memory` and :class:`SupportsWrite`, plus ``get(key)`` (the record,
+    or None), ``forget(key)`` (True if there was one; it is never recalled,
+    listed or counted again), ``list(category=, session_id=, limit=)`` (newest
+    first) and ``count()`` (the records not forgotten).
+    """
 
     def get(self, key: str) -> MemoryRecord | None: ...
 

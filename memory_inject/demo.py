@@ -143,6 +143,12 @@ def run_demo(store: Memory, config: MemoryInjectConfig, out: TextIO, now: dateti
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m memory_inject.demo``: run the demo turns, printing to stdout; returns 0.
+
+    ``argv`` defaults to the command line. ``--agent`` reads the config from an
+    agent YAML file (default: the built-in defaults); ``--db`` keeps the store in
+    that SQLite file instead of a temporary one.
+    """
     ap = argparse.ArgumentParser(prog="python -m memory_inject.demo", description=__doc__)
     ap.add_argument("--agent", type=Path, help="agent YAML file (default: built-in defaults)")
     ap.add_argument("--db", type=Path, help="SQLite file to use (default: a temporary one)")

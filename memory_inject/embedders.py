@@ -84,6 +84,7 @@ class HashingEmbedder:
     """
 
     def __init__(self, dim: int = 256, ngram_range: tuple[int, int] = (3, 5)) -> None:
+        """``ValueError`` unless ``dim`` >= 1 and ``ngram_range`` is ``(lo, hi)``, 1 <= lo <= hi."""
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ValueError(f"'dim' must be an integer >= 1 (got {dim!r})")
         lo, hi = ngram_range
@@ -96,13 +97,19 @@ class HashingEmbedder:
 
     @property
     def name(self) -> str:
+        """``hashing-<dim>-<lo>-<hi>``: other settings give vectors that do not compare."""
         return f"hashing-{self._dim}-{self._range[0]}-{self._range[1]}"
 
     @property
     def dim(self) -> int:
+        """The vector length, ``dim`` as given."""
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text (all zeros for a text without words).
+
+        ``TypeError`` for a single string.
+        """
         if isinstance(texts, str):
             raise TypeError("'texts' must be a sequence of strings, not a single string")
         return [self._one(t) for t in texts]
@@ -169,6 +176,10 @@ class SentenceTransformerEmbedder:
         batch_size: int = 32,
         offline: bool = True,
     ) -> None:
+        """Load the model now; ``device`` and ``batch_size`` are passed to sentence-transformers.
+
+        :class:`EmbedderError` when the package is not installed or the model cannot be loaded.
+        """
         if offline:
             _offline_env()
         try:
@@ -198,13 +209,19 @@ class SentenceTransformerEmbedder:
 
     @property
     def name(self) -> str:
+        """``sentence-transformers:<name>``, the last part of the ``model`` path or name."""
         return self._name
 
     @property
     def dim(self) -> int:
+        """The model's embedding dimension, read when it was loaded."""
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text, encoded ``batch_size`` at a time.
+
+        :class:`EmbedderError` when the model fails.
+        """
         try:
             out = self._model.encode(
                 list(texts),
@@ -227,6 +244,11 @@ class Model2VecEmbedder:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, offline: bool = True) -> None:
+        """``path`` is the model directory; ``offline`` sets the process's ``HF_HUB_OFFLINE=1``.
+
+        :class:`EmbedderError` when model2vec is not installed or ``path`` is not a
+        directory. The model itself is not loaded yet.
+        """
         if offline:
             _offline_env()
         try:
@@ -253,13 +275,19 @@ class Model2VecEmbedder:
 
     @property
     def name(self) -> str:
+        """``model2vec:<directory name>``."""
         return f"model2vec:{self._path.name}"
 
     @property
     def dim(self) -> int:
+        """The model's vector length; loads the model if needed (or :class:`EmbedderError`)."""
         return int(self._load().dim)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text; loads the model on first use.
+
+        :class:`EmbedderError` when loading or encoding fails.
+        """
         model = self._load()
         try:
             out = model.encode(list(texts))

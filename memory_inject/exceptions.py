@@ -51,6 +51,7 @@ class ConfigError(MemoryInjectError, ValueError):
     """
 
     def __init__(self, source: str, problems: Sequence[str]) -> None:
+        """``source`` (usually the file) prefixes each problem; the message lists the first 50."""
         self.source = source
         self.problems: tuple[str, ...] = tuple(f"{source}: {p}" for p in problems)
         n = len(self.problems)
@@ -68,18 +69,36 @@ class StorageError(MemoryInjectError):
 
 
 class StoreMissingError(StorageError):
+    """The database is not there and cannot be opened or created (``reason`` ``"missing"``).
+
+    Also raised for an empty database opened with ``create=False``.
+    """
+
     reason = "missing"
 
 
 class StoreCorruptError(StorageError):
+    """The file is not a database, or lacks tables its schema needs (``reason`` ``"corrupt"``)."""
+
     reason = "corrupt"
 
 
 class StoreLockedError(StorageError):
+    """The database stayed locked (``reason`` ``"locked"``).
+
+    SQLite: still locked after the busy timeout and one retry. PostgreSQL: the
+    lock timeout passed, or a deadlock or serialization failure.
+    """
+
     reason = "locked"
 
 
 class SchemaMismatchError(StorageError):
+    """The schema is newer than this library, or not ours (``reason`` ``"schema_mismatch"``).
+
+    "Not ours": a SQLite file or PostgreSQL table that some other program made.
+    """
+
     reason = "schema_mismatch"
 
 
@@ -95,4 +114,10 @@ class PgvectorUnusableError(StorageError):
 
 
 class EmbedderError(StorageError):
+    """The embedder failed (``reason`` ``"embedder_failed"``).
+
+    It could not be built or loaded, it raised, or it returned the wrong number
+    of vectors, vectors of the wrong dimension, or NaN/inf values.
+    """
+
     reason = "embedder_failed"

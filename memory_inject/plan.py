@@ -35,6 +35,11 @@ SOURCES = ("default", "semantic", "lexical", "entity", "plugin")
 
 @frozen
 class PlanQuery:
+    """One query of a plan: its ``source`` and how many rows it asks for.
+
+    ``ValueError`` when ``source`` is not one of :data:`SOURCES` or ``limit`` is below 1.
+    """
+
     source: str
     limit: int
 
@@ -76,6 +81,12 @@ PRESETS = {"founder_os": FOUNDER_OS_PLAN}
 
 @frozen
 class Entities:
+    """What :func:`extract_entities` found in a turn's text.
+
+    Emails, domains (lower-cased; of the emails and bare ones), known company
+    names, and contact names found just before an email.
+    """
+
     emails: tuple[str, ...] = ()
     domains: tuple[str, ...] = ()
     companies: tuple[str, ...] = ()

@@ -108,6 +108,11 @@ class MemoryRecord:
         )
 
     def evolve(self, **changes: Any) -> MemoryRecord:
+        """A copy with ``changes`` (``attrs.evolve``), converted and validated again.
+
+        ``id`` and ``updated_at`` keep their values unless passed, even when ``key``
+        or ``timestamp`` changes.
+        """
         return attrs.evolve(self, **changes)
 
 

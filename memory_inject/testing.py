@@ -31,6 +31,12 @@ class FixtureMemory:
         fail: BaseException | bool = False,
         delay: float = 0.0,
     ) -> None:
+        """``by_scope`` maps a session id (None: no session) to what ``recall`` returns.
+
+        The lists may hold anything, so a test can hand the renderer garbage.
+        ``fail`` (an exception, or True for a ``RuntimeError``) makes every recall
+        raise; ``delay`` seconds are slept first, and ``name`` is the store's name.
+        """
         self._by_scope = dict(by_scope or {})
         self._name = name
         self.fail = fail
@@ -39,6 +45,7 @@ class FixtureMemory:
 
     @property
     def name(self) -> str:
+        """The store's name (``name=``), reported on the recall event."""
         return self._name
 
     def recall(
@@ -50,6 +57,10 @@ class FixtureMemory:
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> Sequence[MemoryEntry]:
+        """Record the call, sleep ``delay``, raise ``fail`` if set, else the scope's list.
+
+        An unknown scope answers ``[]``; ``query``, ``since`` and ``until`` are ignored.
+        """
         self.calls.append({"query": query, "limit": limit, "session_id": session_id})
         if self.delay:
             time.sleep(self.delay)
@@ -59,6 +70,7 @@ class FixtureMemory:
 
     @property
     def limits(self) -> list[int]:
+        """The ``limit`` of each recorded call, in call order."""
         return [c["limit"] for c in self.calls]
 
 

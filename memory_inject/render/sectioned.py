@@ -165,6 +165,13 @@ class SectionedRenderer:
         max_contested: int = 2,
         contested_min_overlap: float = 0.15,
     ) -> None:
+        """``max_hard_rules`` caps Hard Rules, and only active layer ``l2`` rules whose
+        confidence is at least ``hard_rule_min_confidence`` qualify (most confident
+        first). ``max_contested`` caps Contested Memory, and only routed entries whose
+        word overlap with the query exceeds ``contested_min_overlap`` qualify.
+        ``ValueError`` for a count or cap that is not an integer >= 0, or an unknown
+        ``section_caps`` key.
+        """
         for field, value in (
             ("max_total_chars", max_total_chars),
             ("max_hard_rules", max_hard_rules),

@@ -43,6 +43,7 @@ _AUTOSAVE_PREFIXES = ("[cron:", "[heartbeat task", "[distilled_", "[memory conte
 
 
 def ascii_lower(text: str) -> str:
+    """``text`` with only ASCII letters lower-cased, like Rust's ``to_ascii_lowercase``."""
     return text.translate(_ASCII_LOWER) if not text.isascii() else text.lower()
 
 
@@ -83,6 +84,7 @@ def skip_reason(key: str, content: str) -> str | None:
 
 
 def should_skip_entry(key: str, content: str) -> bool:
+    """True when the entry matches a skip rule (see :func:`skip_reason`)."""
     return skip_reason(key, content) is not None
 
 
@@ -99,6 +101,7 @@ def age_days(ts: datetime | None, now: datetime) -> float | None:
 
 
 def decay_factor(age: float, half_life_days: float) -> float:
+    """``0.5 ** (age / half_life_days)``: 1 at age 0, halved every half-life (both in days)."""
     return math.exp(-age / half_life_days * _LN2)
 
 

@@ -47,10 +47,12 @@ _NON_RUST_WS = "\x1c\x1d\x1e\x1f"
 
 
 def bounded_final_limit(n: int) -> int:
+    """``n`` clamped to ``1..MAX_CANDIDATE_POOL``."""
     return max(1, min(n, MAX_CANDIDATE_POOL))
 
 
 def bounded_pool_cap(final_limit: int, cap: int, ceiling: int = MAX_CANDIDATE_POOL) -> int:
+    """``cap`` limited to ``ceiling``, but never below the bounded ``final_limit`` (nor 1)."""
     return max(min(cap, ceiling), bounded_final_limit(final_limit), 1)
 
 
@@ -63,6 +65,10 @@ def rerank_recall_limit(limit: int, rc: RerankConfig) -> int:
 
 
 def recency_factor(e: MemoryEntry, now: datetime, half_life: float = 7.0) -> float:
+    """The blend's recency term: 1 for core or undated entries, else the decay for their age.
+
+    ``half_life`` is in days.
+    """
     if e.category == MemoryCategory.CORE:
         return 1.0
     age = age_days(e.timestamp, now)
@@ -105,6 +111,11 @@ def split_ws(text: str) -> list[str]:
 
 
 def normalize(content: str) -> str:
+    """``content`` with whitespace runs made one space and ASCII lower-cased, for comparing.
+
+    Whitespace is Rust's set (see :func:`split_ws`), so leading and trailing
+    whitespace goes too.
+    """
     return ascii_lower(" ".join(split_ws(content)))
 
 

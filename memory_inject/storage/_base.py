@@ -29,7 +29,11 @@ __all__ = ["PersistentStore", "RecallQuery", "VectorEmbedder", "check_namespace"
 
 
 class VectorEmbedder(Protocol):
-    """What a store needs of an embedder (``memory_inject.embedders.Embedder`` fits)."""
+    """What a store needs of an embedder (``memory_inject.embedders.Embedder`` fits).
+
+    ``dim`` is the vector length, ``name`` identifies the model, and ``embed``
+    returns one vector per text.
+    """
 
     @property
     def dim(self) -> int: ...
@@ -76,6 +80,7 @@ class PersistentStore:
 
     @property
     def name(self) -> str:
+        """The store's name (``name=``), reported on the recall event."""
         return self._name
 
     @property

@@ -22,6 +22,7 @@ __all__ = ["close_async_pool", "translate_errors", "unavailable"]
 
 
 def unavailable(message: str) -> StorageError:
+    """A :class:`StorageError` with ``reason`` ``"unavailable"``: no connection could be had."""
     err = StorageError(message)
     err.reason = "unavailable"
     return err

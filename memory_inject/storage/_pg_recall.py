@@ -138,6 +138,7 @@ def like_patterns(query: str) -> list[str]:
 
 
 def vector_literal(vector: Sequence[float]) -> str:
+    """``vector`` in pgvector's text form, ``[x,y,...]``, for a ``::vector`` parameter."""
     return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
 
@@ -196,9 +197,16 @@ def _cols(names: Sequence[str]) -> sql.Composed:
 
 
 class Queries:
-    """Every statement the store runs, for one table and namespace."""
+    """Every statement the store runs, for one table and namespace.
+
+    "Live" rows are those not forgotten, superseded or expired: all recall sees.
+    """
 
     def __init__(self, names: TableNames, namespace: str, shared: tuple[str, ...] = ()) -> None:
+        """Statements for the table ``names`` and ``namespace``.
+
+        A session's recall also sees the sessionless rows of the ``shared`` categories.
+        """
         self.names = names
         self.t = names.ident()
         self.ns = namespace
@@ -234,6 +242,7 @@ class Queries:
         return sql.SQL(" AND ").join(sql.SQL(p) for p in parts), params
 
     def recent(self, scope: Scope, limit: int) -> Stmt:
+        """Live rows in ``scope``, most recently updated first: the time-only recall."""
         where, params = self._live(scope)
         query = sql.SQL(
             "SELECT {cols} FROM {t} WHERE {where} ORDER BY updated_at DESC, rid DESC LIMIT %(lim)s"
@@ -309,6 +318,10 @@ class Queries:
         return Stmt(query, {"rel": self.t.as_string()})
 
     def nearest(self, scope: Scope, vector: str, limit: int) -> Stmt:
+        """Live rows with a vector, nearest to ``vector`` first, each with its cosine similarity.
+
+        ``vector`` is a :func:`vector_literal`.
+        """
         where, params = self._live(scope)
         query = sql.SQL(
             "SELECT {cols}, 1 - (embedding_vec <=> %(vec)s::vector) AS sim FROM {t} "
@@ -318,6 +331,10 @@ class Queries:
         return Stmt(query, {**params, "vec": vector, "lim": limit})
 
     def like(self, scope: Scope, patterns: list[str], limit: int) -> Stmt:
+        """Live rows whose key or content ILIKE-matches any of ``patterns``, newest update first.
+
+        The fallback when ranking finds nothing; ``patterns`` come from :func:`like_patterns`.
+        """
         where, params = self._live(scope)
         query = sql.SQL(
             "SELECT {cols} FROM {t} WHERE {where} "
@@ -329,12 +346,14 @@ class Queries:
     # reads
 
     def get(self, key: str) -> Stmt:
+        """The row under ``key`` unless forgotten (superseded and expired rows too)."""
         query = sql.SQL(
             'SELECT {cols} FROM {t} WHERE namespace = %s AND "key" = %s AND deleted_at IS NULL'
         ).format(cols=self.all, t=self.t)
         return Stmt(query, (self.ns, key))
 
     def listing(self, category: str | None, session_id: str | None, limit: int | None) -> Stmt:
+        """Rows not forgotten, newest ``timestamp`` first, filtered; ``limit=None`` is all."""
         parts = ["namespace = %(ns)s AND deleted_at IS NULL"]
         params: dict[str, Any] = {"ns": self.ns}
         if category is not None:
@@ -358,12 +377,14 @@ class Queries:
         return Stmt(query, params)
 
     def count(self) -> Stmt:
+        """How many rows of the namespace are not forgotten."""
         query = sql.SQL(
             "SELECT count(*) FROM {t} WHERE namespace = %s AND deleted_at IS NULL"
         ).format(t=self.t)
         return Stmt(query, (self.ns,))
 
     def export(self) -> Stmt:
+        """Every row of the namespace in insertion order, forgotten and superseded ones included."""
         query = sql.SQL("SELECT {cols} FROM {t} WHERE namespace = %s ORDER BY rid").format(
             cols=self.all, t=self.t
         )
@@ -379,6 +400,11 @@ class Queries:
         )
 
     def upsert(self, params: list[Any], keep: Sequence[str]) -> Stmt:
+        """Insert ``params`` (one per column), or update the row under its key; returns the row.
+
+        The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
+        values on update. The statement is built once per ``keep``.
+        """
         key = tuple(keep)
         query = self._upserts.get(key)
         if query is None:
@@ -395,6 +421,7 @@ class Queries:
         return Stmt(query, params)
 
     def forget(self, key: str) -> Stmt:
+        """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount."""
         query = sql.SQL(
             "UPDATE {t} SET deleted_at = now() "
             'WHERE namespace = %s AND "key" = %s AND deleted_at IS NULL'
@@ -402,6 +429,7 @@ class Queries:
         return Stmt(query, (self.ns, key), rows=False)
 
     def mark_used(self, ids: list[str]) -> Stmt:
+        """Bump ``times_used`` and ``last_used_at`` of rows in ``ids``; sends back the rowcount."""
         query = sql.SQL(
             "UPDATE {t} SET times_used = times_used + 1, last_used_at = now() "
             "WHERE namespace = %s AND id = ANY(%s) AND deleted_at IS NULL"
@@ -409,6 +437,7 @@ class Queries:
         return Stmt(query, (self.ns, ids), rows=False)
 
     def lock_live(self, key: str) -> Stmt:
+        """The id of the row under ``key`` unless forgotten, locked ``FOR UPDATE``."""
         query = sql.SQL(
             'SELECT id FROM {t} WHERE namespace = %s AND "key" = %s AND deleted_at IS NULL '
             "FOR UPDATE"
@@ -416,6 +445,7 @@ class Queries:
         return Stmt(query, (self.ns, key))
 
     def set_superseded_by(self, old_id: str, new_id: str) -> Stmt:
+        """Point row ``old_id`` at its successor ``new_id``; sends back the rowcount."""
         query = sql.SQL(
             "UPDATE {t} SET superseded_by = %s WHERE namespace = %s AND id = %s"
         ).format(t=self.t)
@@ -424,6 +454,7 @@ class Queries:
     # bulk import: COPY into a temp table, then one merge
 
     def stage_create(self) -> list[sql.Composed]:
+        """Create the import's staging table: temporary, dropped at commit, plus ``_seq``."""
         return [
             sql.SQL(
                 "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {cols} FROM {t} WITH NO DATA"
@@ -432,20 +463,28 @@ class Queries:
         ]
 
     def stage_copy(self) -> sql.Composed:
+        """``COPY`` into the staging table: every column, then ``_seq``."""
         return sql.SQL("COPY {s} ({cols}, _seq) FROM STDIN").format(s=_STAGE, cols=self.all)
 
     def any_rows(self) -> Stmt:
+        """Whether the table holds any row at all, in any namespace, forgotten ones too."""
         return Stmt(sql.SQL("SELECT EXISTS (SELECT 1 FROM {t})").format(t=self.t))
 
     def hnsw_present(self) -> sql.Composed:
+        """Whether the table's HNSW index exists."""
         return sql.SQL("SELECT to_regclass({name}) IS NOT NULL").format(
             name=sql.Literal(self.names.hnsw.as_string())
         )
 
     def hnsw_drop(self) -> sql.Composed:
+        """Drop the table's HNSW index if it exists."""
         return sql.SQL("DROP INDEX IF EXISTS {idx}").format(idx=self.names.hnsw)
 
     def hnsw_rebuild(self) -> list[sql.Composed]:
+        """Build the HNSW index again, first raising ``maintenance_work_mem`` to 512MB if lower.
+
+        The setting is raised for the current transaction only.
+        """
         return [
             # Room for the graph in memory (only ever raised, and only for this transaction).
             sql.SQL(
@@ -458,6 +497,7 @@ class Queries:
 
     def stage_merge(self) -> sql.Composed:
         # The last line wins for a repeated key; rows go in in file order (rid order).
+        """Upsert the staged rows into the table in file order; a repeated key's last line wins."""
         return sql.SQL(
             "INSERT INTO {t} ({cols}) SELECT {cols} FROM ("
             'SELECT DISTINCT ON ("key") * FROM {s} ORDER BY "key", _seq DESC'

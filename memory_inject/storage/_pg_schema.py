@@ -98,14 +98,17 @@ class TableNames:
             )
 
     def ident(self, suffix: str = "") -> sql.Identifier:
+        """The SQL identifier ``table + suffix``."""
         return sql.Identifier(self.table + suffix)
 
     @property
     def versions(self) -> sql.Identifier:
+        """The table's schema-version table, ``<table>_schema_version``."""
         return self.ident("_schema_version")
 
     @property
     def hnsw(self) -> sql.Identifier:
+        """The table's HNSW index, ``<table>_embedding_hnsw``."""
         return self.ident("_embedding_hnsw")
 
 

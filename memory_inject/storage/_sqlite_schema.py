@@ -200,10 +200,14 @@ def encode_vector(values: Sequence[float]) -> bytes:
 
 
 def decode_vector(blob: bytes) -> tuple[float, ...]:
+    """The float32 values of a blob written by :func:`encode_vector`."""
     return struct.unpack(f"<{len(blob) // 4}f", blob)
 
 
 def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
+    """``record`` as :data:`COLUMNS` values: timestamps as text, lists and ``scope``
+    as JSON, the embedding as a float32 blob.
+    """
     row: list[Any] = []
     for name in COLUMNS:
         value = getattr(record, name)
@@ -225,6 +229,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
 
 
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
+    """The record for a row of :data:`COLUMNS` values, decoding what :func:`record_to_row` did."""
     fields: dict[str, Any] = {}
     for name, raw in zip(COLUMNS, row, strict=True):
         value = raw

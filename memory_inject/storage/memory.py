@@ -47,6 +47,11 @@ class InMemoryStore:
         name: str = "in_memory",
         shared_categories: Iterable[str] = ("core", "daily"),
     ) -> None:
+        """``name`` is the store's name on the recall event.
+
+        ``TypeError`` when ``records`` holds anything but :class:`MemoryRecord` values;
+        a key given twice keeps the later record.
+        """
         self._name = name
         self._shared = frozenset(str(c) for c in shared_categories)
         self._lock = threading.Lock()
@@ -59,6 +64,7 @@ class InMemoryStore:
 
     @property
     def name(self) -> str:
+        """The store's name (``name=``), reported on the recall event."""
         return self._name
 
     # -- writes ---------------------------------------------------------------
@@ -136,6 +142,7 @@ class InMemoryStore:
         return out if limit is None else out[: max(0, int(limit))]
 
     def count(self) -> int:
+        """How many records the store holds (superseded and expired ones too)."""
         with self._lock:
             return len(self._records)
 

@@ -114,6 +114,17 @@ class PostgresStore(PersistentStore):
         shared_categories: Sequence[str] = ("core", "daily"),
         rank_budget: int | None = 2000,
     ) -> None:
+        """Connect to ``dsn``, create or migrate ``table``, and open a pool of connections.
+
+        The pool holds ``min_size`` to ``max_size`` connections. ``namespace`` is
+        this agent's share of the table and ``name`` the store's
+        name on the recall event; ``embedder`` gives each record a vector, and
+        ``fusion`` says how keyword and vector hits combine (default :class:`Fusion`).
+        ``ValueError`` for a bad ``namespace`` or ``table``; a :class:`StorageError`
+        when the server cannot be reached, the table is not ours or is newer, or
+        ``vectors=True`` finds no pgvector; :class:`PgvectorUnusableError` when
+        pgvector is there but broken.
+        """
         self._names = TableNames(table)
         self._namespace = check_namespace(namespace)
         self._name = name
@@ -186,6 +197,10 @@ class PostgresStore(PersistentStore):
             close_async_pool(apool, loop)
 
     async def aclose(self) -> None:
+        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
+
+        Awaited on another loop, it closes that pool as :meth:`close` does.
+        """
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
         if apool is not None:
@@ -239,6 +254,7 @@ class PostgresStore(PersistentStore):
         return [row_to_record(r) for r in rows]
 
     def count(self) -> int:
+        """How many rows of this namespace are not forgotten (superseded and expired ones count)."""
         rows = self._run("count", _rows(self._q.count()))
         return int(rows[0][0])
 

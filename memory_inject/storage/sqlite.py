@@ -71,6 +71,16 @@ class SQLiteStore(PersistentStore):
         synchronous: str = "FULL",
         shared_categories: Sequence[str] = ("core", "daily"),
     ) -> None:
+        """Open the database at ``path`` (created unless ``create=False``) and migrate it.
+
+        ``name`` is the store's name on the recall event; ``embedder`` gives each
+        record a vector, and ``fusion`` says how keyword and vector hits combine.
+        ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry.
+        A session's recall also sees the sessionless rows of ``shared_categories``.
+        ``ValueError`` for a bad ``synchronous`` or ``namespace``; the
+        :class:`StorageError` subclasses when the file is missing, locked, not a
+        database, not ours or newer than this library.
+        """
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"'synchronous' must be one of {_SYNCHRONOUS} (got {synchronous!r})")
         self._path = str(path)
@@ -314,6 +324,7 @@ class SQLiteStore(PersistentStore):
         return self._read(lambda c: self._fetch(c, sql, params), "list")
 
     def count(self) -> int:
+        """How many rows of this namespace are not forgotten (superseded and expired ones count)."""
         sql = "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL"
         return int(self._read(lambda c: c.execute(sql, (self._namespace,)).fetchone()[0], "count"))
 
