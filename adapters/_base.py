@@ -67,6 +67,10 @@ class Adapter:
     def __init__(
         self, store: Memory, agent_config: AgentConfig, **options: Unpack[AdapterOptions]
     ) -> None:
+        """Keep the store and agent; ``options``: :class:`AdapterOptions`.
+
+        A store that cannot recall is a ``TypeError`` here, not a silent turn later.
+        """
         name = type(self).__name__
         check_store(store, name)
         autosave = options.get("autosave", False)

@@ -57,6 +57,7 @@ _NO_WRITE = "autosave_failed: the store has no store() method"
 
 
 def new_turn_id() -> str:
+    """A fresh random turn id (32 hex characters)."""
     return uuid.uuid4().hex
 
 
@@ -100,6 +101,7 @@ class Injection:
 
     @property
     def block(self) -> str:
+        """The rendered block; ``""`` when skipped, empty or failed."""
         return self.result.text if self.result is not None else ""
 
     @property

@@ -79,6 +79,7 @@ class ChannelAdapter(Adapter):
         channel_name: str,
         **options: Unpack[AdapterOptions],
     ) -> None:
+        """Serve the channel ``channel_name``; ``options`` as for :class:`~._base.Adapter`."""
         options["channel"] = channel_name
         super().__init__(store, agent_config, **options)
 

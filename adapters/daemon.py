@@ -19,6 +19,7 @@ __all__ = ["DaemonAdapter", "DaemonTurn", "heartbeat_query"]
 
 
 def heartbeat_query(task_text: str, priority: str = "normal") -> str:
+    """The heartbeat query zeroclaw builds: ``[Heartbeat Task | <priority>] <task>``."""
     return f"[Heartbeat Task | {priority}] {task_text}"
 
 

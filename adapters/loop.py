@@ -71,6 +71,7 @@ class LoopTurn:
 
     @property
     def block(self) -> str:
+        """The block this turn got (``""`` before ``prepare`` and when none)."""
         return self.injection.block if self.injection is not None else ""
 
 
@@ -94,10 +95,12 @@ class LoopInjection:
 
     @property
     def block(self) -> str:
+        """The block placed in ``messages`` (``""`` when none)."""
         return self.injection.block if self.injection is not None else ""
 
     @property
     def policy(self) -> InjectPolicy | None:
+        """The turn's policy (None when nothing was rendered: reuse, no user message)."""
         return self.injection.policy if self.injection is not None else None
 
 
@@ -141,6 +144,7 @@ class MemoryLoop(Adapter):
         api: Api = "auto",
         **options: Unpack[AdapterOptions],
     ) -> None:
+        """``placement``, ``api``: see :func:`.messages.inject_block`; ``options``: as for all."""
         check_placement(placement)
         check_api(api)
         super().__init__(store, agent_config, **options)

@@ -58,11 +58,13 @@ M = TypeVar("M", bound=Mapping[str, Any])
 
 
 def check_placement(placement: str) -> None:
+    """Raise ``ValueError`` unless ``placement`` is one of :data:`PLACEMENTS`."""
     if placement not in PLACEMENTS:
         raise ValueError(f"'placement' must be one of {PLACEMENTS} (got {placement!r})")
 
 
 def check_api(api: str) -> None:
+    """Raise ``ValueError`` unless ``api`` is one of :data:`APIS`."""
     if api not in APIS:
         raise ValueError(f"'api' must be one of {APIS} (got {api!r})")
 

@@ -95,6 +95,7 @@ class LoggingBridge(_Bridge):
     """
 
     def __init__(self, logger: logging.Logger | None = None, level: int = logging.INFO) -> None:
+        """Log each event on ``logger`` (default ``memory_inject.recall``) at ``level``."""
         self.logger = logger if logger is not None else logging.getLogger("memory_inject.recall")
         self.level = level
 
@@ -136,6 +137,7 @@ class OpenTelemetryBridge(_Bridge):
     span_name = "memory.recall"
 
     def __init__(self, tracer: Any = None) -> None:
+        """Use ``tracer`` (default: the global tracer); needs the ``otel`` extra."""
         try:
             from opentelemetry import trace
         except ImportError as exc:
@@ -145,6 +147,7 @@ class OpenTelemetryBridge(_Bridge):
 
     @staticmethod
     def attributes(event: MemoryRecall) -> dict[str, str | bool | int | float]:
+        """The event as OpenTelemetry span attributes (GenAI names where one exists)."""
         fields = event_fields(event)
         names = {
             "channel": "memory_inject.channel",
