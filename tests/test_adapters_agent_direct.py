@@ -5,12 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memory_inject import AgentConfig, MemoryInjectConfig
-from memory_inject.adapters import AgentDirectAdapter
+
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import AgentDirectAdapter
+else:
+    from memory_inject.adapters import AgentDirectAdapter
 from memory_inject.config import TrivialPromptConfig
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
@@ -67,7 +73,7 @@ class TestRequest:
             scoped.policy.exclude_conversation,
             unscoped.policy.exclude_conversation,
         )
-        assert "agent_direct" == scoped.event.origin  # type: ignore[union-attr]
+        assert "agent_direct" == scoped.event.origin
         assert scoped.block + "how is Acme billing done?" == scoped.prompt
 
     def test_the_recall_limit_comes_from_the_config(self, store: SQLiteStore) -> None:
@@ -123,8 +129,9 @@ class TestAutosave:
             turn_id="r1",
         )
         record = store.get("user_msg_r1")
+        assert record is not None
         assert "user_msg_r1" == turn.autosaved_key
         assert ("conversation", "ws-1") == (
-            record.category,  # type: ignore[union-attr]
+            record.category,
             record.session_id,
-        )  # type: ignore[union-attr]
+        )

@@ -5,12 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memory_inject import AgentConfig, TurnOrigin
-from memory_inject.adapters import ChannelAdapter, InboundMessage, is_group_chat, session_scopes
+
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import ChannelAdapter, InboundMessage, is_group_chat, session_scopes
+else:
+    from memory_inject.adapters import ChannelAdapter, InboundMessage, is_group_chat, session_scopes
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 from tests._twins import call, twin  # noqa: F401
@@ -136,11 +142,12 @@ class TestAutosave:
             ),
         )
         record = store.get("telegram__alice_server_42")
+        assert record is not None
         assert "telegram__alice_server_42" == turn.autosaved_key
         assert ("conversation", "matrix_room") == (
-            record.category,  # type: ignore[union-attr]
+            record.category,
             record.session_id,
-        )  # type: ignore[union-attr]
+        )
 
     def test_a_message_is_not_recalled_into_its_own_block_but_is_next_time(
         self, adapter: ChannelAdapter

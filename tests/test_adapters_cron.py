@@ -6,12 +6,18 @@ import asyncio
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memory_inject import AgentConfig, ConfigError, TurnOrigin
-from memory_inject.adapters import CronAdapter, CronJob, load_cron_jobs
+
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import CronAdapter, CronJob, load_cron_jobs
+else:
+    from memory_inject.adapters import CronAdapter, CronJob, load_cron_jobs
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 from tests._twins import call, twin  # noqa: F401

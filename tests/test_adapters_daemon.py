@@ -5,11 +5,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from memory_inject import AgentConfig, load_agent_config
-from memory_inject.adapters import DaemonAdapter
+
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import DaemonAdapter
+else:
+    from memory_inject.adapters import DaemonAdapter
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 from tests._twins import call, twin  # noqa: F401

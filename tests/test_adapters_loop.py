@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import importlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from memory_inject import AgentConfig, MemoryInjectConfig, TurnOrigin
-from memory_inject.adapters import MemoryLoop, current_turn, has_block
+
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import MemoryLoop, current_turn, has_block
+else:
+    from memory_inject.adapters import MemoryLoop, current_turn, has_block
 from memory_inject.config import GovernanceConfig, TrivialPromptConfig
 from memory_inject.profile import resolve_profile
 from memory_inject.storage.sqlite import SQLiteStore
@@ -113,10 +120,7 @@ class TestPrepare:
             suppressed = call(loop, "inject", [user(QUESTIONS[0])], suppress=True)
             trivial = call(loop, "inject", [user("ok")])
         assert [] == rec.events
-        assert ("suppressed", "trivial_prompt") == (
-            suppressed.policy.reason,  # type: ignore[union-attr]
-            trivial.policy.reason,
-        )  # type: ignore[union-attr]
+        assert ("suppressed", "trivial_prompt") == (suppressed.policy.reason, trivial.policy.reason)
         assert ("", "") == (suppressed.block, trivial.block)
 
 
@@ -172,7 +176,7 @@ class TestTurns:
         parent, sub_agent = MemoryLoop(store, agent), MemoryLoop(store, agent)
         with recording() as rec, parent.turn():
             result = call(sub_agent, "inject", [user(QUESTIONS[0])])
-        assert ("", TurnOrigin.SUB_TURN) == (result.block, result.injection.origin)  # type: ignore[union-attr]
+        assert ("", TurnOrigin.SUB_TURN) == (result.block, result.injection.origin)
         assert [] == rec.events
 
     def test_wrap_marks_each_call_and_nested_calls_are_sub_turns(
@@ -185,7 +189,7 @@ class TestTurns:
         @loop.wrap(sessions=["cli_main"])
         def agent_turn(text: str, nested: bool = False) -> list[Any]:
             seen.append(current_turn().origin)  # type: ignore[union-attr]
-            out = call(loop, "prepare", [user(text)])
+            out: list[Any] = call(loop, "prepare", [user(text)])
             if nested:
                 agent_turn(QUESTIONS[1])
             return out
@@ -233,7 +237,7 @@ class TestIdempotence:
     ) -> None:
         """A model-switch retry with the prepared list adds nothing and recalls nothing."""
         for placement in ("prefix_user", "message"):
-            loop = MemoryLoop(store, agent, placement=placement)  # type: ignore[arg-type]
+            loop = MemoryLoop(store, agent, placement=placement)
             with recording() as rec:
                 once = call(loop, "prepare", [user(QUESTIONS[0])])
                 twice = call(loop, "prepare", once)
@@ -268,7 +272,7 @@ class TestFailures:
         assert (history, history) == (result.messages, aresult.messages)
         assert [False, False] == [e.success for e in rec.events]
         assert "closed" in (rec.events[0].error or "")
-        assert "autosave_failed" in (result.injection.error or "")  # type: ignore[union-attr]
+        assert "autosave_failed" in (result.injection.error or "")
 
 
 class TestAutosave:
@@ -328,7 +332,7 @@ class TestRenderBugs:
         self, store: SQLiteStore, agent: AgentConfig, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Even a bug inside the render leaves the turn running, with the error on the result."""
-        from memory_inject.adapters import _core
+        _core = importlib.import_module("memory_inject.adapters._core")
 
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("stage bug")
@@ -340,8 +344,9 @@ class TestRenderBugs:
         result = call(loop, "inject", history)
         aresult = asyncio.run(loop.ainject(history))
         assert (history, history) == (result.messages, aresult.messages)
-        assert "render_failed: RuntimeError: stage bug" == result.injection.error  # type: ignore[union-attr]
-        assert "render_failed: RuntimeError: stage bug" == aresult.injection.error  # type: ignore[union-attr]
+        assert aresult.injection is not None
+        assert "render_failed: RuntimeError: stage bug" == result.injection.error
+        assert "render_failed: RuntimeError: stage bug" == aresult.injection.error
 
 
 class TestArguments:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memory_inject.adapters import has_block, inject_block, message_text, user_message_index
+# The adapters ship as memory_inject.adapters from the adapters/ folder (package-dir);
+# type checkers read the folder, which has no such mapping.
+if TYPE_CHECKING:
+    from adapters import has_block, inject_block, message_text, user_message_index
+else:
+    from memory_inject.adapters import has_block, inject_block, message_text, user_message_index
 
 BLOCK = "[Memory context]\n- deploy_target: prod-3\n[/Memory context]\n\n"
 
@@ -129,7 +134,7 @@ class TestUserMessage:
 
     def test_openai_api_takes_the_last_user_role_message(self) -> None:
         """With api='openai' every user-role message counts (OpenAI tools use role 'tool')."""
-        history = [
+        history: list[dict[str, Any]] = [
             {"role": "user", "content": "q"},
             {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
         ]
@@ -172,7 +177,7 @@ class TestBadInput:
     def test_a_non_mapping_message_is_a_type_error(self) -> None:
         """Messages must be dicts; anything else names its index."""
         with pytest.raises(TypeError, match=r"'messages\[0\]' must be a mapping"):
-            inject_block(["hello"], BLOCK)  # type: ignore[list-item]
+            inject_block(["hello"], BLOCK)  # type: ignore[type-var]  # deliberately not a mapping
 
     def test_user_content_of_another_type_is_a_type_error(self) -> None:
         """A user message whose content is neither text nor blocks cannot be prefixed."""
