@@ -1,13 +1,14 @@
 """The spec's acceptance cases (section 10) and our end-to-end cases for render_memory_context.
 
 Every test here runs twice, through ``render_memory_context`` and through
-``arender_memory_context`` (the ``mode`` fixture), so the twins cannot drift.
+``arender_memory_context`` (the ``twin`` fixture of ``tests/_twins.py``), so the
+twins cannot drift.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,13 +24,14 @@ from memory_inject import (
     TurnMeta,
     TurnOrigin,
     arender_memory_context,
-    render_memory_context,
+    pipeline,
     resolve_inject_policy,
 )
 from memory_inject.config import PlanQueryConfig, RecallPlanConfig
 from memory_inject.policy import direct_policy
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_skipped
 from memory_inject.testing import FixtureMemory, recording
+from tests._twins import call, twin  # noqa: F401
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
@@ -59,17 +61,6 @@ def trace_of(out: Any, name: str) -> Any:
     return next(t for t in out.trace if t.name == name)
 
 
-_MODE = {"async": False}
-
-
-@pytest.fixture(autouse=True, params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run the test through the sync and then the async render."""
-    _MODE["async"] = request.param == "async"
-    yield str(request.param)
-    _MODE["async"] = False
-
-
 def render(
     mem: Any, query: str = "q", *, exclude_conversation: bool = False, **kw: Any
 ) -> RenderResult:
@@ -77,9 +68,8 @@ def render(
     kw.setdefault("now", NOW)
     if exclude_conversation:
         kw["policy"] = direct_policy(kw.pop("config", None), exclude_conversation=True)
-    if _MODE["async"]:
-        return asyncio.run(arender_memory_context(mem, query, **kw))
-    return render_memory_context(mem, query, **kw)
+    result: RenderResult = call(pipeline, "render_memory_context", mem, query, **kw)
+    return result
 
 
 class TestSpecRenderer:
@@ -483,7 +473,6 @@ class TestInMemoryStoreEndToEnd:
 
     def test_async_twin_renders_the_same_bytes(self) -> None:
         """arender_memory_context gives the same block as the sync version."""
-        import asyncio
 
         store = InMemoryStore()
         store.store("server", "production server is prod-3", timestamp=NOW)
