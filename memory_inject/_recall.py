@@ -12,13 +12,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
 import attrs
 from attrs import define, frozen
 
+from memory_inject._deadline import MAX_STUCK_PER_STORE, hand_off
 from memory_inject.contract import (
     Memory,
     SupportsAsyncRecall,
@@ -31,41 +31,6 @@ from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
 __all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
-
-# Recalls that outlive their deadline keep a worker until the store answers;
-# the pool bounds how many can pile up behind a store that hangs for good.
-_EXECUTOR = ThreadPoolExecutor(max_workers=16, thread_name_prefix="memory-inject-recall")
-# When every pool worker is stuck (several hung stores), a call gets a thread of
-# its own, so a healthy store is never queued behind hung ones.
-#: At most this many calls per store may still be running past their deadline;
-#: beyond it the store is skipped at once, so one hung store cannot take every
-#: worker and starve the renders of other stores.
-MAX_STUCK_PER_STORE = 4
-_POOL_SIZE = 16
-_running: dict[int, int] = {}
-_inflight = [0]
-_running_lock = threading.Lock()
-
-
-def _enter(memory: Memory) -> bool | None:
-    """Reserve a slot for ``memory``: True (pool), False (own thread: pool full), None (busy)."""
-    with _running_lock:
-        n = _running.get(id(memory), 0)
-        if n >= MAX_STUCK_PER_STORE:
-            return None
-        _running[id(memory)] = n + 1
-        _inflight[0] += 1
-        return _inflight[0] <= _POOL_SIZE
-
-
-def _leave(memory: Memory) -> None:
-    with _running_lock:
-        _inflight[0] -= 1
-        n = _running.get(id(memory), 1) - 1
-        if n <= 0:
-            _running.pop(id(memory), None)
-        else:
-            _running[id(memory)] = n
 
 
 @frozen
@@ -260,13 +225,6 @@ async def _adrive(steps: Steps) -> None:
         return
 
 
-def _run_tracked(calls: list[Call], res: _Results, memory: Memory) -> None:
-    try:
-        _drive(_steps(calls, res, memory))
-    finally:
-        _leave(memory)
-
-
 def run_sync(
     memory: Memory,
     calls: list[Call],
@@ -278,28 +236,13 @@ def run_sync(
     t0 = time.perf_counter()
     partial = False
     busy = False
-    slot = None if deadline is None else _enter(memory)
     if deadline is None:
         _drive(_steps(calls, res, memory))
-    elif slot is None:
-        busy = True
     else:
-        # A plain lock as the completion flag: acquiring it with a timeout is a
-        # single C call, cheaper than an Event's or a Future's condition variable.
-        done = threading.Lock()
-        done.acquire()
-
-        def work() -> None:
-            try:
-                _run_tracked(calls, res, memory)
-            finally:
-                done.release()
-
-        if slot:
-            _EXECUTOR.submit(work)
-        else:
-            threading.Thread(target=work, name="memory-inject-recall-extra", daemon=True).start()
-        if not done.acquire(timeout=deadline):
+        finished = hand_off(memory, lambda: _drive(_steps(calls, res, memory)), deadline)
+        if finished is None:
+            busy = True
+        elif not finished:
             with res.lock:
                 res.abandoned = True
             partial = True

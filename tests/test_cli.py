@@ -240,7 +240,7 @@ class TestDemoAndPackaging:
 class TestRecorder:
     def test_recorder_has_the_render_capabilities_of_its_store(self, tmp_path: Path) -> None:
         """--explain's proxy claims exactly the wrapped store's optional render capabilities."""
-        from memory_inject.cli import _recorder
+        from memory_inject.cli._explain import recorder_for as _recorder
         from memory_inject.contract import (
             SupportsAsyncRecall,
             SupportsEntities,

@@ -1,12 +1,13 @@
 """Per-agent configuration: the attrs classes, their defaults and the YAML loader.
 
 ``schema`` holds the classes and their defaults (``_renderer`` those of
-``memory.renderer``), ``loading`` reads agent files and cron jobs files
-(through the hardened reader in ``_yaml``) and ``_constraints`` checks them
-and words every problem. Import from here:
-``from memory_inject.config import load_agent_config``.
+``memory.renderer``, ``_recall_plan`` those of ``memory.recall_plan``),
+``loading`` reads agent files and cron jobs files (through the hardened
+reader in ``_yaml``) and ``_constraints`` checks them and words every
+problem. Import from here: ``from memory_inject.config import load_agent_config``.
 """
 
+from memory_inject.config._recall_plan import PlanQueryConfig, RecallPlanConfig
 from memory_inject.config._renderer import RENDERERS, RendererConfig, SectionCapsConfig
 from memory_inject.config._yaml import read_yaml_file
 from memory_inject.config.loading import (
@@ -25,8 +26,6 @@ from memory_inject.config.schema import (
     DecayConfig,
     GovernanceConfig,
     MemoryInjectConfig,
-    PlanQueryConfig,
-    RecallPlanConfig,
     RerankConfig,
     TrivialPromptConfig,
     config_to_dict,

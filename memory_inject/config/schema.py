@@ -23,6 +23,7 @@ from memory_inject.config._constraints import (
     setting,
     to_tuple,
 )
+from memory_inject.config._recall_plan import RecallPlanConfig
 from memory_inject.config._renderer import (
     RendererConfig,
     check_renderer,
@@ -106,50 +107,6 @@ class BackendConfig:
     vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
     rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1)
-
-
-@frozen
-class PlanQueryConfig:
-    """One query of a recall plan."""
-
-    source: str = setting(
-        "default",
-        "str",
-        "default, semantic, lexical, entity or plugin",
-        choices=("default", "semantic", "lexical", "entity", "plugin"),
-    )
-    limit: int = setting(5, "int", "rows this query may contribute", ge=1)
-
-
-@frozen
-class RecallPlanConfig:
-    """Multi-source recall (founder-os). Off by default: one recall per session scope."""
-
-    enabled: bool = setting(False, "bool", "use the plan instead of one recall per scope")
-    preset: str | None = setting(
-        None,
-        "str",
-        "founder_os: the preset plan (overrides the rest)",
-        choices=("founder_os",),
-        nullable=True,
-    )
-    queries: tuple[PlanQueryConfig, ...] = field(
-        default=(),
-        converter=to_tuple,
-        metadata={
-            "kind": "list_of",
-            "item": PlanQueryConfig,
-            "doc": "the queries, in precedence order",
-        },
-    )
-    cap: int = setting(5, "int", "max merged entries", ge=1)
-    priority: str = setting(
-        "hits", "str", "hits (count, confidence, relevance) or score", choices=("hits", "score")
-    )
-    statuses: tuple[str, ...] | None = setting(
-        None, "strlist", "only rows with these statuses (null = any)", nullable=True
-    )
-    track_usage: bool = setting(False, "bool", "bump times_used of rendered rows")
 
 
 _GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")

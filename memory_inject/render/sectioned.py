@@ -17,9 +17,6 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 
-from attrs import frozen
-
-from memory_inject._text import truncate_with_ellipsis
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
@@ -35,6 +32,7 @@ from memory_inject.render._fields import (
     text_field,
     utc,
 )
+from memory_inject.render._sections import TRUNCATED, Section, fit_lines
 from memory_inject.stages import StageContext, StageTrace
 
 __all__ = [
@@ -48,7 +46,6 @@ __all__ = [
 ]
 
 SECTIONED_TITLE = "# Persistent Intelligence Context"
-TRUNCATED = "[...truncated]"
 CONTESTED_WARNING = (
     "<!-- Contested memories conflict with other memories. Review before relying on them. -->"
 )
@@ -69,8 +66,6 @@ DEFAULT_SECTION_CAPS: Mapping[str, int] = {
 }
 
 _TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
-_MARKER_LINE = TRUNCATED + "\n"
-_MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
 
 
 _RULE_PREFIXES: Mapping[str, str] = {
@@ -85,54 +80,6 @@ _CLOSED = frozenset({"done", "closed"})
 
 
 # -- the sectioned block -------------------------------------------------------
-
-_Item = tuple[MemoryEntry, str, str]  # entry, line prefix, neutralised content
-
-
-@frozen
-class _Section:
-    slug: str
-    header: str  # "## Title\n" plus preamble lines, each with its newline
-    items: list[_Item]
-    cap: int
-
-
-def _fit(items: Sequence[_Item], room: int, limit: int) -> tuple[list[str], int, str | None]:
-    """Whole lines that fit in ``room`` chars, then ``[...truncated]`` if any were left.
-
-    Returns the lines, how many items they render and why it stopped (``None``:
-    every item fits; ``"keep"``: ``limit`` items; ``"room"``: out of room). Only
-    a section's first line is ever shortened, as PI cuts mid-line only when a
-    section has no earlier newline.
-    """
-    full = [prefix + content + "\n" for _, prefix, content in items]
-    suffix = [0] * (len(full) + 1)
-    for i in range(len(full) - 1, -1, -1):
-        suffix[i] = suffix[i + 1] + len(full[i])
-    lines: list[str] = []
-    used = 0
-    stop: str | None = None
-    for i, line in enumerate(full):
-        if i >= limit:
-            stop = "keep"
-            break
-        if len(full) <= limit and used + suffix[i] <= room:
-            return lines + full[i:], len(full), None
-        if used + len(line) + len(_MARKER_LINE) <= room:
-            lines.append(line)
-            used += len(line)
-            continue
-        stop = "room"
-        if i == 0:
-            _, prefix, content = items[0]
-            width = room - len(_MARKER_LINE) - len(prefix) - 1 - 3
-            if _MIN_CONTENT <= width < len(content):
-                lines.append(prefix + truncate_with_ellipsis(content, width) + "\n")
-        break
-    n = len(lines)
-    if lines and stop is not None:
-        lines.append(_MARKER_LINE)
-    return lines, n, stop
 
 
 class SectionedRenderer:
@@ -216,7 +163,7 @@ class SectionedRenderer:
 
     def _sections(
         self, ctx: StageContext, now: datetime, entries: Sequence[MemoryEntry]
-    ) -> tuple[list[_Section], dict[str, str], dict[str, float | None], int]:
+    ) -> tuple[list[Section], dict[str, str], dict[str, float | None], int]:
         today: date = now.date()
         hard: list[tuple[MemoryEntry, float, str]] = []
         scratch: list[MemoryEntry] = []
@@ -306,14 +253,14 @@ class SectionedRenderer:
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"
             sections.append(
-                _Section(
+                Section(
                     slug, f"## {title}\n{preamble}", items, self.section_caps[slug] - len(preamble)
                 )
             )
         return sections, dropped, scores, len(entries) + len(routed)
 
     def _layout(
-        self, sections: Sequence[_Section], keep: int | None
+        self, sections: Sequence[Section], keep: int | None
     ) -> tuple[str, list[MemoryEntry], dict[str, str]]:
         """Assemble the block with at most ``keep`` entries; count every emitted character."""
         parts: list[str] = []
@@ -329,7 +276,7 @@ class SectionedRenderer:
             global_room = self.max_total_chars - used - len(section.header) - 1
             by_cap = section.cap < global_room
             room = section.cap if by_cap else global_room
-            lines, n, stop = _fit(section.items, room, left)
+            lines, n, stop = fit_lines(section.items, room, left)
             reason = (
                 TOKENS_REASON
                 if stop == "keep"

@@ -5,7 +5,8 @@ with a cubic MMR and compares all pairs for near-duplicates. This version does
 far less work for the same result:
 
 * near-duplicates are found through an inverted index of bigram shingles, so
-  only entries that share a shingle with a kept entry are compared;
+  only entries that share a shingle with a kept entry are compared
+  (``_dedupe.Candidates``);
 * MMR keeps each candidate's redundancy (max similarity to the selected set)
   up to date incrementally, one similarity per candidate per pick;
 * MMR picks are produced lazily and stop once ``final_limit`` entries have
@@ -20,19 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from itertools import pairwise
 
 from attrs import frozen
 
 from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult, format_score
-from memory_inject.stages.filters import (
-    age_days,
-    ascii_lower,
-    decay_factor,
-    eligibility_reason,
-)
+from memory_inject.stages._dedupe import Candidates, split_ws
+from memory_inject.stages.filters import age_days, decay_factor
 
 __all__ = [
     "Rerank",
@@ -43,7 +39,6 @@ __all__ = [
 ]
 
 _EPS = 2.220446049250313e-16  # f64::EPSILON
-_NON_RUST_WS = "\x1c\x1d\x1e\x1f"
 
 
 def bounded_final_limit(n: int) -> int:
@@ -92,144 +87,13 @@ def blended(h: float, i: float, r: float, iw: float, rw: float) -> float:
     return (h * ret + i * iw + r * rw) / total
 
 
-def split_ws(text: str) -> list[str]:
-    """``str.split()`` with Rust's whitespace set (``\\x1c``-``\\x1f`` are not spaces)."""
-    if not any(c in text for c in _NON_RUST_WS):
-        return text.split()
-    out: list[str] = []
-    cur: list[str] = []
-    for ch in text:
-        if ch.isspace() and ch not in _NON_RUST_WS:
-            if cur:
-                out.append("".join(cur))
-                cur = []
-        else:
-            cur.append(ch)
-    if cur:
-        out.append("".join(cur))
-    return out
-
-
-def normalize(content: str) -> str:
-    """``content`` with whitespace runs made one space and ASCII lower-cased, for comparing.
-
-    Whitespace is Rust's set (see :func:`split_ws`), so leading and trailing
-    whitespace goes too.
-    """
-    return ascii_lower(" ".join(split_ws(content)))
-
-
-def _tokens(content: str) -> list[str]:
-    """The whitespace tokens of ``normalize(content)`` (lowering ASCII keeps the spaces)."""
-    return split_ws(ascii_lower(content))
-
-
-def shingles(normalized: str) -> frozenset[str]:
-    """Adjacent-token bigrams of a normalised text; a single token stands for itself."""
-    toks = normalized.split(" ") if normalized else []
-    if len(toks) < 2:
-        return frozenset(toks)
-    return frozenset(f"{a} {b}" for a, b in pairwise(toks))
-
-
-def _shingle_keys(toks: list[str]) -> list[tuple[str, ...]]:
-    # Tuples stand for the spec's "a b" strings: tokens hold no spaces, so the
-    # two are in one-to-one correspondence, and a lone token is a 1-tuple.
-    if len(toks) < 2:
-        return [tuple(toks)] if toks else []
-    return list(pairwise(toks))
-
-
-class _Candidates:
-    """The eligible, de-duplicated pool, produced lazily in score order.
-
-    Equivalent to the spec's eligibility filter followed by ``collapse``: an
-    entry's fate depends only on higher-scored entries, so entries are judged
-    one by one as the consumer (MMR or the trim) asks for more. Each judged
-    entry's shingle set is an int bitset (Jaccard is two popcounts), and an
-    inverted index finds the kept entries that share a shingle with it.
-    """
-
-    def __init__(
-        self,
-        pool: Sequence[MemoryEntry],
-        order: list[int],
-        threshold: float,
-        exclude_conversation: bool,
-        dropped: dict[str, str],
-    ) -> None:
-        self.pool = pool
-        self.order = order
-        self.threshold = threshold
-        self.exclude = exclude_conversation
-        self.dropped = dropped
-        self.kept: list[int] = []
-        self.judged = 0
-        self._exact: dict[str, int] = {}
-        self._ids: dict[tuple[str, ...], int] = {}
-        self._masks: list[int] = []
-        self._sizes: list[int] = []
-        self._index: dict[int, list[int]] = {}  # shingle id -> positions in ``kept``
-
-    def get(self, pos: int) -> int | None:
-        """The ``pos``-th kept index, judging more entries as needed; None when exhausted."""
-        while len(self.kept) <= pos:
-            if self.judged >= len(self.order):
-                return None
-            self._judge(self.order[self.judged])
-            self.judged += 1
-        return self.kept[pos]
-
-    def _judge(self, i: int) -> None:
-        e = self.pool[i]
-        reason = eligibility_reason(e, self.exclude)
-        if reason is not None:
-            self.dropped[e.key] = reason
-            return
-        toks = _tokens(e.content)
-        n = " ".join(toks)
-        first = self._exact.get(n)
-        if first is not None:
-            self.dropped[e.key] = f"duplicate_of:{self.pool[first].key}"
-            return
-        self._exact[n] = i
-        ids = self._ids
-        sh = {ids.setdefault(k, len(ids)) for k in _shingle_keys(toks)}
-        mask = 0
-        for x in sh:
-            mask |= 1 << x
-        hit = self._near_duplicate(sh, mask)
-        if hit is not None:
-            self.dropped[e.key] = f"duplicate_of:{self.pool[self.kept[hit]].key}"
-            return
-        pos = len(self.kept)
-        self.kept.append(i)
-        self._masks.append(mask)
-        self._sizes.append(len(sh))
-        for x in sh:
-            self._index.setdefault(x, []).append(pos)
-
-    def _near_duplicate(self, sh: set[int], mask: int) -> int | None:
-        candidates: set[int] = set()
-        for x in sh:
-            hits = self._index.get(x)
-            if hits:
-                candidates.update(hits)
-        n = len(sh)
-        for pos in sorted(candidates):
-            inter = (mask & self._masks[pos]).bit_count()
-            if inter / (n + self._sizes[pos] - inter) >= self.threshold:
-                return pos
-        return None
-
-
 def collapse(
     entries: Sequence[MemoryEntry], scores: Sequence[float], threshold: float
 ) -> tuple[list[int], dict[int, int]]:
     """The spec's ``collapse`` on its own: kept indices and ``{dropped: duplicated}``."""
     order = sorted(range(len(entries)), key=lambda i: -scores[i])
     dropped: dict[str, str] = {}
-    cands = _Candidates(entries, order, threshold, False, dropped)
+    cands = Candidates(entries, order, threshold, False, dropped)
     while cands.get(len(cands.kept)) is not None:
         pass
     by_key = {e.key: i for i, e in enumerate(entries)}
@@ -270,7 +134,7 @@ def _bit_jaccard(a: tuple[int, int], b: tuple[int, int]) -> float:
     return inter / (a[1] + b[1] - inter)
 
 
-def mmr_order(cands: _Candidates, scores: Sequence[float | None], lam: float) -> Iterator[int]:
+def mmr_order(cands: Candidates, scores: Sequence[float | None], lam: float) -> Iterator[int]:
     """Yield pool indices in the spec's MMR order, lazily.
 
     Per pick, candidates are scanned in score order and the scan stops once
@@ -325,7 +189,7 @@ def mmr_order(cands: _Candidates, scores: Sequence[float | None], lam: float) ->
         yield picked
 
 
-def _in_order(cands: _Candidates) -> Iterator[int]:
+def _in_order(cands: Candidates) -> Iterator[int]:
     pos = 0
     while (i := cands.get(pos)) is not None:
         yield i
@@ -380,7 +244,7 @@ def _rerank(
         r = _clamp(recency_factor(e, now))
         scores.append(blended(_clamp(e.score), _clamp(e.importance or 0.0), r, iw, rw))
     order = sorted(range(len(pool)), key=lambda i: -(scores[i] or 0.0))
-    cands = _Candidates(pool, order, rc.near_duplicate_threshold, ctx.exclude_conversation, dropped)
+    cands = Candidates(pool, order, rc.near_duplicate_threshold, ctx.exclude_conversation, dropped)
 
     picks: Iterator[int]
     if rc.strategy == "mmr" and (rc.threshold <= 0 or cands.get(rc.threshold - 1) is not None):

@@ -1,10 +1,14 @@
 """``memory-inject``: set up a store, fill it, look inside it and see what a turn would get.
 
 Needs the ``cli`` extra (click and rich); ``import memory_inject`` never imports
-this module. The store is ``--db PATH`` (a SQLite file), else the backend of
+this package. The store is ``--db PATH`` (a SQLite file), else the backend of
 ``--agent FILE``, else ``.memory/memory.db`` in the current directory.
 ``render`` prints the exact block on stdout and everything else on stderr, so
 ``memory-inject render "..." > block.txt`` captures the bytes a model would get.
+
+The commands that open a store (``init``, ``add``, ``import``, ``export``,
+``forget``, ``stats``, ``render``) live here; ``render --explain``'s recorder
+and tables are in ``_explain`` and ``validate`` is in ``_validate``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,27 +29,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from memory_inject import __version__
-from memory_inject.config import (
-    AgentConfig,
-    load_agent_config,
-    parse_agent_config,
-    parse_cron_jobs,
-    read_yaml_file,
-)
-from memory_inject.contract import (
-    Memory,
-    MemoryStore,
-    SupportsClose,
-    SupportsEntities,
-    SupportsFilteredRecall,
-    SupportsJsonl,
-    SupportsPath,
-    SupportsRecallInfo,
-    SupportsUsage,
-)
+from memory_inject.cli._explain import print_explain, recorder_for
+from memory_inject.cli._validate import validate
+from memory_inject.config import AgentConfig, load_agent_config
+from memory_inject.contract import MemoryStore, SupportsClose, SupportsJsonl, SupportsPath
 from memory_inject.exceptions import ConfigError, MemoryInjectError
-from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
-from memory_inject.pipeline import RenderResult
+from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.storage import open_store
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -299,106 +287,6 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
 # -- render --------------------------------------------------------------------------
 
 
-class _Recorder:
-    """A store proxy that keeps the first entry recalled under each key (for --explain).
-
-    :func:`_recorder` gives it the render capabilities of the store it wraps,
-    so the render takes the same paths; never ``arecall`` (the CLI is sync).
-    """
-
-    def __init__(self, inner: Memory) -> None:
-        self._inner = inner
-        self.seen: dict[str, MemoryEntry] = {}
-
-    @property
-    def name(self) -> str:
-        return str(self._inner.name)
-
-    def _note(self, batch: Sequence[MemoryEntry]) -> Sequence[MemoryEntry]:
-        for e in batch or ():
-            if isinstance(e, MemoryEntry):
-                self.seen.setdefault(e.key, e)
-        return batch
-
-    def recall(
-        self,
-        query: str,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-    ) -> Sequence[MemoryEntry]:
-        found = self._inner.recall(query, limit, session_id=session_id, since=since, until=until)
-        return self._note(found)
-
-
-def _recorder(inner: Memory) -> _Recorder:
-    """A :class:`_Recorder` with exactly the optional render capabilities of ``inner``."""
-    members: dict[str, object] = {}
-    if isinstance(inner, SupportsFilteredRecall):
-        where = inner.recall_where
-        members["recall_where"] = lambda self, *a, **kw: self._note(where(*a, **kw))
-    if isinstance(inner, SupportsEntities):
-        members["known_entities"] = lambda _self: inner.known_entities()
-    if isinstance(inner, SupportsRecallInfo):
-        members["last_recall_info"] = property(lambda _self: inner.last_recall_info)
-    if isinstance(inner, SupportsUsage):
-        members["mark_used"] = lambda _self, ids: inner.mark_used(ids)
-    cls: type[_Recorder] = type("_Recorder", (_Recorder,), members)
-    return cls(inner)
-
-
-def _score(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
-
-
-def explain_rows(
-    seen: dict[str, MemoryEntry], result: RenderResult
-) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: each candidate, its score after each scoring stage and its fate."""
-    scoring = [t for t in result.trace if t.scores]
-    rendered = {e.key for e in result.entries}
-    keys = list(seen) + [k for t in result.trace for k in t.dropped if k not in seen]
-    header = ["key", "category", "recall", *(t.name for t in scoring), "outcome"]
-    rows = []
-    for key in dict.fromkeys(keys):
-        entry = seen.get(key)
-        outcome = "rendered" if key in rendered else "not rendered"
-        for t in result.trace:
-            if key in t.dropped:
-                outcome = f"dropped by {t.name}: {t.dropped[key]}"
-                break
-        rows.append(
-            [
-                key,
-                str(entry.category) if entry else "-",
-                _score(entry.score) if entry else "-",
-                *(_score(t.scores.get(key)) if key in t.scores else "-" for t in scoring),
-                outcome,
-            ]
-        )
-    return header, rows
-
-
-def _print_explain(console: Console, seen: dict[str, MemoryEntry], result: RenderResult) -> None:
-    header, rows = explain_rows(seen, result)
-    table = Table(title="candidates")
-    for name in header:
-        table.add_column(
-            name,
-            justify="right" if name not in ("key", "category", "outcome") else "left",
-            overflow="fold",
-        )
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    stages = Table("stage", "in", "out", "dropped", title="stages")
-    for t in result.trace:
-        stages.add_row(t.name, str(t.input_count), str(t.output_count), str(len(t.dropped)))
-    console.print(stages)
-
-
 @cli.command()
 @click.argument("text")
 @click.option("--origin", type=click.Choice(_ORIGINS), default="interactive", show_default=True)
@@ -420,7 +308,7 @@ def render(
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
     with _store(db, agent_path, create=False) as (store, agent):
-        recorder = _recorder(store)
+        recorder = recorder_for(store)
         req = _core.Request(
             origin=TurnOrigin(origin),
             query=text,
@@ -444,40 +332,12 @@ def render(
     if not injection.block:
         console.print("(empty block: nothing survived)")
     if explain and injection.result is not None:
-        _print_explain(console, recorder.seen, injection.result)
+        print_explain(console, recorder.seen, injection.result)
 
 
 # -- validate and demo -------------------------------------------------------------------
 
-
-def _problems(path: Path) -> list[str]:
-    source = str(path)
-    try:
-        data = read_yaml_file(path)  # the hardened reader: no hang on a FIFO, no alias bomb
-        if isinstance(data, dict) and "jobs" in data and "agent" not in data:
-            parse_cron_jobs(data, source)
-        else:
-            parse_agent_config(data, source)
-    except ConfigError as exc:
-        return list(exc.problems)
-    return []
-
-
-@cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-def validate(files: Sequence[Path]) -> None:
-    """Check agent files (and cron job files); print every problem with its path."""
-    failed = 0
-    for path in files:
-        problems = _problems(path)
-        if problems:
-            failed += 1
-            for problem in problems:
-                click.echo(problem)
-        else:
-            click.echo(f"{path}: ok")
-    if failed:
-        raise SystemExit(1)
+cli.add_command(validate)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
@@ -492,7 +352,3 @@ def demo(args: Sequence[str]) -> None:
 def main() -> None:
     """The ``memory-inject`` console script."""
     cli(prog_name="memory-inject")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,130 @@
+"""``render --explain``: record what the store recalled, then show each candidate's fate.
+
+The render runs against a :class:`Recorder` wrapped around the store, which
+keeps every entry recalled; :func:`explain_rows` lines those up with the
+render's trace (scores per scoring stage, who dropped it and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from rich.console import Console
+from rich.table import Table
+
+from memory_inject.contract import (
+    Memory,
+    SupportsEntities,
+    SupportsFilteredRecall,
+    SupportsRecallInfo,
+    SupportsUsage,
+)
+from memory_inject.models import MemoryEntry
+from memory_inject.pipeline import RenderResult
+
+__all__ = ["Recorder", "explain_rows", "print_explain", "recorder_for"]
+
+
+class Recorder:
+    """A store proxy that keeps the first entry recalled under each key (for --explain).
+
+    :func:`recorder_for` gives it the render capabilities of the store it wraps,
+    so the render takes the same paths; never ``arecall`` (the CLI is sync).
+    """
+
+    def __init__(self, inner: Memory) -> None:
+        """Wrap ``inner``; :attr:`seen` starts empty."""
+        self._inner = inner
+        self.seen: dict[str, MemoryEntry] = {}
+
+    @property
+    def name(self) -> str:
+        """The wrapped store's name."""
+        return str(self._inner.name)
+
+    def _note(self, batch: Sequence[MemoryEntry]) -> Sequence[MemoryEntry]:
+        for e in batch or ():
+            if isinstance(e, MemoryEntry):
+                self.seen.setdefault(e.key, e)
+        return batch
+
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> Sequence[MemoryEntry]:
+        """The wrapped store's recall, each entry noted in :attr:`seen`."""
+        found = self._inner.recall(query, limit, session_id=session_id, since=since, until=until)
+        return self._note(found)
+
+
+def recorder_for(inner: Memory) -> Recorder:
+    """A :class:`Recorder` with exactly the optional render capabilities of ``inner``."""
+    members: dict[str, object] = {}
+    if isinstance(inner, SupportsFilteredRecall):
+        where = inner.recall_where
+        members["recall_where"] = lambda self, *a, **kw: self._note(where(*a, **kw))
+    if isinstance(inner, SupportsEntities):
+        members["known_entities"] = lambda _self: inner.known_entities()
+    if isinstance(inner, SupportsRecallInfo):
+        members["last_recall_info"] = property(lambda _self: inner.last_recall_info)
+    if isinstance(inner, SupportsUsage):
+        members["mark_used"] = lambda _self, ids: inner.mark_used(ids)
+    cls: type[Recorder] = type("_Recorder", (Recorder,), members)
+    return cls(inner)
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def explain_rows(
+    seen: dict[str, MemoryEntry], result: RenderResult
+) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: each candidate, its score after each scoring stage and its fate."""
+    scoring = [t for t in result.trace if t.scores]
+    rendered = {e.key for e in result.entries}
+    keys = list(seen) + [k for t in result.trace for k in t.dropped if k not in seen]
+    header = ["key", "category", "recall", *(t.name for t in scoring), "outcome"]
+    rows = []
+    for key in dict.fromkeys(keys):
+        entry = seen.get(key)
+        outcome = "rendered" if key in rendered else "not rendered"
+        for t in result.trace:
+            if key in t.dropped:
+                outcome = f"dropped by {t.name}: {t.dropped[key]}"
+                break
+        rows.append(
+            [
+                key,
+                str(entry.category) if entry else "-",
+                _score(entry.score) if entry else "-",
+                *(_score(t.scores.get(key)) if key in t.scores else "-" for t in scoring),
+                outcome,
+            ]
+        )
+    return header, rows
+
+
+def print_explain(console: Console, seen: dict[str, MemoryEntry], result: RenderResult) -> None:
+    """Print the candidates table (:func:`explain_rows`) and each stage's counts."""
+    header, rows = explain_rows(seen, result)
+    table = Table(title="candidates")
+    for name in header:
+        table.add_column(
+            name,
+            justify="right" if name not in ("key", "category", "outcome") else "left",
+            overflow="fold",
+        )
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    stages = Table("stage", "in", "out", "dropped", title="stages")
+    for t in result.trace:
+        stages.add_row(t.name, str(t.input_count), str(t.output_count), str(len(t.dropped)))
+    console.print(stages)

@@ -1,0 +1,71 @@
+"""The sections of a ``sectioned`` block, and fitting a section's lines into its room.
+
+A section is its slug, its header (title and preamble lines) and its entry
+lines; :func:`fit_lines` keeps the whole lines that fit, shortens only a
+section's first line, and marks a cut section with ``[...truncated]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from attrs import frozen
+
+from memory_inject._text import truncate_with_ellipsis
+from memory_inject.models import MemoryEntry
+
+__all__ = ["TRUNCATED", "Item", "Section", "fit_lines"]
+
+TRUNCATED = "[...truncated]"
+_MARKER_LINE = TRUNCATED + "\n"
+_MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
+
+Item = tuple[MemoryEntry, str, str]  # entry, line prefix, neutralised content
+
+
+@frozen
+class Section:
+    """One section of the block: its slug, header and entry lines, and its cap in characters."""
+
+    slug: str
+    header: str  # "## Title\n" plus preamble lines, each with its newline
+    items: list[Item]
+    cap: int
+
+
+def fit_lines(items: Sequence[Item], room: int, limit: int) -> tuple[list[str], int, str | None]:
+    """Whole lines that fit in ``room`` chars, then ``[...truncated]`` if any were left.
+
+    Returns the lines, how many items they render and why it stopped (``None``:
+    every item fits; ``"keep"``: ``limit`` items; ``"room"``: out of room). Only
+    a section's first line is ever shortened, as PI cuts mid-line only when a
+    section has no earlier newline.
+    """
+    full = [prefix + content + "\n" for _, prefix, content in items]
+    suffix = [0] * (len(full) + 1)
+    for i in range(len(full) - 1, -1, -1):
+        suffix[i] = suffix[i + 1] + len(full[i])
+    lines: list[str] = []
+    used = 0
+    stop: str | None = None
+    for i, line in enumerate(full):
+        if i >= limit:
+            stop = "keep"
+            break
+        if len(full) <= limit and used + suffix[i] <= room:
+            return lines + full[i:], len(full), None
+        if used + len(line) + len(_MARKER_LINE) <= room:
+            lines.append(line)
+            used += len(line)
+            continue
+        stop = "room"
+        if i == 0:
+            _, prefix, content = items[0]
+            width = room - len(_MARKER_LINE) - len(prefix) - 1 - 3
+            if _MIN_CONTENT <= width < len(content):
+                lines.append(prefix + truncate_with_ellipsis(content, width) + "\n")
+        break
+    n = len(lines)
+    if lines and stop is not None:
+        lines.append(_MARKER_LINE)
+    return lines, n, stop
