@@ -1,4 +1,4 @@
-"""The memory-inject command line (memory_inject/cli.py), run with click's CliRunner."""
+"""The memory-inject command line (memory_inject/cli/), run with click's CliRunner."""
 
 from __future__ import annotations
 
