@@ -1,6 +1,9 @@
 """Connection plumbing for :class:`~memory_inject.storage.postgres.PostgresStore`.
 
-Translating driver and pool errors into the library's
+:class:`PostgresConnections` is the store's connection half: the sync and async
+pools and their lifecycle, and the two drivers (:meth:`~PostgresConnections._run`,
+:meth:`~PostgresConnections._arun`) that run one operation's statements in a
+transaction. Around it: translating driver and pool errors into the library's
 :class:`~memory_inject.exceptions.StorageError` tree, and closing an async pool
 from outside the event loop it belongs to.
 """
@@ -9,16 +12,31 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
+import threading
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any, Self, TypeVar
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
 from memory_inject.exceptions import StorageError, StoreLockedError, StoreMissingError
+from memory_inject.storage._base import PersistentStore
+from memory_inject.storage._pg_queries import Stmt
+from memory_inject.storage._pg_schema import TableNames
 
-__all__ = ["close_async_pool", "translate_errors", "unavailable"]
+__all__ = [
+    "PostgresConnections",
+    "Steps",
+    "close_async_pool",
+    "translate_errors",
+    "unavailable",
+]
+
+T = TypeVar("T")
+#: One operation: a generator that yields statements and is sent back their results.
+Steps = Generator[Stmt, Any, T]
 
 
 def unavailable(message: str) -> StorageError:
@@ -88,3 +106,163 @@ def close_async_pool(pool: AsyncConnectionPool[Any], loop: asyncio.AbstractEvent
 
 
 _PENDING: set[asyncio.Task[None]] = set()
+
+
+class PostgresConnections(PersistentStore):
+    """How ``PostgresStore`` talks to the server: its pools, their lifecycle, the drivers.
+
+    ``PostgresStore.__init__`` opens the sync pool and sets the attributes
+    below; the async pool is opened by the first ``arecall`` on its loop.
+    """
+
+    _names: TableNames
+    _dsn: str
+    _timeout: float
+    _min_size: int
+    _max_size: int
+    _connect_kwargs: dict[str, Any]
+    _pool: ConnectionPool[Any]
+    _apool: AsyncConnectionPool[Any] | None
+    _aloop: asyncio.AbstractEventLoop | None
+    _alock: threading.Lock
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
+        super().close()
+        self._pool.close()
+        with self._alock:
+            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+        if apool is not None and loop is not None:
+            close_async_pool(apool, loop)
+
+    async def aclose(self) -> None:
+        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
+
+        Awaited on another loop, it closes that pool as :meth:`close` does.
+        """
+        with self._alock:
+            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+        if apool is not None:
+            if loop is asyncio.get_running_loop():
+                await apool.close()
+            elif loop is not None:
+                close_async_pool(apool, loop)
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- the drivers --------------------------------------------------------------
+
+    def _run(self, action: str, steps: Steps[T]) -> T:
+        """Drive ``steps`` in one transaction on a pooled connection."""
+        self._check_open(action)
+        with translate_errors(action), self._connection() as conn, conn.cursor() as cur:
+            try:
+                stmt = next(steps)
+                while True:
+                    cur.execute(stmt.query, stmt.params)
+                    result = cur.fetchall() if stmt.rows else cur.rowcount
+                    stmt = steps.send(result)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, action: str, steps: Steps[T]) -> T:
+        """The async twin of :meth:`_run`."""
+        with translate_errors(action):
+            async with self._aconnection() as conn, conn.cursor() as cur:
+                try:
+                    stmt = next(steps)
+                    while True:
+                        await cur.execute(stmt.query, stmt.params)
+                        result = await cur.fetchall() if stmt.rows else cur.rowcount
+                        stmt = steps.send(result)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction (committed on success, rolled back on error).
+
+        After an outage the pool reconnects with growing back-off, so it can
+        lag a restarted server by seconds; when it has nothing to give within
+        ``timeout``, one direct connection tells at once whether the server is back.
+        """
+        try:
+            conn = self._pool.getconn()
+        except PoolTimeout:
+            with psycopg.connect(self._dsn, **self._connect_kwargs) as direct:
+                yield direct
+            return
+        try:
+            with conn:
+                yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    @asynccontextmanager
+    async def _aconnection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The async twin of :meth:`_connection`."""
+        pool = await self._async_pool()
+        try:
+            conn = await pool.getconn()
+        except PoolTimeout:
+            async with await psycopg.AsyncConnection.connect(
+                self._dsn, **self._connect_kwargs
+            ) as direct:
+                yield direct
+            return
+        try:
+            async with conn:
+                yield conn
+        finally:
+            await pool.putconn(conn)
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        """The async pool of the running loop, opened on first use.
+
+        A pool belongs to one event loop; when a later call comes from a new
+        loop (a second ``asyncio.run``), the old loop's pool is abandoned. The
+        first call waits for ``min_size`` connections, so sequential recalls
+        never leave a connection attempt running when their loop ends.
+        """
+        self._check_open("recall")
+        loop = asyncio.get_running_loop()
+        with self._alock:
+            pool = self._apool
+            if pool is not None and self._aloop is loop:
+                fresh = False
+            else:
+                fresh = True
+                stale, stale_loop = self._apool, self._aloop
+                pool = AsyncConnectionPool(
+                    self._dsn,
+                    kwargs=self._connect_kwargs,
+                    min_size=max(1, self._min_size),
+                    max_size=max(1, self._min_size, self._max_size),
+                    open=False,
+                    check=AsyncConnectionPool.check_connection,
+                    timeout=self._timeout,
+                    name=f"memory_inject.{self._names.table}.async",
+                )
+                self._apool, self._aloop = pool, loop
+                if stale is not None and stale_loop is not None:
+                    close_async_pool(stale, stale_loop)
+        if not fresh:
+            await pool.open()  # a no-op once open; waits if another task is opening it
+            return pool
+        try:
+            await pool.open(wait=True, timeout=self._timeout)
+        except BaseException:
+            with self._alock:
+                if self._apool is pool:
+                    self._apool = self._aloop = None
+            raise
+        return pool

@@ -14,33 +14,26 @@ yields statements and receives their results; :meth:`PostgresStore._run` drives
 it on a ``ConnectionPool`` connection and :meth:`PostgresStore._arun` on an
 ``AsyncConnectionPool`` one. Every driver error leaves as a
 :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
+
+The store is built in layers: the pools, their lifecycle and those two drivers
+live in ``_pg_conn``; JSONL import/export in ``_pg_bulk``; the statements in
+``_pg_queries`` and the recall logic in ``_pg_recall``; this module has the
+constructor, reads, writes and the recall plan.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import math
-import os
 import threading
 import time
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Generator,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from types import TracebackType
-from typing import IO, Any, Self, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
 from memory_inject.exceptions import (
     EmbedderError,
@@ -48,11 +41,11 @@ from memory_inject.exceptions import (
 )
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _pg_recall as rq
-from memory_inject.storage._base import PersistentStore, RecallQuery, check_namespace
+from memory_inject.storage._base import RecallQuery, check_namespace
 from memory_inject.storage._base import VectorEmbedder as _Embedder
-from memory_inject.storage._jsonl import read_jsonl, write_jsonl
-from memory_inject.storage._pg_conn import close_async_pool, translate_errors
-from memory_inject.storage._pg_recall import Stmt
+from memory_inject.storage._pg_bulk import PostgresBulk
+from memory_inject.storage._pg_conn import Steps, translate_errors
+from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import (
     TableNames,
     ensure_vectors,
@@ -65,15 +58,11 @@ from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
 
 __all__ = ["PostgresStore"]
 
-T = TypeVar("T")
-Steps = Generator[Stmt, Any, T]
-
-_BATCH = 1000
 #: How long the keyword stage trusts its copy of the table's word statistics.
 _TERMS_TTL_S = 60.0
 
 
-class PostgresStore(PersistentStore):
+class PostgresStore(PostgresBulk):
     """A memory store in one PostgreSQL table, shared by any number of namespaces.
 
     ``vectors``: ``None`` uses pgvector when the server has it and an embedder
@@ -94,9 +83,6 @@ class PostgresStore(PersistentStore):
     psycopg_pool can swallow the shutdown cancellation of a connection attempt
     still in flight and ``asyncio.run`` then waits forever.
     """
-
-    #: The smallest import that rebuilds the HNSW index instead of inserting into it.
-    _hnsw_rebuild_at = 20_000
 
     def __init__(
         self,
@@ -137,12 +123,12 @@ class PostgresStore(PersistentStore):
         if "connect_timeout" not in conninfo_to_dict(dsn):
             self._connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
         self._closed = False
-        self._apool: AsyncConnectionPool[Any] | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
+        self._apool = None
+        self._aloop = None
         self._alock = threading.Lock()
         self._last = RecallInfo()
         self._rank_budget = rank_budget
-        self._terms: tuple[float, rq.TermStats] | None = None
+        self._terms: tuple[float, TermStats] | None = None
 
         with translate_errors("open"), psycopg.connect(dsn, **self._connect_kwargs) as conn:
             migrate(conn, self._names)
@@ -165,8 +151,8 @@ class PostgresStore(PersistentStore):
         if self._vectors:
             options.append("-c hnsw.iterative_scan=relaxed_order")
         self._connect_kwargs["options"] = " ".join(o for o in options if o)
-        self._q = rq.Queries(self._names, namespace, tuple(str(c) for c in shared_categories))
-        self._pool: ConnectionPool[Any] = ConnectionPool(
+        self._q = Queries(self._names, namespace, tuple(str(c) for c in shared_categories))
+        self._pool = ConnectionPool(
             dsn,
             kwargs=self._connect_kwargs,
             min_size=min_size,
@@ -177,7 +163,7 @@ class PostgresStore(PersistentStore):
             name=f"memory_inject.{table}",
         )
 
-    # -- lifecycle --------------------------------------------------------------
+    # -- identity ---------------------------------------------------------------
 
     @property
     def vectors_enabled(self) -> bool:
@@ -186,37 +172,6 @@ class PostgresStore(PersistentStore):
 
     def __repr__(self) -> str:
         return f"PostgresStore(table={self._names.table!r}, namespace={self._namespace!r})"
-
-    def close(self) -> None:
-        """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
-        super().close()
-        self._pool.close()
-        with self._alock:
-            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
-        if apool is not None and loop is not None:
-            close_async_pool(apool, loop)
-
-    async def aclose(self) -> None:
-        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
-
-        Awaited on another loop, it closes that pool as :meth:`close` does.
-        """
-        with self._alock:
-            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
-        if apool is not None:
-            if loop is asyncio.get_running_loop():
-                await apool.close()
-            elif loop is not None:
-                close_async_pool(apool, loop)
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -- writes -----------------------------------------------------------------
 
@@ -275,78 +230,6 @@ class PostgresStore(PersistentStore):
         self._keep_terms(plan)
         return entries
 
-    # -- JSONL ------------------------------------------------------------------
-
-    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
-        """Write every row of this namespace, forgotten and superseded ones included."""
-        stmt = self._q.export()
-        with (
-            translate_errors("export"),
-            self._connection() as conn,
-            conn.cursor(name="memory_inject_export") as cur,
-        ):
-            cur.itersize = _BATCH
-            cur.execute(stmt.query, stmt.params)
-            return write_jsonl(dst, (row_to_record(row) for row in cur))
-
-    def import_jsonl(
-        self,
-        src: str | os.PathLike[str] | IO[str],
-        *,
-        progress: Callable[[int], object] | None = None,
-        batch_size: int = _BATCH,
-        rebuild_index: bool | None = None,
-    ) -> int:
-        """Upsert one record per JSON line into this namespace; returns how many.
-
-        All or nothing: rows are COPYed into a temporary table ``batch_size``
-        at a time and merged by one ``INSERT ... ON CONFLICT`` at the end, so a
-        bad line (``ValueError`` with its line number) leaves the table as it
-        was. A key repeated in the file keeps its last line; each line's
-        ``namespace`` is replaced by this store's.
-
-        With vectors, an import of at least 20,000 rows into an empty table
-        (the initial load) drops the HNSW index and builds it after the merge,
-        several times faster than inserting into it; other sessions' reads of
-        the table then wait (up to ``timeout``) until the import commits.
-        ``rebuild_index`` forces that choice either way.
-        """
-        n = 0
-        lines = read_jsonl(src)
-        with translate_errors("import"), self._connection() as conn, conn.cursor() as cur:
-            for stmt in self._q.stage_create():
-                cur.execute(stmt)
-            for batch in _batched((r for _, r in lines), max(1, batch_size)):
-                records = self._embedded([r.evolve(namespace=self._namespace) for r in batch])
-                with cur.copy(self._q.stage_copy()) as copy:
-                    for i, record in enumerate(records, start=n):
-                        copy.write_row([*record_params(record), i])
-                n += len(records)
-                if progress is not None:
-                    progress(n)
-            rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
-            if rebuild:
-                cur.execute(self._q.hnsw_drop())
-            cur.execute(self._q.stage_merge())
-            if rebuild:
-                for stmt in self._q.hnsw_rebuild():
-                    cur.execute(stmt)
-        return n
-
-    def _rebuild_wanted(self, cur: psycopg.Cursor[Any], n: int, wanted: bool | None) -> bool:
-        if wanted is False or (wanted is None and n < self._hnsw_rebuild_at):
-            return False
-        cur.execute(self._q.hnsw_present())
-        present = cur.fetchone()
-        if not present or not present[0]:
-            return False
-        if wanted:
-            return True
-        stmt = self._q.any_rows()
-        cur.execute(stmt.query, stmt.params)
-        row = cur.fetchone()
-        return row is not None and not row[0]
-
     # -- the shared core ----------------------------------------------------------
 
     def _plan(self, q: RecallQuery) -> rq.Plan | None:
@@ -356,7 +239,7 @@ class PostgresStore(PersistentStore):
         if limit <= 0:
             self._last = RecallInfo()
             return None
-        scope = rq.Scope(
+        scope = Scope(
             session_id=q.session_id,
             since=None if since is None else parse_timestamp(since),
             until=None if until is None else parse_timestamp(until),
@@ -403,112 +286,6 @@ class PostgresStore(PersistentStore):
         yield self._q.set_superseded_by(old_id, written.id)
         return written
 
-    def _run(self, action: str, steps: Steps[T]) -> T:
-        """Drive ``steps`` in one transaction on a pooled connection."""
-        self._check_open(action)
-        with translate_errors(action), self._connection() as conn, conn.cursor() as cur:
-            try:
-                stmt = next(steps)
-                while True:
-                    cur.execute(stmt.query, stmt.params)
-                    result = cur.fetchall() if stmt.rows else cur.rowcount
-                    stmt = steps.send(result)
-            except StopIteration as stop:
-                return stop.value  # type: ignore[no-any-return]
-
-    async def _arun(self, action: str, steps: Steps[T]) -> T:
-        """The async twin of :meth:`_run`."""
-        with translate_errors(action):
-            async with self._aconnection() as conn, conn.cursor() as cur:
-                try:
-                    stmt = next(steps)
-                    while True:
-                        await cur.execute(stmt.query, stmt.params)
-                        result = await cur.fetchall() if stmt.rows else cur.rowcount
-                        stmt = steps.send(result)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
-
-    @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction (committed on success, rolled back on error).
-
-        After an outage the pool reconnects with growing back-off, so it can
-        lag a restarted server by seconds; when it has nothing to give within
-        ``timeout``, one direct connection tells at once whether the server is back.
-        """
-        try:
-            conn = self._pool.getconn()
-        except PoolTimeout:
-            with psycopg.connect(self._dsn, **self._connect_kwargs) as direct:
-                yield direct
-            return
-        try:
-            with conn:
-                yield conn
-        finally:
-            self._pool.putconn(conn)
-
-    @asynccontextmanager
-    async def _aconnection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """The async twin of :meth:`_connection`."""
-        pool = await self._async_pool()
-        try:
-            conn = await pool.getconn()
-        except PoolTimeout:
-            async with await psycopg.AsyncConnection.connect(
-                self._dsn, **self._connect_kwargs
-            ) as direct:
-                yield direct
-            return
-        try:
-            async with conn:
-                yield conn
-        finally:
-            await pool.putconn(conn)
-
-    async def _async_pool(self) -> AsyncConnectionPool[Any]:
-        """The async pool of the running loop, opened on first use.
-
-        A pool belongs to one event loop; when a later call comes from a new
-        loop (a second ``asyncio.run``), the old loop's pool is abandoned. The
-        first call waits for ``min_size`` connections, so sequential recalls
-        never leave a connection attempt running when their loop ends.
-        """
-        self._check_open("recall")
-        loop = asyncio.get_running_loop()
-        with self._alock:
-            pool = self._apool
-            if pool is not None and self._aloop is loop:
-                fresh = False
-            else:
-                fresh = True
-                stale, stale_loop = self._apool, self._aloop
-                pool = AsyncConnectionPool(
-                    self._dsn,
-                    kwargs=self._connect_kwargs,
-                    min_size=max(1, self._min_size),
-                    max_size=max(1, self._min_size, self._max_size),
-                    open=False,
-                    check=AsyncConnectionPool.check_connection,
-                    timeout=self._timeout,
-                    name=f"memory_inject.{self._names.table}.async",
-                )
-                self._apool, self._aloop = pool, loop
-                if stale is not None and stale_loop is not None:
-                    close_async_pool(stale, stale_loop)
-        if not fresh:
-            await pool.open()  # a no-op once open; waits if another task is opening it
-            return pool
-        try:
-            await pool.open(wait=True, timeout=self._timeout)
-        except BaseException:
-            with self._alock:
-                if self._apool is pool:
-                    self._apool = self._aloop = None
-            raise
-        return pool
-
 
 # -- helpers ----------------------------------------------------------------------
 
@@ -521,14 +298,3 @@ def _rows(stmt: Stmt) -> Steps[list[tuple[Any, ...]]]:
 def _rowcount(stmt: Stmt) -> Steps[int]:
     n = yield stmt
     return int(n)
-
-
-def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

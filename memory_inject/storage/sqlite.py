@@ -8,6 +8,10 @@ both find nothing. Writes run in ``BEGIN IMMEDIATE`` transactions under WAL
 with ``synchronous=FULL`` by default, so a write that returned survives a
 power cut. A locked database is retried once after 300 ms (founder-os), then
 reported as :class:`~memory_inject.exceptions.StoreLockedError`.
+
+The store is built in layers: the connections, locks and that retry live in
+``_sqlite_conn``; JSONL import/export and the embedding back-fill in
+``_sqlite_bulk``; this module has the constructor, reads, writes and recall.
 """
 
 from __future__ import annotations
@@ -17,28 +21,23 @@ import builtins
 import json
 import os
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import IO, Any, TypeVar
+from typing import Any
 
 from memory_inject.embedders import Embedder
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage._base import PersistentStore, RecallQuery, check_namespace
-from memory_inject.storage._jsonl import format_ts, read_jsonl, write_jsonl
+from memory_inject.storage._base import RecallQuery, check_namespace
+from memory_inject.storage._jsonl import format_ts
+from memory_inject.storage._sqlite_bulk import SQLiteBulk
+from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
 from memory_inject.storage.fusion import Fusion, RecallInfo
 from memory_inject.storage.records import MemoryRecord, carry_over
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
-
-T = TypeVar("T")
-
-#: One retry after this pause when the database is locked (founder-os's rule).
-LOCK_RETRY_DELAY_S = 0.3
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -48,7 +47,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SQLiteStore(PersistentStore):
+class SQLiteStore(SQLiteBulk):
     """Memories in one SQLite file, scoped to ``namespace``.
 
     One connection guarded by a lock serves every thread (``arecall`` runs
@@ -89,87 +88,10 @@ class SQLiteStore(PersistentStore):
         self._fusion = fusion
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
-        self._lock = threading.RLock()
         self._last = RecallInfo()
-        self._conn = schema.connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
-        try:
-            self._retry(self._prepare_schema(create, synchronous.upper()), "open")
-        except BaseException:
-            self._conn.close()
-            raise
-        # Reads get a connection of their own: under WAL they never wait for a
-        # writer, so a write stuck behind another process's lock cannot stall
-        # the renders of this store. (":memory:" has one database per
-        # connection, so there reads share the writer's.)
-        self._rlock = threading.RLock() if self._path != ":memory:" else self._lock
-        self._rconn = (
-            self._conn
-            if self._path == ":memory:"
-            else schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms)
-        )
-
-    # -- opening --------------------------------------------------------------
-
-    def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
-        def run() -> None:
-            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            schema.prepare(self._conn, create=create, label=self._path)
-
-        return run
+        self._open(create=create, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous.upper())
 
     # -- plumbing -------------------------------------------------------------
-
-    @property
-    def path(self) -> str:
-        """The database file (``:memory:`` for a private in-process database)."""
-        return self._path
-
-    def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
-        lock = self._rlock if read else self._lock
-        for attempt in (1, 2):
-            try:
-                with lock:
-                    self._check_open(what)
-                    return op()
-            except sqlite3.IntegrityError as exc:
-                raise ValueError(f"{what}: {exc}") from exc
-            except sqlite3.Error as exc:
-                if attempt == 1 and schema.is_locked(exc):
-                    time.sleep(LOCK_RETRY_DELAY_S)
-                    continue
-                raise schema.wrap_error(exc, f"{self._path}: {what}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
-        def run() -> T:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = op(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return self._retry(run, what)
-
-    def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
-        return self._retry(lambda: op(self._rconn), what, read=True)
-
-    def close(self) -> None:
-        """Close the connections; later calls raise :class:`StorageError`."""
-        with self._lock:
-            super().close()
-            conn, self._conn = self._conn, None  # type: ignore[assignment]
-        if conn is not None:
-            with self._rlock:
-                rconn = self._rconn
-                if rconn is not conn:
-                    rconn.close()
-            conn.close()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r}, namespace={self._namespace!r})"
@@ -228,78 +150,7 @@ class SQLiteStore(PersistentStore):
         params = (format_ts(_now()), self._namespace, json.dumps(ids))
         return int(self._write(lambda c: c.execute(sql, params), "mark_used").rowcount)
 
-    def import_jsonl(
-        self,
-        src: str | os.PathLike[str] | IO[str],
-        *,
-        progress: Callable[[int], object] | None = None,
-        batch_size: int = 1000,
-    ) -> int:
-        """Upsert one record per JSON line into this namespace; returns how many.
-
-        Rows are committed ``batch_size`` at a time, so a bad line (reported as
-        ``ValueError`` with its line number) leaves the earlier batches in
-        place; re-running the fixed file is safe because writes are upserts.
-        Each line's ``namespace`` is replaced by this store's, so an export of
-        one agent can seed another.
-        """
-        done = 0
-        batch: builtins.list[MemoryRecord] = []
-        last_line = 0
-        for lineno, record in read_jsonl(src):
-            batch.append(record.evolve(namespace=self._namespace))
-            last_line = lineno
-            if len(batch) >= batch_size:
-                done += self._import_batch(batch, last_line)
-                batch = []
-                if progress is not None:
-                    progress(done)
-        if batch:
-            done += self._import_batch(batch, last_line)
-            if progress is not None:
-                progress(done)
-        return done
-
-    def _import_batch(self, batch: builtins.list[MemoryRecord], last_line: int) -> int:
-        try:
-            return self._upsert_many(self._embedded(batch), "import")
-        except ValueError as exc:
-            raise ValueError(f"import batch ending at line {last_line}: {exc}") from exc
-
-    def _upsert_many(self, records: Sequence[MemoryRecord], what: str) -> int:
-        rows = [schema.record_to_row(r) for r in records]
-        self._write(lambda c: c.executemany(schema.UPSERT, rows), what)
-        return len(rows)
-
-    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
-        """Write every row of this namespace, forgotten and superseded ones included."""
-        records = self._read(lambda c: self._fetch(c, "1 = 1", ()), "export")
-        return write_jsonl(dst, records)
-
-    def embed_missing(self, *, batch_size: int = 256) -> int:
-        """Embed the live rows that have no vector yet (written before an embedder was set)."""
-        if self._embedder is None:
-            return 0
-        done = 0
-        while True:
-            todo = self._read(
-                lambda c: self._fetch(
-                    c,
-                    "embedding IS NULL AND deleted_at IS NULL ORDER BY rid LIMIT ?",
-                    (batch_size,),
-                ),
-                "embed_missing",
-            )
-            if not todo:
-                return done
-            done += self._upsert_many(self._embedded(todo), "embed_missing")
-
     # -- reads ----------------------------------------------------------------
-
-    def _fetch(
-        self, conn: sqlite3.Connection, where: str, params: Sequence[Any]
-    ) -> builtins.list[MemoryRecord]:
-        return schema.fetch(conn, self._namespace, where, params)
 
     def _get(self, key: str) -> MemoryRecord | None:
         found = self._read(

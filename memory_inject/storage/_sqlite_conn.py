@@ -1,0 +1,132 @@
+"""The connection layer of :class:`~memory_inject.storage.sqlite.SQLiteStore`.
+
+One SQLite file behind two connections: writes run on one connection under a
+lock, in ``BEGIN IMMEDIATE`` transactions; reads get a connection of their
+own, which under WAL never waits for a writer. A locked database is retried
+once after :data:`LOCK_RETRY_DELAY_S` (founder-os), then reported as
+:class:`~memory_inject.exceptions.StoreLockedError`; other driver errors leave
+as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage._base import PersistentStore
+from memory_inject.storage.records import MemoryRecord
+
+__all__ = ["LOCK_RETRY_DELAY_S", "SQLiteConnections"]
+
+T = TypeVar("T")
+
+#: One retry after this pause when the database is locked (founder-os's rule).
+LOCK_RETRY_DELAY_S = 0.3
+
+
+class SQLiteConnections(PersistentStore):
+    """How ``SQLiteStore`` talks to its file: opening, locks, the one retry, transactions.
+
+    One connection guarded by a lock serves every thread's writes (``arecall``
+    runs ``recall`` in a worker thread); reads take the second connection
+    under a lock of their own. ``SQLiteStore.__init__`` sets ``_path`` and
+    calls :meth:`_open`.
+    """
+
+    _path: str
+    _lock: threading.RLock
+    _rlock: threading.RLock
+    _conn: sqlite3.Connection
+    _rconn: sqlite3.Connection
+
+    # -- opening --------------------------------------------------------------
+
+    def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str) -> None:
+        self._lock = threading.RLock()
+        self._conn = schema.connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
+        try:
+            self._retry(self._prepare_schema(create, synchronous), "open")
+        except BaseException:
+            self._conn.close()
+            raise
+        # Reads get a connection of their own: under WAL they never wait for a
+        # writer, so a write stuck behind another process's lock cannot stall
+        # the renders of this store. (":memory:" has one database per
+        # connection, so there reads share the writer's.)
+        self._rlock = threading.RLock() if self._path != ":memory:" else self._lock
+        self._rconn = (
+            self._conn
+            if self._path == ":memory:"
+            else schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms)
+        )
+
+    def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
+        def run() -> None:
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            schema.prepare(self._conn, create=create, label=self._path)
+
+        return run
+
+    # -- plumbing -------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The database file (``:memory:`` for a private in-process database)."""
+        return self._path
+
+    def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
+        lock = self._rlock if read else self._lock
+        for attempt in (1, 2):
+            try:
+                with lock:
+                    self._check_open(what)
+                    return op()
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"{what}: {exc}") from exc
+            except sqlite3.Error as exc:
+                if attempt == 1 and schema.is_locked(exc):
+                    time.sleep(LOCK_RETRY_DELAY_S)
+                    continue
+                raise schema.wrap_error(exc, f"{self._path}: {what}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        def run() -> T:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = op(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+        return self._retry(run, what)
+
+    def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        return self._retry(lambda: op(self._rconn), what, read=True)
+
+    def _fetch(
+        self, conn: sqlite3.Connection, where: str, params: Sequence[Any]
+    ) -> builtins.list[MemoryRecord]:
+        return schema.fetch(conn, self._namespace, where, params)
+
+    def close(self) -> None:
+        """Close the connections; later calls raise :class:`StorageError`."""
+        with self._lock:
+            super().close()
+            conn, self._conn = self._conn, None  # type: ignore[assignment]
+        if conn is not None:
+            with self._rlock:
+                rconn = self._rconn
+                if rconn is not conn:
+                    rconn.close()
+            conn.close()
