@@ -16,6 +16,8 @@ interactive/channel/agent_dir  false        false     inject, exclude conversati
 
 from __future__ import annotations
 
+from typing import Any
+
 from attrs import field, frozen
 
 from memory_inject._cache import PerObject
@@ -82,17 +84,43 @@ def resolve_inject_policy(
     """
     origin = TurnOrigin(origin)
     base = config if config is not None else DEFAULT_CONFIG
-    cfg = base.for_origin(origin) if base.origins else base
     if suppress:
-        return InjectPolicy(False, False, "suppressed", origin, cfg)
+        return _decided(base, origin, False, False, "suppressed")
     if origin is TurnOrigin.SUB_TURN:
-        return InjectPolicy(False, False, "sub_turn", origin, cfg)
-    if not base.is_enabled_for(origin):
-        return InjectPolicy(False, False, "origin_disabled", origin, cfg)
-    if query is not None and _is_trivial(cfg, query):
-        return InjectPolicy(False, False, "trivial_prompt", origin, cfg)
-    exclude = origin in _SCHEDULED or not has_session
-    return InjectPolicy(True, exclude, None, origin, cfg)
+        return _decided(base, origin, False, False, "sub_turn")
+    if config is not None:  # the defaults enable every origin and no trivial filter
+        if not base.is_enabled_for(origin):
+            return _decided(base, origin, False, False, "origin_disabled")
+        if query is not None and _is_trivial(_origin_config(base, origin), query):
+            return _decided(base, origin, False, False, "trivial_prompt")
+    return _decided(base, origin, True, origin in _SCHEDULED or not has_session, None)
+
+
+def _origin_config(base: MemoryInjectConfig, origin: TurnOrigin) -> MemoryInjectConfig:
+    return base.for_origin(origin) if base.origins else base
+
+
+# Policies are values: one instance per (config, origin, decision), built on first use.
+_BY_CONFIG: PerObject[MemoryInjectConfig, dict[tuple[Any, ...], InjectPolicy]] = PerObject(
+    lambda _cfg: {}
+)
+
+
+def _decided(
+    base: MemoryInjectConfig,
+    origin: TurnOrigin,
+    inject: bool,
+    exclude: bool,
+    reason: str | None,
+) -> InjectPolicy:
+    known = _BY_CONFIG(base)
+    key = (origin, inject, exclude, reason)
+    hit = known.get(key)
+    if hit is None:
+        hit = known[key] = InjectPolicy(
+            inject, exclude, reason, origin, _origin_config(base, origin)
+        )
+    return hit
 
 
 def direct_policy(
