@@ -16,7 +16,7 @@ from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
 import attrs
 
 from memory_inject.config import AgentConfig
-from memory_inject.contract import Memory
+from memory_inject.contract import Memory, supports
 from memory_inject.models import TurnMeta
 
 from . import _core
@@ -30,12 +30,13 @@ def check_store(store: object, adapter: str) -> None:
     """Refuse at construction what can never be a store (a path, ``None``, a config).
 
     A wrong store used to construct fine and then fail every turn in silence.
-    The test is ``recall`` being callable (looked up normally, so proxies that
-    forward attributes with ``__getattr__`` pass on every Python version).
+    The test is the store contract (:class:`~memory_inject.contract.Memory`:
+    ``name`` and ``recall``), asked with :func:`~memory_inject.contract.supports`,
+    so proxies that forward attributes with ``__getattr__`` pass too.
     """
-    if isinstance(store, str | bytes | os.PathLike) or not callable(getattr(store, "recall", None)):
+    if isinstance(store, str | bytes | os.PathLike) or not supports(store, Memory):
         raise TypeError(
-            f"{adapter}: 'store' must be a memory store with a 'recall' method "
+            f"{adapter}: 'store' must be a memory store with 'name' and 'recall' "
             f"(got {type(store).__name__}: {store!r:.80}); open one with "
             "memory_inject.storage.open_store(agent) or SQLiteStore(path)"
         )

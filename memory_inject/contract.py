@@ -353,12 +353,13 @@ def supports(store: object, capability: type[_C]) -> TypeGuard[_C]:
     render asks a few per turn. This answers the same question: every member
     of the capability is an attribute of the store (its class's attributes
     are looked up once per class; instance attributes every time). A store
-    whose class forwards attributes with ``__getattr__`` gets the real
-    ``isinstance``.
+    whose class forwards attributes with ``__getattr__`` (a proxy) is asked
+    for each member with ``hasattr``, which sees forwarded attributes on every
+    Python version (a protocol ``isinstance`` stops seeing them from 3.12 on).
     """
     cls = type(store)
     if "__getattr__" in _class_attrs(cls):
-        return isinstance(store, capability)
+        return all(hasattr(store, name) for name in _members(capability))
     inst = getattr(store, "__dict__", None) or {}
     for name in _members(capability):
         key = (cls, name)

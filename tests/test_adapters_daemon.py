@@ -106,3 +106,23 @@ class TestTasks:
         with recording() as rec:
             turn = call(DaemonAdapter(store, AgentConfig(agent="ops")), "run_task", "backup job")
         assert ("backup job", [False]) == (turn.prompt, [e.success for e in rec.events])
+
+
+class TestConstruction:
+    @pytest.mark.parametrize("bad", [None, "memory.db", Path("memory.db"), {"recall": 1}, 42])
+    def test_a_thing_that_is_no_store_is_refused_at_construction(self, bad: object) -> None:
+        """None, a path or a mapping fails when the adapter is built, naming the adapter."""
+        with pytest.raises(TypeError, match=r"DaemonAdapter: 'store' must be a memory store"):
+            DaemonAdapter(bad, AgentConfig(agent="ops"))  # type: ignore[arg-type]  # on purpose
+
+    def test_a_daemon_never_autosaves(self, store: SQLiteStore) -> None:
+        """autosave=True is refused: a heartbeat is not a person's message."""
+        with pytest.raises(TypeError, match="never autosave"):
+            DaemonAdapter(store, AgentConfig(agent="ops"), autosave=True)
+
+    def test_options_default_and_override(self, store: SQLiteStore) -> None:
+        """channel defaults to 'daemon', agent_alias to the agent file's name."""
+        default = DaemonAdapter(store, AgentConfig(agent="ops"))
+        custom = DaemonAdapter(store, AgentConfig(agent="ops"), channel="sop", agent_alias="ops-2")
+        assert ("daemon", "ops") == (default.channel, default.agent_alias)
+        assert ("sop", "ops-2") == (custom.channel, custom.agent_alias)

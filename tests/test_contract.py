@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_inject import AsyncMemory, Memory
-from memory_inject.contract import MemoryStore
+from memory_inject.contract import MemoryStore, supports
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
 from tests.storage._capabilities import CAPABILITIES, STORE_CLASSES, provides, store_class
@@ -62,3 +62,61 @@ class TestCapabilities:
                 getattr(proto, "_is_runtime_protocol", False),
                 bool(proto.__doc__ and proto.__doc__.strip()),
             )
+
+
+class _Bare:
+    """Answers recall only: no name, no capability."""
+
+    def recall(self, query: str, limit: int, **kw: object) -> list[object]:
+        return []
+
+
+class _InstanceInfo(_Bare):
+    """Gains a capability through an instance attribute, set per object."""
+
+    name = "instance-info"
+
+    def __init__(self, with_info: bool) -> None:
+        if with_info:
+            self.last_recall_info = {"degraded": None}
+
+
+class _Proxy:
+    """Forwards every attribute to another store (the shape of a wrapping proxy)."""
+
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+class TestSupports:
+    @pytest.mark.parametrize("name", sorted(CAPABILITIES))
+    def test_supports_is_isinstance_on_every_kind_of_store(self, name: str, tmp_path: Path) -> None:
+        """supports() answers what isinstance answers: real stores, bare and per-instance ones."""
+        proto = CAPABILITIES[name]
+        with SQLiteStore(tmp_path / "m.db") as sqlite:
+            stores: list[object] = [
+                InMemoryStore(),
+                sqlite,
+                _Bare(),
+                _InstanceInfo(True),
+                _InstanceInfo(False),
+                "m.db",
+                None,
+            ]
+            for _ in range(2):  # the second round answers from the per-class cache
+                assert [isinstance(s, proto) for s in stores] == [
+                    supports(s, proto) for s in stores
+                ]
+
+    def test_a_forwarding_proxy_has_its_inner_stores_capabilities(self, tmp_path: Path) -> None:
+        """A __getattr__ proxy supports exactly what the store it wraps supports."""
+        with SQLiteStore(tmp_path / "m.db") as sqlite:
+            for inner in (InMemoryStore(), sqlite):
+                proxy = _Proxy(inner)
+                assert [supports(inner, p) for p in CAPABILITIES.values()] == [
+                    supports(proxy, p) for p in CAPABILITIES.values()
+                ]
+                assert supports(proxy, Memory)
