@@ -63,6 +63,8 @@ def build_store(
                     "content": content,
                     "category": category,
                     "timestamp": r["timestamp"] + "Z",
+                    # One chat is one session stream, as a channel adapter stores it.
+                    "session_id": r["conversation"],
                 }
             )
         )

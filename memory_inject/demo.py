@@ -47,7 +47,7 @@ DEMO_TURNS: tuple[tuple[TurnOrigin, str, str, tuple[str | None, ...], bool], ...
     (
         TurnOrigin.CRON,
         "daemon",
-        "[cron:nightly Nightly report] summarise last night's incidents",
+        "[cron:nightly Nightly report] summarise the latest incidents on prod-3",
         (None,),
         False,
     ),

@@ -30,6 +30,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "cosine_top_k",
     "make_embedder",
+    "similarity_calibration",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -300,6 +301,20 @@ class Model2VecEmbedder:
 def _unit(vec: list[float]) -> list[float]:
     norm = math.sqrt(sum(v * v for v in vec))
     return vec if norm == 0.0 else [v / norm for v in vec]
+
+
+def similarity_calibration(embedder: object) -> tuple[float, float]:
+    """The embedder's ``(unrelated, related)`` cosine pair for calibrated scores.
+
+    Its ``calibration`` attribute when it has a valid one, else ``(0.0, 1.0)``
+    (raw cosine); see :func:`memory_inject.storage.calibration.vector_score`.
+    """
+    pair = getattr(embedder, "calibration", None)
+    try:
+        lo, hi = (float(v) for v in pair)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return (0.0, 1.0)
+    return (lo, hi) if -1.0 <= lo < hi <= 1.0 else (0.0, 1.0)
 
 
 def cosine_top_k(query_vec: Sequence[float], matrix: Any, k: int) -> list[tuple[int, float]]:

@@ -74,7 +74,7 @@ class TestLoggingBridge:
         """Each render logs one record whose extra fields describe the event."""
         caplog.set_level(logging.INFO, logger="memory_inject.recall")
         with LoggingBridge():
-            one_turn(store)
+            one_turn(store, "where do production deploys go?")
         [record] = [r for r in caplog.records if r.name == "memory_inject.recall"]
         assert logging.INFO == record.levelno
         got = {

@@ -8,21 +8,37 @@ computed by the store beforehand, outside the lock.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
+from memory_inject.storage._fts_terms import (
+    corpus_size,
+    document_frequencies,
+    ensure_vocab,
+    tokens_of,
+)
 from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
-from memory_inject.storage.fusion import Fusion, RecallInfo, build_fts_query, fuse
+from memory_inject.storage.calibration import (
+    MAX_SUBSTRING_CHARS,
+    MIN_SUBSTRING_CHARS,
+    coverage,
+    substring_score,
+    term_weight,
+    vector_score,
+)
+from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fts_match, fuse
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["scored_recall"]
 
-#: bm25() column weights for key, content, tags: a hit in the key counts double.
-_BM25_WEIGHTS = "2.0, 1.0, 1.0"
+#: bm25() column weights for key, content, tags, the two previous records of
+#: the session and the day words: a key hit counts double, context hits less.
+_BM25_WEIGHTS = "2.0, 1.0, 1.0, 0.5, 0.25, 1.0"
 #: How many FTS hits are ranked before the scope filter (see ``_keyword_stage``).
 _WINDOW = 64
 #: The LIKE fallback looks for at most this many words (zeroclaw's limit).
@@ -41,16 +57,28 @@ def scored_recall(
     fusion: Fusion,
     degraded: str | None,
     narrow: bool = False,
+    calibration: tuple[float, float] = (0.0, 1.0),
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
     ``narrow`` says the scope keeps few rows (a session or time filter), so
     the keyword stage filters before ranking rather than after.
+    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair.
     """
     conn.execute("BEGIN")
     try:
         return _run(
-            conn, namespace, query, limit, scope, params, query_vec, fusion, degraded, narrow
+            conn,
+            namespace,
+            query,
+            limit,
+            scope,
+            params,
+            query_vec,
+            fusion,
+            degraded,
+            narrow,
+            calibration,
         )
     finally:
         if conn.in_transaction:
@@ -68,19 +96,25 @@ def _run(
     fusion: Fusion,
     degraded: str | None,
     narrow: bool,
+    calibration: tuple[float, float],
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     if query_vec is not None:
         vector = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
+    if query_vec is not None:
+        vector = [(i, vector_score(c, calibration)) for i, c in vector]
     if query_vec is None or fusion.search_mode != "embedding":
-        match = build_fts_query(query)
+        words = content_words(query)
+        match = fts_match(words)
         if match is not None:
             try:
-                keyword = _keyword_stage(
+                raw = _keyword_stage(
                     conn, namespace, scope, params, match, limit * 2, window=not narrow
                 )
+                if raw:
+                    keyword = _calibrated(conn, words, match, raw)
             except sqlite3.OperationalError as exc:
                 if is_locked(exc):
                     raise
@@ -95,7 +129,65 @@ def _run(
         return entries, RecallInfo(strategy, len(keyword), len(vector), degraded)
     found = _like_stage(conn, namespace, scope, params, query, limit)
     strategy = "like" if found else "none"
-    return [r.to_entry(1.0) for r in found], RecallInfo(strategy, 0, 0, degraded)
+    return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded)
+
+
+#: highlight() marks; control characters never survive the tokenizer as words.
+_OPEN, _CLOSE = "\x01", "\x02"
+_SPAN = re.compile("\x01([^\x02]*)\x02")
+#: What a hit in each indexed column proves: key, content, tags, the previous
+#: record, the one before it, the day words.
+_COLUMN_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+
+
+def _calibrated(
+    conn: sqlite3.Connection,
+    words: Sequence[tuple[str, bool]],
+    match: str,
+    raw: Sequence[tuple[str, float, int]],
+) -> list[tuple[str, float]]:
+    """Each hit's :func:`coverage` of the query, in BM25 order (ties keep it).
+
+    The query's terms are weighed by :func:`term_weight` from the index's own
+    statistics; which terms a row holds, and in which column, comes from
+    FTS5's ``highlight()`` on just these rows.
+    """
+    ensure_vocab(conn)
+    terms = [(tokens_of(w), star) for w, star in words]
+    terms = [(ts, star) for ts, star in terms if ts]
+    df = document_frequencies(conn, [t for ts, _ in terms for t in ts])
+    rows = corpus_size(conn)
+    weights = [term_weight(rows, min(df.get(t, 0) for t in ts)) for ts, _ in terms]
+    marks = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(len(_COLUMN_WEIGHTS)))
+    sql = (
+        f"SELECT rowid, {marks} FROM memories_fts "  # noqa: S608 - our fragments
+        "WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
+    )
+    args = [_OPEN, _CLOSE] * len(_COLUMN_WEIGHTS)
+    found = {
+        int(r[0]): r[1:]
+        for r in conn.execute(sql, (*args, match, json.dumps([rid for _, _, rid in raw])))
+    }
+    out = []
+    for key, _, rid in raw:
+        shown = found.get(rid)
+        present = [0.0] * len(terms)
+        if shown is not None:
+            for text, weight in zip(shown, _COLUMN_WEIGHTS, strict=True):
+                if not text or _OPEN not in text:
+                    continue
+                toks = {t for span in _SPAN.findall(text) for t in tokens_of(span)}
+                for i, (ts, star) in enumerate(terms):
+                    if present[i] < weight and _holds(toks, ts, star):
+                        present[i] = weight
+        out.append((key, coverage(weights, present)))
+    return out
+
+
+def _holds(tokens: set[str], term: tuple[str, ...], prefix: bool) -> bool:
+    if prefix:
+        return all(any(t.startswith(p) for t in tokens) for p in term)
+    return all(t in tokens for t in term)
 
 
 def _keyword_stage(
@@ -107,8 +199,8 @@ def _keyword_stage(
     k: int,
     *,
     window: bool = True,
-) -> list[tuple[str, float]]:
-    """The ``k`` best live rows by BM25 (higher is better), ties by id.
+) -> list[tuple[str, float, int]]:
+    """The ``k`` best live rows by BM25 (higher is better), ties by id: ``(id, bm25, rid)``.
 
     Joining every FTS hit to its row to apply the scope costs as much as the
     ranking itself, so by default the best hits are ranked on the index alone
@@ -120,13 +212,13 @@ def _keyword_stage(
         if found is not None:
             return found
     sql = (
-        f"SELECT m.id, -bm25(memories_fts, {_BM25_WEIGHTS}) AS score "  # noqa: S608 - our fragments
+        f"SELECT m.id, -bm25(memories_fts, {_BM25_WEIGHTS}) AS score, m.rid "  # noqa: S608
         "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND m.namespace = ? AND {scope} "
         "ORDER BY score DESC, m.id LIMIT ?"
     )
     rows = conn.execute(sql, (match, namespace, *params, k)).fetchall()
-    return [(str(i), float(s)) for i, s in rows]
+    return [(str(i), float(s), int(r)) for i, s, r in rows]
 
 
 def _windowed(
@@ -136,7 +228,7 @@ def _windowed(
     params: Sequence[Any],
     match: str,
     k: int,
-) -> list[tuple[str, float]] | None:
+) -> list[tuple[str, float, int]] | None:
     """Rank the best ``_WINDOW`` FTS hits, then filter them; None when that may be inexact.
 
     Exact when every hit fit in the window, or when ``k`` hits survive the
@@ -159,7 +251,9 @@ def _windowed(
         f"AND +namespace = ? AND {scope}",
         (json.dumps(list(score_of)), namespace, *params),
     ).fetchall()
-    ranked = sorted(((str(i), score_of[int(r)]) for r, i in live), key=lambda p: (-p[1], p[0]))
+    ranked = sorted(
+        ((str(i), score_of[int(r)], int(r)) for r, i in live), key=lambda p: (-p[1], p[0])
+    )
     if len(top) < size or (len(ranked) >= k and ranked[k - 1][1] > float(top[-1][1])):
         return ranked[:k]
     return None
@@ -200,8 +294,15 @@ def _like_stage(
     params: Sequence[Any],
     query: str,
     limit: int,
-) -> list[MemoryRecord]:
-    words = [w for w in dict.fromkeys(tokenize(query, drop_stopwords=True)) if len(w) >= 2]
+) -> list[tuple[MemoryRecord, float]]:
+    """Rows holding query words as substrings, scored by :func:`substring_score`.
+
+    Only words of ``MIN_SUBSTRING_CHARS`` to ``MAX_SUBSTRING_CHARS`` characters
+    are searched (at most ``_LIKE_TERMS`` of them); every content word of the
+    query counts in the share, so a hit on one word of four scores low.
+    """
+    every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
+    words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
     words = words[:_LIKE_TERMS]
     if not words:
         return []
@@ -211,4 +312,11 @@ def _like_stage(
         patterns += [f"%{escaped}%", f"%{escaped}%"]
     cond = " OR ".join(["content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\'"] * len(words))
     where = f"{scope} AND ({cond}) ORDER BY updated_at DESC, rid DESC LIMIT ?"
-    return fetch(conn, namespace, where, (*params, *patterns, limit))
+    rows = fetch(conn, namespace, where, (*params, *patterns, limit))
+    scored = []
+    for r in rows:
+        text = f"{r.key}\n{r.content}".lower()
+        found = sum(1 for w in words if w in text)
+        scored.append((r, substring_score(found, len(every))))
+    scored.sort(key=lambda p: -p[1])
+    return scored

@@ -49,6 +49,39 @@ __all__ = [
 #: "MINJ": marks a file as ours, next to the version in ``user_version``.
 APPLICATION_ID = 0x4D494E4A
 
+
+# "8 May 2023" from a fixed-width UTC timestamp (``format_ts``), in SQL so the
+# triggers and the migration compute it the same way.
+_DAY_WORDS = (
+    "(CAST(CAST(substr({row}.timestamp, 9, 2) AS INTEGER) AS TEXT) || ' ' || "
+    "CASE substr({row}.timestamp, 6, 2) "
+    "WHEN '01' THEN 'January' "
+    "WHEN '02' THEN 'February' "
+    "WHEN '03' THEN 'March' "
+    "WHEN '04' THEN 'April' "
+    "WHEN '05' THEN 'May' "
+    "WHEN '06' THEN 'June' "
+    "WHEN '07' THEN 'July' "
+    "WHEN '08' THEN 'August' "
+    "WHEN '09' THEN 'September' "
+    "WHEN '10' THEN 'October' "
+    "WHEN '11' THEN 'November' "
+    "WHEN '12' THEN 'December' "
+    "ELSE '' END || ' ' || "
+    "substr({row}.timestamp, 1, 4))"
+)
+# The content of the n-th live record written before ``row`` in its session.
+_NEIGHBOUR = (
+    "(SELECT p.content FROM memories AS p WHERE {row}.session_id IS NOT NULL "
+    "AND p.namespace = {row}.namespace AND p.session_id = {row}.session_id "
+    "AND p.rid < {row}.rid AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+)
+_CTX_ASSIGN = (
+    "ctx_prev = " + _NEIGHBOUR.replace("{n}", "0") + ", "
+    "ctx_prev2 = " + _NEIGHBOUR.replace("{n}", "1") + ", "
+    "ctx_day = " + _DAY_WORDS
+)
+
 # Each entry moves the schema from version i to i + 1. Never edit a released
 # entry: append a new one, so every existing file can be brought forward.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -116,6 +149,51 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO memories_fts(rowid, key, content, tags)
             VALUES (new.rid, new.key, new.content, new.tags);
         END""",
+        "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
+    ),
+    # 3: context expansion and calibrated scores (issue 14). A record written
+    # in a session also indexes, at low weight, the two records written just
+    # before it in that session (``ctx_prev``, ``ctx_prev2``), and every record
+    # its creation date as words (``ctx_day``, "8 May 2023"). The values are
+    # set once, when the row is inserted, so no older row is ever rewritten;
+    # they live in the base table because the index has external content.
+    (
+        "ALTER TABLE memories ADD COLUMN ctx_prev TEXT",
+        "ALTER TABLE memories ADD COLUMN ctx_prev2 TEXT",
+        "ALTER TABLE memories ADD COLUMN ctx_day TEXT",
+        "CREATE INDEX memories_stream ON memories (namespace, session_id, rid)",
+        f"UPDATE memories SET {_CTX_ASSIGN.format(row='memories')}",  # noqa: S608 - constants
+        "DROP TRIGGER memories_fts_insert",
+        "DROP TRIGGER memories_fts_delete",
+        "DROP TRIGGER memories_fts_update",
+        "DROP TABLE memories_fts",
+        "CREATE VIRTUAL TABLE memories_fts USING fts5("
+        "key, content, tags, ctx_prev, ctx_prev2, ctx_day, content='memories', "
+        "content_rowid='rid', tokenize='porter unicode61')",
+        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            UPDATE memories SET {_CTX_ASSIGN.format(row="new")} WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, key, content, tags, ctx_prev, ctx_prev2, ctx_day)
+            SELECT rid, key, content, tags, ctx_prev, ctx_prev2, ctx_day
+            FROM memories WHERE rid = new.rid;
+        END""",  # noqa: S608 - built from constants
+        """CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, content, tags,
+                ctx_prev, ctx_prev2, ctx_day)
+            VALUES ('delete', old.rid, old.key, old.content, old.tags,
+                old.ctx_prev, old.ctx_prev2, old.ctx_day);
+        END""",
+        # The day follows the timestamp; the neighbours stay as first written.
+        f"""CREATE TRIGGER memories_fts_update
+            AFTER UPDATE OF key, content, tags, timestamp ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, content, tags,
+                ctx_prev, ctx_prev2, ctx_day)
+            VALUES ('delete', old.rid, old.key, old.content, old.tags,
+                old.ctx_prev, old.ctx_prev2, old.ctx_day);
+            UPDATE memories SET ctx_day = {_DAY_WORDS.format(row="new")} WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, key, content, tags, ctx_prev, ctx_prev2, ctx_day)
+            SELECT rid, key, content, tags, ctx_prev, ctx_prev2, ctx_day
+            FROM memories WHERE rid = new.rid;
+        END""",  # noqa: S608 - built from constants
         "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
     ),
 )

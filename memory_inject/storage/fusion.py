@@ -14,14 +14,20 @@ from typing import Any
 from attrs import Attribute, field, frozen
 
 from memory_inject.storage._lexical import STOPWORDS
+from memory_inject.storage.calibration import hybrid_score
 
-__all__ = ["Fusion", "RecallInfo", "build_fts_query", "fuse"]
-
-#: Below this the keyword batch maximum is treated as "no signal" (spec: max<eps -> 1).
-_EPS = 1e-12
+__all__ = ["Fusion", "RecallInfo", "build_fts_query", "content_words", "fts_match", "fuse"]
 
 # A word, optionally followed by the ``*`` that asks for a prefix match.
 _TOKEN = re.compile(r"(\w+)(\*?)", re.UNICODE)
+# The markers hosts put before a prompt ("[cron:nightly Report] ...",
+# "[Heartbeat Task | decision] ..."): who sent it, not what it asks.
+_MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
+# Words that say what to do with the answer, not what it is about: a prompt
+# "summarise X" is about X. Dropped from queries like stopwords.
+REQUEST_WORDS = frozenset(
+    {"summarise", "summarize", "tell", "explain", "describe", "remind", "please"}
+)
 
 
 _Validator = Callable[[Any, "Attribute[Any]", Any], None]
@@ -50,11 +56,12 @@ def _rrf_k(_inst: Any, _attribute: Attribute[Any], value: Any) -> None:
 class Fusion:
     """How a store combines its keyword and vector stages.
 
-    ``mode="weighted"`` is zeroclaw's weighted mean over the modalities present
-    for an id (spec 7.4); ``mode="rrf"`` is reciprocal rank fusion as PI does it,
-    scaled to 0..1. ``search_mode`` picks the stages: ``"bm25"`` (keyword only),
-    ``"embedding"`` (vector only, keyword when the embedder fails) or
-    ``"hybrid"``. A store without an embedder is always keyword-only.
+    Both stages' scores are calibrated (:mod:`.calibration`). ``mode="weighted"``
+    ranks by their weighted mean, a modality that missed a row counting 0;
+    ``mode="rrf"`` ranks by reciprocal rank fusion as PI does it but reports
+    the same weighted mean as the score. ``search_mode`` picks the stages:
+    ``"bm25"`` (keyword only), ``"embedding"`` (vector only, keyword when the
+    embedder fails) or ``"hybrid"``. A store without an embedder is always keyword-only.
     """
 
     mode: str = field(default="weighted", validator=_one_of("weighted", "rrf"))
@@ -92,18 +99,26 @@ def fuse(
     fusion: Fusion,
     limit: int,
 ) -> list[tuple[str, float]]:
-    """Combine raw keyword scores (BM25, higher is better) and cosine similarities.
+    """Combine calibrated keyword and vector scores (both 0..1, see :mod:`.calibration`).
 
-    Returns ``(id, score)`` pairs with scores in 0..1, best first, ties broken by
-    id ascending, at most ``limit`` of them. An id listed twice in one input
-    keeps its best score.
+    Returns ``(id, score)`` pairs, best first, at most ``limit`` of them; ties
+    keep the inputs' order (keyword hits first, as ranked by the store). With
+    one modality, its scores; with both, the weighted mean, a modality that
+    did not find an id counting 0.
+    ``mode="rrf"`` orders by reciprocal rank instead but reports the same
+    calibrated score, so the floor keeps its meaning. An id listed twice in
+    one input keeps its best score.
     """
     if limit <= 0:
         return []
     kw = _best(keyword)
     vec = _best(vector)
-    scored = _rrf(kw, vec, fusion) if fusion.mode == "rrf" else _weighted(kw, vec, fusion)
-    ranked = sorted(scored.items(), key=lambda p: (-p[1], p[0]))
+    scored = _weighted(kw, vec, fusion)
+    if fusion.mode == "rrf" and kw and vec:
+        order = _rrf(kw, vec, fusion)
+        ranked = sorted(scored.items(), key=lambda p: -order[p[0]])
+    else:
+        ranked = sorted(scored.items(), key=lambda p: -p[1])
     return ranked[:limit]
 
 
@@ -122,27 +137,12 @@ def _clamp(value: float) -> float:
 
 def _weighted(kw: dict[str, float], vec: dict[str, float], fusion: Fusion) -> dict[str, float]:
     if not vec:
-        top = max(kw.values(), default=0.0)
-        if top <= 0.0:
-            return dict.fromkeys(kw, 0.0)
-        return {k: _clamp(s / top) for k, s in kw.items()}
+        return {k: _clamp(s) for k, s in kw.items()}
     if not kw:
         return {k: _clamp(s) for k, s in vec.items()}
-    top = max(kw.values())
-    if top < _EPS:
-        top = 1.0
-    vw, kwt = fusion.vector_weight, fusion.keyword_weight
-    out: dict[str, float] = {}
-    for key in kw.keys() | vec.keys():
-        num = den = 0.0
-        if key in vec:
-            num += vw * _clamp(vec[key])
-            den += vw
-        if key in kw:
-            num += kwt * _clamp(kw[key] / top)
-            den += kwt
-        out[key] = num / den if den > 0.0 else 0.0
-    return out
+    kwt, vw = fusion.keyword_weight, fusion.vector_weight
+    keys = list(kw) + [k for k in vec if k not in kw]
+    return {key: _clamp(hybrid_score(kw.get(key), vec.get(key), kwt, vw)) for key in keys}
 
 
 def _ranks(scores: dict[str, float]) -> dict[str, int]:
@@ -152,18 +152,38 @@ def _ranks(scores: dict[str, float]) -> dict[str, int]:
 
 def _rrf(kw: dict[str, float], vec: dict[str, float], fusion: Fusion) -> dict[str, float]:
     k = fusion.rrf_k
-    candidates = ((_ranks(kw), fusion.keyword_weight), (_ranks(vec), fusion.vector_weight))
-    lists = [(ranks, weight) for ranks, weight in candidates if ranks]
-    # The best an id can do is rank 1 in every list that ran, so dividing by
-    # that keeps scores in 0..1 whether or not the vector stage was live.
-    best = sum(w / (k + 1) for _, w in lists)
     out: dict[str, float] = {}
-    for ranks, weight in lists:
+    for ranks, weight in ((_ranks(kw), fusion.keyword_weight), (_ranks(vec), fusion.vector_weight)):
         for key, rank in ranks.items():
             out[key] = out.get(key, 0.0) + weight / (k + rank)
-    if best <= 0.0:
-        return dict.fromkeys(out, 0.0)
-    return {key: _clamp(s / best) for key, s in out.items()}
+    return out
+
+
+def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
+    """The query's distinct ``(word, prefix)`` terms, lowercased, stopwords dropped.
+
+    ``prefix`` is true for ``word*``. Stopwords and :data:`REQUEST_WORDS`
+    are kept only when nothing else is left; at most ``max_terms`` terms (a pasted log stays cheap).
+    Leading ``[...]`` markers are skipped when words follow them.
+    """
+    terms: list[tuple[str, bool]] = []
+    seen: set[tuple[str, bool]] = set()
+    lowered = text.lower()
+    unmarked = _MARKERS.sub("", lowered, count=1)
+    for word, star in _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered):
+        term = (word, bool(star))
+        if term not in seen:
+            seen.add(term)
+            terms.append(term)
+    kept = [t for t in terms if t[0] not in STOPWORDS and t[0] not in REQUEST_WORDS] or terms
+    return kept[:max_terms]
+
+
+def fts_match(words: Sequence[tuple[str, bool]]) -> str | None:
+    """The FTS5 MATCH expression ORing ``words`` (see :func:`build_fts_query`)."""
+    if not words:
+        return None
+    return " OR ".join(f'"{w}"*' if star else f'"{w}"' for w, star in words)
 
 
 def build_fts_query(text: str, *, max_terms: int = 64) -> str | None:
@@ -175,14 +195,4 @@ def build_fts_query(text: str, *, max_terms: int = 64) -> str | None:
     prefix query ``"word"*``, and the words are ORed. Stopwords are dropped
     unless nothing else is left. ``max_terms`` bounds the cost of a pasted log.
     """
-    terms: list[tuple[str, bool]] = []
-    seen: set[tuple[str, bool]] = set()
-    for word, star in _TOKEN.findall(text.lower()):
-        term = (word, bool(star))
-        if term not in seen:
-            seen.add(term)
-            terms.append(term)
-    if not terms:
-        return None
-    kept = [t for t in terms if t[0] not in STOPWORDS] or terms
-    return " OR ".join(f'"{w}"*' if star else f'"{w}"' for w, star in kept[:max_terms])
+    return fts_match(content_words(text, max_terms=max_terms))

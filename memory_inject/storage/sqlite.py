@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_inject.embedders import Embedder
+from memory_inject.embedders import Embedder, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
@@ -85,6 +85,7 @@ class SQLiteStore(SQLiteBulk):
         self._path = str(path)
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
+        self._calibration = similarity_calibration(embedder)
         self._fusion = fusion
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
@@ -219,6 +220,7 @@ class SQLiteStore(SQLiteBulk):
                 fusion=fusion,
                 degraded=degraded,
                 narrow=session_id is not None or since is not None or until is not None,
+                calibration=self._calibration,
             ),
             "recall",
         )

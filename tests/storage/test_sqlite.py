@@ -22,6 +22,7 @@ from memory_inject.exceptions import (
     StoreMissingError,
 )
 from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.fusion import build_fts_query
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
@@ -72,10 +73,11 @@ class TestFile:
         )
 
     def test_table_has_a_column_per_record_field(self, db: Path) -> None:
-        """Every MemoryRecord field is a column, next to the rowid, and nothing else."""
+        """Every MemoryRecord field is a column, next to the rowid and the index context."""
         with SQLiteStore(db), raw(db) as conn:
             cols = tuple(r[1] for r in conn.execute("PRAGMA table_info(memories)"))
-        assert sorted(("rid", *schema.COLUMNS)) == sorted(cols)
+        context = ("ctx_prev", "ctx_prev2", "ctx_day")
+        assert sorted(("rid", *schema.COLUMNS, *context)) == sorted(cols)
 
     def test_reopening_keeps_the_data(self, db: Path) -> None:
         """A second open sees what the first one wrote."""
@@ -242,11 +244,11 @@ class TestLocking:
 
 class TestSqliteRecall:
     def test_like_fallback_finds_substrings(self, db: Path) -> None:
-        """When FTS finds nothing, a substring match returns newest first with score 1."""
+        """When FTS finds nothing, a substring match scores SUBSTRING_WEIGHT per word found."""
         with SQLiteStore(db) as s:
             s.store("srv", "the server db01 is in Frankfurt")
             got = s.recall("serv", 5)
-            assert (["srv"], [1.0], "like") == (
+            assert (["srv"], [SUBSTRING_WEIGHT], "like") == (
                 [e.key for e in got],
                 [e.score for e in got],
                 s.last_recall_info.strategy,

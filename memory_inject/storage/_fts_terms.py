@@ -1,0 +1,91 @@
+"""Query-term statistics for calibrated keyword scores on the SQLite store.
+
+FTS5's ``bm25()`` is a sum over the query's phrases of ``idf * tf-part``; it
+is comparable between rows of one query, not between queries. Dividing it by
+the query's *ideal* (:func:`memory_inject.storage.calibration.keyword_score`)
+needs each phrase's idf, which needs the phrase's tokens exactly as the
+index's ``porter unicode61`` tokenizer makes them ("Deploys" -> ``deploi``,
+``foo_bar`` -> ``foo bar``). SQLite is the only faithful tokenizer at hand, so
+a private in-memory FTS5 table tokenises each query word once (cached), and
+the store's own index answers document frequencies through an ``fts5vocab``
+table and the row count through FTS5's averages record.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+__all__ = ["corpus_size", "document_frequencies", "tokens_of"]
+
+_tok_lock = threading.Lock()
+_tok_conn: sqlite3.Connection | None = None
+
+
+def _tokenizer() -> sqlite3.Connection:
+    global _tok_conn  # noqa: PLW0603 - one private connection per process, made on first use
+    if _tok_conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        _tok_conn = conn
+    return _tok_conn
+
+
+@functools.lru_cache(maxsize=65536)
+def tokens_of(word: str) -> tuple[str, ...]:
+    """The index tokens of one query word, in order (empty when it has none)."""
+    with _tok_lock:
+        conn = _tokenizer()
+        conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (word,))
+        try:
+            rows = conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
+        finally:
+            conn.execute("DELETE FROM t")
+    return tuple(str(r[0]) for r in rows)
+
+
+def ensure_vocab(conn: sqlite3.Connection) -> None:
+    """Create this connection's ``temp.memories_vocab`` view of the index (idempotent)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab "
+        "USING fts5vocab(main, memories_fts, row)"
+    )
+
+
+def document_frequencies(conn: sqlite3.Connection, tokens: Sequence[str]) -> dict[str, int]:
+    """``{token: rows containing it}`` for the tokens the index holds (absent ones are 0)."""
+    wanted = sorted(set(tokens))
+    if not wanted:
+        return {}
+    marks = ", ".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT term, doc FROM temp.memories_vocab WHERE term IN ({marks})",  # noqa: S608
+        wanted,
+    ).fetchall()
+    return {str(t): int(d) for t, d in rows}
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """SQLite's varint (big-endian 7-bit groups, a full 9th byte) at ``pos``."""
+    value = 0
+    for i in range(9):
+        if pos + i >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos + i]
+        if i == 8:
+            return (value << 8) | byte, pos + 9
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, pos + i + 1
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def corpus_size(conn: sqlite3.Connection) -> int:
+    """The row count FTS5's ``bm25()`` uses (the first varint of its averages record)."""
+    row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0
+    return _varint(bytes(row[0]), 0)[0]

@@ -1,0 +1,116 @@
+"""Calibrated relevance: one 0..1 scale for every recall path of every store.
+
+A score means the same thing from query to query: the same memory and prompt
+score the same whether or not other memories were found, so the renderer's
+floor (``min_relevance_score``) reads as "relevant enough to show".
+
+**Keyword** (:func:`coverage`): the weighted share of the query's content
+terms the row holds. Each term weighs :func:`term_weight`, its idf among the
+store's rows (at least 1), so a rare word counts more than a common one and
+a prompt about something the store never mentions scores low even when one
+common word matches ("where do production deploys go?" against "Bob likes to
+go hiking on weekends": 0.33). A term found in the row's key, content, tags
+or day words counts fully; found only in the record written just before it
+in its session, half; two records back, a quarter. The stores still *rank*
+keyword hits by BM25 (ties in coverage keep that order): coverage says
+whether a hit is relevant enough to show, BM25 which of several is best.
+
+**Vector** (:func:`vector_score`): cosine similarity mapped linearly from the
+embedder's ``calibration = (unrelated, related)`` pair to 0..1, clamped. An
+embedder without that attribute is read as ``(0.0, 1.0)``: raw cosine.
+
+**Hybrid** (:func:`hybrid_score`): the weighted mean of both, a modality that
+did not find the row counting 0 (its evidence is that the row is not among
+its best), so rows both stages find rank first.
+
+**Substring fallback** (:func:`substring_score`): ``SUBSTRING_WEIGHT`` times
+the share of query words found inside the row, for scripts the word
+tokenizer cannot split (CJK). Words shorter than ``MIN_SUBSTRING_CHARS`` are
+never searched this way ("hi" is inside "hiking").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = [
+    "MAX_SUBSTRING_CHARS",
+    "MIN_SUBSTRING_CHARS",
+    "SUBSTRING_WEIGHT",
+    "coverage",
+    "fts5_idf",
+    "hybrid_score",
+    "smoothed_idf",
+    "substring_score",
+    "term_weight",
+    "vector_score",
+]
+
+#: A substring hit counts this much of a whole-word hit.
+SUBSTRING_WEIGHT = 0.6
+#: Query words shorter than this are not searched as substrings.
+MIN_SUBSTRING_CHARS = 3
+#: Longer words are not searched as substrings (a pasted blob would cost O(n*m)).
+MAX_SUBSTRING_CHARS = 64
+
+# FTS5 floors a non-positive idf (a term in more than half of the rows) at 1e-6.
+_IDF_FLOOR = 1e-6
+
+
+def fts5_idf(rows: int, containing: int) -> float:
+    """FTS5's idf: ``ln((N - n + 0.5) / (n + 0.5))``, floored at 1e-6 like ``bm25()``."""
+    value = math.log((rows - containing + 0.5) / (containing + 0.5)) if rows > 0 else 0.0
+    return value if value > 0.0 else _IDF_FLOOR
+
+
+def smoothed_idf(rows: int, containing: int) -> float:
+    """Okapi's idf with +1 inside the log (never negative), for in-process BM25."""
+    return math.log(1.0 + (rows - containing + 0.5) / (containing + 0.5))
+
+
+def term_weight(rows: int, containing: int) -> float:
+    """How much a query term counts: its idf among ``rows``, at least 1.
+
+    A term no row holds is weighed as if one did (its absence already says
+    the memory cannot hold it); the floor of 1 keeps a term that most rows
+    of a small store share (a project's name) from counting for nothing.
+    """
+    return max(1.0, smoothed_idf(rows, max(containing, 1)))
+
+
+def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
+    """``sum(weight * present) / sum(weight)``: the weighted share of the query a row holds.
+
+    ``present`` is 1 for a term in the row's own text, less for a term only in
+    its context (see the module docstring), 0 for a missing term.
+    """
+    total = sum(weights)
+    if total <= 0.0:
+        return 0.0
+    return min(1.0, sum(w * p for w, p in zip(weights, present, strict=True)) / total)
+
+
+def vector_score(cosine: float, calibration: tuple[float, float] = (0.0, 1.0)) -> float:
+    """``cosine`` mapped from the embedder's ``(unrelated, related)`` pair to 0..1."""
+    lo, hi = calibration
+    if hi <= lo:
+        return min(1.0, max(0.0, cosine))
+    return min(1.0, max(0.0, (cosine - lo) / (hi - lo)))
+
+
+def hybrid_score(
+    keyword: float | None, vector: float | None, keyword_weight: float, vector_weight: float
+) -> float:
+    """Weighted mean of the calibrated modalities; a modality that missed the row counts 0."""
+    total = keyword_weight + vector_weight
+    if total <= 0.0:
+        return 0.0
+    return (keyword_weight * (keyword or 0.0) + vector_weight * (vector or 0.0)) / total
+
+
+def substring_score(found: int, words: int) -> float:
+    """``SUBSTRING_WEIGHT`` times the share of the query's words found inside the row."""
+    if words <= 0:
+        return 0.0
+    return SUBSTRING_WEIGHT * min(1.0, found / words)
