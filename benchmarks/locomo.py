@@ -17,73 +17,21 @@ recall; add ``--minilm`` to also try all-MiniLM-L6-v2 when the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean, recall_at
 from memory_inject import MemoryInjectConfig, RerankConfig, render_memory_context
 from memory_inject.embedders import HashingEmbedder
-from memory_inject.storage import Fusion, SQLiteStore
-
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
-
-
-def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
-    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    with (data / "records.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            records[r["conversation"]].append(r)
-    with (data / "queries.jsonl").open(encoding="utf-8") as f:
-        queries = [json.loads(line) for line in f]
-    return records, queries
-
-
-def build_store(
-    path: Path, rows: list[dict[str, Any]], category: str, embedder: Any, fusion: Fusion
-) -> SQLiteStore:
-    store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
-    lines = []
-    for r in rows:
-        content = r["content"]
-        if r.get("image_caption"):
-            content += f" [shared an image: {r['image_caption']}]"
-        lines.append(
-            json.dumps(
-                {
-                    "key": r["id"],
-                    "content": content,
-                    "category": category,
-                    "timestamp": r["timestamp"] + "Z",
-                    # One chat is one session stream, as a channel adapter stores it.
-                    "session_id": r["conversation"],
-                }
-            )
-        )
-    import io
-
-    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
-    if embedder is not None:
-        store.embed_missing()
-    return store
-
-
-def recall_at(found: list[str], evidence: list[str], k: int) -> float:
-    ev = set(evidence)
-    return len(ev & set(found[:k])) / len(ev) if ev else 0.0
-
-
-def mean(xs: Iterable[float]) -> float:
-    xs = list(xs)
-    return sum(xs) / len(xs) if xs else 0.0
+from memory_inject.storage import Fusion
 
 
 def run_mode(
@@ -108,8 +56,7 @@ def run_mode(
             store = build_store(
                 tmp / f"{name}-{category}-{conv}.db", rows, category, embedder, fusion
             )
-            last = max(datetime.fromisoformat(r["timestamp"]) for r in rows).replace(tzinfo=UTC)
-            now = last + timedelta(days=1)
+            now = evaluation_now(rows)
             try:
                 for q in (q for q in queries if q["conversation"] == conv):
                     if category == categories[0]:

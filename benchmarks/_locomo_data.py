@@ -1,0 +1,82 @@
+"""The LoCoMo dev data, as the benchmarks read it: records, questions, one store per conversation.
+
+Shared by ``locomo.py`` (retrieval recall) and ``relevance.py`` (what a render
+injects) so both measure the same stores. The data is CC BY-NC and is read
+from ``../shared/data/locomo-dev``, never copied into this repository.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_inject.storage import Fusion, SQLiteStore
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
+
+
+def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+    """``({conversation: records}, questions)`` from ``records.jsonl`` and ``queries.jsonl``."""
+    records: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    with (data / "records.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            records[r["conversation"]].append(r)
+    with (data / "queries.jsonl").open(encoding="utf-8") as f:
+        queries = [json.loads(line) for line in f]
+    return records, queries
+
+
+def build_store(
+    path: Path, rows: list[dict[str, Any]], category: str, embedder: Any, fusion: Fusion
+) -> SQLiteStore:
+    """A SQLite store of one conversation's turns, keyed by record id, stamped with its session.
+
+    The ``Speaker:`` prefix stays in the content and an image caption is
+    appended, as the data README asks.
+    """
+    store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
+    lines = []
+    for r in rows:
+        content = r["content"]
+        if r.get("image_caption"):
+            content += f" [shared an image: {r['image_caption']}]"
+        lines.append(
+            json.dumps(
+                {
+                    "key": r["id"],
+                    "content": content,
+                    "category": category,
+                    "timestamp": r["timestamp"] + "Z",
+                    # One chat is one session stream, as a channel adapter stores it.
+                    "session_id": r["conversation"],
+                }
+            )
+        )
+    store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+    if embedder is not None:
+        store.embed_missing()
+    return store
+
+
+def evaluation_now(rows: Iterable[dict[str, Any]]) -> datetime:
+    """One day after the conversation's last session: the clock the renders run at."""
+    last = max(datetime.fromisoformat(r["timestamp"]) for r in rows).replace(tzinfo=UTC)
+    return last + timedelta(days=1)
+
+
+def recall_at(found: list[str], evidence: list[str], k: int) -> float:
+    """The fraction of ``evidence`` among the first ``k`` of ``found`` (0 without evidence)."""
+    ev = set(evidence)
+    return len(ev & set(found[:k])) / len(ev) if ev else 0.0
+
+
+def mean(xs: Iterable[float]) -> float:
+    """The arithmetic mean, 0 for nothing."""
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else 0.0
