@@ -35,11 +35,16 @@ from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 from memory_inject.stages import StageContext, StageTrace, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
+from memory_inject.trivial import has_query_terms
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
 
 _log = logging.getLogger("memory_inject")
 _QUERY_SUMMARY_CHARS = 200
+_NO_QUERY_TERMS = "no_query_terms"
+_BELOW_RELEVANCE = "below_relevance"
+# What an abstaining render "recalled": nothing, successfully, in no time.
+_NOTHING = Recalled([], 0, True, [], {}, 0.0)
 _NO_SCORES: Mapping[str, float | None] = MappingProxyType({})
 
 
@@ -128,6 +133,7 @@ class _Turn:
     profile: ProfileIdentity | str | None
     plan: RecallPlan | None
     calls: list[Call]
+    abstained: str | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:
@@ -158,15 +164,17 @@ def _prepare(
     pol = _policy(policy, config, origin, scopes)
     cfg = pol.config
     plan = plan_for(cfg) if pol.inject else None
+    contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
     calls = (
         build_calls(
             memory, query, recall_limit_for(cfg), scopes, plan, source, asynchronous=asynchronous
         )
-        if pol.inject
+        if pol.inject and not contentless
         else []
     )
     meta = turn if turn is not None else TurnMeta()
-    return _Turn(memory, query, scopes, pol, meta, now, cwd, profile, plan, calls)
+    abstained = _NO_QUERY_TERMS if contentless else None
+    return _Turn(memory, query, scopes, pol, meta, now, cwd, profile, plan, calls, abstained)
 
 
 def render_memory_context(
@@ -198,7 +206,7 @@ def render_memory_context(
     t = _prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
     if not t.policy.inject:
         return _skipped(t)
-    recalled = run_sync(memory, t.calls, t.deadline, t.plan)
+    recalled = _NOTHING if t.abstained else run_sync(memory, t.calls, t.deadline, t.plan)
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         _mark_used(memory, result.entries)
@@ -236,7 +244,7 @@ async def arender_memory_context(
     )
     if not t.policy.inject:
         return _skipped(t)
-    recalled = await run_async(memory, t.calls, t.deadline, t.plan)
+    recalled = _NOTHING if t.abstained else await run_async(memory, t.calls, t.deadline, t.plan)
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         await asyncio.to_thread(_mark_used, memory, result.entries)
@@ -295,6 +303,11 @@ def _skipped(t: _Turn) -> RenderResult:
     return RenderResult("", (), (), event)
 
 
+def _any_below_floor(traces: Sequence[StageTrace]) -> bool:
+    """True when a stage dropped an entry for scoring under the relevance floor."""
+    return any(r.startswith(_BELOW_RELEVANCE) for tr in traces for r in tr.dropped.values())
+
+
 def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     cfg = t.config
     recall_trace = StageTrace(
@@ -337,6 +350,9 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
         text, rendered = "", ()
         errors.append(f"stage_failed: {describe(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
+    abstained = t.abstained or (
+        _BELOW_RELEVANCE if success and not rendered and _any_below_floor(traces) else None
+    )
     query = t.query
     event = MemoryRecall(
         query_summary=(
@@ -360,6 +376,7 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
         error=scrub_credentials("; ".join(errors)) or None,
         degraded=tuple(scrub_credentials(d) for d in rec.degraded),
         partial=rec.partial,
+        abstained=abstained,
         tokenizer=cfg.budget.tokenizer,
         text=text,
     )

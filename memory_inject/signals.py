@@ -60,7 +60,10 @@ class MemoryRecall:
     of all recalls together), ``num_entries`` (after key de-dup, before any
     filter), ``backend``, ``success`` (False when every scope's recall failed,
     when the store returned garbage or when a stage raised), ``channel``,
-    ``agent_alias``, ``turn_id``.
+    ``agent_alias``, ``turn_id``. ``abstained`` says why a render injected
+    nothing on purpose: ``"no_query_terms"`` (the prompt has no content words,
+    so nothing was recalled) or ``"below_relevance"`` (entries were recalled
+    but none was relevant enough to show); None otherwise.
     """
 
     query_summary: str | None
@@ -80,6 +83,7 @@ class MemoryRecall:
     error: str | None = None
     degraded: tuple[str, ...] = ()
     partial: bool = False
+    abstained: str | None = None
     tokenizer: str = field(default="cl100k_base", repr=False)
     text: str = field(default="", repr=False)
 

@@ -27,7 +27,9 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["DEFAULT_ACKNOWLEDGEMENTS", "is_trivial_prompt"]
+from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
+
+__all__ = ["DEFAULT_ACKNOWLEDGEMENTS", "has_query_terms", "is_trivial_prompt"]
 
 #: PI's list (spec 1.13) first, then common chat acknowledgements.
 DEFAULT_ACKNOWLEDGEMENTS: tuple[str, ...] = (
@@ -135,3 +137,46 @@ def is_trivial_prompt(
         else frozenset(w for w in map(_words, acknowledgements) if w)
     )
     return words in known
+
+
+# Words that carry no topic on their own: every word of an acknowledgement,
+# greetings, laughter and turn-taking. A prompt made only of these (and
+# function words) has nothing to recall by.
+_CHITCHAT = frozenset(w for phrase in DEFAULT_ACKNOWLEDGEMENTS for w in phrase.split()) | frozenset(
+    (
+        "hi hello hey heya hiya yo howdy morning evening night gm gn bye goodbye cya later "
+        "lol lmao rofl haha hahaha hehe heh hmm hm mhm uh um umm oh ah aha wow oops sorry "
+        "again ping pong test testing more go yay ugh meh idk dunno"
+    ).split()
+)
+# Image and attachment markers, and the host's leading "[cron:...]" style tags.
+_MARKUP = re.compile(r"\[(?:IMAGE|FILE|AUDIO|VIDEO|DOCUMENT|ATTACHMENT):[^\]\n]{0,4096}\]", re.I)
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def has_query_terms(prompt: str) -> bool:
+    """True when ``prompt`` has a word worth recalling by.
+
+    Not a content word: a function word (:data:`~memory_inject._stopwords.STOPWORDS`),
+    a word of an acknowledgement, greeting or laughter ("ok", "thanks!",
+    "hi", "haha", "go on"), a request word ("please"), one letter, or a
+    number of one or two digits ("+1"); image and file markers
+    (``[IMAGE:/tmp/a.png]``) are not read. An empty, blank, emoji-only or
+    punctuation-only prompt has none. A prompt without content words
+    recalls nothing in a render (the event says ``abstained=no_query_terms``).
+    Stops at the first content word, so a long prompt costs little.
+    """
+    text = _MARKUP.sub(" ", prompt) if "[" in prompt else prompt
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if not word.isascii():
+            word = unicodedata.normalize("NFKC", word)
+        word = word.casefold()
+        if len(word) == 1 or (word.isdigit() and len(word) <= 2):
+            continue
+        if word in STOPWORDS or word in _CHITCHAT or word in REQUEST_WORDS:
+            continue
+        return True
+    return False

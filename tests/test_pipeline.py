@@ -62,7 +62,7 @@ def trace_of(out: Any, name: str) -> Any:
 
 
 def render(
-    mem: Any, query: str = "q", *, exclude_conversation: bool = False, **kw: Any
+    mem: Any, query: str = "project status", *, exclude_conversation: bool = False, **kw: Any
 ) -> RenderResult:
     """Render in the current mode; ``exclude_conversation`` builds a direct policy."""
     kw.setdefault("now", NOW)
@@ -457,6 +457,63 @@ class TestFaults:
             memory_recall.disconnect(bad)
         assert "- k: v\n" in out.text
         assert "observer bug" in caplog.text
+
+
+class _CountingStore:
+    """Answers every recall with one fact and counts the calls."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        self.calls += 1
+        return [entry("fact", "server is prod-3", "core", None)]
+
+
+class TestAbstention:
+    @pytest.mark.parametrize("prompt", ["", "  ", "?", "ok", "thanks!", "👍", "[IMAGE:/a.png]"])
+    def test_a_prompt_without_content_words_recalls_nothing(self, prompt: str) -> None:
+        """No store call, an empty block and one event that says no_query_terms."""
+        store = _CountingStore()
+        with recording() as rec:
+            out = render(store, prompt)
+        assert ("", 0) == (out.text, store.calls)
+        assert [(0, True)] == rec.pairs
+        assert "no_query_terms" == rec.events[0].abstained
+
+    def test_require_query_terms_off_keeps_time_only_recall(self) -> None:
+        """require_query_terms: false restores the spec's recall for an empty prompt."""
+        store = _CountingStore()
+        with recording() as rec:
+            out = render(store, "", config=MemoryInjectConfig(require_query_terms=False))
+        assert "- fact: server is prod-3\n" in out.text
+        assert 1 == store.calls
+        assert rec.events[0].abstained is None
+
+    def test_every_hit_under_the_floor_is_reported_below_relevance(self) -> None:
+        """Recalled but nothing relevant enough: an empty block, abstained below_relevance."""
+        mem = FixtureMemory({None: [entry("a", "x", score=0.1), entry("b", "y", score=0.3)]})
+        with recording() as rec:
+            out = render(mem, "deploy target")
+        assert "" == out.text
+        assert "below_relevance" == rec.events[0].abstained
+        assert {"a", "b"} == set(rec.events[0].dropped)
+
+    def test_a_rendered_block_is_no_abstention(self) -> None:
+        """One entry over the floor renders; the event's abstained stays None."""
+        mem = FixtureMemory({None: [entry("a", "x", score=0.9), entry("b", "y", score=0.1)]})
+        with recording() as rec:
+            out = render(mem, "deploy target")
+        assert ["a"] == [e.key for e in out.entries]
+        assert rec.events[0].abstained is None
+
+    def test_a_failed_recall_is_not_an_abstention(self) -> None:
+        """A store error is reported as a failure, not as a choice to inject nothing."""
+        with recording() as rec:
+            render(FixtureMemory(fail=RuntimeError("db gone")), "deploy target")
+        assert (False, None) == (rec.events[0].success, rec.events[0].abstained)
 
 
 class TestInMemoryStoreEndToEnd:

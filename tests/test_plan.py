@@ -136,7 +136,7 @@ class TestPlanRender:
             )
         )
         out = render_memory_context(
-            FixtureMemory({None: rows}), "q", config=cfg, now=NOW, source="P02"
+            FixtureMemory({None: rows}), "plugin notes", config=cfg, now=NOW, source="P02"
         )
         assert ["b"] == [x.key for x in out.entries]
 
@@ -146,7 +146,9 @@ class TestPlanRender:
         plan = RecallPlanConfig(
             enabled=True, queries=(PlanQueryConfig("default", 3), PlanQueryConfig("default", 7))
         )
-        render_memory_context(mem, "q", config=MemoryInjectConfig(recall_plan=plan), now=NOW)
+        render_memory_context(
+            mem, "project status", config=MemoryInjectConfig(recall_plan=plan), now=NOW
+        )
         assert [3, 7] == mem.limits
 
 
@@ -157,7 +159,7 @@ class TestDeadline:
         cfg = MemoryInjectConfig(deadline_ms=100)
         with recording() as rec:
             t0 = time.monotonic()
-            out = render_memory_context(slow, "q", config=cfg, now=NOW)
+            out = render_memory_context(slow, "project status", config=cfg, now=NOW)
             elapsed = time.monotonic() - t0
         assert "" == out.text
         assert elapsed < 1.5
@@ -178,7 +180,9 @@ class TestDeadline:
                 return [e("fast")]
 
         cfg = MemoryInjectConfig(deadline_ms=200)
-        out = render_memory_context(Half(), "q", sessions=["fast", "slow"], config=cfg, now=NOW)
+        out = render_memory_context(
+            Half(), "project status", sessions=["fast", "slow"], config=cfg, now=NOW
+        )
         assert ["fast"] == [x.key for x in out.entries]
         assert isinstance(out.event, MemoryRecall)
         assert out.event.partial and out.event.success
@@ -196,7 +200,9 @@ class TestDeadline:
                 seen.append(threading.current_thread().name)
                 return []
 
-        render_memory_context(Where(), "q", config=MemoryInjectConfig(deadline_ms=None))
+        render_memory_context(
+            Where(), "project status", config=MemoryInjectConfig(deadline_ms=None)
+        )
         assert [threading.current_thread().name] == seen
 
 

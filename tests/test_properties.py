@@ -109,7 +109,7 @@ class TestRenderProperties:
                 v.append(object())
         broken = patch("memory_inject.pipeline.run_stages", side_effect=RuntimeError("bug"))
         with recording() as rec, broken if fail == "stage" else nullcontext():
-            out = render_memory_context(mem, "q", sessions=scopes, now=NOW)
+            out = render_memory_context(mem, "project status", sessions=scopes, now=NOW)
         assert 1 == len(rec.events)
         assert out.event is rec.events[0]
         if fail in ("raise", "stage") or (fail == "garbage"):

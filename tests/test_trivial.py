@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, is_trivial_prompt
+from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, has_query_terms, is_trivial_prompt
 
 
 class TestPiCases:
@@ -141,3 +141,57 @@ class TestSlashCommands:
     def test_command_check_can_be_disabled(self) -> None:
         """slash_commands=False leaves commands to the host."""
         assert False is is_trivial_prompt("/explain the parser", slash_commands=False)
+
+
+class TestQueryTerms:
+    @pytest.mark.parametrize(
+        "prompt",
+        [
+            "",
+            "   \n\t",
+            "*",
+            "?",
+            "...",
+            "ok",
+            "OK!",
+            "ＯＫ",  # full-width letters fold to "ok"
+            "thanks!",
+            "thank you so much",
+            "👍",
+            "🙂🙂",
+            "+1",
+            "hi",
+            "hey there",
+            "haha lol",
+            "go on",
+            "what is it",
+            "[IMAGE:/tmp/a.png]",
+            "[FILE:report.pdf] ok",
+            "please",
+        ],
+    )
+    def test_prompts_without_content_words(self, prompt: str) -> None:
+        """Function words, chit-chat, markers and symbols are nothing to recall by."""
+        assert not has_query_terms(prompt)
+
+    @pytest.mark.parametrize(
+        "prompt",
+        [
+            "where do production deploys go?",
+            "Hiking?",
+            "kubectl logs",
+            "[IMAGE:/tmp/a.png] what is in this chart",
+            "2023",
+            "josé",
+            "東京",
+            "ok so what about the invoice",
+        ],
+    )
+    def test_prompts_with_a_content_word(self, prompt: str) -> None:
+        """One content word, in any script, is enough."""
+        assert has_query_terms(prompt)
+
+    def test_a_long_contentless_prompt_is_still_contentless(self) -> None:
+        """Length alone makes no content word (and the scan has no quadratic path)."""
+        assert not has_query_terms("ok " * 20_000 + "👍" * 10_000)
+        assert has_query_terms("ok " * 20_000 + "invoice")

@@ -148,6 +148,7 @@ _OVERRIDABLE = (
     "enabled",
     "recall_limit",
     "min_relevance_score",
+    "require_query_terms",
     "decay",
     "rerank",
     "budget",
@@ -193,6 +194,9 @@ class MemoryInjectConfig:
         5, "int", "entries asked of the store per scope (0 = pool cap)", ge=0
     )
     min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
+    require_query_terms: bool = setting(
+        True, "bool", "recall nothing for a prompt without content words (no_query_terms)"
+    )
     decay: DecayConfig = group(DecayConfig)
     rerank: RerankConfig = group(RerankConfig)
     budget: BudgetConfig = group(BudgetConfig)

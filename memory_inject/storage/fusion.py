@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import Attribute, field, frozen
 
-from memory_inject.storage._lexical import STOPWORDS
+from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 from memory_inject.storage.calibration import hybrid_score
 
 __all__ = ["Fusion", "RecallInfo", "build_fts_query", "content_words", "fts_match", "fuse"]
@@ -23,11 +23,6 @@ _TOKEN = re.compile(r"(\w+)(\*?)", re.UNICODE)
 # The markers hosts put before a prompt ("[cron:nightly Report] ...",
 # "[Heartbeat Task | decision] ..."): who sent it, not what it asks.
 _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
-# Words that say what to do with the answer, not what it is about: a prompt
-# "summarise X" is about X. Dropped from queries like stopwords.
-REQUEST_WORDS = frozenset(
-    {"summarise", "summarize", "tell", "explain", "describe", "remind", "please"}
-)
 
 
 _Validator = Callable[[Any, "Attribute[Any]", Any], None]

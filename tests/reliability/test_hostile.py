@@ -217,6 +217,8 @@ def config(renderer: str, **budget: Any) -> MemoryInjectConfig:
         recall_limit=50,
         deadline_ms=None,
         min_relevance_score=0.0,
+        # These tests read every row through the empty (time-only) query.
+        require_query_terms=False,
         budget=BudgetConfig(**budget),
     )
 

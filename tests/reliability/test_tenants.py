@@ -236,6 +236,8 @@ def random_query(world: World, turn: Turn, rng: random.Random) -> str:
 CONFIG = MemoryInjectConfig(
     recall_limit=25,
     min_relevance_score=0.0,
+    # The renders read every visible row through the empty (time-only) query.
+    require_query_terms=False,
     budget=BudgetConfig(max_entries=25, max_total_chars=20_000),
     governance=GovernanceConfig(enabled=True),
     origins={"sub_turn": {"enabled": True}},  # must not open sub-turns (policy.md)
