@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -32,15 +33,32 @@ def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, An
     return records, queries
 
 
+#: How a store's records are written: ``stream`` (one chat = one session, in
+#: order: what a channel adapter stores), ``none`` (no session ids: unrelated
+#: facts, so no context expansion), ``shuffled`` (one session, random order:
+#: every record's "previous record" is an unrelated turn).
+LAYOUTS = ("stream", "none", "shuffled")
+
+
 def build_store(
-    path: Path, rows: list[dict[str, Any]], category: str, embedder: Any, fusion: Fusion
+    path: Path,
+    rows: list[dict[str, Any]],
+    category: str,
+    embedder: Any,
+    fusion: Fusion,
+    layout: str = "stream",
 ) -> SQLiteStore:
     """A SQLite store of one conversation's turns, keyed by record id, stamped with its session.
 
     The ``Speaker:`` prefix stays in the content and an image caption is
-    appended, as the data README asks.
+    appended, as the data README asks. ``layout`` is one of :data:`LAYOUTS`.
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
     store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
+    if layout == "shuffled":
+        rows = list(rows)
+        random.Random(len(rows)).shuffle(rows)
     lines = []
     for r in rows:
         content = r["content"]
@@ -54,7 +72,7 @@ def build_store(
                     "category": category,
                     "timestamp": r["timestamp"] + "Z",
                     # One chat is one session stream, as a channel adapter stores it.
-                    "session_id": r["conversation"],
+                    "session_id": None if layout == "none" else r["conversation"],
                 }
             )
         )
