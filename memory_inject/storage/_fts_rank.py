@@ -13,8 +13,9 @@ splits the query's phrases by document frequency (``fts5vocab``, cached):
   from their instances in ``highlight()`` and the row's length in
   ``memories_fts_docsize``.
 
-A word in at least half of the rows never draws: FTS5 floors its idf at 1e-6,
-so leaving it out of the draw changes nothing but near-exact ties. When the
+A word in at least half of the rows never draws and is not added: FTS5
+floors its idf at 1e-6, so leaving it out changes nothing but near-exact ties
+(it still counts in the coverage score). When the
 whole query's words fit the budget (small stores, and the usual prompt of a
 large one) the order is FTS5's; otherwise a row holding only scoring-only
 words can be missed, as on the PostgreSQL store's ``rank_budget``. When the
@@ -106,9 +107,11 @@ def keyword_hits(
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
     hits, draw, marked = _ranked(conn, stats, where, phrases, k, window=window)
-    # Hits the scoring-only phrases missed hold only drawing phrases.
+    # Every hit holds a drawing phrase, so this never walks the common words' rows.
+    extra = [p for p in phrases if p not in draw]
+    match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
     missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, _match(draw), missing))
+    marked.update(_highlights(conn, match, missing))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, []))) for h in hits]
 
@@ -147,7 +150,11 @@ def _ranked(
     draw, extra = _split(phrases, stats.rows)
     while True:
         hits, last = _candidates(conn, where, _match(draw), k, window=window)
-        marked = _add_bm25(conn, stats, draw, extra, hits) if extra else {}
+        # Floored words would add about 1e-6: they are left to break ties.
+        counted = [p for p in extra if 2 * p.df < stats.rows]
+        marked = _add_bm25(conn, stats, draw, counted, hits) if counted else {}
+        if len(counted) < len(extra):
+            marked = {}  # their marks lack the floored words
         hits.sort(key=lambda h: (-h.score, h.key))
         enough = len(hits) >= k
         if last is None:

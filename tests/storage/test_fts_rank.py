@@ -65,18 +65,29 @@ def _both(
     return new, reference_hits(conn, where, words, match, 20, window=session is None)
 
 
+def _bm25(conn: sqlite3.Connection, query: str, key: str) -> float:
+    sql = (
+        "SELECT -bm25(memories_fts, 2.0, 1.0, 1.0, 0.5, 0.25, 1.0) FROM memories_fts "
+        "WHERE memories_fts MATCH ? AND rowid = (SELECT rid FROM memories WHERE key = ?)"
+    )
+    return float(conn.execute(sql, (fts_match(content_words(query)), key)).fetchone()[0])
+
+
 class TestKeywordHits:
     @pytest.mark.parametrize("session", [None, "s3"])
     def test_same_hits_and_scores_as_the_whole_query(
         self, zipf_store: Path, session: str | None
     ) -> None:
-        """In budget, the draw gives the old stage's ids, order and scores, bar floored ties."""
+        """In budget, the draw ranks by the whole query's BM25 (ties within 1e-4 may swap)."""
         with sqlite3.connect(zipf_store, isolation_level=None) as conn:
             for query in _queries():
                 new, old = _both(conn, query, session=session)
-                ranked = [(key, score) for key, score, bm25 in old if bm25 > _FLOORED]
+                ranked = [bm25 for _, _, bm25 in old if bm25 > _FLOORED]
+                full = [_bm25(conn, query, key) for key, _ in new[: len(ranked)]]
+                reference = {key: score for key, score, _ in old}
                 assert len(old) == len(new)
-                assert ranked == new[: len(ranked)], query
+                assert pytest.approx(ranked, abs=1e-4) == full, query
+                assert all(reference.get(key, score) == score for key, score in new)
 
     @pytest.mark.parametrize("session", [None, "s3"])
     def test_a_tight_budget_keeps_each_rows_score(
