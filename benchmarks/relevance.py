@@ -52,7 +52,8 @@ and the whole sweep is rendered per floor (``--exact`` does that from the
 start); the output says which method produced the numbers.
 
 Run: ``python benchmarks/relevance.py [--data DIR] [--floors 0,0.1,...]
-[--json out.json] [--exact] [--embedder hashing]``.
+[--json out.json] [--exact] [--embedder hashing|sentence-transformers|minilm-onnx]
+[--fusion default|weighted|minmax]``.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean, recall_at
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
-from memory_inject.storage import Fusion, SQLiteStore
+from memory_inject.embedders import make_embedder
+from memory_inject.storage import MODEL_FUSION, Fusion, SQLiteStore
+from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
 OFFTOPIC = HERE / "offtopic_prompts.txt"
@@ -285,6 +288,7 @@ def measure(
     exact: bool = False,
     verify_every: int = 10,
     embedder: str = "none",
+    fusion: str = "default",
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
@@ -296,7 +300,7 @@ def measure(
     method = "filtered" if sweeper.fast else "rendered per floor"
     mismatch: str | None = None
     try:
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion)
     except SweepMismatchError as exc:
         print(
             f"filtered sweep disagreed with a render, rendering per floor: {exc}", file=sys.stderr
@@ -304,7 +308,7 @@ def measure(
         method = "rendered per floor (filtering disagreed with a render: see 'mismatch')"
         mismatch = str(exc)
         sweeper = Sweeper(floors, base, fast=False, verify_every=0)
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion)
     rep = _summarise(raw, floors, base, sweeper, method, records, queries, offtopic, contentless)
     rep["sweep"]["mismatch"] = mismatch
     return rep
@@ -317,13 +321,12 @@ def _run(
     contentless: list[str],
     sweeper: Sweeper,
     embedder: str,
+    fusion_name: str = "default",
 ) -> dict[str, Any]:
-    emb: Any = None
-    if embedder == "hashing":
-        from memory_inject.embedders import HashingEmbedder
-
-        emb = HashingEmbedder()
-    fusion = Fusion()  # the store's defaults: hybrid, which is keyword-only without an embedder
+    emb = make_embedder(embedder)
+    # The store's default for that embedder: Fusion() (keyword-only without an
+    # embedder), MODEL_FUSION for a model; --fusion overrides it.
+    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION}.get(fusion_name) or default_fusion(emb)
     default_floor = sweeper.base.min_relevance_score
     rows_out: list[dict[str, Any]] = []
     recalled: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -537,7 +540,18 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write every number to this file")
     ap.add_argument("--exact", action="store_true", help="render every floor; no filtering")
     ap.add_argument("--verify-every", type=int, default=10, help="0 turns the check off")
-    ap.add_argument("--embedder", choices=("none", "hashing"), default="none")
+    ap.add_argument(
+        "--embedder",
+        choices=("none", "hashing", "sentence-transformers", "minilm-onnx"),
+        default="none",
+        help="sentence-transformers is all-MiniLM-L6-v2 (fp32, torch); minilm-onnx the int8 one",
+    )
+    ap.add_argument(
+        "--fusion",
+        choices=("default", "weighted", "minmax"),
+        default="default",
+        help="default: the store's for that embedder (MODEL_FUSION for a model)",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     rep = measure(
@@ -546,9 +560,11 @@ def main() -> None:
         exact=args.exact,
         verify_every=args.verify_every,
         embedder=args.embedder,
+        fusion=args.fusion,
     )
     rep["seconds"] = time.perf_counter() - t0
     rep["embedder"] = args.embedder
+    rep["fusion"] = args.fusion
     print_report(rep)
     print(f"\n(ran in {rep['seconds']:.1f}s)", file=sys.stderr)
     if args.json is not None:
