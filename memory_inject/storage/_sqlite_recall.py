@@ -23,7 +23,7 @@ from memory_inject.storage._fts_terms import (
 )
 from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
-from memory_inject.storage._vector_cache import ScopeVectors, VectorCache
+from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
 from memory_inject.storage.calibration import (
     MAX_SUBSTRING_CHARS,
     MIN_SUBSTRING_CHARS,
@@ -66,14 +66,15 @@ def scored_recall(
     degraded: str | None,
     narrow: bool = False,
     calibration: tuple[float, float] = (0.0, 1.0),
-    vectors: VectorCache | None = None,
+    vectors: tuple[VectorCache, VectorScope] | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
     ``narrow`` says the scope keeps few rows (a session or time filter), so
     the keyword stage filters before ranking rather than after.
     ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
-    ``vectors`` the store's cached matrices (None scans the stored vectors).
+    ``vectors`` the store's cached matrices and the same scope for them
+    (None scans the stored vectors).
     """
     conn.execute("BEGIN")
     try:
@@ -108,7 +109,7 @@ def _run(
     degraded: str | None,
     narrow: bool,
     calibration: tuple[float, float],
-    vectors: VectorCache | None,
+    vectors: tuple[VectorCache, VectorScope] | None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
@@ -281,7 +282,7 @@ def _vector_stage(
     params: Sequence[Any],
     query_vec: Sequence[float],
     k: int,
-    vectors: VectorCache | None,
+    vectors: tuple[VectorCache, VectorScope] | None,
 ) -> tuple[list[tuple[str, float]], ScopeVectors | None]:
     """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0.
 
@@ -290,7 +291,7 @@ def _vector_stage(
     vector of the scope is read and scanned.
     """
     if vectors is not None:
-        found = vectors.scope(conn, namespace, scope, params, query_vec)
+        found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
         if found is not None:
             return [(i, c) for i, c in found.top(k) if c > 0.0], found
     dim = len(query_vec)

@@ -34,7 +34,7 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
-from memory_inject.storage._vector_cache import VectorCache
+from memory_inject.storage._vector_cache import VectorCache, VectorScope
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import MemoryRecord, carry_over
 
@@ -91,7 +91,7 @@ class SQLiteStore(SQLiteBulk):
         self._embedder = embedder
         self._calibration = similarity_calibration(embedder)
         self._fusion = default_fusion(embedder) if fusion is None else fusion
-        self._vectors = VectorCache()
+        self._vectors: VectorCache | None = VectorCache()
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
         self._last = RecallInfo()
@@ -111,7 +111,8 @@ class SQLiteStore(SQLiteBulk):
         try:
             return super()._write(op, what)
         finally:
-            self._vectors.bump()
+            if self._vectors is not None:
+                self._vectors.bump()
 
     def _write_draft(
         self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
@@ -235,7 +236,9 @@ class SQLiteStore(SQLiteBulk):
                 degraded=degraded,
                 narrow=session_id is not None or since is not None or until is not None,
                 calibration=self._calibration,
-                vectors=self._vectors,
+                vectors=None
+                if self._vectors is None
+                else (self._vectors, self._vector_scope(params[0], session_id, since, until)),
             ),
             "recall",
         )
@@ -272,6 +275,22 @@ class SQLiteStore(SQLiteBulk):
             where.append("timestamp <= ?")
             params.append(format_ts(parse_timestamp(until)))
         return " AND ".join(where), params
+
+    def _vector_scope(
+        self,
+        now: str,
+        session_id: str | None,
+        since: datetime | str | None,
+        until: datetime | str | None,
+    ) -> VectorScope:
+        # The rules of _scope, for the cached vector matrix (tests compare the two).
+        return VectorScope(
+            now=now,
+            session_id=session_id,
+            shared=self._shared,
+            since=None if since is None else format_ts(parse_timestamp(since)),
+            until=None if until is None else format_ts(parse_timestamp(until)),
+        )
 
     # -- multi-source recall (founder-os plans) ---------------------------------
 

@@ -52,10 +52,44 @@ class TestVectorCache:
         for i, text in enumerate(["apple banana", "banana", "cherry dog", "apple apple dog"]):
             store.store(f"k{i}", text)
         cached = store.recall("apple dog", 10)
-        store._vectors = None  # type: ignore[assignment]
+        store._vectors = None
         scanned = store.recall("apple dog", 10)
         assert [e.key for e in scanned] == [e.key for e in cached]
         assert [pytest.approx(e.score, abs=1e-6) for e in scanned] == [e.score for e in cached]
+        store.close()
+
+    @pytest.mark.parametrize(
+        ("session_id", "since", "until"),
+        [
+            (None, None, None),
+            ("s1", None, None),
+            ("s2", None, None),
+            (None, "2024-01-03T00:00:00Z", None),
+            (None, None, "2024-01-03T00:00:00Z"),
+            ("s1", "2024-01-02T00:00:00Z", "2024-01-04T00:00:00Z"),
+        ],
+    )
+    def test_scope_in_numpy_matches_the_sql_scope(
+        self, db: Path, session_id: str | None, since: str | None, until: str | None
+    ) -> None:
+        """Sessions, shared categories, time bounds, expiry and supersession keep the same rows."""
+        store = SQLiteStore(db, embedder=AxisEmbedder(), fusion=SEMANTIC)
+        for i in range(24):
+            store.store(
+                f"k{i}",
+                ["apple", "apple banana", "dog apple", "cherry"][i % 4],
+                category=["core", "daily", "conversation"][i % 3],
+                session_id=[None, "s1", "s2"][(i // 3) % 3],
+                timestamp=f"2024-01-0{1 + i % 6}T12:00:00Z",
+            )
+        store.store("gone", "apple", expires_at="2000-01-01T00:00:00Z")
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key = 'k0'")
+        conn.close()
+        cached = store.recall("apple", 100, session_id=session_id, since=since, until=until)
+        store._vectors = None
+        scanned = store.recall("apple", 100, session_id=session_id, since=since, until=until)
+        assert sorted(e.key for e in scanned) == sorted(e.key for e in cached)
         store.close()
 
     def test_sees_a_write_from_another_store(self, db: Path) -> None:
