@@ -314,6 +314,23 @@ def measure(
     return rep
 
 
+class _Memo:
+    """The embedder with a cache of single-text calls (one prompt is rendered once per floor)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._seen: dict[str, list[float]] = {}
+        self.name, self.dim = inner.name, inner.dim
+        self.calibration = getattr(inner, "calibration", (0.0, 1.0))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) != 1:
+            return list(self._inner.embed(texts))
+        if texts[0] not in self._seen:
+            self._seen[texts[0]] = self._inner.embed(texts)[0]
+        return [self._seen[texts[0]]]
+
+
 def _run(
     records: dict[str, list[dict[str, Any]]],
     queries: list[dict[str, Any]],
@@ -323,10 +340,13 @@ def _run(
     embedder: str,
     fusion_name: str = "default",
 ) -> dict[str, Any]:
-    emb = make_embedder(embedder)
+    model = make_embedder(embedder)
     # The store's default for that embedder: Fusion() (keyword-only without an
     # embedder), MODEL_FUSION for a model; --fusion overrides it.
-    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION}.get(fusion_name) or default_fusion(emb)
+    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION}.get(fusion_name) or default_fusion(
+        model
+    )
+    emb = None if model is None else _Memo(model)
     default_floor = sweeper.base.min_relevance_score
     rows_out: list[dict[str, Any]] = []
     recalled: dict[str, list[tuple[float, float]]] = defaultdict(list)
