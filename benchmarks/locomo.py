@@ -11,7 +11,8 @@ session. For each question:
 
 Run: ``python benchmarks/locomo.py`` (lexical, hashing-vector and hybrid
 recall; add ``--minilm`` to also try all-MiniLM-L6-v2 when the
-``sentence-transformers`` extra is installed).
+``sentence-transformers`` extra is installed, ``--minilm-onnx`` for the same
+model from the ``minilm-onnx`` extra, ``--only-models`` to skip the hashing rows).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean, recall_at
 from memory_inject import MemoryInjectConfig, RerankConfig, render_memory_context
 from memory_inject.embedders import HashingEmbedder
-from memory_inject.storage import Fusion
+from memory_inject.storage import MODEL_FUSION, Fusion
 
 
 def run_mode(
@@ -39,13 +40,11 @@ def run_mode(
     records: dict[str, list[dict[str, Any]]],
     queries: list[dict[str, Any]],
     embedder: Any,
-    search_mode: str,
-    fusion_mode: str,
+    fusion: Fusion,
     tmp: Path,
     pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]],
     categories: tuple[str, ...],
 ) -> dict[str, Any]:
-    fusion = Fusion(mode=fusion_mode, search_mode=search_mode)
     out: dict[str, Any] = {"mode": name, "recalled": {}, "rendered": {}}
     per_cat_recall: dict[str, list[tuple[float, float]]] = defaultdict(list)
     rendered: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -91,6 +90,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--minilm", action="store_true")
+    ap.add_argument("--minilm-onnx", action="store_true", help="the minilm-onnx extra's model")
+    ap.add_argument("--only-models", action="store_true", help="skip the hashing rows")
     args = ap.parse_args()
     records, queries = load(args.data)
     print(f"LoCoMo dev: {sum(map(len, records.values()))} records, {len(queries)} questions\n")
@@ -102,23 +103,34 @@ def main() -> None:
             rerank=RerankConfig(enabled=True, strategy="mmr")
         ),
     }
-    modes: list[tuple[str, Any, str, str]] = [
-        ("lexical (FTS5 bm25)", None, "bm25", "weighted"),
-        ("semantic (hashing n-grams)", HashingEmbedder(), "embedding", "weighted"),
-        ("hybrid (weighted 0.7/0.3, hashing)", HashingEmbedder(), "hybrid", "weighted"),
-        ("hybrid (rrf, hashing)", HashingEmbedder(), "hybrid", "rrf"),
+    modes: list[tuple[str, Any, Fusion]] = [
+        ("lexical (FTS5 bm25)", None, Fusion(search_mode="bm25")),
+        ("semantic (hashing n-grams)", HashingEmbedder(), Fusion(search_mode="embedding")),
+        ("hybrid (weighted 0.7/0.3, hashing)", HashingEmbedder(), Fusion()),
+        ("hybrid (rrf, hashing)", HashingEmbedder(), Fusion(mode="rrf")),
+        ("hybrid (minmax 0.5/0.5, hashing)", HashingEmbedder(), MODEL_FUSION),
     ]
+    models: list[tuple[str, Any]] = []
     if args.minilm:
         from memory_inject.embedders import SentenceTransformerEmbedder
 
-        mini = SentenceTransformerEmbedder()
+        models.append(("MiniLM", SentenceTransformerEmbedder()))
+    if args.minilm_onnx:
+        from memory_inject.embedders import OnnxMiniLMEmbedder
+
+        models.append(("MiniLM int8 ONNX", OnnxMiniLMEmbedder()))
+    for label, model in models:
         modes += [
-            ("semantic (MiniLM)", mini, "embedding", "weighted"),
-            ("hybrid (weighted, MiniLM)", mini, "hybrid", "weighted"),
+            (f"semantic ({label})", model, Fusion(search_mode="embedding")),
+            (f"hybrid (weighted 0.7/0.3, {label})", model, Fusion()),
+            (f"hybrid (rrf, {label})", model, Fusion(mode="rrf")),
+            (f"hybrid (minmax 0.5/0.5 = MODEL_FUSION, {label})", model, MODEL_FUSION),
         ]
+    if args.only_models:
+        modes = modes[:1] + modes[5:]
     results = []
     with tempfile.TemporaryDirectory() as d:
-        for i, (name, emb, sm, fm) in enumerate(modes):
+        for i, (name, emb, fusion) in enumerate(modes):
             cats = ("core", "daily") if i == 0 else ("core",)
             t0 = time.perf_counter()
             results.append(
@@ -127,8 +139,7 @@ def main() -> None:
                     records,
                     queries,
                     emb,
-                    sm,
-                    fm,
+                    fusion,
                     Path(d),
                     pipelines if i == 0 else {"decay (default)": pipelines["decay (default)"]},
                     cats,

@@ -52,7 +52,8 @@ and the whole sweep is rendered per floor (``--exact`` does that from the
 start); the output says which method produced the numbers.
 
 Run: ``python benchmarks/relevance.py [--data DIR] [--floors 0,0.1,...]
-[--json out.json] [--exact] [--embedder hashing]``.
+[--json out.json] [--exact] [--embedder hashing|sentence-transformers|minilm-onnx]
+[--fusion default|weighted|minmax]``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,9 @@ from benchmarks._locomo_data import (
     recall_at,
 )
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
-from memory_inject.storage import Fusion, SQLiteStore
+from memory_inject.embedders import make_embedder
+from memory_inject.storage import MODEL_FUSION, Fusion, SQLiteStore
+from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
 OFFTOPIC = HERE / "offtopic_prompts.txt"
@@ -297,6 +300,7 @@ def measure(
     embedder: str = "none",
     layout: str = "stream",
     offtopic_file: Path = OFFTOPIC,
+    fusion: str = "default",
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
@@ -308,7 +312,7 @@ def measure(
     method = "filtered" if sweeper.fast else "rendered per floor"
     mismatch: str | None = None
     try:
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, layout)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion, layout)
     except SweepMismatchError as exc:
         print(
             f"filtered sweep disagreed with a render, rendering per floor: {exc}", file=sys.stderr
@@ -316,10 +320,27 @@ def measure(
         method = "rendered per floor (filtering disagreed with a render: see 'mismatch')"
         mismatch = str(exc)
         sweeper = Sweeper(floors, base, fast=False, verify_every=0)
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, layout)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion, layout)
     rep = _summarise(raw, floors, base, sweeper, method, records, queries, offtopic, contentless)
     rep["sweep"]["mismatch"] = mismatch
     return rep
+
+
+class _Memo:
+    """The embedder with a cache of single-text calls (one prompt is rendered once per floor)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._seen: dict[str, list[float]] = {}
+        self.name, self.dim = inner.name, inner.dim
+        self.calibration = getattr(inner, "calibration", (0.0, 1.0))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if len(texts) != 1:
+            return list(self._inner.embed(texts))
+        if texts[0] not in self._seen:
+            self._seen[texts[0]] = self._inner.embed(texts)[0]
+        return [self._seen[texts[0]]]
 
 
 def _run(
@@ -329,14 +350,16 @@ def _run(
     contentless: list[str],
     sweeper: Sweeper,
     embedder: str,
+    fusion_name: str = "default",
     layout: str = "stream",
 ) -> dict[str, Any]:
-    emb: Any = None
-    if embedder == "hashing":
-        from memory_inject.embedders import HashingEmbedder
-
-        emb = HashingEmbedder()
-    fusion = Fusion()  # the store's defaults: hybrid, which is keyword-only without an embedder
+    model = make_embedder(embedder)
+    # The store's default for that embedder: Fusion() (keyword-only without an
+    # embedder), MODEL_FUSION for a model; --fusion overrides it.
+    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION}.get(fusion_name) or default_fusion(
+        model
+    )
+    emb = None if model is None else _Memo(model)
     default_floor = sweeper.base.min_relevance_score
     rows_out: list[dict[str, Any]] = []
     recalled: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -550,7 +573,18 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write every number to this file")
     ap.add_argument("--exact", action="store_true", help="render every floor; no filtering")
     ap.add_argument("--verify-every", type=int, default=10, help="0 turns the check off")
-    ap.add_argument("--embedder", choices=("none", "hashing"), default="none")
+    ap.add_argument(
+        "--embedder",
+        choices=("none", "hashing", "sentence-transformers", "minilm-onnx"),
+        default="none",
+        help="sentence-transformers is all-MiniLM-L6-v2 (fp32, torch); minilm-onnx the int8 one",
+    )
+    ap.add_argument(
+        "--fusion",
+        choices=("default", "weighted", "minmax"),
+        default="default",
+        help="default: the store's for that embedder (MODEL_FUSION for a model)",
+    )
     ap.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -569,10 +603,12 @@ def main() -> None:
         embedder=args.embedder,
         layout=args.layout,
         offtopic_file=args.offtopic,
+        fusion=args.fusion,
     )
     rep["layout"] = args.layout
     rep["seconds"] = time.perf_counter() - t0
     rep["embedder"] = args.embedder
+    rep["fusion"] = args.fusion
     print_report(rep)
     print(f"\n(ran in {rep['seconds']:.1f}s)", file=sys.stderr)
     if args.json is not None:

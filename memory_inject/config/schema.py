@@ -97,12 +97,15 @@ class BackendConfig:
     embedder: str = setting(
         "none",
         "str",
-        "none, hashing, sentence-transformers or model2vec",
-        choices=("none", "hashing", "sentence-transformers", "model2vec"),
+        "none, hashing, sentence-transformers, minilm-onnx or model2vec",
+        choices=("none", "hashing", "sentence-transformers", "minilm-onnx", "model2vec"),
     )
     embedder_model: str | None = setting(None, "str", "model name or local path", nullable=True)
     fusion: str = setting(
-        "weighted", "str", "weighted (zeroclaw) or rrf", choices=("weighted", "rrf")
+        "weighted",
+        "str",
+        "weighted (zeroclaw), rrf or minmax",
+        choices=("weighted", "rrf", "minmax"),
     )
     vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage._open import open_store
-from memory_inject.storage.fusion import Fusion, RecallInfo
+from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RecallInfo
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from memory_inject.storage.postgres import PostgresStore
 
 __all__ = [
+    "MODEL_FUSION",
     "Fusion",
     "InMemoryStore",
     "MemoryRecord",

@@ -89,8 +89,8 @@ def keyword_hits(
     k: int,
     *,
     window: bool = True,
-) -> list[tuple[str, float]]:
-    """The ``k`` best live rows by BM25 (ties by id), each with its coverage score.
+) -> list[tuple[str, float, float]]:
+    """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
     ``where`` is ``(namespace, scope, params)``, the store's live-row filter;
     ``window`` false (a narrow scope) filters before ranking.
@@ -113,7 +113,7 @@ def keyword_hits(
     missing = [h.rid for h in hits if h.rid not in marked]
     marked.update(_highlights(conn, match, missing))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
-    return [(h.key, _coverage(phrases, weights, marked.get(h.rid, []))) for h in hits]
+    return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
 
 def _match(phrases: Sequence[_Phrase]) -> str:

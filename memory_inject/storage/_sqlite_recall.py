@@ -18,13 +18,14 @@ from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
+from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
 from memory_inject.storage.calibration import (
     MAX_SUBSTRING_CHARS,
     MIN_SUBSTRING_CHARS,
     substring_score,
     vector_score,
 )
-from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fuse
+from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["scored_recall"]
@@ -47,13 +48,16 @@ def scored_recall(
     narrow: bool = False,
     calibration: tuple[float, float] = (0.0, 1.0),
     stats: TermStats | None = None,
+    vectors: tuple[VectorCache, VectorScope] | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
     ``narrow`` says the scope keeps few rows (a session or time filter), so
     the keyword stage filters before ranking rather than after.
-    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair.
-    ``stats`` is the connection's cached index statistics (a fresh cache if None).
+    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
+    ``stats`` the connection's cached index statistics (a fresh cache if None);
+    ``vectors`` the store's cached matrices and the same scope for them
+    (None scans the stored vectors).
     """
     conn.execute("BEGIN")
     try:
@@ -70,6 +74,7 @@ def scored_recall(
             narrow,
             calibration,
             stats or TermStats(),
+            vectors,
         )
     finally:
         if conn.in_transaction:
@@ -89,32 +94,37 @@ def _run(
     narrow: bool,
     calibration: tuple[float, float],
     stats: TermStats,
+    vectors: tuple[VectorCache, VectorScope] | None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
+    bm25: dict[str, float] = {}
+    hits: ScopeVectors | None = None
     if query_vec is not None:
-        vector = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2)
+        vector, hits = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2, vectors)
+    nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    if query_vec is not None:
-        vector = [(i, vector_score(c, calibration)) for i, c in vector]
     if query_vec is None or fusion.search_mode != "embedding":
         words = content_words(query)
         if words:
             try:
                 where = (namespace, scope, params)
-                keyword = keyword_hits(conn, stats, where, words, limit * 2, window=not narrow)
+                ranked = keyword_hits(conn, stats, where, words, limit * 2, window=not narrow)
+                keyword = [(i, score) for i, score, _ in ranked]
+                bm25 = {i: b for i, _, b in ranked}
             except sqlite3.OperationalError as exc:
                 if is_locked(exc):
                     raise
                 degraded = degraded or f"fts_failed: {exc}"
-    fused = fuse(keyword, vector, fusion, limit)
+    vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
+    fused = fuse(keyword, vector, fusion, limit, scores)
     if fused:
         ids = json.dumps([i for i, _ in fused])
         rows = fetch(conn, namespace, "id IN (SELECT value FROM json_each(?))", (ids,))
         by_id = {r.id: r for r in rows}
         entries = [by_id[i].to_entry(s) for i, s in fused if i in by_id]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
-        return entries, RecallInfo(strategy, len(keyword), len(vector), degraded)
+        return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
     found = _like_stage(conn, namespace, scope, params, query, limit)
     strategy = "like" if found else "none"
     return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded)
@@ -127,7 +137,18 @@ def _vector_stage(
     params: Sequence[Any],
     query_vec: Sequence[float],
     k: int,
-) -> list[tuple[str, float]]:
+    vectors: tuple[VectorCache, VectorScope] | None,
+) -> tuple[list[tuple[str, float]], ScopeVectors | None]:
+    """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0.
+
+    With a :class:`VectorCache` (and numpy) the cosines come from the cached
+    matrix and the whole scope's cosines are returned too; otherwise every
+    vector of the scope is read and scanned.
+    """
+    if vectors is not None:
+        found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
+        if found is not None:
+            return [(i, c) for i, c in found.top(k) if c > 0.0], found
     dim = len(query_vec)
     # Rows embedded by a model of another size are not comparable: skip them.
     sql = (
@@ -136,7 +157,7 @@ def _vector_stage(
     )
     rows = conn.execute(sql, (namespace, *params, 4 * dim)).fetchall()
     if not rows:
-        return []
+        return [], None
     matrix: Any
     _np = numpy_or_none()
     if _np is not None:
@@ -145,7 +166,30 @@ def _vector_stage(
     else:  # pragma: no cover - exercised only without numpy
         matrix = [decode_vector(r[1]) for r in rows]
     top = cosine_top_k(query_vec, matrix, k)
-    return [(str(rows[i][0]), s) for i, s in top if s > 0.0]
+    return [(str(rows[i][0]), s) for i, s in top if s > 0.0], None
+
+
+def _fusion_inputs(
+    vector: list[tuple[str, float]],
+    hits: ScopeVectors | None,
+    bm25: dict[str, float],
+    fusion: Fusion,
+    calibration: tuple[float, float],
+) -> tuple[list[tuple[str, float]], RawScores | None]:
+    """Calibrated vector scores for :func:`fuse`, and the raw scores ``"minmax"`` ranks by.
+
+    For ``"minmax"`` the keyword hits' own cosines join the vector list, so a
+    hit both stages support reports both, whether or not it was among the
+    nearest rows.
+    """
+    raw: RawScores | None = None
+    if fusion.mode == "minmax" and hits is not None and vector:
+        cos = dict(vector)
+        extra = hits.cosines(k for k in bm25 if k not in cos)
+        cos.update(extra)
+        vector = [*vector, *extra.items()]
+        raw = RawScores(bm25=bm25, cosine=cos, low=hits.low, high=hits.high)
+    return [(i, vector_score(c, calibration)) for i, c in vector], raw
 
 
 def _like_stage(

@@ -21,9 +21,9 @@ import builtins
 import json
 import os
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memory_inject.embedders import Embedder, similarity_calibration
 from memory_inject.exceptions import EmbedderError
@@ -34,10 +34,13 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
-from memory_inject.storage.fusion import Fusion, RecallInfo
+from memory_inject.storage._vector_cache import VectorCache, VectorScope
+from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import MemoryRecord, carry_over
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
+
+T = TypeVar("T")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
@@ -63,7 +66,7 @@ class SQLiteStore(SQLiteBulk):
         *,
         namespace: str = "default",
         embedder: Embedder | None = None,
-        fusion: Fusion = Fusion(),  # noqa: B008 - frozen, so one shared default is safe
+        fusion: Fusion | None = None,
         busy_timeout_ms: int = 5000,
         name: str = "sqlite",
         create: bool = True,
@@ -73,7 +76,8 @@ class SQLiteStore(SQLiteBulk):
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
         ``name`` is the store's name on the recall event; ``embedder`` gives each
-        record a vector, and ``fusion`` says how keyword and vector hits combine.
+        record a vector, and ``fusion`` says how keyword and vector hits combine
+        (by default :func:`~memory_inject.storage.fusion.default_fusion` of the embedder).
         ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry.
         A session's recall also sees the sessionless rows of ``shared_categories``.
         ``ValueError`` for a bad ``synchronous`` or ``namespace``; the
@@ -86,7 +90,8 @@ class SQLiteStore(SQLiteBulk):
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
         self._calibration = similarity_calibration(embedder)
-        self._fusion = fusion
+        self._fusion = default_fusion(embedder) if fusion is None else fusion
+        self._vectors: VectorCache | None = VectorCache()
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
         self._last = RecallInfo()
@@ -98,6 +103,16 @@ class SQLiteStore(SQLiteBulk):
         return f"SQLiteStore({self._path!r}, namespace={self._namespace!r})"
 
     # -- writes ---------------------------------------------------------------
+
+    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        # Every commit of this store moves the vector cache's version (a
+        # ":memory:" database reads on the writer's connection, where
+        # ``data_version`` does not see its own commits).
+        try:
+            return super()._write(op, what)
+        finally:
+            if self._vectors is not None:
+                self._vectors.bump()
 
     def _write_draft(
         self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
@@ -222,6 +237,9 @@ class SQLiteStore(SQLiteBulk):
                 narrow=session_id is not None or since is not None or until is not None,
                 calibration=self._calibration,
                 stats=self._stats,
+                vectors=None
+                if self._vectors is None
+                else (self._vectors, self._vector_scope(params[0], session_id, since, until)),
             ),
             "recall",
         )
@@ -258,6 +276,22 @@ class SQLiteStore(SQLiteBulk):
             where.append("timestamp <= ?")
             params.append(format_ts(parse_timestamp(until)))
         return " AND ".join(where), params
+
+    def _vector_scope(
+        self,
+        now: str,
+        session_id: str | None,
+        since: datetime | str | None,
+        until: datetime | str | None,
+    ) -> VectorScope:
+        # The rules of _scope, for the cached vector matrix (tests compare the two).
+        return VectorScope(
+            now=now,
+            session_id=session_id,
+            shared=self._shared,
+            since=None if since is None else format_ts(parse_timestamp(since)),
+            until=None if until is None else format_ts(parse_timestamp(until)),
+        )
 
     # -- multi-source recall (founder-os plans) ---------------------------------
 

@@ -62,7 +62,9 @@ def _both(
     match = fts_match(words)
     assert match is not None
     new = keyword_hits(conn, TermStats(), where, words, 20, window=session is None)
-    return new, reference_hits(conn, where, words, match, 20, window=session is None)
+    return [(key, score) for key, score, _ in new], reference_hits(
+        conn, where, words, match, 20, window=session is None
+    )
 
 
 def _bm25(conn: sqlite3.Connection, query: str, key: str) -> float:

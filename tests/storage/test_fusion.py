@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memory_inject.storage.fusion import Fusion, fuse
+from memory_inject.embedders import HashingEmbedder
+from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RawScores, default_fusion, fuse
 
 W = Fusion()
 RRF = Fusion(mode="rrf")
@@ -88,7 +91,7 @@ class TestFusionOptions:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"mode": "sum"}, "'mode' must be one of 'weighted', 'rrf' (got 'sum')"),
+            ({"mode": "sum"}, "'mode' must be one of 'weighted', 'rrf', 'minmax' (got 'sum')"),
             ({"search_mode": "fts"}, "'search_mode' must be one of"),
             ({"vector_weight": -0.1}, "'vector_weight' must be >= 0 (got -0.1)"),
             ({"vector_weight": 0, "keyword_weight": 0}, "must be > 0"),
@@ -109,4 +112,70 @@ class TestFusionOptions:
             W.keyword_weight,
             W.rrf_k,
             W.search_mode,
+        )
+
+
+MINMAX = MODEL_FUSION
+
+
+class TestMinMax:
+    def test_orders_by_rescaled_raw_scores(self) -> None:
+        """A moderate BM25 hit with the scope's best cosine beats the best BM25 hit far from it."""
+        raw = RawScores(bm25={"a": 10.0, "b": 6.0}, cosine={"a": 0.1, "b": 0.7}, low=0.1, high=0.7)
+        got = fuse([("a", 1.0), ("b", 0.5)], [("b", 0.6), ("a", 0.0)], MINMAX, 5, raw)
+        # a: 0.5 * 1.0 + 0.5 * 0 = 0.5; b: 0.5 * 0.6 + 0.5 * 1 = 0.8
+        assert ["b", "a"] == [k for k, _ in got]
+
+    def test_reports_the_calibrated_mean_not_the_rank_value(self) -> None:
+        """Scores are the weighted mean of the calibrated inputs, so the floor keeps its meaning."""
+        raw = RawScores(bm25={"a": 3.0}, cosine={"a": 0.4, "c": 0.9}, low=0.0, high=0.9)
+        got = dict(fuse([("a", 0.8)], [("c", 0.9), ("a", 0.2)], MINMAX, 5, raw))
+        assert {"a": pytest.approx(0.5), "c": pytest.approx(0.45)} == got
+
+    def test_a_score_does_not_depend_on_the_other_hits(self) -> None:
+        """The rescaling moves the order only: the same row scores the same in any company."""
+        alone = fuse(
+            [("a", 0.4)], [("a", 0.6)], MINMAX, 5, RawScores({"a": 2.0}, {"a": 0.5}, 0.0, 0.5)
+        )
+        crowd = fuse(
+            [("b", 1.0), ("a", 0.4)],
+            [("c", 0.9), ("a", 0.6)],
+            MINMAX,
+            5,
+            RawScores({"b": 9.0, "a": 2.0}, {"c": 0.95, "a": 0.5}, -0.2, 0.95),
+        )
+        assert dict(alone)["a"] == dict(crowd)["a"]
+
+    @given(
+        st.dictionaries(st.sampled_from("abcdef"), st.floats(0, 30), max_size=6),
+        st.dictionaries(st.sampled_from("cdefgh"), st.floats(-1, 1), min_size=1, max_size=6),
+    )
+    def test_scores_are_bounded(self, bm25: dict[str, float], cosine: dict[str, float]) -> None:
+        """Whatever the raw scores, every reported score is in 0..1 and ids are unique."""
+        raw = RawScores(bm25, cosine, min(cosine.values()), max(cosine.values()))
+        kw = [(k, min(1.0, b / 30)) for k, b in bm25.items()]
+        vec = [(k, max(0.0, c)) for k, c in cosine.items()]
+        got = fuse(kw, vec, MINMAX, 20, raw)
+        assert all(0.0 <= s <= 1.0 for _, s in got)
+        assert len({k for k, _ in got}) == len(got)
+
+    def test_without_raw_scores_it_ranks_as_weighted(self) -> None:
+        """A store that cannot give raw scores (PostgreSQL today) gets the weighted order."""
+        kw, vec = [("a", 1.0), ("b", 0.5)], [("b", 0.8), ("c", 0.5)]
+        weighted = Fusion(vector_weight=0.5, keyword_weight=0.5)
+        assert fuse(kw, vec, weighted, 5) == fuse(kw, vec, MINMAX, 5)
+
+    def test_model_embedders_get_model_fusion_by_default(self) -> None:
+        """No embedder or the hashing one keep Fusion(); any other embedder gets MODEL_FUSION."""
+
+        class Model:
+            name, dim = "m", 2
+
+            def embed(self, texts: list[str]) -> list[list[float]]:
+                return [[1.0, 0.0] for _ in texts]
+
+        assert (Fusion(), Fusion(), MODEL_FUSION) == (
+            default_fusion(None),
+            default_fusion(HashingEmbedder()),
+            default_fusion(Model()),
         )
