@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 from psycopg import sql
 
+from memory_inject.storage._pg_context import RANK_WEIGHTS, context_values
 from memory_inject.storage._pg_schema import COLUMNS, RECALL_COLUMNS, TableNames
+from memory_inject.storage._pg_terms import EXACT_ROWS
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 
@@ -24,6 +26,8 @@ __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 # LoCoMo dev half, where it acts like BM25's IDF: R@5 0.485 -> 0.544, R@10 0.564 -> 0.619).
 _RANK_FRACTION = 0.03
 _RANK_FLOOR = 50.0
+_NAMESPACE = COLUMNS.index("namespace")
+_SESSION = COLUMNS.index("session_id")
 
 
 @frozen
@@ -46,25 +50,50 @@ class Scope:
 
 @frozen
 class TermStats:
-    """The keyword stage's ranking budget and the lexemes that weigh on it.
+    """The keyword stage's ranking budget and the table statistics its scores need.
 
     ``lexemes``/``rows`` are the table's common lexemes (ANALYZE's most common
     elements of ``tsv``) with their estimated row counts, kept only when they
-    are big enough to matter against ``budget``.
+    are big enough to matter against ``budget``. ``common`` holds all of them
+    (for capped document frequencies), ``table_rows`` the table's row count
+    and ``exact`` whether it was counted (a small table) rather than estimated.
     """
 
     budget: float = 0.0
     lexemes: tuple[str, ...] = ()
     rows: tuple[float, ...] = ()
+    table_rows: float = 0.0
+    exact: bool = True
+    common: dict[str, float] = field(factory=dict, eq=False)
 
     @classmethod
     def build(
-        cls, lexemes: Sequence[str], rows: Sequence[float], table_rows: float, cap: int
+        cls,
+        lexemes: Sequence[str],
+        rows: Sequence[float],
+        table_rows: float | None,
+        cap: int | None,
+        counted: int | None = None,
     ) -> TermStats:
-        """The budget is ~3% of the table (at least 50 rows, at most ``cap``)."""
-        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * float(table_rows)))
-        kept = [(w, float(n)) for w, n in zip(lexemes, rows, strict=True) if n > budget / 8]
-        return cls(budget, tuple(w for w, _ in kept), tuple(n for _, n in kept))
+        """The budget is ~3% of the table (at least 50 rows, at most ``cap``; 0 without one).
+
+        ``counted`` is the exact row count when the statement took one.
+        """
+        estimate = max(0.0, float(table_rows or 0.0))
+        total = float(counted) if counted is not None else estimate
+        common = {str(w): float(n) for w, n in zip(lexemes, rows, strict=True)}
+        if cap is None:
+            return cls(table_rows=total, exact=counted is not None, common=common)
+        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * estimate))
+        kept = [(w, n) for w, n in common.items() if n > budget / 8]
+        return cls(
+            budget,
+            tuple(w for w, _ in kept),
+            tuple(n for _, n in kept),
+            total,
+            counted is not None,
+            common,
+        )
 
 
 def _cols(names: Sequence[str]) -> sql.Composed:
@@ -131,8 +160,17 @@ class Queries:
         limit: int,
         words: str | None = None,
         terms: TermStats | None = None,
+        *,
+        lexemes: Sequence[str] = (),
+        prefixes: Sequence[str] = (),
+        frequencies: Sequence[sql.Composed] = (),
     ) -> Stmt:
-        """Rank matches of ``tsquery`` with ts_rank_cd.
+        """Rank matches of ``tsquery`` with ts_rank_cd, and say which query lexemes each holds.
+
+        Each row ends with its rank, the ``"LABELS lexeme"`` strings of its
+        tsvector entries among ``lexemes`` (or starting with one of
+        ``prefixes``), then the value of each of ``frequencies`` (the same on
+        every row, computed once).
 
         ts_rank_cd costs a few microseconds a row and ignores how common a
         word is, so a prompt holding a word found in half the table ranks half
@@ -144,44 +182,73 @@ class Queries:
         from flooding the candidates.
         """
         where, params = self._live(scope)
-        params = {**params, "tsq": tsquery, "lim": limit}
-        if words is None or terms is None:
-            query = sql.SQL(
-                "SELECT {cols}, ts_rank_cd(tsv, tq.q) AS rank "
+        params = {
+            **params,
+            "tsq": tsquery,
+            "lim": limit,
+            "lex": list(lexemes),
+            "plex": list(prefixes),
+        }
+        rank = sql.SQL("ts_rank_cd({w}::float4[], tsv, tq.q)").format(w=sql.Literal(RANK_WEIGHTS))
+        if words is None or terms is None or not terms.lexemes:
+            head: sql.Composable = sql.SQL("")
+            inner = sql.SQL(
+                "SELECT {cols}, tsv, {rank} AS rank "
                 "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
                 "WHERE {where} AND tsv @@ tq.q ORDER BY rank DESC, id LIMIT %(lim)s"
-            ).format(cols=self.rec, t=self.t, where=where)
-            return Stmt(query, params)
+            ).format(cols=self.rec, rank=rank, t=self.t, where=where)
+        else:
+            head = sql.SQL(
+                "WITH lex AS ("
+                " SELECT l, coalesce(c.n, 0) AS n"
+                " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
+                " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
+                " ON c.lexeme = l"
+                "), kept AS ("
+                " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
+                " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
+                " WHERE r.cum <= %(budget)s OR r.rn = 1"
+                "), tq AS ("
+                " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
+                "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+                " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
+                ") "
+            ).format()
+            inner = sql.SQL(
+                "SELECT {cols}, tsv, {rank} AS rank FROM {t}, tq "
+                "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
+            ).format(cols=self.rec, rank=rank, t=self.t, where=where)
+            params.update(
+                words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
+            )
+        extra = sql.SQL("").join(sql.SQL(", {}").format(f) for f in frequencies)
         query = sql.SQL(
-            "WITH lex AS ("
-            " SELECT l, coalesce(c.n, 0) AS n"
-            " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
-            " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
-            " ON c.lexeme = l"
-            "), kept AS ("
-            " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
-            " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
-            " WHERE r.cum <= %(budget)s OR r.rn = 1"
-            "), tq AS ("
-            " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
-            "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-            " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
-            ") "
-            "SELECT {cols}, ts_rank_cd(tsv, tq.q) AS rank FROM {t}, tq "
-            "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=self.rec, t=self.t, where=where)
-        params.update(
-            words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
+            "{head}SELECT {kcols}, k.rank, ARRAY(SELECT array_to_string(u.weights, '') "
+            "|| ' ' || u.lexeme FROM unnest(k.tsv) AS u WHERE u.lexeme = ANY(%(lex)s::text[]) "
+            "OR EXISTS (SELECT 1 FROM unnest(%(plex)s::text[]) AS p(x) "
+            "WHERE starts_with(u.lexeme, p.x))){extra} "
+            "FROM ({inner}) AS k ORDER BY k.rank DESC, k.id"
+        ).format(
+            head=head,
+            kcols=sql.SQL(", ").join(sql.Identifier("k", c) for c in RECALL_COLUMNS),
+            extra=extra,
+            inner=inner,
         )
         return Stmt(query, params)
 
     def term_stats(self) -> Stmt:
-        """ANALYZE's common lexemes of ``tsv`` with their row estimates, and the table's rows."""
+        """ANALYZE's common lexemes of ``tsv`` with their row estimates, and the table's rows.
+
+        The last column is the exact row count when the table is small (or
+        was never analyzed), else NULL.
+        """
         query = sql.SQL(
             "SELECT coalesce(array_agg(m.e ORDER BY m.e) FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
             " coalesce(array_agg(m.f * c.reltuples ORDER BY m.e)"
             " FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
-            " max(c.reltuples)"
+            " max(c.reltuples),"
+            " CASE WHEN coalesce(max(c.reltuples), -1) < {exact}"
+            " THEN (SELECT count(*) FROM {t}) END"
             " FROM pg_class AS c"
             " JOIN pg_namespace AS ns ON ns.oid = c.relnamespace"
             " LEFT JOIN pg_stats AS s ON s.schemaname = ns.nspname AND s.tablename = c.relname"
@@ -189,7 +256,7 @@ class Queries:
             " LEFT JOIN LATERAL unnest(s.most_common_elems::text::text[],"
             " s.most_common_elem_freqs) AS m(e, f) ON true"
             " WHERE c.oid = to_regclass(%(rel)s)"
-        ).format()
+        ).format(exact=sql.Literal(EXACT_ROWS), t=self.t)
         return Stmt(query, {"rel": self.t.as_string()})
 
     def nearest(self, scope: Scope, vector: str, limit: int) -> Stmt:
@@ -280,22 +347,26 @@ class Queries:
         """Insert ``params`` (one per column), or update the row under its key; returns the row.
 
         The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
-        values on update. The statement is built once per ``keep``.
+        values on update. A new row of a session gets its two predecessors as
+        context (``_pg_context``); an update keeps the row's. The statement is
+        built once per ``keep``.
         """
         key = tuple(keep)
         query = self._upserts.get(key)
         if query is None:
             query = sql.SQL(
-                "INSERT INTO {t} ({cols}) VALUES ({ph}) "
+                "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) VALUES ({ph}, {ctx}) "
                 'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} RETURNING {cols}'
             ).format(
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
+                ctx=context_values(self.t),
                 assign=self.assignments(key),
             )
             self._upserts[key] = query
-        return Stmt(query, params)
+        stream = [params[_NAMESPACE], params[_SESSION]]
+        return Stmt(query, [*params, *stream, *stream])
 
     def forget(self, key: str) -> Stmt:
         """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount."""

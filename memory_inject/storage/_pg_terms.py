@@ -1,0 +1,144 @@
+"""Calibrated keyword scores on PostgreSQL: the query's lexemes, their weights, each hit's coverage.
+
+The score of a keyword hit is :func:`memory_inject.storage.calibration.coverage`,
+as on SQLite: the query's content words (:func:`~memory_inject.storage.fusion.content_words`)
+each weigh :func:`~memory_inject.storage.calibration.term_weight` of their
+document frequency in the table, and count as present by the best label they
+carry in the row's tsvector (:data:`~memory_inject.storage._pg_context.PRESENCE`).
+
+* A word's lexemes are what ``to_tsvector('english', word)`` makes of it (the
+  index's own normalisation); a word the configuration drops (its stop list is
+  longer than the library's) is not a term. Lexemes are cached per store.
+* Document frequencies are exact counts over the whole table (every namespace,
+  forgotten rows too, as FTS5 counts them), capped at :data:`DF_CAP` rows so a
+  common word costs little; a capped count takes ANALYZE's estimate when the
+  lexeme is among the column's most common elements. The row count is exact
+  on tables below :data:`EXACT_ROWS` rows and ``reltuples`` above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping, Sequence
+
+from psycopg import sql
+
+from memory_inject.storage._pg_context import PRESENCE
+from memory_inject.storage.calibration import coverage, term_weight
+
+__all__ = [
+    "DF_CAP",
+    "EXACT_ROWS",
+    "Term",
+    "frequency_columns",
+    "lexeme_stmt",
+    "present",
+    "remember",
+    "score_hits",
+    "terms_of",
+    "tsquery_literal",
+]
+
+#: Document frequencies are counted up to this many rows.
+DF_CAP = 1000
+#: Below this many rows (by ``reltuples``) the row count is exact.
+EXACT_ROWS = 10_000
+#: At most this many words are looked up per store before the cache is cleared.
+_CACHE_MAX = 65_536
+
+#: One query term: its lexemes and whether it is a prefix (``word*``).
+Term = tuple[tuple[str, ...], bool]
+
+
+def lexeme_stmt() -> sql.Composed:
+    """Each word's lexemes under the 'english' configuration (param: a ``text[]``)."""
+    return sql.SQL(
+        "SELECT w.word, tsvector_to_array(to_tsvector('english'::regconfig, w.word)) "
+        "FROM unnest(%s::text[]) AS w(word)"
+    ).format()
+
+
+def terms_of(words: Sequence[tuple[str, bool]], cache: Mapping[str, tuple[str, ...]]) -> list[Term]:
+    """The query's terms, in order, from cached lexemes (a word with none is dropped)."""
+    out: list[Term] = []
+    for word, prefix in words:
+        lexemes = cache.get(word, ())
+        if lexemes:
+            out.append((lexemes, prefix))
+    return out
+
+
+def remember(
+    cache: MutableMapping[str, tuple[str, ...]], rows: Sequence[tuple[str, Sequence[str]]]
+) -> None:
+    """Store looked-up lexemes in ``cache`` (cleared first when it is full)."""
+    if len(cache) + len(rows) > _CACHE_MAX:
+        cache.clear()
+    for word, lexemes in rows:
+        cache[str(word)] = tuple(sorted(str(x) for x in lexemes))
+
+
+def tsquery_literal(lexeme: str, prefix: bool) -> str:
+    """``'lexeme'`` (or ``'lexeme':*``) in tsquery syntax: already normalised, quoted."""
+    quoted = "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+    return quoted + (":*" if prefix else "")
+
+
+def _distinct(terms: Sequence[Term]) -> list[tuple[str, bool]]:
+    return list(dict.fromkeys((lx, p) for lexemes, p in terms for lx in lexemes))
+
+
+def frequency_columns(t: sql.Identifier, terms: Sequence[Term]) -> list[sql.Composed]:
+    """One capped document-frequency subquery per distinct lexeme of ``terms``.
+
+    Uncorrelated scalar subqueries: PostgreSQL runs each once per statement
+    (an InitPlan), and only if a row is returned.
+    """
+    return [
+        sql.SQL(
+            "(SELECT count(*) FROM (SELECT 1 FROM {t} WHERE tsv @@ {q}::tsquery LIMIT {cap}) AS d)"
+        ).format(t=t, q=sql.Literal(tsquery_literal(lx, p)), cap=sql.Literal(DF_CAP))
+        for lx, p in _distinct(terms)
+    ]
+
+
+def present(terms: Sequence[Term], found: Sequence[str]) -> list[float]:
+    """How much of each term a row holds, from its ``"LABELS lexeme"`` strings."""
+    labels: dict[str, set[str]] = {}
+    for item in found:
+        marks, _, lexeme = item.partition(" ")
+        labels.setdefault(lexeme, set()).update(marks)
+    out: list[float] = []
+    for lexemes, prefix in terms:
+        best = 0.0
+        for label, weight in PRESENCE.items():
+            if weight > best and all(_has(labels, lx, prefix, label) for lx in lexemes):
+                best = weight
+        out.append(best)
+    return out
+
+
+def _has(labels: Mapping[str, set[str]], lexeme: str, prefix: bool, label: str) -> bool:
+    if not prefix:
+        return label in labels.get(lexeme, ())
+    return any(label in marks for lx, marks in labels.items() if lx.startswith(lexeme))
+
+
+def score_hits(
+    terms: Sequence[Term],
+    counts: Sequence[int],
+    table_rows: float,
+    common: Mapping[str, float],
+    hits: Sequence[Sequence[str]],
+) -> list[float]:
+    """Each hit's coverage of the query; ``counts`` follow :func:`frequency_columns`."""
+    df: dict[tuple[str, bool], float] = {}
+    for (lx, p), n in zip(_distinct(terms), counts, strict=True):
+        value = float(n)
+        if n >= DF_CAP and not p:
+            value = max(value, common.get(lx, 0.0))
+        df[(lx, p)] = value
+    rows = max([table_rows, *df.values()])
+    weights = [
+        term_weight(round(rows), round(min(df[(lx, p)] for lx in lexemes))) for lexemes, p in terms
+    ]
+    return [coverage(weights, present(terms, found)) for found in hits]
