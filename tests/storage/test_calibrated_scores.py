@@ -170,7 +170,7 @@ class TestMigration:
     ) -> None:
         """Opening a schema-1 table adds and back-fills the context; recall then scores as new."""
         made = [
-            MemoryRecord(key=k, content=c, category="core", session_id=s, timestamp=t)
+            MemoryRecord(key=k, content=c, category="core", session_id=s, timestamp=str(t))
             for k, c, s, t in CHAT
         ]
         # A forgotten row is never anyone's context.
