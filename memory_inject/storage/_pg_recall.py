@@ -45,6 +45,9 @@ __all__ = ["Plan", "like_patterns", "like_words", "recall_steps", "tsquery_text"
 
 _MAX_TERMS = 64
 _MAX_LIKE_WORDS = 8
+#: The keyword stage ranks at least this many hits by ts_rank_cd before they
+#: are ordered by their calibrated score (ts_rank_cd knows no idf).
+_KEYWORD_WINDOW = 64
 
 
 @define
@@ -135,7 +138,7 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
             vector.append((rec.id, vector_score(float(sim), plan.calibration)))
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if plan.vector is None or plan.fusion.search_mode != "embedding":
-        found = yield from _keyword_steps(plan, fetch)
+        found = yield from _keyword_steps(plan, max(fetch, _KEYWORD_WINDOW))
         for rec, score in found:
             records[rec.id] = rec
             keyword.append((rec.id, score))
