@@ -109,12 +109,11 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
             "extract(year FROM $1 AT TIME ZONE 'UTC')::int::text $$"
         ).format(fn=names.ident("_day_words"), months=sql.SQL(_MONTHS)),
         # Dropped first so the fill below does not recompute the old tsvector
-        # (its GIN index goes with it and is built again at the end).
+        # (its GIN index goes with it and is built again at the end). The
+        # generated columns come after the fill: the table is rewritten once
+        # for them, and the fill rewrites only rows of sessions.
         sql.SQL("ALTER TABLE {t} DROP COLUMN tsv").format(t=t),
-        sql.SQL(
-            "ALTER TABLE {t} ADD COLUMN ctx_prev text, ADD COLUMN ctx_prev2 text, "
-            "ADD COLUMN ctx_day text GENERATED ALWAYS AS ({fn}({ts})) STORED"
-        ).format(t=t, fn=names.ident("_day_words"), ts=sql.Identifier("timestamp")),
+        sql.SQL("ALTER TABLE {t} ADD COLUMN ctx_prev text, ADD COLUMN ctx_prev2 text").format(t=t),
         sql.SQL("CREATE INDEX {idx} ON {t} (namespace, session_id, rid)").format(
             idx=names.ident("_stream_idx"), t=t
         ),
@@ -123,8 +122,11 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
             "FROM ctx WHERE {t}.rid = ctx.k AND ctx.prev IS NOT NULL"
         ).format(numbered=_numbered(fill_source), t=t),
         sql.SQL(
-            "ALTER TABLE {t} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({tsv}) STORED"
-        ).format(t=t, tsv=_tsv(names)),
+            "ALTER TABLE {t} ADD COLUMN ctx_day text GENERATED ALWAYS AS ({fn}({ts})) STORED, "
+            "ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({tsv}) STORED"
+        ).format(
+            t=t, fn=names.ident("_day_words"), ts=sql.Identifier("timestamp"), tsv=_tsv(names)
+        ),
         sql.SQL("CREATE INDEX {idx} ON {t} USING gin (tsv)").format(
             idx=names.ident("_tsv_idx"), t=t
         ),
