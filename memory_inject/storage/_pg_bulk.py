@@ -85,7 +85,6 @@ class PostgresBulk(PostgresConnections):
         the table then wait (up to ``timeout``) until the import commits.
         ``rebuild_index`` forces that choice either way.
         """
-        self._stats_changed()
         n = 0
         lines = read_jsonl(src)
         with translate_errors("import"), self._connection() as conn, conn.cursor() as cur:
@@ -107,6 +106,7 @@ class PostgresBulk(PostgresConnections):
             if rebuild:
                 for stmt in hnsw_rebuild(self._q):
                     cur.execute(stmt)
+        self._stats_changed()
         return n
 
     def _rebuild_wanted(self, cur: psycopg.Cursor[Any], n: int, wanted: bool | None) -> bool:

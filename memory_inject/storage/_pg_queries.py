@@ -13,19 +13,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 from psycopg import sql
 
 from memory_inject.storage._pg_context import RANK_WEIGHTS, context_values
 from memory_inject.storage._pg_schema import COLUMNS, RECALL_COLUMNS, TableNames
-from memory_inject.storage._pg_terms import EXACT_ROWS
+from memory_inject.storage._pg_terms import EXACT_ROWS, TermStats
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 
-# The keyword stage ranks roughly this share of the table at most (tuned on the
-# LoCoMo dev half, where it acts like BM25's IDF: R@5 0.485 -> 0.544, R@10 0.564 -> 0.619).
-_RANK_FRACTION = 0.03
-_RANK_FLOOR = 50.0
 _NAMESPACE = COLUMNS.index("namespace")
 _SESSION = COLUMNS.index("session_id")
 
@@ -46,54 +42,6 @@ class Scope:
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-@frozen
-class TermStats:
-    """The keyword stage's ranking budget and the table statistics its scores need.
-
-    ``lexemes``/``rows`` are the table's common lexemes (ANALYZE's most common
-    elements of ``tsv``) with their estimated row counts, kept only when they
-    are big enough to matter against ``budget``. ``common`` holds all of them
-    (for capped document frequencies), ``table_rows`` the table's row count
-    and ``exact`` whether it was counted (a small table) rather than estimated.
-    """
-
-    budget: float = 0.0
-    lexemes: tuple[str, ...] = ()
-    rows: tuple[float, ...] = ()
-    table_rows: float = 0.0
-    exact: bool = True
-    common: dict[str, float] = field(factory=dict, eq=False)
-
-    @classmethod
-    def build(
-        cls,
-        lexemes: Sequence[str],
-        rows: Sequence[float],
-        table_rows: float | None,
-        cap: int | None,
-        counted: int | None = None,
-    ) -> TermStats:
-        """The budget is ~3% of the table (at least 50 rows, at most ``cap``; 0 without one).
-
-        ``counted`` is the exact row count when the statement took one.
-        """
-        estimate = max(0.0, float(table_rows or 0.0))
-        total = float(counted) if counted is not None else estimate
-        common = {str(w): float(n) for w, n in zip(lexemes, rows, strict=True)}
-        if cap is None:
-            return cls(table_rows=total, exact=counted is not None, common=common)
-        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * estimate))
-        kept = [(w, n) for w, n in common.items() if n > budget / 8]
-        return cls(
-            budget,
-            tuple(w for w, _ in kept),
-            tuple(n for _, n in kept),
-            total,
-            counted is not None,
-            common,
-        )
 
 
 def _cols(names: Sequence[str]) -> sql.Composed:
