@@ -36,8 +36,8 @@ __all__ = [
 
 #: ``ts_rank_cd`` weights for labels D, C, B, A: prev2, prev, content/tags/day, key.
 RANK_WEIGHTS = "{0.125, 0.25, 0.5, 1.0}"
-#: What a query term found under each label counts for ``coverage()``.
-PRESENCE: dict[str, float] = {"A": 1.0, "B": 1.0, "C": 0.5, "D": 0.25}
+#: What a query term found under these labels counts for ``coverage()``, best first.
+PRESENCE: tuple[tuple[str, float], ...] = (("AB", 1.0), ("C", 0.5), ("D", 0.25))
 
 _MONTHS = ", ".join(
     f"'{m}'"

@@ -18,7 +18,7 @@ from psycopg import sql
 
 from memory_inject.storage._pg_context import RANK_WEIGHTS, context_values
 from memory_inject.storage._pg_schema import COLUMNS, RECALL_COLUMNS, TableNames
-from memory_inject.storage._pg_terms import EXACT_ROWS, TermStats
+from memory_inject.storage._pg_terms import DF_CAP, EXACT_ROWS, TermStats
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 
@@ -109,16 +109,17 @@ class Queries:
         words: str | None = None,
         terms: TermStats | None = None,
         *,
-        lexemes: Sequence[str] = (),
-        prefixes: Sequence[str] = (),
-        frequencies: Sequence[sql.Composed] = (),
+        probes: Sequence[str] = (),
+        frequencies: Sequence[str] = (),
     ) -> Stmt:
         """Rank matches of ``tsquery`` with ts_rank_cd, and say which query lexemes each holds.
 
-        Each row ends with its rank, the ``"LABELS lexeme"`` strings of its
-        tsvector entries among ``lexemes`` (or starting with one of
-        ``prefixes``), then the value of each of ``frequencies`` (the same on
-        every row, computed once).
+        Each row ends with its rank, whether it matches each of the tsqueries
+        ``probes`` (which labels of its tsvector hold a query lexeme), then
+        how many rows of the whole table match each of the tsqueries
+        ``frequencies``, capped at ``DF_CAP`` (the same on every
+        row, computed once). Only parameters vary, so psycopg prepares the
+        statement after a few runs and the planning cost goes.
 
         ts_rank_cd costs a few microseconds a row and ignores how common a
         word is, so a prompt holding a word found in half the table ranks half
@@ -134,8 +135,9 @@ class Queries:
             **params,
             "tsq": tsquery,
             "lim": limit,
-            "lex": list(lexemes),
-            "plex": list(prefixes),
+            "probe": list(probes),
+            "dfq": list(frequencies),
+            "cap": DF_CAP,
         }
         rank = sql.SQL("ts_rank_cd({w}::float4[], tsv, tq.q)").format(w=sql.Literal(RANK_WEIGHTS))
         if words is None or terms is None or not terms.lexemes:
@@ -169,12 +171,15 @@ class Queries:
             params.update(
                 words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
             )
-        extra = sql.SQL("").join(sql.SQL(", {}").format(f) for f in frequencies)
+        # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
+        extra = sql.SQL(
+            ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
+            "WHERE d.tsv @@ x.q LIMIT %(cap)s) AS c) "
+            "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
+        ).format(t=self.t)
         query = sql.SQL(
-            "{head}SELECT {kcols}, k.rank, ARRAY(SELECT array_to_string(u.weights, '') "
-            "|| ' ' || u.lexeme FROM unnest(k.tsv) AS u WHERE u.lexeme = ANY(%(lex)s::text[]) "
-            "OR EXISTS (SELECT 1 FROM unnest(%(plex)s::text[]) AS p(x) "
-            "WHERE starts_with(u.lexeme, p.x))){extra} "
+            "{head}SELECT {kcols}, k.rank, ARRAY(SELECT k.tsv @@ x.q "
+            "FROM unnest(%(probe)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i){extra} "
             "FROM ({inner}) AS k ORDER BY k.rank DESC, k.id"
         ).format(
             head=head,

@@ -26,11 +26,13 @@ from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import RECALL_COLUMNS, row_to_record
 from memory_inject.storage._pg_terms import (
-    frequency_columns,
+    frequency_queries,
     lexeme_stmt,
+    probes,
     remember,
     score_hits,
     terms_of,
+    to_count,
 )
 from memory_inject.storage.calibration import (
     MAX_SUBSTRING_CHARS,
@@ -182,24 +184,21 @@ def _keyword_steps(
     ranked = None
     if plan.rank_budget is not None and ":*" not in tsq and plan.terms.lexemes:
         ranked = " ".join(w for w, _ in words)
-    frequencies = frequency_columns(q.t, terms)
+    wanted = to_count(terms, plan.terms)
     stmt = q.keyword(
         plan.scope,
         tsq,
         fetch,
         ranked,
         plan.terms,
-        lexemes=sorted({lx for lexemes, p in terms if not p for lx in lexemes}),
-        prefixes=sorted({lx for lexemes, p in terms if p for lx in lexemes}),
-        frequencies=frequencies,
+        probes=probes(terms),
+        frequencies=frequency_queries(wanted),
     )
     rows = list((yield stmt))
     if not rows:
         return []
     width = len(RECALL_COLUMNS)
-    counts = [int(c) for c in rows[0][width + 2 :]]
-    scores = score_hits(
-        terms, counts, plan.terms.table_rows, plan.terms.common, [r[width + 1] for r in rows]
-    )
+    counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
+    scores = score_hits(terms, counted, plan.terms, [r[width + 1] for r in rows])
     records = [row_to_record(r[:width], RECALL_COLUMNS) for r in rows]
     return list(zip(records, scores, strict=True))

@@ -4,7 +4,8 @@ The score of a keyword hit is :func:`memory_inject.storage.calibration.coverage`
 as on SQLite: the query's content words (:func:`~memory_inject.storage.fusion.content_words`)
 each weigh :func:`~memory_inject.storage.calibration.term_weight` of their
 document frequency in the table, and count as present by the best label they
-carry in the row's tsvector (:data:`~memory_inject.storage._pg_context.PRESENCE`).
+carry in the row's tsvector (:data:`~memory_inject.storage._pg_context.PRESENCE`),
+tested with weight-restricted tsqueries (:func:`probes`).
 
 * A word's lexemes are what ``to_tsvector('english', word)`` makes of it (the
   index's own normalisation); a word the configuration drops (its stop list is
@@ -31,12 +32,14 @@ __all__ = [
     "EXACT_ROWS",
     "Term",
     "TermStats",
-    "frequency_columns",
+    "frequency_queries",
     "lexeme_stmt",
     "present",
+    "probes",
     "remember",
     "score_hits",
     "terms_of",
+    "to_count",
     "tsquery_literal",
 ]
 
@@ -145,57 +148,62 @@ def _distinct(terms: Sequence[Term]) -> list[tuple[str, bool]]:
     return list(dict.fromkeys((lx, p) for lexemes, p in terms for lx in lexemes))
 
 
-def frequency_columns(t: sql.Identifier, terms: Sequence[Term]) -> list[sql.Composed]:
-    """One capped document-frequency subquery per distinct lexeme of ``terms``.
+def to_count(terms: Sequence[Term], stats: TermStats) -> list[tuple[str, bool]]:
+    """The distinct ``(lexeme, prefix)`` of ``terms`` whose rows must be counted.
 
-    Uncorrelated scalar subqueries: PostgreSQL runs each once per statement
-    (an InitPlan), and only if a row is returned.
+    All of them on a small table; on a big one, those ANALYZE does not list as
+    common (rare ones, cheap to count through the GIN index).
+    """
+    small = stats.table_rows < EXACT_ROWS
+    return [(lx, p) for lx, p in _distinct(terms) if small or p or lx not in stats.common]
+
+
+def frequency_queries(wanted: Sequence[tuple[str, bool]]) -> list[str]:
+    """The tsquery of each ``(lexeme, prefix)`` whose rows :meth:`Queries.keyword` counts."""
+    return [tsquery_literal(lx, p) for lx, p in wanted]
+
+
+def probes(terms: Sequence[Term]) -> list[str]:
+    """Weight-restricted tsqueries: one per distinct lexeme of ``terms`` and :data:`PRESENCE` class.
+
+    ``tsv @@ 'deploy':AB`` says whether the row holds the lexeme in its own
+    text; a few such tests per row cost less than reading its whole tsvector.
     """
     return [
-        sql.SQL(
-            "(SELECT count(*) FROM (SELECT 1 FROM {t} WHERE tsv @@ {q}::tsquery LIMIT {cap}) AS d)"
-        ).format(t=t, q=sql.Literal(tsquery_literal(lx, p)), cap=sql.Literal(DF_CAP))
+        tsquery_literal(lx, p) + ("" if p else ":") + labels
         for lx, p in _distinct(terms)
+        for labels, _ in PRESENCE
     ]
 
 
-def present(terms: Sequence[Term], found: Sequence[str]) -> list[float]:
-    """How much of each term a row holds, from its ``"LABELS lexeme"`` strings."""
-    labels: dict[str, set[str]] = {}
-    for item in found:
-        marks, _, lexeme = item.partition(" ")
-        labels.setdefault(lexeme, set()).update(marks)
+def present(terms: Sequence[Term], bits: Sequence[bool]) -> list[float]:
+    """How much of each term a row holds, from its answers to :func:`probes`."""
+    index = {key: i for i, key in enumerate(_distinct(terms))}
+    width = len(PRESENCE)
     out: list[float] = []
     for lexemes, prefix in terms:
         best = 0.0
-        for label, weight in PRESENCE.items():
-            if weight > best and all(_has(labels, lx, prefix, label) for lx in lexemes):
+        for c, (_, weight) in enumerate(PRESENCE):
+            if all(bits[index[(lx, prefix)] * width + c] for lx in lexemes):
                 best = weight
+                break
         out.append(best)
     return out
 
 
-def _has(labels: Mapping[str, set[str]], lexeme: str, prefix: bool, label: str) -> bool:
-    if not prefix:
-        return label in labels.get(lexeme, ())
-    return any(label in marks for lx, marks in labels.items() if lx.startswith(lexeme))
-
-
 def score_hits(
     terms: Sequence[Term],
-    counts: Sequence[int],
-    table_rows: float,
-    common: Mapping[str, float],
-    hits: Sequence[Sequence[str]],
+    counted: Mapping[tuple[str, bool], int],
+    stats: TermStats,
+    hits: Sequence[Sequence[bool]],
 ) -> list[float]:
-    """Each hit's coverage of the query; ``counts`` follow :func:`frequency_columns`."""
+    """Each hit's coverage of the query; ``counted`` holds the rows counted (:func:`to_count`)."""
     df: dict[tuple[str, bool], float] = {}
-    for (lx, p), n in zip(_distinct(terms), counts, strict=True):
-        value = float(n)
-        if n >= DF_CAP and not p:
-            value = max(value, common.get(lx, 0.0))
-        df[(lx, p)] = value
-    rows = max([table_rows, *df.values()])
+    for lx, p in _distinct(terms):
+        n = counted.get((lx, p))
+        common = 0.0 if p else stats.common.get(lx, 0.0)
+        df[(lx, p)] = common if n is None else max(float(n), common if n >= DF_CAP else 0.0)
+    rows = max([stats.table_rows, *df.values()])
     weights = [
         term_weight(round(rows), round(min(df[(lx, p)] for lx in lexemes))) for lexemes, p in terms
     ]
