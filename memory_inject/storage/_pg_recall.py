@@ -41,7 +41,6 @@ from memory_inject.storage.calibration import (
     vector_score,
 )
 from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fuse
-from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["Plan", "like_patterns", "like_words", "recall_steps", "tsquery_text"]
 
@@ -50,6 +49,7 @@ _MAX_LIKE_WORDS = 8
 #: The keyword stage ranks at least this many hits by ts_rank_cd before they
 #: are ordered by their calibrated score (ts_rank_cd knows no idf).
 _KEYWORD_WINDOW = 64
+_ID = RECALL_COLUMNS.index("id")
 
 
 @define
@@ -127,7 +127,8 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
         return entries, RecallInfo(strategy="recent")
 
     fetch = plan.limit * 2
-    records: dict[str, MemoryRecord] = {}
+    # Rows become records only once fused: building one costs more than its SQL.
+    records: dict[str, Sequence[Any]] = {}
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     if plan.vector is not None and any(plan.vector):
@@ -135,19 +136,23 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
             sim = row[-1]
             if sim is None or not math.isfinite(sim) or sim <= 0.0:
                 continue
-            rec = row_to_record(row[:-1], RECALL_COLUMNS)
-            records[rec.id] = rec
-            vector.append((rec.id, vector_score(float(sim), plan.calibration)))
+            rid = str(row[_ID])
+            records[rid] = row[:-1]
+            vector.append((rid, vector_score(float(sim), plan.calibration)))
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if plan.vector is None or plan.fusion.search_mode != "embedding":
         found = yield from _keyword_steps(plan, max(fetch, _KEYWORD_WINDOW))
-        for rec, score in found:
-            records[rec.id] = rec
-            keyword.append((rec.id, score))
+        for row, score in found:
+            rid = str(row[_ID])
+            records[rid] = row
+            keyword.append((rid, score))
     fused = fuse(keyword, vector, plan.fusion, plan.limit)
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
-        entries = [records[i].to_entry(min(1.0, max(0.0, float(s)))) for i, s in fused]
+        entries = [
+            row_to_record(records[i], RECALL_COLUMNS).to_entry(min(1.0, max(0.0, float(s))))
+            for i, s in fused
+        ]
         return entries, RecallInfo(strategy, len(keyword), len(vector), plan.degraded)
     words, every = like_words(plan.query)
     patterns = like_patterns(plan.query)
@@ -164,8 +169,8 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
 
 def _keyword_steps(
     plan: Plan, fetch: int
-) -> Generator[Stmt, Any, list[tuple[MemoryRecord, float]]]:
-    """The keyword hits in ts_rank_cd order, each with its calibrated score (``_pg_terms``)."""
+) -> Generator[Stmt, Any, list[tuple[Sequence[Any], float]]]:
+    """The keyword hits' rows in ts_rank_cd order, each with its calibrated score."""
     q = plan.q
     words = content_words(plan.query or "", max_terms=_MAX_TERMS)
     if not words:
@@ -200,5 +205,4 @@ def _keyword_steps(
     width = len(RECALL_COLUMNS)
     counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
     scores = score_hits(terms, counted, plan.terms, [r[width + 1] for r in rows])
-    records = [row_to_record(r[:width], RECALL_COLUMNS) for r in rows]
-    return list(zip(records, scores, strict=True))
+    return [(r[:width], score) for r, score in zip(rows, scores, strict=True)]

@@ -19,7 +19,7 @@ tested with weight-restricted tsqueries (:func:`probes`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 
 from attrs import field, frozen
 from psycopg import sql
@@ -178,17 +178,31 @@ def probes(terms: Sequence[Term]) -> list[str]:
 
 def present(terms: Sequence[Term], bits: Sequence[bool]) -> list[float]:
     """How much of each term a row holds, from its answers to :func:`probes`."""
+    return _presence(terms)(bits)
+
+
+def _presence(terms: Sequence[Term]) -> Callable[[Sequence[bool]], list[float]]:
+    """:func:`present` for many rows of one query: the probe positions are worked out once."""
     index = {key: i for i, key in enumerate(_distinct(terms))}
     width = len(PRESENCE)
-    out: list[float] = []
-    for lexemes, prefix in terms:
-        best = 0.0
-        for c, (_, weight) in enumerate(PRESENCE):
-            if all(bits[index[(lx, prefix)] * width + c] for lx in lexemes):
-                best = weight
-                break
-        out.append(best)
-    return out
+    slots = [
+        [[index[(lx, prefix)] * width + c for lx in lexemes] for c in range(width)]
+        for lexemes, prefix in terms
+    ]
+    weights = [w for _, w in PRESENCE]
+
+    def row(bits: Sequence[bool]) -> list[float]:
+        out: list[float] = []
+        for by_class in slots:
+            best = 0.0
+            for c, where in enumerate(by_class):
+                if all(bits[j] for j in where):
+                    best = weights[c]
+                    break
+            out.append(best)
+        return out
+
+    return row
 
 
 def score_hits(
@@ -207,4 +221,5 @@ def score_hits(
     weights = [
         term_weight(round(rows), round(min(df[(lx, p)] for lx in lexemes))) for lexemes, p in terms
     ]
-    return [coverage(weights, present(terms, found)) for found in hits]
+    held = _presence(terms)
+    return [coverage(weights, held(found)) for found in hits]
