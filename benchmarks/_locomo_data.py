@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 import json
+import random
 import re
 import tempfile
 import warnings
@@ -86,16 +87,34 @@ def _open(path: Path, embedder: Any, fusion: Fusion) -> Any:
     return PostgresStore(dsn, table=table, embedder=embedder, fusion=fusion)
 
 
+#: How a store's records are written: ``stream`` (one chat = one session, in
+#: order: what a channel adapter stores), ``none`` (no session ids: unrelated
+#: facts, so no context expansion), ``shuffled`` (one session, random order:
+#: every record's "previous record" is an unrelated turn).
+LAYOUTS = ("stream", "none", "shuffled")
+
+
 def build_store(
-    path: Path, rows: list[dict[str, Any]], category: str, embedder: Any, fusion: Fusion
+    path: Path,
+    rows: list[dict[str, Any]],
+    category: str,
+    embedder: Any,
+    fusion: Fusion,
+    layout: str = "stream",
 ) -> Any:
     """A store of one conversation's turns, keyed by record id, stamped with its session.
 
     SQLite at ``path``, or a PostgreSQL table named after it inside
     :func:`backend`. The ``Speaker:`` prefix stays in the content and an
-    image caption is appended, as the data README asks.
+    image caption is appended, as the data README asks. ``layout`` is one of
+    :data:`LAYOUTS`.
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
     store = _open(path, embedder, fusion)
+    if layout == "shuffled":
+        rows = list(rows)
+        random.Random(len(rows)).shuffle(rows)
     lines = []
     for r in rows:
         content = r["content"]
@@ -109,7 +128,7 @@ def build_store(
                     "category": category,
                     "timestamp": r["timestamp"] + "Z",
                     # One chat is one session stream, as a channel adapter stores it.
-                    "session_id": r["conversation"],
+                    "session_id": None if layout == "none" else r["conversation"],
                 }
             )
         )

@@ -77,6 +77,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo_data import (
     DEFAULT_DATA,
+    LAYOUTS,
     backend,
     build_store,
     evaluation_now,
@@ -90,6 +91,8 @@ from memory_inject.storage._base import PersistentStore
 
 HERE = Path(__file__).resolve().parent
 OFFTOPIC = HERE / "offtopic_prompts.txt"
+#: Written after the default floor was chosen on OFFTOPIC; only ever used to check it.
+HELDOUT = HERE / "offtopic_heldout.txt"
 CONTENTLESS = HERE / "contentless_prompts.jsonl"
 DEFAULT_FLOORS = tuple(round(0.05 * i, 2) for i in range(21))
 #: The chain under which a floor can be applied to a floor-0 render's scores (module docstring).
@@ -299,10 +302,12 @@ def measure(
     exact: bool = False,
     verify_every: int = 10,
     embedder: str = "none",
+    layout: str = "stream",
+    offtopic_file: Path = OFFTOPIC,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
-    offtopic, contentless = read_offtopic(), read_contentless()
+    offtopic, contentless = read_offtopic(offtopic_file), read_contentless()
     base = MemoryInjectConfig()
     floors = tuple(sorted({*floors, base.min_relevance_score}))
     sweeper = Sweeper(floors, base, fast=False, verify_every=verify_every)
@@ -310,7 +315,7 @@ def measure(
     method = "filtered" if sweeper.fast else "rendered per floor"
     mismatch: str | None = None
     try:
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, layout)
     except SweepMismatchError as exc:
         print(
             f"filtered sweep disagreed with a render, rendering per floor: {exc}", file=sys.stderr
@@ -318,7 +323,7 @@ def measure(
         method = "rendered per floor (filtering disagreed with a render: see 'mismatch')"
         mismatch = str(exc)
         sweeper = Sweeper(floors, base, fast=False, verify_every=0)
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder)
+        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, layout)
     rep = _summarise(raw, floors, base, sweeper, method, records, queries, offtopic, contentless)
     rep["sweep"]["mismatch"] = mismatch
     return rep
@@ -331,6 +336,7 @@ def _run(
     contentless: list[str],
     sweeper: Sweeper,
     embedder: str,
+    layout: str = "stream",
 ) -> dict[str, Any]:
     emb: Any = None
     if embedder == "hashing":
@@ -344,7 +350,7 @@ def _run(
     timings: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory() as d:
         for conv, rows in records.items():
-            store = build_store(Path(d) / f"{conv}.db", rows, "core", emb, fusion)
+            store = build_store(Path(d) / f"{conv}.db", rows, "core", emb, fusion, layout)
             now = evaluation_now(rows)
             prompts = [
                 Prompt("question", q["question"], tuple(q["evidence"]), q["category_name"])
@@ -553,6 +559,14 @@ def main() -> None:
     ap.add_argument("--exact", action="store_true", help="render every floor; no filtering")
     ap.add_argument("--verify-every", type=int, default=10, help="0 turns the check off")
     ap.add_argument("--embedder", choices=("none", "hashing"), default="none")
+    ap.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default="stream",
+        help="how records are written: one session stream per chat (default), no session "
+        "ids, or one session in random order (context expansion fed unrelated neighbours)",
+    )
+    ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", default=None, help="postgres: an existing server (default: private)")
     args = ap.parse_args()
@@ -564,8 +578,11 @@ def main() -> None:
             exact=args.exact,
             verify_every=args.verify_every,
             embedder=args.embedder,
+            layout=args.layout,
+            offtopic_file=args.offtopic,
         )
     rep["backend"] = args.backend
+    rep["layout"] = args.layout
     rep["seconds"] = time.perf_counter() - t0
     rep["embedder"] = args.embedder
     print_report(rep)

@@ -16,6 +16,7 @@ import pytest
 
 from benchmarks.relevance import (
     CONTENTLESS,
+    HELDOUT,
     OFFTOPIC,
     CurvePoint,
     floor_order_ok,
@@ -69,6 +70,27 @@ class TestOfftopicPrompts:
     def test_header_documents_the_format(self) -> None:
         """The file starts with a comment saying what it is and how it is read."""
         assert OFFTOPIC.read_text(encoding="utf-8").startswith("# Off-topic prompts")
+
+
+class TestHeldoutPrompts:
+    """``offtopic_heldout.txt``: the check set, held apart from the tuning set."""
+
+    def test_at_least_100_distinct_well_formed_prompts(self) -> None:
+        """At least 100 prompts, no duplicates, 2 to 40 words, stripped."""
+        prompts = read_offtopic(HELDOUT)
+        assert len(prompts) >= 100
+        normalised = [_normalised(p) for p in prompts]
+        assert len(set(normalised)) == len(normalised)
+        assert [] == [p for p in prompts if not 2 <= len(p.split()) <= 40 or p != p.strip()]
+
+    def test_off_the_chat_topics(self) -> None:
+        """No prompt names one of the chats' topics."""
+        assert [] == [p for p in read_offtopic(HELDOUT) if CHAT_TOPICS.search(p)]
+
+    def test_shares_no_prompt_with_the_tuning_set(self) -> None:
+        """A prompt of the tuning set in the check set would make the check partly tuned."""
+        tuning = {_normalised(p) for p in read_offtopic()}
+        assert [] == [p for p in read_offtopic(HELDOUT) if _normalised(p) in tuning]
 
 
 class TestContentlessPrompts:

@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 
-__all__ = ["corpus_size", "document_frequencies", "tokens_of"]
+__all__ = ["TermStats", "corpus_size", "document_frequencies", "tokens_of", "varints"]
 
 _tok_lock = threading.Lock()
 _tok_conn: sqlite3.Connection | None = None
@@ -83,9 +83,74 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def varints(data: bytes) -> list[int]:
+    """Every varint of ``data``, in order (an FTS5 averages or docsize record)."""
+    out, pos = [], 0
+    while pos < len(data):
+        value, pos = _varint(data, pos)
+        out.append(value)
+    return out
+
+
 def corpus_size(conn: sqlite3.Connection) -> int:
     """The row count FTS5's ``bm25()`` uses (the first varint of its averages record)."""
     row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
     if row is None or not row[0]:
         return 0
     return _varint(bytes(row[0]), 0)[0]
+
+
+#: Forget cached document frequencies past this many tokens (a bound, not a tuning knob).
+_MAX_CACHED = 50_000
+
+
+class TermStats:
+    """One read connection's index statistics, kept while the database does not change.
+
+    ``rows`` and ``avgdl`` are what FTS5's ``bm25()`` uses (its averages
+    record); document frequencies come from ``fts5vocab`` (which counts a
+    word's rows by walking its whole doclist, so common words cost
+    milliseconds) and are cached per token. :meth:`refresh`, called inside
+    each read transaction, drops the cache when ``PRAGMA data_version`` says
+    another connection (another process, or this store's writer) committed, or
+    when this connection changed rows itself (``total_changes``).
+    """
+
+    def __init__(self) -> None:
+        """An empty cache; the first :meth:`refresh` fills ``rows`` and ``avgdl``."""
+        self.rows = 0
+        self.avgdl = 0.0
+        self._df: dict[str, int] = {}
+        self._version: tuple[int, int] | None = None
+        self._vocab = False
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Re-read the averages and forget cached frequencies if the snapshot changed.
+
+        Reading the averages first opens the read snapshot, so the version read
+        next is the snapshot's.
+        """
+        row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        if version == self._version:
+            return
+        self._version = version
+        self._df.clear()
+        values = varints(bytes(row[0])) if row is not None and row[0] else []
+        self.rows = values[0] if values else 0
+        self.avgdl = sum(values[1:]) / self.rows if self.rows else 0.0
+        if not self._vocab:
+            ensure_vocab(conn)
+            self._vocab = True
+
+    def document_frequencies(
+        self, conn: sqlite3.Connection, tokens: Sequence[str]
+    ) -> dict[str, int]:
+        """``{token: rows containing it}`` like :func:`document_frequencies`, cached."""
+        missing = [t for t in set(tokens) if t not in self._df]
+        if missing:
+            if len(self._df) > _MAX_CACHED:
+                self._df.clear()
+            found = document_frequencies(conn, missing)
+            self._df.update({t: found.get(t, 0) for t in missing})
+        return {t: self._df[t] for t in tokens}

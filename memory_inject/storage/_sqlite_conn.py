@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import PersistentStore
+from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteConnections"]
@@ -43,6 +44,7 @@ class SQLiteConnections(PersistentStore):
     _rlock: threading.RLock
     _conn: sqlite3.Connection
     _rconn: sqlite3.Connection
+    _stats: TermStats
 
     # -- opening --------------------------------------------------------------
 
@@ -64,6 +66,8 @@ class SQLiteConnections(PersistentStore):
             if self._path == ":memory:"
             else schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms)
         )
+        # The read connection's index statistics, cached until the data changes.
+        self._stats = TermStats()
 
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:

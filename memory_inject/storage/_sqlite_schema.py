@@ -312,7 +312,8 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     for name, raw in zip(COLUMNS, row, strict=True):
         value = raw
         if raw is not None and (name in _LISTS or name == "scope"):
-            value = json.loads(raw)
+            # Most lists are empty: skip the JSON decoder for them (the hot read path).
+            value = () if raw == "[]" else json.loads(raw)
         elif raw is not None and name == "embedding":
             value = decode_vector(raw)
         fields[name] = value

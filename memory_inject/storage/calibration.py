@@ -5,11 +5,13 @@ score the same whether or not other memories were found, so the renderer's
 floor (``min_relevance_score``) reads as "relevant enough to show".
 
 **Keyword** (:func:`coverage`): the weighted share of the query's content
-terms the row holds. Each term weighs :func:`term_weight`, its idf among the
-store's rows (at least 1), so a rare word counts more than a common one and
-a prompt about something the store never mentions scores low even when one
-common word matches ("where do production deploys go?" against "Bob likes to
-go hiking on weekends": 0.33). A term found in the row's key, content, tags
+terms the row holds, mapped so that the measured operating point reads as
+the default floor (:data:`OPERATING_POINT`). Each term weighs
+:func:`term_weight`, its idf among the store's rows (at least 1), so a rare
+word counts more than a common one and a prompt about something the store
+never mentions scores low even when one common word matches ("where do
+production deploys go?" against "Bob likes to go hiking on weekends": a share
+of 0.33, a score of 0.28). A term found in the row's key, content, tags
 or day words counts fully; found only in the record written just before it
 in its session, half; two records back, a quarter. The stores still *rank*
 keyword hits by BM25 (ties in coverage keep that order): coverage says
@@ -37,6 +39,7 @@ from collections.abc import Sequence
 __all__ = [
     "MAX_SUBSTRING_CHARS",
     "MIN_SUBSTRING_CHARS",
+    "OPERATING_POINT",
     "SUBSTRING_WEIGHT",
     "coverage",
     "fts5_idf",
@@ -79,16 +82,28 @@ def term_weight(rows: int, containing: int) -> float:
     return max(1.0, smoothed_idf(rows, max(containing, 1)))
 
 
-def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
-    """``sum(weight * present) / sum(weight)``: the weighted share of the query a row holds.
+#: The measured operating point: a weighted share of 0.45 of the query's terms
+#: is where showing a hit starts to pay (benchmarks/relevance.py, docs/performance.md),
+#: and it reads as 0.4, the spec's default floor, so the default config keeps
+#: zeroclaw's floor for stores whose scores are given.
+OPERATING_POINT = (0.45, 0.40)
+_EXPONENT = math.log(OPERATING_POINT[1]) / math.log(OPERATING_POINT[0])
 
-    ``present`` is 1 for a term in the row's own text, less for a term only in
-    its context (see the module docstring), 0 for a missing term.
+
+def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
+    """The calibrated score of a keyword hit: the weighted share of the query it holds.
+
+    The share is ``sum(weight * present) / sum(weight)``; ``present`` is 1 for a
+    term in the row's own text, less for a term only in its context (see the
+    module docstring), 0 for a missing term. The share is then raised to the
+    power that maps :data:`OPERATING_POINT` onto the default floor (about
+    1.15): monotone, 0 stays 0 and a hit holding the whole query scores 1.
     """
     total = sum(weights)
     if total <= 0.0:
         return 0.0
-    return min(1.0, sum(w * p for w, p in zip(weights, present, strict=True)) / total)
+    share = min(1.0, sum(w * p for w, p in zip(weights, present, strict=True)) / total)
+    return float(share**_EXPONENT)
 
 
 def vector_score(cosine: float, calibration: tuple[float, float] = (0.0, 1.0)) -> float:

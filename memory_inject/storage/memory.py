@@ -2,11 +2,13 @@
 
 For tests, examples and small agents. It keeps the same :class:`MemoryRecord`
 as the persistent stores and has the same write API (``store``), so code
-written against it runs unchanged on SQLite. Lexical recall is Okapi BM25 over
-key, content and tags, normalised to 0..1 by the batch maximum exactly as the
-SQLite store does, so the renderer's relevance floor means the same thing on
-both. It has no vectors, JSONL, usage counters or namespaces (see
-``docs/storage.md`` for the capabilities of each store).
+written against it runs unchanged on SQLite. Lexical recall ranks by Okapi
+BM25 over key, content and tags and scores each hit as the persistent stores
+do: the idf-weighted share of the query's content terms it holds
+(:func:`~memory_inject.storage.calibration.coverage`), so the renderer's
+relevance floor means the same thing on every store. It has no vectors,
+JSONL, usage counters or namespaces (see ``docs/storage.md`` for the
+capabilities of each store).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
-from memory_inject.storage._lexical import bm25_scores, normalize_batch, stem, tokenize
+from memory_inject.storage._lexical import bm25_scores, stem, tokenize
+from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
 
 __all__ = ["InMemoryStore"]
@@ -27,8 +31,22 @@ __all__ = ["InMemoryStore"]
 _NAMESPACE = "default"
 
 
-def _terms(text: str, *, query: bool = False) -> list[str]:
-    return [stem(w) for w in tokenize(text, drop_stopwords=query)]
+def _terms(text: str) -> list[str]:
+    return [stem(w) for w in tokenize(text)]
+
+
+def _query_terms(query: str) -> list[tuple[str, bool]]:
+    """The query's content words, stemmed like the stored text; ``True`` marks a ``word*``."""
+    out: dict[tuple[str, bool], None] = {}
+    for word, star in content_words(query):
+        out[(word if star else stem(word), star)] = None
+    return list(out)
+
+
+def _holds(tokens: Sequence[str], term: str, prefix: bool) -> bool:
+    if prefix:
+        return any(t.startswith(term) for t in tokens)
+    return term in tokens
 
 
 class InMemoryStore:
@@ -165,23 +183,30 @@ class InMemoryStore:
         now = datetime.now(UTC)
         lo = None if since is None else parse_timestamp(since)
         hi = None if until is None else parse_timestamp(until)
+        time_only = is_time_only(query)
+        terms = [] if time_only else _query_terms(query)
         with self._lock:
             pool = [
                 (r, self._tokens[r.key])
                 for r in reversed(self._records.values())
                 if _live(r, now) and _in_scope(r, session_id, lo, hi, self._shared)
             ]
-        if is_time_only(query):
+            # idf over every stored record, so a score does not depend on the scope.
+            rows = len(self._records)
+            df = [sum(1 for t in self._tokens.values() if _holds(t, *q)) for q in terms]
+        if time_only:
             pool.sort(key=lambda p: p[0].updated_at or p[0].timestamp, reverse=True)
             return [r.to_entry(None) for r, _ in pool[:limit]]
-        raw = bm25_scores(_terms(query, query=True), [toks for _, toks in pool])
-        hits = [(r, s) for (r, _), s in zip(pool, raw, strict=True) if s > 0.0]
-        norm = normalize_batch(s for _, s in hits)
-        ranked = sorted(
-            ((r, n) for (r, _), n in zip(hits, norm, strict=True)),
-            key=lambda p: (-p[1], p[0].id),
-        )
-        return [r.to_entry(s) for r, s in ranked[:limit]]
+        weights = [term_weight(rows, n) for n in df]
+        raw = bm25_scores([w for w, star in terms if not star], [toks for _, toks in pool])
+        hits = []
+        for (r, toks), bm25 in zip(pool, raw, strict=True):
+            present = [1.0 if _holds(toks, *q) else 0.0 for q in terms]
+            cov = coverage(weights, present)
+            if cov > 0.0:
+                hits.append((r, cov, bm25))
+        hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
+        return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
 
     async def arecall(
         self,

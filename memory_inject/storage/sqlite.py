@@ -221,6 +221,7 @@ class SQLiteStore(SQLiteBulk):
                 degraded=degraded,
                 narrow=session_id is not None or since is not None or until is not None,
                 calibration=self._calibration,
+                stats=self._stats,
             ),
             "recall",
         )

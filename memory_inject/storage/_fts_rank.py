@@ -1,0 +1,306 @@
+"""The keyword stage of SQLite recall: candidates from the rarest words, BM25 order, coverage.
+
+FTS5 scores every row that holds any word of an OR query before it knows the
+best ten, and a word found in most rows makes that most of the table (the
+context columns make every word about three times as common). So the stage
+splits the query's phrases by document frequency (``fts5vocab``, cached):
+
+* **drawing** phrases pick and rank the candidates inside FTS5 (``bm25()``
+  over just them): the rarest single words while their rows add up to at most
+  :data:`RANK_BUDGET`, and every prefix or multi-word phrase;
+* **scoring-only** phrases (the other single words) still count in each
+  candidate's BM25: their share is added in Python with FTS5's own formula,
+  from their instances in ``highlight()`` and the row's length in
+  ``memories_fts_docsize``.
+
+A word in at least half of the rows never draws and is not added: FTS5
+floors its idf at 1e-6, so leaving it out changes nothing but near-exact ties
+(it still counts in the coverage score). When the
+whole query's words fit the budget (small stores, and the usual prompt of a
+large one) the order is FTS5's; otherwise a row holding only scoring-only
+words can be missed, as on the PostgreSQL store's ``rank_budget``. When the
+draw finds fewer than k rows, every word but the floored ones draws, and
+then the whole query.
+
+Scores are :func:`~memory_inject.storage.calibration.coverage` of the query,
+unchanged: which phrases a returned row holds, from ``highlight()``, weighed
+by their idf among all rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import define
+
+from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
+from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
+
+__all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
+
+#: bm25() column weights for key, content, tags, the two previous records of
+#: the session and the day words: a key hit counts double, context hits less.
+BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+_BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
+#: What a hit in each indexed column proves for :func:`coverage`.
+_COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+#: FTS5's bm25() constants.
+_K1, _B = 1.2, 0.75
+#: How many FTS hits are ranked before the scope filter.
+WINDOW = 64
+#: The drawing phrases may hold about this many rows between them.
+RANK_BUDGET = 1000
+
+#: highlight() marks; control characters never survive the tokenizer as words.
+_OPEN, _CLOSE = "\x01", "\x02"
+_SPAN = re.compile("\x01([^\x02]*)\x02")
+_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(len(BM25_WEIGHTS)))
+_MARK_ARGS = (_OPEN, _CLOSE) * len(BM25_WEIGHTS)
+
+
+@define
+class _Phrase:
+    text: str  # as written in MATCH
+    tokens: tuple[str, ...]
+    prefix: bool
+    df: int  # rows holding it (single words; the rarest token's otherwise)
+
+    @property
+    def simple(self) -> bool:
+        return len(self.tokens) == 1 and not self.prefix
+
+
+@define
+class _Hit:
+    key: str
+    rid: int
+    score: float  # BM25 (higher is better) over the phrases counted so far
+
+
+def keyword_hits(
+    conn: sqlite3.Connection,
+    stats: TermStats,
+    where: tuple[str, str, Sequence[Any]],
+    words: Sequence[tuple[str, bool]],
+    k: int,
+    *,
+    window: bool = True,
+) -> list[tuple[str, float]]:
+    """The ``k`` best live rows by BM25 (ties by id), each with its coverage score.
+
+    ``where`` is ``(namespace, scope, params)``, the store's live-row filter;
+    ``window`` false (a narrow scope) filters before ranking.
+    """
+    stats.refresh(conn)
+    phrases = [
+        _Phrase(f'"{w}"*' if star else f'"{w}"', ts, star, 0)
+        for w, star in words
+        if (ts := tokens_of(w))
+    ]
+    if not phrases:
+        return []
+    df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
+    for p in phrases:
+        p.df = min(df.get(t, 0) for t in p.tokens)
+    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window=window)
+    # Every hit holds a drawing phrase, so this never walks the common words' rows.
+    extra = [p for p in phrases if p not in draw]
+    match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
+    missing = [h.rid for h in hits if h.rid not in marked]
+    marked.update(_highlights(conn, match, missing))
+    weights = [term_weight(stats.rows, p.df) for p in phrases]
+    return [(h.key, _coverage(phrases, weights, marked.get(h.rid, []))) for h in hits]
+
+
+def _match(phrases: Sequence[_Phrase]) -> str:
+    return " OR ".join(p.text for p in phrases)
+
+
+def _split(phrases: Sequence[_Phrase], rows: int) -> tuple[list[_Phrase], list[_Phrase]]:
+    """``(drawing, scoring-only)``: see the module docstring."""
+    draw = [p for p in phrases if not p.simple]
+    rest = sorted((p for p in phrases if p.simple), key=lambda p: p.df)
+    total = 0
+    while rest and 2 * rest[0].df < rows and (not draw or total + rest[0].df <= RANK_BUDGET):
+        total += rest[0].df
+        draw.append(rest.pop(0))
+    if not draw:  # every word is in half the rows: nothing is rare
+        return list(phrases), []
+    return draw, rest
+
+
+_MarkedRow = list[list[str]]
+_Marked = dict[int, _MarkedRow]
+
+
+def _ranked(
+    conn: sqlite3.Connection,
+    stats: TermStats,
+    where: tuple[str, str, Sequence[Any]],
+    phrases: Sequence[_Phrase],
+    k: int,
+    *,
+    window: bool,
+) -> tuple[list[_Hit], list[_Phrase], _Marked]:
+    """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
+    draw, extra = _split(phrases, stats.rows)
+    while True:
+        hits, last = _candidates(conn, where, _match(draw), k, window=window)
+        # Floored words would add about 1e-6: they are left to break ties.
+        counted = [p for p in extra if 2 * p.df < stats.rows]
+        marked = _add_bm25(conn, stats, draw, counted, hits) if counted else {}
+        if len(counted) < len(extra):
+            marked = {}  # their marks lack the floored words
+        hits.sort(key=lambda h: (-h.score, h.key))
+        enough = len(hits) >= k
+        if last is None:
+            if enough or not extra:
+                return hits[:k], draw, marked
+        elif enough and (extra or hits[k - 1].score > last):
+            # Without scoring-only words this is exact: nothing left out can tie.
+            return hits[:k], draw, marked
+        movable = [p for p in extra if 2 * p.df < stats.rows]
+        if last is not None or not movable:
+            break
+        # The rare words found too few rows: draw from every word but the floored ones.
+        draw += movable
+        extra = [p for p in extra if p not in movable]
+    # Too few hits even so (or a window the scope emptied): rank the whole query.
+    every = list(phrases)
+    if window:
+        hits, last = _candidates(conn, where, _match(every), k, window=True)
+        hits.sort(key=lambda h: (-h.score, h.key))
+        if last is None or (len(hits) >= k and hits[k - 1].score > last):
+            return hits[:k], every, {}
+    hits, _ = _candidates(conn, where, _match(every), k, window=False, exact=True)
+    return hits, every, {}
+
+
+def _candidates(
+    conn: sqlite3.Connection,
+    where: tuple[str, str, Sequence[Any]],
+    match: str,
+    k: int,
+    *,
+    window: bool,
+    exact: bool = False,
+) -> tuple[list[_Hit], float | None]:
+    """Live rows by BM25 over ``match``, and the best score a live match left out may have.
+
+    The bound is None when no live match was left out. With ``window``, the
+    best FTS hits are ranked on the index alone and only those are joined to
+    their rows (joining every hit costs as much as ranking it); otherwise
+    the join comes first. ``exact`` asks for the ``k`` best, complete.
+    """
+    namespace, scope, params = where
+    size = k if exact else max(WINDOW, 4 * k)
+    if window:
+        top = conn.execute(
+            f"SELECT rowid, -bm25(memories_fts, {_BM25_ARGS}) AS score "  # noqa: S608
+            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?",
+            (match, size),
+        ).fetchall()
+        score_of = {int(rid): float(score) for rid, score in top}
+        # The unary + keeps the planner on the rowid lookups: left to itself it
+        # walks the whole namespace index and tests each row against the list.
+        live = conn.execute(
+            "SELECT rid, id FROM memories WHERE rid IN (SELECT value FROM json_each(?)) "  # noqa: S608
+            f"AND +namespace = ? AND {scope}",
+            (json.dumps(list(score_of)), namespace, *params),
+        ).fetchall()
+        hits = [_Hit(str(i), int(r), score_of[int(r)]) for r, i in live]
+        return hits, (float(top[-1][1]) if len(top) == size else None)
+    sql = (
+        f"SELECT m.id, -bm25(memories_fts, {_BM25_ARGS}) AS score, m.rid "  # noqa: S608
+        "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND m.namespace = ? AND {scope} "
+        "ORDER BY score DESC, m.id LIMIT ?"
+    )
+    rows = conn.execute(sql, (match, namespace, *params, size)).fetchall()
+    hits = [_Hit(str(i), int(r), float(s)) for i, s, r in rows]
+    return hits, (hits[-1].score if len(hits) == size and not exact else None)
+
+
+def _highlights(conn: sqlite3.Connection, match: str, rids: Sequence[int]) -> _Marked:
+    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``."""
+    if not rids:
+        return {}
+    # +rowid: a pushed-down rowid constraint re-opens the query once per row.
+    sql = (
+        f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
+        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+    )
+    out: _Marked = {}
+    for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
+        cols: list[list[str]] = []
+        for text in row[1:]:
+            marked: list[str] = []
+            if text and _OPEN in text:
+                for span in _SPAN.findall(text):
+                    marked.extend(tokens_of(span))
+            cols.append(marked)
+        out[int(row[0])] = cols
+    return out
+
+
+def _add_bm25(
+    conn: sqlite3.Connection,
+    stats: TermStats,
+    draw: Sequence[_Phrase],
+    extra: Sequence[_Phrase],
+    hits: Sequence[_Hit],
+) -> _Marked:
+    """Add the ``extra`` phrases' share of FTS5's bm25() to each hit's score, in place.
+
+    Every instance of a phrase is marked by ``highlight()`` (overlapping
+    instances share a span, so each marked token counts), weighed by its
+    column; ``D`` is the row's token count, ``avgdl`` the index's mean. Returns
+    the marks of the hits holding an extra phrase (all phrases marked).
+    """
+    match = f"({_match(draw)}) AND ({_match(extra)})"
+    marked = _highlights(conn, match, [h.rid for h in hits])
+    if not marked:
+        return marked
+    sizes = {
+        int(i): sum(varints(bytes(sz)))
+        for i, sz in conn.execute(
+            "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(marked)),),
+        )
+    }
+    idf = [fts5_idf(stats.rows, p.df) for p in extra]
+    avgdl = stats.avgdl or 1.0
+    for h in hits:
+        cols = marked.get(h.rid)
+        if cols is None:
+            continue
+        norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
+        for p, w in zip(extra, idf, strict=True):
+            token = p.tokens[0]
+            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=True))
+            if f > 0.0:
+                h.score += w * (f * (_K1 + 1.0)) / (f + norm)
+    return marked
+
+
+def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:
+    """The row's :func:`coverage` of the query from its marked tokens per column."""
+    present = [0.0] * len(phrases)
+    for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
+        if not toks:
+            continue
+        held = set(toks)
+        for i, p in enumerate(phrases):
+            if present[i] < weight and _holds(held, p.tokens, p.prefix):
+                present[i] = weight
+    return coverage(weights, present)
+
+
+def _holds(tokens: set[str], term: tuple[str, ...], prefix: bool) -> bool:
+    if prefix:
+        return all(any(t.startswith(p) for t in tokens) for p in term)
+    return all(t in tokens for t in term)

@@ -1,0 +1,91 @@
+"""SQLite's context columns (schema v3, issue 14): session neighbours and day words in the index."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage.calibration import coverage
+from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.sqlite import SQLiteStore
+
+DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SQLiteStore:
+    s = SQLiteStore(tmp_path / "m.db")
+    s.store("q", "Alice: which trail did you pick for the weekend?", "core", session_id="chat")
+    s.store("a", "Bob: the ridge loop, it has the best views", "core", session_id="chat")
+    s.store("other", "Carol: the ridge loop is closed", "core", session_id="elsewhere")
+    s.store("fact", "The quarterly audit is due in June.", "core", timestamp=DAY)
+    return s
+
+
+def context_of(store: SQLiteStore, key: str) -> tuple[str | None, str | None, str | None]:
+    conn = sqlite3.connect(store.path)
+    try:
+        row = conn.execute(
+            "SELECT ctx_prev, ctx_prev2, ctx_day FROM memories WHERE key = ?", (key,)
+        ).fetchone()
+    finally:
+        conn.close()
+    return row[0], row[1], row[2]
+
+
+class TestNeighbours:
+    def test_a_record_indexes_the_previous_records_of_its_session(self, store: SQLiteStore) -> None:
+        """The reply carries the question it answers; another session's rows never do."""
+        prev, prev2, _ = context_of(store, "a")
+        assert ("Alice: which trail did you pick for the weekend?", None) == (prev, prev2)
+        assert (None, None) == context_of(store, "other")[:2]
+
+    def test_a_sessionless_record_gets_no_neighbours_only_day_words(
+        self, store: SQLiteStore
+    ) -> None:
+        """Facts outside a session stream are indexed on their own text and date."""
+        assert (None, None, "8 May 2023") == context_of(store, "fact")
+
+    def test_a_question_restating_the_previous_turn_finds_the_reply(
+        self, store: SQLiteStore
+    ) -> None:
+        """The words live in the question; the answer is the record after it."""
+        found = {e.key: e.score or 0.0 for e in store.recall("which trail for the weekend", 5)}
+        assert {"q", "a"} <= set(found)
+        assert found["q"] == 1.0
+        # Found only through its neighbour: half credit, on the calibrated scale.
+        assert found["a"] == pytest.approx(coverage([1.0], [0.5]), abs=1e-9)
+        assert found["a"] < found["q"]
+
+    def test_a_date_in_words_finds_the_record_of_that_day(self, store: SQLiteStore) -> None:
+        """'8 May 2023' in the prompt matches the day words of a record written then."""
+        assert "fact" in [e.key for e in store.recall("what happened on 8 May 2023", 5)]
+
+
+class TestMigrationToContextColumns:
+    def test_a_version_2_file_gains_neighbours_and_day_words(self, tmp_path: Path) -> None:
+        """Rows written before v3 are indexed with their context when the file is opened."""
+        path = tmp_path / "old.db"
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            schema.migrate(conn, target=2)
+            for key, content in (
+                ("q", "Alice: which trail did you pick?"),
+                ("a", "Bob: the ridge loop"),
+            ):
+                row = schema.record_to_row(
+                    MemoryRecord(key=key, content=content, session_id="chat", timestamp=DAY)
+                )
+                conn.execute(
+                    f"INSERT INTO memories ({schema.SELECT}) VALUES ({', '.join('?' * len(row))})",
+                    row,
+                )
+        finally:
+            conn.close()
+        with SQLiteStore(path) as s:
+            assert ("Alice: which trail did you pick?", None, "8 May 2023") == context_of(s, "a")
+            assert "a" in [e.key for e in s.recall("which trail", 5)]

@@ -1,0 +1,145 @@
+"""The SQLite keyword stage: rarest-word draw, BM25 order and coverage against the old stage."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memory_inject.storage import _fts_rank
+from memory_inject.storage._fts_rank import keyword_hits
+from memory_inject.storage._fts_terms import TermStats
+from memory_inject.storage.fusion import content_words, fts_match
+from memory_inject.storage.sqlite import _LIVE, SQLiteStore
+from tests.storage._sqlite_reference import reference_hits
+
+_FAR = "2999-01-01T00:00:00.000000Z"
+_WORDS = [f"w{i}" for i in range(300)]
+
+
+def _sentence(rng: random.Random) -> str:
+    # Zipf-like: low indexes are common, so some words sit in most rows.
+    return " ".join(_WORDS[min(299, int(rng.paretovariate(0.7)) - 1)] for _ in range(12))
+
+
+@pytest.fixture(scope="module")
+def zipf_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 600-row store of Zipf-like sentences in 6 sessions, some forgotten."""
+    path = tmp_path_factory.mktemp("rank") / "memory.db"
+    rng = random.Random(7)
+    with SQLiteStore(path, synchronous="OFF") as store:
+        for i in range(600):
+            store.store(f"k{i}", _sentence(rng), "core", session_id=f"s{i % 6}")
+        for i in range(0, 600, 37):
+            store.forget(f"k{i}")
+    return path
+
+
+def _queries() -> list[str]:
+    rng = random.Random(11)
+    out = []
+    for _ in range(120):
+        words = [rng.choice(_WORDS[:8]), rng.choice(_WORDS[8:60]), rng.choice(_WORDS[60:])]
+        out.append(" ".join(rng.sample(words, rng.randint(1, 3))) + rng.choice(["", " w2*", "?"]))
+    return out
+
+
+#: Below this BM25 a row holds only words FTS5 floors at idf 1e-6: their order is near exact.
+_FLOORED = 1e-3
+
+
+def _both(
+    conn: sqlite3.Connection, query: str, *, session: str | None
+) -> tuple[list[tuple[str, float]], list[tuple[str, float, float]]]:
+    scope, params = _LIVE, [_FAR]
+    if session is not None:
+        scope += " AND session_id = ?"
+        params.append(session)
+    where = ("default", scope, params)
+    words = content_words(query)
+    match = fts_match(words)
+    assert match is not None
+    new = keyword_hits(conn, TermStats(), where, words, 20, window=session is None)
+    return new, reference_hits(conn, where, words, match, 20, window=session is None)
+
+
+def _bm25(conn: sqlite3.Connection, query: str, key: str) -> float:
+    sql = (
+        "SELECT -bm25(memories_fts, 2.0, 1.0, 1.0, 0.5, 0.25, 1.0) FROM memories_fts "
+        "WHERE memories_fts MATCH ? AND rowid = (SELECT rid FROM memories WHERE key = ?)"
+    )
+    return float(conn.execute(sql, (fts_match(content_words(query)), key)).fetchone()[0])
+
+
+class TestKeywordHits:
+    @pytest.mark.parametrize("session", [None, "s3"])
+    def test_same_hits_and_scores_as_the_whole_query(
+        self, zipf_store: Path, session: str | None
+    ) -> None:
+        """In budget, the draw ranks by the whole query's BM25 (ties within 1e-4 may swap)."""
+        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+            for query in _queries():
+                new, old = _both(conn, query, session=session)
+                ranked = [bm25 for _, _, bm25 in old if bm25 > _FLOORED]
+                full = [_bm25(conn, query, key) for key, _ in new[: len(ranked)]]
+                reference = {key: score for key, score, _ in old}
+                assert len(old) == len(new)
+                assert pytest.approx(ranked, abs=1e-4) == full, query
+                assert all(reference.get(key, score) == score for key, score in new)
+
+    @pytest.mark.parametrize("session", [None, "s3"])
+    def test_a_tight_budget_keeps_each_rows_score(
+        self, zipf_store: Path, monkeypatch: pytest.MonkeyPatch, session: str | None
+    ) -> None:
+        """Past the budget a memory scores the same coverage for the same prompt."""
+        monkeypatch.setattr(_fts_rank, "RANK_BUDGET", 5)
+        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+            for query in _queries():
+                new, old = _both(conn, query, session=session)
+                reference = {key: score for key, score, _ in old}
+                assert len(old) == len(new)
+                for key, score in new:
+                    if key in reference:
+                        assert reference[key] == score, (query, key)
+
+    def test_too_few_rare_hits_fall_back_to_common_words(self, tmp_path: Path) -> None:
+        """Rows holding only a word found in most rows still fill the hits."""
+        with SQLiteStore(tmp_path / "m.db") as store:
+            for i in range(10):
+                store.store(f"k{i}", f"the garden note {i}", "core")
+            store.store("rare", "garden zucchini", "core")
+            found = store.recall("garden zucchini", 5)
+        assert "rare" == found[0].key
+        assert 5 == len(found)
+
+
+class TestTermStats:
+    def test_another_connections_write_is_seen(self, tmp_path: Path) -> None:
+        """Cached document frequencies are dropped when another connection commits."""
+        path = tmp_path / "m.db"
+        with SQLiteStore(path) as reader, SQLiteStore(path) as writer:
+            writer.store("a", "apple pie", "core")
+            writer.store("b", "banana bread", "core")
+            first = reader.recall("apple banana", 5)
+            writer.store("c", "apple crumble", "core")
+            second = reader.recall("apple banana", 5)
+            with SQLiteStore(path) as fresh:
+                expected = fresh.recall("apple banana", 5)
+        assert ["a", "b"] == sorted(e.key for e in first)
+        assert [(e.key, e.score) for e in expected] == [(e.key, e.score) for e in second]
+
+    def test_own_writes_on_one_connection_are_seen(self) -> None:
+        """In ``:memory:`` reads share the writer's connection; its changes count too."""
+        with SQLiteStore(":memory:") as store:
+            store.store("a", "apple pie", "core")
+            store.store("b", "banana bread", "core")
+            store.recall("apple banana", 5)
+            store.store("c", "apple crumble", "core")
+            again = store.recall("apple banana", 5)
+            stats = TermStats()
+            conn = store._rconn
+            stats.refresh(conn)
+            assert {"appl": 2} == stats.document_frequencies(conn, ["appl"])
+        assert {"a", "b", "c"} == {e.key for e in again}
