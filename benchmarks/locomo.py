@@ -12,7 +12,9 @@ session. For each question:
 Run: ``python benchmarks/locomo.py`` (lexical, hashing-vector and hybrid
 recall; add ``--minilm`` to also try all-MiniLM-L6-v2 when the
 ``sentence-transformers`` extra is installed, ``--minilm-onnx`` for the same
-model from the ``minilm-onnx`` extra, ``--only-models`` to skip the hashing rows).
+model from the ``minilm-onnx`` extra, ``--only-models`` to skip the hashing rows;
+``--backend postgres`` runs the same on PostgreSQL, one table per store, on a
+private server unless ``--dsn``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean, recall_at
+from benchmarks._locomo_data import (
+    DEFAULT_DATA,
+    backend,
+    build_store,
+    evaluation_now,
+    load,
+    mean,
+    recall_at,
+)
 from memory_inject import MemoryInjectConfig, RerankConfig, render_memory_context
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage import MODEL_FUSION, Fusion
@@ -92,9 +102,19 @@ def main() -> None:
     ap.add_argument("--minilm", action="store_true")
     ap.add_argument("--minilm-onnx", action="store_true", help="the minilm-onnx extra's model")
     ap.add_argument("--only-models", action="store_true", help="skip the hashing rows")
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--dsn", default=None, help="postgres: an existing server (default: private)")
     args = ap.parse_args()
+    with backend(args.backend, args.dsn):
+        _main(args)
+
+
+def _main(args: argparse.Namespace) -> None:
     records, queries = load(args.data)
-    print(f"LoCoMo dev: {sum(map(len, records.values()))} records, {len(queries)} questions\n")
+    print(
+        f"LoCoMo dev ({args.backend}): {sum(map(len, records.values()))} records, "
+        f"{len(queries)} questions\n"
+    )
 
     pipelines: dict[str, Callable[[datetime], MemoryInjectConfig]] = {
         "decay (default)": lambda now: MemoryInjectConfig(),

@@ -53,7 +53,8 @@ start); the output says which method produced the numbers.
 
 Run: ``python benchmarks/relevance.py [--data DIR] [--floors 0,0.1,...]
 [--json out.json] [--exact] [--embedder hashing|sentence-transformers|minilm-onnx]
-[--fusion default|weighted|minmax]``.
+[--fusion default|weighted|minmax] [--backend postgres]`` (PostgreSQL: one
+table per store, on a private server unless ``--dsn``).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo_data import (
     DEFAULT_DATA,
     LAYOUTS,
+    backend,
     build_store,
     evaluation_now,
     load,
@@ -86,7 +88,8 @@ from benchmarks._locomo_data import (
 )
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
 from memory_inject.embedders import make_embedder
-from memory_inject.storage import MODEL_FUSION, Fusion, SQLiteStore
+from memory_inject.storage import MODEL_FUSION, Fusion
+from memory_inject.storage._base import PersistentStore
 from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
@@ -253,7 +256,7 @@ class Sweeper:
         self.zero = attrs.evolve(self.base, min_relevance_score=0.0)
 
     def render(
-        self, store: SQLiteStore, text: str, cfg: MemoryInjectConfig, now: datetime
+        self, store: PersistentStore, text: str, cfg: MemoryInjectConfig, now: datetime
     ) -> Scored:
         """One render's entries with their scores, counting failed renders."""
         res = render_memory_context(store, text, config=cfg, now=now)
@@ -261,14 +264,18 @@ class Sweeper:
             self.failures += 1
         return tuple((e.key, e.score) for e in res.entries)
 
-    def exact(self, store: SQLiteStore, text: str, now: datetime) -> dict[float, tuple[str, ...]]:
+    def exact(
+        self, store: PersistentStore, text: str, now: datetime
+    ) -> dict[float, tuple[str, ...]]:
         """A real render per floor."""
         return {
             f: tuple(k for k, _ in self.render(store, text, c, now))
             for f, c in self.configs.items()
         }
 
-    def sweep(self, store: SQLiteStore, text: str, now: datetime) -> dict[float, tuple[str, ...]]:
+    def sweep(
+        self, store: PersistentStore, text: str, now: datetime
+    ) -> dict[float, tuple[str, ...]]:
         """The block at every floor; ``SweepMismatchError`` if filtering disagrees with a render."""
         self.seen += 1
         if not self.fast:
@@ -496,7 +503,8 @@ def print_report(rep: dict[str, Any]) -> None:
     """The report as markdown tables."""
     d = rep["default"]
     print(
-        f"LoCoMo dev: {rep['records']} records in {rep['stores']} stores, "
+        f"LoCoMo dev ({rep.get('backend', 'sqlite')}): {rep['records']} records in "
+        f"{rep['stores']} stores, "
         f"{rep['questions']} questions; {rep['offtopic_prompts']} off-topic and "
         f"{rep['contentless_prompts']} contentless prompts, each against every store\n"
     )
@@ -593,18 +601,22 @@ def main() -> None:
         "ids, or one session in random order (context expansion fed unrelated neighbours)",
     )
     ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--dsn", default=None, help="postgres: an existing server (default: private)")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rep = measure(
-        args.data,
-        args.floors,
-        exact=args.exact,
-        verify_every=args.verify_every,
-        embedder=args.embedder,
-        layout=args.layout,
-        offtopic_file=args.offtopic,
-        fusion=args.fusion,
-    )
+    with backend(args.backend, args.dsn):
+        rep = measure(
+            args.data,
+            args.floors,
+            exact=args.exact,
+            verify_every=args.verify_every,
+            embedder=args.embedder,
+            layout=args.layout,
+            offtopic_file=args.offtopic,
+            fusion=args.fusion,
+        )
+    rep["backend"] = args.backend
     rep["layout"] = args.layout
     rep["seconds"] = time.perf_counter() - t0
     rep["embedder"] = args.embedder

@@ -18,8 +18,9 @@ from psycopg import sql
 
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage._pg_conn import PostgresConnections, translate_errors
+from memory_inject.storage._pg_context import merge_with_context
 from memory_inject.storage._pg_queries import Queries, Stmt
-from memory_inject.storage._pg_schema import hnsw_index, record_params, row_to_record
+from memory_inject.storage._pg_schema import COLUMNS, hnsw_index, record_params, row_to_record
 
 __all__ = [
     "PostgresBulk",
@@ -46,6 +47,9 @@ class PostgresBulk(PostgresConnections):
 
     _q: Queries
     _vectors: bool
+
+    def _stats_changed(self) -> None:
+        """Called before a write: the store forgets statistics the write makes stale."""
 
     def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
         """Write every row of this namespace, forgotten and superseded ones included."""
@@ -97,10 +101,12 @@ class PostgresBulk(PostgresConnections):
             rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
             if rebuild:
                 cur.execute(hnsw_drop(self._q))
-            cur.execute(stage_merge(self._q))
+            merge = stage_merge(self._q)
+            cur.execute(merge.query, merge.params)
             if rebuild:
                 for stmt in hnsw_rebuild(self._q):
                     cur.execute(stmt)
+        self._stats_changed()
         return n
 
     def _rebuild_wanted(self, cur: psycopg.Cursor[Any], n: int, wanted: bool | None) -> bool:
@@ -169,15 +175,14 @@ def hnsw_rebuild(q: Queries) -> list[sql.Composed]:
     ]
 
 
-def stage_merge(q: Queries) -> sql.Composed:
-    # The last line wins for a repeated key; rows go in in file order (rid order).
-    """Upsert the staged rows into the table in file order; a repeated key's last line wins."""
-    return sql.SQL(
-        "INSERT INTO {t} ({cols}) SELECT {cols} FROM ("
-        'SELECT DISTINCT ON ("key") * FROM {s} ORDER BY "key", _seq DESC'
-        ") AS last ORDER BY _seq "
-        'ON CONFLICT (namespace, "key") DO UPDATE SET {assign}'
-    ).format(t=q.t, cols=q.all, s=_STAGE, assign=q.assignments(()))
+def stage_merge(q: Queries) -> Stmt:
+    """Upsert the staged rows into the table in file order; a repeated key's last line wins.
+
+    New rows of a session get their predecessors as context
+    (:func:`~memory_inject.storage._pg_context.merge_with_context`).
+    """
+    query = merge_with_context(q.t, _STAGE, COLUMNS, q.assignments(()))
+    return Stmt(query, {"ns": q.ns}, rows=False)
 
 
 def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -16,14 +16,14 @@ from typing import Any
 from attrs import frozen
 from psycopg import sql
 
+from memory_inject.storage._pg_context import RANK_WEIGHTS, context_values
 from memory_inject.storage._pg_schema import COLUMNS, RECALL_COLUMNS, TableNames
+from memory_inject.storage._pg_terms import DF_CAP, EXACT_ROWS, TermStats
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 
-# The keyword stage ranks roughly this share of the table at most (tuned on the
-# LoCoMo dev half, where it acts like BM25's IDF: R@5 0.485 -> 0.544, R@10 0.564 -> 0.619).
-_RANK_FRACTION = 0.03
-_RANK_FLOOR = 50.0
+_NAMESPACE = COLUMNS.index("namespace")
+_SESSION = COLUMNS.index("session_id")
 
 
 @frozen
@@ -42,29 +42,6 @@ class Scope:
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-
-
-@frozen
-class TermStats:
-    """The keyword stage's ranking budget and the lexemes that weigh on it.
-
-    ``lexemes``/``rows`` are the table's common lexemes (ANALYZE's most common
-    elements of ``tsv``) with their estimated row counts, kept only when they
-    are big enough to matter against ``budget``.
-    """
-
-    budget: float = 0.0
-    lexemes: tuple[str, ...] = ()
-    rows: tuple[float, ...] = ()
-
-    @classmethod
-    def build(
-        cls, lexemes: Sequence[str], rows: Sequence[float], table_rows: float, cap: int
-    ) -> TermStats:
-        """The budget is ~3% of the table (at least 50 rows, at most ``cap``)."""
-        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * float(table_rows)))
-        kept = [(w, float(n)) for w, n in zip(lexemes, rows, strict=True) if n > budget / 8]
-        return cls(budget, tuple(w for w, _ in kept), tuple(n for _, n in kept))
 
 
 def _cols(names: Sequence[str]) -> sql.Composed:
@@ -131,8 +108,18 @@ class Queries:
         limit: int,
         words: str | None = None,
         terms: TermStats | None = None,
+        *,
+        probes: Sequence[str] = (),
+        frequencies: Sequence[str] = (),
     ) -> Stmt:
-        """Rank matches of ``tsquery`` with ts_rank_cd.
+        """Rank matches of ``tsquery`` with ts_rank_cd, and say which query lexemes each holds.
+
+        Each row ends with its rank, whether it matches each of the tsqueries
+        ``probes`` (which labels of its tsvector hold a query lexeme), then
+        how many rows of the whole table match each of the tsqueries
+        ``frequencies``, capped at ``DF_CAP`` (the same on every
+        row, computed once). Only parameters vary, so psycopg prepares the
+        statement after a few runs and the planning cost goes.
 
         ts_rank_cd costs a few microseconds a row and ignores how common a
         word is, so a prompt holding a word found in half the table ranks half
@@ -144,44 +131,77 @@ class Queries:
         from flooding the candidates.
         """
         where, params = self._live(scope)
-        params = {**params, "tsq": tsquery, "lim": limit}
-        if words is None or terms is None:
-            query = sql.SQL(
-                "SELECT {cols}, ts_rank_cd(tsv, tq.q) AS rank "
+        params = {
+            **params,
+            "tsq": tsquery,
+            "lim": limit,
+            "probe": list(probes),
+            "dfq": list(frequencies),
+            "cap": DF_CAP,
+        }
+        rank = sql.SQL("ts_rank_cd({w}::float4[], tsv, tq.q)").format(w=sql.Literal(RANK_WEIGHTS))
+        if words is None or terms is None or not terms.lexemes:
+            head: sql.Composable = sql.SQL("")
+            inner = sql.SQL(
+                "SELECT {cols}, tsv, {rank} AS rank "
                 "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
                 "WHERE {where} AND tsv @@ tq.q ORDER BY rank DESC, id LIMIT %(lim)s"
-            ).format(cols=self.rec, t=self.t, where=where)
-            return Stmt(query, params)
+            ).format(cols=self.rec, rank=rank, t=self.t, where=where)
+        else:
+            head = sql.SQL(
+                "WITH lex AS ("
+                " SELECT l, coalesce(c.n, 0) AS n"
+                " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
+                " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
+                " ON c.lexeme = l"
+                "), kept AS ("
+                " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
+                " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
+                " WHERE r.cum <= %(budget)s OR r.rn = 1"
+                "), tq AS ("
+                " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
+                "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+                " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
+                ") "
+            ).format()
+            inner = sql.SQL(
+                "SELECT {cols}, tsv, {rank} AS rank FROM {t}, tq "
+                "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
+            ).format(cols=self.rec, rank=rank, t=self.t, where=where)
+            params.update(
+                words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
+            )
+        # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
+        extra = sql.SQL(
+            ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
+            "WHERE d.tsv @@ x.q LIMIT %(cap)s) AS c) "
+            "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
+        ).format(t=self.t)
         query = sql.SQL(
-            "WITH lex AS ("
-            " SELECT l, coalesce(c.n, 0) AS n"
-            " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
-            " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
-            " ON c.lexeme = l"
-            "), kept AS ("
-            " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
-            " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
-            " WHERE r.cum <= %(budget)s OR r.rn = 1"
-            "), tq AS ("
-            " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
-            "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-            " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
-            ") "
-            "SELECT {cols}, ts_rank_cd(tsv, tq.q) AS rank FROM {t}, tq "
-            "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=self.rec, t=self.t, where=where)
-        params.update(
-            words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
+            "{head}SELECT {kcols}, k.rank, ARRAY(SELECT k.tsv @@ x.q "
+            "FROM unnest(%(probe)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i){extra} "
+            "FROM ({inner}) AS k ORDER BY k.rank DESC, k.id"
+        ).format(
+            head=head,
+            kcols=sql.SQL(", ").join(sql.Identifier("k", c) for c in RECALL_COLUMNS),
+            extra=extra,
+            inner=inner,
         )
         return Stmt(query, params)
 
     def term_stats(self) -> Stmt:
-        """ANALYZE's common lexemes of ``tsv`` with their row estimates, and the table's rows."""
+        """ANALYZE's common lexemes of ``tsv`` with their row estimates, and the table's rows.
+
+        The last column is the exact row count when the table is small (or
+        was never analyzed), else NULL.
+        """
         query = sql.SQL(
             "SELECT coalesce(array_agg(m.e ORDER BY m.e) FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
             " coalesce(array_agg(m.f * c.reltuples ORDER BY m.e)"
             " FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
-            " max(c.reltuples)"
+            " max(c.reltuples),"
+            " CASE WHEN coalesce(max(c.reltuples), -1) < {exact}"
+            " THEN (SELECT count(*) FROM {t}) END"
             " FROM pg_class AS c"
             " JOIN pg_namespace AS ns ON ns.oid = c.relnamespace"
             " LEFT JOIN pg_stats AS s ON s.schemaname = ns.nspname AND s.tablename = c.relname"
@@ -189,7 +209,7 @@ class Queries:
             " LEFT JOIN LATERAL unnest(s.most_common_elems::text::text[],"
             " s.most_common_elem_freqs) AS m(e, f) ON true"
             " WHERE c.oid = to_regclass(%(rel)s)"
-        ).format()
+        ).format(exact=sql.Literal(EXACT_ROWS), t=self.t)
         return Stmt(query, {"rel": self.t.as_string()})
 
     def nearest(self, scope: Scope, vector: str, limit: int) -> Stmt:
@@ -280,22 +300,26 @@ class Queries:
         """Insert ``params`` (one per column), or update the row under its key; returns the row.
 
         The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
-        values on update. The statement is built once per ``keep``.
+        values on update. A new row of a session gets its two predecessors as
+        context (``_pg_context``); an update keeps the row's. The statement is
+        built once per ``keep``.
         """
         key = tuple(keep)
         query = self._upserts.get(key)
         if query is None:
             query = sql.SQL(
-                "INSERT INTO {t} ({cols}) VALUES ({ph}) "
+                "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) VALUES ({ph}, {ctx}) "
                 'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} RETURNING {cols}'
             ).format(
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
+                ctx=context_values(self.t),
                 assign=self.assignments(key),
             )
             self._upserts[key] = query
-        return Stmt(query, params)
+        stream = [params[_NAMESPACE], params[_SESSION]]
+        return Stmt(query, [*params, *stream, *stream])
 
     def forget(self, key: str) -> Stmt:
         """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount."""

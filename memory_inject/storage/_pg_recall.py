@@ -5,29 +5,51 @@
 so the sync and the async store drive the very same logic.
 User text never reaches ``to_tsquery`` syntax: the prompt is reduced to
 ``\\w+`` tokens, each single-quoted, OR-ed (``'tok1' | 'tok2'``).
+
+Every path scores on the calibrated scale of
+:mod:`memory_inject.storage.calibration`, as the SQLite store does: keyword
+hits are ranked by ``ts_rank_cd`` and scored by their coverage of the query
+(``_pg_terms``), vector hits by :func:`vector_score`, both fused by
+:func:`fuse`, and LIKE hits by :func:`substring_score`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from attrs import define
+from attrs import define, field
 
 from memory_inject.models import MemoryEntry
-from memory_inject.storage._lexical import STOPWORDS, tokenize
+from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import RECALL_COLUMNS, row_to_record
-from memory_inject.storage.fusion import Fusion, RecallInfo, fuse
-from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage._pg_terms import (
+    frequency_queries,
+    lexeme_stmt,
+    probes,
+    remember,
+    score_hits,
+    terms_of,
+    to_count,
+)
+from memory_inject.storage.calibration import (
+    MAX_SUBSTRING_CHARS,
+    MIN_SUBSTRING_CHARS,
+    substring_score,
+    vector_score,
+)
+from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fuse
 
-__all__ = ["Plan", "like_patterns", "recall_steps", "tsquery_text"]
+__all__ = ["Plan", "like_patterns", "like_words", "recall_steps", "tsquery_text"]
 
-_TOKEN = re.compile(r"(\w+)(\*?)")
-_MAX_TERMS = 32
+_MAX_TERMS = 64
 _MAX_LIKE_WORDS = 8
+#: The keyword stage ranks at least this many hits by ts_rank_cd before they
+#: are ordered by their calibrated score (ts_rank_cd knows no idf).
+_KEYWORD_WINDOW = 64
+_ID = RECALL_COLUMNS.index("id")
 
 
 @define
@@ -37,6 +59,8 @@ class Plan:
     ``rank_budget`` caps the keyword stage's ranking work (see
     :meth:`Queries.keyword`); ``terms`` are the statistics it needs, or None
     to read them first (the store caches them between recalls).
+    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair and
+    ``lexemes`` the store's cache of query words' lexemes (``_pg_terms``).
     """
 
     q: Queries
@@ -49,30 +73,40 @@ class Plan:
     rank_budget: int | None = None
     terms: TermStats | None = None
     terms_read: bool = False
-
-
-def _query_terms(query: str) -> list[tuple[str, str]]:
-    """``(word, "*" or "")`` for each token; function words go unless nothing else is left."""
-    found = _TOKEN.findall(query.lower())
-    return [(w, p) for w, p in found if w not in STOPWORDS] or found
+    calibration: tuple[float, float] = (0.0, 1.0)
+    lexemes: dict[str, tuple[str, ...]] = field(factory=dict)
 
 
 def tsquery_text(query: str) -> str | None:
-    """``'tok1' | 'tok2':* ...`` from the query's word tokens, or None when it has none.
+    """``'tok1' | 'tok2':* ...`` from the query's content words, or None when it has none.
 
-    The commonest function words are dropped unless nothing else is left; a
-    trailing ``*`` makes a prefix term. Only ``\\w`` characters are ever quoted.
+    The words are :func:`~memory_inject.storage.fusion.content_words` (the
+    SQLite store's terms); a trailing ``*`` makes a prefix term. Only ``\\w``
+    characters are ever quoted.
     """
-    terms = dict.fromkeys(f"'{w}'{':*' if p else ''}" for w, p in _query_terms(query))
-    return " | ".join(list(terms)[:_MAX_TERMS]) or None
+    return _tsquery(content_words(query, max_terms=_MAX_TERMS))
+
+
+def _tsquery(words: Sequence[tuple[str, bool]]) -> str | None:
+    return " | ".join(f"'{w}'{':*' if p else ''}" for w, p in words) or None
+
+
+def like_words(query: str) -> tuple[list[str], int]:
+    """The words the LIKE fallback searches, and how many content words the query has.
+
+    Only words of 3 to 64 characters are searched (at most 8), as on SQLite;
+    every content word counts in :func:`substring_score`'s share.
+    """
+    every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
+    words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
+    return words[:_MAX_LIKE_WORDS], len(every)
 
 
 def like_patterns(query: str) -> list[str]:
-    """``%word%`` ILIKE patterns (wildcards escaped) for up to 8 words, as the SQLite store."""
-    words = [w for w in dict.fromkeys(tokenize(query, drop_stopwords=True)) if len(w) >= 2]
+    """``%word%`` ILIKE patterns (wildcards escaped) for the words of :func:`like_words`."""
     return [
         "%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        for w in words[:_MAX_LIKE_WORDS]
+        for w in like_words(query)[0]
     ]
 
 
@@ -93,7 +127,8 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
         return entries, RecallInfo(strategy="recent")
 
     fetch = plan.limit * 2
-    records: dict[str, MemoryRecord] = {}
+    # Rows become records only once fused: building one costs more than its SQL.
+    records: dict[str, Sequence[Any]] = {}
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     if plan.vector is not None and any(plan.vector):
@@ -101,31 +136,73 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
             sim = row[-1]
             if sim is None or not math.isfinite(sim) or sim <= 0.0:
                 continue
-            rec = row_to_record(row[:-1], RECALL_COLUMNS)
-            records[rec.id] = rec
-            vector.append((rec.id, float(sim)))
+            rid = str(row[_ID])
+            records[rid] = row[:-1]
+            vector.append((rid, vector_score(float(sim), plan.calibration)))
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    tsq = tsquery_text(plan.query)
-    if tsq is not None and (plan.vector is None or plan.fusion.search_mode != "embedding"):
-        words = None
-        if plan.rank_budget is not None and ":*" not in tsq:
-            if plan.terms is None:
-                [(lexemes, rows, table_rows)] = yield q.term_stats()
-                plan.terms = TermStats.build(lexemes, rows, table_rows, plan.rank_budget)
-                plan.terms_read = True
-            if plan.terms.lexemes:
-                words = " ".join(w for w, _ in _query_terms(plan.query)[:_MAX_TERMS])
-        stmt = q.keyword(plan.scope, tsq, fetch, words, plan.terms)
-        for row in (yield stmt):
-            rec = row_to_record(row[:-1], RECALL_COLUMNS)
-            records[rec.id] = rec
-            keyword.append((rec.id, float(row[-1])))
+    if plan.vector is None or plan.fusion.search_mode != "embedding":
+        found = yield from _keyword_steps(plan, max(fetch, _KEYWORD_WINDOW))
+        for row, score in found:
+            rid = str(row[_ID])
+            records[rid] = row
+            keyword.append((rid, score))
     fused = fuse(keyword, vector, plan.fusion, plan.limit)
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
-        entries = [records[i].to_entry(min(1.0, max(0.0, float(s)))) for i, s in fused]
+        entries = [
+            row_to_record(records[i], RECALL_COLUMNS).to_entry(min(1.0, max(0.0, float(s))))
+            for i, s in fused
+        ]
         return entries, RecallInfo(strategy, len(keyword), len(vector), plan.degraded)
+    words, every = like_words(plan.query)
     patterns = like_patterns(plan.query)
     rows = (yield q.like(plan.scope, patterns, plan.limit)) if patterns else []
-    entries = [row_to_record(r, RECALL_COLUMNS).to_entry(1.0) for r in rows]
+    scored = []
+    for r in rows:
+        rec = row_to_record(r, RECALL_COLUMNS)
+        text = f"{rec.key}\n{rec.content}".lower()
+        scored.append((rec, substring_score(sum(1 for w in words if w in text), every)))
+    scored.sort(key=lambda p: -p[1])
+    entries = [rec.to_entry(score) for rec, score in scored]
     return entries, RecallInfo("like" if entries else "none", 0, 0, plan.degraded)
+
+
+def _keyword_steps(
+    plan: Plan, fetch: int
+) -> Generator[Stmt, Any, list[tuple[Sequence[Any], float]]]:
+    """The keyword hits' rows in ts_rank_cd order, each with its calibrated score."""
+    q = plan.q
+    words = content_words(plan.query or "", max_terms=_MAX_TERMS)
+    if not words:
+        return []
+    missing = [w for w, _ in words if w not in plan.lexemes]
+    if missing:
+        remember(plan.lexemes, (yield Stmt(lexeme_stmt(), (missing,))))
+    terms = terms_of(words, plan.lexemes)
+    if not terms:
+        return []
+    if plan.terms is None:
+        [(lexemes, rows, table_rows, counted)] = yield q.term_stats()
+        plan.terms = TermStats.build(lexemes, rows, table_rows, plan.rank_budget, counted)
+        plan.terms_read = True
+    tsq = _tsquery([w for w in words if plan.lexemes.get(w[0])]) or ""
+    ranked = None
+    if plan.rank_budget is not None and ":*" not in tsq and plan.terms.lexemes:
+        ranked = " ".join(w for w, _ in words)
+    wanted = to_count(terms, plan.terms)
+    stmt = q.keyword(
+        plan.scope,
+        tsq,
+        fetch,
+        ranked,
+        plan.terms,
+        probes=probes(terms),
+        frequencies=frequency_queries(wanted),
+    )
+    rows = list((yield stmt))
+    if not rows:
+        return []
+    width = len(RECALL_COLUMNS)
+    counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
+    scores = score_hits(terms, counted, plan.terms, [r[width + 1] for r in rows])
+    return [(r[:width], score) for r, score in zip(rows, scores, strict=True)]

@@ -4,7 +4,8 @@ The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope`
 as ``jsonb``, the embedding as exact ``double precision[]``), a generated
 ``tsvector`` with a GIN index for lexical recall and, when pgvector is present
 and an embedder is configured, a generated ``vector(dim)`` copy of the
-embedding with an HNSW index for semantic recall. The vector column is derived
+embedding with an HNSW index for semantic recall. Schema 2 adds the context
+columns (``_pg_context``) to the tsvector. The vector column is derived
 data, so the exact embedding still round-trips through export.
 
 Migrations are ordered and forward-only; they run under a transaction-level
@@ -23,6 +24,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_inject.exceptions import SchemaMismatchError
+from memory_inject.storage._pg_context import add_context
 from memory_inject.storage._pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
 
@@ -162,6 +164,7 @@ def _create_base(conn: psycopg.Connection[Any], names: TableNames) -> None:
 #: Ordered, forward-only migrations: ``(version, description, apply)``.
 MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames], None]], ...] = (
     (1, "memories table, tsvector + GIN, recency, time and session indexes", _create_base),
+    (2, "context expansion: ctx_prev, ctx_prev2, ctx_day in the tsvector", add_context),
 )
 
 

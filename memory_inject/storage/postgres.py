@@ -1,9 +1,11 @@
 """``PostgresStore``: memories in PostgreSQL.
 
 Lexical recall ranks with ``ts_rank_cd`` over a generated, weighted tsvector
-(key A, content B, tags C) and an OR of the prompt's sanitised tokens, then
-normalises by the batch maximum as the SQLite store does, so the renderer's
-relevance floor means the same thing on both. With pgvector and an embedder,
+(key A; content, tags and the day words B; the session's previous record C
+and the one before it D: ``_pg_context``) and an OR of the prompt's content
+words. A hit's score is its calibrated coverage of the query (``_pg_terms``),
+the same number the SQLite store gives the same memory and prompt, so the
+renderer's relevance floor means the same thing on both. With pgvector and an embedder,
 an HNSW cosine search runs too and the two lists are fused
 (:func:`memory_inject.storage.fusion.fuse`). Without pgvector the store is
 lexical only and still keeps every embedding exactly (rounded to float32 on
@@ -35,6 +37,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
+from memory_inject.embedders import similarity_calibration
 from memory_inject.exceptions import (
     EmbedderError,
     StorageError,
@@ -129,6 +132,8 @@ class PostgresStore(PostgresBulk):
         self._last = RecallInfo()
         self._rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
+        self._lexemes: dict[str, tuple[str, ...]] = {}
+        self._calibration = similarity_calibration(embedder)
 
         with translate_errors("open"), psycopg.connect(dsn, **self._connect_kwargs) as conn:
             migrate(conn, self._names)
@@ -175,15 +180,23 @@ class PostgresStore(PostgresBulk):
 
     # -- writes -----------------------------------------------------------------
 
+    def _stats_changed(self) -> None:
+        """A write of ours: forget the term statistics if they counted the rows exactly."""
+        cached = self._terms
+        if cached is not None and cached[1].exact:
+            self._terms = None
+
     def _write_draft(
         self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
     ) -> MemoryRecord:
+        self._stats_changed()
         keep = [c for c in CARRIED_ON_STORE if c not in fields]
         if timestamp is None:
             keep.append("timestamp")
         return self._run("store", self._upsert_steps(draft, keep))
 
     def _write_record(self, record: MemoryRecord) -> MemoryRecord:
+        self._stats_changed()
         return self._run("upsert", self._upsert_steps(record, ()))
 
     def forget(self, key: str) -> bool:
@@ -191,6 +204,7 @@ class PostgresStore(PostgresBulk):
         return self._run("forget", _rowcount(self._q.forget(key))) > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        self._stats_changed()
         return self._run("supersede", self._supersede_steps(old_key, new))
 
     def _write_usage(self, ids: builtins.list[str]) -> int:
@@ -266,6 +280,8 @@ class PostgresStore(PostgresBulk):
             degraded=degraded,
             rank_budget=self._rank_budget,
             terms=terms,
+            calibration=self._calibration,
+            lexemes=self._lexemes,
         )
 
     def _keep_terms(self, plan: rq.Plan) -> None:
