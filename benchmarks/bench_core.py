@@ -146,7 +146,7 @@ def main() -> None:
     )
     row(
         "render with rerank + MMR, pool 1024",
-        lambda: render_memory_context(big, "q", config=rr, now=NOW),
+        lambda: render_memory_context(big, "deploy server", config=rr, now=NOW),
         50,
     )
     rr_none = MemoryInjectConfig(
@@ -154,7 +154,7 @@ def main() -> None:
     )
     row(
         "render with rerank (no MMR), pool 1024",
-        lambda: render_memory_context(big, "q", config=rr_none, now=NOW),
+        lambda: render_memory_context(big, "deploy server", config=rr_none, now=NOW),
         50,
     )
 
@@ -188,7 +188,7 @@ def main() -> None:
             row(
                 f"optimised rerank + MMR, pool {n}",
                 lambda sub=sub, fast=fast: render_memory_context(
-                    Preset(sub), "q", config=fast, now=NOW
+                    Preset(sub), "deploy server", config=fast, now=NOW
                 ),
                 20,
             )

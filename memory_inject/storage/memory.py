@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
-from memory_inject.storage._lexical import bm25_scores, stem, tokenize
-from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
 
@@ -43,10 +44,29 @@ def _query_terms(query: str) -> list[tuple[str, bool]]:
     return list(out)
 
 
-def _holds(tokens: Sequence[str], term: str, prefix: bool) -> bool:
+def _holds(tokens: frozenset[str], term: str, prefix: bool) -> bool:
     if prefix:
         return any(t.startswith(term) for t in tokens)
     return term in tokens
+
+
+def _bm25(
+    tokens: Sequence[str],
+    terms: Sequence[tuple[str, bool]],
+    present: Sequence[float],
+    idf: Sequence[float],
+    avgdl: float,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> float:
+    """Okapi BM25 of one record over the query's whole-word terms it holds."""
+    norm = k1 * (1.0 - b + b * len(tokens) / (avgdl or 1.0))
+    score = 0.0
+    for (term, star), held, w in zip(terms, present, idf, strict=True):
+        if held and not star:
+            tf = tokens.count(term)
+            score += w * tf * (k1 + 1.0) / (tf + norm)
+    return score
 
 
 class InMemoryStore:
@@ -75,6 +95,11 @@ class InMemoryStore:
         self._lock = threading.Lock()
         self._records: dict[str, MemoryRecord] = {}
         self._tokens: dict[str, list[str]] = {}
+        # Store-wide statistics, kept on every write: token -> records holding it, and
+        # the total token count (BM25's average length).
+        self._sets: dict[str, frozenset[str]] = {}
+        self._df: Counter[str] = Counter()
+        self._length = 0
         for r in records:
             if not isinstance(r, MemoryRecord):
                 raise TypeError(f"'records' must hold MemoryRecord values (got {type(r).__name__})")
@@ -88,10 +113,22 @@ class InMemoryStore:
     # -- writes ---------------------------------------------------------------
 
     def _put(self, record: MemoryRecord) -> None:
+        tokens = _terms(" ".join((record.key, record.content, *record.tags)))
         with self._lock:
-            self._records.pop(record.key, None)
+            self._drop(record.key)
             self._records[record.key] = record
-            self._tokens[record.key] = _terms(" ".join((record.key, record.content, *record.tags)))
+            self._tokens[record.key] = tokens
+            self._sets[record.key] = held = frozenset(tokens)
+            self._df.update(held)
+            self._length += len(tokens)
+
+    def _drop(self, key: str) -> MemoryRecord | None:
+        """Remove ``key`` and its statistics (the lock is held)."""
+        tokens = self._tokens.pop(key, None)
+        if tokens is not None:
+            self._df.subtract(self._sets.pop(key))
+            self._length -= len(tokens)
+        return self._records.pop(key, None)
 
     def store(
         self,
@@ -130,8 +167,7 @@ class InMemoryStore:
     def forget(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         with self._lock:
-            self._tokens.pop(key, None)
-            return self._records.pop(key, None) is not None
+            return self._drop(key) is not None
 
     # -- reads ----------------------------------------------------------------
 
@@ -187,26 +223,32 @@ class InMemoryStore:
         terms = [] if time_only else _query_terms(query)
         with self._lock:
             pool = [
-                (r, self._tokens[r.key])
+                r
                 for r in reversed(self._records.values())
                 if _live(r, now) and _in_scope(r, session_id, lo, hi, self._shared)
             ]
-            # idf over every stored record, so a score does not depend on the scope.
+            if time_only:
+                pool.sort(key=lambda r: r.updated_at or r.timestamp, reverse=True)
+                return [r.to_entry(None) for r in pool[:limit]]
+            # Statistics over every stored record, so a score does not depend on the scope.
             rows = len(self._records)
-            df = [sum(1 for t in self._tokens.values() if _holds(t, *q)) for q in terms]
-        if time_only:
-            pool.sort(key=lambda p: p[0].updated_at or p[0].timestamp, reverse=True)
-            return [r.to_entry(None) for r, _ in pool[:limit]]
+            avgdl = self._length / rows if rows else 1.0
+            df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
+            found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
         weights = [term_weight(rows, n) for n in df]
-        raw = bm25_scores([w for w, star in terms if not star], [toks for _, toks in pool])
+        idf = [smoothed_idf(rows, n) for n in df]
         hits = []
-        for (r, toks), bm25 in zip(pool, raw, strict=True):
-            present = [1.0 if _holds(toks, *q) else 0.0 for q in terms]
+        for r, held, tokens in found:
+            present = [1.0 if _holds(held, t, star) else 0.0 for t, star in terms]
             cov = coverage(weights, present)
             if cov > 0.0:
-                hits.append((r, cov, bm25))
+                hits.append((r, cov, _bm25(tokens, terms, present, idf, avgdl)))
         hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
         return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
+
+    def _prefix_df(self, prefix: str) -> int:
+        """How many records hold a token starting with ``prefix`` (the lock is held)."""
+        return sum(1 for held in self._sets.values() if _holds(held, prefix, True))
 
     async def arecall(
         self,
