@@ -43,8 +43,9 @@ from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 
 #: bm25() column weights for key, content, tags, the two previous records of
-#: the session and the day words: a key hit counts double, context hits less.
-BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+#: the session, the day words and the scope token: a key hit counts double,
+#: context hits less, the scope (a filter, never a query word) nothing.
+BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0)
 _BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
 #: What a hit in each indexed column proves for :func:`coverage`.
 _COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
@@ -89,11 +90,14 @@ def keyword_hits(
     k: int,
     *,
     window: bool = True,
+    scope_match: str | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
     ``where`` is ``(namespace, scope, params)``, the store's live-row filter;
-    ``window`` false (a narrow scope) filters before ranking.
+    ``window`` false (a narrow scope) filters before ranking. ``scope_match``
+    (``_sqlite_schema.scope_match``) is ANDed to every ranking MATCH, so FTS5
+    only ranks rows whose scope token fits; ``where`` still decides.
     """
     stats.refresh(conn)
     phrases = [
@@ -106,7 +110,7 @@ def keyword_hits(
     df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
-    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window=window)
+    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match)
     # Every hit holds a drawing phrase, so this never walks the common words' rows.
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
@@ -143,13 +147,17 @@ def _ranked(
     where: tuple[str, str, Sequence[Any]],
     phrases: Sequence[_Phrase],
     k: int,
-    *,
     window: bool,
+    scope_match: str | None,
 ) -> tuple[list[_Hit], list[_Phrase], _Marked]:
     """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
+
+    def ranking(chosen: Sequence[_Phrase]) -> str:
+        return f"({_match(chosen)}) AND {scope_match}" if scope_match else _match(chosen)
+
     draw, extra = _split(phrases, stats.rows)
     while True:
-        hits, last = _candidates(conn, where, _match(draw), k, window=window)
+        hits, last = _candidates(conn, where, ranking(draw), k, window=window)
         # Floored words would add about 1e-6: they are left to break ties.
         counted = [p for p in extra if 2 * p.df < stats.rows]
         marked = _add_bm25(conn, stats, draw, counted, hits) if counted else {}
@@ -172,11 +180,11 @@ def _ranked(
     # Too few hits even so (or a window the scope emptied): rank the whole query.
     every = list(phrases)
     if window:
-        hits, last = _candidates(conn, where, _match(every), k, window=True)
+        hits, last = _candidates(conn, where, ranking(every), k, window=True)
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
             return hits[:k], every, {}
-    hits, _ = _candidates(conn, where, _match(every), k, window=False, exact=True)
+    hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
     return hits, every, {}
 
 

@@ -49,6 +49,7 @@ def scored_recall(
     calibration: tuple[float, float] = (0.0, 1.0),
     stats: TermStats | None = None,
     vectors: tuple[VectorCache, VectorScope] | None = None,
+    scope_match: str | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
@@ -57,7 +58,8 @@ def scored_recall(
     ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
     ``stats`` the connection's cached index statistics (a fresh cache if None);
     ``vectors`` the store's cached matrices and the same scope for them
-    (None scans the stored vectors).
+    (None scans the stored vectors); ``scope_match`` the session's index
+    tokens for the keyword stage (``_sqlite_schema.scope_match``).
     """
     conn.execute("BEGIN")
     try:
@@ -75,6 +77,7 @@ def scored_recall(
             calibration,
             stats or TermStats(),
             vectors,
+            scope_match,
         )
     finally:
         if conn.in_transaction:
@@ -95,6 +98,7 @@ def _run(
     calibration: tuple[float, float],
     stats: TermStats,
     vectors: tuple[VectorCache, VectorScope] | None,
+    scope_match: str | None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
@@ -109,7 +113,15 @@ def _run(
         if words:
             try:
                 where = (namespace, scope, params)
-                ranked = keyword_hits(conn, stats, where, words, limit * 2, window=not narrow)
+                ranked = keyword_hits(
+                    conn,
+                    stats,
+                    where,
+                    words,
+                    limit * 2,
+                    window=not narrow,
+                    scope_match=scope_match,
+                )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
             except sqlite3.OperationalError as exc:

@@ -234,7 +234,9 @@ class SQLiteStore(SQLiteBulk):
                 query_vec=query_vec,
                 fusion=fusion,
                 degraded=degraded,
-                narrow=session_id is not None or since is not None or until is not None,
+                # A session alone is in the index (ctx_scope): rank inside it, windowed.
+                narrow=since is not None or until is not None,
+                scope_match=None if session_id is None else self._scope_match(session_id),
                 calibration=self._calibration,
                 stats=self._stats,
                 vectors=None
@@ -256,6 +258,9 @@ class SQLiteStore(SQLiteBulk):
             return self._embed([query])[0], None
         except EmbedderError as exc:
             return None, f"embedder_failed: {exc}"
+
+    def _scope_match(self, session_id: str) -> str:
+        return schema.scope_match(session_id, self._shared)
 
     def _scope(
         self, session_id: str | None, since: datetime | str | None, until: datetime | str | None

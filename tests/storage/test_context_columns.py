@@ -27,14 +27,18 @@ def store(tmp_path: Path) -> SQLiteStore:
 
 
 def context_of(store: SQLiteStore, key: str) -> tuple[str | None, str | None, str | None]:
+    return column_values(store, key, "ctx_prev", "ctx_prev2", "ctx_day")  # type: ignore[return-value]
+
+
+def column_values(store: SQLiteStore, key: str, *columns: str) -> tuple[str | None, ...]:
     conn = sqlite3.connect(store.path)
     try:
         row = conn.execute(
-            "SELECT ctx_prev, ctx_prev2, ctx_day FROM memories WHERE key = ?", (key,)
+            f"SELECT {', '.join(columns)} FROM memories WHERE key = ?", (key,)
         ).fetchone()
     finally:
         conn.close()
-    return row[0], row[1], row[2]
+    return tuple(row)
 
 
 class TestNeighbours:
@@ -67,7 +71,7 @@ class TestNeighbours:
 
 
 class TestMigrationToContextColumns:
-    def test_a_version_2_file_gains_neighbours_and_day_words(self, tmp_path: Path) -> None:
+    def test_a_version_2_file_gains_neighbours_day_words_and_scope(self, tmp_path: Path) -> None:
         """Rows written before v3 are indexed with their context when the file is opened."""
         path = tmp_path / "old.db"
         conn = sqlite3.connect(path, isolation_level=None)
@@ -89,3 +93,36 @@ class TestMigrationToContextColumns:
         with SQLiteStore(path) as s:
             assert ("Alice: which trail did you pick?", None, "8 May 2023") == context_of(s, "a")
             assert "a" in [e.key for e in s.recall("which trail", 5)]
+            assert "a" in [e.key for e in s.recall("ridge loop", 5, session_id="chat")]
+            assert [] == [e.key for e in s.recall("ridge loop", 5, session_id="other")]
+
+
+class TestScopeToken:
+    def test_rows_carry_their_scope_as_one_token(self, store: SQLiteStore) -> None:
+        """A session row is 's' + hex(session); a sessionless one 'g' + hex(category)."""
+        assert ("s" + b"chat".hex().upper(),) == column_values(store, "a", "ctx_scope")
+        assert ("g" + b"core".hex().upper(),) == column_values(store, "fact", "ctx_scope")
+        assert schema.scope_token("chat", "core") == column_values(store, "a", "ctx_scope")[0]
+
+    def test_a_session_recall_sees_its_rows_and_the_shared_ones(self, store: SQLiteStore) -> None:
+        """Another session's rows never come back; sessionless core facts do."""
+        found = [e.key for e in store.recall("ridge loop audit", 10, session_id="chat")]
+        assert "a" in found and "fact" in found and "other" not in found
+        assert ["other"] == [e.key for e in store.recall("ridge loop", 10, session_id="elsewhere")]
+
+    def test_moving_a_record_to_another_session_moves_its_token(self, store: SQLiteStore) -> None:
+        """An update of session_id or category re-indexes the scope token."""
+        store.store("a", "Bob: the ridge loop, it has the best views", "core", session_id="moved")
+        assert [] == [e.key for e in store.recall("ridge loop views", 10, session_id="chat")]
+        assert ["a"] == [e.key for e in store.recall("ridge loop views", 10, session_id="moved")]
+        store.store("fact", "The quarterly audit is due in June.", "conversation")
+        assert "fact" not in [e.key for e in store.recall("quarterly audit", 10, session_id="x")]
+
+    @pytest.mark.parametrize("session", ["", "%", "' OR '1'='1", '" OR ctx_scope : "g', "é" * 300])
+    def test_hostile_session_ids_stay_in_their_scope(self, tmp_path: Path, session: str) -> None:
+        """Quotes, FTS syntax and long ids become hex: no MATCH error, no other scope's rows."""
+        with SQLiteStore(tmp_path / "h.db") as s:
+            s.store("mine", "the invoice is paid", "core", session_id=session)
+            s.store("theirs", "the invoice is late", "core", session_id=session + "x")
+            s.store("talk", "the invoice chat", "conversation")
+            assert ["mine"] == [e.key for e in s.recall("invoice", 10, session_id=session)]

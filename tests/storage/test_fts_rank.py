@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_inject.storage import _fts_rank
+from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.fusion import content_words, fts_match
@@ -73,6 +74,24 @@ def _bm25(conn: sqlite3.Connection, query: str, key: str) -> float:
         "WHERE memories_fts MATCH ? AND rowid = (SELECT rid FROM memories WHERE key = ?)"
     )
     return float(conn.execute(sql, (fts_match(content_words(query)), key)).fetchone()[0])
+
+
+class TestScopeInTheIndex:
+    @pytest.mark.parametrize("session", ["s0", "s3", "nobody"])
+    def test_ranking_inside_the_scope_token_equals_joining_first(
+        self, zipf_store: Path, session: str
+    ) -> None:
+        """The windowed draw over ``ctx_scope`` finds what the join-first path finds."""
+        where = ("default", _LIVE + " AND session_id = ?", [_FAR, session])
+        scope = schema.scope_match(session, ())
+        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+            for query in _queries():
+                words = content_words(query)
+                joined = keyword_hits(conn, TermStats(), where, words, 20, window=False)
+                indexed = keyword_hits(
+                    conn, TermStats(), where, words, 20, window=True, scope_match=scope
+                )
+                assert [(k, c) for k, c, _ in joined] == [(k, c) for k, c, _ in indexed], query
 
 
 class TestKeywordHits:
