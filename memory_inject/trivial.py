@@ -149,7 +149,7 @@ _CHITCHAT = frozenset(w for phrase in DEFAULT_ACKNOWLEDGEMENTS for w in phrase.s
         "again ping pong test testing more go yay ugh meh idk dunno"
     ).split()
 )
-# Image and attachment markers, and the host's leading "[cron:...]" style tags.
+# Image and attachment markers: what was attached, not what was asked.
 _MARKUP = re.compile(r"\[(?:IMAGE|FILE|AUDIO|VIDEO|DOCUMENT|ATTACHMENT):[^\]\n]{0,4096}\]", re.I)
 
 
