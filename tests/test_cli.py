@@ -104,6 +104,18 @@ class TestRender:
         assert "dropped by conversation_exclusion: conversation_excluded" in chat
         assert any("decay" in line for line in lines)
 
+    def test_an_abstaining_render_says_why_the_block_is_empty(self, workdir: Path) -> None:
+        """'ok' recalls nothing; a weak match is under the floor: stderr names the reason."""
+        seed()
+        result = run("render", "ok", "--agent", "agent.yaml")
+        assert ("", 0) == (result.stdout, result.exit_code)
+        assert "abstained=no_query_terms" in result.stderr
+        assert "no content word" in result.stderr
+        weak = run("render", "where does the ferry to the island go", "--agent", "agent.yaml")
+        assert "" == weak.stdout
+        assert "abstained=below_relevance" in weak.stderr
+        assert "under min_relevance_score" in weak.stderr
+
     def test_a_session_lets_the_conversation_in(self, workdir: Path) -> None:
         """With --session the session's conversation rows are rendered too."""
         seed()

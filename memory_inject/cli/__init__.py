@@ -327,10 +327,17 @@ def render(
         console.print(
             f"origin={origin} exclude_conversation={policy.exclude_conversation} "
             f"recalled={event.num_entries} rendered={event.rendered_entries} "
-            f"success={event.success}" + (f" error={event.error}" if event.error else "")
+            f"success={event.success}"
+            + (f" abstained={event.abstained}" if event.abstained else "")
+            + (f" error={event.error}" if event.error else "")
         )
     if not injection.block:
-        console.print("(empty block: nothing survived)")
+        why = {
+            "no_query_terms": "the prompt has no content word, so nothing was recalled",
+            "below_relevance": "every hit scored under min_relevance_score",
+        }
+        abstained = event.abstained if event is not None else None
+        console.print(f"(empty block: {why.get(abstained or '', 'nothing survived')})")
     if explain and injection.result is not None:
         print_explain(console, recorder.seen, injection.result)
 
