@@ -44,6 +44,7 @@ def event_fields(event: MemoryRecall) -> dict[str, Any]:
         "turn_id": event.turn_id,
         "origin": event.origin,
         "partial": event.partial,
+        "abstained": event.abstained,
         "error": event.error,
         "dropped": sum(reasons.values()),
         "dropped_reasons": dict(sorted(reasons.items())),
@@ -130,7 +131,8 @@ class OpenTelemetryBridge(_Bridge):
     ``gen_ai.agent.name``, ``memory_inject.turn_id``, ``memory_inject.backend``,
     ``memory_inject.success``, ``memory_inject.num_entries``,
     ``memory_inject.rendered_entries``, ``memory_inject.dropped``,
-    ``memory_inject.origin`` and ``memory_inject.partial``; a failed recall
+    ``memory_inject.origin``, ``memory_inject.partial`` and (when the block
+    is empty on purpose) ``memory_inject.abstained``; a failed recall
     sets the span status to ERROR with the event's error.
     """
 
@@ -160,6 +162,7 @@ class OpenTelemetryBridge(_Bridge):
             "dropped": "memory_inject.dropped",
             "origin": "memory_inject.origin",
             "partial": "memory_inject.partial",
+            "abstained": "memory_inject.abstained",
         }
         return {attr: fields[key] for key, attr in names.items() if fields[key] is not None}
 

@@ -89,6 +89,7 @@ class TestLoggingBridge:
                 "turn_id",
                 "origin",
                 "partial",
+                "abstained",
                 "error",
                 "dropped",
                 "dropped_reasons",
@@ -104,6 +105,7 @@ class TestLoggingBridge:
             "turn_id": "t1",
             "origin": "interactive",
             "partial": False,
+            "abstained": None,
             "error": None,
             "dropped": 1,
             "dropped_reasons": {"conversation_excluded": 1},
@@ -192,6 +194,18 @@ class TestOpenTelemetryBridge:
             "memory_inject.partial": False,
         } == dict(span.attributes or {})
         assert span.start_time <= span.end_time  # type: ignore[operator]
+
+    def test_an_abstaining_render_carries_the_reason(
+        self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]
+    ) -> None:
+        """A contentless prompt's span says memory_inject.abstained = no_query_terms."""
+        exporter, provider = otel
+        with OpenTelemetryBridge(provider.get_tracer("test")):
+            one_turn(store, "thanks!")
+        [span] = [s for s in exporter.get_finished_spans() if s.name == "memory.recall"]
+        attributes = dict(span.attributes or {})
+        assert "no_query_terms" == attributes["memory_inject.abstained"]
+        assert 0 == attributes["memory_inject.num_entries"]
 
     def test_a_failed_recall_sets_the_error_status(
         self, store: SQLiteStore, otel: tuple[InMemorySpanExporter, TracerProvider]
