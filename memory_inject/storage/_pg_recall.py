@@ -22,7 +22,6 @@ from typing import Any
 from attrs import define, field
 
 from memory_inject.models import MemoryEntry
-from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import RECALL_COLUMNS, row_to_record
 from memory_inject.storage._pg_terms import (
@@ -34,18 +33,13 @@ from memory_inject.storage._pg_terms import (
     terms_of,
     to_count,
 )
-from memory_inject.storage.calibration import (
-    MAX_SUBSTRING_CHARS,
-    MIN_SUBSTRING_CHARS,
-    substring_score,
-    vector_score,
-)
+from memory_inject.storage._substring import SubstringQuery
+from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fuse
 
-__all__ = ["Plan", "like_patterns", "like_words", "recall_steps", "tsquery_text"]
+__all__ = ["Plan", "like_patterns", "recall_steps", "tsquery_text"]
 
 _MAX_TERMS = 64
-_MAX_LIKE_WORDS = 8
 #: The keyword stage ranks at least this many hits by ts_rank_cd before they
 #: are ordered by their calibrated score (ts_rank_cd knows no idf).
 _KEYWORD_WINDOW = 64
@@ -91,23 +85,9 @@ def _tsquery(words: Sequence[tuple[str, bool]]) -> str | None:
     return " | ".join(f"'{w}'{':*' if p else ''}" for w, p in words) or None
 
 
-def like_words(query: str) -> tuple[list[str], int]:
-    """The words the LIKE fallback searches, and how many content words the query has.
-
-    Only words of 3 to 64 characters are searched (at most 8), as on SQLite;
-    every content word counts in :func:`substring_score`'s share.
-    """
-    every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
-    words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
-    return words[:_MAX_LIKE_WORDS], len(every)
-
-
 def like_patterns(query: str) -> list[str]:
-    """``%word%`` ILIKE patterns (wildcards escaped) for the words of :func:`like_words`."""
-    return [
-        "%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        for w in like_words(query)[0]
-    ]
+    """``%word%`` ILIKE patterns (wildcards escaped) for the words of :class:`SubstringQuery`."""
+    return SubstringQuery.of(query).patterns()
 
 
 def vector_literal(vector: Sequence[float]) -> str:
@@ -154,15 +134,11 @@ def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
             for i, s in fused
         ]
         return entries, RecallInfo(strategy, len(keyword), len(vector), plan.degraded)
-    words, every = like_words(plan.query)
-    patterns = like_patterns(plan.query)
+    sub = SubstringQuery.of(plan.query)
+    patterns = sub.patterns()
     rows = (yield q.like(plan.scope, patterns, plan.limit)) if patterns else []
-    scored = []
-    for r in rows:
-        rec = row_to_record(r, RECALL_COLUMNS)
-        text = f"{rec.key}\n{rec.content}".lower()
-        scored.append((rec, substring_score(sum(1 for w in words if w in text), every)))
-    scored.sort(key=lambda p: -p[1])
+    like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
+    scored = sorted(((r, sub.score(r.key, r.content)) for r in like_hits), key=lambda p: -p[1])
     entries = [rec.to_entry(score) for rec, score in scored]
     return entries, RecallInfo("like" if entries else "none", 0, 0, plan.degraded)
 

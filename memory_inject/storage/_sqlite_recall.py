@@ -16,22 +16,14 @@ from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
-from memory_inject.storage._lexical import tokenize
 from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
+from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
-from memory_inject.storage.calibration import (
-    MAX_SUBSTRING_CHARS,
-    MIN_SUBSTRING_CHARS,
-    substring_score,
-    vector_score,
-)
+from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["scored_recall"]
-
-#: The LIKE fallback looks for at most this many words (zeroclaw's limit).
-_LIKE_TERMS = 8
 
 
 def scored_recall(
@@ -212,28 +204,14 @@ def _like_stage(
     query: str,
     limit: int,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Rows holding query words as substrings, scored by :func:`substring_score`.
-
-    Only words of ``MIN_SUBSTRING_CHARS`` to ``MAX_SUBSTRING_CHARS`` characters
-    are searched (at most ``_LIKE_TERMS`` of them); every content word of the
-    query counts in the share, so a hit on one word of four scores low.
-    """
-    every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
-    words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
-    words = words[:_LIKE_TERMS]
-    if not words:
+    """Rows holding query words as substrings, newest first, scored (:class:`SubstringQuery`)."""
+    sub = SubstringQuery.of(query)
+    if not sub.words:
         return []
-    patterns: list[str] = []
-    for w in words:
-        escaped = w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        patterns += [f"%{escaped}%", f"%{escaped}%"]
-    cond = " OR ".join(["content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\'"] * len(words))
+    patterns = [p for p in sub.patterns() for _ in (0, 1)]
+    cond = " OR ".join(["content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\'"] * len(sub.words))
     where = f"{scope} AND ({cond}) ORDER BY updated_at DESC, rid DESC LIMIT ?"
     rows = fetch(conn, namespace, where, (*params, *patterns, limit))
-    scored = []
-    for r in rows:
-        text = f"{r.key}\n{r.content}".lower()
-        found = sum(1 for w in words if w in text)
-        scored.append((r, substring_score(found, len(every))))
+    scored = [(r, sub.score(r.key, r.content)) for r in rows]
     scored.sort(key=lambda p: -p[1])
     return scored

@@ -1,0 +1,55 @@
+"""The substring (``LIKE``) fallback's query, shared by the SQLite and PostgreSQL stores.
+
+When the word index finds nothing (scripts the tokenizer cannot split, such
+as CJK), both stores look for the query's words inside the rows. Which words
+are looked for and how a row scores must be the same on both engines, so the
+floor means the same thing: that lives here, the SQL in each store.
+"""
+
+from __future__ import annotations
+
+from attrs import frozen
+
+from memory_inject.storage._lexical import tokenize
+from memory_inject.storage.calibration import (
+    MAX_SUBSTRING_CHARS,
+    MIN_SUBSTRING_CHARS,
+    substring_score,
+)
+
+__all__ = ["MAX_LIKE_WORDS", "SubstringQuery"]
+
+#: At most this many words are searched (zeroclaw's limit).
+MAX_LIKE_WORDS = 8
+
+
+@frozen(slots=True)
+class SubstringQuery:
+    """``words`` to search (3 to 64 characters, at most 8) and ``every`` content word's count.
+
+    Every content word counts in the share, so a hit on one word of four
+    scores low; words outside the length range are never searched ("hi" is
+    inside "hiking", and a pasted blob would cost O(n * m)).
+    """
+
+    words: tuple[str, ...]
+    every: int
+
+    @classmethod
+    def of(cls, query: str) -> SubstringQuery:
+        """The substring query of a prompt (its distinct words, function words dropped)."""
+        every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
+        words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
+        return cls(tuple(words[:MAX_LIKE_WORDS]), len(every))
+
+    def patterns(self) -> list[str]:
+        """``%word%`` LIKE patterns, ``\\``, ``%`` and ``_`` escaped (``ESCAPE '\\'``)."""
+        return [
+            "%" + w.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            for w in self.words
+        ]
+
+    def score(self, key: str, content: str) -> float:
+        """:func:`substring_score` of a row: the share of the query's words inside it."""
+        text = f"{key}\n{content}".lower()
+        return substring_score(sum(1 for w in self.words if w in text), self.every)
