@@ -38,6 +38,7 @@ from typing import Any
 from attrs import define
 
 from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
+from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
@@ -59,8 +60,12 @@ RANK_BUDGET = 1000
 #: highlight() marks; control characters never survive the tokenizer as words.
 _OPEN, _CLOSE = "\x01", "\x02"
 _SPAN = re.compile("\x01([^\x02]*)\x02")
-_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(len(BM25_WEIGHTS)))
-_MARK_ARGS = (_OPEN, _CLOSE) * len(BM25_WEIGHTS)
+_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
+_ID = ENTRY_COLUMNS.index("id")
+#: The columns a query word can be found in (the scope token never is one).
+_TEXT_COLUMNS = len(_COVERAGE_WEIGHTS)
+_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(_TEXT_COLUMNS))
+_MARK_ARGS = (_OPEN, _CLOSE) * _TEXT_COLUMNS
 
 
 @define
@@ -91,6 +96,7 @@ def keyword_hits(
     *,
     window: bool = True,
     scope_match: str | None = None,
+    rows: dict[str, tuple[Any, ...]] | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -98,6 +104,8 @@ def keyword_hits(
     ``window`` false (a narrow scope) filters before ranking. ``scope_match``
     (``_sqlite_schema.scope_match``) is ANDed to every ranking MATCH, so FTS5
     only ranks rows whose scope token fits; ``where`` still decides.
+    ``rows``, when given, receives the :data:`~._sqlite_schema.ENTRY_COLUMNS`
+    of hits read on the way (by id), so the caller need not read them again.
     """
     stats.refresh(conn)
     phrases = [
@@ -115,7 +123,7 @@ def keyword_hits(
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
     missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, match, missing))
+    marked.update(_highlights(conn, match, missing, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -207,21 +215,18 @@ def _candidates(
     namespace, scope, params = where
     size = k if exact else max(WINDOW, 4 * k)
     if window:
+        # One statement: the best hits on the index alone, then each joined to
+        # its row (None when the row is out of scope). The unary + keeps the
+        # planner on the rowid lookups.
         top = conn.execute(
-            f"SELECT rowid, -bm25(memories_fts, {_BM25_ARGS}) AS score "  # noqa: S608
-            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?",
-            (match, size),
+            "SELECT t.rid, t.score, m.id FROM "  # noqa: S608 - our fragments
+            f"(SELECT rowid AS rid, -bm25(memories_fts, {_BM25_ARGS}) AS score "
+            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?) AS t "
+            f"LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? AND {scope}",
+            (match, size, namespace, *params),
         ).fetchall()
-        score_of = {int(rid): float(score) for rid, score in top}
-        # The unary + keeps the planner on the rowid lookups: left to itself it
-        # walks the whole namespace index and tests each row against the list.
-        live = conn.execute(
-            "SELECT rid, id FROM memories WHERE rid IN (SELECT value FROM json_each(?)) "  # noqa: S608
-            f"AND +namespace = ? AND {scope}",
-            (json.dumps(list(score_of)), namespace, *params),
-        ).fetchall()
-        hits = [_Hit(str(i), int(r), score_of[int(r)]) for r, i in live]
-        return hits, (float(top[-1][1]) if len(top) == size else None)
+        hits = [_Hit(str(i), int(r), float(sc)) for r, sc, i in top if i is not None]
+        return hits, (min(float(sc) for _, sc, _ in top) if len(top) == size else None)
     sql = (
         f"SELECT m.id, -bm25(memories_fts, {_BM25_ARGS}) AS score, m.rid "  # noqa: S608
         "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
@@ -233,19 +238,39 @@ def _candidates(
     return hits, (hits[-1].score if len(hits) == size and not exact else None)
 
 
-def _highlights(conn: sqlite3.Connection, match: str, rids: Sequence[int]) -> _Marked:
-    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``."""
+def _highlights(
+    conn: sqlite3.Connection,
+    match: str,
+    rids: Sequence[int],
+    rows: dict[str, tuple[Any, ...]] | None = None,
+) -> _Marked:
+    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``.
+
+    With ``rows``, the same statement also reads each row's entry columns
+    into it (by id).
+    """
     if not rids:
         return {}
     # +rowid: a pushed-down rowid constraint re-opens the query once per row.
-    sql = (
-        f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
-        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
-    )
+    if rows is None:
+        sql = (
+            f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
+            "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+        )
+    else:
+        sql = (
+            f"SELECT memories_fts.rowid, {_MARKS}, {_ENTRY} FROM memories_fts "  # noqa: S608
+            "JOIN memories AS m ON m.rid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
+            "(SELECT value FROM json_each(?))"
+        )
     out: _Marked = {}
     for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
+        if rows is not None:
+            entry = row[1 + _TEXT_COLUMNS :]
+            rows[entry[_ID]] = entry
         cols: list[list[str]] = []
-        for text in row[1:]:
+        for text in row[1 : 1 + _TEXT_COLUMNS]:
             marked: list[str] = []
             if text and _OPEN in text:
                 for span in _SPAN.findall(text):
@@ -289,7 +314,7 @@ def _add_bm25(
         norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
         for p, w in zip(extra, idf, strict=True):
             token = p.tokens[0]
-            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=True))
+            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=False))
             if f > 0.0:
                 h.score += w * (f * (_K1 + 1.0)) / (f + norm)
     return marked
@@ -297,13 +322,18 @@ def _add_bm25(
 
 def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:
     """The row's :func:`coverage` of the query from its marked tokens per column."""
-    present = [0.0] * len(phrases)
+    best: dict[str, float] = {}  # each marked token's best column weight
     for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
-        if not toks:
+        for t in toks:
+            if best.get(t, 0.0) < weight:
+                best[t] = weight
+    present = [0.0] * len(phrases)
+    for i, p in enumerate(phrases):
+        if p.simple:
+            present[i] = best.get(p.tokens[0], 0.0)
             continue
-        held = set(toks)
-        for i, p in enumerate(phrases):
-            if present[i] < weight and _holds(held, p.tokens, p.prefix):
+        for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
+            if toks and present[i] < weight and _holds(set(toks), p.tokens, p.prefix):
                 present[i] = weight
     return coverage(weights, present)
 

@@ -16,7 +16,14 @@ from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
-from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
+from memory_inject.storage._sqlite_schema import (
+    ENTRY_COLUMNS,
+    decode_vector,
+    fetch,
+    fetch_entries,
+    is_locked,
+    row_to_entry,
+)
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
 from memory_inject.storage.calibration import vector_score
@@ -24,6 +31,8 @@ from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["scored_recall"]
+
+_ID = ENTRY_COLUMNS.index("id")
 
 
 def scored_recall(
@@ -95,6 +104,7 @@ def _run(
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     bm25: dict[str, float] = {}
+    rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
     if query_vec is not None:
         vector, hits = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2, vectors)
@@ -113,6 +123,7 @@ def _run(
                     limit * 2,
                     window=not narrow,
                     scope_match=scope_match,
+                    rows=rows,
                 )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
@@ -123,10 +134,12 @@ def _run(
     vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
     fused = fuse(keyword, vector, fusion, limit, scores)
     if fused:
-        ids = json.dumps([i for i, _ in fused])
-        rows = fetch(conn, namespace, "id IN (SELECT value FROM json_each(?))", (ids,))
-        by_id = {r.id: r for r in rows}
-        entries = [by_id[i].to_entry(s) for i, s in fused if i in by_id]
+        unread = [i for i, _ in fused if i not in rows]
+        if unread:
+            by_id = "id IN (SELECT value FROM json_each(?))"
+            for row in fetch_entries(conn, namespace, by_id, (json.dumps(unread),)):
+                rows[row[_ID]] = row
+        entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
     found = _like_stage(conn, namespace, scope, params, query, limit)

@@ -14,6 +14,7 @@ import sqlite3
 import struct
 import urllib.parse
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,17 @@ from memory_inject.exceptions import (
     StoreLockedError,
     StoreMissingError,
 )
+from memory_inject.models import MemoryEntry, parse_timestamp
+from memory_inject.models import _category as category_of
+from memory_inject.records import EXTRA_FIELDS
 from memory_inject.storage._jsonl import RECORD_FIELDS, format_ts
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
     "APPLICATION_ID",
     "COLUMNS",
+    "ENTRY_COLUMNS",
+    "ENTRY_SELECT",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SELECT",
@@ -38,10 +44,12 @@ __all__ = [
     "decode_vector",
     "encode_vector",
     "fetch",
+    "fetch_entries",
     "is_locked",
     "migrate",
     "prepare",
     "record_to_row",
+    "row_to_entry",
     "row_to_record",
     "wrap_error",
 ]
@@ -380,6 +388,78 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
             value = decode_vector(raw)
         fields[name] = value
     return MemoryRecord(**fields)
+
+
+#: The columns an entry needs (every record column but the embedding, in order).
+ENTRY_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c != "embedding")
+ENTRY_SELECT = ", ".join(ENTRY_COLUMNS)
+_ENTRY_INDEX = {name: i for i, name in enumerate(ENTRY_COLUMNS)}
+_EXTRA_DECODE = tuple(
+    (name, _ENTRY_INDEX[name], "list" if name in _LISTS else "ts" if name in _TIMESTAMPS else "")
+    for name in EXTRA_FIELDS
+)
+_I = _ENTRY_INDEX
+_set = object.__setattr__
+#: Parsed timestamp texts (recall parses the same few rows over and over).
+_TS_CACHE: dict[str, datetime] = {}
+
+
+def _ts(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    value = _TS_CACHE.get(text)
+    if value is None:
+        if len(_TS_CACHE) >= 65536:
+            _TS_CACHE.clear()
+        value = _TS_CACHE[text] = parse_timestamp(text)
+    return value
+
+
+def row_to_entry(row: Sequence[Any], score: float | None) -> MemoryEntry:
+    """The entry for a row of :data:`ENTRY_COLUMNS` values: ``row_to_record(row).to_entry(score)``.
+
+    Rows were validated when written, so the record's converters and
+    validators are skipped (recall builds entries on every turn); the test
+    suite compares the two for every column.
+    """
+    extra: dict[str, Any] = {}
+    for name, i, kind in _EXTRA_DECODE:
+        raw = row[i]
+        if kind == "list":
+            extra[name] = (
+                () if raw is None or raw == "[]" else tuple(str(v) for v in json.loads(raw))
+            )
+        elif kind == "ts":
+            extra[name] = _ts(raw)
+        elif name == "scope" and raw is not None:
+            extra[name] = json.loads(raw)
+        else:
+            extra[name] = raw
+    entry = object.__new__(MemoryEntry)
+    _set(entry, "key", row[_I["key"]])
+    _set(entry, "content", row[_I["content"]])
+    _set(entry, "category", category_of(row[_I["category"]]))
+    _set(entry, "timestamp", _ts(row[_I["timestamp"]]))
+    _set(entry, "session_id", row[_I["session_id"]])
+    _set(entry, "score", None if score is None else float(score))
+    _set(entry, "importance", row[_I["importance"]])
+    _set(entry, "id", row[_I["id"]])
+    _set(entry, "namespace", row[_I["namespace"]])
+    _set(entry, "extra", extra)
+    if extra["updated_at"] is None:
+        extra["updated_at"] = entry.timestamp
+    return entry
+
+
+def fetch_entries(
+    conn: sqlite3.Connection,
+    namespace: str,
+    where: str,
+    params: Sequence[Any],
+) -> list[tuple[Any, ...]]:
+    """Entry rows (:data:`ENTRY_COLUMNS`) of ``namespace`` matching ``where``."""
+    sql = f"SELECT {ENTRY_SELECT} FROM memories WHERE namespace = ? AND {where}"  # noqa: S608
+    return conn.execute(sql, (namespace, *params)).fetchall()
 
 
 def fetch(
