@@ -24,9 +24,11 @@ from memory_inject.contract import (
     SupportsAsyncRecall,
     SupportsEntities,
     SupportsFilteredRecall,
+    SupportsInterrupt,
     SupportsRecallInfo,
     supports,
 )
+from memory_inject.exceptions import RecallInterruptedError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
@@ -186,6 +188,11 @@ def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
             flag = _degraded_flag(memory) if call.source == "semantic" else None
             if flag:  # founder-os: an embedder failure drops the semantic query only
                 raise RuntimeError(flag)
+        except RecallInterruptedError:
+            # The store stopped at the deadline: what answered before it is used.
+            with res.lock:
+                res.abandoned = True
+            return
         except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
             with res.lock:
                 res.errors.append((call, exc))
@@ -210,13 +217,30 @@ def _drive(steps: Steps) -> None:
         return
 
 
-async def _adrive(steps: Steps) -> None:
-    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread."""
+def _call_until(stopper: SupportsInterrupt, until: float, fn: Callable[[], Any]) -> Any:
+    with stopper.interrupt_at(until):
+        return fn()
+
+
+async def _adrive(
+    steps: Steps, stopper: SupportsInterrupt | None = None, until: float = 0.0
+) -> None:
+    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread.
+
+    With a ``stopper`` (a store that stops itself at ``until``) each call runs
+    in a worker thread under :meth:`~SupportsInterrupt.interrupt_at`, so a call
+    the deadline cancels stops too instead of holding the store.
+    """
     try:
         call = next(steps)
         while True:
             try:
-                batch = await (call.afn() if call.afn is not None else asyncio.to_thread(call.fn))
+                if stopper is not None:
+                    batch = await asyncio.to_thread(_call_until, stopper, until, call.fn)
+                else:
+                    batch = await (
+                        call.afn() if call.afn is not None else asyncio.to_thread(call.fn)
+                    )
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
             else:
@@ -236,16 +260,30 @@ def run_sync(
     t0 = time.perf_counter()
     partial = False
     busy = False
+    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
     if deadline is None:
         _drive(_steps(calls, res, memory))
+    elif stopper is not None:
+        # The store stops itself at the deadline: in place when that covers
+        # the whole call, else in the worker (so an abandoned call never
+        # keeps holding the store).
+        until = t0 + deadline
+
+        def bounded() -> None:
+            with stopper.interrupt_at(until):
+                _drive(_steps(calls, res, memory))
+
+        if stopper.interrupts_in_place:
+            bounded()
+            partial = res.abandoned
+        else:
+            finished = hand_off(memory, bounded, deadline)
+            busy = finished is None
+            partial = _abandon(res) if finished is False else res.abandoned
     else:
         finished = hand_off(memory, lambda: _drive(_steps(calls, res, memory)), deadline)
-        if finished is None:
-            busy = True
-        elif not finished:
-            with res.lock:
-                res.abandoned = True
-            partial = True
+        busy = finished is None
+        partial = _abandon(res) if finished is False else False
     out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
     if busy:
         out = attrs.evolve(
@@ -262,6 +300,13 @@ def run_sync(
     return out
 
 
+def _abandon(res: _Results) -> bool:
+    """Mark the results abandoned at the deadline (later batches are dropped); True."""
+    with res.lock:
+        res.abandoned = True
+    return True
+
+
 async def run_async(
     memory: Memory,
     calls: list[Call],
@@ -273,10 +318,13 @@ async def run_async(
     t0 = time.perf_counter()
 
     partial = False
+    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
+    until = t0 + (deadline or 0.0)
     try:
-        await asyncio.wait_for(_adrive(_steps(calls, res, memory)), timeout=deadline)
+        await asyncio.wait_for(_adrive(_steps(calls, res, memory), stopper, until), deadline)
     except TimeoutError:
         partial = True
+    partial = partial or res.abandoned
     return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
 
 

@@ -39,6 +39,7 @@ SupportsJsonl              ``import_jsonl``, ``export_``   CLI ``import`` / ``ex
 SupportsNamespaces         ``namespace``                   agents sharing one database
 SupportsVectors            ``embedder``                    hybrid (semantic) recall
 SupportsClose              ``close()``                     CLI, demo
+SupportsInterrupt          ``interrupt_at(until)``         the deadline without a thread
 SupportsPath               ``path``                        CLI ``stats``
 =========================  ==============================  ===========================
 
@@ -51,6 +52,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import IO, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
@@ -66,6 +68,7 @@ __all__ = [
     "SupportsClose",
     "SupportsEntities",
     "SupportsFilteredRecall",
+    "SupportsInterrupt",
     "SupportsJsonl",
     "SupportsNamespaces",
     "SupportsPath",
@@ -311,6 +314,29 @@ class SupportsClose(Protocol):
     """
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsInterrupt(Protocol):
+    """``interrupt_at``: the store stops its own calls at a deadline.
+
+    Inside ``with store.interrupt_at(until):`` (``until`` a
+    :func:`time.perf_counter` value) every call this thread makes returns or
+    raises :class:`~memory_inject.exceptions.RecallInterruptedError` by
+    ``until``, as far as the store's own work goes (SQLite: a progress handler
+    interrupts the statement; its locks are waited for no longer than that).
+    ``interrupts_in_place`` says whether that covers the whole call now (no
+    model embedder to wait for): then a sync render with a deadline makes the
+    calls in its own thread, with no worker thread hop; otherwise the calls
+    still run in a worker, interrupted there at the deadline so an abandoned
+    call never holds the store. Without it the worker is used and an
+    abandoned call runs until the store answers.
+    """
+
+    @property
+    def interrupts_in_place(self) -> bool: ...
+
+    def interrupt_at(self, until: float) -> AbstractContextManager[None]: ...
 
 
 @runtime_checkable

@@ -259,6 +259,14 @@ class SQLiteStore(SQLiteBulk):
         except EmbedderError as exc:
             return None, f"embedder_failed: {exc}"
 
+    @property
+    def interrupts_in_place(self) -> bool:
+        """True without an embedder: a recall is then SQLite's work alone, which
+        :meth:`interrupt_at` stops at the deadline (a model's query embedding
+        cannot be stopped, so with one the render keeps its worker thread).
+        """
+        return self._embedder is None
+
     def _scope_match(self, session_id: str) -> str:
         return schema.scope_match(session_id, self._shared)
 
