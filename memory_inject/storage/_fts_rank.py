@@ -9,9 +9,9 @@ splits the query's phrases by document frequency (``fts5vocab``, cached):
   over just them): the rarest single words while their rows add up to at most
   :data:`RANK_BUDGET`, and every prefix or multi-word phrase;
 * **scoring-only** phrases (the other single words) still count in each
-  candidate's BM25: their share is added in Python with FTS5's own formula,
-  from their instances in ``highlight()`` and the row's length in
-  ``memories_fts_docsize``.
+  candidate's BM25: FTS5 scores each of them alone over just the candidates
+  (the same idf, weights and lengths as in the whole query) and the shares
+  are added up.
 
 A word in at least half of the rows never draws and is not added: FTS5
 floors its idf at 1e-6, so leaving it out changes nothing but near-exact ties
@@ -37,9 +37,9 @@ from typing import Any
 
 from attrs import define
 
-from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
+from memory_inject.storage._fts_terms import TermStats, tokens_of
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
-from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
+from memory_inject.storage.calibration import coverage, term_weight
 
 __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 
@@ -50,8 +50,6 @@ BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0)
 _BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
 #: What a hit in each indexed column proves for :func:`coverage`.
 _COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
-#: FTS5's bm25() constants.
-_K1, _B = 1.2, 0.75
 #: How many FTS hits are ranked before the scope filter.
 WINDOW = 64
 #: The drawing phrases may hold about this many rows between them.
@@ -118,12 +116,11 @@ def keyword_hits(
     df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
-    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match)
+    hits, draw = _ranked(conn, stats, where, phrases, k, window, scope_match)
     # Every hit holds a drawing phrase, so this never walks the common words' rows.
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
-    missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, match, missing, rows))
+    marked = _highlights(conn, match, [h.rid for h in hits], rows)
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -157,8 +154,8 @@ def _ranked(
     k: int,
     window: bool,
     scope_match: str | None,
-) -> tuple[list[_Hit], list[_Phrase], _Marked]:
-    """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
+) -> tuple[list[_Hit], list[_Phrase]]:
+    """The ``k`` best hits and the drawing phrases used."""
 
     def ranking(chosen: Sequence[_Phrase]) -> str:
         return f"({_match(chosen)}) AND {scope_match}" if scope_match else _match(chosen)
@@ -168,17 +165,16 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(draw), k, window=window)
         # Floored words would add about 1e-6: they are left to break ties.
         counted = [p for p in extra if 2 * p.df < stats.rows]
-        marked = _add_bm25(conn, stats, draw, counted, hits) if counted else {}
-        if len(counted) < len(extra):
-            marked = {}  # their marks lack the floored words
+        if counted:
+            _add_bm25(conn, counted, hits)
         hits.sort(key=lambda h: (-h.score, h.key))
         enough = len(hits) >= k
         if last is None:
             if enough or not extra:
-                return hits[:k], draw, marked
+                return hits[:k], draw
         elif enough and (extra or hits[k - 1].score > last):
             # Without scoring-only words this is exact: nothing left out can tie.
-            return hits[:k], draw, marked
+            return hits[:k], draw
         movable = [p for p in extra if 2 * p.df < stats.rows]
         if last is not None or not movable:
             break
@@ -191,9 +187,9 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(every), k, window=True)
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
-            return hits[:k], every, {}
+            return hits[:k], every
     hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
-    return hits, every, {}
+    return hits, every
 
 
 def _candidates(
@@ -280,44 +276,26 @@ def _highlights(
     return out
 
 
-def _add_bm25(
-    conn: sqlite3.Connection,
-    stats: TermStats,
-    draw: Sequence[_Phrase],
-    extra: Sequence[_Phrase],
-    hits: Sequence[_Hit],
-) -> _Marked:
+def _add_bm25(conn: sqlite3.Connection, extra: Sequence[_Phrase], hits: Sequence[_Hit]) -> None:
     """Add the ``extra`` phrases' share of FTS5's bm25() to each hit's score, in place.
 
-    Every instance of a phrase is marked by ``highlight()`` (overlapping
-    instances share a span, so each marked token counts), weighed by its
-    column; ``D`` is the row's token count, ``avgdl`` the index's mean. Returns
-    the marks of the hits holding an extra phrase (all phrases marked).
+    A phrase's share of a row's bm25() is what bm25() gives the phrase alone
+    (the same idf, column weights, row length and average), so FTS5 computes
+    it: one statement, a branch per phrase, each scanning its phrase's rows
+    once and scoring only the hits (``+rowid``: a pushed-down rowid would
+    re-open the query, and recount the idf, once per hit).
     """
-    match = f"({_match(draw)}) AND ({_match(extra)})"
-    marked = _highlights(conn, match, [h.rid for h in hits])
-    if not marked:
-        return marked
-    sizes = {
-        int(i): sum(varints(bytes(sz)))
-        for i, sz in conn.execute(
-            "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(marked)),),
-        )
-    }
-    idf = [fts5_idf(stats.rows, p.df) for p in extra]
-    avgdl = stats.avgdl or 1.0
-    for h in hits:
-        cols = marked.get(h.rid)
-        if cols is None:
-            continue
-        norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
-        for p, w in zip(extra, idf, strict=True):
-            token = p.tokens[0]
-            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=False))
-            if f > 0.0:
-                h.score += w * (f * (_K1 + 1.0)) / (f + norm)
-    return marked
+    if not hits:
+        return
+    by_rid = {h.rid: h for h in hits}
+    rids = json.dumps(list(by_rid))
+    arm = (
+        f"SELECT rowid, -bm25(memories_fts, {_BM25_ARGS}) FROM memories_fts "  # noqa: S608
+        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+    )
+    sql = " UNION ALL ".join([arm] * len(extra))
+    for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids)]):
+        by_rid[int(rid)].score += float(share)
 
 
 def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:
