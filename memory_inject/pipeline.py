@@ -24,7 +24,7 @@ from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
 from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
-from memory_inject._text import scrub_credentials, truncate_with_ellipsis
+from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
@@ -355,11 +355,7 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     )
     query = t.query
     event = MemoryRecall(
-        query_summary=(
-            None
-            if query == ""
-            else truncate_with_ellipsis(scrub_credentials(query), _QUERY_SUMMARY_CHARS)
-        ),
+        query_summary=None if query == "" else scrubbed_summary(query, _QUERY_SUMMARY_CHARS),
         duration=rec.duration,
         num_entries=len(rec.entries),
         backend=_backend_name(t.memory),
