@@ -93,8 +93,11 @@ def escape_scope_part(raw: str) -> str:
     The escapes are the UTF-8 bytes of the character (lone surrogates included),
     and ``%`` is always escaped, so the result decodes back to ``raw``: two
     different inputs never give one output (``:`` is escaped too, which makes
-    it a safe separator). ``alice`` and ``josé`` stay as they are.
+    it a safe separator). ``alice`` and ``josé`` stay as they are. A host that
+    passes a number (a Telegram message id) gets its ``str``.
     """
+    if not isinstance(raw, str):
+        raw = str(raw)
     if raw.isalnum():
         return raw
     return "".join(
@@ -118,6 +121,8 @@ def conversation_scope(history_key: str) -> str:
     every other key (``telegram_alice``) is kept, so stored conversations stay
     where they are.
     """
+    if not isinstance(history_key, str):
+        history_key = str(history_key)
     if history_key.startswith((PERSON_PREFIX, CHAT_PREFIX)):
         return CHAT_PREFIX + history_key
     return history_key

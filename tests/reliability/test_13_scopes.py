@@ -14,7 +14,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -167,6 +167,18 @@ class TestAutosaveKeys:
             return ChannelAdapter.autosave_key(msg)
 
         assert (a == b) == (key(a) == key(b))
+
+    def test_numeric_ids_from_the_host_still_save(self, store: SQLiteStore) -> None:
+        """A host passing ints (Telegram ids) gets the same scopes and key as their strings."""
+        bot = ChannelAdapter(
+            store, AgentConfig(agent="bot"), channel_name="telegram", autosave=True
+        )
+        ints: dict[str, Any] = {"sender": 4711, "message_id": 7, "history_key": 99}
+        numeric = InboundMessage(channel="telegram", text="x" * 30, reply_target="4711", **ints)
+        text = message("4711", "99", msg_id="7", channel="telegram", text="x" * 30)
+        assert session_scopes(text) == session_scopes(numeric)
+        turn = bot.handle(numeric)
+        assert (None, ChannelAdapter.autosave_key(text)) == (turn.error, turn.autosaved_key)
 
     def test_the_same_message_id_in_a_dm_and_a_group_keeps_both(self, store: SQLiteStore) -> None:
         """Message 7 in a DM and message 7 in a group are two memories, each in its chat."""
