@@ -140,7 +140,10 @@ def decide(config: AgentConfig, req: Request) -> InjectPolicy:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    try:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except Exception:  # noqa: BLE001 - a message that raises must still name the fault
+        return f"{type(exc).__name__} (its message raised when read)"
 
 
 def _render_kwargs(

@@ -3,7 +3,8 @@
 :func:`build_stages` turns a resolved config into the named stages a render
 runs, in order, each configured at construction::
 
-    session_scope           rows bound to other sessions (``foreign_session``)
+    session_scope           the scope rule (docs/storage.md): other sessions' rows,
+                            and in a mixed list unshared sessionless rows
     [governance stages]     memory.governance.enabled: status, profile, project,
                             positive applicability, negative scope (PI's reasons),
     [routed_scope]          then the same scope stages over routed (contested) entries
