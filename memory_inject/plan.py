@@ -73,7 +73,7 @@ FOUNDER_OS_PLAN = RecallPlan(
     queries=(PlanQuery("semantic", 5), PlanQuery("entity", 3), PlanQuery("plugin", 2)),
     cap=5,
     priority="hits",
-    statuses=("confirmed", "applied", "active"),
+    statuses=("confirmed", "applied"),
 )
 
 PRESETS = {"founder_os": FOUNDER_OS_PLAN}
