@@ -125,6 +125,11 @@ def _filtered(
     return hits[:limit]
 
 
+def _reraise(exc: Exception) -> Sequence[MemoryEntry]:
+    """A call that fails as listing the entities did, so the event reports it."""
+    raise exc
+
+
 def build_calls(
     memory: Memory,
     query: str,
@@ -155,8 +160,12 @@ def build_calls(
         ]
     calls: list[Call] = []
     entity_ids: list[str] = []
+    entity_error: Exception | None = None
     if any(q.source == "entity" for q in plan.queries):
-        names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        try:
+            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        except Exception as exc:  # noqa: BLE001 - reported as the entity query's failure
+            entity_error, names = exc, {}
         found = extract_entities(query, names.keys())
         entity_ids = [names[c] for c in found.companies]
     where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
@@ -168,6 +177,8 @@ def build_calls(
                 fn = partial(where, query, q.limit, session_id=sid, mode=q.source, **only)
             elif q.source in ("default", "semantic", "lexical"):
                 fn = partial(memory.recall, query, q.limit, session_id=sid)
+            elif q.source == "entity" and entity_error is not None:
+                fn = partial(_reraise, entity_error)
             elif q.source == "entity" and entity_ids:
                 fn = partial(
                     _filtered, memory, q.limit, sid, "entity_id", entity_ids[0], plan.statuses
