@@ -264,13 +264,22 @@ class PostgresStore(PostgresBulk):
         With ``entity_id`` or ``source``: the live rows tagged with that entity
         or written by that source (of ``statuses``, filtered before the
         limit), best confidence first, then newest (``score`` None).
-        Otherwise ``recall`` with the store's fusion (``mode`` is not forced:
-        the pgvector and keyword stages run as configured); ``statuses``
-        filters a deeper window (:func:`status_window`).
+        Otherwise ``recall`` restricted to one modality, as on SQLite:
+        ``mode="semantic"`` (the pgvector stage; none without an embedder and
+        pgvector, said so in ``last_recall_info``) or ``"lexical"`` (the
+        keyword stage); ``statuses`` filters a deeper window (:func:`status_window`).
         """
         if entity_id is None and source is None:
+            forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
+            if forced is None:
+                return ranked_of(
+                    lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+                )
+            if forced == "embedding" and not self._vectors:
+                self._last = RecallInfo(degraded="embedder_failed: no vector search configured")
+                return []
             return ranked_of(
-                lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+                lambda n: self._forced(query or "", n, session_id, forced), limit, statuses
             )
         if limit <= 0:
             return []
@@ -283,6 +292,27 @@ class PostgresStore(PostgresBulk):
         )
         rows = self._run("recall_where", _rows(stmt))
         return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
+
+    def _forced(
+        self, query: str, limit: int, session_id: str | None, search_mode: str
+    ) -> builtins.list[MemoryEntry]:
+        """``recall`` with the fusion's ``search_mode`` forced (one modality only)."""
+        plan = self._plan(RecallQuery(query, limit, session_id, None, None))
+        if plan is None:
+            return []
+        f = self._fusion
+        plan.fusion = Fusion(
+            mode=f.mode,
+            vector_weight=f.vector_weight,
+            keyword_weight=f.keyword_weight,
+            rrf_k=f.rrf_k,
+            search_mode=search_mode,
+        )
+        if search_mode == "bm25":
+            plan.vector = None
+        entries, self._last = self._run("recall", rq.recall_steps(plan))
+        self._keep_terms(plan)
+        return entries
 
     def known_entities(self) -> dict[str, str]:
         """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
