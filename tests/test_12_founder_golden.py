@@ -429,3 +429,20 @@ class TestImportFounderOsDb:
             ValueError, match=r"memory\.db: row 'bad': 'confidence' must be an integer 0\.\.100"
         ):
             list(read_founder_os(db))
+
+
+class TestCliRender:
+    def test_render_passes_the_plugin_id(self, tmp_path: Path) -> None:
+        """``memory-inject render --source P09`` reaches the plan's plugin query."""
+        from memory_inject.cli import cli
+
+        db = build_founder_os_db(tmp_path / ".memory" / "memory.db")
+        target = tmp_path / "mi.db"
+        runner = CliRunner()
+        assert 0 == runner.invoke(cli, ["import", str(db), "--db", str(target)]).exit_code
+        args = ["render", "weekly report", "--db", str(target), "--agent", str(AGENT)]
+        with_source = runner.invoke(cli, [*args, "--source", "P09"])
+        assert 0 == with_source.exit_code, with_source.output
+        assert "- [preference] User always wants bullet format for P09 reports." in (
+            with_source.stdout
+        )

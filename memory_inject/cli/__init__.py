@@ -333,6 +333,7 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
 @click.option("--suppress", is_flag=True, help="The spawn-site opt-out.")
 @click.option("--channel", default="cli", show_default=True, help="Channel name on the event.")
 @click.option("--explain", is_flag=True, help="Show every candidate and why it was dropped.")
+@click.option("--source", default=None, help="The calling plugin's id (a plan's plugin query).")
 @_store_options
 def render(
     text: str,
@@ -343,6 +344,7 @@ def render(
     explain: bool,
     db: Path | None,
     agent_path: Path | None,
+    source: str | None = None,
 ) -> None:
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
@@ -354,6 +356,7 @@ def render(
             sessions=tuple(sessions),
             suppress=suppress,
             turn=TurnMeta(channel, agent.agent, _core.new_turn_id()),
+            source=source,
         )
         injection = _core.run(recorder, agent, req)
     policy = injection.policy
