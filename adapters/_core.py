@@ -77,6 +77,8 @@ class Request:
     sessions: tuple[str | None, ...] = field(default=(), converter=scopes)
     suppress: bool = False
     turn: TurnMeta = field(factory=TurnMeta)
+    #: The calling plugin or agent id (founder-os ``P01``...): a recall plan's ``plugin`` query.
+    source: str | None = None
 
 
 @frozen(kw_only=True)
@@ -149,7 +151,13 @@ def _describe(exc: BaseException) -> str:
 def _render_kwargs(
     req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any]:
-    return {"policy": policy, "sessions": req.sessions, "turn": req.turn, "cwd": cwd}
+    return {
+        "policy": policy,
+        "sessions": req.sessions,
+        "turn": req.turn,
+        "cwd": cwd,
+        "source": req.source,
+    }
 
 
 def _finish(

@@ -101,19 +101,35 @@ def _degraded_flag(memory: Memory) -> str | None:
 
 
 def _filtered(
-    memory: Memory, limit: int, scope: str | None, field: str, value: str
+    memory: Memory,
+    limit: int,
+    scope: str | None,
+    field: str,
+    value: str,
+    statuses: tuple[str, ...] | None = None,
 ) -> Sequence[MemoryEntry]:
-    """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
+    """Rows whose ``extra[field]`` holds ``value`` (and of ``statuses``), best confidence first."""
     if supports(memory, SupportsFilteredRecall):
-        return memory.recall_where(None, limit, session_id=scope, **{field: value})
+        kw: dict[str, Any] = {field: value}
+        if statuses is not None:
+            kw["statuses"] = statuses
+        return memory.recall_where(None, limit, session_id=scope, **kw)
     rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
+    allowed = None if statuses is None else frozenset(statuses)
     hits = []
     for e in rows:
         have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
+        if allowed is not None and (e.extra or {}).get("status", "active") not in allowed:
+            continue
         if have == value or (isinstance(have, tuple | list) and value in have):
             hits.append(e)
     hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
     return hits[:limit]
+
+
+def _reraise(exc: Exception) -> Sequence[MemoryEntry]:
+    """A call that fails as listing the entities did, so the event reports it."""
+    raise exc
 
 
 def build_calls(
@@ -146,8 +162,12 @@ def build_calls(
         ]
     calls: list[Call] = []
     entity_ids: list[str] = []
+    entity_error: Exception | None = None
     if any(q.source == "entity" for q in plan.queries):
-        names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        try:
+            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        except Exception as exc:  # noqa: BLE001 - reported as the entity query's failure
+            entity_error, names = exc, {}
         found = extract_entities(query, names.keys())
         entity_ids = [names[c] for c in found.companies]
     where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
@@ -155,13 +175,18 @@ def build_calls(
         for q in plan.queries:
             fn: Callable[[], Any]
             if q.source in ("semantic", "lexical") and where is not None:
-                fn = partial(where, query, q.limit, session_id=sid, mode=q.source)
+                only: dict[str, Any] = {} if plan.statuses is None else {"statuses": plan.statuses}
+                fn = partial(where, query, q.limit, session_id=sid, mode=q.source, **only)
             elif q.source in ("default", "semantic", "lexical"):
                 fn = partial(memory.recall, query, q.limit, session_id=sid)
+            elif q.source == "entity" and entity_error is not None:
+                fn = partial(_reraise, entity_error)
             elif q.source == "entity" and entity_ids:
-                fn = partial(_filtered, memory, q.limit, sid, "entity_id", entity_ids[0])
+                fn = partial(
+                    _filtered, memory, q.limit, sid, "entity_id", entity_ids[0], plan.statuses
+                )
             elif q.source == "plugin" and source:
-                fn = partial(_filtered, memory, q.limit, sid, "source", source)
+                fn = partial(_filtered, memory, q.limit, sid, "source", source, plan.statuses)
             else:
                 continue
             calls.append(Call(sid, q.source, fn))

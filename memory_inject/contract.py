@@ -220,6 +220,9 @@ class SupportsFilteredRecall(Protocol):
 
     Without it a plan's semantic and lexical queries use plain ``recall``, and
     its entity and plugin queries filter a window of recent rows in Python.
+    ``statuses`` (passed only when the plan restricts them) keeps rows of
+    those statuses and applies before ``limit``, so rows of other statuses
+    never take a slot.
     """
 
     def recall_where(
@@ -231,6 +234,7 @@ class SupportsFilteredRecall(Protocol):
         mode: str | None = None,
         entity_id: str | None = None,
         source: str | None = None,
+        statuses: Sequence[str] | None = None,
     ) -> Sequence[MemoryEntry]: ...
 
 

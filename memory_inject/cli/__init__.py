@@ -36,6 +36,7 @@ from memory_inject.contract import MemoryStore, SupportsClose, SupportsJsonl, Su
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.storage import open_store
+from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
 from memory_inject.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -209,12 +210,50 @@ def _count_lines(path: Path) -> int:
         return sum(1 for line in fh if line.strip())
 
 
+def _company_names(pairs: Sequence[str]) -> dict[str, str]:
+    names = {}
+    for pair in pairs:
+        company_id, sep, name = pair.partition("=")
+        if not sep or not company_id.strip() or not name.strip():
+            raise click.BadParameter(f"must be ID=NAME (got {pair!r})", param_hint="--company")
+        names[company_id.strip()] = name.strip()
+    return names
+
+
+def _import_founder_os(
+    file: Path, batch_size: int, db: Path | None, agent_path: Path | None, companies: Sequence[str]
+) -> None:
+    names = _company_names(companies)
+    with _store(db, agent_path, create=True) as (store, _agent_cfg):
+        try:
+            done = import_founder_os(store, file, companies=names, batch_size=batch_size)
+        except (MemoryInjectError, TypeError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"imported {done} memories from founder-os {file}")
+
+
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option(
+    "--company",
+    "companies",
+    multiple=True,
+    metavar="ID=NAME",
+    help="founder-os memory.db: the name of a company_id (repeatable).",
+)
 @_store_options
-def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | None) -> None:
-    """Upsert every record of a JSON Lines FILE (an export) into the store."""
+def import_(
+    file: Path,
+    batch_size: int,
+    db: Path | None,
+    agent_path: Path | None,
+    companies: tuple[str, ...] = (),
+) -> None:
+    """Upsert every record of FILE into the store: a JSON Lines export or founder-os's memory.db."""
+    if is_founder_os_db(file):
+        _import_founder_os(file, batch_size, db, agent_path, companies)
+        return
     total = _count_lines(file)
     progress = Progress(
         TextColumn("importing"),
@@ -294,6 +333,7 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
 @click.option("--suppress", is_flag=True, help="The spawn-site opt-out.")
 @click.option("--channel", default="cli", show_default=True, help="Channel name on the event.")
 @click.option("--explain", is_flag=True, help="Show every candidate and why it was dropped.")
+@click.option("--source", default=None, help="The calling plugin's id (a plan's plugin query).")
 @_store_options
 def render(
     text: str,
@@ -304,6 +344,7 @@ def render(
     explain: bool,
     db: Path | None,
     agent_path: Path | None,
+    source: str | None = None,
 ) -> None:
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
@@ -315,6 +356,7 @@ def render(
             sessions=tuple(sessions),
             suppress=suppress,
             turn=TurnMeta(channel, agent.agent, _core.new_turn_id()),
+            source=source,
         )
         injection = _core.run(recorder, agent, req)
     policy = injection.policy

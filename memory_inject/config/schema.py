@@ -23,6 +23,7 @@ from memory_inject.config._constraints import (
     setting,
     to_tuple,
 )
+from memory_inject.config._presets import PRESET_NAMES
 from memory_inject.config._recall_plan import RecallPlanConfig
 from memory_inject.config._renderer import (
     RendererConfig,
@@ -44,6 +45,7 @@ STRATEGIES = ("none", "mmr")
 class DecayConfig:
     """Time decay on the default (non-rerank) arm: ``score * 2 ** (-age_days / half_life)``."""
 
+    enabled: bool = setting(True, "bool", "decay scores with age (false: the arm keeps them)")
     half_life_days: float = setting(7.0, "float", "half-life of non-core scores, days", gt=0)
 
 
@@ -218,6 +220,13 @@ class MemoryInjectConfig:
     recall_plan: RecallPlanConfig = group(RecallPlanConfig)
     governance: GovernanceConfig = group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
+    preset: str | None = setting(
+        None,
+        "str",
+        "a seed system's whole behaviour, under the file's own keys (founder_os)",
+        nullable=True,
+        choices=PRESET_NAMES,
+    )
     origins: Mapping[str, Mapping[str, Any]] = field(
         factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
     )

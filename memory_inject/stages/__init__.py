@@ -22,6 +22,8 @@ module here, naming it in :func:`build_stages`, and copying a test from
 
 from __future__ import annotations
 
+import math
+
 from attrs import frozen
 
 from memory_inject._cache import PerObject
@@ -92,7 +94,8 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
             scored=True,
         )
     else:
-        arm = NamedStage("decay", Decay(config.decay.half_life_days), scored=True)
+        half_life = config.decay.half_life_days if config.decay.enabled else math.inf
+        arm = NamedStage("decay", Decay(half_life), scored=True)
     chain.extend(
         (
             arm,

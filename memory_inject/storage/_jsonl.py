@@ -20,6 +20,7 @@ from memory_inject.storage.records import MemoryRecord
 __all__ = [
     "RECORD_FIELDS",
     "format_ts",
+    "import_confidence",
     "read_jsonl",
     "record_from_json",
     "record_to_json",
@@ -89,6 +90,18 @@ def _check_types(obj: Mapping[str, Any]) -> None:
             raise ValueError(f"'embedding' must be a list of numbers or null (got {value!r:.60})")
 
 
+def import_confidence(value: Any) -> Any:
+    """The one rule for a confidence read from outside: 0..1 as is, (1, 100] a percentage.
+
+    founder-os stores confidence as an integer 0..100, PI and our exports as
+    0..1, so a value above 1 (up to 100) is divided by 100; ``1`` stays 1.0.
+    Anything else is left for the record's own check to refuse.
+    """
+    if _is_number(value) and 1 < value <= 100:
+        return value / 100
+    return value
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -106,6 +119,8 @@ def record_from_json(obj: Any) -> MemoryRecord:
     _check_types(obj)
     # A null id, status, category or namespace means "the default", as when omitted.
     clean = {k: v for k, v in obj.items() if not (v is None and k in _REQUIRED_STR)}
+    if "confidence" in clean:
+        clean["confidence"] = import_confidence(clean["confidence"])
     try:
         return MemoryRecord(**clean)
     except (TypeError, ValueError) as exc:

@@ -6,9 +6,10 @@ written against it runs unchanged on SQLite. Lexical recall ranks by Okapi
 BM25 over key, content and tags and scores each hit as the persistent stores
 do: the idf-weighted share of the query's content terms it holds
 (:func:`~memory_inject.storage.calibration.coverage`), so the renderer's
-relevance floor means the same thing on every store. It has no vectors,
-JSONL, usage counters or namespaces (see ``docs/storage.md`` for the
-capabilities of each store).
+relevance floor means the same thing on every store. It answers a recall
+plan's entity and plugin queries (``recall_where``, ``known_entities``) as
+the persistent stores do. It has no vectors, JSONL, usage counters or
+namespaces (see ``docs/storage.md`` for the capabilities of each store).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
@@ -245,6 +247,54 @@ class InMemoryStore:
                 hits.append((r, cov, _bm25(tokens, terms, present, idf, avgdl)))
         hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
         return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
+
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """One query of a recall plan, as the persistent stores answer it.
+
+        With ``entity_id`` or ``source``: the live rows in scope tagged with
+        that entity or written by that source, best confidence first (none
+        last), then newest update (``score`` None). Otherwise ``recall``: the
+        store has only the lexical modality, which serves ``mode`` ``lexical``
+        and ``semantic`` alike. ``statuses`` keeps only rows with one of those
+        statuses, before the limit.
+        """
+        if limit <= 0:
+            return []
+        if entity_id is None and source is None:
+            return ranked_of(
+                lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+            )
+        now = datetime.now(UTC)
+        allowed = None if statuses is None else frozenset(statuses)
+        with self._lock:
+            pool = [
+                r
+                for r in reversed(self._records.values())
+                if _live(r, now)
+                and _in_scope(r, session_id, None, None, self._shared)
+                and (entity_id is None or entity_id in r.entity_ids)
+                and (source is None or r.source == source)
+                and (allowed is None or r.status in allowed)
+            ]
+        pool.sort(key=lambda r: r.updated_at or r.timestamp, reverse=True)
+        pool.sort(key=lambda r: (r.confidence is None, -(r.confidence or 0.0)))
+        return [r.to_entry(None) for r in pool[:limit]]
+
+    def known_entities(self) -> dict[str, str]:
+        """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
+        with self._lock:
+            ids = [e for r in self._records.values() if r.deleted_at is None for e in r.entity_ids]
+        return entity_names(sorted(set(ids)))
 
     def _prefix_df(self, prefix: str) -> int:
         """How many records hold a token starting with ``prefix`` (the lock is held)."""

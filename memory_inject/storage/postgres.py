@@ -20,7 +20,7 @@ it on a ``ConnectionPool`` connection and :meth:`PostgresStore._arun` on an
 The store is built in layers: the pools, their lifecycle and those two drivers
 live in ``_pg_conn``; JSONL import/export in ``_pg_bulk``; the statements in
 ``_pg_queries`` and the recall logic in ``_pg_recall``; this module has the
-constructor, reads, writes and the recall plan.
+constructor, reads, writes, the recall plan and a recall plan's filtered queries.
 """
 
 from __future__ import annotations
@@ -50,12 +50,14 @@ from memory_inject.storage._pg_bulk import PostgresBulk
 from memory_inject.storage._pg_conn import Steps, translate_errors
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import (
+    RECALL_COLUMNS,
     TableNames,
     ensure_vectors,
     migrate,
     record_params,
     row_to_record,
 )
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.fusion import Fusion, RecallInfo
 from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
 
@@ -243,6 +245,79 @@ class PostgresStore(PostgresBulk):
         entries, self._last = await self._arun("recall", rq.recall_steps(plan))
         self._keep_terms(plan)
         return entries
+
+    # -- multi-source recall (founder-os plans) ------------------------------------
+
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """One query of a recall plan, as ``SQLiteStore.recall_where`` answers it.
+
+        With ``entity_id`` or ``source``: the live rows tagged with that entity
+        or written by that source (of ``statuses``, filtered before the
+        limit), best confidence first, then newest (``score`` None).
+        Otherwise ``recall`` restricted to one modality, as on SQLite:
+        ``mode="semantic"`` (the pgvector stage; none without an embedder and
+        pgvector, said so in ``last_recall_info``) or ``"lexical"`` (the
+        keyword stage); ``statuses`` filters a deeper window (:func:`status_window`).
+        """
+        if entity_id is None and source is None:
+            forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
+            if forced is None:
+                return ranked_of(
+                    lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+                )
+            if forced == "embedding" and not self._vectors:
+                self._last = RecallInfo(degraded="embedder_failed: no vector search configured")
+                return []
+            return ranked_of(
+                lambda n: self._forced(query or "", n, session_id, forced), limit, statuses
+            )
+        if limit <= 0:
+            return []
+        stmt = self._q.tagged(
+            Scope(session_id=session_id),
+            int(limit),
+            entity_id=entity_id,
+            source=source,
+            statuses=None if statuses is None else builtins.list(statuses),
+        )
+        rows = self._run("recall_where", _rows(stmt))
+        return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
+
+    def _forced(
+        self, query: str, limit: int, session_id: str | None, search_mode: str
+    ) -> builtins.list[MemoryEntry]:
+        """``recall`` with the fusion's ``search_mode`` forced (one modality only)."""
+        plan = self._plan(RecallQuery(query, limit, session_id, None, None))
+        if plan is None:
+            return []
+        f = self._fusion
+        plan.fusion = Fusion(
+            mode=f.mode,
+            vector_weight=f.vector_weight,
+            keyword_weight=f.keyword_weight,
+            rrf_k=f.rrf_k,
+            search_mode=search_mode,
+        )
+        if search_mode == "bm25":
+            plan.vector = None
+        entries, self._last = self._run("recall", rq.recall_steps(plan))
+        self._keep_terms(plan)
+        return entries
+
+    def known_entities(self) -> dict[str, str]:
+        """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
+        rows = self._run("entities", _rows(self._q.entity_ids()))
+        return entity_names(str(r[0]) for r in rows)
 
     # -- the shared core ----------------------------------------------------------
 

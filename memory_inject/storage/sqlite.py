@@ -31,6 +31,7 @@ from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import RecallQuery, check_namespace
 from memory_inject.storage._jsonl import format_ts
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
@@ -317,6 +318,7 @@ class SQLiteStore(SQLiteBulk):
         mode: str | None = None,
         entity_id: str | None = None,
         source: str | None = None,
+        statuses: Sequence[str] | None = None,
     ) -> builtins.list[MemoryEntry]:
         """One query of a recall plan.
 
@@ -324,8 +326,16 @@ class SQLiteStore(SQLiteBulk):
         or written by that source, best confidence first, then newest
         (``score`` None). Otherwise ``recall`` restricted to one modality:
         ``mode="semantic"`` (vectors only) or ``"lexical"`` (BM25 only).
+        ``statuses`` keeps only rows with one of those statuses, before the
+        limit (a ranked recall over-fetches, see :func:`status_window`).
         """
         if entity_id is None and source is None:
+            if statuses is not None:
+                return ranked_of(
+                    lambda n: self.recall_where(query, n, session_id=session_id, mode=mode),
+                    limit,
+                    statuses,
+                )
             forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
             if forced is None or (forced == "embedding" and self._embedder is None):
                 if forced == "embedding":
@@ -348,6 +358,9 @@ class SQLiteStore(SQLiteBulk):
         if source is not None:
             scope += " AND source = ?"
             params.append(source)
+        if statuses is not None:
+            scope += f" AND status IN ({', '.join('?' * len(statuses)) or 'NULL'})"
+            params.extend(statuses)
         sql = (
             f"{scope} ORDER BY confidence IS NULL, confidence DESC, updated_at DESC, rid DESC "
             "LIMIT ?"
@@ -367,9 +380,4 @@ class SQLiteStore(SQLiteBulk):
             "WHERE m.namespace = ? AND m.deleted_at IS NULL"
         )
         rows = self._read(lambda c: c.execute(sql, (self._namespace,)).fetchall(), "entities")
-        out: dict[str, str] = {}
-        for (eid,) in rows:
-            name = str(eid).rsplit(":", 1)[-1].replace("-", " ").replace("_", " ").strip()
-            if name:
-                out[name] = str(eid)
-        return out
+        return entity_names(str(eid) for (eid,) in rows)

@@ -471,7 +471,7 @@ class TestPlanQueries:
             )
             assert {"acme-terms", "renewal"} == {e.key for e in out.entries}
             assert isinstance(out.event, MemoryRecall)
-            assert "status:candidate" == out.event.dropped["cand"]
+            assert "cand" not in out.event.dropped  # filtered in the query: never fetched
             assert [1, 1] == [stored(s, k).times_used for k in ("acme-terms", "renewal")]
             assert 0 == stored(s, "cand").times_used
 
@@ -482,7 +482,7 @@ class TestPlanQueries:
         from memory_inject.storage.sqlite import SQLiteStore
 
         with SQLiteStore(tmp_path / "n.db") as s:
-            s.store("renewal", "renewal emails go out on Fridays", source="P10")
+            s.store("renewal", "renewal emails go out on Fridays", source="P10", status="confirmed")
             cfg = MemoryInjectConfig(
                 recall_plan=RecallPlanConfig(enabled=True, preset="founder_os")
             )
