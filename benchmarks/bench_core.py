@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import tempfile
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
