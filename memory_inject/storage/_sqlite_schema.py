@@ -244,6 +244,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",  # noqa: S608 - built from constants
         "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
     ),
+    # 5: PI records (issue 12). ``metadata`` keeps the fields of an imported
+    # record that have no column (JSON text); the partial index serves the
+    # standing-context query (a profile's active L1 records and L2 rules), so
+    # it reads the few governed rows, not the namespace.
+    (
+        "ALTER TABLE memories ADD COLUMN metadata TEXT",
+        "CREATE INDEX memories_standing ON memories (namespace, layer, profile_id) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -279,6 +288,7 @@ _TIMESTAMPS = frozenset({"timestamp", "updated_at", "last_used_at", "expires_at"
 _LISTS = frozenset(
     {"tags", "entity_ids", "applies_when", "does_not_apply_when", "known_exceptions", "supersedes"}
 )
+_MAPPINGS = frozenset({"scope", "metadata"})
 
 
 def is_locked(exc: sqlite3.Error) -> bool:
@@ -357,7 +367,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
             row.append(format_ts(value))
         elif name in _LISTS:
             row.append(json.dumps(list(value), ensure_ascii=False))
-        elif name == "scope":
+        elif name in _MAPPINGS:
             row.append(json.dumps(dict(value), ensure_ascii=False, sort_keys=True))
         elif name == "embedding":
             row.append(encode_vector(value))
@@ -373,7 +383,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     fields: dict[str, Any] = {}
     for name, raw in zip(COLUMNS, row, strict=True):
         value = raw
-        if raw is not None and (name in _LISTS or name == "scope"):
+        if raw is not None and (name in _LISTS or name in _MAPPINGS):
             # Most lists are empty: skip the JSON decoder for them (the hot read path).
             value = () if raw == "[]" else json.loads(raw)
         elif raw is not None and name == "embedding":
