@@ -30,7 +30,11 @@ from memory_inject.contract import (
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
-__all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
+__all__ = ["STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
+
+#: The source of the standing-context call (``memory_inject.standing``): its
+#: entries follow the query's, and a key the query returned keeps its entry.
+STANDING = "standing"
 
 
 @frozen
@@ -301,7 +305,12 @@ def _collect(
     valid_batches: list[list[MemoryEntry]] = []
     raw = 0
     any_ok = False
+    standing: list[MemoryEntry] = []
     for _call, batch in batches:
+        if _call.source == STANDING:
+            standing.extend(e for e in batch if isinstance(e, MemoryEntry))
+            raw += len(batch)
+            continue
         try:
             items = list(batch)  # a non-iterable batch counts as a failed call
         except Exception as exc:  # noqa: BLE001
@@ -333,6 +342,9 @@ def _collect(
                     entries.append(e)
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
+    if standing:
+        have = {e.key for e in entries}
+        entries = [*entries, *(e for e in standing if e.key not in have)]
     return Recalled(
         entries,
         raw,

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
@@ -50,6 +51,7 @@ from memory_inject.storage._pg_bulk import PostgresBulk
 from memory_inject.storage._pg_conn import Steps, translate_errors
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import (
+    RECALL_COLUMNS,
     TableNames,
     ensure_vectors,
     migrate,
@@ -57,7 +59,12 @@ from memory_inject.storage._pg_schema import (
     row_to_record,
 )
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
+from memory_inject.storage.records import (
+    CARRIED_ON_STORE,
+    HARD_RULE_TYPES,
+    MemoryRecord,
+    standing_pick,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -130,6 +137,7 @@ class PostgresStore(PostgresBulk):
         self._aloop = None
         self._alock = threading.Lock()
         self._last = RecallInfo()
+        self._writes = 0
         self._rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
         self._lexemes: dict[str, tuple[str, ...]] = {}
@@ -182,6 +190,7 @@ class PostgresStore(PostgresBulk):
 
     def _stats_changed(self) -> None:
         """A write of ours: forget the term statistics if they counted the rows exactly."""
+        self._writes += 1
         cached = self._terms
         if cached is not None and cached[1].exact:
             self._terms = None
@@ -201,6 +210,7 @@ class PostgresStore(PostgresBulk):
 
     def forget(self, key: str) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten."""
+        self._writes += 1
         return self._run("forget", _rowcount(self._q.forget(key))) > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
@@ -243,6 +253,56 @@ class PostgresStore(PostgresBulk):
         entries, self._last = await self._arun("recall", rq.recall_steps(plan))
         self._keep_terms(plan)
         return entries
+
+    # -- standing context (PI's hard rules and L1, every turn) ------------------
+
+    @property
+    def data_version(self) -> int:
+        """This store's write count: it changes with every write made through it.
+
+        A server has no cheap "changed since" counter; writes by other processes
+        are seen when the standing-context cache entry ages out
+        (:data:`memory_inject.standing.MAX_AGE_S`).
+        """
+        return self._writes
+
+    def standing_records(
+        self, profile_id: str | None, *, limit: int, min_confidence: float
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's active L1 records (insertion order) and most confident L2 hard rules.
+
+        One statement on the ``_standing_idx`` partial index; at most ``limit``
+        of each. See :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        if limit <= 0:
+            return []
+        rows = self._run(
+            "standing_records", _rows(self._standing(profile_id, limit, min_confidence))
+        )
+        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
+        return [r.to_entry(None) for r in standing_pick(records, limit, min_confidence)]
+
+    def _standing(self, profile_id: str | None, limit: int, min_confidence: float) -> Stmt:
+        live = sql.SQL(
+            "namespace = %(ns)s AND status = 'active' AND deleted_at IS NULL "
+            "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > now()) "
+            "AND (profile_id IS NULL OR profile_id = %(profile)s::text)"
+        )
+        query = sql.SQL(
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L1', 'l1') "
+            "ORDER BY rid LIMIT %(lim)s) UNION ALL "
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L2', 'l2') "
+            "AND lower(rule_type) = ANY(%(types)s) AND confidence >= %(conf)s "
+            "ORDER BY confidence DESC, rid LIMIT %(lim)s) ORDER BY rid"
+        ).format(cols=self._q.rec, t=self._q.t, live=live)
+        params = {
+            "ns": self._namespace,
+            "profile": profile_id,
+            "lim": limit,
+            "types": list(HARD_RULE_TYPES),
+            "conf": min_confidence,
+        }
+        return Stmt(query, params)
 
     # -- the shared core ----------------------------------------------------------
 

@@ -6,7 +6,7 @@ model every store and the store contract share); it is re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +14,25 @@ import attrs
 
 from memory_inject.records import EXTRA_FIELDS, MemoryRecord
 
-__all__ = ["CARRIED_ON_STORE", "EXTRA_FIELDS", "MemoryRecord", "carry_over", "store_draft"]
+__all__ = [
+    "CARRIED_ON_STORE",
+    "EXTRA_FIELDS",
+    "HARD_RULE_TYPES",
+    "MemoryRecord",
+    "carry_over",
+    "standing_pick",
+    "store_draft",
+]
+
+#: The rule types that make an L2 record a hard rule (PI's four, and their short forms).
+HARD_RULE_TYPES: tuple[str, ...] = (
+    "avoid_pattern",
+    "avoid",
+    "prefer_pattern",
+    "prefer",
+    "convention",
+    "correction",
+)
 
 
 #: ``store()`` keeps these from the row it replaces unless they are passed: identity,
@@ -73,3 +91,28 @@ def carry_over(
 
 
 _STORE_FIELDS = frozenset(a.name for a in attrs.fields(MemoryRecord)) - _NAMED_IN_STORE
+
+
+def standing_pick(
+    records: Iterable[MemoryRecord], limit: int, min_confidence: float
+) -> list[MemoryRecord]:
+    """The standing context among live, active, in-profile ``records`` (stores without SQL).
+
+    The first ``limit`` L1 records in insertion order, then the ``limit`` most
+    confident L2 hard rules (ties: insertion order), as the SQL stores select them.
+    """
+    l1: list[MemoryRecord] = []
+    rules: list[tuple[int, MemoryRecord]] = []
+    for n, r in enumerate(records):
+        layer = (r.layer or "").upper()
+        if layer == "L1":
+            l1.append(r)
+        elif (
+            layer == "L2"
+            and (r.rule_type or "").lower() in HARD_RULE_TYPES
+            and r.confidence is not None
+            and r.confidence >= min_confidence
+        ):
+            rules.append((n, r))
+    rules.sort(key=lambda p: (-(p[1].confidence or 0.0), p[0]))
+    return l1[: max(0, limit)] + [r for _, r in rules[: max(0, limit)]]
