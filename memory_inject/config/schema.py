@@ -23,6 +23,7 @@ from memory_inject.config._constraints import (
     setting,
     to_tuple,
 )
+from memory_inject.config._presets import PRESET_NAMES
 from memory_inject.config._recall_plan import RecallPlanConfig
 from memory_inject.config._renderer import (
     RendererConfig,
@@ -147,6 +148,14 @@ class TrivialPromptConfig:
     slash_commands: bool = setting(True, "bool", "'/command args' prompts are trivial")
 
 
+@frozen
+class StandingConfig:
+    """PI's standing context: the profile's hard rules and L1 records every turn. Off by default."""
+
+    enabled: bool = setting(False, "bool", "add active L1 records and L2 hard rules to every turn")
+    limit: int = setting(32, "int", "most records of each layer read per turn", ge=0)
+
+
 _OVERRIDABLE = (
     "enabled",
     "recall_limit",
@@ -161,6 +170,7 @@ _OVERRIDABLE = (
     "recall_plan",
     "governance",
     "trivial_prompt",
+    "standing",
 )
 
 
@@ -218,6 +228,14 @@ class MemoryInjectConfig:
     recall_plan: RecallPlanConfig = group(RecallPlanConfig)
     governance: GovernanceConfig = group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
+    standing: StandingConfig = group(StandingConfig)
+    preset: str | None = setting(
+        None,
+        "str",
+        "a seed system's whole behaviour, under the file's own keys (pi)",
+        nullable=True,
+        choices=PRESET_NAMES,
+    )
     origins: Mapping[str, Mapping[str, Any]] = field(
         factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
     )
