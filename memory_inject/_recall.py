@@ -343,8 +343,12 @@ def _collect(
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
     if standing:
+        # A standing entry is shown whatever the query scored it: it replaces
+        # recall's copy (keeping recall's place), so no relevance floor drops it.
+        by_key = {e.key: e for e in standing}
         have = {e.key for e in entries}
-        entries = [*entries, *(e for e in standing if e.key not in have)]
+        entries = [by_key.get(e.key, e) for e in entries]
+        entries.extend(e for e in standing if e.key not in have)
     return Recalled(
         entries,
         raw,

@@ -258,11 +258,14 @@ class SupportsUsage(Protocol):
 class SupportsStandingContext(Protocol):
     """``standing_records`` and ``data_version``: PI's standing context, read every turn.
 
-    ``standing_records(profile_id, limit=, min_confidence=)`` returns the live,
-    ``active`` records bound to ``profile_id`` or to no profile (``None``: only
-    unbound ones): the first ``limit`` of layer L1 in insertion order, then
-    the ``limit`` most confident of layer L2 whose ``rule_type`` makes a hard
-    rule and whose confidence is at least ``min_confidence``; ``score`` None.
+    ``standing_records(profile_id, limit=, min_confidence=, categories=)``
+    returns the live, ``active`` records bound to ``profile_id`` or to no
+    profile (``None``: only unbound ones): the first ``limit`` of layer L1 in
+    insertion order, then the ``limit`` most confident of layer L2 whose
+    ``rule_type`` makes a hard rule and whose confidence is at least
+    ``min_confidence``, then for each category of ``categories`` (name ->
+    earliest timestamp, or None) its ``limit`` most recently updated records;
+    no key twice, ``score`` None.
     ``data_version`` changes whenever a write may have changed that answer, so
     :mod:`memory_inject.standing` caches it between writes. Without the
     capability a turn gets only what recall returned.
@@ -272,7 +275,12 @@ class SupportsStandingContext(Protocol):
     def data_version(self) -> Hashable: ...
 
     def standing_records(
-        self, profile_id: str | None, *, limit: int, min_confidence: float
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
     ) -> Sequence[MemoryEntry]: ...
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from memory_inject.contract import SupportsStandingContext, supports
@@ -47,7 +48,13 @@ class StandingCache:
         self.reads = 0  # store reads made (the tests' "cached between writes" evidence)
 
     def get(
-        self, store: object, profile_id: str | None, *, limit: int, min_confidence: float
+        self,
+        store: object,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
     ) -> tuple[MemoryEntry, ...]:
         """The store's standing entries for the profile; ``()`` without the capability.
 
@@ -56,7 +63,8 @@ class StandingCache:
         """
         if not supports(store, SupportsStandingContext) or limit <= 0:
             return ()
-        key = (profile_id, limit, min_confidence)
+        cats = dict(categories or {})
+        key = (profile_id, limit, min_confidence, tuple(sorted(cats.items())))
         version = store.data_version
         now = time.monotonic()
         with self._lock:
@@ -65,7 +73,9 @@ class StandingCache:
             return cached[2]
         entries = tuple(
             e
-            for e in store.standing_records(profile_id, limit=limit, min_confidence=min_confidence)
+            for e in store.standing_records(
+                profile_id, limit=limit, min_confidence=min_confidence, categories=cats
+            )
             if isinstance(e, MemoryEntry)
         )
         with self._lock:
@@ -92,7 +102,14 @@ CACHE = StandingCache()
 
 
 def standing_entries(
-    store: object, profile_id: str | None, *, limit: int, min_confidence: float
+    store: object,
+    profile_id: str | None,
+    *,
+    limit: int,
+    min_confidence: float,
+    categories: Mapping[str, datetime | None] | None = None,
 ) -> Sequence[MemoryEntry]:
     """:meth:`StandingCache.get` on the process-wide cache (what a render's recall calls)."""
-    return CACHE.get(store, profile_id, limit=limit, min_confidence=min_confidence)
+    return CACHE.get(
+        store, profile_id, limit=limit, min_confidence=min_confidence, categories=categories
+    )

@@ -176,6 +176,12 @@ def _add_pi_records(conn: psycopg.Connection[Any], names: TableNames) -> None:
             "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
         ).format(names.ident("_standing_idx"), names.ident())
     )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, category, updated_at) "
+            "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
+        ).format(names.ident("_standing_cat_idx"), names.ident())
+    )
 
 
 #: Ordered, forward-only migrations: ``(version, description, apply)``.

@@ -124,7 +124,13 @@ def pi_record(obj: Mapping[str, Any]) -> MemoryRecord:
         )
     fields = {k: v for k, v in fields.items() if v is not None and v != ()}
     if inquiry:
+        # An inquiry's own status (open / answered / dismissed) is not a record
+        # status: an open one is active, any other is shown by no section.
         fields.setdefault("memory_kind", "inquiry")
+        state = fields.get("status")
+        if state is not None:
+            metadata["inquiry_status"] = state
+        fields["status"] = "active" if state in (None, "open") else state
     category = "inquiry" if inquiry else "daily" if layer == "L3" else "core"
     try:
         return MemoryRecord(

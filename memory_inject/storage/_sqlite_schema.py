@@ -246,11 +246,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     ),
     # 5: PI records (issue 12). ``metadata`` keeps the fields of an imported
     # record that have no column (JSON text); the partial index serves the
-    # standing-context query (a profile's active L1 records and L2 rules), so
-    # it reads the few governed rows, not the namespace.
+    # standing-context query (a profile's active L1 records and L2 rules, and
+    # the newest rows of the always-shown sections), so it reads those rows,
+    # not the namespace.
     (
         "ALTER TABLE memories ADD COLUMN metadata TEXT",
         "CREATE INDEX memories_standing ON memories (namespace, layer, profile_id) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+        "CREATE INDEX memories_standing_category ON memories (namespace, category, updated_at) "
         "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
     ),
 )

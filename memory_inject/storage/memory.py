@@ -17,7 +17,7 @@ import asyncio
 import builtins
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -260,7 +260,12 @@ class InMemoryStore:
             return self._writes
 
     def standing_records(
-        self, profile_id: str | None, *, limit: int, min_confidence: float
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The profile's standing context: active L1 records, then active L2 hard rules.
 
@@ -275,7 +280,8 @@ class InMemoryStore:
                 and r.status == "active"
                 and (r.profile_id is None or r.profile_id == profile_id)
             ]
-        return [r.to_entry(None) for r in standing_pick(live, limit, min_confidence)]
+        picked = standing_pick(live, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
 
     async def arecall(
         self,

@@ -267,7 +267,12 @@ class PostgresStore(PostgresBulk):
         return self._writes
 
     def standing_records(
-        self, profile_id: str | None, *, limit: int, min_confidence: float
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The profile's active L1 records (insertion order) and most confident L2 hard rules.
 
@@ -277,12 +282,20 @@ class PostgresStore(PostgresBulk):
         if limit <= 0:
             return []
         rows = self._run(
-            "standing_records", _rows(self._standing(profile_id, limit, min_confidence))
+            "standing_records",
+            _rows(self._standing(profile_id, limit, min_confidence, categories or {})),
         )
         records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
-        return [r.to_entry(None) for r in standing_pick(records, limit, min_confidence)]
+        picked = standing_pick(records, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
 
-    def _standing(self, profile_id: str | None, limit: int, min_confidence: float) -> Stmt:
+    def _standing(
+        self,
+        profile_id: str | None,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None],
+    ) -> Stmt:
         live = sql.SQL(
             "namespace = %(ns)s AND status = 'active' AND deleted_at IS NULL "
             "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > now()) "
@@ -293,16 +306,29 @@ class PostgresStore(PostgresBulk):
             "ORDER BY rid LIMIT %(lim)s) UNION ALL "
             "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L2', 'l2') "
             "AND lower(rule_type) = ANY(%(types)s) AND confidence >= %(conf)s "
-            "ORDER BY confidence DESC, rid LIMIT %(lim)s) ORDER BY rid"
+            "ORDER BY confidence DESC, rid LIMIT %(lim)s)"
         ).format(cols=self._q.rec, t=self._q.t, live=live)
-        params = {
+        params: dict[str, Any] = {
             "ns": self._namespace,
             "profile": profile_id,
             "lim": limit,
             "types": list(HARD_RULE_TYPES),
             "conf": min_confidence,
         }
-        return Stmt(query, params)
+        for n, (category, since) in enumerate(categories.items()):
+            query += sql.SQL(
+                " UNION ALL (SELECT {cols}, rid FROM {t} WHERE {live} AND category = {c} "
+                'AND ({since}::timestamptz IS NULL OR "timestamp" >= {since}) '
+                "ORDER BY updated_at DESC, rid DESC LIMIT %(lim)s)"
+            ).format(
+                cols=self._q.rec,
+                t=self._q.t,
+                live=live,
+                c=sql.Placeholder(f"cat{n}"),
+                since=sql.Placeholder(f"since{n}"),
+            )
+            params[f"cat{n}"], params[f"since{n}"] = str(category), since
+        return Stmt(query + sql.SQL(" ORDER BY rid"), params)
 
     # -- the shared core ----------------------------------------------------------
 

@@ -94,15 +94,23 @@ _STORE_FIELDS = frozenset(a.name for a in attrs.fields(MemoryRecord)) - _NAMED_I
 
 
 def standing_pick(
-    records: Iterable[MemoryRecord], limit: int, min_confidence: float
+    records: Iterable[MemoryRecord],
+    limit: int,
+    min_confidence: float,
+    categories: Mapping[str, datetime | None] | None = None,
 ) -> list[MemoryRecord]:
-    """The standing context among live, active, in-profile ``records`` (stores without SQL).
+    """The standing context among live, active, in-profile ``records`` in insertion order.
 
-    The first ``limit`` L1 records in insertion order, then the ``limit`` most
-    confident L2 hard rules (ties: insertion order), as the SQL stores select them.
+    The first ``limit`` L1 records, then the ``limit`` most confident L2 hard
+    rules (ties: insertion order), then for each of ``categories`` its
+    ``limit`` most recently updated records written at or after the
+    category's time (``None``: any time). The SQL stores fetch a superset
+    with one statement and select with this, so every store answers alike.
     """
     l1: list[MemoryRecord] = []
     rules: list[tuple[int, MemoryRecord]] = []
+    cats = dict(categories or {})
+    by_cat: dict[str, list[tuple[int, MemoryRecord]]] = {c: [] for c in cats}
     for n, r in enumerate(records):
         layer = (r.layer or "").upper()
         if layer == "L1":
@@ -114,5 +122,15 @@ def standing_pick(
             and r.confidence >= min_confidence
         ):
             rules.append((n, r))
+        category = str(r.category)
+        if category in cats:
+            since = cats[category]
+            if since is None or r.timestamp >= since:
+                by_cat[category].append((n, r))
     rules.sort(key=lambda p: (-(p[1].confidence or 0.0), p[0]))
-    return l1[: max(0, limit)] + [r for _, r in rules[: max(0, limit)]]
+    cap = max(0, limit)
+    out = l1[:cap] + [r for _, r in rules[:cap]]
+    for rows in by_cat.values():
+        rows.sort(key=lambda p: (p[1].updated_at or p[1].timestamp, p[0]), reverse=True)
+        out.extend(r for _, r in rows[:cap])
+    return list({r.key: r for r in out}.values())

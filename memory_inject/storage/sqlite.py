@@ -389,7 +389,12 @@ class SQLiteStore(SQLiteBulk):
         return version, self._writes
 
     def standing_records(
-        self, profile_id: str | None, *, limit: int, min_confidence: float
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The profile's active L1 records (insertion order) and most confident L2 hard rules.
 
@@ -410,13 +415,23 @@ class SQLiteStore(SQLiteBulk):
             "AND layer IN ('L1', 'l1') ORDER BY rid LIMIT ?) "
             f"UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "
             f"AND layer IN ('L2', 'l2') AND lower(rule_type) IN ({types}) AND confidence >= ? "
-            "ORDER BY confidence DESC, rid LIMIT ?) ORDER BY rid"
+            "ORDER BY confidence DESC, rid LIMIT ?)"
         )
         head = (self._namespace, format_ts(_now()), profile_id)
-        params = (*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit)
+        params: builtins.list[Any] = [*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit]
+        for category, since in (categories or {}).items():
+            sql += (
+                f" UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories "  # noqa: S608
+                f"WHERE {live} AND category = ? AND timestamp >= ? "
+                "ORDER BY updated_at DESC, rid DESC LIMIT ?)"
+            )
+            floor = "" if since is None else format_ts(since)
+            params += [*head, str(category), floor, limit]
+        sql += " ORDER BY rid"
 
         def run(conn: sqlite3.Connection) -> builtins.list[MemoryRecord]:
             return [schema.row_to_record(r[:-1]) for r in conn.execute(sql, params)]
 
         rows = self._read(run, "standing_records")  # in rid (insertion) order
-        return [r.to_entry(None) for r in standing_pick(rows, limit, min_confidence)]
+        picked = standing_pick(rows, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
