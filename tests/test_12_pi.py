@@ -22,6 +22,7 @@ from memory_inject.records import MemoryRecord
 from memory_inject.render import SectionedRenderer, parse_sectioned
 from memory_inject.stages import StageContext
 from memory_inject.stages.governance import pi_traces
+from memory_inject.standing import StandingCache
 from memory_inject.storage import SQLiteStore
 from memory_inject.storage._jsonl import record_from_json, record_to_json
 from tests.storage._pi_seed import SCHEMA_EXAMPLE
@@ -267,3 +268,108 @@ class TestImportPiRecords:
             ValueError, match=r"'confidence' must be a number in \[0, 1\] \(got 92\)"
         ):
             record_from_json({**PI_RECORD, "confidence": 92})
+
+
+class TestPiRecordErrors:
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"id": ""}, "'id' must be a non-empty string (got '')"),
+            ({"statement": 3}, "'statement' must be a non-empty string (got 3)"),
+            ({"layer": "L4"}, "'layer' must be one of ['L1', 'L2', 'L3'] (got 'L4')"),
+            ({"scope": "global"}, "'scope' must be an object or null (got 'global')"),
+            ({"tags": "tooling"}, "'tags' must be a list of strings (got 'tooling')"),
+            ({"profile_id": 7}, "'profile_id' must be a string or null (got 7)"),
+            ({"superseded_by": 5}, "'superseded_by' must be a list of ids (got 5)"),
+            ({"created_at": "May 20"}, "PI record 'mem_20260520_abc': 'timestamp' must be"),
+        ],
+    )
+    def test_each_bad_field_is_named(self, change: dict[str, Any], message: str) -> None:
+        """The first wrong field of a PI line is named with its value."""
+        with pytest.raises(ValueError, match="PI record") as err:
+            record_from_json({**PI_RECORD, **change})
+        assert message in str(err.value)
+
+    def test_successors_layers_and_inquiries(self) -> None:
+        """Several successors stay in metadata; L3 is daily; a closed inquiry is not active."""
+        r = record_from_json({**PI_RECORD, "superseded_by": ["mem_b", "mem_c"]})
+        assert ("mem_b", ["mem_b", "mem_c"]) == (
+            r.superseded_by,
+            (r.metadata or {})["superseded_by"],
+        )
+        day = record_from_json(
+            {"id": "d1", "layer": "L3", "statement": "notes", "confidence": None}
+        )
+        assert ("daily", None, None) == (day.category, day.confidence, day.metadata)
+        q = record_from_json({"id": "q1", "question": "Why?", "status": "answered"})
+        assert ("inquiry", "inquiry", "answered") == (q.category, q.memory_kind, q.status)
+        assert {"inquiry_status": "answered"} == q.metadata
+
+
+class TestPresetExpansion:
+    def test_a_renderer_of_another_kind_replaces_the_presets(self) -> None:
+        """A renderer of another kind (name or mapping) drops the preset's sectioned settings."""
+        for renderer in ("bracket", {"kind": "relevant_memories", "max_entries": 2}):
+            cfg = parse_agent_config(
+                {"agent": "a", "memory": {"preset": "pi", "renderer": renderer}}
+            ).memory
+            assert (True, True) == (cfg.governance.enabled, cfg.renderer.kind != "sectioned")
+
+    def test_renderer_sectioned_by_name_keeps_the_presets_settings(self) -> None:
+        """renderer: sectioned under preset: pi keeps PI's budgets."""
+        cfg = parse_agent_config(
+            {"agent": "a", "memory": {"preset": "pi", "renderer": "sectioned"}}
+        ).memory
+        assert (12, 3) == (cfg.renderer.max_records, cfg.renderer.max_questions)
+
+
+class TestStandingEdges:
+    def test_a_store_without_the_capability_or_a_zero_limit_adds_nothing(self) -> None:
+        """No standing_records, or standing.limit 0: only what recall returned."""
+        cache = StandingCache()
+        assert () == cache.get(object(), None, limit=4, min_confidence=0.85)
+        store = InMemoryStore([MemoryRecord("l1", "identity", layer="L1")])
+        assert () == cache.get(store, None, limit=0, min_confidence=0.85)
+        assert 0 == cache.reads
+
+    def test_a_store_without_weak_references_is_read_every_time(self) -> None:
+        """A store that cannot be weakly referenced is answered, never cached."""
+
+        class Slotted:
+            __slots__ = ()
+            data_version = 1
+
+            def standing_records(self, *_a: Any, **_k: Any) -> list[MemoryEntry]:
+                return [MemoryEntry("l1", "identity", "core", NOW), "junk"]  # type: ignore[list-item]
+
+        cache = StandingCache()
+        got = [cache.get(Slotted(), None, limit=4, min_confidence=0.85) for _ in range(2)]
+        assert (["l1"], 2) == ([e.key for e in got[1]], cache.reads)
+        cache.clear()
+
+    def test_standing_entries_come_without_a_pinned_clock(self) -> None:
+        """With the wall clock (now=None, or a naive now) today's sections are still read."""
+        store = InMemoryStore(
+            [
+                MemoryRecord("todo", "Write the guide", "scratchpad"),
+                MemoryRecord("l1", "Prefers terse answers", layer="L1"),
+            ]
+        )
+        agent = load_agent_config(ROOT / "config/agents/pi.yaml")
+        for now in (None, NOW.replace(tzinfo=None)):
+            out = render_memory_context(store, "what next?", config=agent.memory, now=now)
+            assert {"todo", "l1"} == {e.key for e in out.entries}
+
+    def test_standing_with_another_renderer_reads_rules_and_l1_only(self) -> None:
+        """standing.enabled with the bracket block adds L1 and rules, not the sections' rows."""
+        store = InMemoryStore(
+            [
+                MemoryRecord("todo", "Write the guide", "scratchpad"),
+                MemoryRecord("l1", "Prefers terse answers", layer="L1"),
+            ]
+        )
+        cfg = parse_agent_config(
+            {"agent": "a", "memory": {"standing": {"enabled": True}, "min_relevance_score": 0}}
+        ).memory
+        out = render_memory_context(store, "zebra migration", config=cfg, now=NOW)
+        assert ["l1"] == [e.key for e in out.entries]

@@ -143,20 +143,22 @@ def daily_digest(content: str) -> tuple[str, int]:
     return ("\n".join(notable) if notable else content.strip()), sessions
 
 
-def priority_rank(entry: MemoryEntry) -> int | None:
-    """An inquiry's priority as a rank (medium = 1), from ``extra`` or ``metadata``."""
+def _priority(entry: MemoryEntry) -> str | None:
     meta = entry.extra.get("metadata")
     value = entry.extra.get("priority")
     if value is None and isinstance(meta, Mapping):
         value = meta.get("priority")
-    return _PRIORITIES.get(value.strip().lower()) if isinstance(value, str) else None
+    return value.strip().lower() if isinstance(value, str) else None
+
+
+def priority_rank(entry: MemoryEntry) -> int | None:
+    """An inquiry's priority as a rank (medium = 1), from ``extra`` or ``metadata``."""
+    return _PRIORITIES.get(_priority(entry) or "")
 
 
 def priority_name(entry: MemoryEntry) -> str:
     """The inquiry's priority as written (lower case), for its ``? [priority]`` line."""
-    rank = priority_rank(entry)
-    names = {v: k for k, v in _PRIORITIES.items() if k != "urgent"}
-    return names.get(rank, "medium") if rank is not None else "medium"
+    return _priority(entry) or ""
 
 
 def question_score(entry: MemoryEntry, tokens: set[str], split: Callable[[str], set[str]]) -> int:
