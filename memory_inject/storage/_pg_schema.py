@@ -172,7 +172,7 @@ def _add_pi_records(conn: psycopg.Connection[Any], names: TableNames) -> None:
     )
     conn.execute(
         sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, layer, profile_id) "
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, layer, rule_type, confidence) "
             "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
         ).format(names.ident("_standing_idx"), names.ident())
     )

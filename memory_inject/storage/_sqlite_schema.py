@@ -251,7 +251,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # not the namespace.
     (
         "ALTER TABLE memories ADD COLUMN metadata TEXT",
-        "CREATE INDEX memories_standing ON memories (namespace, layer, profile_id) "
+        "CREATE INDEX memories_standing ON memories (namespace, layer, rule_type, confidence) "
         "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
         "CREATE INDEX memories_standing_category ON memories (namespace, category, updated_at) "
         "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",

@@ -305,7 +305,7 @@ class PostgresStore(PostgresBulk):
             "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L1', 'l1') "
             "ORDER BY rid LIMIT %(lim)s) UNION ALL "
             "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L2', 'l2') "
-            "AND lower(rule_type) = ANY(%(types)s) AND confidence >= %(conf)s "
+            "AND rule_type = ANY(%(types)s) AND confidence >= %(conf)s "
             "ORDER BY confidence DESC, rid LIMIT %(lim)s)"
         ).format(cols=self._q.rec, t=self._q.t, live=live)
         params: dict[str, Any] = {

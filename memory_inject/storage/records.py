@@ -117,7 +117,7 @@ def standing_pick(
             l1.append(r)
         elif (
             layer == "L2"
-            and (r.rule_type or "").lower() in HARD_RULE_TYPES
+            and r.rule_type in HARD_RULE_TYPES
             and r.confidence is not None
             and r.confidence >= min_confidence
         ):

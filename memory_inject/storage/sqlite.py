@@ -414,19 +414,20 @@ class SQLiteStore(SQLiteBulk):
             f"SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "  # noqa: S608
             "AND layer IN ('L1', 'l1') ORDER BY rid LIMIT ?) "
             f"UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "
-            f"AND layer IN ('L2', 'l2') AND lower(rule_type) IN ({types}) AND confidence >= ? "
+            f"AND layer IN ('L2', 'l2') AND rule_type IN ({types}) AND confidence >= ? "
             "ORDER BY confidence DESC, rid LIMIT ?)"
         )
         head = (self._namespace, format_ts(_now()), profile_id)
         params: builtins.list[Any] = [*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit]
         for category, since in (categories or {}).items():
+            # No time bound without one: the category index then serves the query.
+            bound = "" if since is None else "AND timestamp >= ? "
             sql += (
                 f" UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories "  # noqa: S608
-                f"WHERE {live} AND category = ? AND timestamp >= ? "
+                f"WHERE {live} AND category = ? {bound}"
                 "ORDER BY updated_at DESC, rid DESC LIMIT ?)"
             )
-            floor = "" if since is None else format_ts(since)
-            params += [*head, str(category), floor, limit]
+            params += [*head, str(category), *([] if since is None else [format_ts(since)]), limit]
         sql += " ORDER BY rid"
 
         def run(conn: sqlite3.Connection) -> builtins.list[MemoryRecord]:
