@@ -16,7 +16,6 @@ import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from types import MappingProxyType
 
 import attrs
@@ -44,7 +43,7 @@ from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 from memory_inject.stages import StageContext, StageTrace, governed, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
-from memory_inject.standing import standing_entries
+from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
@@ -190,40 +189,9 @@ def _prepare(
     if pol.inject and cfg.standing.enabled:
         # PI's standing context comes whatever the prompt says (contentless too).
         who = turn_profile(cfg.governance.profile_id, cwd, profile)
-        calls.append(_standing_call(memory, cfg, who.profile_id, now))
+        calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
         abstained = None
     return _Turn(memory, query, scopes, pol, meta, now, cwd, profile, plan, calls, abstained, who)
-
-
-def _standing_call(
-    memory: Memory, cfg: MemoryInjectConfig, profile_id: str | None, now: datetime | None
-) -> Call:
-    """The standing-context read, run with the recall calls (under the same deadline).
-
-    With the sectioned block it also reads what PI shows every turn: open
-    scratchpad items, today's daily notes and sessions, open questions.
-    """
-    r = cfg.renderer
-    categories: dict[str, datetime | None] = {}
-    if r.kind == "sectioned":
-        clock = now if now is not None else datetime.now(UTC)
-        clock = clock.replace(tzinfo=UTC) if clock.tzinfo is None else clock.astimezone(UTC)
-        today = clock.replace(hour=0, minute=0, second=0, microsecond=0)
-        categories = {"scratchpad": None, "daily": today}
-        if r.max_sessions:
-            categories["session"] = today
-        if r.max_questions:
-            categories["inquiry"] = None
-    conf = r.hard_rule_min_confidence if r.kind == "sectioned" else 0.85
-    fetch = partial(
-        standing_entries,
-        memory,
-        profile_id,
-        limit=cfg.standing.limit,
-        min_confidence=conf,
-        categories=categories,
-    )
-    return Call(None, STANDING, fetch)
 
 
 def render_memory_context(

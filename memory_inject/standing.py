@@ -21,14 +21,16 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import SupportsStandingContext, supports
 from memory_inject.models import MemoryEntry
 
-__all__ = ["MAX_AGE_S", "StandingCache", "standing_entries"]
+__all__ = ["MAX_AGE_S", "StandingCache", "standing_entries", "standing_fetch"]
 
 #: How long a cached answer is trusted when the version has not moved: a store
 #: that cannot see other processes' writes (PostgreSQL) sees them after this.
@@ -112,4 +114,34 @@ def standing_entries(
     """:meth:`StandingCache.get` on the process-wide cache (what a render's recall calls)."""
     return CACHE.get(
         store, profile_id, limit=limit, min_confidence=min_confidence, categories=categories
+    )
+
+
+def standing_fetch(
+    store: object, config: MemoryInjectConfig, profile_id: str | None, now: datetime | None
+) -> Callable[[], Sequence[MemoryEntry]]:
+    """The standing-context read of one turn, for the render to run with its recall calls.
+
+    With the sectioned block it also reads what PI shows every turn: open
+    scratchpad items, today's daily notes and sessions (the UTC day of
+    ``now``, else of the wall clock), open questions.
+    """
+    r = config.renderer
+    categories: dict[str, datetime | None] = {}
+    if r.kind == "sectioned":
+        clock = now if now is not None else datetime.now(UTC)
+        clock = clock.replace(tzinfo=UTC) if clock.tzinfo is None else clock.astimezone(UTC)
+        today = clock.replace(hour=0, minute=0, second=0, microsecond=0)
+        categories = {"scratchpad": None, "daily": today}
+        if r.max_sessions:
+            categories["session"] = today
+        if r.max_questions:
+            categories["inquiry"] = None
+    return partial(
+        standing_entries,
+        store,
+        profile_id,
+        limit=config.standing.limit,
+        min_confidence=r.hard_rule_min_confidence if r.kind == "sectioned" else 0.85,
+        categories=categories,
     )
