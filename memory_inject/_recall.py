@@ -32,7 +32,11 @@ from memory_inject.exceptions import RecallInterruptedError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
-__all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
+__all__ = ["STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
+
+#: The source of the standing-context call (``memory_inject.standing``): its
+#: entries follow the query's, and a key the query returned keeps its entry.
+STANDING = "standing"
 
 
 @frozen
@@ -374,7 +378,12 @@ def _collect(
     valid_batches: list[list[MemoryEntry]] = []
     raw = 0
     any_ok = False
+    standing: list[MemoryEntry] = []
     for _call, batch in batches:
+        if _call.source == STANDING:
+            standing.extend(e for e in batch if isinstance(e, MemoryEntry))
+            raw += len(batch)
+            continue
         try:
             items = list(batch)  # a non-iterable batch counts as a failed call
         except Exception as exc:  # noqa: BLE001
@@ -406,6 +415,13 @@ def _collect(
                     entries.append(e)
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
+    if standing:
+        # A standing entry is shown whatever the query scored it: it replaces
+        # recall's copy (keeping recall's place), so no relevance floor drops it.
+        by_key = {e.key: e for e in standing}
+        have = {e.key for e in entries}
+        entries = [by_key.get(e.key, e) for e in entries]
+        entries.extend(e for e in standing if e.key not in have)
     return Recalled(
         entries,
         raw,

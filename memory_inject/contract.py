@@ -34,6 +34,8 @@ SupportsRecallInfo         ``last_recall_info``            the recall event's ``
 SupportsFilteredRecall     ``recall_where(...)``           recall plans
 SupportsEntities           ``known_entities()``            recall plans (entity query)
 SupportsUsage              ``mark_used(ids)``              recall plans (``track_usage``)
+SupportsStandingContext    ``standing_records``,           ``standing.enabled`` (PI's
+                           ``data_version``                hard rules and L1 every turn)
 SupportsRecords            ``upsert``, ``supersede``       integrators, JSONL tooling
 SupportsJsonl              ``import_jsonl``, ``export_``   CLI ``import`` / ``export``
 SupportsNamespaces         ``namespace``                   agents sharing one database
@@ -51,7 +53,7 @@ every test on every store that has the capabilities the test declares.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import IO, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
@@ -74,6 +76,7 @@ __all__ = [
     "SupportsPath",
     "SupportsRecallInfo",
     "SupportsRecords",
+    "SupportsStandingContext",
     "SupportsUsage",
     "SupportsVectors",
     "SupportsWrite",
@@ -256,6 +259,36 @@ class SupportsUsage(Protocol):
     """
 
     def mark_used(self, ids: Iterable[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsStandingContext(Protocol):
+    """``standing_records`` and ``data_version``: PI's standing context, read every turn.
+
+    ``standing_records(profile_id, limit=, min_confidence=, categories=)``
+    returns the live, ``active`` records bound to ``profile_id`` or to no
+    profile (``None``: only unbound ones): the first ``limit`` of layer L1 in
+    insertion order, then the ``limit`` most confident of layer L2 whose
+    ``rule_type`` makes a hard rule and whose confidence is at least
+    ``min_confidence``, then for each category of ``categories`` (name ->
+    earliest timestamp, or None) its ``limit`` most recently updated records;
+    no key twice, ``score`` None.
+    ``data_version`` changes whenever a write may have changed that answer, so
+    :mod:`memory_inject.standing` caches it between writes. Without the
+    capability a turn gets only what recall returned.
+    """
+
+    @property
+    def data_version(self) -> Hashable: ...
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> Sequence[MemoryEntry]: ...
 
 
 @runtime_checkable

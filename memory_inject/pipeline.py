@@ -23,18 +23,27 @@ from attrs import define, field, frozen
 from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
-from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
+from memory_inject._recall import (
+    STANDING,
+    Call,
+    Recalled,
+    build_calls,
+    describe,
+    run_async,
+    run_sync,
+)
 from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
-from memory_inject.profile import ProfileIdentity, turn_profile
+from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
 from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import StageContext, StageTrace, stages_for
+from memory_inject.stages import StageContext, StageTrace, governed, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
+from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
@@ -176,6 +185,8 @@ class _Turn:
     abstained: str | None = None
     #: Why the store calls could not even be built (a store attribute that raises).
     failed: str | None = None
+    #: The turn's profile when it was resolved before recall (the standing context's).
+    who: TurnProfile | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:
@@ -226,8 +237,26 @@ def _prepare(
             failed = f"recall_failed: {_describe(exc)}"
     meta = turn if turn is not None else TurnMeta()
     abstained = _NO_QUERY_TERMS if contentless else None
+    who = None
+    if pol.inject and cfg.standing.enabled and failed is None:
+        # PI's standing context comes whatever the prompt says (contentless too).
+        who = turn_profile(cfg.governance.profile_id, cwd, profile)
+        calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
+        abstained = None
     return _Turn(
-        memory, query, scopes, pol, meta, now, cwd, profile, plan, calls, abstained, failed
+        memory,
+        query,
+        scopes,
+        pol,
+        meta,
+        now,
+        cwd,
+        profile,
+        plan,
+        calls,
+        abstained,
+        failed,
+        who,
     )
 
 
@@ -411,8 +440,8 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
         # dropped, so the renderer's demand bounds how far the arm must rank.
         demand = renderer_for(cfg).demand(cfg)
         gov = cfg.governance
-        if gov.enabled:
-            who = turn_profile(gov.profile_id, t.cwd, t.profile)
+        if governed(cfg):
+            who = t.who or turn_profile(gov.profile_id, t.cwd, t.profile)
             where = os.fspath(t.cwd) if t.cwd is not None else os.getcwd()
             text_ctx = context_text(t.query, where, include_cwd=gov.include_working_directory)
             profile_id, project_keys = who.profile_id, who.project_keys

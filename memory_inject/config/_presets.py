@@ -5,7 +5,7 @@ when an agent file is loaded: whatever the file sets wins, key by key (nested
 groups merge). The loaded config holds the expanded values (and the preset's
 name, for ``explain`` and ``config_to_dict``), so nothing downstream knows
 presets exist. In Python, build a preset's config with
-``parse_agent_config({"agent": ..., "memory": {"preset": "founder_os", ...}})``.
+``parse_agent_config({"agent": ..., "memory": {"preset": "pi", ...}})``.
 
 ``founder_os`` is founder-os's memory context injection skill (seed 003): the
 three-query recall plan (semantic 5, company 3, plugin 2; merged by hit
@@ -13,6 +13,12 @@ count, confidence, relevance; capped at 5) over confirmed and applied rows
 only, filtered in each query before its limit; no time decay; the
 ``## Relevant Memories`` block of at most 5 lines; one usage UPDATE of the
 injected ids; the 2 s budget. ``recall_plan.preset: founder_os`` names it too.
+
+``pi`` is PI v0.12 as its users know it (seeds 000, 002): the sectioned block
+with its selection budgets (12 records, 4 L1, 8 L2), the governance stages,
+the standing context (hard rules and L1 every turn), the trivial-prompt
+filter, 24 candidates per turn (PI's ``maxRecords * 2``) and hybrid ranking by
+reciprocal rank fusion, k = 60, keyword 0.45 and semantic 0.55.
 """
 
 from __future__ import annotations
@@ -36,6 +42,28 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
         "renderer": {"kind": "relevant_memories"},
         "budget": {"max_entries": 5},
         "deadline_ms": 2000,
+    },
+    "pi": {
+        "recall_limit": 24,
+        "renderer": {
+            "kind": "sectioned",
+            "max_records": 12,
+            "max_l1": 4,
+            "max_l2": 8,
+            "daily_digest": True,
+            "max_sessions": 3,
+            "max_questions": 3,
+        },
+        "governance": {"enabled": True},
+        "standing": {"enabled": True},
+        "trivial_prompt": {"enabled": True},
+        "backend": {
+            "search_mode": "hybrid",
+            "fusion": "rrf",
+            "rrf_k": 60,
+            "keyword_weight": 0.45,
+            "vector_weight": 0.55,
+        },
     },
 }
 

@@ -149,6 +149,14 @@ class TrivialPromptConfig:
     slash_commands: bool = setting(True, "bool", "'/command args' prompts are trivial")
 
 
+@frozen
+class StandingConfig:
+    """PI's standing context: the profile's hard rules and L1 records every turn. Off by default."""
+
+    enabled: bool = setting(False, "bool", "add active L1 records and L2 hard rules to every turn")
+    limit: int = setting(32, "int", "most records of each layer read per turn", ge=0)
+
+
 _OVERRIDABLE = (
     "enabled",
     "recall_limit",
@@ -163,6 +171,7 @@ _OVERRIDABLE = (
     "recall_plan",
     "governance",
     "trivial_prompt",
+    "standing",
 )
 
 
@@ -220,10 +229,11 @@ class MemoryInjectConfig:
     recall_plan: RecallPlanConfig = group(RecallPlanConfig)
     governance: GovernanceConfig = group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
+    standing: StandingConfig = group(StandingConfig)
     preset: str | None = setting(
         None,
         "str",
-        "a seed system's whole behaviour, under the file's own keys (founder_os)",
+        "a seed system's whole behaviour, under the file's own keys (founder_os, pi)",
         nullable=True,
         choices=PRESET_NAMES,
     )

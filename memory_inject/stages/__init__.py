@@ -6,7 +6,8 @@ runs, in order, each configured at construction::
     session_scope           the scope rule (docs/storage.md): other sessions' rows,
                             and in a mixed list unshared sessionless rows
     [governance stages]     memory.governance.enabled: status, profile, project,
-                            positive applicability, negative scope (PI's reasons),
+                            positive applicability, negative scope (PI's reasons);
+                            renderer sectioned alone: status and profile,
     [routed_scope]          then the same scope stages over routed (contested) entries
     decay | rerank          the arm: time decay, or blend + duplicate collapse + MMR
     relevance_filter        scored entries under min_relevance_score
@@ -59,6 +60,7 @@ __all__ = [
     "decay",
     "eligibility_reason",
     "format_score",
+    "governed",
     "relevance_filter",
     "rerank",
     "session_scope",
@@ -79,12 +81,24 @@ class NamedStage:
     scored: bool = False
 
 
+#: The stages ``renderer: sectioned`` runs even with governance off: its sections
+#: read ``status`` and ``profile_id``, so a deprecated, contested or
+#: other-profile record must never reach them as ordinary Selected Memory.
+SECTIONED_FLOOR: tuple[str, ...] = ("status", "profile")
+
+
+def governed(config: MemoryInjectConfig) -> bool:
+    """True when a render with ``config`` runs governance stages (and needs the profile)."""
+    return config.governance.enabled or config.renderer.kind == "sectioned"
+
+
 def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     """The named stages a render with ``config`` runs, in order (see the module docstring)."""
     chain = [NamedStage("session_scope", session_scope)]
     gov = config.governance
-    if gov.enabled:
-        governance = tuple(build_governance(gov.stages, min_token_length=gov.min_token_length))
+    names = gov.stages if gov.enabled else SECTIONED_FLOOR if governed(config) else ()
+    if names:
+        governance = tuple(build_governance(names, min_token_length=gov.min_token_length))
         chain.extend(NamedStage(name, stage) for name, stage in governance)
         chain.append(NamedStage("routed_scope", RoutedScope(governance)))
     if config.rerank.enabled:

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 import attrs
 
+from memory_inject.storage._pi_records import is_pi_record, pi_record
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
@@ -60,7 +61,7 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
             value = None if value is None else format_ts(value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif name == "scope" and value is not None:
+        elif name in ("scope", "metadata") and value is not None:
             value = dict(value)
         out[name] = value
     return out
@@ -80,8 +81,8 @@ def _check_types(obj: Mapping[str, Any]) -> None:
             raise ValueError(f"'{name}' must be a number or null (got {value!r})")
         if name == "times_used" and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"'times_used' must be an integer (got {value!r})")
-        if name == "scope" and value is not None and not isinstance(value, dict):
-            raise ValueError(f"'scope' must be an object or null (got {value!r})")
+        if name in ("scope", "metadata") and value is not None and not isinstance(value, dict):
+            raise ValueError(f"'{name}' must be an object or null (got {value!r})")
         if (
             name == "embedding"
             and value is not None
@@ -110,6 +111,8 @@ def record_from_json(obj: Any) -> MemoryRecord:
     """The record a JSON object describes; ``ValueError`` names the first problem."""
     if not isinstance(obj, dict):
         raise ValueError(f"each line must be a JSON object (got {type(obj).__name__})")
+    if is_pi_record(obj):
+        return pi_record(obj)
     unknown = sorted(set(obj) - set(RECORD_FIELDS))
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")

@@ -252,6 +252,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",  # noqa: S608 - built from constants
         "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
     ),
+    # 5: PI records (issue 12). ``metadata`` keeps the fields of an imported
+    # record that have no column (JSON text); the partial index serves the
+    # standing-context query (a profile's active L1 records and L2 rules, and
+    # the newest rows of the always-shown sections), so it reads those rows,
+    # not the namespace.
+    (
+        "ALTER TABLE memories ADD COLUMN metadata TEXT",
+        "CREATE INDEX memories_standing ON memories (namespace, layer, rule_type, confidence) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+        "CREATE INDEX memories_standing_category ON memories (namespace, category, updated_at) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -287,6 +299,7 @@ _TIMESTAMPS = frozenset({"timestamp", "updated_at", "last_used_at", "expires_at"
 _LISTS = frozenset(
     {"tags", "entity_ids", "applies_when", "does_not_apply_when", "known_exceptions", "supersedes"}
 )
+_MAPPINGS = frozenset({"scope", "metadata"})
 
 
 def is_locked(exc: sqlite3.Error) -> bool:
@@ -365,7 +378,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
             row.append(format_ts(value))
         elif name in _LISTS:
             row.append(json.dumps(list(value), ensure_ascii=False))
-        elif name == "scope":
+        elif name in _MAPPINGS:
             row.append(json.dumps(dict(value), ensure_ascii=False, sort_keys=True))
         elif name == "embedding":
             row.append(encode_vector(value))
@@ -381,7 +394,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     fields: dict[str, Any] = {}
     for name, raw in zip(COLUMNS, row, strict=True):
         value = raw
-        if raw is not None and (name in _LISTS or name == "scope"):
+        if raw is not None and (name in _LISTS or name in _MAPPINGS):
             # Most lists are empty: skip the JSON decoder for them (the hot read path).
             value = () if raw == "[]" else json.loads(raw)
         elif raw is not None and name == "embedding":
@@ -433,6 +446,8 @@ def row_to_entry(row: Sequence[Any], score: float | None) -> MemoryEntry:
             extra[name] = _ts(raw)
         elif name == "scope" and raw is not None:
             extra[name] = json.loads(raw)
+        elif name == "metadata" and raw is not None:
+            extra[name] = json.loads(raw) or None  # the record's converter: {} is None
         else:
             extra[name] = raw
     entry = object.__new__(MemoryEntry)

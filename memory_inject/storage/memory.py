@@ -18,7 +18,7 @@ import asyncio
 import builtins
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from memory_inject.storage._lexical import stem, tokenize
 from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
-from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
+from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
 
 __all__ = ["InMemoryStore"]
 
@@ -102,6 +102,7 @@ class InMemoryStore:
         self._sets: dict[str, frozenset[str]] = {}
         self._df: Counter[str] = Counter()
         self._length = 0
+        self._writes = 0
         for r in records:
             if not isinstance(r, MemoryRecord):
                 raise TypeError(f"'records' must hold MemoryRecord values (got {type(r).__name__})")
@@ -117,6 +118,7 @@ class InMemoryStore:
     def _put(self, record: MemoryRecord) -> None:
         tokens = _terms(" ".join((record.key, record.content, *record.tags)))
         with self._lock:
+            self._writes += 1
             self._drop(record.key)
             self._records[record.key] = record
             self._tokens[record.key] = tokens
@@ -169,6 +171,7 @@ class InMemoryStore:
     def forget(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         with self._lock:
+            self._writes += 1
             return self._drop(key) is not None
 
     # -- reads ----------------------------------------------------------------
@@ -299,6 +302,36 @@ class InMemoryStore:
     def _prefix_df(self, prefix: str) -> int:
         """How many records hold a token starting with ``prefix`` (the lock is held)."""
         return sum(1 for held in self._sets.values() if _holds(held, prefix, True))
+
+    @property
+    def data_version(self) -> int:
+        """A number that changes with every write (the standing-context cache's key)."""
+        with self._lock:
+            return self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's standing context: active L1 records, then active L2 hard rules.
+
+        See :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        now = datetime.now(UTC)
+        with self._lock:
+            live = [
+                r
+                for r in self._records.values()
+                if _live(r, now)
+                and r.status == "active"
+                and (r.profile_id is None or r.profile_id == profile_id)
+            ]
+        picked = standing_pick(live, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
 
     async def arecall(
         self,

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
@@ -59,7 +60,12 @@ from memory_inject.storage._pg_schema import (
 )
 from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
+from memory_inject.storage.records import (
+    CARRIED_ON_STORE,
+    HARD_RULE_TYPES,
+    MemoryRecord,
+    standing_pick,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -132,6 +138,7 @@ class PostgresStore(PostgresBulk):
         self._aloop = None
         self._alock = threading.Lock()
         self._last = RecallInfo()
+        self._writes = 0
         self._rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
         self._lexemes: dict[str, tuple[str, ...]] = {}
@@ -184,6 +191,7 @@ class PostgresStore(PostgresBulk):
 
     def _stats_changed(self) -> None:
         """A write of ours: forget the term statistics if they counted the rows exactly."""
+        self._writes += 1
         cached = self._terms
         if cached is not None and cached[1].exact:
             self._terms = None
@@ -203,6 +211,7 @@ class PostgresStore(PostgresBulk):
 
     def forget(self, key: str) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten."""
+        self._writes += 1
         return self._run("forget", _rowcount(self._q.forget(key))) > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
@@ -318,6 +327,82 @@ class PostgresStore(PostgresBulk):
         """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
         rows = self._run("entities", _rows(self._q.entity_ids()))
         return entity_names(str(r[0]) for r in rows)
+
+    # -- standing context (PI's hard rules and L1, every turn) ------------------
+
+    @property
+    def data_version(self) -> int:
+        """This store's write count: it changes with every write made through it.
+
+        A server has no cheap "changed since" counter; writes by other processes
+        are seen when the standing-context cache entry ages out
+        (:data:`memory_inject.standing.MAX_AGE_S`).
+        """
+        return self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's active L1 records (insertion order) and most confident L2 hard rules.
+
+        One statement on the ``_standing_idx`` partial index; at most ``limit``
+        of each. See :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        if limit <= 0:
+            return []
+        rows = self._run(
+            "standing_records",
+            _rows(self._standing(profile_id, limit, min_confidence, categories or {})),
+        )
+        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
+        picked = standing_pick(records, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
+
+    def _standing(
+        self,
+        profile_id: str | None,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None],
+    ) -> Stmt:
+        live = sql.SQL(
+            "namespace = %(ns)s AND status = 'active' AND deleted_at IS NULL "
+            "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > now()) "
+            "AND (profile_id IS NULL OR profile_id = %(profile)s::text)"
+        )
+        query = sql.SQL(
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L1', 'l1') "
+            "ORDER BY rid LIMIT %(lim)s) UNION ALL "
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L2', 'l2') "
+            "AND rule_type = ANY(%(types)s) AND confidence >= %(conf)s "
+            "ORDER BY confidence DESC, rid LIMIT %(lim)s)"
+        ).format(cols=self._q.rec, t=self._q.t, live=live)
+        params: dict[str, Any] = {
+            "ns": self._namespace,
+            "profile": profile_id,
+            "lim": limit,
+            "types": list(HARD_RULE_TYPES),
+            "conf": min_confidence,
+        }
+        for n, (category, since) in enumerate(categories.items()):
+            query += sql.SQL(
+                " UNION ALL (SELECT {cols}, rid FROM {t} WHERE {live} AND category = {c} "
+                'AND ({since}::timestamptz IS NULL OR "timestamp" >= {since}) '
+                "ORDER BY updated_at DESC, rid DESC LIMIT %(lim)s)"
+            ).format(
+                cols=self._q.rec,
+                t=self._q.t,
+                live=live,
+                c=sql.Placeholder(f"cat{n}"),
+                since=sql.Placeholder(f"since{n}"),
+            )
+            params[f"cat{n}"], params[f"since{n}"] = str(category), since
+        return Stmt(query + sql.SQL(" ORDER BY rid"), params)
 
     # -- the shared core ----------------------------------------------------------
 

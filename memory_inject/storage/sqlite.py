@@ -37,7 +37,12 @@ from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
 from memory_inject.storage._vector_cache import VectorCache, VectorScope
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
-from memory_inject.storage.records import MemoryRecord, carry_over
+from memory_inject.storage.records import (
+    HARD_RULE_TYPES,
+    MemoryRecord,
+    carry_over,
+    standing_pick,
+)
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
 
@@ -96,6 +101,7 @@ class SQLiteStore(SQLiteBulk):
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
         self._last = RecallInfo()
+        self._writes = 0
         self._open(create=create, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous.upper())
 
     # -- plumbing -------------------------------------------------------------
@@ -112,6 +118,7 @@ class SQLiteStore(SQLiteBulk):
         try:
             return super()._write(op, what)
         finally:
+            self._writes += 1
             if self._vectors is not None:
                 self._vectors.bump()
 
@@ -381,3 +388,67 @@ class SQLiteStore(SQLiteBulk):
         )
         rows = self._read(lambda c: c.execute(sql, (self._namespace,)).fetchall(), "entities")
         return entity_names(str(eid) for (eid,) in rows)
+
+    # -- standing context (PI's hard rules and L1, every turn) ----------------
+
+    @property
+    def data_version(self) -> tuple[int, int]:
+        """Changes whenever the file does: SQLite's ``data_version`` and this store's commits.
+
+        ``PRAGMA data_version`` moves when another connection or process commits;
+        the write count covers this store's own commits (which a ``:memory:``
+        database's shared connection does not see there).
+        """
+        version = self._read(
+            lambda c: int(c.execute("PRAGMA data_version").fetchone()[0]), "data_version"
+        )
+        return version, self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's active L1 records (insertion order) and most confident L2 hard rules.
+
+        One statement on the ``memories_standing`` partial index; at most
+        ``limit`` of each. See
+        :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        if limit <= 0:
+            return []
+        live = (
+            "namespace = ? AND status = 'active' AND deleted_at IS NULL "
+            "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?) "
+            "AND (profile_id IS NULL OR profile_id = ?)"
+        )
+        types = ", ".join("?" * len(HARD_RULE_TYPES))
+        sql = (
+            f"SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "  # noqa: S608
+            "AND layer IN ('L1', 'l1') ORDER BY rid LIMIT ?) "
+            f"UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "
+            f"AND layer IN ('L2', 'l2') AND rule_type IN ({types}) AND confidence >= ? "
+            "ORDER BY confidence DESC, rid LIMIT ?)"
+        )
+        head = (self._namespace, format_ts(_now()), profile_id)
+        params: builtins.list[Any] = [*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit]
+        for category, since in (categories or {}).items():
+            # No time bound without one: the category index then serves the query.
+            bound = "" if since is None else "AND timestamp >= ? "
+            sql += (
+                f" UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories "  # noqa: S608
+                f"WHERE {live} AND category = ? {bound}"
+                "ORDER BY updated_at DESC, rid DESC LIMIT ?)"
+            )
+            params += [*head, str(category), *([] if since is None else [format_ts(since)]), limit]
+        sql += " ORDER BY rid"
+
+        def run(conn: sqlite3.Connection) -> builtins.list[MemoryRecord]:
+            return [schema.row_to_record(r[:-1]) for r in conn.execute(sql, params)]
+
+        rows = self._read(run, "standing_records")  # in rid (insertion) order
+        picked = standing_pick(rows, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]

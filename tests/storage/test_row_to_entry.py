@@ -49,6 +49,7 @@ def records(draw: st.DrawFn) -> MemoryRecord:
         supersedes=draw(_words),
         times_used=draw(st.integers(0, 2**40)),
         last_used_at=draw(_when),
+        metadata=draw(st.none() | st.dictionaries(_text, st.integers() | _text, max_size=2)),
         embedding=draw(st.none() | st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2)),
     )
 

@@ -97,11 +97,14 @@ class TestMigrations:
     def test_old_file_is_migrated_forward(self, db: Path) -> None:
         """A version-1 file gains the FTS index, which indexes its existing rows."""
         db.parent.mkdir(parents=True)
-        row = schema.record_to_row(MemoryRecord(key="old", content="written before full-text"))
+        full = schema.record_to_row(MemoryRecord(key="old", content="written before full-text"))
+        cols = [c for c in schema.COLUMNS if c != "metadata"]  # v5 added metadata
+        row = [v for c, v in zip(schema.COLUMNS, full, strict=True) if c != "metadata"]
         with raw(db) as conn:
             schema.migrate(conn, target=1)
             conn.execute(
-                f"INSERT INTO memories ({schema.SELECT}) VALUES ({', '.join('?' * len(row))})", row
+                f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(row))})",
+                row,
             )
         assert 1 == pragma(db, "user_version")
         with SQLiteStore(db) as s:
