@@ -91,17 +91,27 @@ def describe(exc: BaseException) -> str:
     ``reason`` is the exception's ``reason`` attribute (a :class:`StorageError`'s)
     or else its type name; an empty message is left out.
     """
-    reason = getattr(exc, "reason", None)
+    try:
+        reason = getattr(exc, "reason", None)
+    except Exception:  # noqa: BLE001 - a hostile exception must not fail the turn
+        reason = None
     head = reason if isinstance(reason, str) else type(exc).__name__
-    return f"{head}: {exc}" if str(exc) else head
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        text = "<the error's message could not be read>"
+    return f"{head}: {text}" if text else head
 
 
 def _degraded_flag(memory: Memory) -> str | None:
-    if not supports(memory, SupportsRecallInfo):
-        return None
-    info = memory.last_recall_info
-    flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
-    return str(flag) if flag else None
+    try:
+        if not supports(memory, SupportsRecallInfo):
+            return None
+        info = memory.last_recall_info
+        flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
+        return str(flag) if flag else None
+    except Exception as exc:  # noqa: BLE001 - a store's report must not fail the turn
+        return f"recall_info_failed: {describe(exc)}"
 
 
 def _filtered(
@@ -393,10 +403,14 @@ def _collect(
         good = []
         for item in items:
             raw += 1
-            if isinstance(item, MemoryEntry):
-                good.append(item)
-            else:
+            if not isinstance(item, MemoryEntry):
                 invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
+            elif not isinstance(item.key, str):
+                # Keys are hashed and compared by every later stage (a session id
+                # that is not a string is dropped by name by ``session_scope``).
+                invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
+            else:
+                good.append(item)
         valid_batches.append(good)
     degraded: list[str] = []
     flag = _degraded_flag(memory)

@@ -93,13 +93,14 @@ class TestStoreFaults:
     @pytest.mark.parametrize("mode", MODES)
     @pytest.mark.parametrize("field", ["key", "key_dict", "both"])
     def test_unhashable_keys_degrade_with_one_event(self, mode: str, field: str) -> None:
-        """An entry with a list or dict as key gives no block and one event naming the type."""
+        """An entry with a list or dict as key is dropped as invalid (success False, as for
+        any invalid entry); the others render."""
         bad = {"key": ["a"], "key_dict": {"a": 1}, "both": ["k"]}[field]
         extra = {"session_id": ["s"]} if field == "both" else {}
         result, events = render(Rows([FACT, odd_entry(key=bad, **extra)]), "invoice", mode)
         event = only_event(events)
-        assert (False, "") == (event.success, result.text)
-        assert "unhashable" in reason(event)
+        assert (False, ["fact"]) == (event.success, [e.key for e in result.entries])
+        assert ["invalid_entry:key"] == [v for k, v in event.dropped.items() if k != "fact"]
 
     @pytest.mark.parametrize("mode", MODES)
     @pytest.mark.parametrize("sessions", [("s",), ("s", None)])
@@ -122,8 +123,6 @@ class TestStoreFaults:
             ("sync", "recall"),
             ("async", "recall"),
             ("async", "arecall"),  # the sync path never reads arecall
-            ("sync", "last_recall_info"),
-            ("async", "last_recall_info"),
         ],
     )
     def test_a_store_attribute_that_raises_degrades(self, mode: str, attribute: str) -> None:
@@ -135,12 +134,22 @@ class TestStoreFaults:
         assert f"reading {attribute} exploded" in reason(event)
 
     @pytest.mark.parametrize("mode", MODES)
+    def test_a_last_recall_info_that_raises_is_a_degraded_note(self, mode: str) -> None:
+        """The recall answered; only its report broke: the block renders, the event says so."""
+        result, events = render(ExplodingAttribute("last_recall_info"), "invoice", mode)
+        event = only_event(events)
+        assert (True, ["fact"]) == (event.success, [e.key for e in result.entries])
+        assert "recall_info_failed: RuntimeError: reading last_recall_info exploded" in reason(
+            event
+        )
+
+    @pytest.mark.parametrize("mode", MODES)
     def test_an_exception_whose_message_raises_is_still_named(self, mode: str) -> None:
-        """A store error whose __str__ raises: no traceback, one event, success False."""
+        """A store error whose __str__ raises: no traceback, one event naming its type."""
         result, events = render(UnprintableStore(), "invoice", mode)
         event = only_event(events)
         assert (False, "") == (event.success, result.text)
-        assert "recall_failed" in reason(event)
+        assert "Unprintable: <the error's message could not be read>" in reason(event)
 
 
 class TestReceivers:
