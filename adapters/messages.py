@@ -64,6 +64,7 @@ __all__ = [
     "has_block",
     "inject_block",
     "is_message",
+    "is_user_message",
     "message_text",
     "place_on",
     "starts_with_block",
@@ -129,6 +130,14 @@ def _is_tool_result_carrier(message: object) -> bool:
     return isinstance(content, list) and any(get_field(b, "type") == "tool_result" for b in content)
 
 
+def is_user_message(message: object, *, api: Api = "auto") -> bool:
+    """True for a message that can be the user's: role ``user``, and (except with
+    ``api="openai"``) not a carrier of Anthropic ``tool_result`` blocks."""
+    if not is_message(message) or get_field(message, "role") != "user":
+        return False
+    return api == "openai" or not _is_tool_result_carrier(message)
+
+
 def _unreadable(i: int, msg: object) -> UnreadableMessage:
     return UnreadableMessage(
         f"'messages[{i}]' must be a message: a mapping, or an object with a 'role' or "
@@ -147,11 +156,8 @@ def user_message_index(messages: Sequence[Any], *, api: Api = "auto") -> int | N
         msg = messages[i]
         if not is_message(msg):
             raise _unreadable(i, msg)
-        if get_field(msg, "role") != "user":
-            continue
-        if api != "openai" and _is_tool_result_carrier(msg):
-            continue
-        return i
+        if is_user_message(msg, api=api):
+            return i
     return None
 
 
