@@ -191,6 +191,14 @@ class ClientMemory(Adapter):
             _MARKS.popitem(last=False)
         _current.set(mark)  # left set on purpose: the turn spans this call and the tools after it
 
+    def end_turn(self) -> None:
+        """Close this wrapper's open turn by hand (a loop that stopped with a tool call
+        unanswered), so a later, unrelated conversation in this context is not a sub-turn."""
+        active = _current.get()
+        mark = _MARKS.get(active.turn_id) if active is not None else None
+        if active is not None and mark is not None and active.owner is self._mark_owner:
+            self.close(mark.fingerprint)
+
     def close(self, fingerprint: str | None) -> None:
         """End the turn of ``fingerprint`` if it is the open one (the model answered)."""
         active = _current.get()

@@ -27,9 +27,11 @@ from memory_inject.testing import recording
 
 if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
+    from adapters.loop import current_turn
     from adapters.openai_client import memory_of, wrap_openai
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
+    from memory_inject.adapters.loop import current_turn
     from memory_inject.adapters.openai_client import memory_of, wrap_openai
 
 SYSTEM = "You are the deploy assistant."
@@ -56,6 +58,13 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 @pytest.fixture
 def agent() -> AgentConfig:
     return AgentConfig(agent="alice")
+
+
+@pytest.fixture(autouse=True)
+def no_turn_left_open() -> Iterator[None]:
+    """Every loop here ends with a text answer, so no turn may stay open after a test."""
+    yield
+    assert current_turn() is None
 
 
 class Recorder:
@@ -225,6 +234,25 @@ class TestOpenAIChat:
         """wrap_openai(client, "m.db", agent) is a TypeError naming what a store needs."""
         with pytest.raises(TypeError, match="'store' must be a memory store with 'name' and"):
             wrap_openai(OpenAI(api_key="k"), "m.db", agent)  # type: ignore[arg-type]
+
+    def test_a_turn_left_open_is_closed_by_end_turn(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """A loop that stops on a tool call leaves its turn open; end_turn() closes it, so the
+        next, unrelated conversation is a turn of its own, not a sub-turn."""
+        server = Recorder(chat_reply)
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, agent)
+        with recording() as rec:
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": QUESTIONS[0]}]
+            )
+            memory_of(client).end_turn()
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": QUESTIONS[1]}]
+            )
+            memory_of(client).end_turn()
+        assert list(QUESTIONS[:2]) == [e.query_summary for e in rec.events]
 
     def test_the_engine_is_reachable(self, store: SQLiteStore, agent: AgentConfig) -> None:
         """memory_of(client) gives the wrapper's options back; other attributes are the SDK's."""
