@@ -15,6 +15,7 @@ from .loop import LoopInjection, LoopTurn, MemoryLoop, current_turn
 from .messages import has_block, inject_block, message_text, user_message_index
 from .observability import LoggingBridge, OpenTelemetryBridge, event_fields
 from .openai_client import wrap_openai
+from .tools import MemoryTools, Remembered, aremember, memory_tools, remember
 
 __all__ = [
     "AgentDirectAdapter",
@@ -32,7 +33,10 @@ __all__ = [
     "LoopInjection",
     "LoopTurn",
     "MemoryLoop",
+    "MemoryTools",
     "OpenTelemetryBridge",
+    "Remembered",
+    "aremember",
     "cron_query",
     "current_turn",
     "event_fields",
@@ -41,7 +45,9 @@ __all__ = [
     "inject_block",
     "is_group_chat",
     "load_cron_jobs",
+    "memory_tools",
     "message_text",
+    "remember",
     "session_scopes",
     "should_autosave",
     "user_message_index",

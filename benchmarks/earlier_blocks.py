@@ -2,9 +2,11 @@
 
     python benchmarks/earlier_blocks.py            # 20 turns, the demo's 11 memories
     python benchmarks/earlier_blocks.py --turns 50
+    python benchmarks/earlier_blocks.py --client anthropic
 
 Each turn appends a question (and a short answer) to one conversation and
-sends it through ``wrap_openai(...).chat.completions.create`` with
+sends it through ``wrap_openai(...).chat.completions.create`` (or
+``wrap_anthropic(...).messages.create``) with
 ``httpx2.MockTransport`` (no network). Per policy it prints, in cl100k
 tokens: the blocks in the last request, the blocks sent over all turns, the
 whole last request, and the share of all tokens sent that sat in a prefix
@@ -26,10 +28,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx2
+from anthropic import Anthropic
 from openai import OpenAI
 
 from memory_inject import AgentConfig
 from memory_inject._tokens import count_tokens
+from memory_inject.adapters.anthropic_client import wrap_anthropic
 from memory_inject.adapters.messages import starts_with_block
 from memory_inject.adapters.openai_client import wrap_openai
 from memory_inject.demo import open_demo_store
@@ -50,11 +54,29 @@ ENC = "cl100k_base"
 CLOSE = "[/Memory context]\n\n"
 
 
-def _reply(_: httpx2.Request) -> httpx2.Response:
+def _reply(request: httpx2.Request) -> httpx2.Response:
+    if request.url.path.endswith("/messages"):
+        return httpx2.Response(
+            200,
+            json={
+                "id": "msg",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": [{"type": "text", "text": "Noted."}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
     message = {"role": "assistant", "content": "Noted."}
     choice = {"index": 0, "finish_reason": "stop", "message": message}
     body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
     return httpx2.Response(200, json=body)
+
+
+def _text(content: Any) -> str:
+    return content if isinstance(content, str) else content[0]["text"]
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -65,7 +87,7 @@ def _common_prefix(a: str, b: str) -> int:
     return i
 
 
-def run(policy: str, turns: int, store: Any) -> dict[str, Any]:
+def run(policy: str, turns: int, store: Any, api: str) -> dict[str, Any]:
     """Drive ``turns`` turns with ``earlier_blocks=policy`` and count what was sent."""
     sent: list[str] = []
 
@@ -74,25 +96,35 @@ def run(policy: str, turns: int, store: Any) -> dict[str, Any]:
         return _reply(request)
 
     http = httpx2.Client(transport=httpx2.MockTransport(handler))
-    client = wrap_openai(
-        OpenAI(api_key="k", http_client=http),
-        store,
-        AgentConfig(agent="bench"),
-        earlier_blocks=policy,
-    )
-    messages: list[Any] = [{"role": "system", "content": "You are the ops assistant."}]
+    agent = AgentConfig(agent="bench")
+    if api == "anthropic":
+        claude = wrap_anthropic(
+            Anthropic(api_key="k", http_client=http), store, agent, earlier_blocks=policy
+        )
+    else:
+        client = wrap_openai(
+            OpenAI(api_key="k", http_client=http), store, agent, earlier_blocks=policy
+        )
+    messages: list[Any] = []
+    if api == "openai":
+        messages.append({"role": "system", "content": "You are the ops assistant."})
     block_tokens_sent = 0
     last_blocks = 0
     for n in range(turns):
-        messages.append({"role": "user", "content": QUESTIONS[n % len(QUESTIONS)]})
-        reply = client.chat.completions.create(model="m", messages=messages)
-        messages.append(reply.choices[0].message)
+        question = QUESTIONS[n % len(QUESTIONS)]
+        if api == "anthropic":
+            messages.append({"role": "user", "content": [{"type": "text", "text": question}]})
+            response = claude.messages.create(
+                model="m", max_tokens=100, system="You are the ops assistant.", messages=messages
+            )
+            messages.append({"role": "assistant", "content": response.content})
+        else:
+            messages.append({"role": "user", "content": question})
+            reply = client.chat.completions.create(model="m", messages=messages)
+            messages.append(reply.choices[0].message)
         request = json.loads(sent[-1])
-        blocks = [
-            m["content"][: m["content"].index(CLOSE) + len(CLOSE)]
-            for m in request
-            if m["role"] == "user" and starts_with_block(m["content"])
-        ]
+        texts = [_text(m["content"]) for m in request if m["role"] == "user"]
+        blocks = [t[: t.index(CLOSE) + len(CLOSE)] for t in texts if starts_with_block(t)]
         last_blocks = sum(count_tokens(b, ENC) for b in blocks)
         block_tokens_sent += last_blocks
     total = sum(count_tokens(s, ENC) for s in sent)
@@ -115,11 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     """Print one row per policy."""
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--turns", type=int, default=20)
+    args.add_argument("--client", choices=("openai", "anthropic"), default="openai")
     ns = args.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         store = open_demo_store(Path(tmp) / "m.db", datetime.now(UTC))
-        rows = [run(p, ns.turns, store) for p in ("keep", "strip")]
-    print(f"{ns.turns} turns, {ENC} tokens")
+        rows = [run(p, ns.turns, store, ns.client) for p in ("keep", "strip")]
+    print(f"{ns.client}: {ns.turns} turns, {ENC} tokens")
     print(
         "policy | blocks in last request | block tokens sent | last request | all sent"
         " | in the previous request's prefix | not"
