@@ -6,8 +6,11 @@ found by :mod:`.messages`; a fingerprint of the conversation up to it (the
 role and text of each message, and the turn's sessions) says whether this is
 a new turn or another step of a tool loop:
 
-* a new fingerprint is a new turn: policy, render, one event;
-* a known one is a tool-loop step: the same block again, no event.
+* a known fingerprint with messages after the user's (the model's tool call, the
+  tool's result) is a tool-loop step: the same block again, no recall, no event;
+* anything else is a new turn: policy, render, one event. So a retry of the same
+  request, or another conversation that happens to start with the same words, is a
+  turn of its own, and the rule needs no state shared between threads or tasks.
 
 **Earlier blocks.** With ``earlier_blocks="keep"`` (the default) every
 earlier user message the wrapper gave a block gets the same block again, at
@@ -225,7 +228,7 @@ class ClientMemory(Adapter):
         if idx is None:
             return _Plan({}, None, None, Prepared(list(messages), None, None))
         prints = self._fingerprints(messages, idx, api)
-        if prints[idx] in self._blocks:  # a tool-loop step of a known turn: no render
+        if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
             return _Plan(prints, idx, None, self._placed(messages, prints, idx, None))
         return _Plan(prints, idx, self._request(messages, idx, self._nested(prints.values())))
 

@@ -254,6 +254,47 @@ class TestOpenAIChat:
             memory_of(client).end_turn()
         assert list(QUESTIONS[:2]) == [e.query_summary for e in rec.events]
 
+    def test_two_conversations_that_start_alike_each_get_a_turn(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """One client serving two chats: the same first message is two turns, two events."""
+        server = Recorder(lambda body: chat_reply({"messages": [{"role": "tool"}]}))
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, agent)
+        with recording() as rec:
+            for _ in range(2):
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": QUESTIONS[0]}]
+                )
+        assert [QUESTIONS[0]] * 2 == [e.query_summary for e in rec.events]
+        assert all(b["messages"][0]["content"].startswith("[Memory") for b in server.bodies())
+
+    def test_tool_loop_steps_in_worker_threads_are_one_turn(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """Each call in its own thread (asyncio.to_thread): still one recall for the turn."""
+        server = Recorder(chat_reply)
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, agent)
+        messages: list[Any] = [{"role": "user", "content": QUESTIONS[0]}]
+
+        async def main() -> None:
+            while True:
+                reply = await asyncio.to_thread(
+                    client.chat.completions.create, model="m", messages=messages
+                )
+                messages.append(reply.choices[0].message)
+                if not reply.choices[0].message.tool_calls:
+                    return
+                call_id = reply.choices[0].message.tool_calls[0].id
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": "prod-3"})
+
+        with recording() as rec:
+            asyncio.run(main())
+        assert (1, 2) == (len(rec.events), len(server.raw))
+        first, second = (b["messages"][0]["content"] for b in server.bodies())
+        assert first == second and first.startswith("[Memory context]")
+
     def test_the_engine_is_reachable(self, store: SQLiteStore, agent: AgentConfig) -> None:
         """memory_of(client) gives the wrapper's options back; other attributes are the SDK's."""
         raw = OpenAI(api_key="k")
