@@ -484,3 +484,89 @@ class TestAnthropic:
                     first.startswith("[Memory context]") and f"- {EXPECTED_KEYS[turn]}: " in first
                 )
         assert_each_request_extends_the_last([server.raw[i] for i in parent], "messages")
+
+
+class _Opaque:
+    """No role, no type: nothing an SDK sends."""
+
+
+class TestWrapperEdges:
+    def client(
+        self, store: SQLiteStore, agent: AgentConfig, server: Recorder, **options: Any
+    ) -> OpenAI:
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        return wrap_openai(
+            OpenAI(api_key="k", http_client=http, max_retries=0), store, agent, **options
+        )
+
+    def test_an_unreadable_message_goes_out_untouched_and_is_reported(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """The request is sent as the caller built it; one memory_skipped says why."""
+        create = self.client(store, agent, Recorder(chat_reply)).chat.completions
+        messages: list[Any] = [{"role": "user", "content": "x"}, _Opaque()]
+        skipped, receiver = skipped_events()
+        memory_skipped.connect(receiver)
+        try:
+            with pytest.raises(TypeError, match="not JSON serializable"):  # the SDK's json, not us
+                create.create(model="m", messages=messages)
+        finally:
+            memory_skipped.disconnect(receiver)
+        assert ["unreadable_message"] == [e.reason for e in skipped]
+
+    def test_no_user_message_means_no_turn(self, store: SQLiteStore, agent: AgentConfig) -> None:
+        """A request without a user message is sent as is, with no event."""
+        server = Recorder(lambda body: chat_reply({"messages": [{"role": "tool"}]}))
+        with recording() as rec:
+            self.client(store, agent, server).chat.completions.create(
+                model="m", messages=[{"role": "system", "content": SYSTEM}]
+            )
+        assert ([], [{"role": "system", "content": SYSTEM}]) == (
+            rec.events,
+            server.bodies()[0]["messages"],
+        )
+
+    def test_a_failing_call_closes_its_turn(self, store: SQLiteStore, agent: AgentConfig) -> None:
+        """The SDK's error is the caller's; the turn it opened does not outlive it."""
+
+        def fail(request: httpx2.Request) -> httpx2.Response:
+            return httpx2.Response(500, json={"error": {"message": "down"}})
+
+        http = httpx2.Client(transport=httpx2.MockTransport(fail))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http, max_retries=0), store, agent)
+        with pytest.raises(Exception, match="down"):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": QUESTIONS[0]}]
+            )
+        assert current_turn() is None
+
+    def test_the_message_placement_inserts_a_user_message(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """placement="message": the block is its own user message before the user's."""
+        server = Recorder(anthropic_reply)
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        claude = wrap_anthropic(
+            Anthropic(api_key="k", http_client=http),
+            store,
+            agent,
+            placement="message",
+            channel="slack",
+        )
+        with recording() as rec:
+            claude.messages.create(
+                model="m", max_tokens=10, messages=[{"role": "user", "content": CHILD + "?"}]
+            )
+        sent = server.bodies()[0]["messages"]
+        assert 2 == len(sent) and sent[0]["content"].startswith("[Memory context]")
+        assert {"role": "user", "content": CHILD + "?"} == sent[1]
+        assert ["slack"] == [e.channel for e in rec.events]
+
+    def test_bad_options_and_unwrapped_clients_are_named(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """A typo in earlier_blocks is a ValueError; memory_of needs a wrapped client."""
+        with pytest.raises(ValueError, match="'earlier_blocks' must be one of"):
+            wrap_openai(OpenAI(api_key="k"), store, agent, earlier_blocks="drop")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="'client' must be a wrapped client"):
+            memory_of(OpenAI(api_key="k"))

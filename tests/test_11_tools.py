@@ -244,3 +244,65 @@ class TestToolCalls:
         """A store that raises on recall gives the model an answer, not a traceback."""
         tools = memory_tools(FixtureMemory(fail=True), agent, names=["memory_recall"])
         assert run(tools, "memory_recall", {"query": QUESTION}).startswith("No memories matched.")
+
+
+class _AsyncOnly:
+    """A store with arecall-less recall and only an async write (astore)."""
+
+    name = "async-only"
+
+    def __init__(self) -> None:
+        self.rows: dict[str, str] = {}
+
+    def recall(self, query: str, limit: int, **kwargs: Any) -> list[Any]:
+        return []
+
+    async def astore(self, key: str, content: str, category: str = "core", **kw: Any) -> None:
+        self.rows[key] = content
+
+
+class TestEdges:
+    def test_an_async_only_store_is_written_by_the_async_twins(self, agent: AgentConfig) -> None:
+        """aremember and acall await astore; the sync forms report, never raise."""
+        store = _AsyncOnly()
+        saved = asyncio.run(aremember(store, agent, FACT, key="k1"))
+        answer = asyncio.run(
+            memory_tools(store, agent).acall("memory_store", {"content": "Dana approves."})
+        )
+        sync = remember(store, agent, "Lee is on call.")
+        assert (True, "Remembered as") == (saved.ok, answer[:13])
+        assert 2 == len(store.rows) and "k1" in store.rows
+        assert sync.error is not None and "astore" in sync.error
+
+    def test_tools_over_a_store_without_forget_say_so(self, agent: AgentConfig) -> None:
+        """A recall-only store: forget answers that it cannot, store that it has no store()."""
+        tools = memory_tools(FixtureMemory(), agent)
+        assert "This memory cannot forget." == tools.call("memory_forget", {"key": "k"})
+        assert tools.call("memory_store", {"content": FACT}).startswith("Error: remember:")
+        assert 3 == len(tools) and "memory_store" == tools[0].name
+
+    @pytest.mark.parametrize(
+        ("args", "error"),
+        [
+            ({"content": FACT, "key": ""}, "'key' must be a non-empty string"),
+            ({"content": FACT, "category": ""}, "'category' must be a non-empty string"),
+            ("[1, 2]", "the arguments must be a JSON object (got list)"),
+            (None, "'content' must be a non-empty string"),
+        ],
+    )
+    def test_bad_store_arguments(
+        self, store: SQLiteStore, agent: AgentConfig, args: Any, error: str
+    ) -> None:
+        """Each bad argument is named in the model's answer."""
+        assert error in memory_tools(store, agent).call("memory_store", args)
+
+    def test_forget_refuses_another_profiles_row(self, store: SQLiteStore) -> None:
+        """With governance on, a row of another profile is invisible to forget."""
+        agent = AgentConfig(
+            agent="alice",
+            memory=MemoryInjectConfig(governance=GovernanceConfig(enabled=True, profile_id="p1")),
+        )
+        store.store("theirs", "Another profile's fact.", "core", profile_id="p2")
+        tools = memory_tools(store, agent)
+        assert "No memory under 'theirs'." == tools.call("memory_forget", {"key": "theirs"})
+        assert "Error: 'key' must be a non-empty string" == tools.call("memory_forget", {"key": ""})
