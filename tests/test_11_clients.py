@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
     from adapters.loop import current_turn
     from adapters.openai_client import memory_of, wrap_openai
+    from adapters.tools import memory_tools
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
     from memory_inject.adapters.loop import current_turn
     from memory_inject.adapters.openai_client import memory_of, wrap_openai
+    from memory_inject.adapters.tools import memory_tools
 
 SYSTEM = "You are the deploy assistant."
 QUESTIONS = (
@@ -570,3 +572,59 @@ class TestWrapperEdges:
             wrap_openai(OpenAI(api_key="k"), store, agent, earlier_blocks="drop")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="'client' must be a wrapped client"):
             memory_of(OpenAI(api_key="k"))
+
+
+class TestMemoryToolsInTheLoop:
+    def test_a_fact_the_model_stores_is_injected_next_turn(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """Turn 1: the model calls memory_store and the host routes it; turn 2 gets the fact."""
+        tools = memory_tools(store, agent, sessions=["s"])
+        args = json.dumps({"content": "The release train leaves on Thursdays.", "key": "train"})
+
+        def reply(body: dict[str, Any]) -> dict[str, Any]:
+            if body["messages"][-1]["role"] == "tool" or len(body["messages"]) > 3:
+                return chat_reply({"messages": [{"role": "tool"}]})
+            call = {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "memory_store", "arguments": args},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            choice = {"index": 0, "finish_reason": "tool_calls", "message": message}
+            return {
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [choice],
+            }
+
+        server = Recorder(reply)
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, agent, sessions=["s"])
+        messages: list[Any] = [
+            {"role": "user", "content": "remember: the release train leaves Thursdays"}
+        ]
+        for question in (None, "when does the release train leave?"):
+            if question is not None:
+                messages.append({"role": "user", "content": question})
+            while True:
+                message = (
+                    client.chat.completions.create(
+                        model="m", messages=messages, tools=tools.openai()
+                    )
+                    .choices[0]
+                    .message
+                )
+                messages.append(message)
+                if not message.tool_calls:
+                    break
+                for tc in message.tool_calls:
+                    assert tc.type == "function" and tools.handles(tc.function.name)
+                    result = tools.call(tc.function.name, tc.function.arguments)
+                    messages.append({"role": "tool", "tool_call_id": tc.id, "content": result})
+        last = server.bodies()[-1]
+        assert "Remembered as 'train'." == last["messages"][2]["content"]
+        assert "- train: The release train leaves on Thursdays." in last["messages"][-1]["content"]
+        assert tools.openai() == last["tools"]
