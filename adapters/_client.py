@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Unpack
@@ -116,6 +117,7 @@ class _Mark:
     parent: LoopTurn | None
 
 
+_log = logging.getLogger("memory_inject.adapters")
 _MARKS: OrderedDict[str, _Mark] = OrderedDict()  # turn_id -> mark, for every wrapper
 
 
@@ -209,7 +211,7 @@ class ClientMemory(Adapter):
         if fingerprint is None or active is None or mark is None:
             return
         if mark.fingerprint == fingerprint:
-            del _MARKS[active.turn_id]
+            _MARKS.pop(active.turn_id, None)  # another thread may have trimmed it already
             _current.set(mark.parent)
 
     def _plan(self, messages: Sequence[Any], api: Api) -> _Plan:
@@ -328,7 +330,11 @@ def call(
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return create(**kwargs)
-    prepared = memory.prepare(found[0], api=endpoint.api)
+    try:
+        prepared = memory.prepare(found[0], api=endpoint.api)
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return create(**kwargs)
     sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
     try:
         resp = create(**sent)
@@ -346,7 +352,11 @@ async def acall(
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return await create(**kwargs)
-    prepared = await memory.aprepare(found[0], api=endpoint.api)
+    try:
+        prepared = await memory.aprepare(found[0], api=endpoint.api)
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return await create(**kwargs)
     sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
     try:
         resp = await create(**sent)

@@ -542,6 +542,21 @@ class TestWrapperEdges:
             )
         assert current_turn() is None
 
+    def test_a_bug_in_placing_never_fails_the_call(
+        self, store: SQLiteStore, agent: AgentConfig, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Should placing raise, the request goes out as the caller built it."""
+        server = Recorder(lambda body: chat_reply({"messages": [{"role": "tool"}]}))
+        client = self.client(store, agent, server)
+
+        def boom(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("bug")
+
+        monkeypatch.setattr(memory_of(client), "prepare", boom)
+        sent = [{"role": "user", "content": QUESTIONS[0]}]
+        client.chat.completions.create(model="m", messages=sent)  # type: ignore[arg-type]
+        assert sent == server.bodies()[0]["messages"]
+
     def test_the_message_placement_inserts_a_user_message(
         self, store: SQLiteStore, agent: AgentConfig
     ) -> None:
