@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
-from anthropic import Anthropic
+from anthropic import Anthropic, AsyncAnthropic
 from openai import AsyncOpenAI, OpenAI
 
 from memory_inject import AgentConfig
@@ -643,3 +643,66 @@ class TestMemoryToolsInTheLoop:
         assert "Remembered as 'train'." == last["messages"][2]["content"]
         assert "- train: The release train leaves on Thursdays." in last["messages"][-1]["content"]
         assert tools.openai() == last["tools"]
+
+
+class TestAsyncClients:
+    def test_async_anthropic_and_responses_tool_loops(
+        self, store: SQLiteStore, agent: AgentConfig
+    ) -> None:
+        """AsyncAnthropic and AsyncOpenAI.responses: one event per turn, each request extends
+        the last, the tool-loop step reuses the block."""
+        claude_server, openai_server = Recorder(anthropic_reply), Recorder(responses_reply)
+        claude = wrap_anthropic(
+            AsyncAnthropic(
+                api_key="k",
+                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(claude_server)),
+            ),
+            store,
+            agent,
+        )
+        gpt = wrap_openai(
+            AsyncOpenAI(
+                api_key="k",
+                http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(openai_server)),
+            ),
+            store,
+            agent,
+        )
+
+        async def main() -> None:
+            messages: list[Any] = []
+            items: list[Any] = []
+            for question in QUESTIONS[:2]:
+                messages.append({"role": "user", "content": question})
+                items.append({"role": "user", "content": question})
+                while True:
+                    response = await claude.messages.create(
+                        model="m", max_tokens=10, messages=messages
+                    )
+                    messages.append({"role": "assistant", "content": response.content})
+                    if response.stop_reason != "tool_use":
+                        break
+                    use = next(b for b in response.content if b.type == "tool_use")
+                    messages.append(
+                        {
+                            "role": "user",
+                            "content": [
+                                {"type": "tool_result", "tool_use_id": use.id, "content": "x"}
+                            ],
+                        }
+                    )
+                while True:
+                    r = await gpt.responses.create(model="m", input=items)
+                    items += r.output
+                    calls = [i for i in r.output if i.type == "function_call"]
+                    if not calls:
+                        break
+                    items.append(
+                        {"type": "function_call_output", "call_id": calls[0].call_id, "output": "x"}
+                    )
+
+        with recording() as rec:
+            asyncio.run(main())
+        assert 4 == len(rec.events) and (4, 4) == (len(claude_server.raw), len(openai_server.raw))
+        assert_each_request_extends_the_last(claude_server.raw, "messages")
+        assert_each_request_extends_the_last(openai_server.raw, "input")
