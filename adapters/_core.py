@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
 from memory_inject.config import AgentConfig, MemoryInjectConfig
@@ -50,6 +51,7 @@ __all__ = [
     "run",
     "scopes",
     "should_autosave",
+    "unreadable",
 ]
 
 _log = logging.getLogger("memory_inject.adapters")
@@ -214,6 +216,28 @@ async def arun(
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
     return _finish(req, policy, result, None)
+
+
+#: The ``memory_skipped`` reason of a turn whose messages could not be read.
+UNREADABLE = "unreadable_message"
+
+
+def unreadable(store: Memory, config: AgentConfig, req: Request, problem: str) -> Injection:
+    """A turn whose messages cannot be read: nothing placed, one ``memory_skipped`` event.
+
+    The reason is ``unreadable_message`` (or the policy's own reason when it
+    skipped anyway) and ``error`` names the message, so a shape the adapter
+    does not know is reported on the turn instead of raised. No store is touched.
+    """
+    policy = decide(config, req)
+    if policy.inject:
+        policy = attrs.evolve(policy, inject=False, exclude_conversation=False, reason=UNREADABLE)
+    error = f"{UNREADABLE}: {problem}"
+    try:
+        result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _finish(req, policy, None, f"{error}; render_failed: {_describe(exc)}")
+    return _finish(req, policy, result, error)
 
 
 # -- autosave ------------------------------------------------------------------

@@ -36,6 +36,7 @@ from memory_inject.contract import MemoryStore, SupportsClose, SupportsJsonl, Su
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.storage import open_store
+from memory_inject.storage._open import sqlite_path
 from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -98,7 +99,7 @@ def _store(
             store: MemoryStore = SQLiteStore(path, namespace=backend.namespace)
         else:
             if backend.kind == "sqlite":
-                _check_exists(Path(backend.path), create)
+                _check_exists(sqlite_path(agent), create)
             store = open_store(agent)
     except (MemoryInjectError, ValueError) as exc:
         raise click.ClickException(f"cannot open the store: {exc}") from None
@@ -143,8 +144,17 @@ def cli() -> None:
 )
 @click.option("--name", default="default", show_default=True, help="The agent's name.")
 @click.option("--force", is_flag=True, help="Overwrite an existing agent.yaml.")
-def init(directory: Path, name: str, force: bool) -> None:
+@click.option(
+    "--agent",
+    "agent_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Create the store this existing agent file names instead (no agent.yaml is written).",
+)
+def init(directory: Path, name: str, force: bool, agent_path: Path | None) -> None:
     """Create .memory/memory.db and agent.yaml (every key with its default)."""
+    if agent_path is not None:
+        _init_agent_store(agent_path)
+        return
     if not name.strip():
         raise click.BadParameter("must be a non-empty string", param_hint="--name")
     db = directory / _DEFAULT_DB
@@ -165,8 +175,30 @@ def init(directory: Path, name: str, force: bool) -> None:
     )
     agent_file.write_text(text, encoding="utf-8")
     click.echo(f"agent:  {agent_file}")
-    where = "" if directory == Path(".") else f"cd {directory} && "
-    click.echo(f'next:   {where}memory-inject render "your question" --agent agent.yaml --explain')
+    _next_steps(agent_file)
+
+
+def _next_steps(agent_file: Path) -> None:
+    click.echo(f'next:   memory-inject add my_fact "Something worth knowing." --agent {agent_file}')
+    click.echo(f'        memory-inject render "your question" --agent {agent_file} --explain')
+
+
+def _init_agent_store(agent_path: Path) -> None:
+    """``init --agent FILE``: create the SQLite store the agent file names (paths in the file
+    are relative to it, as everywhere)."""
+    agent = _agent(agent_path)
+    if agent.memory.backend.kind != "sqlite":
+        raise click.ClickException(
+            f"{agent_path}: 'memory.backend.kind' is {agent.memory.backend.kind!r}; "
+            "init creates SQLite stores only"
+        )
+    db = sqlite_path(agent)
+    try:
+        SQLiteStore(db, namespace=agent.memory.backend.namespace).close()
+    except MemoryInjectError as exc:
+        raise click.ClickException(f"cannot create {db}: {exc}") from None
+    click.echo(f"store:  {db}")
+    _next_steps(agent_path)
 
 
 @cli.command()

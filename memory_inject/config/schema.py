@@ -89,7 +89,7 @@ class BackendConfig:
         "sqlite", "str", "sqlite, postgres or memory", choices=("sqlite", "postgres", "memory")
     )
     path: str = setting(
-        ".memory/memory.db", "str", "SQLite file (relative to the cwd)", nonempty=True
+        ".memory/memory.db", "str", "SQLite file (relative to the agent file)", nonempty=True
     )
     dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
     namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
