@@ -212,7 +212,7 @@ class TestPresetPi:
         path.write_text("agent: a\nmemory: {preset: pie}\n")
         with pytest.raises(ConfigError) as err:
             load_agent_config(path)
-        assert "'preset' must be one of 'pi' (got 'pie') @ $.memory" in str(err.value)
+        assert "'preset' must be one of 'founder_os', 'pi' (got 'pie') @ $.memory" in str(err.value)
 
     def test_the_shipped_pi_agent_loads(self) -> None:
         """config/agents/pi.yaml is PI's preset with an explicit profile."""
