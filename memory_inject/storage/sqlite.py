@@ -21,9 +21,7 @@ import builtins
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -36,7 +34,7 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
-from memory_inject.storage._sqlite_recall import KeywordPhase, keyword_phase, scored_recall
+from memory_inject.storage._sqlite_recall import scored_recall
 from memory_inject.storage._vector_cache import VectorCache, VectorScope
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import (
@@ -52,31 +50,6 @@ T = TypeVar("T")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
-
-
-#: Query embeddings run here while the keyword stage reads the index; at most
-#: this many at once (beyond it, and for a hung embedder, the query is
-#: embedded first, in the recall's own thread, as before).
-_EMBED_SLOTS = 4
-_embed_pool = ThreadPoolExecutor(max_workers=_EMBED_SLOTS, thread_name_prefix="memory-inject-embed")
-_embed_free = threading.BoundedSemaphore(_EMBED_SLOTS)
-
-
-def _overlap(
-    embedder: object | None,
-    fusion: Fusion,
-    embed: Callable[[], tuple[tuple[float, ...] | None, str | None]],
-) -> Future[tuple[tuple[float, ...] | None, str | None]] | None:
-    """Start embedding the query in a worker, for a hybrid recall with a free slot; else None."""
-    if embedder is None or fusion.search_mode != "hybrid" or not _embed_free.acquire(False):
-        return None
-    try:
-        future = _embed_pool.submit(embed)
-    except BaseException:
-        _embed_free.release()
-        raise
-    future.add_done_callback(lambda _: _embed_free.release())
-    return future
 
 
 def _now() -> datetime:
@@ -257,28 +230,7 @@ class SQLiteStore(SQLiteBulk):
             rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall")
             self._last = RecallInfo(strategy="recent")
             return [r.to_entry(None) for r in rows]
-        keyword: KeywordPhase | None = None
-        embedding = _overlap(self._embedder, fusion, lambda: self._query_vector(query, fusion))
-        if embedding is not None:
-            # The keyword stage runs (in its own read) while the query is embedded;
-            # if it fails the embedding is left to finish on its own.
-            keyword = self._read(
-                lambda c: keyword_phase(
-                    c,
-                    namespace=self._namespace,
-                    query=query,
-                    limit=limit,
-                    scope=scope,
-                    params=params,
-                    narrow=since is not None or until is not None,
-                    stats=self._stats,
-                    scope_match=None if session_id is None else self._scope_match(session_id),
-                ),
-                "recall",
-            )
-            query_vec, degraded = embedding.result()
-        else:
-            query_vec, degraded = self._query_vector(query, fusion)
+        query_vec, degraded = self._query_vector(query, fusion)
         entries, info = self._read(
             lambda c: scored_recall(
                 c,
@@ -298,7 +250,6 @@ class SQLiteStore(SQLiteBulk):
                 vectors=None
                 if self._vectors is None
                 else (self._vectors, self._vector_scope(params[0], session_id, since, until)),
-                keyword=keyword,
             ),
             "recall",
         )
