@@ -128,8 +128,8 @@ def _run(
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
             except sqlite3.OperationalError as exc:
-                if is_locked(exc):
-                    raise
+                if is_locked(exc) or "interrupt" in str(exc).lower():
+                    raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
     vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
     fused = fuse(keyword, vector, fusion, limit, scores)
