@@ -9,21 +9,22 @@ so an agent started inside a tool, by this adapter, another framework adapter
 or a plain :class:`~.loop.MemoryLoop`, is a ``sub_turn``: no parent block, its
 own event.
 
-Earlier blocks: by default (``keep_blocks=False``) the block is placed in the
-model request only and never written into the framework's history, so a
-checkpointed or replayed history holds one block at most (the current
-turn's); the request prefix before the newest user message stays
-byte-identical from turn to turn. ``keep_blocks=True`` writes the block into
-the history where the framework allows it, so each request starts with the
-previous request's exact bytes, and every turn pays for all earlier blocks
-again (docs/adapters.md has the measured cost of both).
+Earlier blocks: by default (``earlier_blocks="strip"``) the block is placed in
+the model request only and never written into the framework's history, so a
+checkpointed or replayed history holds no block, each request carries one
+(the current turn's), and the request prefix before the newest user message
+stays byte-identical from turn to turn (the previous turn's own message
+changes, so a provider's cache stops there). ``earlier_blocks="keep"``
+writes the block into the history where the framework allows it, so each
+request starts with the previous request's exact bytes, and every turn pays
+for all earlier blocks again (docs/adapters.md has the measured cost of both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, NotRequired, Unpack, cast
+from typing import Any, Literal, NotRequired, Unpack, cast
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
@@ -33,10 +34,13 @@ from . import _core
 from ._base import Adapter, AdapterOptions
 from .loop import MemoryLoop, current_turn
 
-__all__ = ["FrameworkAdapter", "FrameworkOptions", "Sessions"]
+__all__ = ["EARLIER_BLOCKS", "EarlierBlocks", "FrameworkAdapter", "FrameworkOptions", "Sessions"]
 
 #: Session scopes per run: a fixed list, or a function of the framework's run context.
 Sessions = Iterable[str | None] | Callable[[Any], Iterable[str | None]]
+#: What happens to the blocks of earlier turns (the same values as the client wrappers').
+EarlierBlocks = Literal["keep", "strip"]
+EARLIER_BLOCKS: tuple[str, ...] = ("keep", "strip")
 
 
 class FrameworkOptions(AdapterOptions, total=False):
@@ -44,8 +48,8 @@ class FrameworkOptions(AdapterOptions, total=False):
 
     #: The turn's session scopes, or a function of the framework's run context returning them.
     sessions: NotRequired[Sessions]
-    #: Write the block into the framework's history (see the module docstring).
-    keep_blocks: NotRequired[bool]
+    #: ``"strip"`` (default): the block in the request only; ``"keep"``: in the history too.
+    earlier_blocks: NotRequired[EarlierBlocks]
 
 
 class FrameworkAdapter(Adapter):
@@ -58,14 +62,16 @@ class FrameworkAdapter(Adapter):
     ) -> None:
         """``options``: :class:`FrameworkOptions`; a wrong store is a ``TypeError`` here."""
         sessions = options.pop("sessions", ())
-        keep_blocks = options.pop("keep_blocks", False)
+        earlier = options.pop("earlier_blocks", "strip")
+        if earlier not in EARLIER_BLOCKS:
+            raise ValueError(f"'earlier_blocks' must be one of {EARLIER_BLOCKS} (got {earlier!r})")
         super().__init__(store, agent_config, **cast(AdapterOptions, options))
         if not (callable(sessions) or isinstance(sessions, Iterable)) or isinstance(sessions, str):
             raise TypeError(
                 f"'sessions' must be a list of session ids or a function (got {sessions!r})"
             )
         self.sessions = sessions if callable(sessions) else _core.scopes(sessions)
-        self.keep_blocks = keep_blocks
+        self.earlier_blocks: EarlierBlocks = earlier
         # Only its turn() is used: it sets the context mark every adapter reads.
         self._marker = MemoryLoop(store, agent_config, channel=self.channel)
 

@@ -13,7 +13,7 @@ it on the newest ``HumanMessage`` of every model call of the run (ids kept,
 the system message untouched); ``wrap_tool_call`` runs each tool inside the
 turn's mark, so an agent started by a tool is a ``sub_turn`` (no parent
 block, its own event). By default the block is in the model request only,
-so the checkpointed history never collects blocks; ``keep_blocks=True``
+so the checkpointed history never collects blocks; ``earlier_blocks="keep"``
 writes it into the state instead (the request of turn N then starts with
 the exact bytes of turn N-1's).
 

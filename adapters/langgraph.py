@@ -120,7 +120,7 @@ class LangGraphMemory(FrameworkAdapter):
 
     def _update(self, state: Any, block: str) -> dict[str, Any]:
         update: dict[str, Any] = {BLOCK_KEY: block}
-        if self.keep_blocks and block:
+        if self.earlier_blocks == "keep" and block:
             messages = state["messages"]
             idx = user_message_index(messages)
             placed = place_block(messages, block)

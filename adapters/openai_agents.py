@@ -119,8 +119,8 @@ class AgentsMemory(FrameworkAdapter):
     """The Agents SDK adapter: :meth:`call_model_input_filter` and :meth:`run_config`.
 
     ``sessions`` may be a function of the run's context object (the
-    ``context=`` given to ``Runner.run``). ``keep_blocks`` is refused: the
-    SDK does not keep what a filter returns.
+    ``context=`` given to ``Runner.run``). ``earlier_blocks`` can only be
+    ``"strip"``: the SDK does not keep what a filter returns.
     """
 
     default_channel = "openai-agents"
@@ -128,10 +128,11 @@ class AgentsMemory(FrameworkAdapter):
     def __init__(
         self, store: Memory, agent_config: AgentConfig, **options: Unpack[FrameworkOptions]
     ) -> None:
-        """As :class:`~._framework.FrameworkAdapter`; ``keep_blocks=True`` is a ``TypeError``."""
-        if options.get("keep_blocks"):
-            raise TypeError(
-                "AgentsMemory: 'keep_blocks' must be False (the SDK drops filtered input)"
+        """As :class:`~._framework.FrameworkAdapter`; ``earlier_blocks="keep"``: ``ValueError``."""
+        if options.get("earlier_blocks", "strip") != "strip":
+            raise ValueError(
+                "AgentsMemory: 'earlier_blocks' must be 'strip' (the SDK keeps the input it "
+                f"was given, not the filtered one; got {options.get('earlier_blocks')!r})"
             )
         super().__init__(store, agent_config, **options)
         self._runs: dict[int, tuple[Any, _core.Injection]] = {}

@@ -14,7 +14,7 @@ run in (``ProcessHistory``), places the block in front of the newest
 ``UserPromptPart`` of every model request of the run (``dataclasses.replace``;
 the system prompt parts and instructions untouched). By default it changes
 the request only, so ``result.all_messages()`` keeps the user's prompt
-without the block; ``keep_blocks=True`` writes it into the run's history, as
+without the block; ``earlier_blocks="keep"`` writes it into the run's history, as
 a history processor does.
 
 Needs the ``pydantic-ai`` extra (``pip install "memory-inject[pydantic-ai]"``).
@@ -153,6 +153,6 @@ class MemoryCapability(AbstractCapability[Any]):
             return request_context
         placed = place_block(request_context.messages, injection.block)
         request_context.messages = placed
-        if self.memory.keep_blocks:
+        if self.memory.earlier_blocks == "keep":
             ctx.messages[:] = placed
         return request_context

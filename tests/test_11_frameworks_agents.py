@@ -148,10 +148,10 @@ class TestToolLoop:
         assert 2 == len(rec.recalls)
         assert ["sub_turn", "sub_turn"] == [e.reason for e in rec.skips]
 
-    def test_keep_blocks_is_refused(self, store: Any) -> None:
+    def test_earlier_blocks_keep_is_refused(self, store: Any) -> None:
         """The SDK drops what a filter returns, so keeping blocks cannot be honoured."""
-        with pytest.raises(TypeError, match="'keep_blocks' must be False"):
-            AgentsMemory(store, fw.AGENT, keep_blocks=True)
+        with pytest.raises(ValueError, match="'earlier_blocks' must be 'strip'"):
+            AgentsMemory(store, fw.AGENT, earlier_blocks="keep")
 
 
 class TestPlaceBlock:

@@ -97,11 +97,13 @@ class TestMiddlewareToolLoop:
         state = graph.get_state(THREAD).values
         assert all(fw.BLOCK_START not in m.text for m in state["messages"])
 
-    def test_keep_blocks_makes_each_request_start_with_the_previous_one(self, store: Any) -> None:
-        """``keep_blocks=True`` writes the block into the checkpointed message (same id), so
+    def test_earlier_blocks_keep_makes_each_request_start_with_the_previous_one(
+        self, store: Any
+    ) -> None:
+        """``earlier_blocks="keep"`` writes the block into the checkpointed message (same id), so
         turn N's request starts with all of turn N-1's request."""
         server = fw.ChatServer()
-        memory = MemoryMiddleware(store, fw.AGENT, sessions=["u1"], keep_blocks=True)
+        memory = MemoryMiddleware(store, fw.AGENT, sessions=["u1"], earlier_blocks="keep")
         graph = checkpointed(server, memory, [])
         ids = [f"id-{i}" for i in range(len(fw.QUESTIONS))]
         for q, msg_id in zip(fw.QUESTIONS, ids, strict=True):

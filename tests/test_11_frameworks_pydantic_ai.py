@@ -90,11 +90,13 @@ class TestToolLoop:
         fw.assert_prefix_stable(firsts)
         assert 1 == json.dumps(firsts[-1]).count(fw.BLOCK_START)
 
-    def test_keep_blocks_makes_each_request_start_with_the_previous_one(self, store: Any) -> None:
-        """``keep_blocks=True`` writes the block into the run's history, so turn N's request
+    def test_earlier_blocks_keep_makes_each_request_start_with_the_previous_one(
+        self, store: Any
+    ) -> None:
+        """``earlier_blocks="keep"`` writes the block into the run's history, so turn N's request
         starts with all of turn N-1's."""
         server = fw.ChatServer()
-        memory = PydanticAIMemory(store, fw.AGENT, sessions=["user_u1"], keep_blocks=True)
+        memory = PydanticAIMemory(store, fw.AGENT, sessions=["user_u1"], earlier_blocks="keep")
         agent = with_memory(server, memory)
         run_turns(agent, fw.QUESTIONS)
         fw.assert_each_starts_with_previous(fw.first_requests(server))
