@@ -164,11 +164,12 @@ def embeddings(request: httpx2.Request) -> httpx2.Response:
 
 @contextlib.contextmanager
 def page_environment(workdir: Path) -> Iterator[None]:
-    """An API key the frameworks look for, and mem0 without telemetry, storing in ``workdir``."""
+    """An API key the frameworks look for; mem0 and the Agents SDK with nothing sent out."""
     values = {
         "OPENAI_API_KEY": "docs-test",
         "MEM0_TELEMETRY": "False",
         "MEM0_DIR": str(workdir / ".mem0"),
+        "OPENAI_AGENTS_DISABLE_TRACING": "1",  # the SDK's trace exporter would go online
     }
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
