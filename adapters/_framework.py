@@ -22,9 +22,9 @@ for all earlier blocks again (docs/adapters.md has the measured cost of both).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal, NotRequired, Unpack, cast
+from typing import Any, Literal, NotRequired, Protocol, Unpack, cast
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
@@ -34,13 +34,54 @@ from . import _core
 from ._base import Adapter, AdapterOptions
 from .loop import MemoryLoop, current_turn
 
-__all__ = ["EARLIER_BLOCKS", "EarlierBlocks", "FrameworkAdapter", "FrameworkOptions", "Sessions"]
+__all__ = [
+    "EARLIER_BLOCKS",
+    "EarlierBlocks",
+    "FrameworkAdapter",
+    "FrameworkOptions",
+    "Sessions",
+    "ToolCore",
+    "ToolSpec",
+]
 
 #: Session scopes per run: a fixed list, or a function of the framework's run context.
 Sessions = Iterable[str | None] | Callable[[Any], Iterable[str | None]]
 #: What happens to the blocks of earlier turns (the same values as the client wrappers').
 EarlierBlocks = Literal["keep", "strip"]
 EARLIER_BLOCKS: tuple[str, ...] = ("keep", "strip")
+
+
+class ToolSpec(Protocol):
+    """One memory tool as the framework-neutral core describes it (``MemoryTool``)."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name (``memory_store``, ``memory_recall``, ``memory_forget``)."""
+
+    @property
+    def description(self) -> str:
+        """What the model is told the tool does."""
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """The JSON schema of the tool's arguments."""
+
+
+class ToolCore(Protocol):
+    """What the framework tool wrappers need of the memory tools (``MemoryTools``).
+
+    ``call`` / ``acall`` take the model's arguments (a mapping or a JSON
+    string) and return the text for the model; they never raise.
+    """
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        """The tools, in order."""
+
+    def call(self, name: str, arguments: Any = None) -> str:
+        """Run one tool call (never raises)."""
+
+    async def acall(self, name: str, arguments: Any = None) -> str:
+        """The async twin of :meth:`call`."""
 
 
 class FrameworkOptions(AdapterOptions, total=False):

@@ -32,9 +32,9 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from ._framework import FrameworkOptions
-from .langgraph import BLOCK_KEY, LangGraphMemory, place_block
+from .langgraph import BLOCK_KEY, LangGraphMemory, langchain_tools, place_block
 
-__all__ = ["MemoryAgentState", "MemoryMiddleware"]
+__all__ = ["MemoryAgentState", "MemoryMiddleware", "langchain_tools"]
 
 
 class MemoryAgentState(AgentState[Any]):

@@ -32,15 +32,17 @@ from typing import Any, NotRequired
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
 from langgraph.graph import MessagesState
 
-from ._framework import FrameworkAdapter
+from ._framework import FrameworkAdapter, ToolCore
 from .messages import starts_with_block
 
 __all__ = [
     "BLOCK_KEY",
     "LangGraphMemory",
     "MemoryState",
+    "langchain_tools",
     "message_text",
     "place_block",
     "user_message_index",
@@ -104,6 +106,38 @@ def place_block(messages: Sequence[AnyMessage], block: str) -> list[AnyMessage]:
         ]
     )
     out[idx] = msg.model_copy(update={"content": new})
+    return out
+
+
+def langchain_tools(tools: ToolCore) -> list[StructuredTool]:
+    """The memory tools as LangChain tools (for ``create_agent``, ``ToolNode``, ``bind_tools``).
+
+    Each is a ``StructuredTool`` with the core's name, description and JSON
+    schema; its sync and async runs call the core, which answers the model
+    with text and never raises.
+    """
+
+    def wrap(name: str) -> tuple[Callable[..., str], Callable[..., Awaitable[str]]]:
+        def run(**arguments: Any) -> str:
+            return tools.call(name, arguments)
+
+        async def arun(**arguments: Any) -> str:
+            return await tools.acall(name, arguments)
+
+        return run, arun
+
+    out = []
+    for spec in tools:
+        run, arun = wrap(spec.name)
+        out.append(
+            StructuredTool.from_function(
+                func=run,
+                coroutine=arun,
+                name=spec.name,
+                description=spec.description,
+                args_schema=dict(spec.parameters),
+            )
+        )
     return out
 
 

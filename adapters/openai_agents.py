@@ -27,17 +27,17 @@ import contextvars
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
-from agents import RunConfig
+from agents import FunctionTool, RunConfig, Tool
 from agents.run_config import CallModelData, ModelInputData
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from . import _core
-from ._framework import FrameworkAdapter, FrameworkOptions
+from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
 from .messages import starts_with_block
 
-__all__ = ["AgentsMemory", "input_text", "place_block", "user_item_index"]
+__all__ = ["AgentsMemory", "agents_tools", "input_text", "place_block", "user_item_index"]
 
 _TEXT_PARTS = ("input_text", "text", "output_text")
 _MAX_RUNS = 256
@@ -113,6 +113,32 @@ def place_block(items: Sequence[Any], block: str) -> list[Any]:
         return out
     out[idx] = {**item, "content": new}
     return out
+
+
+def agents_tools(tools: ToolCore) -> list[Tool]:
+    """The memory tools as Agents SDK ``FunctionTool`` objects (``Agent(tools=[...])``).
+
+    The core's JSON schema is passed as is (``strict_json_schema=False``: its
+    optional arguments are optional); a call answers the model with the
+    core's text and never raises.
+    """
+
+    def invoke(name: str) -> Any:
+        async def on_invoke_tool(_ctx: Any, arguments: str) -> str:
+            return await tools.acall(name, arguments)
+
+        return on_invoke_tool
+
+    return [
+        FunctionTool(
+            name=spec.name,
+            description=spec.description,
+            params_json_schema=dict(spec.parameters),
+            on_invoke_tool=invoke(spec.name),
+            strict_json_schema=False,
+        )
+        for spec in tools
+    ]
 
 
 class AgentsMemory(FrameworkAdapter):

@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from pydantic_ai import RunContext
+from pydantic_ai import RunContext, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, UserPromptPart
 from pydantic_ai.models import ModelRequestContext
@@ -35,10 +35,16 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from . import _core
-from ._framework import FrameworkAdapter, FrameworkOptions
+from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
 from .messages import starts_with_block
 
-__all__ = ["MemoryCapability", "PydanticAIMemory", "place_block", "prompt_text"]
+__all__ = [
+    "MemoryCapability",
+    "PydanticAIMemory",
+    "place_block",
+    "prompt_text",
+    "pydantic_ai_tools",
+]
 
 
 def prompt_text(content: str | Sequence[Any] | None) -> str:
@@ -84,6 +90,30 @@ def place_block(messages: Sequence[ModelMessage], block: str) -> list[ModelMessa
     parts[j] = dataclasses.replace(part, content=new)
     out[i] = dataclasses.replace(request, parts=parts)
     return out
+
+
+def pydantic_ai_tools(tools: ToolCore) -> list[Tool[Any]]:
+    """The memory tools as pydantic-ai ``Tool`` objects (``Agent(tools=[...])``).
+
+    Built with ``Tool.from_schema`` from the core's JSON schema; a call
+    answers the model with the core's text and never raises.
+    """
+
+    def run(name: str) -> Any:
+        async def call(**arguments: Any) -> str:
+            return await tools.acall(name, arguments)
+
+        return call
+
+    return [
+        Tool.from_schema(
+            run(spec.name),
+            name=spec.name,
+            description=spec.description,
+            json_schema=dict(spec.parameters),
+        )
+        for spec in tools
+    ]
 
 
 class PydanticAIMemory(FrameworkAdapter):

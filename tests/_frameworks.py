@@ -12,8 +12,9 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import attrs
 import httpx2
 
 from memory_inject import AgentConfig
@@ -43,11 +44,18 @@ def facts_store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s.close()
 
 
-class _Server:
-    """Records each request body and answers it with :meth:`reply`."""
+_S = TypeVar("_S", bound="_Server")
 
-    def __init__(self) -> None:
+
+class _Server:
+    """Records each request body and answers it with :meth:`reply`.
+
+    A tool call asks with ``args`` (default: a question for a child agent).
+    """
+
+    def __init__(self, args: dict[str, Any] | None = None) -> None:
         self.bodies: list[bytes] = []
+        self.args = json.dumps(args if args is not None else {"q": CHILD_QUESTION})
 
     @property
     def requests(self) -> list[dict[str, Any]]:
@@ -77,7 +85,7 @@ class ChatServer(_Server):
     def reply(self, body: dict[str, Any], n: int) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": f"answer {n}"}
         if body.get("tools") and body["messages"][-1]["role"] != "tool":
-            call = {"name": body["tools"][0]["function"]["name"], "arguments": ARGS}
+            call = {"name": body["tools"][0]["function"]["name"], "arguments": self.args}
             message = {
                 "role": "assistant",
                 "content": None,
@@ -92,9 +100,6 @@ class ChatServer(_Server):
             "choices": [choice],
             "usage": USAGE,
         }
-
-
-ARGS = json.dumps({"q": CHILD_QUESTION})
 
 
 class Events:
@@ -168,7 +173,7 @@ class ResponsesServer(_Server):
                 "id": f"fc_{n}",
                 "call_id": f"call_{n}",
                 "name": body["tools"][0]["name"],
-                "arguments": ARGS,
+                "arguments": self.args,
                 "status": "completed",
             }
         tokens = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
@@ -209,3 +214,47 @@ def assert_chat_tool_loop(server: ChatServer, rec: Events, turns: int) -> None:
         assert {"role": "system", "content": SYSTEM} == messages[0]
         text = user_text(messages[last_user_index(messages)])
         assert text.startswith(BLOCK_START) and text.endswith(QUESTIONS[i // 2])
+
+
+@attrs.frozen
+class Spec:
+    """A tool as the memory tool core describes one."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+RECALL_SPEC = Spec(
+    "memory_recall",
+    "Search long-term memory for facts relevant to a question.",
+    {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for."}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+
+class FakeToolCore:
+    """The memory tool core's interface (``MemoryTools``): one recall tool, calls recorded."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __iter__(self) -> Iterator[Spec]:
+        return iter([RECALL_SPEC])
+
+    def call(self, name: str, arguments: Any = None) -> str:
+        args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+        self.calls.append((name, args))
+        return f"recalled: {args.get('query')}"
+
+    async def acall(self, name: str, arguments: Any = None) -> str:
+        return self.call(name, arguments)
+
+
+def tool_call_setup(server: type[_S]) -> tuple[FakeToolCore, _S]:
+    """A fake tool core, and a server whose tool call asks it about the deploy target."""
+    return FakeToolCore(), server(args={"query": "deploy target"})

@@ -19,9 +19,9 @@ from pydantic import TypeAdapter
 from tests import _frameworks as fw
 
 if TYPE_CHECKING:
-    from adapters.openai_agents import AgentsMemory, place_block
+    from adapters.openai_agents import AgentsMemory, agents_tools, place_block
 else:
-    from memory_inject.adapters.openai_agents import AgentsMemory, place_block
+    from memory_inject.adapters.openai_agents import AgentsMemory, agents_tools, place_block
 
 
 @pytest.fixture
@@ -169,3 +169,28 @@ class TestPlaceBlock:
         ] == placed[0]["content"]
         assert placed[0] is place_block(placed, fw.BLOCK)[0]
         assert "hi" == items[0]["content"]
+
+
+class TestAgentsTools:
+    def test_function_tools_carry_the_core_schema_and_call_the_core(self, store: Any) -> None:
+        """``FunctionTool`` objects: the Responses request holds the core's schema, and the
+        model's call is answered with the core's text as the function output."""
+        core, server = fw.tool_call_setup(fw.ResponsesServer)
+        memory = AgentsMemory(store, fw.AGENT)
+        agent = Agent(
+            name="a", instructions=fw.SYSTEM, model=model(server), tools=agents_tools(core)
+        )
+        run_turns(agent, memory, fw.QUESTIONS[:1], parts=False)
+        spec = fw.RECALL_SPEC
+        [tool] = server.requests[0]["tools"]
+        assert (spec.name, spec.description, spec.parameters) == (
+            tool["name"],
+            tool["description"],
+            tool["parameters"],
+        )
+        assert [("memory_recall", {"query": "deploy target"})] == core.calls
+        output = server.requests[1]["input"][-1]
+        assert ("function_call_output", "recalled: deploy target") == (
+            output["type"],
+            output["output"],
+        )

@@ -23,10 +23,10 @@ from memory_inject import TurnOrigin
 from tests import _frameworks as fw
 
 if TYPE_CHECKING:
-    from adapters.langchain import MemoryMiddleware
+    from adapters.langchain import MemoryMiddleware, langchain_tools
     from adapters.langgraph import LangGraphMemory, MemoryState, place_block
 else:
-    from memory_inject.adapters.langchain import MemoryMiddleware
+    from memory_inject.adapters.langchain import MemoryMiddleware, langchain_tools
     from memory_inject.adapters.langgraph import LangGraphMemory, MemoryState, place_block
 
 
@@ -234,3 +234,28 @@ class TestPlaceBlock:
         with memory.running(None):
             assert TurnOrigin.SUB_TURN == memory.begin(fw.QUESTIONS[0]).origin
         assert TurnOrigin.INTERACTIVE == memory.begin(fw.QUESTIONS[0]).origin
+
+
+class TestLangChainTools:
+    def test_memory_tools_are_sent_with_the_core_schema_and_run_through_the_core(
+        self, store: Any
+    ) -> None:
+        """``langchain_tools`` serialises the core's name, description and JSON schema, and the
+        model's call reaches the core, whose text is the tool message."""
+        core, server = fw.tool_call_setup(fw.ChatServer)
+        graph = create_agent(
+            model(server),
+            langchain_tools(core),
+            system_prompt=fw.SYSTEM,
+            middleware=[MemoryMiddleware(store, fw.AGENT)],
+        )
+        graph.invoke({"messages": [HumanMessage(fw.QUESTIONS[0])]})
+        spec = fw.RECALL_SPEC
+        expected = {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        }
+        assert [{"type": "function", "function": expected}] == server.requests[0]["tools"]
+        assert [("memory_recall", {"query": "deploy target"})] == core.calls
+        assert "recalled: deploy target" == server.requests[1]["messages"][-1]["content"]

@@ -19,9 +19,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from tests import _frameworks as fw
 
 if TYPE_CHECKING:
-    from adapters.pydantic_ai import PydanticAIMemory, place_block
+    from adapters.pydantic_ai import PydanticAIMemory, place_block, pydantic_ai_tools
 else:
-    from memory_inject.adapters.pydantic_ai import PydanticAIMemory, place_block
+    from memory_inject.adapters.pydantic_ai import PydanticAIMemory, place_block, pydantic_ai_tools
 
 
 @pytest.fixture
@@ -142,3 +142,19 @@ class TestPlaceBlock:
         part = out[1].parts[0]
         assert isinstance(part, UserPromptPart) and [fw.BLOCK, "look", "here"] == part.content
         assert out[1] is place_block(out, fw.BLOCK)[1]
+
+
+class TestPydanticAITools:
+    def test_tools_from_schema_carry_the_core_schema_and_call_the_core(self, store: Any) -> None:
+        """``Tool.from_schema`` tools: the request names the core's tool with its properties,
+        and the model's call is answered with the core's text."""
+        core, server = fw.tool_call_setup(fw.ChatServer)
+        memory = PydanticAIMemory(store, fw.AGENT)
+        run_turns(with_memory(server, memory, pydantic_ai_tools(core)), fw.QUESTIONS[:1])
+        spec = fw.RECALL_SPEC
+        [tool] = server.requests[0]["tools"]
+        function = tool["function"]
+        assert (spec.name, spec.description) == (function["name"], function["description"])
+        assert spec.parameters["properties"] == function["parameters"]["properties"]
+        assert [("memory_recall", {"query": "deploy target"})] == core.calls
+        assert "recalled: deploy target" == server.requests[1]["messages"][-1]["content"]
