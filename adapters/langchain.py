@@ -22,6 +22,7 @@ Needs the ``langchain`` extra (``pip install "memory-inject[langchain]"``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, NotRequired, Unpack
 
@@ -36,11 +37,14 @@ from .langgraph import BLOCK_KEY, LangGraphMemory, langchain_tools, place_block
 
 __all__ = ["MemoryAgentState", "MemoryMiddleware", "langchain_tools"]
 
+_log = logging.getLogger("memory_inject.adapters")
+
 
 class MemoryAgentState(AgentState[Any]):
     """The agent state plus the turn's block, private to the middleware."""
 
     memory_block: NotRequired[Annotated[str, PrivateStateAttr]]
+    memory_block_for: NotRequired[Annotated[str | None, PrivateStateAttr]]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
@@ -76,8 +80,12 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
 
     @staticmethod
     def _placed(request: ModelRequest[Any]) -> ModelRequest[Any]:
-        block = str((request.state or {}).get(BLOCK_KEY) or "")
-        return request.override(messages=place_block(request.messages, block))
+        try:
+            block = str((request.state or {}).get(BLOCK_KEY) or "")
+            return request.override(messages=place_block(request.messages, block))
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: placing the block failed")
+            return request
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> Any:
         """Send the model call with the block on the newest human message."""

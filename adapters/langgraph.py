@@ -27,6 +27,7 @@ Needs the ``langgraph`` extra (``pip install "memory-inject[langgraph]"``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NotRequired
 
@@ -39,6 +40,7 @@ from ._framework import FrameworkAdapter, ToolCore
 from .messages import starts_with_block
 
 __all__ = [
+    "BLOCK_FOR_KEY",
     "BLOCK_KEY",
     "LangGraphMemory",
     "MemoryState",
@@ -50,12 +52,16 @@ __all__ = [
 
 #: The state key the turn's block is kept under.
 BLOCK_KEY = "memory_block"
+#: The state key of the id of the human message the block was rendered for.
+BLOCK_FOR_KEY = "memory_block_for"
+_log = logging.getLogger("memory_inject.adapters")
 
 
 class MemoryState(MessagesState):
     """``MessagesState`` plus the turn's block (``memory_block``), for :class:`LangGraphMemory`."""
 
     memory_block: NotRequired[str]
+    memory_block_for: NotRequired[str | None]
 
 
 def user_message_index(messages: Sequence[Any]) -> int | None:
@@ -152,8 +158,8 @@ class LangGraphMemory(FrameworkAdapter):
 
     default_channel = "langgraph"
 
-    def _update(self, state: Any, block: str) -> dict[str, Any]:
-        update: dict[str, Any] = {BLOCK_KEY: block}
+    def _update(self, state: Any, block: str, message_id: str | None) -> dict[str, Any]:
+        update: dict[str, Any] = {BLOCK_KEY: block, BLOCK_FOR_KEY: message_id}
         if self.earlier_blocks == "keep" and block:
             messages = state["messages"]
             idx = user_message_index(messages)
@@ -162,27 +168,49 @@ class LangGraphMemory(FrameworkAdapter):
                 update["messages"] = [placed[idx]]  # add_messages replaces it by id
         return update
 
-    def _text(self, state: Any) -> str | None:
+    @staticmethod
+    def _start(state: Any) -> tuple[str, str | None] | None:
+        """The user's text and message id of a new turn; None when there is nothing to render:
+        no human message, or a resumed run whose message already has its block."""
         messages = state["messages"]
         idx = user_message_index(messages)
-        return None if idx is None else message_text(messages[idx])
+        if idx is None:
+            return None
+        msg = messages[idx]
+        text = message_text(msg)
+        if starts_with_block(_first_text(msg)):
+            return None
+        if msg.id is not None and msg.id == state.get(BLOCK_FOR_KEY):
+            return None
+        return text, msg.id
 
     def update(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The state update of a turn's start: its block under ``memory_block`` (one event).
 
-        ``run_context`` is what a ``sessions`` function is called with.
+        ``run_context`` is what a ``sessions`` function is called with. A run
+        resumed on the same human message (an interrupt, a retry) renders
+        nothing again. Never raises: a failure is logged and changes nothing.
         """
-        text = self._text(state)
-        if text is None:
-            return {BLOCK_KEY: ""}
-        return self._update(state, self.begin(text, run_context).block)
+        try:
+            start = self._start(state)
+            if start is None:
+                return {}
+            return self._update(state, self.begin(start[0], run_context).block, start[1])
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph memory update failed")
+            return {}
 
     async def aupdate(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The async twin of :meth:`update`."""
-        text = self._text(state)
-        if text is None:
-            return {BLOCK_KEY: ""}
-        return self._update(state, (await self.abegin(text, run_context)).block)
+        try:
+            start = self._start(state)
+            if start is None:
+                return {}
+            injection = await self.abegin(start[0], run_context)
+            return self._update(state, injection.block, start[1])
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph memory update failed")
+            return {}
 
     def node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The graph node: :meth:`update` with the node's config as the run context."""
@@ -193,8 +221,16 @@ class LangGraphMemory(FrameworkAdapter):
         return await self.aupdate(state, config)
 
     def messages(self, state: Any) -> list[AnyMessage]:
-        """The state's messages with the turn's block placed (the state is not changed)."""
-        return place_block(state["messages"], state.get(BLOCK_KEY) or "")
+        """The state's messages with the turn's block placed (the state is not changed).
+
+        Never raises because of memory: a failure gives the messages unchanged.
+        """
+        messages = state["messages"]
+        try:
+            return place_block(messages, str(state.get(BLOCK_KEY) or ""))
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: placing the block failed")
+            return list(messages)
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """A ``ToolNode(wrap_tool_call=...)`` wrapper: agents the tool starts are sub-turns."""

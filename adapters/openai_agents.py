@@ -24,6 +24,7 @@ Needs the ``agents`` extra (``pip install "memory-inject[agents]"``).
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Unpack
 
@@ -39,6 +40,7 @@ from .messages import starts_with_block
 
 __all__ = ["AgentsMemory", "agents_tools", "input_text", "place_block", "user_item_index"]
 
+_log = logging.getLogger("memory_inject.adapters")
 _TEXT_PARTS = ("input_text", "text", "output_text")
 _MAX_RUNS = 256
 
@@ -175,7 +177,17 @@ class AgentsMemory(FrameworkAdapter):
         return hit[1] if hit is not None and hit[0] is key else None
 
     async def call_model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
-        """Place the run's block on the newest user message; render it on the run's first call."""
+        """Place the run's block on the newest user message; render it on the run's first call.
+
+        Never raises because of memory: a failure is logged and the input goes unchanged.
+        """
+        try:
+            return await self._filter(data)
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the Agents SDK input filter failed")
+            return data.model_data
+
+    async def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         items = data.model_data.input
         idx = user_item_index(items)
         if idx is None:

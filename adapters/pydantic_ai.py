@@ -23,6 +23,7 @@ Needs the ``pydantic-ai`` extra (``pip install "memory-inject[pydantic-ai]"``).
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import Any, Unpack
 
@@ -37,6 +38,8 @@ from memory_inject.contract import Memory
 from . import _core
 from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
 from .messages import starts_with_block
+
+_log = logging.getLogger("memory_inject.adapters")
 
 __all__ = [
     "MemoryCapability",
@@ -163,9 +166,13 @@ class MemoryCapability(AbstractCapability[Any]):
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
         """Render this run's block, then run it inside the turn's mark."""
-        text = self.memory.query(ctx)
-        injection = await self.memory.abegin(text, ctx) if text is not None else None
         key = ctx.run_id or ""
+        try:
+            text = self.memory.query(ctx)
+            injection = await self.memory.abegin(text, ctx) if text is not None else None
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the pydantic-ai memory render failed")
+            injection = None
         if injection is not None:
             self.memory.runs[key] = injection
         try:
@@ -181,7 +188,11 @@ class MemoryCapability(AbstractCapability[Any]):
         injection = self.memory.runs.get(ctx.run_id or "")
         if injection is None or not injection.block:
             return request_context
-        placed = place_block(request_context.messages, injection.block)
+        try:
+            placed = place_block(request_context.messages, injection.block)
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: placing the block failed")
+            return request_context
         request_context.messages = placed
         if self.memory.earlier_blocks == "keep":
             ctx.messages[:] = placed

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 import httpx2
+import pytest
 
 from memory_inject import AgentConfig
 from memory_inject.signals import memory_recall, memory_skipped
@@ -258,3 +259,12 @@ class FakeToolCore:
 def tool_call_setup(server: type[_S]) -> tuple[FakeToolCore, _S]:
     """A fake tool core, and a server whose tool call asks it about the deploy target."""
     return FakeToolCore(), server(args={"query": "deploy target"})
+
+
+def break_placement(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    """Make ``memory_inject.adapters.<module>.place_block`` raise (a bug in placement)."""
+
+    def broken(*_: Any) -> Any:
+        raise RuntimeError("placement bug")
+
+    monkeypatch.setattr(f"memory_inject.adapters.{module}.place_block", broken)

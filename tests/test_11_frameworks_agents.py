@@ -194,3 +194,15 @@ class TestAgentsTools:
             output["type"],
             output["output"],
         )
+
+
+class TestNeverFailsTheTurn:
+    def test_a_placement_bug_sends_the_input_unchanged(
+        self, store: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """If the filter's placement raises, the model gets the input as the SDK built it."""
+        fw.break_placement(monkeypatch, "openai_agents")
+        server = fw.ResponsesServer()
+        agent = Agent(name="a", instructions=fw.SYSTEM, model=model(server))
+        run_turns(agent, AgentsMemory(store, fw.AGENT), fw.QUESTIONS[:1], parts=False)
+        assert fw.QUESTIONS[0] == text_of(user_items(server.requests[0])[-1])

@@ -259,3 +259,32 @@ class TestLangChainTools:
         assert [{"type": "function", "function": expected}] == server.requests[0]["tools"]
         assert [("memory_recall", {"query": "deploy target"})] == core.calls
         assert "recalled: deploy target" == server.requests[1]["messages"][-1]["content"]
+
+
+class TestNeverFailsTheTurn:
+    def test_a_placement_bug_sends_the_request_unchanged(
+        self, store: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """If placing the block raises, the model call goes out without it and the run answers."""
+        fw.break_placement(monkeypatch, "langchain")
+        server = fw.ChatServer()
+        graph = create_agent(
+            model(server),
+            [],
+            system_prompt=fw.SYSTEM,
+            middleware=[MemoryMiddleware(store, fw.AGENT)],
+        )
+        out = graph.invoke({"messages": [HumanMessage(fw.QUESTIONS[0])]})
+        assert out["messages"][-1].text.startswith("answer")
+        assert fw.QUESTIONS[0] == fw.user_text(server.requests[0]["messages"][-1])
+
+    def test_a_resumed_turn_renders_nothing_again(self, store: Any) -> None:
+        """The same human message seen again (an interrupt resumed) gives no update, no event."""
+        memory = LangGraphMemory(store, fw.AGENT)
+        state: dict[str, Any] = {"messages": [HumanMessage(fw.QUESTIONS[0], id="h1")]}
+        with fw.events() as rec:
+            first = memory.update(state)
+            again = memory.update({**state, **first})
+        assert "h1" == first["memory_block_for"] and first["memory_block"]
+        assert {} == again
+        assert 1 == len(rec.recalls)

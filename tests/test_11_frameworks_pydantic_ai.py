@@ -158,3 +158,14 @@ class TestPydanticAITools:
         assert spec.parameters["properties"] == function["parameters"]["properties"]
         assert [("memory_recall", {"query": "deploy target"})] == core.calls
         assert "recalled: deploy target" == server.requests[1]["messages"][-1]["content"]
+
+
+class TestNeverFailsTheTurn:
+    def test_a_placement_bug_sends_the_request_unchanged(
+        self, store: Any, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """If placing the block raises, the request goes out without it and the run answers."""
+        fw.break_placement(monkeypatch, "pydantic_ai")
+        server = fw.ChatServer()
+        run_turns(with_memory(server, PydanticAIMemory(store, fw.AGENT)), fw.QUESTIONS[:1])
+        assert fw.QUESTIONS[0] == fw.user_text(server.requests[0]["messages"][-1])
