@@ -24,6 +24,7 @@ A failure names the page, the line of the block and the traceback.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import io
@@ -34,6 +35,7 @@ import os
 import re
 import shutil
 import traceback
+import warnings
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,6 +186,24 @@ def page_environment(workdir: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def loop_closed() -> Iterator[None]:
+    """Close the event loop a page left set (pydantic-ai's ``run_sync`` leaves one open)."""
+    try:
+        yield
+    finally:
+        loop: asyncio.AbstractEventLoop | None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                loop = asyncio.get_event_loop_policy().get_event_loop()
+            except RuntimeError:
+                loop = None
+        if loop is not None and not loop.is_running():
+            loop.close()
+            asyncio.set_event_loop(None)
+
+
+@contextlib.contextmanager
 def signals_restored() -> Iterator[None]:
     """Receivers a page connects (bridges, metrics) are disconnected when the page ends."""
     before = {sig: set(sig.receivers) for sig in (memory_recall, memory_skipped)}
@@ -231,6 +251,7 @@ def run_page(path: Path, workdir: Path) -> tuple[list[Block], str]:
         page_environment(workdir),
         offline_sdks(),
         signals_restored(),
+        loop_closed(),
     ):
         for block, after in zip(page, [*page[1:], None], strict=True):
             if block.lang != "python" or block.no_run is not None:
