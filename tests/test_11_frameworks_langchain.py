@@ -174,16 +174,18 @@ class TestMiddlewareToolLoop:
 
 
 class TestStateGraphNode:
-    def build(self, server: fw.ChatServer, memory: LangGraphMemory) -> Any:
-        llm = model(server).bind_tools([lookup])
+    def build(
+        self, server: fw.ChatServer, memory: LangGraphMemory, tools: list[Any], system: str
+    ) -> Any:
+        llm = model(server).bind_tools(tools) if tools else model(server)
 
         def call_model(state: MemoryState) -> dict[str, Any]:
-            return {"messages": [llm.invoke([SystemMessage(fw.SYSTEM), *memory.messages(state)])]}
+            return {"messages": [llm.invoke([SystemMessage(system), *memory.messages(state)])]}
 
         builder = StateGraph(MemoryState)
         builder.add_node("memory", memory.node)
         builder.add_node("model", call_model)
-        builder.add_node("tools", ToolNode([lookup], wrap_tool_call=memory.wrap_tool_call))
+        builder.add_node("tools", ToolNode(tools or [lookup], wrap_tool_call=memory.wrap_tool_call))
         builder.add_edge(START, "memory")
         builder.add_edge("memory", "model")
         builder.add_conditional_edges("model", tools_condition, ["tools", END])
@@ -197,7 +199,7 @@ class TestStateGraphNode:
         memory = LangGraphMemory(
             store, fw.AGENT, sessions=lambda config: [config["configurable"]["thread_id"]]
         )
-        graph = self.build(server, memory)
+        graph = self.build(server, memory, [lookup], fw.SYSTEM)
         with fw.events() as rec:
             ask(graph, fw.QUESTIONS, {"configurable": {"thread_id": "user_u1"}})
         assert 5 == len(rec.recalls)
@@ -207,6 +209,28 @@ class TestStateGraphNode:
             messages = body["messages"]
             assert {"role": "system", "content": fw.SYSTEM} == messages[0]
             assert fw.user_text(messages[fw.last_user_index(messages)]).startswith(fw.BLOCK_START)
+
+    def test_a_graph_run_by_a_tool_is_a_sub_turn(self, store: Any) -> None:
+        """A ``ToolNode`` tool (wrapped) that invokes a child graph with the same node: the
+        child's request has no block and its turn is one ``sub_turn`` event."""
+        server = fw.ChatServer()
+        memory = LangGraphMemory(store, fw.AGENT, sessions=["u1"])
+        child = self.build(server, memory, [], "child")
+
+        @tool
+        def ask_child(q: str) -> str:
+            """Ask the child graph."""
+            out = child.invoke(
+                {"messages": [HumanMessage(q)]}, {"configurable": {"thread_id": "c"}}
+            )
+            return str(out["messages"][-1].text)
+
+        parent = self.build(server, memory, [ask_child], fw.SYSTEM)
+        with fw.events() as rec:
+            parent.invoke({"messages": [HumanMessage(fw.QUESTIONS[0])]}, THREAD)
+        [child_body] = [b for b in server.requests if b["messages"][0]["content"] == "child"]
+        assert fw.CHILD_QUESTION == fw.user_text(child_body["messages"][-1])
+        assert 1 == len(rec.recalls) and ["sub_turn"] == [e.reason for e in rec.skips]
 
 
 class TestPlaceBlock:
