@@ -312,3 +312,34 @@ class TestNeverFailsTheTurn:
         assert "h1" == first["memory_block_for"] and first["memory_block"]
         assert {} == again
         assert 1 == len(rec.recalls)
+
+
+class TestOptions:
+    def test_bad_earlier_blocks_and_sessions_are_refused_naming_the_value(self, store: Any) -> None:
+        """``earlier_blocks`` outside keep/strip and a bare string as ``sessions`` are errors."""
+        with pytest.raises(ValueError, match=r"'earlier_blocks' must be one of .* \(got 'all'\)"):
+            LangGraphMemory(store, fw.AGENT, earlier_blocks="all")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="'sessions' must be a list of session ids"):
+            LangGraphMemory(store, fw.AGENT, sessions="u1")
+
+    def test_async_graph_node_renders_once(self, store: Any) -> None:
+        """``anode`` in an ``ainvoke`` graph: one event, the block on the user's message."""
+        server = fw.ChatServer()
+        memory = LangGraphMemory(store, fw.AGENT, sessions=["u1"])
+        llm = ChatOpenAI(
+            model="gpt-4o-mini", api_key=SecretStr("test"), http_async_client=server.aclient()
+        )
+
+        async def call_model(state: MemoryState) -> dict[str, Any]:
+            return {"messages": [await llm.ainvoke(memory.messages(state))]}
+
+        builder = StateGraph(MemoryState)
+        builder.add_node("memory", memory.anode)
+        builder.add_node("model", call_model)
+        builder.add_edge(START, "memory")
+        builder.add_edge("memory", "model")
+        graph = builder.compile()
+        with fw.events() as rec:
+            asyncio.run(graph.ainvoke({"messages": [HumanMessage(fw.QUESTIONS[0])]}))
+        assert 1 == len(rec.recalls)
+        assert fw.user_text(server.requests[0]["messages"][-1]).startswith(fw.BLOCK_START)

@@ -169,3 +169,17 @@ class TestNeverFailsTheTurn:
         server = fw.ChatServer()
         run_turns(with_memory(server, PydanticAIMemory(store, fw.AGENT)), fw.QUESTIONS[:1])
         assert fw.QUESTIONS[0] == fw.user_text(server.requests[0]["messages"][-1])
+
+
+class TestHistoryOnly:
+    def test_a_run_without_a_prompt_takes_the_query_from_its_history(self, store: Any) -> None:
+        """``agent.run(message_history=...)`` with no new prompt: the newest user prompt of
+        the history is the query, and it gets the block."""
+        server = fw.ChatServer()
+        agent = with_memory(server, PydanticAIMemory(store, fw.AGENT))
+        history = [ModelRequest(parts=[UserPromptPart(fw.QUESTIONS[1])])]
+        with fw.events() as rec:
+            asyncio.run(agent.run(None, message_history=history))
+        assert "approver" == rec.recalls[0].rendered_keys[0]
+        text = fw.user_text(server.requests[0]["messages"][-1])
+        assert text.startswith(fw.BLOCK_START) and text.endswith(fw.QUESTIONS[1])
