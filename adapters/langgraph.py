@@ -1,0 +1,243 @@
+"""LangGraph: a graph node that renders the turn's block, and the messages to send with it.
+
+::
+
+    memory = LangGraphMemory(store, agent, sessions=["user_u1"])
+
+    def call_model(state: MemoryState) -> dict:
+        return {"messages": [model.invoke(memory.messages(state))]}
+
+    builder = StateGraph(MemoryState)
+    builder.add_node("memory", memory.node)          # once per invoke: one event
+    builder.add_node("model", call_model)
+    builder.add_node("tools", ToolNode(tools, wrap_tool_call=memory.wrap_tool_call))
+    builder.add_edge(START, "memory")
+    builder.add_edge("memory", "model")
+
+One ``invoke`` is one turn: the ``memory`` node recalls and renders once and
+keeps the block in the state (``memory_block``); :meth:`LangGraphMemory.messages`
+places it on the newest ``HumanMessage`` of each model call (``model_copy``:
+ids, names and metadata kept; the system message untouched). Tools wrapped
+with :meth:`LangGraphMemory.wrap_tool_call` run inside the turn's mark, so an
+agent a tool starts is a ``sub_turn``. For ``langchain.agents.create_agent``
+use :class:`memory_inject.adapters.langchain.MemoryMiddleware`.
+
+Needs the ``langgraph`` extra (``pip install "memory-inject[langgraph]"``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NotRequired
+
+from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+from langgraph.graph import MessagesState
+
+from ._framework import FrameworkAdapter, ToolCore
+from .messages import starts_with_block
+
+__all__ = [
+    "BLOCK_FOR_KEY",
+    "BLOCK_KEY",
+    "LangGraphMemory",
+    "MemoryState",
+    "langchain_tools",
+    "message_text",
+    "place_block",
+    "user_message_index",
+]
+
+#: The state key the turn's block is kept under.
+BLOCK_KEY = "memory_block"
+#: The state key of the id of the human message the block was rendered for.
+BLOCK_FOR_KEY = "memory_block_for"
+_log = logging.getLogger("memory_inject.adapters")
+
+
+class MemoryState(MessagesState):
+    """``MessagesState`` plus the turn's block (``memory_block``), for :class:`LangGraphMemory`."""
+
+    memory_block: NotRequired[str]
+    memory_block_for: NotRequired[str | None]
+
+
+def user_message_index(messages: Sequence[Any]) -> int | None:
+    """Index of the newest ``HumanMessage`` (the one that started the turn), or None."""
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if isinstance(msg, BaseMessage) and msg.type == "human":
+            return i
+    return None
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text of a LangChain message (its string content or its text blocks)."""
+    return message.text
+
+
+def _first_text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    first = content[0] if content else None
+    if isinstance(first, str):
+        return first
+    if isinstance(first, dict) and first.get("type") == "text":
+        return str(first.get("text", ""))
+    return ""
+
+
+def place_block(messages: Sequence[AnyMessage], block: str) -> list[AnyMessage]:
+    """A new list with ``block`` in front of the newest ``HumanMessage`` (ids kept).
+
+    Nothing is placed when the block is empty, when there is no human
+    message, or when that message already starts with a block. Other
+    messages are the same objects; the placed one is a ``model_copy``.
+    """
+    out = list(messages)
+    idx = user_message_index(out)
+    if not block or idx is None or starts_with_block(_first_text(out[idx])):
+        return out
+    msg = out[idx]
+    content = msg.content
+    new: Any = (
+        block + content
+        if isinstance(content, str)
+        else [
+            {"type": "text", "text": block},
+            *content,
+        ]
+    )
+    out[idx] = msg.model_copy(update={"content": new})
+    return out
+
+
+def langchain_tools(tools: ToolCore) -> list[StructuredTool]:
+    """The memory tools as LangChain tools (for ``create_agent``, ``ToolNode``, ``bind_tools``).
+
+    Each is a ``StructuredTool`` with the core's name, description and JSON
+    schema; its sync and async runs call the core, which answers the model
+    with text and never raises.
+    """
+
+    def wrap(name: str) -> tuple[Callable[..., str], Callable[..., Awaitable[str]]]:
+        def run(**arguments: Any) -> str:
+            return tools.call(name, arguments)
+
+        async def arun(**arguments: Any) -> str:
+            return await tools.acall(name, arguments)
+
+        return run, arun
+
+    out = []
+    for spec in tools:
+        run, arun = wrap(spec.name)
+        out.append(
+            StructuredTool.from_function(
+                func=run,
+                coroutine=arun,
+                name=spec.name,
+                description=spec.description,
+                args_schema=dict(spec.parameters),
+            )
+        )
+    return out
+
+
+class LangGraphMemory(FrameworkAdapter):
+    """One turn per graph ``invoke``: :meth:`node` renders, :meth:`messages` places.
+
+    ``sessions`` may be a function of the node's ``RunnableConfig`` (e.g.
+    ``lambda config: [config["configurable"]["thread_id"]]``). Never raises
+    because of memory: a failing store gives an empty block and one event
+    with ``success=False``.
+    """
+
+    default_channel = "langgraph"
+
+    def _update(self, state: Any, block: str, message_id: str | None) -> dict[str, Any]:
+        update: dict[str, Any] = {BLOCK_KEY: block, BLOCK_FOR_KEY: message_id}
+        if self.earlier_blocks == "keep" and block:
+            messages = state["messages"]
+            idx = user_message_index(messages)
+            placed = place_block(messages, block)
+            if idx is not None and placed[idx] is not messages[idx]:
+                update["messages"] = [placed[idx]]  # add_messages replaces it by id
+        return update
+
+    @staticmethod
+    def _start(state: Any) -> tuple[str, str | None] | None:
+        """The user's text and message id of a new turn; None when there is nothing to render:
+        no human message, or a resumed run whose message already has its block."""
+        messages = state["messages"]
+        idx = user_message_index(messages)
+        if idx is None:
+            return None
+        msg = messages[idx]
+        text = message_text(msg)
+        if starts_with_block(_first_text(msg)):
+            return None
+        if msg.id is not None and msg.id == state.get(BLOCK_FOR_KEY):
+            return None
+        return text, msg.id
+
+    def update(self, state: Any, run_context: Any = None) -> dict[str, Any]:
+        """The state update of a turn's start: its block under ``memory_block`` (one event).
+
+        ``run_context`` is what a ``sessions`` function is called with. A run
+        resumed on the same human message (an interrupt, a retry) renders
+        nothing again. Never raises: a failure is logged and changes nothing.
+        """
+        try:
+            start = self._start(state)
+            if start is None:
+                return {}
+            return self._update(state, self.begin(start[0], run_context).block, start[1])
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph memory update failed")
+            return {}
+
+    async def aupdate(self, state: Any, run_context: Any = None) -> dict[str, Any]:
+        """The async twin of :meth:`update`."""
+        try:
+            start = self._start(state)
+            if start is None:
+                return {}
+            injection = await self.abegin(start[0], run_context)
+            return self._update(state, injection.block, start[1])
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph memory update failed")
+            return {}
+
+    def node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The graph node: :meth:`update` with the node's config as the run context."""
+        return self.update(state, config)
+
+    async def anode(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
+        """The async graph node (for ``ainvoke``-only graphs)."""
+        return await self.aupdate(state, config)
+
+    def messages(self, state: Any) -> list[AnyMessage]:
+        """The state's messages with the turn's block placed (the state is not changed).
+
+        Never raises because of memory: a failure gives the messages unchanged.
+        """
+        messages = state["messages"]
+        try:
+            return place_block(messages, str(state.get(BLOCK_KEY) or ""))
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: placing the block failed")
+            return list(messages)
+
+    def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+        """A ``ToolNode(wrap_tool_call=...)`` wrapper: agents the tool starts are sub-turns."""
+        with self.running(None):
+            return handler(request)
+
+    async def awrap_tool_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        """The async twin of :meth:`wrap_tool_call` (``ToolNode(awrap_tool_call=...)``)."""
+        with self.running(None):
+            return await handler(request)
