@@ -142,14 +142,14 @@ def run_demo(store: Memory, config: MemoryInjectConfig, out: TextIO, now: dateti
     return rendered
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m memory_inject.demo") -> int:
     """``python -m memory_inject.demo``: run the demo turns, printing to stdout; returns 0.
 
     ``argv`` defaults to the command line. ``--agent`` reads the config from an
     agent YAML file (default: the built-in defaults); ``--db`` keeps the store in
     that SQLite file instead of a temporary one.
     """
-    ap = argparse.ArgumentParser(prog="python -m memory_inject.demo", description=__doc__)
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__)
     ap.add_argument("--agent", type=Path, help="agent YAML file (default: built-in defaults)")
     ap.add_argument("--db", type=Path, help="SQLite file to use (default: a temporary one)")
     args = ap.parse_args(argv)

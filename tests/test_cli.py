@@ -231,6 +231,14 @@ class TestDemoAndPackaging:
         assert 0 == result.exit_code
         assert "=== turn 1" in result.stdout
 
+    @pytest.mark.parametrize("flag", ["--help", "-h"])
+    def test_demo_help_lists_the_demos_options(self, flag: str) -> None:
+        """demo --help is the demo's own help: its --agent and --db options, named for the CLI."""
+        result = run("demo", flag)
+        assert 0 == result.exit_code
+        assert result.stdout.startswith("usage: memory-inject demo ")
+        assert ("--agent AGENT" in result.stdout, "--db DB" in result.stdout) == (True, True)
+
     @pytest.mark.parametrize(
         ("module", "absent"),
         [

@@ -421,13 +421,20 @@ def render(
 cli.add_command(validate)
 
 
-@cli.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+# --help goes to the demo's own parser, which lists its options (--agent, --db).
+@cli.command(
+    context_settings={
+        "ignore_unknown_options": True,
+        "allow_extra_args": True,
+        "help_option_names": [],
+    }
+)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def demo(args: Sequence[str]) -> None:
-    """Run the demo: turns from every origin on a seeded store (python -m memory_inject.demo)."""
+    """Run the demo: turns from every origin on a seeded store (--help lists its options)."""
     from memory_inject.demo import main as demo_main
 
-    raise SystemExit(demo_main(list(args)))
+    raise SystemExit(demo_main(list(args), prog="memory-inject demo"))
 
 
 def main() -> None:
