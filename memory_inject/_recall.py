@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 from attrs import define, frozen
 
-from memory_inject._deadline import MAX_STUCK_PER_STORE, hand_off
+from memory_inject._deadline import Busy, arun_in_thread, hand_off
 from memory_inject.contract import (
     Memory,
     SupportsAsyncRecall,
@@ -82,6 +82,8 @@ class _Results:
     batches: list[tuple[Call, Any]]
     errors: list[tuple[Call, BaseException]]
     abandoned: bool = False
+    #: Why calls were not started (a store or the process out of recall threads).
+    busy: str | None = None
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
 
@@ -241,13 +243,27 @@ def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
                 res.batches.append((call, batch))
 
 
+def _materialise(batch: Any) -> Any:
+    """A lazy batch (a generator) as a list, iterated here, where the deadline applies.
+
+    Anything else is returned as it is (a non-iterable batch is reported by ``_collect``).
+    """
+    if isinstance(batch, list | tuple) or not hasattr(batch, "__iter__"):
+        return batch
+    return list(batch)
+
+
+def _made(fn: Callable[[], Any]) -> Any:
+    return _materialise(fn())
+
+
 def _drive(steps: Steps) -> None:
     """Run the steps, making each store call inline."""
     try:
         call = next(steps)
         while True:
             try:
-                batch = call.fn()
+                batch = _materialise(call.fn())
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
             else:
@@ -262,24 +278,34 @@ def _call_until(stopper: SupportsInterrupt, until: float, fn: Callable[[], Any])
 
 
 async def _adrive(
-    steps: Steps, stopper: SupportsInterrupt | None = None, until: float = 0.0
+    steps: Steps,
+    memory: Memory,
+    res: _Results,
+    stopper: SupportsInterrupt | None = None,
+    until: float = 0.0,
 ) -> None:
-    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread.
+    """Run the steps, awaiting ``arecall`` where the store has it, else a recall thread.
 
     With a ``stopper`` (a store that stops itself at ``until``) each call runs
-    in a worker thread under :meth:`~SupportsInterrupt.interrupt_at`, so a call
-    the deadline cancels stops too instead of holding the store.
+    in a recall thread under :meth:`~SupportsInterrupt.interrupt_at`, so a call
+    the deadline cancels stops too instead of holding the store. Recall
+    threads are the sync path's, under its per-store and process caps.
     """
     try:
         call = next(steps)
         while True:
             try:
                 if stopper is not None:
-                    batch = await asyncio.to_thread(_call_until, stopper, until, call.fn)
+                    fn: Callable[[], Any] = partial(_call_until, stopper, until, call.fn)
+                    batch = await arun_in_thread(memory, partial(_made, fn))
+                elif call.afn is not None:
+                    batch = await call.afn()
                 else:
-                    batch = await (
-                        call.afn() if call.afn is not None else asyncio.to_thread(call.fn)
-                    )
+                    batch = await arun_in_thread(memory, partial(_made, call.fn))
+            except Busy as busy:
+                with res.lock:
+                    res.busy, res.abandoned = busy.note, True
+                return
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
             else:
@@ -298,7 +324,6 @@ def run_sync(
     res = _Results([], [])
     t0 = time.perf_counter()
     partial = False
-    busy = False
     stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
     if deadline is None:
         _drive(_steps(calls, res, memory))
@@ -316,27 +341,26 @@ def run_sync(
             bounded()
             partial = res.abandoned
         else:
-            finished = hand_off(memory, bounded, deadline)
-            busy = finished is None
-            partial = _abandon(res) if finished is False else res.abandoned
+            partial = _handed(memory, bounded, deadline, res)
     else:
-        finished = hand_off(memory, lambda: _drive(_steps(calls, res, memory)), deadline)
-        busy = finished is None
-        partial = _abandon(res) if finished is False else False
-    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
-    if busy:
-        out = attrs.evolve(
-            out,
-            partial=True,
-            degraded=(
-                *out.degraded,
-                (
-                    f"store_busy: {MAX_STUCK_PER_STORE} earlier recalls are still running past "
-                    "their deadline; recall skipped"
-                ),
-            ),
-        )
-    return out
+        partial = _handed(memory, lambda: _drive(_steps(calls, res, memory)), deadline, res)
+    return _with_busy(_collect(res, time.perf_counter() - t0, memory, partial, plan, deadline), res)
+
+
+def _handed(memory: Memory, work: Callable[[], None], deadline: float, res: _Results) -> bool:
+    """Run ``work`` on a recall thread under ``deadline``; True when the result is partial."""
+    try:
+        finished = hand_off(memory, work, deadline)
+    except Busy as busy:
+        res.busy = busy.note
+        return True
+    return _abandon(res) if not finished else res.abandoned
+
+
+def _with_busy(out: Recalled, res: _Results) -> Recalled:
+    if res.busy is None:
+        return out
+    return attrs.evolve(out, partial=True, degraded=(*out.degraded, res.busy))
 
 
 def _abandon(res: _Results) -> bool:
@@ -359,12 +383,29 @@ async def run_async(
     partial = False
     stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
     until = t0 + (deadline or 0.0)
+    task = asyncio.ensure_future(_adrive(_steps(calls, res, memory), memory, res, stopper, until))
     try:
-        await asyncio.wait_for(_adrive(_steps(calls, res, memory), stopper, until), deadline)
-    except TimeoutError:
-        partial = True
+        # Not wait_for: it waits for the cancelled task to end, and an arecall that
+        # swallows CancelledError would hold the turn past the deadline.
+        done, _ = await asyncio.wait({task}, timeout=deadline)
+    except BaseException:
+        task.cancel()
+        raise
+    if task in done:
+        task.result()
+    else:
+        task.cancel()
+        task.add_done_callback(_forget)
+        partial = _abandon(res)
     partial = partial or res.abandoned
-    return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
+    return _with_busy(out, res)
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned recall's outcome, so asyncio does not log it as never read."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _collect(

@@ -184,13 +184,12 @@ def test_a_recall_thread_that_cannot_start_gives_back_its_slot(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(_deadline._EXECUTOR, "submit", refuse)
+    monkeypatch.setattr(_deadline._THREADS, "submit", refuse)
     store = _Plain()
-    before = _deadline._inflight[0]
     with recording() as rec:
         for _ in range(_deadline.MAX_STUCK_PER_STORE + 1):
             render_memory_context(store, "deploy", config=DEADLINE)
     # Every turn names the failure (none is refused as 'store_busy' by leaked slots).
     assert all("can't start new thread" in (e.error or "") for e in rec.events)
     assert not any("store_busy" in d for e in rec.events for d in e.degraded)
-    assert (before, None) == (_deadline._inflight[0], _deadline._running.get(id(store)))
+    assert _deadline._running.get(id(store)) is None

@@ -1,0 +1,178 @@
+"""Issue 13 item 9: the deadline is a bound, whatever the store does.
+
+Each test builds a store that misbehaves in one way the deadline used to miss,
+and checks the render returns by the deadline (bounded by HANG_BOUND_S, far
+below the misbehaviour's own length) and reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memory_inject import (
+    MemoryEntry,
+    MemoryInjectConfig,
+    _deadline,
+    arender_memory_context,
+    render_memory_context,
+)
+from memory_inject.testing import recording
+
+DEADLINE = MemoryInjectConfig(deadline_ms=100)
+FACT = MemoryEntry("fact", "server is prod-3", "core", None, score=0.9)
+#: Every misbehaviour below lasts at least this long unless released.
+HANG_BOUND_S = 5.0
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+class LazyHang:
+    """``recall`` returns at once, but a generator whose first item hangs."""
+
+    name = "lazy"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    def recall(self, query: str, limit: int, **kw: Any) -> Iterator[MemoryEntry]:
+        def rows() -> Iterator[MemoryEntry]:
+            self.gate.wait(HANG_BOUND_S * 2)
+            yield FACT
+
+        return rows()
+
+
+def test_a_lazy_batch_is_iterated_under_the_deadline(gate: threading.Event) -> None:
+    t0 = time.perf_counter()
+    with recording() as rec:
+        result = render_memory_context(LazyHang(gate), "deploy", config=DEADLINE)  # type: ignore[arg-type]
+    assert time.perf_counter() - t0 < HANG_BOUND_S
+    assert ("", True) == (result.text, rec.events[0].partial)
+
+
+def test_a_lazy_batch_that_answers_renders() -> None:
+    class Lazy:
+        name = "lazy"
+
+        def recall(self, query: str, limit: int, **kw: Any) -> Iterator[MemoryEntry]:
+            return iter([FACT])
+
+    result = render_memory_context(Lazy(), "deploy", config=DEADLINE)  # type: ignore[arg-type]
+    assert "prod-3" in result.text
+
+
+class Stubborn:
+    """An ``arecall`` that swallows every cancellation for a while."""
+
+    name = "stubborn"
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        return [FACT]
+
+    async def arecall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        end = time.monotonic() + HANG_BOUND_S * 2
+        while time.monotonic() < end:
+            try:
+                await asyncio.sleep(0.05)
+            except asyncio.CancelledError:
+                continue
+        return [FACT]
+
+
+def test_an_arecall_that_swallows_cancellation_does_not_hold_the_turn() -> None:
+    async def turn() -> tuple[str, bool, float]:
+        t0 = time.perf_counter()
+        with recording() as rec:
+            result = await arender_memory_context(Stubborn(), "deploy", config=DEADLINE)
+        elapsed = time.perf_counter() - t0
+        for task in asyncio.all_tasks() - {asyncio.current_task()}:
+            task.cancel()  # the test's own clean-up; it keeps swallowing
+        return result.text, rec.events[0].partial, elapsed
+
+    text, partial, elapsed = asyncio.run(asyncio.wait_for(turn(), 60))
+    assert elapsed < HANG_BOUND_S
+    assert ("", True) == (text, partial)
+
+
+class SyncHang:
+    """A store with no ``arecall`` whose ``recall`` hangs until released."""
+
+    def __init__(self, gate: threading.Event, name: str = "hung") -> None:
+        self.gate = gate
+        self.name = name
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        self.gate.wait(HANG_BOUND_S * 4)
+        return []
+
+
+class Healthy:
+    name = "healthy"
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        return [FACT]
+
+
+def test_hung_async_renders_of_one_store_leave_threads_for_the_others(
+    gate: threading.Event,
+) -> None:
+    hung = SyncHang(gate)
+
+    async def turns() -> tuple[list[bool], str]:
+        with recording() as rec:
+            await asyncio.gather(
+                *(arender_memory_context(hung, "deploy", config=DEADLINE) for _ in range(24))
+            )
+        healthy = await arender_memory_context(Healthy(), "deploy", config=DEADLINE)
+        return [e.partial for e in rec.events], healthy.text
+
+    partial, healthy = asyncio.run(turns())
+    assert [True] * 24 == partial
+    assert "prod-3" in healthy
+    assert _deadline._running.get(id(hung), 0) <= _deadline.MAX_STUCK_PER_STORE
+
+
+def test_distinct_hung_stores_cannot_grow_threads_without_bound(gate: threading.Event) -> None:
+    stores = [SyncHang(gate, f"hung-{i}") for i in range(_deadline.MAX_THREADS + 20)]
+    with recording() as rec:
+        for store in stores:
+            render_memory_context(store, "deploy", config=MemoryInjectConfig(deadline_ms=20))
+    assert _deadline._THREADS.count <= _deadline.MAX_THREADS
+    notes = [d for e in rec.events for d in e.degraded]
+    assert any(d.startswith("recall_threads_exhausted") for d in notes)
+    assert all(e.partial for e in rec.events)
+
+
+CHILD = """
+import time
+from memory_inject import MemoryInjectConfig, render_memory_context
+
+class Stuck:
+    name = "stuck"
+    def recall(self, query, limit, **kw):
+        time.sleep(60)
+        return []
+
+render_memory_context(Stuck(), "deploy", config=MemoryInjectConfig(deadline_ms=50))
+print("rendered")
+"""
+
+
+def test_a_stuck_store_does_not_keep_the_host_from_exiting() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert (0, "rendered") == (proc.returncode, proc.stdout.strip())
