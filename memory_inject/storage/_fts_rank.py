@@ -37,9 +37,9 @@ from typing import Any
 
 from attrs import define
 
-from memory_inject.storage._fts_terms import TermStats, tokens_of
+from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
-from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 
@@ -54,6 +54,12 @@ _COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
 WINDOW = 64
 #: The drawing phrases may hold about this many rows between them.
 RANK_BUDGET = 1000
+#: Up to this many rows between them, FTS5 scores the scoring-only phrases'
+#: share itself (one scan of each phrase's rows); past it, marking the
+#: candidates with ``highlight()`` and adding the share in Python is cheaper.
+SHARE_SCAN_ROWS = 20_000
+#: FTS5's bm25() constants.
+_K1, _B = 1.2, 0.75
 
 #: highlight() marks; control characters never survive the tokenizer as words.
 _OPEN, _CLOSE = "\x01", "\x02"
@@ -116,11 +122,12 @@ def keyword_hits(
     df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
-    hits, draw = _ranked(conn, stats, where, phrases, k, window, scope_match)
+    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match)
     # Every hit holds a drawing phrase, so this never walks the common words' rows.
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
-    marked = _highlights(conn, match, [h.rid for h in hits], rows)
+    missing = [h.rid for h in hits if h.rid not in marked]
+    marked.update(_highlights(conn, match, missing, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -154,8 +161,8 @@ def _ranked(
     k: int,
     window: bool,
     scope_match: str | None,
-) -> tuple[list[_Hit], list[_Phrase]]:
-    """The ``k`` best hits and the drawing phrases used."""
+) -> tuple[list[_Hit], list[_Phrase], _Marked]:
+    """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
 
     def ranking(chosen: Sequence[_Phrase]) -> str:
         return f"({_match(chosen)}) AND {scope_match}" if scope_match else _match(chosen)
@@ -165,16 +172,21 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(draw), k, window=window)
         # Floored words would add about 1e-6: they are left to break ties.
         counted = [p for p in extra if 2 * p.df < stats.rows]
-        if counted:
+        marked: _Marked = {}
+        if counted and sum(p.df for p in counted) <= SHARE_SCAN_ROWS:
             _add_bm25(conn, counted, hits)
+        elif counted:
+            marked = _add_bm25_marked(conn, stats, draw, counted, hits)
+            if len(counted) < len(extra):
+                marked = {}  # their marks lack the floored words
         hits.sort(key=lambda h: (-h.score, h.key))
         enough = len(hits) >= k
         if last is None:
             if enough or not extra:
-                return hits[:k], draw
+                return hits[:k], draw, marked
         elif enough and (extra or hits[k - 1].score > last):
             # Without scoring-only words this is exact: nothing left out can tie.
-            return hits[:k], draw
+            return hits[:k], draw, marked
         movable = [p for p in extra if 2 * p.df < stats.rows]
         if last is not None or not movable:
             break
@@ -187,9 +199,9 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(every), k, window=True)
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
-            return hits[:k], every
+            return hits[:k], every, {}
     hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
-    return hits, every
+    return hits, every, {}
 
 
 def _candidates(
@@ -296,6 +308,46 @@ def _add_bm25(conn: sqlite3.Connection, extra: Sequence[_Phrase], hits: Sequence
     sql = " UNION ALL ".join([arm] * len(extra))
     for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids)]):
         by_rid[int(rid)].score += float(share)
+
+
+def _add_bm25_marked(
+    conn: sqlite3.Connection,
+    stats: TermStats,
+    draw: Sequence[_Phrase],
+    extra: Sequence[_Phrase],
+    hits: Sequence[_Hit],
+) -> _Marked:
+    """:func:`_add_bm25` for phrases in many rows: from ``highlight()`` marks of the hits.
+
+    Every instance of a phrase is marked (overlapping instances share a span,
+    so each marked token counts), weighed by its column; ``D`` is the row's
+    token count, ``avgdl`` the index's mean. Returns the marks of the hits
+    holding an extra phrase (all phrases marked).
+    """
+    match = f"({_match(draw)}) AND ({_match(extra)})"
+    marked = _highlights(conn, match, [h.rid for h in hits])
+    if not marked:
+        return marked
+    sizes = {
+        int(i): sum(varints(bytes(sz)))
+        for i, sz in conn.execute(
+            "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(marked)),),
+        )
+    }
+    idf = [fts5_idf(stats.rows, p.df) for p in extra]
+    avgdl = stats.avgdl or 1.0
+    for h in hits:
+        cols = marked.get(h.rid)
+        if cols is None:
+            continue
+        norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
+        for p, w in zip(extra, idf, strict=True):
+            token = p.tokens[0]
+            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=False))
+            if f > 0.0:
+                h.score += w * (f * (_K1 + 1.0)) / (f + norm)
+    return marked
 
 
 def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:

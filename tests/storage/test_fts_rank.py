@@ -96,10 +96,17 @@ class TestScopeInTheIndex:
 
 class TestKeywordHits:
     @pytest.mark.parametrize("session", [None, "s3"])
+    @pytest.mark.parametrize("share_scan", [_fts_rank.SHARE_SCAN_ROWS, 0])
     def test_same_hits_and_scores_as_the_whole_query(
-        self, zipf_store: Path, session: str | None
+        self,
+        zipf_store: Path,
+        session: str | None,
+        share_scan: int,
+        monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        """In budget, the draw ranks by the whole query's BM25 (ties within 1e-4 may swap)."""
+        """In budget, the draw ranks by the whole query's BM25 (ties within 1e-4 may swap),
+        whether FTS5 scores the common words' share or it is added from highlight() marks."""
+        monkeypatch.setattr(_fts_rank, "SHARE_SCAN_ROWS", share_scan)
         with sqlite3.connect(zipf_store, isolation_level=None) as conn:
             for query in _queries():
                 new, old = _both(conn, query, session=session)
