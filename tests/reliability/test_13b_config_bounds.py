@@ -10,7 +10,7 @@ no offline copy is refused without a download being attempted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,8 +104,12 @@ class TestUpperBounds:
     )
     def test_huge_deadlines_and_limits_are_refused_at_load(self, key: str, value: int) -> None:
         """A deadline of years or a recall of 1e20 rows fails the load, never a render."""
+        build: Callable[[], MemoryInjectConfig] = {
+            "deadline_ms": lambda: MemoryInjectConfig(deadline_ms=value),
+            "recall_limit": lambda: MemoryInjectConfig(recall_limit=value),
+        }[key]
         with pytest.raises(ValueError, match=f"'{key}' must be <= "):
-            MemoryInjectConfig(**{key: value})
+            build()
 
     def test_a_huge_plan_query_limit_is_refused(self, tmp_path: Path) -> None:
         """A recall-plan query limit of 1e20 is refused with its list path."""
@@ -174,7 +178,7 @@ class TestValidate:
 
 
 @pytest.fixture
-def no_download(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def no_download(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Record (and refuse) every BPE file tiktoken tries to fetch or read."""
     import tiktoken.load
 
