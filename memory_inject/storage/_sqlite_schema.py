@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import struct
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SELECT",
     "UPSERT",
+    "DamagedRowError",
     "connect",
     "decode_vector",
     "encode_vector",
@@ -43,6 +45,7 @@ __all__ = [
     "prepare",
     "record_to_row",
     "row_to_record",
+    "take_damaged",
     "wrap_error",
 ]
 
@@ -368,26 +371,63 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(row)
 
 
+class DamagedRowError(ValueError):
+    """A row whose columns cannot be decoded (JSON edited by hand, a foreign writer...)."""
+
+
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
-    """The record for a row of :data:`COLUMNS` values, decoding what :func:`record_to_row` did."""
+    """The record for a row of :data:`COLUMNS` values, decoding what :func:`record_to_row` did.
+
+    ``DamagedRowError`` names the row's key and the column that cannot be decoded.
+    """
     fields: dict[str, Any] = {}
-    for name, raw in zip(COLUMNS, row, strict=True):
-        value = raw
-        if raw is not None and (name in _LISTS or name == "scope"):
-            # Most lists are empty: skip the JSON decoder for them (the hot read path).
-            value = () if raw == "[]" else json.loads(raw)
-        elif raw is not None and name == "embedding":
-            value = decode_vector(raw)
-        fields[name] = value
-    return MemoryRecord(**fields)
+    name = "?"
+    try:
+        for name, raw in zip(COLUMNS, row, strict=True):
+            value = raw
+            if raw is not None and (name in _LISTS or name == "scope"):
+                # Most lists are empty: skip the JSON decoder for them (the hot read path).
+                value = () if raw == "[]" else json.loads(raw)
+            elif raw is not None and name == "embedding":
+                value = decode_vector(raw)
+            fields[name] = value
+        name = "?"
+        return MemoryRecord(**fields)
+    except (TypeError, ValueError, OverflowError, RecursionError, struct.error) as exc:
+        key = row[COLUMNS.index("key")] if len(row) == len(COLUMNS) else None
+        column = f" column {name!r}" if name != "?" else ""
+        raise DamagedRowError(
+            f"row {key!r:.80}{column} cannot be decoded: {type(exc).__name__}: {exc!s:.120}"
+        ) from None
+
+
+_damaged = threading.local()
 
 
 def fetch(
     conn: sqlite3.Connection, namespace: str, where: str, params: Sequence[Any]
 ) -> list[MemoryRecord]:
-    """Records of ``namespace`` matching ``where`` (which may end in ORDER BY / LIMIT)."""
+    """Records of ``namespace`` matching ``where`` (which may end in ORDER BY / LIMIT).
+
+    A damaged row is skipped, so one bad row cannot fail every recall that
+    reaches it; :func:`take_damaged` says which rows were skipped.
+    """
     sql = f"SELECT {SELECT} FROM memories WHERE namespace = ? AND {where}"  # noqa: S608
-    return [row_to_record(r) for r in conn.execute(sql, (namespace, *params))]
+    out: list[MemoryRecord] = []
+    for r in conn.execute(sql, (namespace, *params)):
+        try:
+            out.append(row_to_record(r))
+        except DamagedRowError as exc:
+            skipped: list[str] = getattr(_damaged, "rows", [])
+            _damaged.rows = [*skipped[-9:], str(exc)]
+    return out
+
+
+def take_damaged() -> list[str]:
+    """The damaged rows this thread's fetches skipped since the last call (at most 10)."""
+    rows: list[str] = getattr(_damaged, "rows", [])
+    _damaged.rows = []
+    return rows
 
 
 def _pragma(conn: sqlite3.Connection, name: str) -> int:
