@@ -7,20 +7,57 @@ section's first line, and marks a cut section with ``[...truncated]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject.models import MemoryEntry
+from memory_inject.render._budget import CUT_SLACK, RAW_PER_CHAR, cut_for_cleaning
 
-__all__ = ["TRUNCATED", "Item", "Section", "fit_lines"]
+__all__ = ["TRUNCATED", "Item", "Section", "bounded_items", "fit_lines"]
 
 TRUNCATED = "[...truncated]"
 _MARKER_LINE = TRUNCATED + "\n"
 _MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
 
 Item = tuple[MemoryEntry, str, str]  # entry, line prefix, neutralised content
+
+
+def bounded_items(
+    entries: Sequence[MemoryEntry],
+    prefix: Callable[[MemoryEntry], str],
+    clean: Callable[[str], str],
+    room: int,
+) -> list[Item]:
+    """The items of a section whose text may use ``room`` characters, cleaning only what can show.
+
+    An entry's content is cleaned from its first ``room + 64`` characters
+    (:func:`cut_for_cleaning`). Once the lines built so far exceed ``room``, or
+    ``16 * (room + 64)`` raw characters were cleaned, no later entry can be
+    shown: the next one gets a line longer than ``room`` (so :func:`fit_lines`
+    stops there) and the rest empty stand-ins, so they are dropped with the
+    section's reason without being cleaned. The work is bounded by the room,
+    not by how many entries or characters the store returned.
+    """
+    items: list[Item] = []
+    used = 0
+    raw_left = RAW_PER_CHAR * (room + CUT_SLACK)
+    blocker: str | None = None
+    for e in entries:
+        if blocker is not None:
+            items.append((e, "", ""))
+            continue
+        if used > room or raw_left <= 0:
+            blocker = "-" * (room + 1)
+            items.append((e, blocker, ""))
+            continue
+        raw_left -= min(len(e.content), room + CUT_SLACK)
+        line_prefix = prefix(e)
+        content = cut_for_cleaning(e.content, room + CUT_SLACK, clean)
+        items.append((e, line_prefix, content))
+        used += len(line_prefix) + len(content) + 1
+    return items
 
 
 @frozen

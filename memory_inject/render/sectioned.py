@@ -14,7 +14,7 @@ because it sends the block as a separate message).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 
 from memory_inject.config import MemoryInjectConfig
@@ -32,7 +32,7 @@ from memory_inject.render._fields import (
     text_field,
     utc,
 )
-from memory_inject.render._sections import TRUNCATED, Section, fit_lines
+from memory_inject.render._sections import TRUNCATED, Section, bounded_items, fit_lines
 from memory_inject.stages import StageContext, StageTrace
 
 __all__ = [
@@ -226,29 +226,20 @@ class SectionedRenderer:
         def daily_prefix(e: MemoryEntry) -> str:
             return f"- {utc(e.timestamp or now):%H:%M} "
 
-        built = [
-            (
-                "hard_rules",
-                "",
-                [(e, f"{p} [conf {c:.2f}] ", neutralize_content(e.content)) for e, c, p in hard],
-            ),
-            (
-                "selected_memory",
-                "",
-                [(e, selected_prefix(e), neutralize_content(e.content)) for e in selected],
-            ),
-            ("scratchpad", "", [(e, "- [ ] ", neutralize_content(e.content)) for e in scratch]),
-            (
-                "contested_memory",
-                CONTESTED_WARNING + "\n",
-                [(e, contested_prefix(e), neutralize_content(e.content)) for e in contested],
-            ),
-            ("daily_log", "", [(e, daily_prefix(e), neutralize_content(e.content)) for e in daily]),
+        rules = {id(e): f"{p} [conf {c:.2f}] " for e, c, p in hard}
+        built: list[tuple[str, str, list[MemoryEntry], Callable[[MemoryEntry], str]]] = [
+            ("hard_rules", "", [e for e, _, _ in hard], lambda e: rules[id(e)]),
+            ("selected_memory", "", selected, selected_prefix),
+            ("scratchpad", "", scratch, lambda _e: "- [ ] "),
+            ("contested_memory", CONTESTED_WARNING + "\n", contested, contested_prefix),
+            ("daily_log", "", daily, daily_prefix),
         ]
         sections = []
-        for slug, preamble, items in built:
-            if not items:
+        for slug, preamble, members, line_prefix in built:
+            if not members:
                 continue
+            room = max(0, min(self.section_caps[slug] - len(preamble), self.max_total_chars))
+            items = bounded_items(members, line_prefix, neutralize_content, room)
             title = SECTION_TITLES[slug]
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"
