@@ -36,18 +36,23 @@ NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 MB = 1 << 20
 
 
-@pytest.fixture
-def cleaned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The length of every text handed to the neutraliser, in call order."""
+def _lengths_given(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[int]:
+    """Wrap ``module.name`` (a text -> text function) to record the length of each input."""
     seen: list[int] = []
-    real = _contain.neutralize
+    real = getattr(_contain, name)
 
     def counting(text: str) -> str:
         seen.append(len(text))
-        return real(text)
+        return str(real(text))
 
-    monkeypatch.setattr(_contain, "neutralize", counting)
+    monkeypatch.setattr(module, name, counting)
     return seen
+
+
+@pytest.fixture
+def cleaned(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The length of every text handed to the neutraliser, in call order."""
+    return _lengths_given(monkeypatch, _contain, "neutralize")
 
 
 def _ctx(**budget: Any) -> StageContext:
@@ -180,14 +185,7 @@ class TestBracket:
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """A ten-megabyte key with line breaks is dropped by the character budget, uncleaned."""
-        sizes: list[int] = []
-        real = _contain.contain_key
-
-        def counting(key: str) -> str:
-            sizes.append(len(key))
-            return real(key)
-
-        monkeypatch.setattr(bracket, "contain_key", counting)
+        sizes = _lengths_given(monkeypatch, bracket, "contain_key")
         rows: Sequence[MemoryEntry] = [
             MemoryEntry("fine", "Production deploys go to prod-3.", "core", NOW),
             MemoryEntry("x\r\n" * (4 * MB), "content", "core", NOW),
