@@ -20,6 +20,7 @@ from memory_inject._tokens import load_encoding
 from memory_inject.config import BudgetConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
+from memory_inject.render._contain import CUT_SLACK, cut_point
 from memory_inject.stages import StageTrace
 
 __all__ = [
@@ -70,24 +71,24 @@ def most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
     return lo
 
 
-#: Raw characters kept past a cut, so escapes near the cut see whole markers.
-CUT_SLACK = 64
 #: How many raw characters a block may clean per character of its budget: entries made
 #: mostly of characters the cleaner drops cannot make the work grow with the store.
-RAW_PER_CHAR = 16
+RAW_PER_CHAR = 8
 
 
 def cut_for_cleaning(text: str, width: int, clean: Callable[[str], str]) -> str:
-    """``clean(text)`` cut to ``width`` with ``...``, cleaning at most ``width + CUT_SLACK``
-    characters of it; a text cut before cleaning ends in ``...`` even when
-    cleaning left it shorter than ``width``.
+    """``clean(text)`` cut to ``width`` with ``...``, cleaning only the first ``width + 64``
+    or so characters (:func:`~memory_inject.render._contain.cut_point`); a text
+    cut before cleaning ends in ``...`` even when cleaning left it shorter
+    than ``width`` (it was mostly characters the cleaner drops).
 
     Cleaning is linear but costly per character, so no more of a memory is
     cleaned than its line could ever show.
     """
-    if len(text) <= width + CUT_SLACK:
+    end = cut_point(text, width)
+    if end >= len(text):
         return truncate_with_ellipsis(clean(text), width)
-    out = clean(text[: width + CUT_SLACK])
+    out = clean(text[:end])
     return truncate_with_ellipsis(out, width) if len(out) > width else out.rstrip() + "..."
 
 
@@ -140,7 +141,7 @@ def budget_lines(
         if prepare is None:
             content = truncate_with_ellipsis(e.content, limit)
         else:
-            raw_left -= min(len(e.content), limit + CUT_SLACK)
+            raw_left -= min(len(e.content), cut_point(e.content, limit))
             content = cut_for_cleaning(e.content, limit, prepare)
         text = line(e, content)
         if stop is None and used + len(text) > budget.max_total_chars:

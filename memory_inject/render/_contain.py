@@ -31,8 +31,10 @@ from memory_inject._text import truncate_with_ellipsis
 from memory_inject.render._view import find, fold, replace_surrogates
 
 __all__ = [
+    "LABEL_RAW",
     "contain_content",
     "contain_key",
+    "cut_point",
     "neutralize",
     "neutralize_content",
     "neutralize_label",
@@ -104,9 +106,17 @@ _MARKERS = re.compile(
     re.IGNORECASE,
 )
 _LABEL_MAX = 120
-_LABEL_RAW = 4 * _LABEL_MAX  # a label is cut to this many characters before it is cleaned
+LABEL_RAW = 4 * _LABEL_MAX  # a label is cut near this many characters before it is cleaned
 _CLEAN_CACHE_MAX = 65_536
 _cleaned: dict[int, str] = {}
+# What may continue a marker across a cut: '#', backslashes, fence characters, spaces,
+# controls and invisibles, and their look-alikes. A cut inside a run of them moves past it.
+_RUN = re.compile(
+    "[#\\\\`~\\s\x00-\x1f\x7f-\x9f\u00a0\u00ad\u180e\u2000-\u200f\u202a-\u202f"
+    "\u205f-\u206f\u3000\ufeff\ufe5f\ufe68\uff03\uff3c\uff40\uff5e\u1fef]*"
+)
+_RUN_MAX = 4096
+CUT_SLACK = 64  # past the cut: the longest marker after its runs
 
 
 def _clean_char(ch: str) -> str:
@@ -160,6 +170,23 @@ def neutralize(text: str) -> str:
     return _escape_markers(text)
 
 
+def cut_point(text: str, width: int) -> int:
+    """Where to cut ``text`` so that cleaning its first ``width`` characters is exact.
+
+    ``width + 64``; when a run of ``#``, spaces, backslashes, fence or
+    invisible characters reaches it, 64 past the run's end (runs longer than
+    4,096 are cut), so that no marker straddles the cut: the cleaned prefix
+    then escapes everything the cleaned whole text would, up to ``width``.
+    """
+    end = width + CUT_SLACK
+    if end >= len(text):
+        return len(text)
+    run = _RUN.match(text, end, min(len(text), end + _RUN_MAX))
+    if run is None or run.end() == end:
+        return end
+    return min(len(text), run.end() + CUT_SLACK)
+
+
 def neutralize_content(text: str) -> str:
     """A memory's content as one inert line without surrounding whitespace."""
     return neutralize(text).strip()
@@ -170,8 +197,9 @@ def neutralize_label(text: str) -> str:
 
     Only the first few hundred characters are cleaned: a label shows 120.
     """
-    cut = len(text) > _LABEL_RAW
-    label = "_".join(neutralize(text[:_LABEL_RAW] if cut else text).split())
+    end = cut_point(text, LABEL_RAW)
+    cut = end < len(text)
+    label = "_".join(neutralize(text[:end] if cut else text).split())
     label = label.replace("[", "(").replace("]", ")")
     if cut and len(label) <= _LABEL_MAX:
         label += "..."

@@ -13,7 +13,8 @@ from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject.models import MemoryEntry
-from memory_inject.render._budget import CUT_SLACK, RAW_PER_CHAR, cut_for_cleaning
+from memory_inject.render._budget import RAW_PER_CHAR, cut_for_cleaning
+from memory_inject.render._contain import CUT_SLACK, LABEL_RAW, cut_point
 
 __all__ = ["TRUNCATED", "Item", "Section", "bounded_items", "fit_lines"]
 
@@ -32,9 +33,10 @@ def bounded_items(
 ) -> list[Item]:
     """The items of a section whose text may use ``room`` characters, cleaning only what can show.
 
-    An entry's content is cleaned from its first ``room + 64`` characters
-    (:func:`cut_for_cleaning`). Once the lines built so far exceed ``room``, or
-    ``16 * (room + 64)`` raw characters were cleaned, no later entry can be
+    An entry's content is cleaned from its first ``room + 128`` characters or
+    so (:func:`cut_for_cleaning`). Once the lines built so far exceed ``room``,
+    or ``8 * (room + 64)`` raw characters (contents and keys) were cleaned,
+    no later entry can be
     shown: the next one gets a line longer than ``room`` (so :func:`fit_lines`
     stops there) and the rest empty stand-ins, so they are dropped with the
     section's reason without being cleaned. The work is bounded by the room,
@@ -52,7 +54,8 @@ def bounded_items(
             blocker = "-" * (room + 1)
             items.append((e, blocker, ""))
             continue
-        raw_left -= min(len(e.content), room + CUT_SLACK)
+        raw_left -= min(len(e.content), cut_point(e.content, room + CUT_SLACK))
+        raw_left -= min(len(e.key), cut_point(e.key, LABEL_RAW))  # the key's label
         line_prefix = prefix(e)
         content = cut_for_cleaning(e.content, room + CUT_SLACK, clean)
         items.append((e, line_prefix, content))

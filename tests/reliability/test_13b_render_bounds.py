@@ -78,14 +78,17 @@ HUGE_CONTENTS = {
 
 
 def _sectioned_bound(r: SectionedRenderer, n_rendered: int) -> int:
-    """Raw characters the sectioned block may clean: 16x each section's room, plus labels."""
+    """Raw characters the sectioned block may clean: 8x each section's room, plus labels."""
     rooms = sum(min(cap, r.max_total_chars) + 64 for cap in r.section_caps.values())
-    return 16 * rooms + 2 * 480 * (n_rendered + 1) * 5
+    per_entry = 64 + 4096 + 64  # past its room: the slack, and a marker run moved past
+    return 8 * rooms + 5 * per_entry + 3 * (480 + per_entry) * (n_rendered + 1)
 
 
 def _relevant_bound(budget: BudgetConfig) -> int:
-    """Raw characters the relevant_memories block may clean: 16x its room, plus labels."""
-    return 16 * (budget.max_total_chars + 64) + (budget.entry_max_chars + 64) + 480 * 64
+    """Raw characters the relevant_memories block may clean: 8x its room, plus labels."""
+    per_entry = 64 + 4096 + 64  # past its width: the slack, and a marker run moved past
+    labels = (480 + per_entry) * budget.max_entries
+    return 8 * (budget.max_total_chars + 64) + budget.entry_max_chars + per_entry + labels
 
 
 class TestRelevantMemories:
@@ -111,12 +114,12 @@ class TestRelevantMemories:
         """A ten-megabyte category is cleaned from its first few hundred characters only."""
         rows = [MemoryEntry("k", "short content", "c" * (10 * MB), NOW)]
         rendered = RelevantMemoriesRenderer()(_ctx(), rows)
-        assert max(cleaned) <= 480
+        assert max(cleaned) <= 480 + 64
         assert ["k"] == [e.key for e in rendered.entries] or rendered.text == ""
 
     def test_a_memory_cut_before_cleaning_still_says_so(self) -> None:
         """Content cleaned from a cut prefix that came out short still ends in '...'."""
-        rows = [MemoryEntry("k", "\u200b" * 5000 + "tail", "core", NOW)]
+        rows = [MemoryEntry("k", "\u200b" * 50_000 + "tail", "core", NOW)]
         line = parse_relevant(RelevantMemoriesRenderer()(_ctx(), rows).text)
         assert ["- [core] ..."] == line
 
@@ -163,13 +166,13 @@ class TestSectioned:
         )
 
     def test_huge_keys_are_cut_before_cleaning(self, cleaned: list[int]) -> None:
-        """Ten-megabyte keys and layers: each label is cleaned from 480 characters at most."""
+        """Ten-megabyte keys and layers: each label is cleaned from 544 characters at most."""
         rows = [
             MemoryEntry("k" * (10 * MB) + str(i), "content", "core", NOW, extra={"layer": "L" * MB})
             for i in range(3)
         ]
         rendered = SectionedRenderer()(_ctx(), rows)
-        assert max(cleaned) <= 480
+        assert max(cleaned) <= 480 + 64
         _check_sectioned(rendered, SectionedRenderer())
 
 
