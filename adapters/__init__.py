@@ -7,12 +7,15 @@ Imported as ``memory_inject.adapters`` (the ``adapters/`` folder is mapped there
 
 from ._core import Injection, should_autosave
 from .agent_direct import AgentDirectAdapter, DirectTurn
+from .anthropic_client import wrap_anthropic
 from .channel import ChannelAdapter, ChannelTurn, InboundMessage, is_group_chat, session_scopes
 from .cron import CronAdapter, CronJob, CronTurn, cron_query, load_cron_jobs
 from .daemon import DaemonAdapter, DaemonTurn, heartbeat_query
 from .loop import LoopInjection, LoopTurn, MemoryLoop, current_turn
 from .messages import has_block, inject_block, message_text, user_message_index
 from .observability import LoggingBridge, OpenTelemetryBridge, event_fields
+from .openai_client import wrap_openai
+from .tools import MemoryTools, Remembered, aremember, memory_tools, remember
 
 __all__ = [
     "AgentDirectAdapter",
@@ -30,7 +33,10 @@ __all__ = [
     "LoopInjection",
     "LoopTurn",
     "MemoryLoop",
+    "MemoryTools",
     "OpenTelemetryBridge",
+    "Remembered",
+    "aremember",
     "cron_query",
     "current_turn",
     "event_fields",
@@ -39,8 +45,12 @@ __all__ = [
     "inject_block",
     "is_group_chat",
     "load_cron_jobs",
+    "memory_tools",
     "message_text",
+    "remember",
     "session_scopes",
     "should_autosave",
     "user_message_index",
+    "wrap_anthropic",
+    "wrap_openai",
 ]

@@ -53,6 +53,8 @@ class AdapterOptions(TypedDict, total=False):
     autosave: bool
     #: The working directory the profile is resolved from (default: the process's).
     cwd: str | os.PathLike[str] | None
+    #: The calling plugin's id (founder-os ``P10``), for a recall plan's ``plugin`` query.
+    source: str | None
 
 
 class Adapter:
@@ -84,14 +86,21 @@ class Adapter:
         self.agent_alias: str = alias if alias is not None else agent_config.agent
         self.autosave: bool = autosave
         self.cwd: str | os.PathLike[str] | None = options.get("cwd")
+        self.source: str | None = options.get("source")
 
     def _meta(self, turn_id: str | None) -> TurnMeta:
         """This adapter's turn metadata, with a fresh turn id unless one is given."""
         return TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id())
 
+    def _sourced(self, req: _core.Request) -> _core.Request:
+        """``req`` with this adapter's ``source`` unless the request names its own."""
+        if req.source is not None or self.source is None:
+            return req
+        return attrs.evolve(req, source=self.source)
+
     def _serve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
         """Policy and render for ``req``, then ``save`` (when this adapter autosaves)."""
-        injection = _core.run(self.store, self.agent_config, req, cwd=self.cwd)
+        injection = _core.run(self.store, self.agent_config, self._sourced(req), cwd=self.cwd)
         if save is None or not self.autosave:
             return injection
         return _with_save(
@@ -100,7 +109,9 @@ class Adapter:
 
     async def _aserve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
         """The async twin of :meth:`_serve`."""
-        injection = await _core.arun(self.store, self.agent_config, req, cwd=self.cwd)
+        injection = await _core.arun(
+            self.store, self.agent_config, self._sourced(req), cwd=self.cwd
+        )
         if save is None or not self.autosave:
             return injection
         saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)

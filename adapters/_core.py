@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 from attrs import field, frozen
 
 from memory_inject.config import AgentConfig, MemoryInjectConfig
@@ -50,6 +51,7 @@ __all__ = [
     "run",
     "scopes",
     "should_autosave",
+    "unreadable",
 ]
 
 _log = logging.getLogger("memory_inject.adapters")
@@ -77,6 +79,8 @@ class Request:
     sessions: tuple[str | None, ...] = field(default=(), converter=scopes)
     suppress: bool = False
     turn: TurnMeta = field(factory=TurnMeta)
+    #: The calling plugin or agent id (founder-os ``P01``...): a recall plan's ``plugin`` query.
+    source: str | None = None
 
 
 @frozen(kw_only=True)
@@ -140,13 +144,22 @@ def decide(config: AgentConfig, req: Request) -> InjectPolicy:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    try:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except Exception:  # noqa: BLE001 - a message that raises must still name the fault
+        return f"{type(exc).__name__} (its message raised when read)"
 
 
 def _render_kwargs(
     req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any]:
-    return {"policy": policy, "sessions": req.sessions, "turn": req.turn, "cwd": cwd}
+    return {
+        "policy": policy,
+        "sessions": req.sessions,
+        "turn": req.turn,
+        "cwd": cwd,
+        "source": req.source,
+    }
 
 
 def _finish(
@@ -203,6 +216,28 @@ async def arun(
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {_describe(exc)}")
     return _finish(req, policy, result, None)
+
+
+#: The ``memory_skipped`` reason of a turn whose messages could not be read.
+UNREADABLE = "unreadable_message"
+
+
+def unreadable(store: Memory, config: AgentConfig, req: Request, problem: str) -> Injection:
+    """A turn whose messages cannot be read: nothing placed, one ``memory_skipped`` event.
+
+    The reason is ``unreadable_message`` (or the policy's own reason when it
+    skipped anyway) and ``error`` names the message, so a shape the adapter
+    does not know is reported on the turn instead of raised. No store is touched.
+    """
+    policy = decide(config, req)
+    if policy.inject:
+        policy = attrs.evolve(policy, inject=False, exclude_conversation=False, reason=UNREADABLE)
+    error = f"{UNREADABLE}: {problem}"
+    try:
+        result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _finish(req, policy, None, f"{error}; render_failed: {_describe(exc)}")
+    return _finish(req, policy, result, error)
 
 
 # -- autosave ------------------------------------------------------------------

@@ -1,35 +1,62 @@
 """The channel orchestrator's turn: a peer wrote on Telegram, Discord, Slack, WhatsApp...
 
-Origin ``channel``. Session scopes follow zeroclaw's orchestrator:
+Origin ``channel``. Session scopes follow zeroclaw's orchestrator in order:
 
-* direct message: ``[history_key, sanitized_sender]``
+* direct message: ``[conversation, person]``
 * group chat (``reply_target`` contains ``@g.us`` or starts with ``group:``):
-  ``[sanitized_sender, history_key]``
+  ``[person, conversation]``
 
 so a peer's own memories come first in a group and the conversation's first
 in a DM; the core de-duplicates keys across both scopes into one block.
+
+The ids are typed and injective (issue 13): the person scope is
+``person:<channel>:<sender>`` with both parts escaped (:func:`escape_scope_part`),
+so two senders never share one, and the conversation scope is the
+``history_key`` as given unless it starts with ``person:`` or ``chat:``, which
+gets a ``chat:`` in front, so no conversation scope can equal a person scope.
+zeroclaw's ``sanitize_session_key(sender)`` mapped ``alice.smith`` and
+``alice_smith`` to one scope; :func:`legacy_person_scope` gives that old id
+and :func:`migrate_person_scopes` moves rows from it (docs/storage.md).
+
 With ``autosave=True`` the inbound text is stored after the render (so it is
 never recalled into its own block) as a ``conversation`` memory keyed
-``<channel>_<sanitized sender>_<message_id>`` in the ``history_key`` session.
-Those keys are not in the render skip set: a peer's earlier messages are
-injectable in later turns of the same conversation.
+``<channel>:<history_key>:<sender>:<message_id>`` (each part escaped, so the
+key is unique per channel, chat, sender and message) in the conversation
+session. Those keys are not in the render skip set: a peer's earlier messages
+are injectable in later turns of the same conversation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Unpack
 
 from attrs import frozen
 
 from memory_inject._text import sanitize_session_key
 from memory_inject.config import AgentConfig
-from memory_inject.contract import Memory
+from memory_inject.contract import Memory, SupportsRecords, supports
 from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._base import Adapter, AdapterOptions, turn_of
 
-__all__ = ["ChannelAdapter", "ChannelTurn", "InboundMessage", "is_group_chat", "session_scopes"]
+__all__ = [
+    "ChannelAdapter",
+    "ChannelTurn",
+    "InboundMessage",
+    "conversation_scope",
+    "escape_scope_part",
+    "is_group_chat",
+    "legacy_person_scope",
+    "migrate_person_scopes",
+    "person_scope",
+    "session_scopes",
+]
+
+PERSON_PREFIX = "person:"
+CHAT_PREFIX = "chat:"
+_KEEP = frozenset("_-.")
 
 
 @frozen(kw_only=True)
@@ -60,12 +87,93 @@ def is_group_chat(reply_target: str) -> bool:
     return "@g.us" in reply_target or reply_target.startswith("group:")
 
 
+def escape_scope_part(raw: str) -> str:
+    """``raw`` with every character but a letter, digit, ``_``, ``-`` or ``.`` as ``%XX``.
+
+    The escapes are the UTF-8 bytes of the character (lone surrogates included),
+    and ``%`` is always escaped, so the result decodes back to ``raw``: two
+    different inputs never give one output (``:`` is escaped too, which makes
+    it a safe separator). ``alice`` and ``josé`` stay as they are. A host that
+    passes a number (a Telegram message id) gets its ``str``.
+    """
+    if not isinstance(raw, str):
+        raw = str(raw)
+    if raw.isalnum():
+        return raw
+    return "".join(
+        ch
+        if ch.isalnum() or ch in _KEEP
+        else "".join(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        for ch in raw
+    )
+
+
+def person_scope(channel: str, sender: str) -> str:
+    """The personal scope of ``sender`` on ``channel``: ``person:<channel>:<sender>``, escaped."""
+    return f"{PERSON_PREFIX}{escape_scope_part(channel)}:{escape_scope_part(sender)}"
+
+
+def conversation_scope(history_key: str) -> str:
+    """The conversation scope of ``history_key``: itself, unless it looks typed.
+
+    A key starting with ``person:`` or ``chat:`` gets ``chat:`` in front, so a
+    conversation scope never equals a person scope and two keys never share one;
+    every other key (``telegram_alice``) is kept, so stored conversations stay
+    where they are.
+    """
+    if not isinstance(history_key, str):
+        history_key = str(history_key)
+    if history_key.startswith((PERSON_PREFIX, CHAT_PREFIX)):
+        return CHAT_PREFIX + history_key
+    return history_key
+
+
+def legacy_person_scope(sender: str) -> str:
+    """The personal scope id before issue 13 (zeroclaw's ``sanitize_session_key``).
+
+    Not injective (``alice.smith`` and ``alice_smith`` share it): only for
+    :func:`migrate_person_scopes` and for finding old rows.
+    """
+    return sanitize_session_key(sender)
+
+
+def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -> dict[str, str]:
+    """Move rows from the old personal scopes of ``senders`` to :func:`person_scope`.
+
+    ``senders`` are all the sender ids known on ``channel``. An old id that two
+    of them share is left alone: its rows cannot be told apart (move them by
+    hand). Returns ``{old id: new id}`` for each scope moved. The store must
+    offer ``list`` and ``upsert`` (``SQLiteStore``, ``PostgresStore``);
+    rows keep their keys, ids and everything else.
+    """
+    if not supports(store, SupportsRecords) or not hasattr(store, "list"):
+        raise TypeError(
+            f"migrate_person_scopes: the store must have 'list' and 'upsert' "
+            f"(got {type(store).__name__})"
+        )
+    by_old: dict[str, set[str]] = {}
+    for sender in senders:
+        by_old.setdefault(legacy_person_scope(sender), set()).add(sender)
+    moved: dict[str, str] = {}
+    for old, owners in by_old.items():
+        if len(owners) != 1:
+            continue
+        new = person_scope(channel, next(iter(owners)))
+        if new == old:
+            continue
+        for record in store.list(session_id=old):
+            store.upsert(record.evolve(session_id=new))
+        moved[old] = new
+    return moved
+
+
 def session_scopes(message: InboundMessage) -> tuple[str, str]:
     """The two recall scopes of a message, in zeroclaw's order (see the module docstring)."""
-    sender = sanitize_session_key(message.sender)
+    person = person_scope(message.channel, message.sender)
+    conversation = conversation_scope(message.history_key)
     if is_group_chat(message.reply_target):
-        return sender, message.history_key
-    return message.history_key, sender
+        return person, conversation
+    return conversation, person
 
 
 class ChannelAdapter(Adapter):
@@ -98,11 +206,18 @@ class ChannelAdapter(Adapter):
 
     @staticmethod
     def autosave_key(message: InboundMessage) -> str:
-        """The key an autosaved inbound message is stored under."""
-        return f"{message.channel}_{sanitize_session_key(message.sender)}_{message.message_id}"
+        """The key an autosaved message is stored under: one per channel, chat, sender, message.
+
+        ``<channel>:<history_key>:<sender>:<message_id>``, each part escaped
+        (:func:`escape_scope_part`): message ids are per chat on Telegram, so a
+        key without the chat let a group message replace a DM's memory.
+        """
+        parts = (message.channel, message.history_key, message.sender, message.message_id)
+        return ":".join(escape_scope_part(p) for p in parts)
 
     def _save(self, message: InboundMessage) -> _core.Save:
-        return _core.Save(self.autosave_key(message), message.text, message.history_key)
+        session = conversation_scope(message.history_key)
+        return _core.Save(self.autosave_key(message), message.text, session)
 
     def handle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """Recall and render for one inbound message; never raises because of memory."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack, overload
 
@@ -45,10 +45,10 @@ from .messages import (
     Placement,
     check_api,
     check_placement,
+    find_user_message,
     has_block,
     inject_block,
     message_text,
-    user_message_index,
 )
 
 __all__ = ["LoopInjection", "LoopTurn", "MemoryLoop", "TurnOptions", "current_turn"]
@@ -120,6 +120,7 @@ class _Plan:
     turn: LoopTurn
     req: _core.Request | None  # None: nothing to render (reuse, no user message, already placed)
     user_text: str | None
+    problem: str | None = None  # the messages could not be read: report, place nothing
 
 
 class MemoryLoop(Adapter):
@@ -240,9 +241,7 @@ class MemoryLoop(Adapter):
 
     # -- preparing a request ------------------------------------------------------
 
-    def _plan(
-        self, messages: Sequence[Mapping[str, Any]], query: str | None, given: TurnOptions
-    ) -> _Plan:
+    def _plan(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Plan:
         active = _current.get()
         if active is not None and active.owner is self:
             if given:
@@ -252,7 +251,18 @@ class MemoryLoop(Adapter):
             turn = active
         else:  # a one-shot turn (SUB_TURN when another loop's turn is active)
             turn = self._marked(given)
-        idx = user_message_index(messages, api=self.api)
+        idx, problem = find_user_message(messages, api=self.api)
+        if problem is not None:
+            if turn.injection is not None:  # the turn has had its event: leave the list be
+                return _Plan(turn, None, None, problem)
+            req = _core.Request(
+                origin=turn.origin,
+                query="",
+                sessions=turn.sessions,
+                suppress=turn.suppress,
+                turn=self._meta(turn.turn_id),
+            )
+            return _Plan(turn, req, None, problem)
         if turn.injection is not None or idx is None or has_block(messages, api=self.api):
             return _Plan(turn, None, None)
         text = message_text(messages[idx])
@@ -266,10 +276,14 @@ class MemoryLoop(Adapter):
         return _Plan(turn, req, text)
 
     def _place(
-        self, messages: Sequence[Mapping[str, Any]], plan: _Plan, injection: _core.Injection | None
+        self, messages: Sequence[Any], plan: _Plan, injection: _core.Injection | None
     ) -> LoopInjection:
         if injection is not None:
             plan.turn.injection = injection
+        if plan.problem is not None:  # unreadable: the list goes out as it came
+            return LoopInjection(
+                messages=list(messages), injection=plan.turn.injection, placed=False
+            )
         current = plan.turn.injection
         out = inject_block(
             messages, current.block if current else "", placement=self.placement, api=self.api
@@ -281,6 +295,10 @@ class MemoryLoop(Adapter):
             or any(a is not b for a, b in zip(out, messages, strict=False)),
         )
 
+    def _unreadable(self, plan: _Plan) -> _core.Injection:
+        assert plan.req is not None and plan.problem is not None  # noqa: S101 - by _plan
+        return _core.unreadable(self.store, self.agent_config, plan.req, plan.problem)
+
     @staticmethod
     def _save(plan: _Plan) -> _core.Save | None:
         """The user's message, keyed by turn, in the turn's first session scope."""
@@ -291,7 +309,7 @@ class MemoryLoop(Adapter):
 
     def inject(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Any],
         *,
         query: str | None = None,
         **turn: Unpack[TurnOptions],
@@ -300,11 +318,13 @@ class MemoryLoop(Adapter):
         plan = self._plan(messages, query, turn)
         if plan.req is None:
             return self._place(messages, plan, None)
+        if plan.problem is not None:
+            return self._place(messages, plan, self._unreadable(plan))
         return self._place(messages, plan, self._serve(plan.req, self._save(plan)))
 
     async def ainject(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Any],
         *,
         query: str | None = None,
         **turn: Unpack[TurnOptions],
@@ -313,11 +333,13 @@ class MemoryLoop(Adapter):
         plan = self._plan(messages, query, turn)
         if plan.req is None:
             return self._place(messages, plan, None)
+        if plan.problem is not None:
+            return self._place(messages, plan, self._unreadable(plan))
         return self._place(messages, plan, await self._aserve(plan.req, self._save(plan)))
 
     def prepare(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Any],
         *,
         query: str | None = None,
         **turn: Unpack[TurnOptions],
@@ -334,7 +356,7 @@ class MemoryLoop(Adapter):
 
     async def aprepare(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Any],
         *,
         query: str | None = None,
         **turn: Unpack[TurnOptions],

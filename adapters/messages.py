@@ -1,14 +1,26 @@
-"""Where the block goes in a chat request: OpenAI chat and Anthropic messages lists.
+"""Where the block goes in a chat request, whatever shape its messages have.
+
+Read here, in one place: plain dicts; OpenAI Chat Completions params and SDK
+objects (``ChatCompletionMessage``, any pydantic model); OpenAI Responses API
+input items (``input_text`` / ``input_image`` parts, ``function_call`` /
+``function_call_output`` and other role-less items); Anthropic params and SDK
+objects (``Message``, ``TextBlock`` / ``ToolUseBlock`` parts). A message is
+read by key (a mapping) or by attribute (anything else), so the SDKs' own
+objects go through as the SDKs' docs append them, and nothing is converted
+on the way: what is not the user's message is the same object afterwards.
 
 The system prompt is never touched, so the provider's cached prefix survives
 every turn (seed 000). Two placements:
 
 ``prefix_user`` (default, zeroclaw's wire format)
     The block goes in front of the user's message. A string content becomes
-    ``block + content``. A list of content blocks gets the block as a NEW
-    first text block (``{"type": "text", "text": block}``); the user's own
-    blocks, their ``cache_control`` marks, images and documents stay exactly
-    as they were.
+    ``block + content``. A list of content parts gets the block as a NEW
+    first text part, of the list's own kind: ``{"type": "input_text"}`` in a
+    Responses item (or whenever the parts are ``input_*``), ``{"type":
+    "text"}`` otherwise, and an SDK part object when the parts are SDK
+    objects. The user's own parts, their ``cache_control`` marks, images and
+    documents stay exactly as they were. A pydantic user message is copied
+    with ``model_copy(update={"content": ...})``, so it keeps its class.
 
 ``message``
     The block is a separate user-role message inserted right before the
@@ -25,6 +37,12 @@ message (a user message holding only a block), nothing is added.
 "The user's message" is the last user-role message that is not a carrier
 of Anthropic ``tool_result`` blocks, so a tool loop keeps pointing at the
 message that started the turn.
+
+A shape this module cannot read (no ``role`` and no ``type``, or a user
+message whose content is neither text nor a list of parts) is an
+:class:`UnreadableMessage` (a ``TypeError``) naming its index and type. The
+adapters catch it: the list goes out untouched and the turn's event says why
+(:func:`find_user_message` is the non-raising form they use).
 """
 
 from __future__ import annotations
@@ -40,11 +58,18 @@ __all__ = [
     "PLACEMENTS",
     "Api",
     "Placement",
+    "UnreadableMessage",
+    "find_user_message",
+    "get_field",
     "has_block",
     "inject_block",
+    "is_message",
+    "is_user_message",
     "message_text",
+    "place_on",
     "starts_with_block",
     "user_message_index",
+    "with_content",
 ]
 
 Placement = Literal["prefix_user", "message"]
@@ -53,8 +78,14 @@ PLACEMENTS: tuple[str, ...] = ("prefix_user", "message")
 APIS: tuple[str, ...] = ("openai", "anthropic", "auto")
 #: How each renderer's block starts (bracket, sectioned, relevant_memories).
 BLOCK_MARKERS: tuple[str, ...] = (MEMORY_CONTEXT_OPEN, SECTIONED_TITLE, RELEVANT_MEMORIES_HEADER)
+#: Content-part types that carry text: chat and Anthropic, Responses input, Responses output.
+TEXT_PARTS: frozenset[str] = frozenset({"text", "input_text", "output_text"})
 
-M = TypeVar("M", bound=Mapping[str, Any])
+M = TypeVar("M")
+
+
+class UnreadableMessage(TypeError):
+    """A message (or the user's content) of a shape this module cannot read or write."""
 
 
 def check_placement(placement: str) -> None:
@@ -69,39 +100,100 @@ def check_api(api: str) -> None:
         raise ValueError(f"'api' must be one of {APIS} (got {api!r})")
 
 
-def _is_tool_result_carrier(message: Mapping[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+def get_field(obj: object, name: str) -> Any:
+    """``obj[name]`` for a mapping, ``obj.name`` for an SDK object; None when absent."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def is_message(obj: object) -> bool:
+    """True for what can be read as a message or an item: a mapping, or an object with a
+    string ``role`` or ``type`` (every SDK message, part and Responses item has one)."""
+    if isinstance(obj, Mapping):
+        return True
+    return isinstance(getattr(obj, "role", None), str) or isinstance(
+        getattr(obj, "type", None), str
     )
 
 
-def user_message_index(messages: Sequence[Mapping[str, Any]], *, api: Api = "auto") -> int | None:
-    """Index of the user's message (see the module docstring), or None if there is none."""
-    check_api(api)
-    for i in range(len(messages) - 1, -1, -1):
-        msg = messages[i]
-        if not isinstance(msg, Mapping):
-            raise TypeError(f"'messages[{i}]' must be a mapping (got {type(msg).__name__})")
-        if msg.get("role") != "user":
-            continue
-        if api != "openai" and _is_tool_result_carrier(msg):
-            continue
-        return i
+def _text_of_part(part: object) -> str | None:
+    if get_field(part, "type") in TEXT_PARTS:
+        text = get_field(part, "text")
+        if isinstance(text, str):
+            return text
     return None
 
 
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a message: its string content, or its text blocks joined by newlines."""
-    content = message.get("content")
+def _is_tool_result_carrier(message: object) -> bool:
+    content = get_field(message, "content")
+    return isinstance(content, list) and any(get_field(b, "type") == "tool_result" for b in content)
+
+
+def is_user_message(message: object, *, api: Api = "auto") -> bool:
+    """True for a message that can be the user's: role ``user``, and (except with
+    ``api="openai"``) not a carrier of Anthropic ``tool_result`` blocks."""
+    if not is_message(message) or get_field(message, "role") != "user":
+        return False
+    return api == "openai" or not _is_tool_result_carrier(message)
+
+
+def _unreadable(i: int, msg: object) -> UnreadableMessage:
+    return UnreadableMessage(
+        f"'messages[{i}]' must be a message: a mapping, or an object with a 'role' or "
+        f"'type' (got {type(msg).__name__})"
+    )
+
+
+def user_message_index(messages: Sequence[Any], *, api: Api = "auto") -> int | None:
+    """Index of the user's message (see the module docstring), or None if there is none.
+
+    Raises :class:`UnreadableMessage` for a message it cannot read before it
+    finds the user's (guessing past it could put the block on an older turn).
+    """
+    check_api(api)
+    for i in range(len(messages) - 1, -1, -1):
+        msg = messages[i]
+        if not is_message(msg):
+            raise _unreadable(i, msg)
+        if is_user_message(msg, api=api):
+            return i
+    return None
+
+
+def find_user_message(
+    messages: Sequence[Any], *, api: Api = "auto"
+) -> tuple[int | None, str | None]:
+    """``(index, None)`` of the user's message, or ``(None, problem)`` when the list (or the
+    user's content) cannot be read; ``(None, None)`` when there is no user message."""
+    try:
+        idx = user_message_index(messages, api=api)
+    except UnreadableMessage as exc:
+        return None, str(exc)
+    if idx is None:
+        return None, None
+    msg = messages[idx]
+    content = get_field(msg, "content")
+    if not isinstance(content, str | list):
+        return None, (
+            f"'messages[{idx}].content' of the user message must be a string or a list of "
+            f"parts (got {type(content).__name__})"
+        )
+    if not isinstance(msg, Mapping) and not callable(getattr(msg, "model_copy", None)):
+        return None, (
+            f"'messages[{idx}]' (the user message) must be a mapping or a pydantic model to "
+            f"carry the block (got {type(msg).__name__})"
+        )
+    return idx, None
+
+
+def message_text(message: object) -> str:
+    """The text of a message: its string content, or its text parts joined by newlines."""
+    content = get_field(message, "content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            b["text"]
-            for b in content
-            if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
-        )
+        return "\n".join(t for t in map(_text_of_part, content) if t is not None)
     return ""
 
 
@@ -110,61 +202,114 @@ def starts_with_block(text: str) -> bool:
     return text.startswith(BLOCK_MARKERS)
 
 
-def _first_text(message: Mapping[str, Any]) -> str | None:
-    content = message.get("content")
+def _first_text(message: object) -> str | None:
+    content = get_field(message, "content")
     if isinstance(content, str):
         return content
     if isinstance(content, list) and content:
-        first = content[0]
-        if (
-            isinstance(first, Mapping)
-            and first.get("type") == "text"
-            and isinstance(first.get("text"), str)
-        ):
-            return str(first["text"])
+        return _text_of_part(content[0])
     return None
 
 
-def _is_block_message(message: Mapping[str, Any]) -> bool:
+def _is_block_message(message: object) -> bool:
     """A message that is a block and nothing else (what the ``message`` placement inserts)."""
-    if message.get("role") != "user":
+    if not is_message(message) or get_field(message, "role") != "user":
         return False
-    content = message.get("content")
+    content = get_field(message, "content")
     if isinstance(content, list) and len(content) != 1:
         return False
     text = _first_text(message)
     return text is not None and starts_with_block(text) and text.endswith("\n\n")
 
 
-def has_block(messages: Sequence[Mapping[str, Any]], *, api: Api = "auto") -> bool:
+def has_block(messages: Sequence[Any], *, api: Api = "auto") -> bool:
     """True when this turn's block is already placed (by either placement)."""
     idx = user_message_index(messages, api=api)
-    if idx is None:
-        return False
+    return idx is not None and _placed_at(messages, idx)
+
+
+def _placed_at(messages: Sequence[Any], idx: int) -> bool:
     text = _first_text(messages[idx])
     if text is not None and starts_with_block(text):
         return True
     return idx > 0 and _is_block_message(messages[idx - 1])
 
 
+def with_content(message: M, content: object) -> M:
+    """``message`` with a new ``content``, of the same kind: a new dict for a mapping, a
+    ``model_copy`` for a pydantic model (its class and other fields kept)."""
+    if isinstance(message, Mapping):
+        return cast(M, {**message, "content": content})
+    copy = getattr(message, "model_copy", None)
+    if callable(copy):
+        return cast(M, copy(update={"content": content}))
+    raise UnreadableMessage(
+        f"the user message must be a mapping or a pydantic model to carry the block "
+        f"(got {type(message).__name__})"
+    )
+
+
+def _part_kind(message: object, content: Sequence[object]) -> str:
+    """``input_text`` for Responses input (an ``input_*`` part or a ``message`` item)."""
+    if get_field(message, "type") == "message":
+        return "input_text"
+    kinds = [get_field(p, "type") for p in content]
+    return (
+        "input_text"
+        if any(isinstance(k, str) and k.startswith("input_") for k in kinds)
+        else "text"
+    )
+
+
+def _text_part(kind: str, block: str, like: Sequence[object]) -> object:
+    """A text part for ``block``: an SDK object when the list's text parts are objects."""
+    for part in like:
+        if not isinstance(part, Mapping) and get_field(part, "type") == kind:
+            validate = getattr(type(part), "model_validate", None)
+            if callable(validate):
+                try:
+                    return validate({"type": kind, "text": block})
+                except ValueError:  # the class wants more than type and text
+                    break
+    return {"type": kind, "text": block}
+
+
 def _prefixed(message: M, block: str) -> M:
-    content = message.get("content")
+    content = get_field(message, "content")
     if isinstance(content, list):
-        new_content: Any = [{"type": "text", "text": block}, *content]
+        new_content: Any = [_text_part(_part_kind(message, content), block, content), *content]
     elif isinstance(content, str):
         new_content = block + content
     else:
-        raise TypeError(
-            f"'content' of the user message must be a string or a list of blocks "
+        raise UnreadableMessage(
+            f"'content' of the user message must be a string or a list of parts "
             f"(got {type(content).__name__})"
         )
-    return cast(M, {**message, "content": new_content})
+    return with_content(message, new_content)
 
 
-def _block_message(target: Mapping[str, Any], block: str) -> dict[str, Any]:
-    if isinstance(target.get("content"), list):
-        return {"role": "user", "content": [{"type": "text", "text": block}]}
+def _block_message(target: object, block: str) -> dict[str, Any]:
+    content = get_field(target, "content")
+    if isinstance(content, list):
+        return {"role": "user", "content": [{"type": _part_kind(target, content), "text": block}]}
     return {"role": "user", "content": block}
+
+
+def place_on(
+    messages: Sequence[M], idx: int, block: str, *, placement: Placement = "prefix_user"
+) -> list[M]:
+    """A new list with ``block`` placed on ``messages[idx]`` (a user message), unless it is
+    empty or already there. The placement used for this turn's message and, by the client
+    wrappers, to re-place an earlier turn's block byte for byte."""
+    check_placement(placement)
+    out = list(messages)
+    if not block or _placed_at(out, idx):
+        return out
+    if placement == "prefix_user":
+        out[idx] = _prefixed(out[idx], block)
+    else:
+        out.insert(idx, cast(M, _block_message(out[idx], block)))
+    return out
 
 
 def inject_block(
@@ -176,12 +321,7 @@ def inject_block(
     or when the block is already there (idempotence).
     """
     check_placement(placement)
-    out = list(messages)
-    idx = user_message_index(out, api=api)
-    if not block or idx is None or has_block(out, api=api):
-        return out
-    if placement == "prefix_user":
-        out[idx] = _prefixed(out[idx], block)
-    else:
-        out.insert(idx, cast(M, _block_message(out[idx], block)))
-    return out
+    idx = user_message_index(messages, api=api)
+    if idx is None:
+        return list(messages)
+    return place_on(messages, idx, block, placement=placement)

@@ -7,9 +7,11 @@ Timings live here, never in test asserts.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -27,6 +29,7 @@ from memory_inject import (
     render_memory_context,
     resolve_inject_policy,
 )
+from memory_inject.storage import SQLiteStore
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 WORDS = (
@@ -45,6 +48,16 @@ class Preset:
 
     def recall(self, query: str, limit: int, **kw: Any) -> Sequence[MemoryEntry]:
         return self.entries[:limit]
+
+
+class StoppingPreset(Preset):
+    """The same, for a store that stops itself at the deadline (``SupportsInterrupt``,
+    as ``SQLiteStore`` without an embedder): the render makes the call in place."""
+
+    interrupts_in_place = True
+
+    def interrupt_at(self, until: float) -> contextlib.nullcontext[None]:
+        return contextlib.nullcontext()
 
 
 def timeit(fn: Callable[[], object], n: int) -> tuple[float, float]:
@@ -108,6 +121,12 @@ def main() -> None:
         lambda: render_memory_context(preset, "deploy server", turn=turn, now=NOW),
         20_000,
     )
+    stopping = StoppingPreset(five)
+    row(
+        "render, 5 recalled entries, default config, a store that stops itself (no thread hop)",
+        lambda: render_memory_context(stopping, "deploy server", turn=turn, now=NOW),
+        20_000,
+    )
     inline = MemoryInjectConfig(deadline_ms=None)
     row(
         "render, 5 recalled entries, deadline_ms null (recall inline)",
@@ -128,6 +147,20 @@ def main() -> None:
         lambda: render_memory_context(store, "deploy server prod", turn=turn, now=NOW),
         2_000,
     )
+
+    with tempfile.TemporaryDirectory() as tmp, SQLiteStore(f"{tmp}/m.db") as lite:
+        for i in range(200):
+            lite.store(f"k{i}", sentence(rng), timestamp=NOW - timedelta(days=i % 30))
+        row(
+            "SQLiteStore.recall, 200 rows (the store call alone)",
+            lambda: lite.recall("deploy server prod", 5),
+            2_000,
+        )
+        row(
+            "render end to end on SQLiteStore, 200 rows, default config (in place)",
+            lambda: render_memory_context(lite, "deploy server prod", turn=turn, now=NOW),
+            2_000,
+        )
 
     pool = [
         MemoryEntry(

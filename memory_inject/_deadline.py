@@ -83,8 +83,14 @@ def hand_off(memory: Memory, work: Callable[[], None], deadline: float) -> bool 
         finally:
             done.release()
 
-    if slot:
-        _EXECUTOR.submit(run)
-    else:
-        threading.Thread(target=run, name="memory-inject-recall-extra", daemon=True).start()
+    try:
+        if slot:
+            _EXECUTOR.submit(run)
+        else:
+            threading.Thread(target=run, name="memory-inject-recall-extra", daemon=True).start()
+    except BaseException:
+        # No thread could start (the interpreter is out of threads, or shutting
+        # down): give the slot back, and let the render report the error.
+        _leave(memory)
+        raise
     return done.acquire(timeout=deadline)

@@ -24,13 +24,19 @@ from memory_inject.contract import (
     SupportsAsyncRecall,
     SupportsEntities,
     SupportsFilteredRecall,
+    SupportsInterrupt,
     SupportsRecallInfo,
     supports,
 )
+from memory_inject.exceptions import RecallInterruptedError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
-__all__ = ["Call", "Recalled", "build_calls", "run_async", "run_sync"]
+__all__ = ["STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
+
+#: The source of the standing-context call (``memory_inject.standing``): its
+#: entries follow the query's, and a key the query returned keeps its entry.
+STANDING = "standing"
 
 
 @frozen
@@ -85,33 +91,59 @@ def describe(exc: BaseException) -> str:
     ``reason`` is the exception's ``reason`` attribute (a :class:`StorageError`'s)
     or else its type name; an empty message is left out.
     """
-    reason = getattr(exc, "reason", None)
+    try:
+        reason = getattr(exc, "reason", None)
+    except Exception:  # noqa: BLE001 - a hostile exception must not fail the turn
+        reason = None
     head = reason if isinstance(reason, str) else type(exc).__name__
-    return f"{head}: {exc}" if str(exc) else head
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        text = "<the error's message could not be read>"
+    return f"{head}: {text}" if text else head
 
 
 def _degraded_flag(memory: Memory) -> str | None:
-    if not supports(memory, SupportsRecallInfo):
-        return None
-    info = memory.last_recall_info
-    flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
-    return str(flag) if flag else None
+    try:
+        if not supports(memory, SupportsRecallInfo):
+            return None
+        info = memory.last_recall_info
+        flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
+        return str(flag) if flag else None
+    except Exception as exc:  # noqa: BLE001 - a store's report must not fail the turn
+        return f"recall_info_failed: {describe(exc)}"
 
 
 def _filtered(
-    memory: Memory, limit: int, scope: str | None, field: str, value: str
+    memory: Memory,
+    limit: int,
+    scope: str | None,
+    field: str,
+    value: str,
+    statuses: tuple[str, ...] | None = None,
 ) -> Sequence[MemoryEntry]:
-    """Rows whose ``extra[field]`` holds ``value``, best confidence first."""
+    """Rows whose ``extra[field]`` holds ``value`` (and of ``statuses``), best confidence first."""
     if supports(memory, SupportsFilteredRecall):
-        return memory.recall_where(None, limit, session_id=scope, **{field: value})
+        kw: dict[str, Any] = {field: value}
+        if statuses is not None:
+            kw["statuses"] = statuses
+        return memory.recall_where(None, limit, session_id=scope, **kw)
     rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
+    allowed = None if statuses is None else frozenset(statuses)
     hits = []
     for e in rows:
         have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
+        if allowed is not None and (e.extra or {}).get("status", "active") not in allowed:
+            continue
         if have == value or (isinstance(have, tuple | list) and value in have):
             hits.append(e)
     hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
     return hits[:limit]
+
+
+def _reraise(exc: Exception) -> Sequence[MemoryEntry]:
+    """A call that fails as listing the entities did, so the event reports it."""
+    raise exc
 
 
 def build_calls(
@@ -144,8 +176,12 @@ def build_calls(
         ]
     calls: list[Call] = []
     entity_ids: list[str] = []
+    entity_error: Exception | None = None
     if any(q.source == "entity" for q in plan.queries):
-        names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        try:
+            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+        except Exception as exc:  # noqa: BLE001 - reported as the entity query's failure
+            entity_error, names = exc, {}
         found = extract_entities(query, names.keys())
         entity_ids = [names[c] for c in found.companies]
     where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
@@ -153,13 +189,18 @@ def build_calls(
         for q in plan.queries:
             fn: Callable[[], Any]
             if q.source in ("semantic", "lexical") and where is not None:
-                fn = partial(where, query, q.limit, session_id=sid, mode=q.source)
+                only: dict[str, Any] = {} if plan.statuses is None else {"statuses": plan.statuses}
+                fn = partial(where, query, q.limit, session_id=sid, mode=q.source, **only)
             elif q.source in ("default", "semantic", "lexical"):
                 fn = partial(memory.recall, query, q.limit, session_id=sid)
+            elif q.source == "entity" and entity_error is not None:
+                fn = partial(_reraise, entity_error)
             elif q.source == "entity" and entity_ids:
-                fn = partial(_filtered, memory, q.limit, sid, "entity_id", entity_ids[0])
+                fn = partial(
+                    _filtered, memory, q.limit, sid, "entity_id", entity_ids[0], plan.statuses
+                )
             elif q.source == "plugin" and source:
-                fn = partial(_filtered, memory, q.limit, sid, "source", source)
+                fn = partial(_filtered, memory, q.limit, sid, "source", source, plan.statuses)
             else:
                 continue
             calls.append(Call(sid, q.source, fn))
@@ -186,6 +227,11 @@ def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
             flag = _degraded_flag(memory) if call.source == "semantic" else None
             if flag:  # founder-os: an embedder failure drops the semantic query only
                 raise RuntimeError(flag)
+        except RecallInterruptedError:
+            # The store stopped at the deadline: what answered before it is used.
+            with res.lock:
+                res.abandoned = True
+            return
         except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
             with res.lock:
                 res.errors.append((call, exc))
@@ -210,13 +256,30 @@ def _drive(steps: Steps) -> None:
         return
 
 
-async def _adrive(steps: Steps) -> None:
-    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread."""
+def _call_until(stopper: SupportsInterrupt, until: float, fn: Callable[[], Any]) -> Any:
+    with stopper.interrupt_at(until):
+        return fn()
+
+
+async def _adrive(
+    steps: Steps, stopper: SupportsInterrupt | None = None, until: float = 0.0
+) -> None:
+    """Run the steps, awaiting ``arecall`` where the store has it, else a worker thread.
+
+    With a ``stopper`` (a store that stops itself at ``until``) each call runs
+    in a worker thread under :meth:`~SupportsInterrupt.interrupt_at`, so a call
+    the deadline cancels stops too instead of holding the store.
+    """
     try:
         call = next(steps)
         while True:
             try:
-                batch = await (call.afn() if call.afn is not None else asyncio.to_thread(call.fn))
+                if stopper is not None:
+                    batch = await asyncio.to_thread(_call_until, stopper, until, call.fn)
+                else:
+                    batch = await (
+                        call.afn() if call.afn is not None else asyncio.to_thread(call.fn)
+                    )
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
             else:
@@ -236,16 +299,30 @@ def run_sync(
     t0 = time.perf_counter()
     partial = False
     busy = False
+    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
     if deadline is None:
         _drive(_steps(calls, res, memory))
+    elif stopper is not None:
+        # The store stops itself at the deadline: in place when that covers
+        # the whole call, else in the worker (so an abandoned call never
+        # keeps holding the store).
+        until = t0 + deadline
+
+        def bounded() -> None:
+            with stopper.interrupt_at(until):
+                _drive(_steps(calls, res, memory))
+
+        if stopper.interrupts_in_place:
+            bounded()
+            partial = res.abandoned
+        else:
+            finished = hand_off(memory, bounded, deadline)
+            busy = finished is None
+            partial = _abandon(res) if finished is False else res.abandoned
     else:
         finished = hand_off(memory, lambda: _drive(_steps(calls, res, memory)), deadline)
-        if finished is None:
-            busy = True
-        elif not finished:
-            with res.lock:
-                res.abandoned = True
-            partial = True
+        busy = finished is None
+        partial = _abandon(res) if finished is False else False
     out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
     if busy:
         out = attrs.evolve(
@@ -262,6 +339,13 @@ def run_sync(
     return out
 
 
+def _abandon(res: _Results) -> bool:
+    """Mark the results abandoned at the deadline (later batches are dropped); True."""
+    with res.lock:
+        res.abandoned = True
+    return True
+
+
 async def run_async(
     memory: Memory,
     calls: list[Call],
@@ -273,10 +357,13 @@ async def run_async(
     t0 = time.perf_counter()
 
     partial = False
+    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
+    until = t0 + (deadline or 0.0)
     try:
-        await asyncio.wait_for(_adrive(_steps(calls, res, memory)), timeout=deadline)
+        await asyncio.wait_for(_adrive(_steps(calls, res, memory), stopper, until), deadline)
     except TimeoutError:
         partial = True
+    partial = partial or res.abandoned
     return _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
 
 
@@ -301,7 +388,12 @@ def _collect(
     valid_batches: list[list[MemoryEntry]] = []
     raw = 0
     any_ok = False
+    standing: list[MemoryEntry] = []
     for _call, batch in batches:
+        if _call.source == STANDING:
+            standing.extend(e for e in batch if isinstance(e, MemoryEntry))
+            raw += len(batch)
+            continue
         try:
             items = list(batch)  # a non-iterable batch counts as a failed call
         except Exception as exc:  # noqa: BLE001
@@ -311,10 +403,14 @@ def _collect(
         good = []
         for item in items:
             raw += 1
-            if isinstance(item, MemoryEntry):
-                good.append(item)
-            else:
+            if not isinstance(item, MemoryEntry):
                 invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
+            elif not isinstance(item.key, str):
+                # Keys are hashed and compared by every later stage (a session id
+                # that is not a string is dropped by name by ``session_scope``).
+                invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
+            else:
+                good.append(item)
         valid_batches.append(good)
     degraded: list[str] = []
     flag = _degraded_flag(memory)
@@ -333,6 +429,13 @@ def _collect(
                     entries.append(e)
     else:
         entries, plan_dropped = merge_results(valid_batches, plan)
+    if standing:
+        # A standing entry is shown whatever the query scored it: it replaces
+        # recall's copy (keeping recall's place), so no relevance floor drops it.
+        by_key = {e.key: e for e in standing}
+        have = {e.key for e in entries}
+        entries = [by_key.get(e.key, e) for e in entries]
+        entries.extend(e for e in standing if e.key not in have)
     return Recalled(
         entries,
         raw,

@@ -34,11 +34,14 @@ SupportsRecallInfo         ``last_recall_info``            the recall event's ``
 SupportsFilteredRecall     ``recall_where(...)``           recall plans
 SupportsEntities           ``known_entities()``            recall plans (entity query)
 SupportsUsage              ``mark_used(ids)``              recall plans (``track_usage``)
+SupportsStandingContext    ``standing_records``,           ``standing.enabled`` (PI's
+                           ``data_version``                hard rules and L1 every turn)
 SupportsRecords            ``upsert``, ``supersede``       integrators, JSONL tooling
 SupportsJsonl              ``import_jsonl``, ``export_``   CLI ``import`` / ``export``
 SupportsNamespaces         ``namespace``                   agents sharing one database
 SupportsVectors            ``embedder``                    hybrid (semantic) recall
 SupportsClose              ``close()``                     CLI, demo
+SupportsInterrupt          ``interrupt_at(until)``         the deadline without a thread
 SupportsPath               ``path``                        CLI ``stats``
 =========================  ==============================  ===========================
 
@@ -50,7 +53,8 @@ every test on every store that has the capabilities the test declares.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import IO, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
@@ -66,11 +70,13 @@ __all__ = [
     "SupportsClose",
     "SupportsEntities",
     "SupportsFilteredRecall",
+    "SupportsInterrupt",
     "SupportsJsonl",
     "SupportsNamespaces",
     "SupportsPath",
     "SupportsRecallInfo",
     "SupportsRecords",
+    "SupportsStandingContext",
     "SupportsUsage",
     "SupportsVectors",
     "SupportsWrite",
@@ -217,6 +223,9 @@ class SupportsFilteredRecall(Protocol):
 
     Without it a plan's semantic and lexical queries use plain ``recall``, and
     its entity and plugin queries filter a window of recent rows in Python.
+    ``statuses`` (passed only when the plan restricts them) keeps rows of
+    those statuses and applies before ``limit``, so rows of other statuses
+    never take a slot.
     """
 
     def recall_where(
@@ -228,6 +237,7 @@ class SupportsFilteredRecall(Protocol):
         mode: str | None = None,
         entity_id: str | None = None,
         source: str | None = None,
+        statuses: Sequence[str] | None = None,
     ) -> Sequence[MemoryEntry]: ...
 
 
@@ -249,6 +259,36 @@ class SupportsUsage(Protocol):
     """
 
     def mark_used(self, ids: Iterable[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsStandingContext(Protocol):
+    """``standing_records`` and ``data_version``: PI's standing context, read every turn.
+
+    ``standing_records(profile_id, limit=, min_confidence=, categories=)``
+    returns the live, ``active`` records bound to ``profile_id`` or to no
+    profile (``None``: only unbound ones): the first ``limit`` of layer L1 in
+    insertion order, then the ``limit`` most confident of layer L2 whose
+    ``rule_type`` makes a hard rule and whose confidence is at least
+    ``min_confidence``, then for each category of ``categories`` (name ->
+    earliest timestamp, or None) its ``limit`` most recently updated records;
+    no key twice, ``score`` None.
+    ``data_version`` changes whenever a write may have changed that answer, so
+    :mod:`memory_inject.standing` caches it between writes. Without the
+    capability a turn gets only what recall returned.
+    """
+
+    @property
+    def data_version(self) -> Hashable: ...
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> Sequence[MemoryEntry]: ...
 
 
 @runtime_checkable
@@ -311,6 +351,29 @@ class SupportsClose(Protocol):
     """
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsInterrupt(Protocol):
+    """``interrupt_at``: the store stops its own calls at a deadline.
+
+    Inside ``with store.interrupt_at(until):`` (``until`` a
+    :func:`time.perf_counter` value) every call this thread makes returns or
+    raises :class:`~memory_inject.exceptions.RecallInterruptedError` by
+    ``until``, as far as the store's own work goes (SQLite: a progress handler
+    interrupts the statement; its locks are waited for no longer than that).
+    ``interrupts_in_place`` says whether that covers the whole call now (no
+    model embedder to wait for): then a sync render with a deadline makes the
+    calls in its own thread, with no worker thread hop; otherwise the calls
+    still run in a worker, interrupted there at the deadline so an abandoned
+    call never holds the store. Without it the worker is used and an
+    abandoned call runs until the store answers.
+    """
+
+    @property
+    def interrupts_in_place(self) -> bool: ...
+
+    def interrupt_at(self, until: float) -> AbstractContextManager[None]: ...
 
 
 @runtime_checkable

@@ -27,6 +27,7 @@ __all__ = [
     "EmbedderError",
     "MemoryInjectError",
     "PgvectorUnusableError",
+    "RecallInterruptedError",
     "SchemaMismatchError",
     "StorageError",
     "StoreCorruptError",
@@ -121,3 +122,13 @@ class EmbedderError(StorageError):
     """
 
     reason = "embedder_failed"
+
+
+class RecallInterruptedError(StorageError):
+    """A store stopped its own call at the turn's deadline (``reason`` ``"deadline"``).
+
+    Raised inside :meth:`~memory_inject.contract.SupportsInterrupt.interrupt_at`
+    only; the render reports it as a deadline (``partial``), not as a failure.
+    """
+
+    reason = "deadline"

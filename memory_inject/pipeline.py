@@ -23,18 +23,27 @@ from attrs import define, field, frozen
 from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
-from memory_inject._recall import Call, Recalled, build_calls, describe, run_async, run_sync
-from memory_inject._text import scrub_credentials, truncate_with_ellipsis
+from memory_inject._recall import (
+    STANDING,
+    Call,
+    Recalled,
+    build_calls,
+    describe,
+    run_async,
+    run_sync,
+)
+from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
 from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
-from memory_inject.profile import ProfileIdentity, turn_profile
+from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
 from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import StageContext, StageTrace, stages_for
+from memory_inject.stages import StageContext, StageTrace, governed, stages_for
 from memory_inject.stages.rerank import rerank_recall_limit
+from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
 
 __all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
@@ -115,6 +124,46 @@ def _policy(
     return resolve_inject_policy(origin, has_session=has_session(scopes), config=config)
 
 
+def _scopes(sessions: Iterable[str | None] | None) -> tuple[str | None, ...]:
+    """The render's session scopes; a wrong shape is the caller's bug, a ``TypeError`` here.
+
+    ``None`` and an empty list are one unscoped recall. A bare string is
+    refused: iterating it would recall one scope per letter.
+    """
+    if sessions is None:
+        return (None,)
+    if isinstance(sessions, str | bytes):
+        raise TypeError(
+            f"'sessions' must be a list of session ids, not a {type(sessions).__name__} "
+            f"(got {sessions!r:.80}); pass [{sessions!r:.80}]"
+        )
+    try:
+        scopes = tuple(sessions)
+    except TypeError:
+        raise TypeError(
+            "'sessions' must be an iterable of session ids (str or None) "
+            f"(got {type(sessions).__name__})"
+        ) from None
+    for i, scope in enumerate(scopes):
+        if scope is not None and not isinstance(scope, str):
+            raise TypeError(
+                f"'sessions' items must be str or None (got {type(scope).__name__} at index {i})"
+            )
+    return scopes or (None,)
+
+
+def _describe(exc: BaseException) -> str:
+    """:func:`describe`, even for an exception whose ``__str__`` or ``reason`` raises."""
+    try:
+        return describe(exc)
+    except Exception:  # noqa: BLE001 - the fault must still be named on the event
+        try:
+            name = type(exc).__name__
+        except Exception:  # noqa: BLE001
+            name = "exception"
+        return f"{name} (its message raised when read)"
+
+
 @define(slots=True)
 class _Turn:
     """Everything one render knows before it recalls; built once, read by every step.
@@ -134,6 +183,10 @@ class _Turn:
     plan: RecallPlan | None
     calls: list[Call]
     abstained: str | None = None
+    #: Why the store calls could not even be built (a store attribute that raises).
+    failed: str | None = None
+    #: The turn's profile when it was resolved before recall (the standing context's).
+    who: TurnProfile | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:
@@ -148,7 +201,7 @@ class _Turn:
 def _prepare(
     memory: Memory,
     query: str,
-    sessions: Iterable[str | None],
+    sessions: Iterable[str | None] | None,
     policy: InjectPolicy | None,
     config: MemoryInjectConfig | None,
     origin: TurnOrigin | str | None,
@@ -160,21 +213,80 @@ def _prepare(
     *,
     asynchronous: bool = False,
 ) -> _Turn:
-    scopes = tuple(sessions) or (None,)
+    if not isinstance(query, str):
+        raise TypeError(f"'query' must be a str (got {type(query).__name__})")
+    scopes = _scopes(sessions)
     pol = _policy(policy, config, origin, scopes)
     cfg = pol.config
     plan = plan_for(cfg) if pol.inject else None
     contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
-    calls = (
-        build_calls(
-            memory, query, recall_limit_for(cfg), scopes, plan, source, asynchronous=asynchronous
-        )
-        if pol.inject and not contentless
-        else []
-    )
+    calls: list[Call] = []
+    failed = None
+    if pol.inject and not contentless:
+        try:
+            calls = build_calls(
+                memory,
+                query,
+                recall_limit_for(cfg),
+                scopes,
+                plan,
+                source,
+                asynchronous=asynchronous,
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
+            failed = f"recall_failed: {_describe(exc)}"
     meta = turn if turn is not None else TurnMeta()
     abstained = _NO_QUERY_TERMS if contentless else None
-    return _Turn(memory, query, scopes, pol, meta, now, cwd, profile, plan, calls, abstained)
+    who = None
+    if pol.inject and cfg.standing.enabled and failed is None:
+        # PI's standing context comes whatever the prompt says (contentless too).
+        who = turn_profile(cfg.governance.profile_id, cwd, profile)
+        calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
+        abstained = None
+    return _Turn(
+        memory,
+        query,
+        scopes,
+        pol,
+        meta,
+        now,
+        cwd,
+        profile,
+        plan,
+        calls,
+        abstained,
+        failed,
+        who,
+    )
+
+
+def _failed(reason: str) -> Recalled:
+    """What a recall that could not run (or broke the runner) produced: nothing, one error."""
+    return Recalled([], 0, False, [reason], {}, 0.0)
+
+
+def _recall(t: _Turn) -> Recalled:
+    """The sync recall, with any fault the runner lets through named on the event."""
+    if t.abstained:
+        return _NOTHING
+    if t.failed is not None:
+        return _failed(t.failed)
+    try:
+        return run_sync(t.memory, t.calls, t.deadline, t.plan)
+    except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
+        return _failed(f"recall_failed: {_describe(exc)}")
+
+
+async def _arecall(t: _Turn) -> Recalled:
+    """The async twin of :func:`_recall`."""
+    if t.abstained:
+        return _NOTHING
+    if t.failed is not None:
+        return _failed(t.failed)
+    try:
+        return await run_async(t.memory, t.calls, t.deadline, t.plan)
+    except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
+        return _failed(f"recall_failed: {_describe(exc)}")
 
 
 def render_memory_context(
@@ -182,7 +294,7 @@ def render_memory_context(
     query: str,
     *,
     policy: InjectPolicy | None = None,
-    sessions: Iterable[str | None] = (),
+    sessions: Iterable[str | None] | None = (),
     turn: TurnMeta | None = None,
     now: datetime | None = None,
     config: MemoryInjectConfig | None = None,
@@ -206,7 +318,7 @@ def render_memory_context(
     t = _prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
     if not t.policy.inject:
         return _skipped(t)
-    recalled = _NOTHING if t.abstained else run_sync(memory, t.calls, t.deadline, t.plan)
+    recalled = _recall(t)
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         _mark_used(memory, result.entries)
@@ -218,7 +330,7 @@ async def arender_memory_context(
     query: str,
     *,
     policy: InjectPolicy | None = None,
-    sessions: Iterable[str | None] = (),
+    sessions: Iterable[str | None] | None = (),
     turn: TurnMeta | None = None,
     now: datetime | None = None,
     config: MemoryInjectConfig | None = None,
@@ -244,17 +356,20 @@ async def arender_memory_context(
     )
     if not t.policy.inject:
         return _skipped(t)
-    recalled = _NOTHING if t.abstained else await run_async(memory, t.calls, t.deadline, t.plan)
+    recalled = await _arecall(t)
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
-        await asyncio.to_thread(_mark_used, memory, result.entries)
+        try:
+            await asyncio.to_thread(_mark_used, memory, result.entries)
+        except Exception:  # noqa: BLE001 - e.g. no thread to run it in; counters are best-effort
+            _log.warning("memory_inject: could not update usage counters", exc_info=True)
     return result
 
 
 def _mark_used(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
-    if not supports(memory, SupportsUsage):
-        return
     try:
+        if not supports(memory, SupportsUsage):
+            return
         memory.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
     except Exception:  # noqa: BLE001 - usage counters never fail the turn
         _log.warning("memory_inject: could not update usage counters", exc_info=True)
@@ -325,8 +440,8 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
         # dropped, so the renderer's demand bounds how far the arm must rank.
         demand = renderer_for(cfg).demand(cfg)
         gov = cfg.governance
-        if gov.enabled:
-            who = turn_profile(gov.profile_id, t.cwd, t.profile)
+        if governed(cfg):
+            who = t.who or turn_profile(gov.profile_id, t.cwd, t.profile)
             where = os.fspath(t.cwd) if t.cwd is not None else os.getcwd()
             text_ctx = context_text(t.query, where, include_cwd=gov.include_working_directory)
             profile_id, project_keys = who.profile_id, who.project_keys
@@ -348,18 +463,14 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory
         stage_failed = True
         text, rendered = "", ()
-        errors.append(f"stage_failed: {describe(exc)}")
+        errors.append(f"stage_failed: {_describe(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
     abstained = t.abstained or (
         _BELOW_RELEVANCE if success and not rendered and _any_below_floor(traces) else None
     )
     query = t.query
     event = MemoryRecall(
-        query_summary=(
-            None
-            if query == ""
-            else truncate_with_ellipsis(scrub_credentials(query), _QUERY_SUMMARY_CHARS)
-        ),
+        query_summary=None if query == "" else scrubbed_summary(query, _QUERY_SUMMARY_CHARS),
         duration=rec.duration,
         num_entries=len(rec.entries),
         backend=_backend_name(t.memory),
@@ -385,10 +496,20 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
 
 
 def _send(signal: NamedSignal, sender: Memory, event: MemoryRecall | MemorySkipped) -> None:
+    """Call every receiver; one that raises is logged and the rest still hear the event.
+
+    Observers never steer behaviour, so anything a receiver raises is isolated,
+    ``BaseException`` subclasses included (``CancelledError``, ``GeneratorExit``,
+    a custom one): a sync receiver cannot be cancelled by the event loop, so its
+    ``CancelledError`` is its own bug. ``KeyboardInterrupt`` and ``SystemExit``
+    still propagate: they stop the process, and a library must not swallow them.
+    """
     if not signal.receivers:
         return
     for receiver in signal.receivers_for(sender):
         try:
             receiver(sender, event=event)
-        except Exception:  # noqa: BLE001 - observers never steer behaviour, nor break the turn
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # noqa: BLE001 - observers never steer behaviour, nor break the turn
             _log.exception("%s receiver %r raised", signal.name, receiver)

@@ -73,7 +73,7 @@ FOUNDER_OS_PLAN = RecallPlan(
     queries=(PlanQuery("semantic", 5), PlanQuery("entity", 3), PlanQuery("plugin", 2)),
     cap=5,
     priority="hits",
-    statuses=("confirmed", "applied", "active"),
+    statuses=("confirmed", "applied"),
 )
 
 PRESETS = {"founder_os": FOUNDER_OS_PLAN}
@@ -149,7 +149,12 @@ def merge_results(
     """Union by id, filter by status, order by the plan's priority, cap.
 
     Returns the merged entries and ``{key: reason}`` for those cut (status or cap).
+    An entry that an unscored query (entity, plugin) returned leaves unscored,
+    whatever relevance another query gave it: it was chosen for its company or
+    plugin, so the relevance floor must not drop it; its best relevance still
+    ranks it.
     """
+    chosen: set[str] = set()
     hits: dict[str, int] = {}
     first: dict[str, MemoryEntry] = {}
     best_score: dict[str, float] = {}
@@ -167,7 +172,9 @@ def merge_results(
                 order.append(e.id)
                 hits[e.id] = 0
             hits[e.id] += 1
-            if e.score is not None:
+            if e.score is None:
+                chosen.add(e.id)
+            else:
                 best_score[e.id] = max(best_score.get(e.id, 0.0), e.score)
                 if first[e.id].score is None or e.score > (first[e.id].score or 0.0):
                     first[e.id] = e
@@ -177,7 +184,7 @@ def merge_results(
         )
     else:
         ranked = sorted(order, key=lambda i: -best_score.get(i, -1.0))
-    kept = [first[i] for i in ranked[: plan.cap]]
+    kept = [first[i].with_score(None) if i in chosen else first[i] for i in ranked[: plan.cap]]
     for i in ranked[plan.cap :]:
         dropped[first[i].key] = "plan:cap"
     return kept, dropped

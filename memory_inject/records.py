@@ -36,6 +36,14 @@ def _strs(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"'metadata' must be a mapping or None (got {type(value).__name__})")
+    return dict(value) or None
+
+
 def _vector(value: Any) -> tuple[float, ...] | None:
     return None if value is None else tuple(float(x) for x in value)
 
@@ -80,6 +88,10 @@ class MemoryRecord:
     last_used_at: datetime | None = field(default=None, converter=_opt_ts)
     expires_at: datetime | None = field(default=None, converter=_opt_ts)
     deleted_at: datetime | None = field(default=None, converter=_opt_ts)
+    #: Fields of an imported record that have no column of their own (PI's
+    #: ``evidence``, ``stability``, ``review``, ``normalized_key``, ``valid_from``,
+    #: an inquiry's ``priority``...), kept as a JSON object.
+    metadata: Mapping[str, Any] | None = field(default=None, converter=_mapping)
     embedding: tuple[float, ...] | None = field(default=None, converter=_vector)
 
     def __attrs_post_init__(self) -> None:
@@ -136,4 +148,5 @@ EXTRA_FIELDS: tuple[str, ...] = (
     "times_used",
     "last_used_at",
     "updated_at",
+    "metadata",
 )

@@ -61,23 +61,24 @@ def group(text: str, target: str, msg_id: str = "1", sender: str = "alice") -> I
 
 class TestScopes:
     def test_a_direct_message_puts_the_conversation_first(self) -> None:
-        """DM scopes are [history_key, sanitized_sender]."""
-        assert ("telegram_alice", "alice") == session_scopes(dm("hi"))
+        """DM scopes are [conversation, person]."""
+        assert ("telegram_alice", "person:telegram:alice") == session_scopes(dm("hi"))
 
     def test_a_group_chat_puts_the_sender_first(self) -> None:
-        """Group scopes are [sanitized_sender, history_key], for @g.us and group: targets."""
-        assert ("alice", "whatsapp_123@g.us") == session_scopes(group("hi", "123@g.us"))
-        assert ("alice", "whatsapp_group:ops") == session_scopes(group("hi", "group:ops"))
+        """Group scopes are [person, conversation], for @g.us and group: targets."""
+        person = "person:whatsapp:alice"
+        assert (person, "whatsapp_123@g.us") == session_scopes(group("hi", "123@g.us"))
+        assert (person, "whatsapp_group:ops") == session_scopes(group("hi", "group:ops"))
         assert (True, True, False) == (
             is_group_chat("1@g.us"),
             is_group_chat("group:x"),
             is_group_chat("alice@s.whatsapp.net"),
         )
 
-    def test_the_sender_is_sanitized(self) -> None:
-        """A Matrix sender @alice:server becomes _alice_server (spec's orchestrator test)."""
+    def test_the_sender_is_escaped(self) -> None:
+        """A Matrix sender @alice:server is escaped, not sanitised (zeroclaw's _alice_server)."""
         msg = dm("hi", sender="@alice:server", history_key="matrix_room")
-        assert ("matrix_room", "_alice_server") == session_scopes(msg)
+        assert ("matrix_room", "person:telegram:%40alice%3Aserver") == session_scopes(msg)
 
 
 class TestHandle:
@@ -90,7 +91,13 @@ class TestHandle:
         assert turn.block.startswith("[Memory context]\n- deploy_target: ")
         assert [turn.event] == rec.events
         ev = rec.events[0]
-        assert ("channel", "telegram", "bot", "m1", ("telegram_alice", "alice")) == (
+        assert (
+            "channel",
+            "telegram",
+            "bot",
+            "m1",
+            ("telegram_alice", "person:telegram:alice"),
+        ) == (
             ev.origin,
             ev.channel,
             ev.agent_alias,
@@ -127,10 +134,10 @@ class TestHandle:
 
 
 class TestAutosave:
-    def test_inbound_messages_are_saved_under_channel_sender_msgid(
+    def test_inbound_messages_are_saved_under_channel_chat_sender_msgid(
         self, store: SQLiteStore, adapter: ChannelAdapter
     ) -> None:
-        """The key is <channel>_<sanitized sender>_<msgid>, the session the history key."""
+        """The key is <channel>:<history key>:<sender>:<msgid>, the session the history key."""
         turn = call(
             adapter,
             "handle",
@@ -141,9 +148,9 @@ class TestAutosave:
                 history_key="matrix_room",
             ),
         )
-        record = store.get("telegram__alice_server_42")
+        record = store.get("telegram:matrix_room:%40alice%3Aserver:42")
         assert record is not None
-        assert "telegram__alice_server_42" == turn.autosaved_key
+        assert "telegram:matrix_room:%40alice%3Aserver:42" == turn.autosaved_key
         assert ("conversation", "matrix_room") == (
             record.category,
             record.session_id,
@@ -155,8 +162,9 @@ class TestAutosave:
         """Autosave runs after the render; the saved row is injectable in the next turn."""
         first = call(adapter, "handle", dm("The staging deploy should wait for Dana.", "1"))
         second = call(adapter, "handle", dm("should the staging deploy wait?", "2"))
-        assert "telegram_alice_1" not in first.block
-        assert "- telegram_alice_1: The staging deploy should wait for Dana." in second.block
+        assert "telegram:telegram_alice:alice:1" not in first.block
+        expected = "- telegram:telegram_alice:alice:1: The staging deploy should wait for Dana."
+        assert expected in second.block
 
     def test_a_groups_messages_do_not_leak_into_another_group(
         self, adapter: ChannelAdapter
@@ -170,7 +178,7 @@ class TestAutosave:
             adapter, "handle", group("should the staging deploy wait?", "1@g.us", "9", sender="bob")
         )
         assert "staging" not in other.block
-        assert "- whatsapp_alice_7: The staging deploy" in same.block
+        assert "- whatsapp:whatsapp_1%40g.us:alice:7: The staging deploy" in same.block
 
     def test_short_texts_and_blocks_are_not_saved(
         self, store: SQLiteStore, adapter: ChannelAdapter

@@ -176,8 +176,8 @@ class TestBadInput:
 
     def test_a_non_mapping_message_is_a_type_error(self) -> None:
         """Messages must be dicts; anything else names its index."""
-        with pytest.raises(TypeError, match=r"'messages\[0\]' must be a mapping"):
-            inject_block(["hello"], BLOCK)  # type: ignore[type-var]  # deliberately not a mapping
+        with pytest.raises(TypeError, match=r"'messages\[0\]' must be a message"):
+            inject_block(["hello"], BLOCK)  # deliberately not a message
 
     def test_user_content_of_another_type_is_a_type_error(self) -> None:
         """A user message whose content is neither text nor blocks cannot be prefixed."""

@@ -265,6 +265,6 @@ class TestRecorder:
         protos = (SupportsFilteredRecall, SupportsEntities, SupportsRecallInfo, SupportsUsage)
         with SQLiteStore(tmp_path / "r.db") as sqlite:
             wrapped = [_recorder(InMemoryStore()), _recorder(sqlite)]
-            assert [[False] * 5, [True] * 4 + [False]] == [
+            assert [[True, True, False, False, False], [True] * 4 + [False]] == [
                 [isinstance(r, p) for p in (*protos, SupportsAsyncRecall)] for r in wrapped
             ]

@@ -749,6 +749,12 @@ class TestRendererConfig:
             "hard_rule_min_confidence": 0.85,
             "max_contested": 2,
             "contested_min_overlap": 0.15,
+            "max_records": None,
+            "max_l1": None,
+            "max_l2": None,
+            "daily_digest": False,
+            "max_sessions": 0,
+            "max_questions": 0,
         } == data["renderer"]
         loaded = parse_agent_config({"agent": "a", "memory": data}).memory
         assert data == config_to_dict(loaded)

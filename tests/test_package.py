@@ -24,6 +24,7 @@ LAYERS = [
     "policy",
     "stages",
     "render",
+    "standing",
     "signals",
     "pipeline",
 ]

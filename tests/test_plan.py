@@ -120,10 +120,11 @@ class TestPlanRender:
             store, "renewal for jane@acme.io", config=cfg, now=NOW, source="P10"
         )
         assert {"sem1", "sem2", "acme1", "plug1"} == {x.key for x in out.entries}
+        ok = ("confirmed", "applied")
         assert [
-            {"session_id": None, "mode": "semantic"},
-            {"session_id": None, "entity_id": "company:acme"},
-            {"session_id": None, "source": "P10"},
+            {"session_id": None, "mode": "semantic", "statuses": ok},
+            {"session_id": None, "entity_id": "company:acme", "statuses": ok},
+            {"session_id": None, "source": "P10", "statuses": ok},
         ] == store.where_calls
         assert [[x.id for x in out.entries]] == store.marked
 

@@ -37,6 +37,8 @@ from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.storage import open_store
 from memory_inject.storage._jsonl import check_regular_file
+from memory_inject.storage._open import sqlite_path
+from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
 from memory_inject.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -98,7 +100,7 @@ def _store(
             store: MemoryStore = SQLiteStore(path, namespace=backend.namespace)
         else:
             if backend.kind == "sqlite":
-                _check_exists(Path(backend.path), create)
+                _check_exists(sqlite_path(agent), create)
             store = open_store(agent)
     except (MemoryInjectError, ValueError) as exc:
         raise click.ClickException(f"cannot open the store: {exc}") from None
@@ -143,8 +145,17 @@ def cli() -> None:
 )
 @click.option("--name", default="default", show_default=True, help="The agent's name.")
 @click.option("--force", is_flag=True, help="Overwrite an existing agent.yaml.")
-def init(directory: Path, name: str, force: bool) -> None:
+@click.option(
+    "--agent",
+    "agent_path",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Create the store this existing agent file names instead (no agent.yaml is written).",
+)
+def init(directory: Path, name: str, force: bool, agent_path: Path | None) -> None:
     """Create .memory/memory.db and agent.yaml (every key with its default)."""
+    if agent_path is not None:
+        _init_agent_store(agent_path)
+        return
     if not name.strip():
         raise click.BadParameter("must be a non-empty string", param_hint="--name")
     db = directory / _DEFAULT_DB
@@ -165,8 +176,30 @@ def init(directory: Path, name: str, force: bool) -> None:
     )
     agent_file.write_text(text, encoding="utf-8")
     click.echo(f"agent:  {agent_file}")
-    where = "" if directory == Path(".") else f"cd {directory} && "
-    click.echo(f'next:   {where}memory-inject render "your question" --agent agent.yaml --explain')
+    _next_steps(agent_file)
+
+
+def _next_steps(agent_file: Path) -> None:
+    click.echo(f'next:   memory-inject add my_fact "Something worth knowing." --agent {agent_file}')
+    click.echo(f'        memory-inject render "your question" --agent {agent_file} --explain')
+
+
+def _init_agent_store(agent_path: Path) -> None:
+    """``init --agent FILE``: create the SQLite store the agent file names (paths in the file
+    are relative to it, as everywhere)."""
+    agent = _agent(agent_path)
+    if agent.memory.backend.kind != "sqlite":
+        raise click.ClickException(
+            f"{agent_path}: 'memory.backend.kind' is {agent.memory.backend.kind!r}; "
+            "init creates SQLite stores only"
+        )
+    db = sqlite_path(agent)
+    try:
+        SQLiteStore(db, namespace=agent.memory.backend.namespace).close()
+    except MemoryInjectError as exc:
+        raise click.ClickException(f"cannot create {db}: {exc}") from None
+    click.echo(f"store:  {db}")
+    _next_steps(agent_path)
 
 
 @cli.command()
@@ -215,12 +248,54 @@ def _count_lines(path: Path) -> int:
         raise click.ClickException(f"{path}: {exc}") from None
 
 
+def _company_names(pairs: Sequence[str]) -> dict[str, str]:
+    names = {}
+    for pair in pairs:
+        company_id, sep, name = pair.partition("=")
+        if not sep or not company_id.strip() or not name.strip():
+            raise click.BadParameter(f"must be ID=NAME (got {pair!r})", param_hint="--company")
+        names[company_id.strip()] = name.strip()
+    return names
+
+
+def _import_founder_os(
+    file: Path, batch_size: int, db: Path | None, agent_path: Path | None, companies: Sequence[str]
+) -> None:
+    names = _company_names(companies)
+    with _store(db, agent_path, create=True) as (store, _agent_cfg):
+        try:
+            done = import_founder_os(store, file, companies=names, batch_size=batch_size)
+        except (MemoryInjectError, TypeError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"imported {done} memories from founder-os {file}")
+
+
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
+@click.option(
+    "--company",
+    "companies",
+    multiple=True,
+    metavar="ID=NAME",
+    help="founder-os memory.db: the name of a company_id (repeatable).",
+)
 @_store_options
-def import_(file: Path, batch_size: int, db: Path | None, agent_path: Path | None) -> None:
-    """Upsert every record of a JSON Lines FILE (an export) into the store."""
+def import_(
+    file: Path,
+    batch_size: int,
+    db: Path | None,
+    agent_path: Path | None,
+    companies: tuple[str, ...] = (),
+) -> None:
+    """Upsert every record of FILE into the store: a JSON Lines export or founder-os's memory.db."""
+    try:
+        check_regular_file(file)  # before anything opens it: a FIFO blocks, /dev/zero never ends
+    except ValueError as exc:
+        raise click.ClickException(f"{file}: {exc}") from None
+    if is_founder_os_db(file):
+        _import_founder_os(file, batch_size, db, agent_path, companies)
+        return
     total = _count_lines(file)
     progress = Progress(
         TextColumn("importing"),
@@ -303,6 +378,7 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
 @click.option("--suppress", is_flag=True, help="The spawn-site opt-out.")
 @click.option("--channel", default="cli", show_default=True, help="Channel name on the event.")
 @click.option("--explain", is_flag=True, help="Show every candidate and why it was dropped.")
+@click.option("--source", default=None, help="The calling plugin's id (a plan's plugin query).")
 @_store_options
 def render(
     text: str,
@@ -313,6 +389,7 @@ def render(
     explain: bool,
     db: Path | None,
     agent_path: Path | None,
+    source: str | None = None,
 ) -> None:
     """Print the exact block a turn with TEXT would get (details on stderr)."""
     console = _console(stderr=True)
@@ -324,6 +401,7 @@ def render(
             sessions=tuple(sessions),
             suppress=suppress,
             turn=TurnMeta(channel, agent.agent, _core.new_turn_id()),
+            source=source,
         )
         injection = _core.run(recorder, agent, req)
     policy = injection.policy

@@ -46,10 +46,25 @@ class SectionCapsConfig:
     scratchpad: int = setting(800, "int", "Scratchpad", ge=0, le=MAX_BLOCK_CHARS)
     contested_memory: int = setting(800, "int", "Contested Memory", ge=0, le=MAX_BLOCK_CHARS)
     daily_log: int = setting(3000, "int", "Daily Log", ge=0, le=MAX_BLOCK_CHARS)
+    todays_sessions: int = setting(800, "int", "Today's Sessions", ge=0, le=MAX_BLOCK_CHARS)
+    open_questions: int = setting(800, "int", "Open Questions", ge=0, le=MAX_BLOCK_CHARS)
 
 
 _SECTIONED = ("sectioned",)
 _RELEVANT = ("relevant_memories",)
+
+
+def _sectioned_cap(doc: str) -> Any:
+    """A ``sectioned`` selection budget: an integer >= 0, or null for no cap (PI's budgets)."""
+    return setting(
+        None,
+        "int",
+        f"sectioned: {doc} (null = no cap)",
+        ge=0,
+        le=MAX_RENDERED_ENTRIES,
+        nullable=True,
+        formats=_SECTIONED,
+    )
 
 
 @frozen
@@ -100,6 +115,31 @@ class RendererConfig:
         "sectioned: query overlap a contested entry must exceed",
         ge=0,
         le=1,
+        formats=_SECTIONED,
+    )
+    max_records: int | None = _sectioned_cap("most Selected Memory lines")
+    max_l1: int | None = _sectioned_cap("most L1 lines, listed first")
+    max_l2: int | None = _sectioned_cap("most other Selected lines")
+    daily_digest: bool = setting(
+        False,
+        "bool",
+        "sectioned: Daily Log shows PI's digest of notable lines",
+        formats=_SECTIONED,
+    )
+    max_sessions: int = setting(
+        0,
+        "int",
+        "sectioned: Today's Sessions lines (0 = no section)",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
+        formats=_SECTIONED,
+    )
+    max_questions: int = setting(
+        0,
+        "int",
+        "sectioned: Open Questions lines (0 = no section)",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
         formats=_SECTIONED,
     )
     max_entries: int | None = setting(

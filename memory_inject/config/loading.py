@@ -15,6 +15,7 @@ from typing import Any
 
 from memory_inject._tokens import load_encoding
 from memory_inject.config._constraints import check_file
+from memory_inject.config._presets import expand_preset
 from memory_inject.config._yaml import read_yaml_file
 from memory_inject.config.schema import (
     AgentConfig,
@@ -29,7 +30,13 @@ __all__ = ["load_agent_config", "load_cron_jobs", "parse_agent_config", "parse_c
 
 
 def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
-    """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem."""
+    """Validate already-parsed YAML data; raise ``ConfigError`` listing every problem.
+
+    A ``memory.preset`` is expanded first (:mod:`memory_inject.config._presets`),
+    so the file's keys are checked, and win, over the preset's.
+    """
+    if isinstance(data, Mapping) and isinstance(data.get("memory"), Mapping):
+        data = {**data, "memory": expand_preset(data["memory"])}
     problems = check_file(AgentConfig, data, allowed=("agent", "memory"))
     if problems:
         raise ConfigError(source, problems)

@@ -27,6 +27,7 @@ from memory_inject.config._constraints import (
     setting,
     to_tuple,
 )
+from memory_inject.config._presets import PRESET_NAMES
 from memory_inject.config._recall_plan import RecallPlanConfig
 from memory_inject.config._renderer import (
     RendererConfig,
@@ -45,6 +46,7 @@ STRATEGIES = ("none", "mmr")
 class DecayConfig:
     """Time decay on the default (non-rerank) arm: ``score * 2 ** (-age_days / half_life)``."""
 
+    enabled: bool = setting(True, "bool", "decay scores with age (false: the arm keeps them)")
     half_life_days: float = setting(
         7.0, "float", "half-life of non-core scores, days", gt=0, le=36_500
     )
@@ -101,7 +103,7 @@ class BackendConfig:
         "sqlite", "str", "sqlite, postgres or memory", choices=("sqlite", "postgres", "memory")
     )
     path: str = setting(
-        ".memory/memory.db", "str", "SQLite file (relative to the cwd)", nonempty=True
+        ".memory/memory.db", "str", "SQLite file (relative to the agent file)", nonempty=True
     )
     dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
     namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
@@ -163,6 +165,16 @@ class TrivialPromptConfig:
     slash_commands: bool = setting(True, "bool", "'/command args' prompts are trivial")
 
 
+@frozen
+class StandingConfig:
+    """PI's standing context: the profile's hard rules and L1 records every turn. Off by default."""
+
+    enabled: bool = setting(False, "bool", "add active L1 records and L2 hard rules to every turn")
+    limit: int = setting(
+        32, "int", "most records of each layer read per turn", ge=0, le=MAX_CANDIDATE_POOL
+    )
+
+
 _OVERRIDABLE = (
     "enabled",
     "recall_limit",
@@ -177,6 +189,7 @@ _OVERRIDABLE = (
     "recall_plan",
     "governance",
     "trivial_prompt",
+    "standing",
 )
 
 
@@ -243,6 +256,14 @@ class MemoryInjectConfig:
     recall_plan: RecallPlanConfig = group(RecallPlanConfig)
     governance: GovernanceConfig = group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
+    standing: StandingConfig = group(StandingConfig)
+    preset: str | None = setting(
+        None,
+        "str",
+        "a seed system's whole behaviour, under the file's own keys (founder_os, pi)",
+        nullable=True,
+        choices=PRESET_NAMES,
+    )
     origins: Mapping[str, Mapping[str, Any]] = field(
         factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
     )

@@ -13,6 +13,8 @@ keeps a registry of each format with its default settings
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from memory_inject._cache import PerObject
@@ -91,14 +93,10 @@ def get_renderer(name: str) -> Renderer:
 def build_renderer(config: RendererConfig) -> Renderer:
     """A renderer of ``config.kind`` with ``config``'s settings."""
     if config.kind == "sectioned":
-        return SectionedRenderer(
-            max_total_chars=config.max_total_chars,
-            section_caps=attrs.asdict(config.section_caps),
-            max_hard_rules=config.max_hard_rules,
-            hard_rule_min_confidence=config.hard_rule_min_confidence,
-            max_contested=config.max_contested,
-            contested_min_overlap=config.contested_min_overlap,
-        )
+        # Every sectioned setting is a keyword of the class, under the same name.
+        kwargs: dict[str, Any] = {name: getattr(config, name) for name in config.settings}
+        kwargs["section_caps"] = attrs.asdict(config.section_caps)
+        return SectionedRenderer(**kwargs)
     if config.kind == "relevant_memories":
         return RelevantMemoriesRenderer(max_entries=config.max_entries)
     return RENDERERS[config.kind]  # bracket has no settings

@@ -7,7 +7,7 @@ section's first line, and marks a cut section with ``[...truncated]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import frozen
 
@@ -16,7 +16,19 @@ from memory_inject.models import MemoryEntry
 from memory_inject.render._budget import RAW_PER_CHAR, cut_for_cleaning
 from memory_inject.render._contain import CUT_SLACK, LABEL_RAW, cut_point
 
-__all__ = ["TRUNCATED", "Item", "Section", "bounded_items", "fit_lines"]
+__all__ = [
+    "TRUNCATED",
+    "Item",
+    "Section",
+    "bounded_items",
+    "daily_digest",
+    "fit_lines",
+    "is_l1",
+    "layer_budgets",
+    "priority_name",
+    "priority_rank",
+    "question_score",
+]
 
 TRUNCATED = "[...truncated]"
 _MARKER_LINE = TRUNCATED + "\n"
@@ -30,8 +42,11 @@ def bounded_items(
     prefix: Callable[[MemoryEntry], str],
     clean: Callable[[str], str],
     room: int,
+    text: Callable[[MemoryEntry], str] | None = None,
 ) -> list[Item]:
     """The items of a section whose text may use ``room`` characters, cleaning only what can show.
+
+    ``text`` gives an entry's raw text (default: its content).
 
     An entry's content is cleaned from its first ``room + 128`` characters or
     so (:func:`cut_for_cleaning`). Once the lines built so far exceed ``room``,
@@ -54,10 +69,11 @@ def bounded_items(
             blocker = "-" * (room + 1)
             items.append((e, blocker, ""))
             continue
-        raw_left -= min(len(e.content), cut_point(e.content, room + CUT_SLACK))
+        raw = e.content if text is None else text(e)
+        raw_left -= min(len(raw), cut_point(raw, room + CUT_SLACK))
         raw_left -= min(len(e.key), cut_point(e.key, LABEL_RAW))  # the key's label
         line_prefix = prefix(e)
-        content = cut_for_cleaning(e.content, room + CUT_SLACK, clean)
+        content = cut_for_cleaning(raw, room + CUT_SLACK, clean)
         items.append((e, line_prefix, content))
         used += len(line_prefix) + len(content) + 1
     return items
@@ -109,3 +125,89 @@ def fit_lines(items: Sequence[Item], room: int, limit: int) -> tuple[list[str], 
     if lines and stop is not None:
         lines.append(_MARKER_LINE)
     return lines, n, stop
+
+
+# -- PI's selection budgets, daily digest and open questions ------------------------
+
+_SESSION_END = "## Session ended"
+_BOILERPLATE = ("<!-- ", "- Persistent Intelligence")
+_PRIORITIES = {"low": 0, "medium": 1, "high": 2, "critical": 3, "urgent": 3}
+
+
+def is_l1(entry: MemoryEntry) -> bool:
+    """True for an entry of layer L1 (PI's identity records)."""
+    layer = entry.extra.get("layer")
+    return isinstance(layer, str) and layer.strip().upper() == "L1"
+
+
+def layer_budgets(
+    entries: Sequence[MemoryEntry], max_l1: int | None, max_l2: int | None, max_records: int | None
+) -> tuple[list[MemoryEntry], dict[str, str]]:
+    """PI's ``applyLayerBudgets``: L1 first (at most ``max_l1``), then the rest, then the total.
+
+    With every cap ``None`` the entries keep their order and nothing is dropped.
+    """
+    if max_l1 is None and max_l2 is None and max_records is None:
+        return list(entries), {}
+    dropped: dict[str, str] = {}
+    l1 = [e for e in entries if is_l1(e)]
+    rest = [e for e in entries if not is_l1(e)]
+    for group, cap, reason in (
+        (l1, max_l1, "selection:max_l1"),
+        (rest, max_l2, "selection:max_l2"),
+    ):
+        if cap is not None:
+            dropped.update((e.key, reason) for e in group[cap:])
+            del group[cap:]
+    kept = l1 + rest
+    if max_records is not None:
+        dropped.update((e.key, "selection:max_records") for e in kept[max_records:])
+        kept = kept[:max_records]
+    return kept, dropped
+
+
+def daily_digest(content: str) -> tuple[str, int]:
+    """PI's digest of one day's log: its notable lines, and how many sessions it closed.
+
+    Notable lines start with ``## `` or ``- `` or hold ``#decision`` / ``#key``;
+    comments, session-end markers and PI's capture boilerplate are skipped.
+    With no notable line the content is kept whole (the renderer shows its
+    tail when it does not fit: PI's raw-tail fallback).
+    """
+    sessions = 0
+    notable: list[str] = []
+    for raw in content.splitlines():
+        line = raw.strip()
+        if line == _SESSION_END:
+            sessions += 1
+            continue
+        if not line or line.startswith(_BOILERPLATE):
+            continue
+        if line.startswith(("## ", "- ")) or "#decision" in line or "#key" in line:
+            notable.append(line)
+    return ("\n".join(notable) if notable else content.strip()), sessions
+
+
+def _priority(entry: MemoryEntry) -> str | None:
+    meta = entry.extra.get("metadata")
+    value = entry.extra.get("priority")
+    if value is None and isinstance(meta, Mapping):
+        value = meta.get("priority")
+    return value.strip().lower() if isinstance(value, str) else None
+
+
+def priority_rank(entry: MemoryEntry) -> int | None:
+    """An inquiry's priority as a rank (medium = 1), from ``extra`` or ``metadata``."""
+    return _PRIORITIES.get(_priority(entry) or "")
+
+
+def priority_name(entry: MemoryEntry) -> str:
+    """The inquiry's priority as written (lower case), for its ``? [priority]`` line."""
+    return _priority(entry) or ""
+
+
+def question_score(entry: MemoryEntry, tokens: set[str], split: Callable[[str], set[str]]) -> int:
+    """PI's inquiry score: 2 x the tags the prompt names + the question words it shares."""
+    tags = entry.extra.get("tags") or ()
+    tag_words = {str(t).lower() for t in tags} if isinstance(tags, list | tuple) else set()
+    return 2 * len(tag_words & tokens) + len(split(entry.content) & tokens)

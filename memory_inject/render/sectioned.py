@@ -32,7 +32,17 @@ from memory_inject.render._fields import (
     text_field,
     utc,
 )
-from memory_inject.render._sections import TRUNCATED, Section, bounded_items, fit_lines
+from memory_inject.render._sections import (
+    TRUNCATED,
+    Section,
+    bounded_items,
+    daily_digest,
+    fit_lines,
+    layer_budgets,
+    priority_name,
+    priority_rank,
+    question_score,
+)
 from memory_inject.stages import StageContext, StageTrace
 
 __all__ = [
@@ -56,6 +66,8 @@ SECTION_TITLES: Mapping[str, str] = {
     "scratchpad": "Scratchpad",
     "contested_memory": "Contested Memory",
     "daily_log": "Daily Log",
+    "todays_sessions": "Today's Sessions",
+    "open_questions": "Open Questions",
 }
 DEFAULT_SECTION_CAPS: Mapping[str, int] = {
     "hard_rules": 2000,
@@ -63,6 +75,8 @@ DEFAULT_SECTION_CAPS: Mapping[str, int] = {
     "scratchpad": 800,
     "contested_memory": 800,
     "daily_log": 3000,
+    "todays_sessions": 800,
+    "open_questions": 800,
 }
 
 _TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
@@ -77,6 +91,7 @@ _RULE_PREFIXES: Mapping[str, str] = {
     "correction": "📌 RULE:",
 }
 _CLOSED = frozenset({"done", "closed"})
+_ANSWERED = frozenset({"answered", "closed", "resolved", "done", "dismissed"})
 
 
 # -- the sectioned block -------------------------------------------------------
@@ -111,11 +126,22 @@ class SectionedRenderer:
         hard_rule_min_confidence: float = 0.85,
         max_contested: int = 2,
         contested_min_overlap: float = 0.15,
+        max_records: int | None = None,
+        max_l1: int | None = None,
+        max_l2: int | None = None,
+        daily_digest: bool = False,
+        max_sessions: int = 0,
+        max_questions: int = 0,
     ) -> None:
         """``max_hard_rules`` caps Hard Rules, and only active layer ``l2`` rules whose
         confidence is at least ``hard_rule_min_confidence`` qualify (most confident
         first). ``max_contested`` caps Contested Memory, and only routed entries whose
         word overlap with the query exceeds ``contested_min_overlap`` qualify.
+        ``max_l1``, ``max_l2`` and ``max_records`` are PI's selection budgets for
+        Selected Memory (L1 lines first; ``None``: no cap). ``daily_digest``
+        shows PI's digest of each daily entry; ``max_sessions`` and
+        ``max_questions`` turn on Today's Sessions (``category: session``) and
+        Open Questions (inquiries).
         ``ValueError`` for a count or cap that is not an integer >= 0, or an unknown
         ``section_caps`` key.
         """
@@ -123,6 +149,13 @@ class SectionedRenderer:
             ("max_total_chars", max_total_chars),
             ("max_hard_rules", max_hard_rules),
             ("max_contested", max_contested),
+            ("max_sessions", max_sessions),
+            ("max_questions", max_questions),
+            *(
+                (n, v)
+                for n, v in (("max_records", max_records), ("max_l1", max_l1), ("max_l2", max_l2))
+                if v is not None
+            ),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"'{field}' must be an integer >= 0 (got {value!r})")
@@ -139,6 +172,10 @@ class SectionedRenderer:
         self.hard_rule_min_confidence = hard_rule_min_confidence
         self.max_contested = max_contested
         self.contested_min_overlap = contested_min_overlap
+        self.max_records, self.max_l1, self.max_l2 = max_records, max_l1, max_l2
+        self.daily_digest = daily_digest
+        self.max_sessions = max_sessions
+        self.max_questions = max_questions
 
     def demand(self, config: MemoryInjectConfig) -> int | None:
         """``None``: every section may use every candidate."""
@@ -170,10 +207,23 @@ class SectionedRenderer:
         daily: list[MemoryEntry] = []
         dropped: dict[str, str] = {}
         closed: set[int] = set()
+        sessions: list[MemoryEntry] = []
+        questions: list[MemoryEntry] = []
         for e in entries:
             ts = e.timestamp
-            if e.category == "daily" and ts is not None and utc(ts).date() == today:
+            today_entry = ts is not None and utc(ts).date() == today
+            if e.category == "daily" and today_entry:
                 daily.append(e)
+            elif self.max_sessions and e.category == "session":
+                if today_entry:
+                    sessions.append(e)
+                else:
+                    dropped[e.key] = "sessions:not_today"
+                    closed.add(id(e))
+            elif self.max_questions and (
+                e.category == "inquiry" or lower_field(e, "memory_kind") == "inquiry"
+            ):
+                questions.append(e)
             elif lower_field(e, "memory_kind") == "task" or e.category == "scratchpad":
                 if lower_field(e, "status") in _CLOSED:
                     dropped[e.key] = "scratchpad:closed"
@@ -193,9 +243,17 @@ class SectionedRenderer:
                     hard.append((e, conf, prefix))
         hard.sort(key=lambda h: -h[1])
         hard = hard[: self.max_hard_rules]
-        special = closed | {id(x) for x in (*scratch, *daily)} | {id(h[0]) for h in hard}
-        selected = [e for e in entries if id(e) not in special]
+        special = closed | {id(x) for x in (*scratch, *daily, *sessions, *questions)}
+        special |= {id(h[0]) for h in hard}
+        selected, cut = layer_budgets(
+            [e for e in entries if id(e) not in special], self.max_l1, self.max_l2, self.max_records
+        )
+        dropped.update(cut)
         daily.sort(key=lambda e: e.timestamp or now, reverse=True)
+        sessions.sort(key=lambda e: e.timestamp or now, reverse=True)
+        for e in sessions[self.max_sessions :]:
+            dropped[e.key] = "sessions:max_sessions"
+        sessions = sessions[: self.max_sessions]
 
         tokens = query_tokens(ctx.query)
         routed = list(ctx.routed.get("contested", ()))
@@ -212,6 +270,9 @@ class SectionedRenderer:
         for _, e in relevant[self.max_contested :]:
             dropped[e.key] = "contested:max_contested"
         contested = [e for _, e in relevant[: self.max_contested]]
+        asked = self._questions(questions, tokens, dropped)
+        digest = {id(e): daily_digest(e.content) for e in daily} if self.daily_digest else {}
+        sessions_today = sum(n for _, n in digest.values())
 
         def selected_prefix(e: MemoryEntry) -> str:
             rule = text_field(e, "rule_type", "ruleType")
@@ -227,19 +288,30 @@ class SectionedRenderer:
             return f"- {utc(e.timestamp or now):%H:%M} "
 
         rules = {id(e): f"{p} [conf {c:.2f}] " for e, c, p in hard}
+
+        def daily_text(e: MemoryEntry) -> str:
+            return digest[id(e)][0] if digest else e.content
+
+        def question_prefix(e: MemoryEntry) -> str:
+            return f"? [{neutralize_label(priority_name(e))}] "
+
+        sessions_line = f"Sessions today: {sessions_today}\n" if sessions_today else ""
         built: list[tuple[str, str, list[MemoryEntry], Callable[[MemoryEntry], str]]] = [
             ("hard_rules", "", [e for e, _, _ in hard], lambda e: rules[id(e)]),
             ("selected_memory", "", selected, selected_prefix),
             ("scratchpad", "", scratch, lambda _e: "- [ ] "),
             ("contested_memory", CONTESTED_WARNING + "\n", contested, contested_prefix),
-            ("daily_log", "", daily, daily_prefix),
+            ("daily_log", sessions_line, daily, daily_prefix),
+            ("todays_sessions", "", sessions, daily_prefix),
+            ("open_questions", "", asked, question_prefix),
         ]
         sections = []
         for slug, preamble, members, line_prefix in built:
             if not members:
                 continue
             room = max(0, min(self.section_caps[slug] - len(preamble), self.max_total_chars))
-            items = bounded_items(members, line_prefix, neutralize_content, room)
+            text = daily_text if slug == "daily_log" else None
+            items = bounded_items(members, line_prefix, neutralize_content, room, text)
             title = SECTION_TITLES[slug]
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"
@@ -249,6 +321,26 @@ class SectionedRenderer:
                 )
             )
         return sections, dropped, scores, len(entries) + len(routed)
+
+    def _questions(
+        self, questions: Sequence[MemoryEntry], tokens: set[str], dropped: dict[str, str]
+    ) -> list[MemoryEntry]:
+        """PI's Open Questions: open, priority >= medium, sharing words with the prompt."""
+        scored: list[tuple[int, int, int, MemoryEntry]] = []
+        for n, e in enumerate(questions):
+            rank = priority_rank(e)
+            if lower_field(e, "status") in _ANSWERED:
+                dropped[e.key] = "questions:closed"
+            elif rank is None or rank < 1:
+                dropped[e.key] = "questions:below_medium"
+            elif (score := question_score(e, tokens, query_tokens)) <= 0:
+                dropped[e.key] = "questions:no_overlap"
+            else:
+                scored.append((-rank, -score, n, e))
+        scored.sort(key=lambda s: s[:3])
+        for *_, e in scored[self.max_questions :]:
+            dropped[e.key] = "questions:max_questions"
+        return [e for *_, e in scored[: self.max_questions]]
 
     def _layout(
         self, sections: Sequence[Section], keep: int | None
@@ -298,7 +390,10 @@ _SECTION_PREFIXES: Mapping[str, tuple[str, ...]] = {
     "Scratchpad": ("- [ ] ",),
     "Contested Memory": ("⚠️ CONTESTED: [",),
     "Daily Log": ("- ",),
+    "Today's Sessions": ("- ",),
+    "Open Questions": ("? [",),
 }
+_SESSIONS_TODAY = re.compile(r"Sessions today: \d+")
 
 
 def parse_sectioned(text: str) -> dict[str, list[str]]:
@@ -329,6 +424,8 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
         if title == "Contested Memory":
             if not body or body[0] != CONTESTED_WARNING:
                 raise ValueError("Contested Memory must start with the warning")
+            body = body[1:]
+        if title == "Daily Log" and body and _SESSIONS_TODAY.fullmatch(body[0]):
             body = body[1:]
         if body and body[-1] == TRUNCATED:
             body = body[:-1]

@@ -3,9 +3,11 @@
 :func:`build_stages` turns a resolved config into the named stages a render
 runs, in order, each configured at construction::
 
-    session_scope           rows bound to other sessions (``foreign_session``)
+    session_scope           the scope rule (docs/storage.md): other sessions' rows,
+                            and in a mixed list unshared sessionless rows
     [governance stages]     memory.governance.enabled: status, profile, project,
-                            positive applicability, negative scope (PI's reasons),
+                            positive applicability, negative scope (PI's reasons);
+                            renderer sectioned alone: status and profile,
     [routed_scope]          then the same scope stages over routed (contested) entries
     decay | rerank          the arm: time decay, or blend + duplicate collapse + MMR
     relevance_filter        scored entries under min_relevance_score
@@ -20,6 +22,8 @@ module here, naming it in :func:`build_stages`, and copying a test from
 """
 
 from __future__ import annotations
+
+import math
 
 from attrs import frozen
 
@@ -56,6 +60,7 @@ __all__ = [
     "decay",
     "eligibility_reason",
     "format_score",
+    "governed",
     "relevance_filter",
     "rerank",
     "session_scope",
@@ -76,12 +81,24 @@ class NamedStage:
     scored: bool = False
 
 
+#: The stages ``renderer: sectioned`` runs even with governance off: its sections
+#: read ``status`` and ``profile_id``, so a deprecated, contested or
+#: other-profile record must never reach them as ordinary Selected Memory.
+SECTIONED_FLOOR: tuple[str, ...] = ("status", "profile")
+
+
+def governed(config: MemoryInjectConfig) -> bool:
+    """True when a render with ``config`` runs governance stages (and needs the profile)."""
+    return config.governance.enabled or config.renderer.kind == "sectioned"
+
+
 def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     """The named stages a render with ``config`` runs, in order (see the module docstring)."""
     chain = [NamedStage("session_scope", session_scope)]
     gov = config.governance
-    if gov.enabled:
-        governance = tuple(build_governance(gov.stages, min_token_length=gov.min_token_length))
+    names = gov.stages if gov.enabled else SECTIONED_FLOOR if governed(config) else ()
+    if names:
+        governance = tuple(build_governance(names, min_token_length=gov.min_token_length))
         chain.extend(NamedStage(name, stage) for name, stage in governance)
         chain.append(NamedStage("routed_scope", RoutedScope(governance)))
     if config.rerank.enabled:
@@ -91,7 +108,8 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
             scored=True,
         )
     else:
-        arm = NamedStage("decay", Decay(config.decay.half_life_days), scored=True)
+        half_life = config.decay.half_life_days if config.decay.enabled else math.inf
+        arm = NamedStage("decay", Decay(half_life), scored=True)
     chain.extend(
         (
             arm,

@@ -16,6 +16,7 @@ from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult, format_score
 
 __all__ = [
+    "SHARED_CATEGORIES",
     "Decay",
     "RelevanceFilter",
     "age_days",
@@ -152,22 +153,43 @@ def relevance_filter(ctx: StageContext, entries: Sequence[MemoryEntry]) -> Stage
     return RelevanceFilter(ctx.config.min_relevance_score)(ctx, entries)
 
 
-def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """A turn with sessions never sees rows bound to other sessions (``foreign_session``).
+#: The categories a sessionless row may have and still reach a session turn: the
+#: stores' default ``shared_categories`` (agent-wide facts).
+SHARED_CATEGORIES = frozenset({MemoryCategory.CORE, MemoryCategory.DAILY})
 
-    This holds even through an unscoped (``None``) recall next to the turn's
-    own scopes: the tenant filter is a stage, traced like the others.
+
+def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+    """The scope rule of docs/storage.md, enforced here and nowhere else.
+
+    A turn that names no session (``[]``, ``[None]``) keeps everything. A turn
+    that names one sees only what a recall scoped to its sessions may return:
+
+    * a row bound to another session is dropped (``foreign_session``), and so
+      is a row whose session id is not a string (``invalid_session_id``);
+    * in a mixed list (``[s, None]``, ``[None, s]``) the ``None`` recall is
+      unfiltered, so a sessionless row must also be of a shared category
+      (``core``, ``daily``); any other is dropped (``sessionless_unshared``).
+      Without a ``None`` the store's own session filter already decided.
     """
     own = {s for s in ctx.sessions if s is not None}
     if not own:
         return StageResult(entries if isinstance(entries, list) else list(entries))
+    mixed = None in ctx.sessions
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
-        if e.session_id is not None and e.session_id not in own:
+        sid = e.session_id
+        if sid is None:
+            if mixed and e.category not in SHARED_CATEGORIES:
+                dropped[e.key] = "sessionless_unshared"
+                continue
+        elif not isinstance(sid, str):
+            dropped[e.key] = "invalid_session_id"
+            continue
+        elif sid not in own:
             dropped[e.key] = "foreign_session"
-        else:
-            out.append(e)
+            continue
+        out.append(e)
     return StageResult(out, dropped)
 
 

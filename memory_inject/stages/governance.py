@@ -38,6 +38,7 @@ from memory_inject.stages._base import Stage, StageContext, StageResult
 __all__ = [
     "GOVERNANCE_ORDER",
     "GOVERNANCE_STAGES",
+    "PI_PROCESSORS",
     "NegativeScope",
     "PositiveApplicability",
     "ProfileScope",
@@ -46,6 +47,7 @@ __all__ = [
     "StatusFilter",
     "apply_scope_to_routed",
     "build_governance",
+    "pi_traces",
 ]
 
 
@@ -303,3 +305,42 @@ class RoutedScope:
         """Pass the main flow through; filter ``ctx.routed`` with the scope stages."""
         kept, dropped = apply_scope_to_routed(ctx, ctx.routed, self.stages)
         return StageResult(list(entries), dropped, rerouted=kept)
+
+
+#: Our governance trace names -> PI's processor names (``runMemoryProcessorPipeline``).
+PI_PROCESSORS: Mapping[str, str] = {
+    "status_filter": "StatusFilterProcessor",
+    "profile_scope": "ProfileScopeProcessor",
+    "project_scope": "BasicScopeProcessor",
+    "positive_applicability": "PositiveApplicabilityProcessor",
+    "negative_scope": "NegativeScopeProcessor",
+}
+
+
+def pi_traces(traces: Iterable[Any], ids: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """PI's view of a render's governance traces: the shape PI's consumers read.
+
+    One ``{processor, input_count, output_count, excluded_ids,
+    exclusion_reasons}`` per governance stage that ran, in order, with PI's
+    processor names; ``excluded_ids`` in drop order and ``exclusion_reasons``
+    keyed by record id. ``traces`` are :class:`StageTrace` values (a
+    ``RenderResult.trace``), whose drops are keyed by entry key; ``ids`` maps
+    a key to its record id where they differ (PI's imported records use the id
+    as key, so by default the key is the id).
+    """
+    out: list[dict[str, Any]] = []
+    for trace in traces:
+        processor = PI_PROCESSORS.get(getattr(trace, "name", ""))
+        if processor is None:
+            continue
+        reasons = {(ids or {}).get(key, key): reason for key, reason in trace.dropped.items()}
+        out.append(
+            {
+                "processor": processor,
+                "input_count": trace.input_count,
+                "output_count": trace.output_count,
+                "excluded_ids": list(reasons),
+                "exclusion_reasons": reasons,
+            }
+        )
+    return out

@@ -9,9 +9,9 @@ splits the query's phrases by document frequency (``fts5vocab``, cached):
   over just them): the rarest single words while their rows add up to at most
   :data:`RANK_BUDGET`, and every prefix or multi-word phrase;
 * **scoring-only** phrases (the other single words) still count in each
-  candidate's BM25: their share is added in Python with FTS5's own formula,
-  from their instances in ``highlight()`` and the row's length in
-  ``memories_fts_docsize``.
+  candidate's BM25: FTS5 scores each of them alone over just the candidates
+  (the same idf, weights and lengths as in the whole query) and the shares
+  are added up.
 
 A word in at least half of the rows never draws and is not added: FTS5
 floors its idf at 1e-6, so leaving it out changes nothing but near-exact ties
@@ -37,8 +37,9 @@ from typing import Any
 
 from attrs import define
 
-from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
-from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
+from memory_inject.storage._fts_terms import TermStats, tokens_of
+from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
+from memory_inject.storage.calibration import coverage, term_weight
 
 __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 
@@ -49,8 +50,6 @@ BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0)
 _BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
 #: What a hit in each indexed column proves for :func:`coverage`.
 _COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
-#: FTS5's bm25() constants.
-_K1, _B = 1.2, 0.75
 #: How many FTS hits are ranked before the scope filter.
 WINDOW = 64
 #: The drawing phrases may hold about this many rows between them.
@@ -59,8 +58,12 @@ RANK_BUDGET = 1000
 #: highlight() marks; control characters never survive the tokenizer as words.
 _OPEN, _CLOSE = "\x01", "\x02"
 _SPAN = re.compile("\x01([^\x02]*)\x02")
-_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(len(BM25_WEIGHTS)))
-_MARK_ARGS = (_OPEN, _CLOSE) * len(BM25_WEIGHTS)
+_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
+_ID = ENTRY_COLUMNS.index("id")
+#: The columns a query word can be found in (the scope token never is one).
+_TEXT_COLUMNS = len(_COVERAGE_WEIGHTS)
+_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(_TEXT_COLUMNS))
+_MARK_ARGS = (_OPEN, _CLOSE) * _TEXT_COLUMNS
 
 
 @define
@@ -91,6 +94,7 @@ def keyword_hits(
     *,
     window: bool = True,
     scope_match: str | None = None,
+    rows: dict[str, tuple[Any, ...]] | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -98,6 +102,8 @@ def keyword_hits(
     ``window`` false (a narrow scope) filters before ranking. ``scope_match``
     (``_sqlite_schema.scope_match``) is ANDed to every ranking MATCH, so FTS5
     only ranks rows whose scope token fits; ``where`` still decides.
+    ``rows``, when given, receives the :data:`~._sqlite_schema.ENTRY_COLUMNS`
+    of hits read on the way (by id), so the caller need not read them again.
     """
     stats.refresh(conn)
     phrases = [
@@ -110,12 +116,11 @@ def keyword_hits(
     df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
-    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match)
+    hits, draw = _ranked(conn, stats, where, phrases, k, window, scope_match)
     # Every hit holds a drawing phrase, so this never walks the common words' rows.
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
-    missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, match, missing))
+    marked = _highlights(conn, match, [h.rid for h in hits], rows)
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -149,8 +154,8 @@ def _ranked(
     k: int,
     window: bool,
     scope_match: str | None,
-) -> tuple[list[_Hit], list[_Phrase], _Marked]:
-    """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
+) -> tuple[list[_Hit], list[_Phrase]]:
+    """The ``k`` best hits and the drawing phrases used."""
 
     def ranking(chosen: Sequence[_Phrase]) -> str:
         return f"({_match(chosen)}) AND {scope_match}" if scope_match else _match(chosen)
@@ -160,17 +165,16 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(draw), k, window=window)
         # Floored words would add about 1e-6: they are left to break ties.
         counted = [p for p in extra if 2 * p.df < stats.rows]
-        marked = _add_bm25(conn, stats, draw, counted, hits) if counted else {}
-        if len(counted) < len(extra):
-            marked = {}  # their marks lack the floored words
+        if counted:
+            _add_bm25(conn, counted, hits)
         hits.sort(key=lambda h: (-h.score, h.key))
         enough = len(hits) >= k
         if last is None:
             if enough or not extra:
-                return hits[:k], draw, marked
+                return hits[:k], draw
         elif enough and (extra or hits[k - 1].score > last):
             # Without scoring-only words this is exact: nothing left out can tie.
-            return hits[:k], draw, marked
+            return hits[:k], draw
         movable = [p for p in extra if 2 * p.df < stats.rows]
         if last is not None or not movable:
             break
@@ -183,9 +187,9 @@ def _ranked(
         hits, last = _candidates(conn, where, ranking(every), k, window=True)
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
-            return hits[:k], every, {}
+            return hits[:k], every
     hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
-    return hits, every, {}
+    return hits, every
 
 
 def _candidates(
@@ -207,21 +211,18 @@ def _candidates(
     namespace, scope, params = where
     size = k if exact else max(WINDOW, 4 * k)
     if window:
+        # One statement: the best hits on the index alone, then each joined to
+        # its row (None when the row is out of scope). The unary + keeps the
+        # planner on the rowid lookups.
         top = conn.execute(
-            f"SELECT rowid, -bm25(memories_fts, {_BM25_ARGS}) AS score "  # noqa: S608
-            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?",
-            (match, size),
+            "SELECT t.rid, t.score, m.id FROM "  # noqa: S608 - our fragments
+            f"(SELECT rowid AS rid, -bm25(memories_fts, {_BM25_ARGS}) AS score "
+            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?) AS t "
+            f"LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? AND {scope}",
+            (match, size, namespace, *params),
         ).fetchall()
-        score_of = {int(rid): float(score) for rid, score in top}
-        # The unary + keeps the planner on the rowid lookups: left to itself it
-        # walks the whole namespace index and tests each row against the list.
-        live = conn.execute(
-            "SELECT rid, id FROM memories WHERE rid IN (SELECT value FROM json_each(?)) "  # noqa: S608
-            f"AND +namespace = ? AND {scope}",
-            (json.dumps(list(score_of)), namespace, *params),
-        ).fetchall()
-        hits = [_Hit(str(i), int(r), score_of[int(r)]) for r, i in live]
-        return hits, (float(top[-1][1]) if len(top) == size else None)
+        hits = [_Hit(str(i), int(r), float(sc)) for r, sc, i in top if i is not None]
+        return hits, (min(float(sc) for _, sc, _ in top) if len(top) == size else None)
     sql = (
         f"SELECT m.id, -bm25(memories_fts, {_BM25_ARGS}) AS score, m.rid "  # noqa: S608
         "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
@@ -233,19 +234,39 @@ def _candidates(
     return hits, (hits[-1].score if len(hits) == size and not exact else None)
 
 
-def _highlights(conn: sqlite3.Connection, match: str, rids: Sequence[int]) -> _Marked:
-    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``."""
+def _highlights(
+    conn: sqlite3.Connection,
+    match: str,
+    rids: Sequence[int],
+    rows: dict[str, tuple[Any, ...]] | None = None,
+) -> _Marked:
+    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``.
+
+    With ``rows``, the same statement also reads each row's entry columns
+    into it (by id).
+    """
     if not rids:
         return {}
     # +rowid: a pushed-down rowid constraint re-opens the query once per row.
-    sql = (
-        f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
-        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
-    )
+    if rows is None:
+        sql = (
+            f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
+            "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+        )
+    else:
+        sql = (
+            f"SELECT memories_fts.rowid, {_MARKS}, {_ENTRY} FROM memories_fts "  # noqa: S608
+            "JOIN memories AS m ON m.rid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
+            "(SELECT value FROM json_each(?))"
+        )
     out: _Marked = {}
     for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
+        if rows is not None:
+            entry = row[1 + _TEXT_COLUMNS :]
+            rows[entry[_ID]] = entry
         cols: list[list[str]] = []
-        for text in row[1:]:
+        for text in row[1 : 1 + _TEXT_COLUMNS]:
             marked: list[str] = []
             if text and _OPEN in text:
                 for span in _SPAN.findall(text):
@@ -255,55 +276,42 @@ def _highlights(conn: sqlite3.Connection, match: str, rids: Sequence[int]) -> _M
     return out
 
 
-def _add_bm25(
-    conn: sqlite3.Connection,
-    stats: TermStats,
-    draw: Sequence[_Phrase],
-    extra: Sequence[_Phrase],
-    hits: Sequence[_Hit],
-) -> _Marked:
+def _add_bm25(conn: sqlite3.Connection, extra: Sequence[_Phrase], hits: Sequence[_Hit]) -> None:
     """Add the ``extra`` phrases' share of FTS5's bm25() to each hit's score, in place.
 
-    Every instance of a phrase is marked by ``highlight()`` (overlapping
-    instances share a span, so each marked token counts), weighed by its
-    column; ``D`` is the row's token count, ``avgdl`` the index's mean. Returns
-    the marks of the hits holding an extra phrase (all phrases marked).
+    A phrase's share of a row's bm25() is what bm25() gives the phrase alone
+    (the same idf, column weights, row length and average), so FTS5 computes
+    it: one statement, a branch per phrase, each scanning its phrase's rows
+    once and scoring only the hits (``+rowid``: a pushed-down rowid would
+    re-open the query, and recount the idf, once per hit).
     """
-    match = f"({_match(draw)}) AND ({_match(extra)})"
-    marked = _highlights(conn, match, [h.rid for h in hits])
-    if not marked:
-        return marked
-    sizes = {
-        int(i): sum(varints(bytes(sz)))
-        for i, sz in conn.execute(
-            "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(marked)),),
-        )
-    }
-    idf = [fts5_idf(stats.rows, p.df) for p in extra]
-    avgdl = stats.avgdl or 1.0
-    for h in hits:
-        cols = marked.get(h.rid)
-        if cols is None:
-            continue
-        norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
-        for p, w in zip(extra, idf, strict=True):
-            token = p.tokens[0]
-            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=True))
-            if f > 0.0:
-                h.score += w * (f * (_K1 + 1.0)) / (f + norm)
-    return marked
+    if not hits:
+        return
+    by_rid = {h.rid: h for h in hits}
+    rids = json.dumps(list(by_rid))
+    arm = (
+        f"SELECT rowid, -bm25(memories_fts, {_BM25_ARGS}) FROM memories_fts "  # noqa: S608
+        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+    )
+    sql = " UNION ALL ".join([arm] * len(extra))
+    for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids)]):
+        by_rid[int(rid)].score += float(share)
 
 
 def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:
     """The row's :func:`coverage` of the query from its marked tokens per column."""
-    present = [0.0] * len(phrases)
+    best: dict[str, float] = {}  # each marked token's best column weight
     for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
-        if not toks:
+        for t in toks:
+            if best.get(t, 0.0) < weight:
+                best[t] = weight
+    present = [0.0] * len(phrases)
+    for i, p in enumerate(phrases):
+        if p.simple:
+            present[i] = best.get(p.tokens[0], 0.0)
             continue
-        held = set(toks)
-        for i, p in enumerate(phrases):
-            if present[i] < weight and _holds(held, p.tokens, p.prefix):
+        for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
+            if toks and present[i] < weight and _holds(set(toks), p.tokens, p.prefix):
                 present[i] = weight
     return coverage(weights, present)
 

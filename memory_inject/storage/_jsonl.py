@@ -17,12 +17,14 @@ from typing import IO, Any
 
 import attrs
 
+from memory_inject.storage._pi_records import is_pi_record, pi_record
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
     "RECORD_FIELDS",
     "check_regular_file",
     "format_ts",
+    "import_confidence",
     "read_jsonl",
     "record_from_json",
     "record_to_json",
@@ -65,7 +67,7 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
             value = None if value is None else format_ts(value)
         elif isinstance(value, tuple):
             value = list(value)
-        elif name == "scope" and value is not None:
+        elif name in ("scope", "metadata") and value is not None:
             value = dict(value)
         out[name] = value
     return out
@@ -85,14 +87,26 @@ def _check_types(obj: Mapping[str, Any]) -> None:
             raise ValueError(f"'{name}' must be a number or null (got {value!r})")
         if name == "times_used" and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"'times_used' must be an integer (got {value!r})")
-        if name == "scope" and value is not None and not isinstance(value, dict):
-            raise ValueError(f"'scope' must be an object or null (got {value!r})")
+        if name in ("scope", "metadata") and value is not None and not isinstance(value, dict):
+            raise ValueError(f"'{name}' must be an object or null (got {value!r})")
         if (
             name == "embedding"
             and value is not None
             and (not isinstance(value, list) or not all(_is_number(x) for x in value))
         ):
             raise ValueError(f"'embedding' must be a list of numbers or null (got {value!r:.60})")
+
+
+def import_confidence(value: Any) -> Any:
+    """The one rule for a confidence read from outside: 0..1 as is, (1, 100] a percentage.
+
+    founder-os stores confidence as an integer 0..100, PI and our exports as
+    0..1, so a value above 1 (up to 100) is divided by 100; ``1`` stays 1.0.
+    Anything else is left for the record's own check to refuse.
+    """
+    if _is_number(value) and 1 < value <= 100:
+        return value / 100
+    return value
 
 
 def _is_number(value: Any) -> bool:
@@ -174,6 +188,8 @@ def record_from_json(obj: Any) -> MemoryRecord:
     """The record a JSON object describes; ``ValueError`` names the first problem."""
     if not isinstance(obj, dict):
         raise ValueError(f"each line must be a JSON object (got {type(obj).__name__})")
+    if is_pi_record(obj):
+        return pi_record(obj)
     unknown = sorted(set(obj) - set(RECORD_FIELDS))
     if unknown:
         raise ValueError(f"unknown field {unknown[0]!r}")
@@ -184,6 +200,8 @@ def record_from_json(obj: Any) -> MemoryRecord:
     _check_values(obj)
     # A null id, status, category or namespace means "the default", as when omitted.
     clean = {k: v for k, v in obj.items() if not (v is None and k in _REQUIRED_STR)}
+    if "confidence" in clean:
+        clean["confidence"] = import_confidence(clean["confidence"])
     try:
         record = MemoryRecord(**clean)
     except (TypeError, ValueError, OverflowError) as exc:

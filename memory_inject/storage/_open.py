@@ -20,7 +20,7 @@ from memory_inject.storage.sqlite import SQLiteStore
 if TYPE_CHECKING:
     from memory_inject.storage.postgres import PostgresStore
 
-__all__ = ["open_store"]
+__all__ = ["open_store", "sqlite_path"]
 
 
 class _Memory(Protocol):
@@ -42,10 +42,29 @@ def open_store(
 ) -> InMemoryStore | SQLiteStore | PostgresStore:
     """Open the store ``agent.memory.backend`` names; SQLite at ``.memory/memory.db`` by default.
 
-    A relative SQLite ``path`` is resolved against ``base_dir`` (default: the
-    current directory). ``kind: postgres`` without a ``dsn`` is a ``ValueError``.
+    A relative SQLite ``path`` is resolved against ``base_dir``, by default the
+    folder of the agent file it was loaded from (``agent.source``), so the
+    store does not depend on the current directory; an agent built in code
+    (source ``<memory>``) resolves against the current directory.
+    ``kind: postgres`` without a ``dsn`` is a ``ValueError``.
     """
-    return _open_backend(**attrs.asdict(agent.memory.backend), base_dir=base_dir)
+    base = base_dir if base_dir is not None else _source_dir(agent)
+    return _open_backend(**attrs.asdict(agent.memory.backend), base_dir=base)
+
+
+def _source_dir(agent: object) -> Path | None:
+    source = getattr(agent, "source", None)
+    if not isinstance(source, str) or not source or source.startswith("<"):
+        return None
+    return Path(source).parent
+
+
+def sqlite_path(agent: _Agent, base_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The file :func:`open_store` opens for a SQLite backend (relative paths resolved the
+    same way), for callers that must check it exists first (the CLI's read-only commands)."""
+    p = Path(getattr(agent.memory.backend, "path", ".memory/memory.db"))
+    base = base_dir if base_dir is not None else _source_dir(agent)
+    return p if base is None or p.is_absolute() else Path(base) / p
 
 
 def _open_backend(

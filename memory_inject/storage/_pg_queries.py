@@ -239,6 +239,45 @@ class Queries:
         ).format(cols=self.rec, t=self.t, where=where)
         return Stmt(query, {**params, "pats": patterns, "lim": limit})
 
+    def tagged(
+        self,
+        scope: Scope,
+        limit: int,
+        *,
+        entity_id: str | None,
+        source: str | None,
+        statuses: Sequence[str] | None,
+    ) -> Stmt:
+        """Live rows tagged with ``entity_id`` / written by ``source`` (and of ``statuses``).
+
+        Best confidence first (none last), then newest update: a recall plan's
+        entity and plugin queries. The status filter runs before the limit.
+        """
+        where, params = self._live(scope)
+        parts: list[sql.Composable] = [where]
+        if entity_id is not None:
+            parts.append(sql.SQL("%(entity)s = ANY(entity_ids)"))
+            params["entity"] = entity_id
+        if source is not None:
+            parts.append(sql.SQL("source = %(source)s"))
+            params["source"] = source
+        if statuses is not None:
+            parts.append(sql.SQL("status = ANY(%(statuses)s)"))
+            params["statuses"] = list(statuses)
+        query = sql.SQL(
+            "SELECT {cols} FROM {t} WHERE {where} "
+            "ORDER BY confidence DESC NULLS LAST, updated_at DESC, rid DESC LIMIT %(lim)s"
+        ).format(cols=self.rec, t=self.t, where=sql.SQL(" AND ").join(parts))
+        return Stmt(query, {**params, "lim": limit})
+
+    def entity_ids(self) -> Stmt:
+        """Every entity id on a row of the namespace that is not forgotten."""
+        query = sql.SQL(
+            "SELECT DISTINCT e FROM {t}, unnest(entity_ids) AS e "
+            "WHERE namespace = %s AND deleted_at IS NULL ORDER BY e"
+        ).format(t=self.t)
+        return Stmt(query, (self.ns,))
+
     # reads
 
     def get(self, key: str) -> Stmt:

@@ -76,6 +76,7 @@ _TYPES: dict[str, str] = {
     "last_used_at": "timestamptz",
     "expires_at": "timestamptz",
     "deleted_at": "timestamptz",
+    "metadata": "jsonb",
     "embedding": "double precision[]",
 }
 _LISTS = frozenset(c for c, t in _TYPES.items() if t.startswith("text[]"))
@@ -161,10 +162,33 @@ def _create_base(conn: psycopg.Connection[Any], names: TableNames) -> None:
         conn.execute(stmt.format(**params))
 
 
+def _add_pi_records(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """``metadata`` (an imported record's fields without a column) and the standing index.
+
+    New tables already have the column (``_create_base`` writes every field).
+    """
+    conn.execute(
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS metadata jsonb").format(names.ident())
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, layer, rule_type, confidence) "
+            "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
+        ).format(names.ident("_standing_idx"), names.ident())
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, category, updated_at) "
+            "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
+        ).format(names.ident("_standing_cat_idx"), names.ident())
+    )
+
+
 #: Ordered, forward-only migrations: ``(version, description, apply)``.
 MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames], None]], ...] = (
     (1, "memories table, tsvector + GIN, recency, time and session indexes", _create_base),
     (2, "context expansion: ctx_prev, ctx_prev2, ctx_day in the tsvector", add_context),
+    (3, "PI records: metadata column, standing-context index", _add_pi_records),
 )
 
 
@@ -263,7 +287,7 @@ def record_params(record: MemoryRecord) -> list[Any]:
         value = getattr(record, name)
         if name in _LISTS or (name == "embedding" and value is not None):
             value = list(value)
-        elif name == "scope" and value is not None:
+        elif name in ("scope", "metadata") and value is not None:
             value = Jsonb(dict(value))
         out.append(value)
     return out

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from memory_inject.exceptions import RecallInterruptedError
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage._fts_terms import TermStats
@@ -28,6 +29,27 @@ T = TypeVar("T")
 
 #: One retry after this pause when the database is locked (founder-os's rule).
 LOCK_RETRY_DELAY_S = 0.3
+#: Under a deadline, the clock is read every this many SQLite VM steps (a few
+#: tens of microseconds of work), so a statement stops that soon after it.
+PROGRESS_STEPS = 10_000
+
+
+class _Until:
+    """``with store.interrupt_at(until):`` for this thread (nested ones keep the earlier)."""
+
+    __slots__ = ("_local", "_prev", "_until")
+
+    def __init__(self, local: threading.local, until: float) -> None:
+        self._local = local
+        self._until = until
+        self._prev: float | None = None
+
+    def __enter__(self) -> None:
+        self._prev = getattr(self._local, "until", None)
+        self._local.until = self._until if self._prev is None else min(self._prev, self._until)
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.until = self._prev
 
 
 class SQLiteConnections(PersistentStore):
@@ -45,11 +67,15 @@ class SQLiteConnections(PersistentStore):
     _conn: sqlite3.Connection
     _rconn: sqlite3.Connection
     _stats: TermStats
+    _busy_ms: int
+    _local: threading.local
 
     # -- opening --------------------------------------------------------------
 
     def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str) -> None:
         self._lock = threading.RLock()
+        self._busy_ms = busy_timeout_ms
+        self._local = threading.local()
         self._conn = schema.connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
             self._retry(self._prepare_schema(create, synchronous), "open")
@@ -84,7 +110,57 @@ class SQLiteConnections(PersistentStore):
         """The database file (``:memory:`` for a private in-process database)."""
         return self._path
 
+    def interrupt_at(self, until: float) -> _Until:
+        """Reads this thread makes inside stop by ``until`` (a ``perf_counter`` value).
+
+        A statement still running then is interrupted (a progress handler),
+        the read lock and a locked database are waited for no longer, and the
+        call raises :class:`~memory_inject.exceptions.RecallInterruptedError`:
+        nothing is left running that holds the store.
+        """
+        return _Until(self._local, until)
+
+    def _read_until(self, op: Callable[[], T], what: str, until: float) -> T:
+        conn = self._rconn
+        for attempt in (1, 2):
+            left = until - time.perf_counter()
+            if left <= 0.0 or not self._rlock.acquire(timeout=left):
+                raise RecallInterruptedError(f"{self._path}: {what}: the deadline passed")
+            try:
+                self._check_open(what)
+                conn.set_progress_handler(lambda: time.perf_counter() > until, PROGRESS_STEPS)
+                busy = max(1, int(left * 1000.0))
+                if busy < self._busy_ms:
+                    conn.execute(f"PRAGMA busy_timeout = {busy}")
+                try:
+                    return op()
+                finally:
+                    conn.set_progress_handler(None, 0)
+                    if busy < self._busy_ms:
+                        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "interrupt" in str(exc).lower():
+                    raise RecallInterruptedError(
+                        f"{self._path}: {what}: stopped at the deadline"
+                    ) from exc
+                late = until - time.perf_counter() <= LOCK_RETRY_DELAY_S
+                if attempt == 1 and schema.is_locked(exc) and not late:
+                    time.sleep(LOCK_RETRY_DELAY_S)
+                    continue
+                raise schema.wrap_error(exc, f"{self._path}: {what}") from exc
+            except sqlite3.Error as exc:
+                raise schema.wrap_error(exc, f"{self._path}: {what}") from exc
+            finally:
+                self._rlock.release()
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
+        if read:
+            until = getattr(self._local, "until", None)
+            if until is not None:
+                return self._read_until(op, what, until)
         lock = self._rlock if read else self._lock
         for attempt in (1, 2):
             try:

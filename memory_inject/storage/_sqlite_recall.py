@@ -12,18 +12,29 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from attrs import define
+
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
-from memory_inject.storage._sqlite_schema import decode_vector, fetch, is_locked
+from memory_inject.storage._sqlite_schema import (
+    ENTRY_COLUMNS,
+    decode_vector,
+    fetch,
+    fetch_entries,
+    is_locked,
+    row_to_entry,
+)
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["scored_recall"]
+__all__ = ["KeywordPhase", "keyword_phase", "scored_recall"]
+
+_ID = ENTRY_COLUMNS.index("id")
 
 
 def scored_recall(
@@ -42,6 +53,7 @@ def scored_recall(
     stats: TermStats | None = None,
     vectors: tuple[VectorCache, VectorScope] | None = None,
     scope_match: str | None = None,
+    keyword: KeywordPhase | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
@@ -51,7 +63,9 @@ def scored_recall(
     ``stats`` the connection's cached index statistics (a fresh cache if None);
     ``vectors`` the store's cached matrices and the same scope for them
     (None scans the stored vectors); ``scope_match`` the session's index
-    tokens for the keyword stage (``_sqlite_schema.scope_match``).
+    tokens for the keyword stage (``_sqlite_schema.scope_match``);
+    ``keyword`` the keyword stage already run by :func:`keyword_phase` (while
+    the query was being embedded), so only the vector stage and fusion remain.
     """
     conn.execute("BEGIN")
     try:
@@ -70,10 +84,76 @@ def scored_recall(
             stats or TermStats(),
             vectors,
             scope_match,
+            keyword,
         )
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
+
+
+@define
+class KeywordPhase:
+    """What the keyword stage found: ``(id, score)`` hits, their BM25, rows read on the way."""
+
+    hits: list[tuple[str, float]]
+    bm25: dict[str, float]
+    rows: dict[str, tuple[Any, ...]]
+    degraded: str | None
+
+
+def keyword_phase(
+    conn: sqlite3.Connection,
+    *,
+    namespace: str,
+    query: str,
+    limit: int,
+    scope: str,
+    params: Sequence[Any],
+    narrow: bool,
+    stats: TermStats | None,
+    scope_match: str | None,
+) -> KeywordPhase:
+    """The keyword stage of :func:`scored_recall` alone, in a read transaction of its own."""
+    conn.execute("BEGIN")
+    try:
+        where = (namespace, scope, params)
+        return _keyword(conn, where, query, limit, narrow, stats or TermStats(), scope_match)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _keyword(
+    conn: sqlite3.Connection,
+    where: tuple[str, str, Sequence[Any]],
+    query: str,
+    limit: int,
+    narrow: bool,
+    stats: TermStats,
+    scope_match: str | None,
+) -> KeywordPhase:
+    rows: dict[str, tuple[Any, ...]] = {}
+    words = content_words(query)
+    if not words:
+        return KeywordPhase([], {}, rows, None)
+    try:
+        ranked = keyword_hits(
+            conn,
+            stats,
+            where,
+            words,
+            limit * 2,
+            window=not narrow,
+            scope_match=scope_match,
+            rows=rows,
+        )
+    except sqlite3.OperationalError as exc:
+        if is_locked(exc) or "interrupt" in str(exc).lower():
+            raise
+        return KeywordPhase([], {}, rows, f"fts_failed: {exc}")
+    return KeywordPhase(
+        [(i, score) for i, score, _ in ranked], {i: b for i, _, b in ranked}, rows, None
+    )
 
 
 def _run(
@@ -91,42 +171,30 @@ def _run(
     stats: TermStats,
     vectors: tuple[VectorCache, VectorScope] | None,
     scope_match: str | None,
+    done: KeywordPhase | None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
-    keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
-    bm25: dict[str, float] = {}
     hits: ScopeVectors | None = None
     if query_vec is not None:
         vector, hits = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2, vectors)
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    if query_vec is None or fusion.search_mode != "embedding":
-        words = content_words(query)
-        if words:
-            try:
-                where = (namespace, scope, params)
-                ranked = keyword_hits(
-                    conn,
-                    stats,
-                    where,
-                    words,
-                    limit * 2,
-                    window=not narrow,
-                    scope_match=scope_match,
-                )
-                keyword = [(i, score) for i, score, _ in ranked]
-                bm25 = {i: b for i, _, b in ranked}
-            except sqlite3.OperationalError as exc:
-                if is_locked(exc):
-                    raise
-                degraded = degraded or f"fts_failed: {exc}"
+    if done is None and (query_vec is None or fusion.search_mode != "embedding"):
+        where = (namespace, scope, params)
+        done = _keyword(conn, where, query, limit, narrow, stats, scope_match)
+    if done is None:
+        done = KeywordPhase([], {}, {}, None)
+    keyword, bm25, rows = done.hits, done.bm25, done.rows
+    degraded = degraded or done.degraded
     vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
     fused = fuse(keyword, vector, fusion, limit, scores)
     if fused:
-        ids = json.dumps([i for i, _ in fused])
-        rows = fetch(conn, namespace, "id IN (SELECT value FROM json_each(?))", (ids,))
-        by_id = {r.id: r for r in rows}
-        entries = [by_id[i].to_entry(s) for i, s in fused if i in by_id]
+        unread = [i for i, _ in fused if i not in rows]
+        if unread:
+            by_id = "id IN (SELECT value FROM json_each(?))"
+            for row in fetch_entries(conn, namespace, by_id, (json.dumps(unread),)):
+                rows[row[_ID]] = row
+        entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
     found = _like_stage(conn, namespace, scope, params, query, limit)

@@ -15,6 +15,7 @@ import struct
 import threading
 import urllib.parse
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,17 @@ from memory_inject.exceptions import (
     StoreLockedError,
     StoreMissingError,
 )
+from memory_inject.models import MemoryEntry, parse_timestamp
+from memory_inject.models import _category as category_of
+from memory_inject.records import EXTRA_FIELDS
 from memory_inject.storage._jsonl import RECORD_FIELDS, format_ts
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
     "APPLICATION_ID",
     "COLUMNS",
+    "ENTRY_COLUMNS",
+    "ENTRY_SELECT",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SELECT",
@@ -40,10 +46,12 @@ __all__ = [
     "decode_vector",
     "encode_vector",
     "fetch",
+    "fetch_entries",
     "is_locked",
     "migrate",
     "prepare",
     "record_to_row",
+    "row_to_entry",
     "row_to_record",
     "take_damaged",
     "wrap_error",
@@ -247,6 +255,18 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         END""",  # noqa: S608 - built from constants
         "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
     ),
+    # 5: PI records (issue 12). ``metadata`` keeps the fields of an imported
+    # record that have no column (JSON text); the partial index serves the
+    # standing-context query (a profile's active L1 records and L2 rules, and
+    # the newest rows of the always-shown sections), so it reads those rows,
+    # not the namespace.
+    (
+        "ALTER TABLE memories ADD COLUMN metadata TEXT",
+        "CREATE INDEX memories_standing ON memories (namespace, layer, rule_type, confidence) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+        "CREATE INDEX memories_standing_category ON memories (namespace, category, updated_at) "
+        "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -282,6 +302,7 @@ _TIMESTAMPS = frozenset({"timestamp", "updated_at", "last_used_at", "expires_at"
 _LISTS = frozenset(
     {"tags", "entity_ids", "applies_when", "does_not_apply_when", "known_exceptions", "supersedes"}
 )
+_MAPPINGS = frozenset({"scope", "metadata"})
 
 
 def is_locked(exc: sqlite3.Error) -> bool:
@@ -360,7 +381,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
             row.append(format_ts(value))
         elif name in _LISTS:
             row.append(json.dumps(list(value), ensure_ascii=False))
-        elif name == "scope":
+        elif name in _MAPPINGS:
             row.append(json.dumps(dict(value), ensure_ascii=False, sort_keys=True))
         elif name == "embedding":
             row.append(encode_vector(value))
@@ -385,7 +406,7 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
     try:
         for name, raw in zip(COLUMNS, row, strict=True):
             value = raw
-            if raw is not None and (name in _LISTS or name == "scope"):
+            if raw is not None and (name in _LISTS or name in _MAPPINGS):
                 # Most lists are empty: skip the JSON decoder for them (the hot read path).
                 value = () if raw == "[]" else json.loads(raw)
             elif raw is not None and name == "embedding":
@@ -404,6 +425,113 @@ def row_to_record(row: Sequence[Any]) -> MemoryRecord:
 _damaged = threading.local()
 
 
+#: The columns an entry needs (every record column but the embedding, in order).
+ENTRY_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c != "embedding")
+ENTRY_SELECT = ", ".join(ENTRY_COLUMNS)
+_ENTRY_INDEX = {name: i for i, name in enumerate(ENTRY_COLUMNS)}
+_EXTRA_DECODE = tuple(
+    (name, _ENTRY_INDEX[name], "list" if name in _LISTS else "ts" if name in _TIMESTAMPS else "")
+    for name in EXTRA_FIELDS
+)
+_I = _ENTRY_INDEX
+_set = object.__setattr__
+#: Parsed timestamp texts (recall parses the same few rows over and over).
+_TS_CACHE: dict[str, datetime] = {}
+
+
+def _ts(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    value = _TS_CACHE.get(text)
+    if value is None:
+        if len(_TS_CACHE) >= 65536:
+            _TS_CACHE.clear()
+        value = _TS_CACHE[text] = parse_timestamp(text)
+    return value
+
+
+def row_to_entry(row: Sequence[Any], score: float | None) -> MemoryEntry:
+    """The entry for a row of :data:`ENTRY_COLUMNS` values: ``row_to_record(row).to_entry(score)``.
+
+    Rows were validated when written, so the record's converters and
+    validators are skipped (recall builds entries on every turn); the test
+    suite compares the two for every column. A column damaged on disk (JSON
+    or a time that cannot be parsed) reads as empty and the row is noted
+    for :func:`take_damaged`, so one bad row cannot fail every recall.
+    """
+    try:
+        return _row_to_entry(row, score)
+    except (TypeError, ValueError, RecursionError) as exc:
+        _note_damaged(f"row {row[_I['key']]!r:.80} cannot be decoded: {type(exc).__name__}")
+        return _row_to_entry(row, score, tolerant=True)
+
+
+def _json_or(raw: str, empty: Any, tolerant: bool) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        if not tolerant:
+            raise
+        return empty
+
+
+def _ts_or_none(text: str | None, tolerant: bool) -> datetime | None:
+    try:
+        return _ts(text)
+    except (TypeError, ValueError):
+        if not tolerant:
+            raise
+        return None
+
+
+def _row_to_entry(
+    row: Sequence[Any], score: float | None, *, tolerant: bool = False
+) -> MemoryEntry:
+    extra: dict[str, Any] = {}
+    for name, i, kind in _EXTRA_DECODE:
+        raw = row[i]
+        if kind == "list":
+            value = () if raw is None or raw == "[]" else _json_or(raw, (), tolerant)
+            if tolerant and not isinstance(value, list | tuple):
+                value = ()
+            extra[name] = tuple(str(v) for v in value)
+        elif kind == "ts":
+            extra[name] = _ts_or_none(raw, tolerant)
+        elif name == "scope" and raw is not None:
+            extra[name] = _json_or(raw, None, tolerant)
+        elif name == "metadata" and raw is not None:
+            extra[name] = (
+                _json_or(raw, None, tolerant) or None
+            )  # the record's converter: {} is None
+        else:
+            extra[name] = raw
+    entry = object.__new__(MemoryEntry)
+    _set(entry, "key", row[_I["key"]])
+    _set(entry, "content", row[_I["content"]])
+    _set(entry, "category", category_of(row[_I["category"]]))
+    _set(entry, "timestamp", _ts_or_none(row[_I["timestamp"]], tolerant))
+    _set(entry, "session_id", row[_I["session_id"]])
+    _set(entry, "score", None if score is None else float(score))
+    _set(entry, "importance", row[_I["importance"]])
+    _set(entry, "id", row[_I["id"]])
+    _set(entry, "namespace", row[_I["namespace"]])
+    _set(entry, "extra", extra)
+    if extra["updated_at"] is None:
+        extra["updated_at"] = entry.timestamp
+    return entry
+
+
+def fetch_entries(
+    conn: sqlite3.Connection,
+    namespace: str,
+    where: str,
+    params: Sequence[Any],
+) -> list[tuple[Any, ...]]:
+    """Entry rows (:data:`ENTRY_COLUMNS`) of ``namespace`` matching ``where``."""
+    sql = f"SELECT {ENTRY_SELECT} FROM memories WHERE namespace = ? AND {where}"  # noqa: S608
+    return conn.execute(sql, (namespace, *params)).fetchall()
+
+
 def fetch(
     conn: sqlite3.Connection, namespace: str, where: str, params: Sequence[Any]
 ) -> list[MemoryRecord]:
@@ -418,9 +546,13 @@ def fetch(
         try:
             out.append(row_to_record(r))
         except DamagedRowError as exc:
-            skipped: list[str] = getattr(_damaged, "rows", [])
-            _damaged.rows = [*skipped[-9:], str(exc)]
+            _note_damaged(str(exc))
     return out
+
+
+def _note_damaged(what: str) -> None:
+    skipped: list[str] = getattr(_damaged, "rows", [])
+    _damaged.rows = [*skipped[-9:], what]
 
 
 def take_damaged() -> list[str]:

@@ -6,9 +6,10 @@ written against it runs unchanged on SQLite. Lexical recall ranks by Okapi
 BM25 over key, content and tags and scores each hit as the persistent stores
 do: the idf-weighted share of the query's content terms it holds
 (:func:`~memory_inject.storage.calibration.coverage`), so the renderer's
-relevance floor means the same thing on every store. It has no vectors,
-JSONL, usage counters or namespaces (see ``docs/storage.md`` for the
-capabilities of each store).
+relevance floor means the same thing on every store. It answers a recall
+plan's entity and plugin queries (``recall_where``, ``known_entities``) as
+the persistent stores do. It has no vectors, JSONL, usage counters or
+namespaces (see ``docs/storage.md`` for the capabilities of each store).
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ import asyncio
 import builtins
 import threading
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
-from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
+from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
 
 __all__ = ["InMemoryStore"]
 
@@ -100,6 +102,7 @@ class InMemoryStore:
         self._sets: dict[str, frozenset[str]] = {}
         self._df: Counter[str] = Counter()
         self._length = 0
+        self._writes = 0
         for r in records:
             if not isinstance(r, MemoryRecord):
                 raise TypeError(f"'records' must hold MemoryRecord values (got {type(r).__name__})")
@@ -115,6 +118,7 @@ class InMemoryStore:
     def _put(self, record: MemoryRecord) -> None:
         tokens = _terms(" ".join((record.key, record.content, *record.tags)))
         with self._lock:
+            self._writes += 1
             self._drop(record.key)
             self._records[record.key] = record
             self._tokens[record.key] = tokens
@@ -167,6 +171,7 @@ class InMemoryStore:
     def forget(self, key: str) -> bool:
         """Remove ``key``; True if it existed."""
         with self._lock:
+            self._writes += 1
             return self._drop(key) is not None
 
     # -- reads ----------------------------------------------------------------
@@ -246,9 +251,87 @@ class InMemoryStore:
         hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
         return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
 
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """One query of a recall plan, as the persistent stores answer it.
+
+        With ``entity_id`` or ``source``: the live rows in scope tagged with
+        that entity or written by that source, best confidence first (none
+        last), then newest update (``score`` None). Otherwise ``recall``: the
+        store has only the lexical modality, which serves ``mode`` ``lexical``
+        and ``semantic`` alike. ``statuses`` keeps only rows with one of those
+        statuses, before the limit.
+        """
+        if limit <= 0:
+            return []
+        if entity_id is None and source is None:
+            return ranked_of(
+                lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+            )
+        now = datetime.now(UTC)
+        allowed = None if statuses is None else frozenset(statuses)
+        with self._lock:
+            pool = [
+                r
+                for r in reversed(self._records.values())
+                if _live(r, now)
+                and _in_scope(r, session_id, None, None, self._shared)
+                and (entity_id is None or entity_id in r.entity_ids)
+                and (source is None or r.source == source)
+                and (allowed is None or r.status in allowed)
+            ]
+        pool.sort(key=lambda r: r.updated_at or r.timestamp, reverse=True)
+        pool.sort(key=lambda r: (r.confidence is None, -(r.confidence or 0.0)))
+        return [r.to_entry(None) for r in pool[:limit]]
+
+    def known_entities(self) -> dict[str, str]:
+        """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
+        with self._lock:
+            ids = [e for r in self._records.values() if r.deleted_at is None for e in r.entity_ids]
+        return entity_names(sorted(set(ids)))
+
     def _prefix_df(self, prefix: str) -> int:
         """How many records hold a token starting with ``prefix`` (the lock is held)."""
         return sum(1 for held in self._sets.values() if _holds(held, prefix, True))
+
+    @property
+    def data_version(self) -> int:
+        """A number that changes with every write (the standing-context cache's key)."""
+        with self._lock:
+            return self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's standing context: active L1 records, then active L2 hard rules.
+
+        See :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        now = datetime.now(UTC)
+        with self._lock:
+            live = [
+                r
+                for r in self._records.values()
+                if _live(r, now)
+                and r.status == "active"
+                and (r.profile_id is None or r.profile_id == profile_id)
+            ]
+        picked = standing_pick(live, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
 
     async def arecall(
         self,

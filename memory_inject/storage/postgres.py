@@ -20,7 +20,7 @@ it on a ``ConnectionPool`` connection and :meth:`PostgresStore._arun` on an
 The store is built in layers: the pools, their lifecycle and those two drivers
 live in ``_pg_conn``; JSONL import/export in ``_pg_bulk``; the statements in
 ``_pg_queries`` and the recall logic in ``_pg_recall``; this module has the
-constructor, reads, writes and the recall plan.
+constructor, reads, writes, the recall plan and a recall plan's filtered queries.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
@@ -50,14 +51,21 @@ from memory_inject.storage._pg_bulk import PostgresBulk
 from memory_inject.storage._pg_conn import Steps, translate_errors
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage._pg_schema import (
+    RECALL_COLUMNS,
     TableNames,
     ensure_vectors,
     migrate,
     record_params,
     row_to_record,
 )
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.fusion import Fusion, RecallInfo
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
+from memory_inject.storage.records import (
+    CARRIED_ON_STORE,
+    HARD_RULE_TYPES,
+    MemoryRecord,
+    standing_pick,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -130,6 +138,7 @@ class PostgresStore(PostgresBulk):
         self._aloop = None
         self._alock = threading.Lock()
         self._last = RecallInfo()
+        self._writes = 0
         self._rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
         self._lexemes: dict[str, tuple[str, ...]] = {}
@@ -183,6 +192,7 @@ class PostgresStore(PostgresBulk):
 
     def _stats_changed(self) -> None:
         """A write of ours: forget the term statistics if they counted the rows exactly."""
+        self._writes += 1
         cached = self._terms
         if cached is not None and cached[1].exact:
             self._terms = None
@@ -202,6 +212,7 @@ class PostgresStore(PostgresBulk):
 
     def forget(self, key: str) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten."""
+        self._writes += 1
         return self._run("forget", _rowcount(self._q.forget(key))) > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
@@ -244,6 +255,155 @@ class PostgresStore(PostgresBulk):
         entries, self._last = await self._arun("recall", rq.recall_steps(plan))
         self._keep_terms(plan)
         return entries
+
+    # -- multi-source recall (founder-os plans) ------------------------------------
+
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """One query of a recall plan, as ``SQLiteStore.recall_where`` answers it.
+
+        With ``entity_id`` or ``source``: the live rows tagged with that entity
+        or written by that source (of ``statuses``, filtered before the
+        limit), best confidence first, then newest (``score`` None).
+        Otherwise ``recall`` restricted to one modality, as on SQLite:
+        ``mode="semantic"`` (the pgvector stage; none without an embedder and
+        pgvector, said so in ``last_recall_info``) or ``"lexical"`` (the
+        keyword stage); ``statuses`` filters a deeper window (:func:`status_window`).
+        """
+        if entity_id is None and source is None:
+            forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
+            if forced is None:
+                return ranked_of(
+                    lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
+                )
+            if forced == "embedding" and not self._vectors:
+                self._last = RecallInfo(degraded="embedder_failed: no vector search configured")
+                return []
+            return ranked_of(
+                lambda n: self._forced(query or "", n, session_id, forced), limit, statuses
+            )
+        if limit <= 0:
+            return []
+        stmt = self._q.tagged(
+            Scope(session_id=session_id),
+            int(limit),
+            entity_id=entity_id,
+            source=source,
+            statuses=None if statuses is None else builtins.list(statuses),
+        )
+        rows = self._run("recall_where", _rows(stmt))
+        return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
+
+    def _forced(
+        self, query: str, limit: int, session_id: str | None, search_mode: str
+    ) -> builtins.list[MemoryEntry]:
+        """``recall`` with the fusion's ``search_mode`` forced (one modality only)."""
+        plan = self._plan(RecallQuery(query, limit, session_id, None, None))
+        if plan is None:
+            return []
+        f = self._fusion
+        plan.fusion = Fusion(
+            mode=f.mode,
+            vector_weight=f.vector_weight,
+            keyword_weight=f.keyword_weight,
+            rrf_k=f.rrf_k,
+            search_mode=search_mode,
+        )
+        if search_mode == "bm25":
+            plan.vector = None
+        entries, self._last = self._run("recall", rq.recall_steps(plan))
+        self._keep_terms(plan)
+        return entries
+
+    def known_entities(self) -> dict[str, str]:
+        """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
+        rows = self._run("entities", _rows(self._q.entity_ids()))
+        return entity_names(str(r[0]) for r in rows)
+
+    # -- standing context (PI's hard rules and L1, every turn) ------------------
+
+    @property
+    def data_version(self) -> int:
+        """This store's write count: it changes with every write made through it.
+
+        A server has no cheap "changed since" counter; writes by other processes
+        are seen when the standing-context cache entry ages out
+        (:data:`memory_inject.standing.MAX_AGE_S`).
+        """
+        return self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's active L1 records (insertion order) and most confident L2 hard rules.
+
+        One statement on the ``_standing_idx`` partial index; at most ``limit``
+        of each. See :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        if limit <= 0:
+            return []
+        rows = self._run(
+            "standing_records",
+            _rows(self._standing(profile_id, limit, min_confidence, categories or {})),
+        )
+        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
+        picked = standing_pick(records, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
+
+    def _standing(
+        self,
+        profile_id: str | None,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None],
+    ) -> Stmt:
+        live = sql.SQL(
+            "namespace = %(ns)s AND status = 'active' AND deleted_at IS NULL "
+            "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > now()) "
+            "AND (profile_id IS NULL OR profile_id = %(profile)s::text)"
+        )
+        query = sql.SQL(
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L1', 'l1') "
+            "ORDER BY rid LIMIT %(lim)s) UNION ALL "
+            "(SELECT {cols}, rid FROM {t} WHERE {live} AND layer IN ('L2', 'l2') "
+            "AND rule_type = ANY(%(types)s) AND confidence >= %(conf)s "
+            "ORDER BY confidence DESC, rid LIMIT %(lim)s)"
+        ).format(cols=self._q.rec, t=self._q.t, live=live)
+        params: dict[str, Any] = {
+            "ns": self._namespace,
+            "profile": profile_id,
+            "lim": limit,
+            "types": list(HARD_RULE_TYPES),
+            "conf": min_confidence,
+        }
+        for n, (category, since) in enumerate(categories.items()):
+            query += sql.SQL(
+                " UNION ALL (SELECT {cols}, rid FROM {t} WHERE {live} AND category = {c} "
+                'AND ({since}::timestamptz IS NULL OR "timestamp" >= {since}) '
+                "ORDER BY updated_at DESC, rid DESC LIMIT %(lim)s)"
+            ).format(
+                cols=self._q.rec,
+                t=self._q.t,
+                live=live,
+                c=sql.Placeholder(f"cat{n}"),
+                since=sql.Placeholder(f"since{n}"),
+            )
+            params[f"cat{n}"], params[f"since{n}"] = str(category), since
+        return Stmt(query + sql.SQL(" ORDER BY rid"), params)
 
     # -- the shared core ----------------------------------------------------------
 

@@ -6,7 +6,7 @@ model every store and the store contract share); it is re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +14,25 @@ import attrs
 
 from memory_inject.records import EXTRA_FIELDS, MemoryRecord
 
-__all__ = ["CARRIED_ON_STORE", "EXTRA_FIELDS", "MemoryRecord", "carry_over", "store_draft"]
+__all__ = [
+    "CARRIED_ON_STORE",
+    "EXTRA_FIELDS",
+    "HARD_RULE_TYPES",
+    "MemoryRecord",
+    "carry_over",
+    "standing_pick",
+    "store_draft",
+]
+
+#: The rule types that make an L2 record a hard rule (PI's four, and their short forms).
+HARD_RULE_TYPES: tuple[str, ...] = (
+    "avoid_pattern",
+    "avoid",
+    "prefer_pattern",
+    "prefer",
+    "convention",
+    "correction",
+)
 
 
 #: ``store()`` keeps these from the row it replaces unless they are passed: identity,
@@ -73,3 +91,46 @@ def carry_over(
 
 
 _STORE_FIELDS = frozenset(a.name for a in attrs.fields(MemoryRecord)) - _NAMED_IN_STORE
+
+
+def standing_pick(
+    records: Iterable[MemoryRecord],
+    limit: int,
+    min_confidence: float,
+    categories: Mapping[str, datetime | None] | None = None,
+) -> list[MemoryRecord]:
+    """The standing context among live, active, in-profile ``records`` in insertion order.
+
+    The first ``limit`` L1 records, then the ``limit`` most confident L2 hard
+    rules (ties: insertion order), then for each of ``categories`` its
+    ``limit`` most recently updated records written at or after the
+    category's time (``None``: any time). The SQL stores fetch a superset
+    with one statement and select with this, so every store answers alike.
+    """
+    l1: list[MemoryRecord] = []
+    rules: list[tuple[int, MemoryRecord]] = []
+    cats = dict(categories or {})
+    by_cat: dict[str, list[tuple[int, MemoryRecord]]] = {c: [] for c in cats}
+    for n, r in enumerate(records):
+        layer = (r.layer or "").upper()
+        if layer == "L1":
+            l1.append(r)
+        elif (
+            layer == "L2"
+            and r.rule_type in HARD_RULE_TYPES
+            and r.confidence is not None
+            and r.confidence >= min_confidence
+        ):
+            rules.append((n, r))
+        category = str(r.category)
+        if category in cats:
+            since = cats[category]
+            if since is None or r.timestamp >= since:
+                by_cat[category].append((n, r))
+    rules.sort(key=lambda p: (-(p[1].confidence or 0.0), p[0]))
+    cap = max(0, limit)
+    out = l1[:cap] + [r for _, r in rules[:cap]]
+    for rows in by_cat.values():
+        rows.sort(key=lambda p: (p[1].updated_at or p[1].timestamp, p[0]), reverse=True)
+        out.extend(r for _, r in rows[:cap])
+    return list({r.key: r for r in out}.values())

@@ -21,7 +21,9 @@ import builtins
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -31,12 +33,18 @@ from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import RecallQuery, check_namespace
 from memory_inject.storage._jsonl import format_ts
+from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
-from memory_inject.storage._sqlite_recall import scored_recall
+from memory_inject.storage._sqlite_recall import KeywordPhase, keyword_phase, scored_recall
 from memory_inject.storage._vector_cache import VectorCache, VectorScope
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
-from memory_inject.storage.records import MemoryRecord, carry_over
+from memory_inject.storage.records import (
+    HARD_RULE_TYPES,
+    MemoryRecord,
+    carry_over,
+    standing_pick,
+)
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
 
@@ -44,6 +52,31 @@ T = TypeVar("T")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+
+
+#: Query embeddings run here while the keyword stage reads the index; at most
+#: this many at once (beyond it, and for a hung embedder, the query is
+#: embedded first, in the recall's own thread, as before).
+_EMBED_SLOTS = 4
+_embed_pool = ThreadPoolExecutor(max_workers=_EMBED_SLOTS, thread_name_prefix="memory-inject-embed")
+_embed_free = threading.BoundedSemaphore(_EMBED_SLOTS)
+
+
+def _overlap(
+    embedder: object | None,
+    fusion: Fusion,
+    embed: Callable[[], tuple[tuple[float, ...] | None, str | None]],
+) -> Future[tuple[tuple[float, ...] | None, str | None]] | None:
+    """Start embedding the query in a worker, for a hybrid recall with a free slot; else None."""
+    if embedder is None or fusion.search_mode != "hybrid" or not _embed_free.acquire(False):
+        return None
+    try:
+        future = _embed_pool.submit(embed)
+    except BaseException:
+        _embed_free.release()
+        raise
+    future.add_done_callback(lambda _: _embed_free.release())
+    return future
 
 
 def _now() -> datetime:
@@ -95,6 +128,7 @@ class SQLiteStore(SQLiteBulk):
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
         self._last = RecallInfo()
+        self._writes = 0
         self._open(create=create, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous.upper())
 
     # -- plumbing -------------------------------------------------------------
@@ -111,6 +145,7 @@ class SQLiteStore(SQLiteBulk):
         try:
             return super()._write(op, what)
         finally:
+            self._writes += 1
             if self._vectors is not None:
                 self._vectors.bump()
 
@@ -222,7 +257,28 @@ class SQLiteStore(SQLiteBulk):
             rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall")
             self._last = RecallInfo(strategy="recent")
             return [r.to_entry(None) for r in rows]
-        query_vec, degraded = self._query_vector(query, fusion)
+        keyword: KeywordPhase | None = None
+        embedding = _overlap(self._embedder, fusion, lambda: self._query_vector(query, fusion))
+        if embedding is not None:
+            # The keyword stage runs (in its own read) while the query is embedded;
+            # if it fails the embedding is left to finish on its own.
+            keyword = self._read(
+                lambda c: keyword_phase(
+                    c,
+                    namespace=self._namespace,
+                    query=query,
+                    limit=limit,
+                    scope=scope,
+                    params=params,
+                    narrow=since is not None or until is not None,
+                    stats=self._stats,
+                    scope_match=None if session_id is None else self._scope_match(session_id),
+                ),
+                "recall",
+            )
+            query_vec, degraded = embedding.result()
+        else:
+            query_vec, degraded = self._query_vector(query, fusion)
         entries, info = self._read(
             lambda c: scored_recall(
                 c,
@@ -242,6 +298,7 @@ class SQLiteStore(SQLiteBulk):
                 vectors=None
                 if self._vectors is None
                 else (self._vectors, self._vector_scope(params[0], session_id, since, until)),
+                keyword=keyword,
             ),
             "recall",
         )
@@ -258,6 +315,14 @@ class SQLiteStore(SQLiteBulk):
             return self._embed([query])[0], None
         except EmbedderError as exc:
             return None, f"embedder_failed: {exc}"
+
+    @property
+    def interrupts_in_place(self) -> bool:
+        """True without an embedder: a recall is then SQLite's work alone, which
+        :meth:`interrupt_at` stops at the deadline (a model's query embedding
+        cannot be stopped, so with one the render keeps its worker thread).
+        """
+        return self._embedder is None
 
     def _scope_match(self, session_id: str) -> str:
         return schema.scope_match(session_id, self._shared)
@@ -309,6 +374,7 @@ class SQLiteStore(SQLiteBulk):
         mode: str | None = None,
         entity_id: str | None = None,
         source: str | None = None,
+        statuses: Sequence[str] | None = None,
     ) -> builtins.list[MemoryEntry]:
         """One query of a recall plan.
 
@@ -316,8 +382,16 @@ class SQLiteStore(SQLiteBulk):
         or written by that source, best confidence first, then newest
         (``score`` None). Otherwise ``recall`` restricted to one modality:
         ``mode="semantic"`` (vectors only) or ``"lexical"`` (BM25 only).
+        ``statuses`` keeps only rows with one of those statuses, before the
+        limit (a ranked recall over-fetches, see :func:`status_window`).
         """
         if entity_id is None and source is None:
+            if statuses is not None:
+                return ranked_of(
+                    lambda n: self.recall_where(query, n, session_id=session_id, mode=mode),
+                    limit,
+                    statuses,
+                )
             forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
             if forced is None or (forced == "embedding" and self._embedder is None):
                 if forced == "embedding":
@@ -340,6 +414,9 @@ class SQLiteStore(SQLiteBulk):
         if source is not None:
             scope += " AND source = ?"
             params.append(source)
+        if statuses is not None:
+            scope += f" AND status IN ({', '.join('?' * len(statuses)) or 'NULL'})"
+            params.extend(statuses)
         sql = (
             f"{scope} ORDER BY confidence IS NULL, confidence DESC, updated_at DESC, rid DESC "
             "LIMIT ?"
@@ -359,9 +436,68 @@ class SQLiteStore(SQLiteBulk):
             "WHERE m.namespace = ? AND m.deleted_at IS NULL"
         )
         rows = self._read(lambda c: c.execute(sql, (self._namespace,)).fetchall(), "entities")
-        out: dict[str, str] = {}
-        for (eid,) in rows:
-            name = str(eid).rsplit(":", 1)[-1].replace("-", " ").replace("_", " ").strip()
-            if name:
-                out[name] = str(eid)
-        return out
+        return entity_names(str(eid) for (eid,) in rows)
+
+    # -- standing context (PI's hard rules and L1, every turn) ----------------
+
+    @property
+    def data_version(self) -> tuple[int, int]:
+        """Changes whenever the file does: SQLite's ``data_version`` and this store's commits.
+
+        ``PRAGMA data_version`` moves when another connection or process commits;
+        the write count covers this store's own commits (which a ``:memory:``
+        database's shared connection does not see there).
+        """
+        version = self._read(
+            lambda c: int(c.execute("PRAGMA data_version").fetchone()[0]), "data_version"
+        )
+        return version, self._writes
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        *,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's active L1 records (insertion order) and most confident L2 hard rules.
+
+        One statement on the ``memories_standing`` partial index; at most
+        ``limit`` of each. See
+        :class:`~memory_inject.contract.SupportsStandingContext`.
+        """
+        if limit <= 0:
+            return []
+        live = (
+            "namespace = ? AND status = 'active' AND deleted_at IS NULL "
+            "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?) "
+            "AND (profile_id IS NULL OR profile_id = ?)"
+        )
+        types = ", ".join("?" * len(HARD_RULE_TYPES))
+        sql = (
+            f"SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "  # noqa: S608
+            "AND layer IN ('L1', 'l1') ORDER BY rid LIMIT ?) "
+            f"UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories WHERE {live} "
+            f"AND layer IN ('L2', 'l2') AND rule_type IN ({types}) AND confidence >= ? "
+            "ORDER BY confidence DESC, rid LIMIT ?)"
+        )
+        head = (self._namespace, format_ts(_now()), profile_id)
+        params: builtins.list[Any] = [*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit]
+        for category, since in (categories or {}).items():
+            # No time bound without one: the category index then serves the query.
+            bound = "" if since is None else "AND timestamp >= ? "
+            sql += (
+                f" UNION ALL SELECT * FROM (SELECT {schema.SELECT}, rid FROM memories "  # noqa: S608
+                f"WHERE {live} AND category = ? {bound}"
+                "ORDER BY updated_at DESC, rid DESC LIMIT ?)"
+            )
+            params += [*head, str(category), *([] if since is None else [format_ts(since)]), limit]
+        sql += " ORDER BY rid"
+
+        def run(conn: sqlite3.Connection) -> builtins.list[MemoryRecord]:
+            return [schema.row_to_record(r[:-1]) for r in conn.execute(sql, params)]
+
+        rows = self._read(run, "standing_records")  # in rid (insertion) order
+        picked = standing_pick(rows, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]

@@ -195,7 +195,8 @@ class TestDamagedRows:
     def test_a_damaged_row_is_skipped_and_the_rest_recalled(
         self, tmp_path: Path, damage: tuple[str, Any]
     ) -> None:
-        """Recall, list and render succeed without the damaged row; the skip is recorded."""
+        """Recall and render succeed; a damaged column reads as empty in recall, list() skips
+        the row, and both note it (``take_damaged``)."""
         path = tmp_path / f"{abs(hash(damage))}.db"
         with SQLiteStore(path) as store:
             store.store("deploy", "Production deploys go to prod-3.")
@@ -208,12 +209,17 @@ class TestDamagedRows:
         _sqlite_schema.take_damaged()
         with SQLiteStore(path) as store:
             out = render_memory_context(
-                store, "production deploys", config=MemoryInjectConfig(min_relevance_score=0.0)
+                store,
+                "production deploys",
+                config=MemoryInjectConfig(min_relevance_score=0.0, deadline_ms=None),
             )
-            assert ["deploy"] == sorted(r.key for r in store.list())
+            listed = sorted(r.key for r in store.list())
         assert isinstance(out.event, MemoryRecall)
         assert out.event.success, out.event.error
-        assert ["deploy"] == [e.key for e in out.entries]
+        assert "deploy" in [e.key for e in out.entries]
+        if column != "embedding":  # recall reads no vector of a row it shows
+            assert ["deploy"] == listed
         skipped = _sqlite_schema.take_damaged()
-        assert skipped
+        if column != "embedding":
+            assert skipped
         assert all("'broken'" in s for s in skipped)

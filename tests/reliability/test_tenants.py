@@ -44,9 +44,9 @@ from memory_inject.testing import recording
 if TYPE_CHECKING:
     # The adapters ship as memory_inject.adapters from the top-level adapters/ folder
     # (package-dir); type checkers read the folder, which has no such mapping.
-    from adapters.channel import InboundMessage, session_scopes
+    from adapters.channel import InboundMessage, person_scope, session_scopes
 else:
-    from memory_inject.adapters.channel import InboundMessage, session_scopes
+    from memory_inject.adapters.channel import InboundMessage, person_scope, session_scopes
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 NAMESPACES = ("alice-bot", "ops-bot")
@@ -116,7 +116,7 @@ def sender_id(i: int) -> str:
 
 def build_world(path: Path, rng: random.Random) -> World:
     scopes = {
-        "sender": [f"tg_{i}" for i in range(N_SENDERS)],  # sanitize_session_key("tg:i")
+        "sender": [person_scope("telegram", sender_id(i)) for i in range(N_SENDERS)],
         "dm": [f"telegram_dm_{i}" for i in range(N_SENDERS)],
         "group": [f"telegram_group_{g}" for g in range(N_GROUPS)],
         "cli": [f"cli_{i}" for i in range(N_CLI)],
@@ -126,7 +126,7 @@ def build_world(path: Path, rng: random.Random) -> World:
     profiles = [f"project:p{i}" for i in range(N_PROFILES)]
     profile_of = {s: rng.choice(profiles) for ids in scopes.values() for s in ids}
     for i in range(N_SENDERS):  # a sender and their direct messages share a profile
-        profile_of[f"telegram_dm_{i}"] = profile_of[f"tg_{i}"]
+        profile_of[f"telegram_dm_{i}"] = profile_of[person_scope("telegram", sender_id(i))]
     owners: dict[int, Owner] = {}
     for ns in NAMESPACES:
         lines: list[str] = []
@@ -350,7 +350,12 @@ class TestTenantIsolation:
 
     def test_sub_turns_see_nothing(self) -> None:
         """A nested turn is skipped before recall, whatever its session and config."""
-        for sessions in ((), (None,), ("telegram_dm_1",), ("tg_1", "telegram_group_1")):
+        for sessions in (
+            (),
+            (None,),
+            ("telegram_dm_1",),
+            (person_scope("telegram", "tg:1"), "telegram_group_1"),
+        ):
             policy = resolve_inject_policy(
                 TurnOrigin.SUB_TURN, has_session=has_session(sessions), config=CONFIG
             )
@@ -363,7 +368,13 @@ class TestTenantIsolation:
     ) -> None:
         """The same scope id in two agents: each agent recalls only its own rows."""
         for ns, store in stores.items():
-            for session in ("telegram_dm_3", "telegram_group_3", "tg_3", "%", "' OR '1'='1"):
+            for session in (
+                "telegram_dm_3",
+                "telegram_group_3",
+                person_scope("telegram", "tg:3"),
+                "%",
+                "' OR '1'='1",
+            ):
                 out = render_memory_context(
                     store,
                     "",

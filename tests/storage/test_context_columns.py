@@ -81,13 +81,14 @@ class TestMigrationToContextColumns:
                 ("q", "Alice: which trail did you pick?"),
                 ("a", "Bob: the ridge loop"),
             ):
-                row = schema.record_to_row(
+                full = schema.record_to_row(
                     MemoryRecord(key=key, content=content, session_id="chat", timestamp=DAY)
                 )
-                conn.execute(
-                    f"INSERT INTO memories ({schema.SELECT}) VALUES ({', '.join('?' * len(row))})",
-                    row,
-                )
+                # The columns a version 2 file has (v5 added ``metadata``).
+                cols = [c for c in schema.COLUMNS if c != "metadata"]
+                row = [v for c, v in zip(schema.COLUMNS, full, strict=True) if c != "metadata"]
+                marks = ", ".join("?" * len(row))
+                conn.execute(f"INSERT INTO memories ({', '.join(cols)}) VALUES ({marks})", row)
         finally:
             conn.close()
         with SQLiteStore(path) as s:

@@ -97,11 +97,14 @@ class TestMigrations:
     def test_old_file_is_migrated_forward(self, db: Path) -> None:
         """A version-1 file gains the FTS index, which indexes its existing rows."""
         db.parent.mkdir(parents=True)
-        row = schema.record_to_row(MemoryRecord(key="old", content="written before full-text"))
+        full = schema.record_to_row(MemoryRecord(key="old", content="written before full-text"))
+        cols = [c for c in schema.COLUMNS if c != "metadata"]  # v5 added metadata
+        row = [v for c, v in zip(schema.COLUMNS, full, strict=True) if c != "metadata"]
         with raw(db) as conn:
             schema.migrate(conn, target=1)
             conn.execute(
-                f"INSERT INTO memories ({schema.SELECT}) VALUES ({', '.join('?' * len(row))})", row
+                f"INSERT INTO memories ({', '.join(cols)}) VALUES ({', '.join('?' * len(row))})",
+                row,
             )
         assert 1 == pragma(db, "user_version")
         with SQLiteStore(db) as s:
@@ -471,7 +474,7 @@ class TestPlanQueries:
             )
             assert {"acme-terms", "renewal"} == {e.key for e in out.entries}
             assert isinstance(out.event, MemoryRecall)
-            assert "status:candidate" == out.event.dropped["cand"]
+            assert "cand" not in out.event.dropped  # filtered in the query: never fetched
             assert [1, 1] == [stored(s, k).times_used for k in ("acme-terms", "renewal")]
             assert 0 == stored(s, "cand").times_used
 
@@ -482,7 +485,7 @@ class TestPlanQueries:
         from memory_inject.storage.sqlite import SQLiteStore
 
         with SQLiteStore(tmp_path / "n.db") as s:
-            s.store("renewal", "renewal emails go out on Fridays", source="P10")
+            s.store("renewal", "renewal emails go out on Fridays", source="P10", status="confirmed")
             cfg = MemoryInjectConfig(
                 recall_plan=RecallPlanConfig(enabled=True, preset="founder_os")
             )

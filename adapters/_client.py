@@ -1,0 +1,404 @@
+"""The engine of the client wrappers: one turn per new user message, blocks kept in place.
+
+A wrapped ``create`` call hands its message list (``messages=`` or the
+Responses ``input=``) to :meth:`ClientMemory.prepare`. The user's message is
+found by :mod:`.messages`; a fingerprint of the conversation up to it (the
+role and text of each message, and the turn's sessions) says whether this is
+a new turn or another step of a tool loop:
+
+* a known fingerprint with messages after the user's (the model's tool call, the
+  tool's result) is a tool-loop step: the same block again, no recall, no event;
+* anything else is a new turn: policy, render, one event. So a retry of the same
+  request, or another conversation that happens to start with the same words, is a
+  turn of its own, and the rule needs no state shared between threads or tasks.
+
+**Earlier blocks.** With ``earlier_blocks="keep"`` (the default) every
+earlier user message the wrapper gave a block gets the same block again, at
+the same place, so each request starts with the exact bytes of the previous
+one and the provider's prompt cache keeps hitting; the cost is every earlier
+block, resent each turn. ``"strip"`` sends only this turn's block: fewer
+tokens, but the previous turn's message changes, so the cache stops there.
+The caller's list is never modified either way (docs/adapters.md measures both).
+
+**Sub-turns.** A turn opens a mark in :func:`.loop.current_turn`'s context
+variable (a context variable, so it follows threads and tasks as MemoryLoop's
+does). A new turn that starts while a mark is open, in a conversation that
+does not contain the marked turn's message, is a nested agent (a tool that
+runs another agent): ``sub_turn``, no block, one ``memory_skipped``. A
+conversation that does contain it is the next turn of the same one. The mark
+closes when the model answers without asking for a tool (or the call raises).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, Unpack
+
+from attrs import frozen
+
+from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
+from memory_inject.models import TurnOrigin
+
+from . import _core
+from ._base import Adapter, AdapterOptions
+from .loop import LoopTurn, MemoryLoop, _current
+from .messages import (
+    Api,
+    Placement,
+    check_api,
+    check_placement,
+    find_user_message,
+    get_field,
+    is_user_message,
+    message_text,
+    place_on,
+)
+
+__all__ = [
+    "EARLIER_BLOCKS",
+    "ClientMemory",
+    "ClientOptions",
+    "Create",
+    "EarlierBlocks",
+    "Endpoint",
+    "Forward",
+    "Prepared",
+    "acall",
+    "call",
+    "memory_of",
+]
+
+EarlierBlocks = Literal["keep", "strip"]
+EARLIER_BLOCKS: tuple[str, ...] = ("keep", "strip")
+#: How many user messages' blocks a wrapper remembers (oldest forgotten first).
+MEMO_SIZE = 4096
+
+
+class ClientOptions(AdapterOptions, total=False):
+    """The wrappers' options: the turns' scopes and origin, and where blocks go."""
+
+    #: Session scopes of every turn (e.g. ``["cli_main"]``); none: sessionless.
+    sessions: Iterable[str | None]
+    #: The origin of a turn that is not nested (default ``interactive``).
+    origin: TurnOrigin | str
+    #: Every turn is suppressed (no recall; one ``memory_skipped``).
+    suppress: bool
+    #: ``prefix_user`` (default) or ``message``, as in :func:`.messages.inject_block`.
+    placement: Placement
+    #: ``keep`` (default: byte-identical prefix) or ``strip`` (only this turn's block).
+    earlier_blocks: EarlierBlocks
+
+
+@frozen
+class Prepared:
+    """What ``prepare`` did: the list to send and this turn's injection (None: reused)."""
+
+    messages: list[Any]
+    injection: _core.Injection | None
+    fingerprint: str | None  # the turn's user message (None: no turn)
+
+
+@frozen
+class _Plan:
+    prints: dict[int, str]
+    idx: int | None
+    req: _core.Request | None  # None: nothing to render, ``done`` is the answer
+    done: Prepared | None = None
+
+
+@frozen
+class _Mark:
+    fingerprint: str
+    parent: LoopTurn | None
+
+
+_log = logging.getLogger("memory_inject.adapters")
+_MARKS: OrderedDict[str, _Mark] = OrderedDict()  # turn_id -> mark, for every wrapper
+
+
+class ClientMemory(Adapter):
+    """Policy, render and placement for one wrapped client (shared by OpenAI and Anthropic)."""
+
+    default_channel = "api"
+
+    def __init__(
+        self, store: Memory, agent_config: AgentConfig, **options: Unpack[ClientOptions]
+    ) -> None:
+        """See :class:`ClientOptions`; the store is checked here (``TypeError``)."""
+        placement = options.pop("placement", "prefix_user")
+        earlier = options.pop("earlier_blocks", "keep")
+        sessions = _core.scopes(options.pop("sessions", ()))
+        origin = TurnOrigin(options.pop("origin", TurnOrigin.INTERACTIVE))
+        suppress = bool(options.pop("suppress", False))
+        check_placement(placement)
+        if earlier not in EARLIER_BLOCKS:
+            raise ValueError(f"'earlier_blocks' must be one of {EARLIER_BLOCKS} (got {earlier!r})")
+        super().__init__(store, agent_config, **_adapter_options(options))
+        self.placement: Placement = placement
+        self.earlier_blocks: EarlierBlocks = earlier
+        self.sessions = sessions
+        self.origin = origin
+        self.suppress = suppress
+        self._blocks: OrderedDict[str, str] = OrderedDict()
+        self._mark_owner = MemoryLoop(store, agent_config)  # owns the marks, renders nothing
+
+    # -- one call -------------------------------------------------------------------
+
+    def _fingerprints(self, messages: Sequence[Any], upto: int, api: Api) -> dict[int, str]:
+        """A fingerprint per user message up to ``upto`` (a rolling hash of the conversation)."""
+        h = hashlib.sha256(repr(self.sessions).encode())
+        out: dict[int, str] = {}
+        for i in range(upto + 1):
+            msg = messages[i]
+            role = get_field(msg, "role") or get_field(msg, "type")
+            h.update(f"\x1e{role}\x1f{message_text(msg)}".encode())
+            if i == upto or is_user_message(msg, api=api):
+                out[i] = h.copy().hexdigest()
+        return out
+
+    def _nested(self, fingerprints: Iterable[str]) -> bool:
+        active = _current.get()
+        if active is None:
+            return False
+        mark = _MARKS.get(active.turn_id)
+        return mark is None or mark.fingerprint not in set(fingerprints)
+
+    def _request(self, messages: Sequence[Any], idx: int, nested: bool) -> _core.Request:
+        return _core.Request(
+            origin=TurnOrigin.SUB_TURN if nested else self.origin,
+            query=message_text(messages[idx]),
+            sessions=self.sessions,
+            suppress=self.suppress,
+            turn=self._meta(None),
+        )
+
+    def _open(self, fingerprint: str, turn_id: str, nested: bool) -> None:
+        active = _current.get()
+        parent = active
+        if not nested and active is not None:  # the next turn of the open one: replace it
+            replaced = _MARKS.pop(active.turn_id, None)
+            parent = replaced.parent if replaced is not None else None
+        mark = LoopTurn(
+            origin=TurnOrigin.SUB_TURN if nested else self.origin,
+            sessions=self.sessions,
+            suppress=self.suppress,
+            turn_id=turn_id,
+            owner=self._mark_owner,
+            nested=nested,
+        )
+        _MARKS[turn_id] = _Mark(fingerprint, parent)
+        while len(_MARKS) > MEMO_SIZE:
+            _MARKS.popitem(last=False)
+        _current.set(mark)  # left set on purpose: the turn spans this call and the tools after it
+
+    def end_turn(self) -> None:
+        """Close this wrapper's open turn by hand (a loop that stopped with a tool call
+        unanswered), so a later, unrelated conversation in this context is not a sub-turn."""
+        active = _current.get()
+        mark = _MARKS.get(active.turn_id) if active is not None else None
+        if active is not None and mark is not None and active.owner is self._mark_owner:
+            self.close(mark.fingerprint)
+
+    def close(self, fingerprint: str | None) -> None:
+        """End the turn of ``fingerprint`` if it is the open one (the model answered)."""
+        active = _current.get()
+        mark = _MARKS.get(active.turn_id) if active is not None else None
+        if fingerprint is None or active is None or mark is None:
+            return
+        if mark.fingerprint == fingerprint:
+            _MARKS.pop(active.turn_id, None)  # another thread may have trimmed it already
+            _current.set(mark.parent)
+
+    def _plan(self, messages: Sequence[Any], api: Api) -> _Plan:
+        check_api(api)
+        idx, problem = find_user_message(messages, api=api)
+        if problem is not None:
+            req = _core.Request(
+                origin=TurnOrigin.SUB_TURN if _current.get() else self.origin,
+                query="",
+                sessions=self.sessions,
+                suppress=self.suppress,
+                turn=self._meta(None),
+            )
+            injection = _core.unreadable(self.store, self.agent_config, req, problem)
+            return _Plan({}, None, None, Prepared(list(messages), injection, None))
+        if idx is None:
+            return _Plan({}, None, None, Prepared(list(messages), None, None))
+        prints = self._fingerprints(messages, idx, api)
+        if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
+            return _Plan(prints, idx, None, self._placed(messages, prints, idx, None))
+        return _Plan(prints, idx, self._request(messages, idx, self._nested(prints.values())))
+
+    def _placed(
+        self,
+        messages: Sequence[Any],
+        prints: dict[int, str],
+        idx: int | None,
+        injection: _core.Injection | None,
+    ) -> Prepared:
+        out = list(messages)
+        if idx is None:
+            return Prepared(out, injection, None)
+        if injection is not None:
+            self._blocks[prints[idx]] = injection.block
+            while len(self._blocks) > MEMO_SIZE:
+                self._blocks.popitem(last=False)
+            nested = injection.origin is TurnOrigin.SUB_TURN
+            self._open(prints[idx], injection.turn.turn_id, nested)
+        keep = self.earlier_blocks == "keep"
+        for i in sorted(prints, reverse=True):  # right to left: an insert shifts nothing before it
+            if i == idx or keep:
+                out = place_on(out, i, self._blocks.get(prints[i], ""), placement=self.placement)
+        return Prepared(out, injection, prints[idx])
+
+    def prepare(self, messages: Sequence[Any], *, api: Api) -> Prepared:
+        """The list to send for one ``create`` call; never raises because of memory."""
+        plan = self._plan(messages, api)
+        if plan.req is None:
+            return plan.done or Prepared(list(messages), None, None)
+        injection = self._serve(plan.req, self._save(plan.req))
+        return self._placed(messages, plan.prints, plan.idx, injection)
+
+    async def aprepare(self, messages: Sequence[Any], *, api: Api) -> Prepared:
+        """The async twin of :meth:`prepare`."""
+        plan = self._plan(messages, api)
+        if plan.req is None:
+            return plan.done or Prepared(list(messages), None, None)
+        injection = await self._aserve(plan.req, self._save(plan.req))
+        return self._placed(messages, plan.prints, plan.idx, injection)
+
+    def _save(self, req: _core.Request) -> _core.Save:
+        first = next((s for s in self.sessions if s is not None), None)
+        return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
+
+
+def _adapter_options(options: ClientOptions) -> AdapterOptions:
+    out: AdapterOptions = {}
+    for name in ("channel", "agent_alias", "autosave", "cwd"):
+        if name in options:
+            out[name] = options[name]
+    return out
+
+
+# -- wrapping a create() ---------------------------------------------------------------
+
+
+@frozen
+class Endpoint:
+    """How one SDK method carries its messages: the keyword, the API and the tool test."""
+
+    key: str  # "messages" or "input"
+    api: Api
+    wants_tools: Callable[[Any], bool]  # the response asks the caller to run a tool
+
+
+def _outgoing(value: Any) -> tuple[list[Any], bool] | None:
+    """The message list of a keyword's value (a Responses ``input`` string is one message)."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}], True
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        return list(value), False
+    return None
+
+
+def _back(messages: list[Any], was_text: bool) -> Any:
+    if was_text and len(messages) == 1 and isinstance(get_field(messages[0], "content"), str):
+        return get_field(messages[0], "content")
+    return messages
+
+
+def _finished(
+    memory: ClientMemory, endpoint: Endpoint, fp: str | None, resp: Any, **kw: Any
+) -> None:
+    try:
+        asks = not kw.get("stream") and endpoint.wants_tools(resp)
+    except Exception:  # noqa: BLE001 - an unexpected response shape ends the turn
+        asks = False
+    if not asks:
+        memory.close(fp)
+
+
+def call(
+    memory: ClientMemory, endpoint: Endpoint, create: Callable[..., Any], kwargs: dict[str, Any]
+) -> Any:
+    """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``."""
+    found = _outgoing(kwargs.get(endpoint.key))
+    if found is None:
+        return create(**kwargs)
+    try:
+        prepared = memory.prepare(found[0], api=endpoint.api)
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return create(**kwargs)
+    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
+    try:
+        resp = create(**sent)
+    except BaseException:
+        memory.close(prepared.fingerprint)
+        raise
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    return resp
+
+
+async def acall(
+    memory: ClientMemory, endpoint: Endpoint, create: Callable[..., Any], kwargs: dict[str, Any]
+) -> Any:
+    """The async twin of :func:`call`."""
+    found = _outgoing(kwargs.get(endpoint.key))
+    if found is None:
+        return await create(**kwargs)
+    try:
+        prepared = await memory.aprepare(found[0], api=endpoint.api)
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return await create(**kwargs)
+    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
+    try:
+        resp = await create(**sent)
+    except BaseException:
+        memory.close(prepared.fingerprint)
+        raise
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    return resp
+
+
+class Forward:
+    """Forwards every attribute to the wrapped SDK object, except those it defines."""
+
+    def __init__(self, target: Any, memory: ClientMemory) -> None:
+        """Wrap ``target``; ``memory`` is the client's engine."""
+        self._target = target
+        self.memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
+        return getattr(self._target, name)
+
+
+class Create(Forward):
+    """An SDK resource whose ``create`` places the block (sync or async, as the SDK's is)."""
+
+    def __init__(self, target: Any, memory: ClientMemory, endpoint: Endpoint) -> None:
+        """Wrap ``target.create`` for ``endpoint``."""
+        super().__init__(target, memory)
+        self._endpoint = endpoint
+
+    def create(self, **kwargs: Any) -> Any:
+        """The SDK's ``create`` with memory; returns what it returns (a coroutine when async)."""
+        fn = self._target.create
+        if inspect.iscoroutinefunction(inspect.unwrap(fn)):
+            return acall(self.memory, self._endpoint, fn, kwargs)
+        return call(self.memory, self._endpoint, fn, kwargs)
+
+
+def memory_of(client: object) -> ClientMemory:
+    """The memory engine of a wrapped client (its options, e.g. ``.sessions``)."""
+    memory = vars(client).get("memory") if hasattr(client, "__dict__") else None
+    if not isinstance(memory, ClientMemory):
+        raise TypeError(f"'client' must be a wrapped client (got {type(client).__name__})")
+    return memory

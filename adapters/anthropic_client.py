@@ -1,0 +1,55 @@
+"""The plain Anthropic client with memory: ``messages.create``.
+
+::
+
+    from anthropic import Anthropic
+    from memory_inject.adapters.anthropic_client import wrap_anthropic
+
+    client = wrap_anthropic(Anthropic(), store, agent, sessions=["cli_main"])
+    response = client.messages.create(model=MODEL, max_tokens=1024, system=SYSTEM,
+                                      messages=messages, tools=tools)
+    messages.append({"role": "assistant", "content": response.content})  # as Anthropic's docs do
+
+Everything else is the SDK's client (``AsyncAnthropic`` works the same way
+with ``await``). The block goes on the user's message, never into ``system``
+and never onto a ``tool_result`` carrier; a new user message is a new turn,
+tool-loop calls reuse the block, a nested agent inside a tool is
+``sub_turn``. See :mod:`.openai_client` and :mod:`._client` for the rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, Unpack, cast
+
+from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
+
+from ._client import ClientMemory, ClientOptions, Create, Endpoint, Forward, memory_of
+from .messages import get_field
+
+__all__ = ["AnthropicWithMemory", "memory_of", "wrap_anthropic"]
+
+C = TypeVar("C")
+
+
+def _wants_tools(resp: Any) -> bool:
+    return bool(get_field(resp, "stop_reason") == "tool_use")
+
+
+MESSAGES = Endpoint("messages", "anthropic", _wants_tools)
+
+
+class AnthropicWithMemory(Forward):
+    """An ``Anthropic`` / ``AsyncAnthropic`` whose ``messages.create`` places the block."""
+
+    @property
+    def messages(self) -> Create:
+        """``client.messages``, with ``create`` placing the block."""
+        return Create(self._target.messages, self.memory, MESSAGES)
+
+
+def wrap_anthropic(
+    client: C, store: Memory, agent: AgentConfig, **options: Unpack[ClientOptions]
+) -> C:
+    """``client`` with memory, typed as the client itself (see :class:`ClientOptions`)."""
+    return cast(C, AnthropicWithMemory(client, ClientMemory(store, agent, **options)))

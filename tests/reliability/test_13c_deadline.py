@@ -1,0 +1,196 @@
+"""Issue 13 (item 5) and issue 14: a SQLite store stops its own recall at the deadline.
+
+A render with a deadline used to hand every recall to a worker thread and walk
+away from it at the deadline; the abandoned recall kept running and kept the
+store's read lock, so the next users' renders got nothing (``deadline``, then
+``store_busy``). The SQLite store now interrupts its statements at the
+deadline (a progress handler) and waits for its lock no longer than that, so
+nothing is left running; without an embedder the render makes the call in
+its own thread, with no thread hop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject import MemoryInjectConfig, arender_memory_context, render_memory_context
+from memory_inject.exceptions import RecallInterruptedError
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.testing import recording
+
+#: A statement that runs for minutes unless something stops it.
+ENDLESS = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1e12) "
+    "SELECT count(*) FROM c"
+)
+DEADLINE = MemoryInjectConfig(deadline_ms=100)
+
+
+class SlowSQLite(SQLiteStore):
+    """A real SQLite store whose recall runs an endless statement on its read connection."""
+
+    threads: list[str]
+
+    def _recall(self, *args: Any, **kwargs: Any) -> list[Any]:
+        self.threads.append(threading.current_thread().name)
+        self._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+        return []
+
+
+@pytest.fixture
+def slow(tmp_path: Path) -> Iterator[SlowSQLite]:
+    with SlowSQLite(tmp_path / "m.db") as store:
+        store.threads = []
+        store.store("fact", "deploys go to prod-3")
+        yield store
+
+
+def lock_is_free(store: SQLiteStore, wait: float = 2.0) -> bool:
+    """True when another thread can take the store's read lock within ``wait`` seconds."""
+    got: list[bool] = []
+
+    def probe() -> None:
+        got.append(store._rlock.acquire(timeout=wait))
+        if got[0]:
+            store._rlock.release()
+
+    t = threading.Thread(target=probe)
+    t.start()
+    t.join()
+    return got[0]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_recall_past_the_deadline_is_stopped_not_abandoned(slow: SlowSQLite, mode: str) -> None:
+    with recording() as rec:
+        if mode == "sync":
+            result = render_memory_context(slow, "deploy", config=DEADLINE)
+        else:
+            result = asyncio.run(arender_memory_context(slow, "deploy", config=DEADLINE))
+    (event,) = rec.events
+    assert ("", True) == (result.text, event.partial)
+    assert any(d.startswith("deadline: recall abandoned after 0.100s") for d in event.degraded)
+    assert event.error is None
+    # Nothing is left running on the store: the next user gets the lock at once.
+    assert lock_is_free(slow)
+
+
+def test_the_next_renders_are_served_after_a_stopped_recall(tmp_path: Path) -> None:
+    """One crafted slow recall does not cost the other users their memory."""
+    with SlowSQLite(tmp_path / "m.db") as store:
+        store.threads = []
+        store.store("fact", "deploys go to prod-3")
+        render_memory_context(store, "deploy", config=DEADLINE)
+        fine = SQLiteStore.__new__(SQLiteStore)  # the same file and connections, normal recall
+        fine.__dict__.update(store.__dict__)
+        with recording() as rec:
+            results = [render_memory_context(fine, "deploy", config=DEADLINE) for _ in range(5)]
+    assert all("prod-3" in r.text for r in results)
+    assert [None] * 5 == [e.error for e in rec.events]
+    assert not any(e.partial for e in rec.events)
+
+
+def test_without_an_embedder_the_recall_runs_in_the_callers_thread(slow: SlowSQLite) -> None:
+    render_memory_context(slow, "deploy", config=DEADLINE)
+    assert [threading.current_thread().name] == slow.threads
+
+
+def test_with_an_embedder_the_recall_runs_in_a_worker_and_is_still_stopped(
+    tmp_path: Path,
+) -> None:
+    from memory_inject.embedders import HashingEmbedder
+
+    with SlowSQLite(tmp_path / "m.db", embedder=HashingEmbedder(dim=16)) as store:
+        store.threads = []
+        with recording() as rec:
+            render_memory_context(store, "deploy", config=DEADLINE)
+        assert store.threads[0] != threading.current_thread().name
+        assert rec.events[0].partial
+        assert lock_is_free(store)
+
+
+def test_a_held_read_lock_is_waited_for_no_longer_than_the_deadline(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        store.store("fact", "deploys go to prod-3")
+        store._rlock.acquire()
+        try:
+            holder_free = threading.Event()
+            out: list[Any] = []
+
+            def turn() -> None:
+                with recording() as rec:
+                    out.append(render_memory_context(store, "deploy", config=DEADLINE))
+                out.append(rec.events[0])
+                holder_free.set()
+
+            # The render must run in another thread: the RLock is re-entrant in this one.
+            t = threading.Thread(target=turn)
+            t.start()
+            assert holder_free.wait(5.0)
+            t.join()
+        finally:
+            store._rlock.release()
+    result, event = out
+    assert ("", True) == (result.text, event.partial)
+
+
+def test_interrupt_at_raises_a_typed_error_and_leaves_no_transaction(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        with (
+            store.interrupt_at(time.perf_counter() + 0.05),
+            pytest.raises(RecallInterruptedError, match="stopped at the deadline"),
+        ):
+            store._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+        assert not store._rconn.in_transaction
+        # Outside the block the store is back to normal: no handler, its busy timeout.
+        assert [(1,)] == store._read(lambda c: c.execute("SELECT 1").fetchall(), "probe")
+        assert 5000 == store._read(
+            lambda c: c.execute("PRAGMA busy_timeout").fetchone()[0], "probe"
+        )
+
+
+def test_nested_deadlines_keep_the_earlier(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "m.db") as store:
+        soon = time.perf_counter() + 0.05
+        with (
+            store.interrupt_at(soon),
+            store.interrupt_at(soon + 3600),
+            pytest.raises(RecallInterruptedError),
+        ):
+            store._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+
+
+class _Plain:
+    """A store without SupportsInterrupt: its recall goes to the worker pool."""
+
+    name = "plain"
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[Any]:
+        return []
+
+
+def test_a_recall_thread_that_cannot_start_gives_back_its_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memory_inject import _deadline
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_deadline._EXECUTOR, "submit", refuse)
+    store = _Plain()
+    before = _deadline._inflight[0]
+    with recording() as rec:
+        for _ in range(_deadline.MAX_STUCK_PER_STORE + 1):
+            render_memory_context(store, "deploy", config=DEADLINE)
+    # Every turn names the failure (none is refused as 'store_busy' by leaked slots).
+    assert all("can't start new thread" in (e.error or "") for e in rec.events)
+    assert not any("store_busy" in d for e in rec.events for d in e.degraded)
+    assert (before, None) == (_deadline._inflight[0], _deadline._running.get(id(store)))
