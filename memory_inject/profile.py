@@ -6,13 +6,21 @@
 2. ``git_remote``: the nearest ``.git`` directory's ``[remote "origin"] url``:
    ``git-`` + the first 16 hex digits of its SHA-256. The config is parsed
    section by section (PI's lazy regex can take a ``url`` from the next
-   section); ``include`` files are not followed. A ``.git`` *file* (worktree,
-   submodule) has no config here, so this step falls through.
-3. ``git_root``: ``gitroot-`` + SHA-256 of the repository root's absolute path.
+   section); ``include`` files are not followed. A ``.git`` *file* is
+   followed to its ``gitdir``: a worktree reads its main repository's config
+   (through ``commondir``), a submodule its own, so a worktree gets the same
+   id as its main checkout.
+3. ``git_root``: ``gitroot-`` + SHA-256 of the repository root's absolute path
+   (for a worktree, the main checkout's root: the id does not change with
+   the worktree's directory).
 4. ``package_name``: the nearest ``pyproject.toml`` with ``[project].name``
    (or ``[tool.poetry].name``), else the nearest ``package.json`` (its
    ``name``, or its directory's name when that is empty), slugged.
 5. ``cwd_fallback``: the slug of the directory's name.
+
+Steps 4 and 5 are names, not identities: ``clientA/api`` and ``clientB/API``
+both resolve to ``project:api`` and share their project memories. Set
+``governance.profile_id`` (or give the project a git remote) where that matters.
 
 ``profile_id`` is ``"project:" + project_id``. Paths are made absolute without
 resolving symlinks, as Node's ``path.resolve`` does. Only files are read: no
@@ -77,13 +85,14 @@ def resolve_profile(cwd: str | os.PathLike[str], *, explicit: str | None = None)
     package_name = manifest[0] if manifest is not None else None
 
     source: ProfileSource
-    url = (_origin_url(git_dir) or None) if git_dir is not None and git_dir.is_dir() else None
+    config_dir, main_root = _git_config_dir(git_dir) if git_dir is not None else (None, None)
+    url = (_origin_url(config_dir) or None) if config_dir is not None else None
     if explicit is not None and explicit.strip():
         source, project_id = "explicit_config", slug(explicit)
     elif url is not None:
         source, project_id = "git_remote", "git-" + _digest(url)
     elif git_root is not None:
-        source, project_id = "git_root", "gitroot-" + _digest(str(git_root))
+        source, project_id = "git_root", "gitroot-" + _digest(str(main_root or git_root))
     elif manifest is not None:
         source, project_id = "package_name", slug(manifest[0] or manifest[1].name)
     else:
@@ -173,6 +182,38 @@ def _find_git(start: Path) -> Path | None:
         if candidate.is_dir() or candidate.is_file():
             return candidate
     return None
+
+
+_GITDIR = re.compile(r"gitdir:\s*(.+?)\s*$")
+
+
+def _git_config_dir(dot_git: Path) -> tuple[Path | None, Path | None]:
+    """The directory holding ``dot_git``'s config, and the main checkout's root for a worktree.
+
+    A ``.git`` directory holds its own config. A ``.git`` file (``gitdir:
+    <path>``) points to the worktree's or submodule's git directory; a
+    worktree's ``commondir`` file points to the main repository's, whose
+    parent is the main checkout. Unreadable or malformed files give ``None``.
+    """
+    if dot_git.is_dir():
+        return dot_git, None
+    try:
+        with dot_git.open(encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(4096)
+    except OSError:
+        return None, None
+    m = _GITDIR.match(first)
+    if m is None:
+        return None, None
+    gitdir = Path(os.path.abspath(dot_git.parent / m.group(1)))
+    try:
+        common_ref = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return (gitdir if gitdir.is_dir() else None), None  # a submodule: its own config
+    common = Path(os.path.abspath(gitdir / common_ref.strip()))
+    if not common.is_dir():
+        return None, None
+    return common, (common.parent if common.name == ".git" else None)
 
 
 def _find_manifest(start: Path, *, stop: Path | None) -> tuple[str | None, Path] | None:

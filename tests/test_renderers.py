@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
 from memory_inject.config import BudgetConfig, MemoryInjectConfig, RendererConfig, load_agent_config
 from memory_inject.models import MemoryEntry
@@ -33,6 +32,8 @@ from memory_inject.render import (
     parse_sectioned,
     renderer_for,
 )
+from memory_inject.render._budget import cut_for_cleaning
+from memory_inject.render._contain import neutralize_content
 from memory_inject.signals import MemoryRecall
 from memory_inject.stages import StageContext
 from memory_inject.testing import FixtureMemory
@@ -724,7 +725,8 @@ class TestHostileContent:
         lines = parse_relevant(text)
         assert len(rendered.entries) == len(lines)
         for line, e in zip(lines, rendered.entries, strict=True):
-            assert truncate_with_ellipsis(neutralize(e.content).strip(), entry_max) in line
+            # cleaned after the cut (issue 13): at most entry_max + 64 characters are cleaned
+            assert cut_for_cleaning(e.content, entry_max, neutralize_content) in line
             assert re.fullmatch(r"- \[[^\s\[\]]+\] .*", line, re.DOTALL)
 
 

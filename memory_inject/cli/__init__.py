@@ -36,6 +36,7 @@ from memory_inject.contract import MemoryStore, SupportsClose, SupportsJsonl, Su
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.storage import open_store
+from memory_inject.storage._jsonl import check_regular_file
 from memory_inject.storage._open import sqlite_path
 from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
 from memory_inject.storage.sqlite import SQLiteStore
@@ -238,8 +239,13 @@ def add(
 
 
 def _count_lines(path: Path) -> int:
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        return sum(1 for line in fh if line.strip())
+    """Non-blank lines, for the progress bar; a FIFO or a device is refused first."""
+    try:
+        check_regular_file(path)
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            return sum(1 for line in fh if line.strip())
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"{path}: {exc}") from None
 
 
 def _company_names(pairs: Sequence[str]) -> dict[str, str]:
@@ -283,6 +289,10 @@ def import_(
     companies: tuple[str, ...] = (),
 ) -> None:
     """Upsert every record of FILE into the store: a JSON Lines export or founder-os's memory.db."""
+    try:
+        check_regular_file(file)  # before anything opens it: a FIFO blocks, /dev/zero never ends
+    except ValueError as exc:
+        raise click.ClickException(f"{file}: {exc}") from None
     if is_founder_os_db(file):
         _import_founder_os(file, batch_size, db, agent_path, companies)
         return
@@ -304,7 +314,7 @@ def import_(
             done = store.import_jsonl(
                 file, batch_size=batch_size, progress=lambda n: progress.update(task, completed=n)
             )
-        except (MemoryInjectError, ValueError) as exc:
+        except (MemoryInjectError, ValueError, OSError) as exc:
             raise click.ClickException(f"{file}: {exc}") from None
     click.echo(f"imported {done} memories from {file}")
 
@@ -317,7 +327,10 @@ def export(file: Path, db: Path | None, agent_path: Path | None) -> None:
     with _store(db, agent_path, create=False) as (store, _agent_cfg):
         if not isinstance(store, SupportsJsonl):
             raise click.ClickException(f"the {store.name!r} store cannot export")
-        n = store.export_jsonl(sys.stdout if str(file) == "-" else file)
+        try:
+            n = store.export_jsonl(sys.stdout if str(file) == "-" else file)
+        except OSError as exc:
+            raise click.ClickException(f"cannot write {file}: {exc.strerror or exc}") from None
     if str(file) != "-":
         click.echo(f"exported {n} memories to {file}")
 

@@ -7,6 +7,7 @@ reader in ``_yaml``) and ``_constraints`` checks them and words every
 problem. Import from here: ``from memory_inject.config import load_agent_config``.
 """
 
+from memory_inject.config._constraints import MAX_CANDIDATE_POOL
 from memory_inject.config._recall_plan import PlanQueryConfig, RecallPlanConfig
 from memory_inject.config._renderer import RENDERERS, RendererConfig, SectionCapsConfig
 from memory_inject.config._yaml import read_yaml_file
@@ -17,7 +18,6 @@ from memory_inject.config.loading import (
     parse_cron_jobs,
 )
 from memory_inject.config.schema import (
-    MAX_CANDIDATE_POOL,
     STRATEGIES,
     AgentConfig,
     BackendConfig,

@@ -20,6 +20,10 @@ import attrs
 from attrs import field
 
 __all__ = [
+    "MAX_BLOCK_CHARS",
+    "MAX_CANDIDATE_POOL",
+    "MAX_DEADLINE_MS",
+    "MAX_RENDERED_ENTRIES",
     "check_class",
     "check_file",
     "described",
@@ -29,6 +33,16 @@ __all__ = [
     "setting",
     "to_tuple",
 ]
+
+
+#: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``), and so on
+#: every count a store is asked for.
+MAX_CANDIDATE_POOL = 1024
+#: Upper bounds of the other numeric keys: a value past them is a typo or an attack, and
+#: would load and then break (or stall) every render.
+MAX_RENDERED_ENTRIES = 10_000
+MAX_BLOCK_CHARS = 1_000_000
+MAX_DEADLINE_MS = 600_000
 
 
 def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
@@ -47,6 +61,8 @@ def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
     elif kind == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"'{name}' must be a number (got {value!r})"
+        if isinstance(value, int) and not _fits_float(value):
+            return f"'{name}' must be a finite number (got {value!r:.40})"
         if not math.isfinite(value):
             return f"'{name}' must be a finite number (got {value!r})"
     elif kind == "bool":
@@ -78,8 +94,17 @@ def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
     if "gt" in meta and value <= meta["gt"]:
         return f"'{name}' must be > {meta['gt']} (got {value!r})"
     if "le" in meta and value > meta["le"]:
-        return f"'{name}' must be <= {meta['le']} (got {value!r})"
+        return f"'{name}' must be <= {meta['le']} (got {value!r:.40})"
     return None
+
+
+def _fits_float(value: int) -> bool:
+    """Whether an integer converts to a float (a 400-digit one overflows)."""
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def _validator(_inst: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -125,9 +150,9 @@ def _norm_choice(value: Any) -> Any:
 
 
 def _to_float(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and _fits_float(value):
         return float(value)
-    return value
+    return value  # the validator words what is wrong with it
 
 
 # -- the checker ---------------------------------------------------------------

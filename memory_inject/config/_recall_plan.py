@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from attrs import field, frozen
 
-from memory_inject.config._constraints import setting, to_tuple
+from memory_inject.config._constraints import MAX_CANDIDATE_POOL, setting, to_tuple
 
 __all__ = ["PlanQueryConfig", "RecallPlanConfig"]
 
@@ -24,7 +24,7 @@ class PlanQueryConfig:
         "default, semantic, lexical, entity or plugin",
         choices=("default", "semantic", "lexical", "entity", "plugin"),
     )
-    limit: int = setting(5, "int", "rows this query may contribute", ge=1)
+    limit: int = setting(5, "int", "rows this query may contribute", ge=1, le=MAX_CANDIDATE_POOL)
 
 
 @frozen
@@ -48,7 +48,7 @@ class RecallPlanConfig:
             "doc": "the queries, in precedence order",
         },
     )
-    cap: int = setting(5, "int", "max merged entries", ge=1)
+    cap: int = setting(5, "int", "max merged entries", ge=1, le=MAX_CANDIDATE_POOL)
     priority: str = setting(
         "hits", "str", "hits (count, confidence, relevance) or score", choices=("hits", "score")
     )

@@ -15,7 +15,15 @@ from typing import Any
 import attrs
 from attrs import frozen
 
-from memory_inject.config._constraints import check_class, group, problem, setting
+from memory_inject.config._constraints import (
+    MAX_BLOCK_CHARS,
+    MAX_CANDIDATE_POOL,
+    MAX_RENDERED_ENTRIES,
+    check_class,
+    group,
+    problem,
+    setting,
+)
 
 __all__ = [
     "RENDERERS",
@@ -33,13 +41,13 @@ RENDERERS = ("bracket", "sectioned", "relevant_memories")
 class SectionCapsConfig:
     """``sectioned``: characters of each section's text (warning and entry lines, not its title)."""
 
-    hard_rules: int = setting(2000, "int", "Hard Rules", ge=0)
-    selected_memory: int = setting(6000, "int", "Selected Memory", ge=0)
-    scratchpad: int = setting(800, "int", "Scratchpad", ge=0)
-    contested_memory: int = setting(800, "int", "Contested Memory", ge=0)
-    daily_log: int = setting(3000, "int", "Daily Log", ge=0)
-    todays_sessions: int = setting(800, "int", "Today's Sessions", ge=0)
-    open_questions: int = setting(800, "int", "Open Questions", ge=0)
+    hard_rules: int = setting(2000, "int", "Hard Rules", ge=0, le=MAX_BLOCK_CHARS)
+    selected_memory: int = setting(6000, "int", "Selected Memory", ge=0, le=MAX_BLOCK_CHARS)
+    scratchpad: int = setting(800, "int", "Scratchpad", ge=0, le=MAX_BLOCK_CHARS)
+    contested_memory: int = setting(800, "int", "Contested Memory", ge=0, le=MAX_BLOCK_CHARS)
+    daily_log: int = setting(3000, "int", "Daily Log", ge=0, le=MAX_BLOCK_CHARS)
+    todays_sessions: int = setting(800, "int", "Today's Sessions", ge=0, le=MAX_BLOCK_CHARS)
+    open_questions: int = setting(800, "int", "Open Questions", ge=0, le=MAX_BLOCK_CHARS)
 
 
 _SECTIONED = ("sectioned",)
@@ -49,7 +57,13 @@ _RELEVANT = ("relevant_memories",)
 def _sectioned_cap(doc: str) -> Any:
     """A ``sectioned`` selection budget: an integer >= 0, or null for no cap (PI's budgets)."""
     return setting(
-        None, "int", f"sectioned: {doc} (null = no cap)", ge=0, nullable=True, formats=_SECTIONED
+        None,
+        "int",
+        f"sectioned: {doc} (null = no cap)",
+        ge=0,
+        le=MAX_RENDERED_ENTRIES,
+        nullable=True,
+        formats=_SECTIONED,
     )
 
 
@@ -68,17 +82,32 @@ class RendererConfig:
         "bracket", "str", "bracket, sectioned or relevant_memories", choices=RENDERERS
     )
     max_total_chars: int = setting(
-        14_000, "int", "sectioned: chars of the whole block", ge=0, formats=_SECTIONED
+        14_000,
+        "int",
+        "sectioned: chars of the whole block",
+        ge=0,
+        le=MAX_BLOCK_CHARS,
+        formats=_SECTIONED,
     )
     section_caps: SectionCapsConfig = group(SectionCapsConfig, formats=_SECTIONED)
     max_hard_rules: int = setting(
-        8, "int", "sectioned: most Hard Rules shown", ge=0, formats=_SECTIONED
+        8,
+        "int",
+        "sectioned: most Hard Rules shown",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
+        formats=_SECTIONED,
     )
     hard_rule_min_confidence: float = setting(
         0.85, "float", "sectioned: confidence a Hard Rule needs", ge=0, le=1, formats=_SECTIONED
     )
     max_contested: int = setting(
-        2, "int", "sectioned: most contested entries shown", ge=0, formats=_SECTIONED
+        2,
+        "int",
+        "sectioned: most contested entries shown",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
+        formats=_SECTIONED,
     )
     contested_min_overlap: float = setting(
         0.15,
@@ -98,16 +127,27 @@ class RendererConfig:
         formats=_SECTIONED,
     )
     max_sessions: int = setting(
-        0, "int", "sectioned: Today's Sessions lines (0 = no section)", ge=0, formats=_SECTIONED
+        0,
+        "int",
+        "sectioned: Today's Sessions lines (0 = no section)",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
+        formats=_SECTIONED,
     )
     max_questions: int = setting(
-        0, "int", "sectioned: Open Questions lines (0 = no section)", ge=0, formats=_SECTIONED
+        0,
+        "int",
+        "sectioned: Open Questions lines (0 = no section)",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
+        formats=_SECTIONED,
     )
     max_entries: int | None = setting(
         None,
         "int",
         "relevant_memories: entries kept (null = budget.max_entries)",
         ge=0,
+        le=MAX_RENDERED_ENTRIES,
         nullable=True,
         formats=_RELEVANT,
     )

@@ -2,8 +2,9 @@
 
 It refuses what a safe loader still lets through: aliases (a billion-laughs
 file), duplicate keys (including ``1`` and ``true``, compared by type), keys
-that cannot be hashed, tags that cannot be built, files over 256 KiB,
-directories, FIFOs and devices. Every failure is a ``ConfigError`` naming the file.
+that cannot be hashed, tags that cannot be built, nesting deeper than 32
+levels, files over 256 KiB, directories, FIFOs and devices. Every failure is
+a ``ConfigError`` naming the file.
 """
 
 from __future__ import annotations
@@ -19,13 +20,22 @@ from memory_inject.exceptions import ConfigError
 __all__ = ["read_yaml_file"]
 
 _MAX_CONFIG_BYTES = 256 * 1024
+_MAX_DEPTH = 32  # the deepest real config is 5 levels; far below the recursion limit
+
+
+class _TooDeepError(yaml.YAMLError):
+    """Nesting past ``_MAX_DEPTH``: reported as a recursion too deep would be."""
 
 
 class _SafeLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases, so a billion-laughs file cannot expand."""
+    """SafeLoader that refuses aliases (a billion-laughs file cannot expand) and deep nesting."""
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        """Compose a node, refusing an alias before it can expand."""
+        """Compose a node, refusing an alias before it can expand and nesting past the limit."""
+        if self._depth >= _MAX_DEPTH:
+            raise _TooDeepError
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.MarkedYAMLError(
@@ -34,7 +44,11 @@ class _SafeLoader(yaml.SafeLoader):
                 "YAML aliases are not allowed in agent files",
                 event.start_mark,
             )
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         """Build a mapping, refusing duplicate keys (by type and value) and unhashable keys."""
@@ -92,12 +106,12 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
         raise ConfigError(source, [f"cannot be read: {exc} @ $"]) from None
     try:
         return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a SafeLoader subclass
+    except (_TooDeepError, RecursionError):
+        raise ConfigError(source, ["is nested too deeply @ $"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(source, [f"is not valid YAML{where}: {problem} @ $"]) from None
-    except RecursionError:
-        raise ConfigError(source, ["is nested too deeply @ $"]) from None
     except Exception as exc:  # noqa: BLE001 - a tag that cannot be built (!!int abc, ...)
         raise ConfigError(source, [f"is not valid YAML: {exc} @ $"]) from None

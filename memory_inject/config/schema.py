@@ -16,6 +16,10 @@ from attrs import field, frozen
 
 from memory_inject._tokens import load_encoding
 from memory_inject.config._constraints import (
+    MAX_BLOCK_CHARS,
+    MAX_CANDIDATE_POOL,
+    MAX_DEADLINE_MS,
+    MAX_RENDERED_ENTRIES,
     check_class,
     described,
     did_you_mean,
@@ -32,9 +36,6 @@ from memory_inject.config._renderer import (
 )
 from memory_inject.models import TurnOrigin
 
-#: Absolute ceiling on the rerank candidate pool (spec: ``MAX_CANDIDATE_POOL``).
-MAX_CANDIDATE_POOL = 1024
-
 STRATEGIES = ("none", "mmr")
 
 
@@ -46,7 +47,9 @@ class DecayConfig:
     """Time decay on the default (non-rerank) arm: ``score * 2 ** (-age_days / half_life)``."""
 
     enabled: bool = setting(True, "bool", "decay scores with age (false: the arm keeps them)")
-    half_life_days: float = setting(7.0, "float", "half-life of non-core scores, days", gt=0)
+    half_life_days: float = setting(
+        7.0, "float", "half-life of non-core scores, days", gt=0, le=36_500
+    )
 
 
 @frozen
@@ -55,7 +58,9 @@ class RerankConfig:
 
     enabled: bool = setting(False, "bool", "switch the decay arm for the rerank arm")
     strategy: str = setting("none", "str", "none or mmr", choices=STRATEGIES)
-    threshold: int = setting(5, "int", "min candidates for the strategy to run", ge=0)
+    threshold: int = setting(
+        5, "int", "min candidates for the strategy to run", ge=0, le=MAX_CANDIDATE_POOL
+    )
     mmr_lambda: float = setting(0.7, "float", "relevance vs diversity (1 = relevance)", ge=0, le=1)
     importance_weight: float = setting(0.2, "float", "blend weight of importance", ge=0, le=1)
     recency_weight: float = setting(0.1, "float", "blend weight of recency", ge=0, le=1)
@@ -72,11 +77,20 @@ class RerankConfig:
 class BudgetConfig:
     """Caps on what is rendered."""
 
-    max_entries: int = setting(4, "int", "max rendered entries", ge=0)
-    entry_max_chars: int = setting(800, "int", "per-entry content cap before '...'", ge=1)
-    max_total_chars: int = setting(4000, "int", "total chars of the entry lines", ge=0)
+    max_entries: int = setting(4, "int", "max rendered entries", ge=0, le=MAX_RENDERED_ENTRIES)
+    entry_max_chars: int = setting(
+        800, "int", "per-entry content cap before '...'", ge=1, le=MAX_BLOCK_CHARS
+    )
+    max_total_chars: int = setting(
+        4000, "int", "total chars of the entry lines", ge=0, le=MAX_BLOCK_CHARS
+    )
     max_total_tokens: int | None = setting(
-        None, "int", "total tokens of the whole block (null = no token cap)", ge=0, nullable=True
+        None,
+        "int",
+        "total tokens of the whole block (null = no token cap)",
+        ge=0,
+        le=MAX_BLOCK_CHARS,
+        nullable=True,
     )
     tokenizer: str = setting("cl100k_base", "str", "tiktoken encoding", nonempty=True)
 
@@ -111,7 +125,7 @@ class BackendConfig:
     )
     vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
-    rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1)
+    rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
 
 
 _GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")
@@ -131,7 +145,9 @@ class GovernanceConfig:
     include_working_directory: bool = setting(
         False, "bool", "match applicability phrases against the cwd too"
     )
-    min_token_length: int = setting(4, "int", "shortest word the phrase matcher stems", ge=1)
+    min_token_length: int = setting(
+        4, "int", "shortest word the phrase matcher stems", ge=1, le=100
+    )
 
 
 @frozen
@@ -139,7 +155,7 @@ class TrivialPromptConfig:
     """Skip injection for prompts that carry no question (PI's injection filter). Off by default."""
 
     enabled: bool = setting(False, "bool", "skip trivial prompts with reason trivial_prompt")
-    min_chars: int = setting(4, "int", "prompts shorter than this are trivial", ge=0)
+    min_chars: int = setting(4, "int", "prompts shorter than this are trivial", ge=0, le=100_000)
     acknowledgements: tuple[str, ...] | None = setting(
         None,
         "strlist",
@@ -154,7 +170,9 @@ class StandingConfig:
     """PI's standing context: the profile's hard rules and L1 records every turn. Off by default."""
 
     enabled: bool = setting(False, "bool", "add active L1 records and L2 hard rules to every turn")
-    limit: int = setting(32, "int", "most records of each layer read per turn", ge=0)
+    limit: int = setting(
+        32, "int", "most records of each layer read per turn", ge=0, le=MAX_CANDIDATE_POOL
+    )
 
 
 _OVERRIDABLE = (
@@ -205,7 +223,11 @@ class MemoryInjectConfig:
 
     enabled: bool = setting(True, "bool", "inject at all (usually set per origin)")
     recall_limit: int = setting(
-        5, "int", "entries asked of the store per scope (0 = pool cap)", ge=0
+        5,
+        "int",
+        "entries asked of the store per scope (0 = pool cap)",
+        ge=0,
+        le=MAX_CANDIDATE_POOL,
     )
     min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
     require_query_terms: bool = setting(
@@ -224,7 +246,12 @@ class MemoryInjectConfig:
         True, "bool", "bracket: indent continuation lines and defuse markers in stored text"
     )
     deadline_ms: int | None = setting(
-        2000, "int", "per-turn recall deadline (null = none)", ge=1, nullable=True
+        2000,
+        "int",
+        "per-turn recall deadline (null = none)",
+        ge=1,
+        le=MAX_DEADLINE_MS,
+        nullable=True,
     )
     recall_plan: RecallPlanConfig = group(RecallPlanConfig)
     governance: GovernanceConfig = group(GovernanceConfig)

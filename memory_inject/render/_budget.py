@@ -20,6 +20,7 @@ from memory_inject._tokens import load_encoding
 from memory_inject.config import BudgetConfig
 from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
+from memory_inject.render._contain import CUT_SLACK, cut_point
 from memory_inject.stages import StageTrace
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "TOKENS_REASON",
     "Frame",
     "budget_lines",
+    "cut_for_cleaning",
     "most_that_fit",
     "token_fit",
 ]
@@ -69,6 +71,27 @@ def most_that_fit(most: int, fits: Callable[[int], bool]) -> int:
     return lo
 
 
+#: How many raw characters a block may clean per character of its budget: entries made
+#: mostly of characters the cleaner drops cannot make the work grow with the store.
+RAW_PER_CHAR = 8
+
+
+def cut_for_cleaning(text: str, width: int, clean: Callable[[str], str]) -> str:
+    """``clean(text)`` cut to ``width`` with ``...``, cleaning only the first ``width + 64``
+    or so characters (:func:`~memory_inject.render._contain.cut_point`); a text
+    cut before cleaning ends in ``...`` even when cleaning left it shorter
+    than ``width`` (it was mostly characters the cleaner drops).
+
+    Cleaning is linear but costly per character, so no more of a memory is
+    cleaned than its line could ever show.
+    """
+    end = cut_point(text, width)
+    if end >= len(text):
+        return truncate_with_ellipsis(clean(text), width)
+    out = clean(text[:end])
+    return truncate_with_ellipsis(out, width) if len(out) > width else out.rstrip() + "..."
+
+
 @frozen
 class Frame:
     """The fixed text around the entry lines of a block."""
@@ -91,8 +114,10 @@ def budget_lines(
 ) -> Rendered:
     """Render the first ``cap`` entries one line each, within every budget, in ``order``.
 
-    Each entry's content goes through ``prepare``, is cut to
-    ``budget.entry_max_chars`` with ``...`` and becomes ``line(entry, content)``.
+    Each entry's content goes through ``prepare`` (only its first
+    ``entry_max_chars`` + 64 characters, and only while the block has room:
+    see :func:`cut_for_cleaning`), is cut to ``budget.entry_max_chars`` with
+    ``...`` and becomes ``line(entry, content)``.
     The first line over ``max_total_chars`` or (when set) ``max_total_tokens``
     of the whole block ends the block: later, smaller lines are not tried (the
     spec's ``break``). Traces: ``entry_cap``, ``truncate``, ``total_budget``.
@@ -106,10 +131,18 @@ def budget_lines(
     budget_dropped: dict[str, str] = {}
     stop: str | None = None
     limit = budget.entry_max_chars
+    raw_left = RAW_PER_CHAR * (budget.max_total_chars + CUT_SLACK)
     for e in capped if order is None else order(capped):
-        content = e.content if prepare is None else prepare(e.content)
-        if len(content) > limit:
-            content = truncate_with_ellipsis(content, limit)
+        if stop is None and prepare is not None and raw_left <= 0:
+            stop = CHARS_REASON  # only text the cleaner drops so far: the budget of work is spent
+        if stop is not None:
+            budget_dropped[e.key] = stop
+            continue
+        if prepare is None:
+            content = truncate_with_ellipsis(e.content, limit)
+        else:
+            raw_left -= min(len(e.content), cut_point(e.content, limit))
+            content = cut_for_cleaning(e.content, limit, prepare)
         text = line(e, content)
         if stop is None and used + len(text) > budget.max_total_chars:
             stop = CHARS_REASON

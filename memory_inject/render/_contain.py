@@ -14,6 +14,12 @@ The formats contain it in one of two ways, both defined here:
   backslash-escapes block markers (``[/Memory context]``, the section titles,
   ``<!--``, code fences) wherever they occur in a line, so a model reading the
   text does not take them for structure either.
+
+Markers are matched on a normalised view (:mod:`._view`): fullwidth and
+small-form look-alikes, no-break and ideographic spaces, and invisible
+characters inside a marker do not hide it. Backslashes already in front of
+a marker are replaced by the one escape, so ``\\## Hard Rules`` cannot cancel
+it. No block ever holds a lone surrogate (it could not be UTF-8 encoded).
 """
 
 from __future__ import annotations
@@ -22,10 +28,13 @@ import re
 import unicodedata
 
 from memory_inject._text import truncate_with_ellipsis
+from memory_inject.render._view import find, fold, replace_surrogates
 
 __all__ = [
+    "LABEL_RAW",
     "contain_content",
     "contain_key",
+    "cut_point",
     "neutralize",
     "neutralize_content",
     "neutralize_label",
@@ -38,12 +47,18 @@ _BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 # -- bracket: indented continuation lines, defused markers ----------------------
 
-_MARKER = re.compile(r"\[(/?)memory context\]", re.IGNORECASE)
-_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[")
+_MARKER = re.compile(r"\[ *(/?) *memory *context *\]", re.IGNORECASE)  # on the view
+# Line breaks, and every character that folds to "[": no marker can start without one.
+_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[\ufe47\uff3b")
 
 
 def _defuse_markers(text: str) -> str:
-    return _MARKER.sub(lambda m: f"[{m.group(1)}Memory-context]", text)
+    parts: list[str] = []
+    pos = 0
+    for m, start, end, _ in find(_MARKER, text):
+        parts += (text[pos:start], f"[{m.group(1)}Memory-context]")
+        pos = end
+    return "".join((*parts, text[pos:])) if parts else text
 
 
 def contain_content(text: str) -> str:
@@ -52,8 +67,10 @@ def contain_content(text: str) -> str:
     the left margin as a closing marker) and block markers are defused.
 
     Single-line content without ``[`` is returned unchanged, so ordinary
-    memories render byte for byte as zeroclaw renders them.
+    memories render byte for byte as zeroclaw renders them (lone surrogates
+    aside, which become U+FFFD).
     """
+    text = replace_surrogates(text)
     if _RISKY.isdisjoint(text):
         return text
     return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
@@ -61,6 +78,7 @@ def contain_content(text: str) -> str:
 
 def contain_key(key: str) -> str:
     """A key on one line with its markers defused (keys come from chat senders too)."""
+    key = replace_surrogates(key)
     if _RISKY.isdisjoint(key):
         return key
     return " ".join(_BREAKS.split(_defuse_markers(key)))
@@ -70,14 +88,35 @@ def contain_key(key: str) -> str:
 
 _NEWLINE_MARK = " ↵ "
 _ZWJ = "\u200d"  # kept: emoji sequences need it
+_TITLES = (
+    "persistent intelligence context",
+    "hard rules",
+    "selected memory",
+    "scratchpad",
+    "contested memory",
+    "daily log",
+    "relevant memories",
+)
+# Matched on the view; "bs" is the run of backslashes already in front, which the one
+# escape replaces. A fence is a run of three backticks or tildes.
 _MARKERS = re.compile(
-    r"\[/?memory context\]|<!--"
-    r"|(?<!#)#+[ ]*(?:persistent intelligence context|hard rules|selected memory|scratchpad"
-    r"|contested memory|daily log|relevant memories)",
+    r"(?P<bs>\\*)(?P<body>\[ */? *memory *context *\]|<!--"
+    r"|(?<!#)#+ *(?:" + "|".join(t.replace(" ", " *") for t in _TITLES) + r")"
+    r"|`{3,}|~{3,})",
     re.IGNORECASE,
 )
-_FENCE = re.compile(r"`{3,}|~{3,}")
 _LABEL_MAX = 120
+LABEL_RAW = 4 * _LABEL_MAX  # a label is cut near this many characters before it is cleaned
+_CLEAN_CACHE_MAX = 65_536
+_cleaned: dict[int, str] = {}
+# What may continue a marker across a cut: '#', backslashes, fence characters, spaces,
+# controls and invisibles, and their look-alikes. A cut inside a run of them moves past it.
+_RUN = re.compile(
+    "[#\\\\`~\\s\x00-\x1f\x7f-\x9f\u00a0\u00ad\u180e\u2000-\u200f\u202a-\u202f"
+    "\u205f-\u206f\u3000\ufeff\ufe5f\ufe68\uff03\uff3c\uff40\uff5e\u1fef]*"
+)
+_RUN_MAX = 4096
+CUT_SLACK = 64  # past the cut: the longest marker after its runs
 
 
 def _clean_char(ch: str) -> str:
@@ -89,6 +128,30 @@ def _clean_char(ch: str) -> str:
     if category == "Cs":
         return "\ufffd"  # a lone surrogate cannot be encoded
     return ch
+
+
+def _clean(text: str) -> str:
+    """:func:`_clean_char` over ``text``, at ``str.translate`` speed."""
+    if len(_cleaned) > _CLEAN_CACHE_MAX:
+        _cleaned.clear()
+    for ch in set(text):
+        if ord(ch) not in _cleaned:
+            _cleaned[ord(ch)] = _clean_char(ch)
+    return text.translate(_cleaned)
+
+
+def _escape_markers(text: str) -> str:
+    parts: list[str] = []
+    pos = 0
+    for m, start, end, body in find(_MARKERS, text):
+        marker = text[body:end]
+        if m.group("body")[0] in "`~":
+            escaped = "".join("\\" + ch for ch in marker if fold(ch))
+        else:
+            escaped = "\\" + marker
+        parts += (text[pos:start], escaped)
+        pos = end
+    return "".join((*parts, text[pos:])) if parts else text
 
 
 def neutralize(text: str) -> str:
@@ -103,9 +166,25 @@ def neutralize(text: str) -> str:
     """
     text = _BREAKS.sub(_NEWLINE_MARK, text)
     if not text.isprintable():
-        text = "".join(_clean_char(ch) for ch in text)
-    text = _MARKERS.sub(lambda m: "\\" + m.group(0), text)
-    return _FENCE.sub(lambda m: "".join("\\" + ch for ch in m.group(0)), text)
+        text = _clean(text)
+    return _escape_markers(text)
+
+
+def cut_point(text: str, width: int) -> int:
+    """Where to cut ``text`` so that cleaning its first ``width`` characters is exact.
+
+    ``width + 64``; when a run of ``#``, spaces, backslashes, fence or
+    invisible characters reaches it, 64 past the run's end (runs longer than
+    4,096 are cut), so that no marker straddles the cut: the cleaned prefix
+    then escapes everything the cleaned whole text would, up to ``width``.
+    """
+    end = width + CUT_SLACK
+    if end >= len(text):
+        return len(text)
+    run = _RUN.match(text, end, min(len(text), end + _RUN_MAX))
+    if run is None or run.end() == end:
+        return end
+    return min(len(text), run.end() + CUT_SLACK)
 
 
 def neutralize_content(text: str) -> str:
@@ -114,6 +193,14 @@ def neutralize_content(text: str) -> str:
 
 
 def neutralize_label(text: str) -> str:
-    """A key, category, layer or rule type: no spaces or brackets, so ``[meta]`` is unambiguous."""
-    label = "_".join(neutralize(text).split()).replace("[", "(").replace("]", ")")
+    """A key, category, layer or rule type: no spaces or brackets, so ``[meta]`` is unambiguous.
+
+    Only the first few hundred characters are cleaned: a label shows 120.
+    """
+    end = cut_point(text, LABEL_RAW)
+    cut = end < len(text)
+    label = "_".join(neutralize(text[:end] if cut else text).split())
+    label = label.replace("[", "(").replace("]", ")")
+    if cut and len(label) <= _LABEL_MAX:
+        label += "..."
     return truncate_with_ellipsis(label, _LABEL_MAX) or "?"

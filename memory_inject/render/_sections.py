@@ -13,11 +13,14 @@ from attrs import frozen
 
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject.models import MemoryEntry
+from memory_inject.render._budget import RAW_PER_CHAR, cut_for_cleaning
+from memory_inject.render._contain import CUT_SLACK, LABEL_RAW, cut_point
 
 __all__ = [
     "TRUNCATED",
     "Item",
     "Section",
+    "bounded_items",
     "daily_digest",
     "fit_lines",
     "is_l1",
@@ -32,6 +35,48 @@ _MARKER_LINE = TRUNCATED + "\n"
 _MIN_CONTENT = 10  # a line shortened to fit keeps at least this many content characters
 
 Item = tuple[MemoryEntry, str, str]  # entry, line prefix, neutralised content
+
+
+def bounded_items(
+    entries: Sequence[MemoryEntry],
+    prefix: Callable[[MemoryEntry], str],
+    clean: Callable[[str], str],
+    room: int,
+    text: Callable[[MemoryEntry], str] | None = None,
+) -> list[Item]:
+    """The items of a section whose text may use ``room`` characters, cleaning only what can show.
+
+    ``text`` gives an entry's raw text (default: its content).
+
+    An entry's content is cleaned from its first ``room + 128`` characters or
+    so (:func:`cut_for_cleaning`). Once the lines built so far exceed ``room``,
+    or ``8 * (room + 64)`` raw characters (contents and keys) were cleaned,
+    no later entry can be
+    shown: the next one gets a line longer than ``room`` (so :func:`fit_lines`
+    stops there) and the rest empty stand-ins, so they are dropped with the
+    section's reason without being cleaned. The work is bounded by the room,
+    not by how many entries or characters the store returned.
+    """
+    items: list[Item] = []
+    used = 0
+    raw_left = RAW_PER_CHAR * (room + CUT_SLACK)
+    blocker: str | None = None
+    for e in entries:
+        if blocker is not None:
+            items.append((e, "", ""))
+            continue
+        if used > room or raw_left <= 0:
+            blocker = "-" * (room + 1)
+            items.append((e, blocker, ""))
+            continue
+        raw = e.content if text is None else text(e)
+        raw_left -= min(len(raw), cut_point(raw, room + CUT_SLACK))
+        raw_left -= min(len(e.key), cut_point(e.key, LABEL_RAW))  # the key's label
+        line_prefix = prefix(e)
+        content = cut_for_cleaning(raw, room + CUT_SLACK, clean)
+        items.append((e, line_prefix, content))
+        used += len(line_prefix) + len(content) + 1
+    return items
 
 
 @frozen

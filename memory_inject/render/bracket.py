@@ -12,6 +12,7 @@ from memory_inject.models import MemoryEntry
 from memory_inject.render._base import Rendered
 from memory_inject.render._budget import Frame, budget_lines
 from memory_inject.render._contain import contain_content, contain_key
+from memory_inject.render._view import replace_surrogates
 from memory_inject.stages import StageContext
 
 __all__ = [
@@ -55,7 +56,7 @@ def _contained_line(entry: MemoryEntry, content: str) -> str:
 
 
 def _verbatim_line(entry: MemoryEntry, content: str) -> str:
-    return f"- {entry.key}: {content}\n"
+    return f"- {replace_surrogates(entry.key)}: {replace_surrogates(content)}\n"
 
 
 class BracketRenderer:
@@ -79,5 +80,12 @@ class BracketRenderer:
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> Rendered:
         """The block for ``entries`` (best first) within the config's budget."""
         budget = ctx.config.budget
-        line = _contained_line if ctx.config.contain_content else _verbatim_line
+        make = _contained_line if ctx.config.contain_content else _verbatim_line
+        # Containing a key never makes it shorter than half (CRLF -> one space), so a key
+        # this long cannot fit: it is dropped without being contained (keys are not cut).
+        hopeless = 2 * budget.max_total_chars + 2
+
+        def line(entry: MemoryEntry, content: str) -> str:
+            return entry.key if len(entry.key) > hopeless else make(entry, content)
+
         return budget_lines(entries, budget, _FRAME, line, cap=budget.max_entries)

@@ -14,7 +14,7 @@ because it sends the block as a separate message).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 
 from memory_inject.config import MemoryInjectConfig
@@ -35,6 +35,7 @@ from memory_inject.render._fields import (
 from memory_inject.render._sections import (
     TRUNCATED,
     Section,
+    bounded_items,
     daily_digest,
     fit_lines,
     layer_budgets,
@@ -286,53 +287,31 @@ class SectionedRenderer:
         def daily_prefix(e: MemoryEntry) -> str:
             return f"- {utc(e.timestamp or now):%H:%M} "
 
-        built = [
-            (
-                "hard_rules",
-                "",
-                [(e, f"{p} [conf {c:.2f}] ", neutralize_content(e.content)) for e, c, p in hard],
-            ),
-            (
-                "selected_memory",
-                "",
-                [(e, selected_prefix(e), neutralize_content(e.content)) for e in selected],
-            ),
-            ("scratchpad", "", [(e, "- [ ] ", neutralize_content(e.content)) for e in scratch]),
-            (
-                "contested_memory",
-                CONTESTED_WARNING + "\n",
-                [(e, contested_prefix(e), neutralize_content(e.content)) for e in contested],
-            ),
-            (
-                "daily_log",
-                f"Sessions today: {sessions_today}\n" if sessions_today else "",
-                [
-                    (
-                        e,
-                        daily_prefix(e),
-                        neutralize_content(digest[id(e)][0] if digest else e.content),
-                    )
-                    for e in daily
-                ],
-            ),
-            (
-                "todays_sessions",
-                "",
-                [(e, daily_prefix(e), neutralize_content(e.content)) for e in sessions],
-            ),
-            (
-                "open_questions",
-                "",
-                [
-                    (e, f"? [{neutralize_label(priority_name(e))}] ", neutralize_content(e.content))
-                    for e in asked
-                ],
-            ),
+        rules = {id(e): f"{p} [conf {c:.2f}] " for e, c, p in hard}
+
+        def daily_text(e: MemoryEntry) -> str:
+            return digest[id(e)][0] if digest else e.content
+
+        def question_prefix(e: MemoryEntry) -> str:
+            return f"? [{neutralize_label(priority_name(e))}] "
+
+        sessions_line = f"Sessions today: {sessions_today}\n" if sessions_today else ""
+        built: list[tuple[str, str, list[MemoryEntry], Callable[[MemoryEntry], str]]] = [
+            ("hard_rules", "", [e for e, _, _ in hard], lambda e: rules[id(e)]),
+            ("selected_memory", "", selected, selected_prefix),
+            ("scratchpad", "", scratch, lambda _e: "- [ ] "),
+            ("contested_memory", CONTESTED_WARNING + "\n", contested, contested_prefix),
+            ("daily_log", sessions_line, daily, daily_prefix),
+            ("todays_sessions", "", sessions, daily_prefix),
+            ("open_questions", "", asked, question_prefix),
         ]
         sections = []
-        for slug, preamble, items in built:
-            if not items:
+        for slug, preamble, members, line_prefix in built:
+            if not members:
                 continue
+            room = max(0, min(self.section_caps[slug] - len(preamble), self.max_total_chars))
+            text = daily_text if slug == "daily_log" else None
+            items = bounded_items(members, line_prefix, neutralize_content, room, text)
             title = SECTION_TITLES[slug]
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"

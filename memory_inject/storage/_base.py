@@ -20,6 +20,7 @@ from typing import Any, Protocol, Self
 
 from attrs import frozen
 
+from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.storage.fusion import RecallInfo
@@ -58,6 +59,24 @@ class RecallQuery:
 def float32(vector: Sequence[float]) -> tuple[float, ...]:
     """``vector`` rounded to float32, as both engines keep it (SQLite stores float32 blobs)."""
     return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
+
+
+def _given(record: MemoryRecord) -> tuple[float, ...]:
+    """A vector passed with a record, as float32: NaN, inf and float32 overflow are refused."""
+    vector = record.embedding or ()
+    try:
+        out = float32(vector)
+    except (OverflowError, struct.error):
+        out = ()
+    if len(out) != len(vector) or not all(math.isfinite(x) for x in out):
+        bad = next((x for x in vector if not math.isfinite(x) or abs(x) > _FLOAT32_MAX), None)
+        raise ValueError(
+            f"'embedding' must hold finite float32 numbers (got {bad!r} in {record.key!r:.80})"
+        )
+    return out
+
+
+_FLOAT32_MAX = 3.4028234663852886e38
 
 
 def check_namespace(namespace: str) -> str:
@@ -128,7 +147,8 @@ class PersistentStore:
         """One checked float32 vector per text, or :class:`EmbedderError`."""
         if self._embedder is None:
             raise EmbedderError("this store has no embedder")
-        name = self._embedder.name
+        name = embedder_name(self._embedder)
+        dim = embedder_dim(self._embedder)
         try:
             vectors = self._embedder.embed(list(texts))
         except EmbedderError:
@@ -147,10 +167,8 @@ class PersistentStore:
             raise EmbedderError(
                 f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
             ) from exc
-        # Embedder.dim is required, but SQLite always took an embedder without one.
-        dim = getattr(self._embedder, "dim", None)
         for v in out:
-            if isinstance(dim, int) and len(v) != dim:
+            if dim is not None and len(v) != dim:
                 raise EmbedderError(
                     f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
                 )
@@ -160,9 +178,7 @@ class PersistentStore:
 
     def _embedded(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
         """Records as they will read back: float32 vectors, embedded if an embedder is set."""
-        out = [
-            r if r.embedding is None else r.evolve(embedding=float32(r.embedding)) for r in records
-        ]
+        out = [r if r.embedding is None else r.evolve(embedding=_given(r)) for r in records]
         todo = [i for i, r in enumerate(out) if r.embedding is None]
         if self._embedder is None or not todo:
             return out

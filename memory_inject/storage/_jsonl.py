@@ -8,7 +8,9 @@ written in the fixed-width UTC form the SQLite store also keeps on disk.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -20,6 +22,7 @@ from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
     "RECORD_FIELDS",
+    "check_regular_file",
     "format_ts",
     "import_confidence",
     "read_jsonl",
@@ -39,6 +42,9 @@ _OPTIONAL_STR = frozenset(
 )
 _REQUIRED_STR = frozenset({"key", "content", "category", "id", "namespace", "status"})
 _NUMBERS = frozenset({"importance", "confidence"})
+_MAX_TIMES_USED = 2**63 - 1  # SQLite's and PostgreSQL's BIGINT
+_MAX_FLOAT32 = 3.4028234663852886e38  # vectors are kept as float32
+_MAX_SCOPE_DEPTH = 32
 
 
 def format_ts(value: datetime) -> str:
@@ -107,6 +113,77 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _check_values(obj: Mapping[str, Any]) -> None:
+    """What the types allow but no store can keep: huge counters, vectors and nesting."""
+    times_used = obj.get("times_used")
+    if isinstance(times_used, int) and not 0 <= times_used <= _MAX_TIMES_USED:
+        raise ValueError(f"'times_used' must be between 0 and 2**63 - 1 (got {times_used!r:.40})")
+    for name in _NUMBERS:
+        value = obj.get(name)
+        if value is not None and not _finite(value):
+            raise ValueError(f"'{name}' must be a finite number (got {value!r:.40})")
+    vector = obj.get("embedding")
+    if vector is not None:
+        for i, x in enumerate(vector):
+            if not _finite(x) or abs(x) > _MAX_FLOAT32:
+                raise ValueError(
+                    f"'embedding' must hold finite float32 numbers (got {x!r:.40} at {i})"
+                )
+    if _depth(obj.get("scope")) > _MAX_SCOPE_DEPTH:
+        raise ValueError(f"'scope' is nested deeper than {_MAX_SCOPE_DEPTH} levels")
+    for name, value in obj.items():
+        if isinstance(value, str):
+            _check_text(name, value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    _check_text(name, item)
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
+def _check_text(name: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        raise ValueError(
+            f"'{name}' holds a lone surrogate (U+{ord(bad):04X} at {exc.start})"
+        ) from None
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (iteratively: no recursion limit)."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            if deepest > _MAX_SCOPE_DEPTH:
+                return deepest
+            todo.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _check_times(record: MemoryRecord) -> None:
+    """Every timestamp must be writable in UTC (``9999-12-31T23:00-05:00`` is not)."""
+    for name in RECORD_FIELDS:
+        value = getattr(record, name) if name in _TIMESTAMPS else None
+        if value is None:
+            continue
+        try:
+            format_ts(value)
+        except (OverflowError, ValueError):
+            raise ValueError(
+                f"'{name}' is out of range in UTC (got {value.isoformat()!r})"
+            ) from None
+
+
 def record_from_json(obj: Any) -> MemoryRecord:
     """The record a JSON object describes; ``ValueError`` names the first problem."""
     if not isinstance(obj, dict):
@@ -120,18 +197,45 @@ def record_from_json(obj: Any) -> MemoryRecord:
         if name not in obj:
             raise ValueError(f"missing field {name!r}")
     _check_types(obj)
+    _check_values(obj)
     # A null id, status, category or namespace means "the default", as when omitted.
     clean = {k: v for k, v in obj.items() if not (v is None and k in _REQUIRED_STR)}
     if "confidence" in clean:
         clean["confidence"] = import_confidence(clean["confidence"])
     try:
-        return MemoryRecord(**clean)
-    except (TypeError, ValueError) as exc:
+        record = MemoryRecord(**clean)
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(str(exc)) from exc
+    _check_times(record)
+    return record
+
+
+def check_regular_file(path: str | os.PathLike[str]) -> None:
+    """``ValueError`` unless ``path`` is a regular file: a FIFO blocks, ``/dev/zero`` never ends."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise ValueError(f"cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, socket or device"
+        raise ValueError(f"is {kind}, not a regular file")
+
+
+def _loads(line: str) -> Any:
+    """One JSON value; ``NaN``, ``Infinity`` and nesting past the recursion limit are refused."""
+    try:
+        return json.loads(line, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("the JSON is nested too deeply") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _lines(src: str | os.PathLike[str] | IO[str]) -> Iterator[tuple[int, str]]:
     if isinstance(src, str | os.PathLike):
+        check_regular_file(src)
         with open(src, encoding="utf-8") as fh:
             yield from enumerate(fh, start=1)
     else:
@@ -144,7 +248,7 @@ def read_jsonl(src: str | os.PathLike[str] | IO[str]) -> Iterator[tuple[int, Mem
         if not line.strip():
             continue
         try:
-            record = record_from_json(json.loads(line))
+            record = record_from_json(_loads(line))
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
             raise ValueError(f"line {lineno}: {exc}") from exc
         yield lineno, record

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import struct
+import threading
 import urllib.parse
 from collections.abc import Sequence
 from datetime import datetime
@@ -40,6 +41,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SELECT",
     "UPSERT",
+    "DamagedRowError",
     "connect",
     "decode_vector",
     "encode_vector",
@@ -51,6 +53,7 @@ __all__ = [
     "record_to_row",
     "row_to_entry",
     "row_to_record",
+    "take_damaged",
     "wrap_error",
 ]
 
@@ -389,18 +392,37 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     return tuple(row)
 
 
+class DamagedRowError(ValueError):
+    """A row whose columns cannot be decoded (JSON edited by hand, a foreign writer...)."""
+
+
 def row_to_record(row: Sequence[Any]) -> MemoryRecord:
-    """The record for a row of :data:`COLUMNS` values, decoding what :func:`record_to_row` did."""
+    """The record for a row of :data:`COLUMNS` values, decoding what :func:`record_to_row` did.
+
+    ``DamagedRowError`` names the row's key and the column that cannot be decoded.
+    """
     fields: dict[str, Any] = {}
-    for name, raw in zip(COLUMNS, row, strict=True):
-        value = raw
-        if raw is not None and (name in _LISTS or name in _MAPPINGS):
-            # Most lists are empty: skip the JSON decoder for them (the hot read path).
-            value = () if raw == "[]" else json.loads(raw)
-        elif raw is not None and name == "embedding":
-            value = decode_vector(raw)
-        fields[name] = value
-    return MemoryRecord(**fields)
+    name = "?"
+    try:
+        for name, raw in zip(COLUMNS, row, strict=True):
+            value = raw
+            if raw is not None and (name in _LISTS or name in _MAPPINGS):
+                # Most lists are empty: skip the JSON decoder for them (the hot read path).
+                value = () if raw == "[]" else json.loads(raw)
+            elif raw is not None and name == "embedding":
+                value = decode_vector(raw)
+            fields[name] = value
+        name = "?"
+        return MemoryRecord(**fields)
+    except (TypeError, ValueError, OverflowError, RecursionError, struct.error) as exc:
+        key = row[COLUMNS.index("key")] if len(row) == len(COLUMNS) else None
+        column = f" column {name!r}" if name != "?" else ""
+        raise DamagedRowError(
+            f"row {key!r:.80}{column} cannot be decoded: {type(exc).__name__}: {exc!s:.120}"
+        ) from None
+
+
+_damaged = threading.local()
 
 
 #: The columns an entry needs (every record column but the embedding, in order).
@@ -433,28 +455,61 @@ def row_to_entry(row: Sequence[Any], score: float | None) -> MemoryEntry:
 
     Rows were validated when written, so the record's converters and
     validators are skipped (recall builds entries on every turn); the test
-    suite compares the two for every column.
+    suite compares the two for every column. A column damaged on disk (JSON
+    or a time that cannot be parsed) reads as empty and the row is noted
+    for :func:`take_damaged`, so one bad row cannot fail every recall.
     """
+    try:
+        return _row_to_entry(row, score)
+    except (TypeError, ValueError, RecursionError) as exc:
+        _note_damaged(f"row {row[_I['key']]!r:.80} cannot be decoded: {type(exc).__name__}")
+        return _row_to_entry(row, score, tolerant=True)
+
+
+def _json_or(raw: str, empty: Any, tolerant: bool) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        if not tolerant:
+            raise
+        return empty
+
+
+def _ts_or_none(text: str | None, tolerant: bool) -> datetime | None:
+    try:
+        return _ts(text)
+    except (TypeError, ValueError):
+        if not tolerant:
+            raise
+        return None
+
+
+def _row_to_entry(
+    row: Sequence[Any], score: float | None, *, tolerant: bool = False
+) -> MemoryEntry:
     extra: dict[str, Any] = {}
     for name, i, kind in _EXTRA_DECODE:
         raw = row[i]
         if kind == "list":
-            extra[name] = (
-                () if raw is None or raw == "[]" else tuple(str(v) for v in json.loads(raw))
-            )
+            value = () if raw is None or raw == "[]" else _json_or(raw, (), tolerant)
+            if tolerant and not isinstance(value, list | tuple):
+                value = ()
+            extra[name] = tuple(str(v) for v in value)
         elif kind == "ts":
-            extra[name] = _ts(raw)
+            extra[name] = _ts_or_none(raw, tolerant)
         elif name == "scope" and raw is not None:
-            extra[name] = json.loads(raw)
+            extra[name] = _json_or(raw, None, tolerant)
         elif name == "metadata" and raw is not None:
-            extra[name] = json.loads(raw) or None  # the record's converter: {} is None
+            extra[name] = (
+                _json_or(raw, None, tolerant) or None
+            )  # the record's converter: {} is None
         else:
             extra[name] = raw
     entry = object.__new__(MemoryEntry)
     _set(entry, "key", row[_I["key"]])
     _set(entry, "content", row[_I["content"]])
     _set(entry, "category", category_of(row[_I["category"]]))
-    _set(entry, "timestamp", _ts(row[_I["timestamp"]]))
+    _set(entry, "timestamp", _ts_or_none(row[_I["timestamp"]], tolerant))
     _set(entry, "session_id", row[_I["session_id"]])
     _set(entry, "score", None if score is None else float(score))
     _set(entry, "importance", row[_I["importance"]])
@@ -480,9 +535,31 @@ def fetch_entries(
 def fetch(
     conn: sqlite3.Connection, namespace: str, where: str, params: Sequence[Any]
 ) -> list[MemoryRecord]:
-    """Records of ``namespace`` matching ``where`` (which may end in ORDER BY / LIMIT)."""
+    """Records of ``namespace`` matching ``where`` (which may end in ORDER BY / LIMIT).
+
+    A damaged row is skipped, so one bad row cannot fail every recall that
+    reaches it; :func:`take_damaged` says which rows were skipped.
+    """
     sql = f"SELECT {SELECT} FROM memories WHERE namespace = ? AND {where}"  # noqa: S608
-    return [row_to_record(r) for r in conn.execute(sql, (namespace, *params))]
+    out: list[MemoryRecord] = []
+    for r in conn.execute(sql, (namespace, *params)):
+        try:
+            out.append(row_to_record(r))
+        except DamagedRowError as exc:
+            _note_damaged(str(exc))
+    return out
+
+
+def _note_damaged(what: str) -> None:
+    skipped: list[str] = getattr(_damaged, "rows", [])
+    _damaged.rows = [*skipped[-9:], what]
+
+
+def take_damaged() -> list[str]:
+    """The damaged rows this thread's fetches skipped since the last call (at most 10)."""
+    rows: list[str] = getattr(_damaged, "rows", [])
+    _damaged.rows = []
+    return rows
 
 
 def _pragma(conn: sqlite3.Connection, name: str) -> int:

@@ -38,7 +38,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
-from memory_inject.embedders import similarity_calibration
+from memory_inject.embedders import embedder_dim, embedder_name, similarity_calibration
 from memory_inject.exceptions import (
     EmbedderError,
     StorageError,
@@ -144,12 +144,13 @@ class PostgresStore(PostgresBulk):
         self._lexemes: dict[str, tuple[str, ...]] = {}
         self._calibration = similarity_calibration(embedder)
 
+        dim = _required_dim(embedder) if embedder is not None and vectors is not False else 0
         with translate_errors("open"), psycopg.connect(dsn, **self._connect_kwargs) as conn:
             migrate(conn, self._names)
             self._vectors = (
                 embedder is not None
                 and vectors is not False
-                and ensure_vectors(conn, self._names, int(embedder.dim))
+                and ensure_vectors(conn, self._names, dim)
             )
         if vectors and embedder is not None and not self._vectors:
             raise StorageError("'vectors=True' but the server has no pgvector extension")
@@ -464,6 +465,14 @@ class PostgresStore(PostgresBulk):
 
 
 # -- helpers ----------------------------------------------------------------------
+
+
+def _required_dim(embedder: object) -> int:
+    """The embedder's ``dim``, which the ``vector(dim)`` column needs (else ``EmbedderError``)."""
+    dim = embedder_dim(embedder)
+    if dim is None:
+        raise EmbedderError(f"embedder {embedder_name(embedder)!r} has no 'dim'")
+    return dim
 
 
 def _rows(stmt: Stmt) -> Steps[list[tuple[Any, ...]]]:

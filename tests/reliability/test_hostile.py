@@ -42,6 +42,8 @@ from memory_inject.render import (
     parse_relevant,
     parse_sectioned,
 )
+from memory_inject.render._budget import cut_for_cleaning
+from memory_inject.render._contain import neutralize_content
 from memory_inject.signals import memory_recall
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import FixtureMemory, recording
@@ -447,7 +449,8 @@ class TestNeutralisingRenderers:
         text = out.text
         expected = [
             f"- [{label(str(e.category))}] "
-            f"{truncate_with_ellipsis(inert(e.content), budget['entry_max_chars'])}"
+            # cleaned after the cut (issue 13): at most entry_max_chars + 64 are cleaned
+            f"{cut_for_cleaning(e.content, budget['entry_max_chars'], neutralize_content)}"
             for e in out.entries
         ]
         assert out.event.success
