@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import attrs
+
 from memory_inject.embedders import Embedder, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
@@ -50,6 +52,15 @@ T = TypeVar("T")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 _LIVE = "deleted_at IS NULL AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?)"
+
+
+def _with_damaged(info: RecallInfo) -> RecallInfo:
+    """``info`` naming the rows this thread's recall could not decode (``damaged_rows: ...``)."""
+    damaged = schema.take_damaged()
+    if not damaged:
+        return info
+    note = "damaged_rows: " + "; ".join(damaged)
+    return attrs.evolve(info, degraded=f"{info.degraded}; {note}" if info.degraded else note)
 
 
 def _now() -> datetime:
@@ -225,10 +236,11 @@ class SQLiteStore(SQLiteBulk):
             self._last = RecallInfo()
             return []
         scope, params = self._scope(session_id, since, until)
+        schema.take_damaged()  # notes of earlier calls in this thread are not this recall's
         if is_time_only(query):
             sql = f"{scope} ORDER BY updated_at DESC, rid DESC LIMIT ?"
             rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall")
-            self._last = RecallInfo(strategy="recent")
+            self._last = _with_damaged(RecallInfo(strategy="recent"))
             return [r.to_entry(None) for r in rows]
         query_vec, degraded = self._query_vector(query, fusion)
         entries, info = self._read(
@@ -253,7 +265,7 @@ class SQLiteStore(SQLiteBulk):
             ),
             "recall",
         )
-        self._last = info
+        self._last = _with_damaged(info)
         return entries
 
     def _query_vector(

@@ -219,6 +219,10 @@ class TestDamagedRows:
         assert "deploy" in [e.key for e in out.entries]
         if column != "embedding":  # recall reads no vector of a row it shows
             assert ["deploy"] == listed
+            # The recall event names the row it could not decode.
+            assert any(
+                d.startswith("damaged_rows: ") and "'broken'" in d for d in out.event.degraded
+            )
         skipped = _sqlite_schema.take_damaged()
         if column != "embedding":
             assert skipped
