@@ -7,6 +7,7 @@ Configurable stages are classes configured at construction (``Decay``,
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -41,6 +42,10 @@ _CONVERSATION = MemoryCategory.CONVERSATION
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_WS = " \t\n\x0b\x0c\r"
 _AUTOSAVE_PREFIXES = ("[cron:", "[heartbeat task", "[distilled_", "[memory context]")
+_PREFIX_CHARS = max(map(len, _AUTOSAVE_PREFIXES))
+# ASCII-only case folding, as ascii_lower: searched in place, never copying the content
+# (a lowered copy of a 10 MB memory cost about a second per render).
+_DISTILLED_SIG = re.compile(re.escape("distilled_index_sig:"), re.IGNORECASE | re.ASCII)
 
 
 def ascii_lower(text: str) -> str:
@@ -72,8 +77,8 @@ def skip_reason(key: str, content: str) -> str | None:
     c = _rust_trim(content)
     if not c:
         return "skip:empty"
-    low = ascii_lower(c)
-    if low.startswith(_AUTOSAVE_PREFIXES) or "distilled_index_sig:" in low:
+    head = ascii_lower(c[:_PREFIX_CHARS])
+    if head.startswith(_AUTOSAVE_PREFIXES) or _DISTILLED_SIG.search(c) is not None:
         return "skip:autosave_content"
     if k.endswith("_history"):
         return "skip:history"
