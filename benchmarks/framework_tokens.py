@@ -34,24 +34,12 @@ import httpx2
 from langchain_core.messages import HumanMessage
 from pydantic import SecretStr
 
+from benchmarks.earlier_blocks import ENC, QUESTIONS  # the same 10 questions, the same count
 from memory_inject import AgentConfig
 from memory_inject._tokens import count_tokens
 from memory_inject.demo import open_demo_store
 
-QUESTIONS = (
-    "where do production deploys go?",
-    "who is on call this week?",
-    "what happened with the nightly backup job?",
-    "how should answers be formatted?",
-    "is staging on the same cluster as prod?",
-    "who do I escalate an incident to?",
-    "what failed on prod-3 last night?",
-    "when does the on-call rotation change?",
-    "which region is prod-3 in?",
-    "what is incident 2231 about?",
-)
 SYSTEM = "You are the ops assistant."
-ENC = "cl100k_base"
 BLOCK = re.compile(r"\[Memory context\][\s\S]*?\[/Memory context\]\n\n")
 AGENT = AgentConfig(agent="bench")
 
