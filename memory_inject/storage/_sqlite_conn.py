@@ -11,13 +11,14 @@ as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from memory_inject.exceptions import RecallInterruptedError
+from memory_inject.exceptions import RecallInterruptedError, StoreMissingError
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage._fts_terms import TermStats
@@ -32,6 +33,15 @@ LOCK_RETRY_DELAY_S = 0.3
 #: Under a deadline, the clock is read every this many SQLite VM steps (a few
 #: tens of microseconds of work), so a statement stops that soon after it.
 PROGRESS_STEPS = 10_000
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path``, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class _Until:
@@ -69,12 +79,15 @@ class SQLiteConnections(PersistentStore):
     _stats: TermStats
     _busy_ms: int
     _local: threading.local
+    _file: str | None
+    _file_id: tuple[int, int] | None
 
     # -- opening --------------------------------------------------------------
 
     def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str) -> None:
         self._lock = threading.RLock()
         self._busy_ms = busy_timeout_ms
+        self._file = None if self._path == ":memory:" else os.path.abspath(self._path)
         self._local = threading.local()
         self._conn = schema.connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
@@ -82,6 +95,8 @@ class SQLiteConnections(PersistentStore):
         except BaseException:
             self._conn.close()
             raise
+        # The file the connections hold: a write checks it is still the one at the path.
+        self._file_id = None if self._file is None else _file_id(self._file)
         # Reads get a connection of their own: under WAL they never wait for a
         # writer, so a write stuck behind another process's lock cannot stall
         # the renders of this store. (":memory:" has one database per
@@ -179,6 +194,7 @@ class SQLiteConnections(PersistentStore):
     def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
         def run() -> T:
             conn = self._conn
+            self._check_same_file(what)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = op(conn)
@@ -190,6 +206,21 @@ class SQLiteConnections(PersistentStore):
             return result
 
         return self._retry(run, what)
+
+    def _check_same_file(self, what: str) -> None:
+        """Refuse a write when the file at the path is gone or another one (F6).
+
+        SQLite keeps writing to the file it opened; once that file is deleted or
+        replaced (a restore, a ``mv``), those writes land in an unlinked inode and
+        are lost at the next open, although each one returned.
+        """
+        if self._file is None or self._file_id is None:
+            return
+        if _file_id(self._file) != self._file_id:
+            raise StoreMissingError(
+                f"{self._path}: {what}: the database file was deleted or replaced while the "
+                "store was open; nothing was written (open the store again)"
+            )
 
     def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
         return self._retry(lambda: op(self._rconn), what, read=True)
