@@ -143,9 +143,35 @@ def _filtered(
     return hits[:limit]
 
 
-def _reraise(exc: Exception) -> Sequence[MemoryEntry]:
-    """A call that fails as listing the entities did, so the event reports it."""
-    raise exc
+class _Entities:
+    """A plan's entity query: the store's entity names, read once per render, inside a call.
+
+    ``known_entities`` used to be read while the calls were built, before the
+    deadline applied, so a slow or hung store held the turn there. A failure
+    is the entity query's error (one per scope); no entity in the turn is an
+    empty batch.
+    """
+
+    def __init__(self, memory: Memory, query: str) -> None:
+        self._memory = memory
+        self._query = query
+        self._ids: list[str] | None = None
+
+    def ids(self) -> list[str]:
+        if self._ids is None:
+            memory = self._memory
+            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+            found = extract_entities(self._query, names.keys())
+            self._ids = [names[c] for c in found.companies]
+        return self._ids
+
+    def query(
+        self, limit: int, scope: str | None, statuses: tuple[str, ...] | None
+    ) -> Sequence[MemoryEntry]:
+        ids = self.ids()
+        if not ids:
+            return []
+        return _filtered(self._memory, limit, scope, "entity_id", ids[0], statuses)
 
 
 def build_calls(
@@ -177,15 +203,8 @@ def build_calls(
             for sid in scopes
         ]
     calls: list[Call] = []
-    entity_ids: list[str] = []
-    entity_error: Exception | None = None
-    if any(q.source == "entity" for q in plan.queries):
-        try:
-            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
-        except Exception as exc:  # noqa: BLE001 - reported as the entity query's failure
-            entity_error, names = exc, {}
-        found = extract_entities(query, names.keys())
-        entity_ids = [names[c] for c in found.companies]
+    # The entity lookup is a store call too: it runs inside the calls, under the deadline.
+    entities = _Entities(memory, query)
     where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
     for sid in scopes:
         for q in plan.queries:
@@ -195,12 +214,8 @@ def build_calls(
                 fn = partial(where, query, q.limit, session_id=sid, mode=q.source, **only)
             elif q.source in ("default", "semantic", "lexical"):
                 fn = partial(memory.recall, query, q.limit, session_id=sid)
-            elif q.source == "entity" and entity_error is not None:
-                fn = partial(_reraise, entity_error)
-            elif q.source == "entity" and entity_ids:
-                fn = partial(
-                    _filtered, memory, q.limit, sid, "entity_id", entity_ids[0], plan.statuses
-                )
+            elif q.source == "entity":
+                fn = partial(entities.query, q.limit, sid, plan.statuses)
             elif q.source == "plugin" and source:
                 fn = partial(_filtered, memory, q.limit, sid, "source", source, plan.statuses)
             else:

@@ -176,3 +176,36 @@ def test_a_stuck_store_does_not_keep_the_host_from_exiting() -> None:
         [sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=30, check=False
     )
     assert (0, "rendered") == (proc.returncode, proc.stdout.strip())
+
+
+class HungEntities(Healthy):
+    """A store whose entity listing (a plan's company query) hangs."""
+
+    name = "hung-entities"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    def known_entities(self) -> dict[str, str]:
+        self.gate.wait(HANG_BOUND_S * 2)
+        return {"acme": "company:acme"}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_hung_entity_listing_is_under_the_deadline(gate: threading.Event, mode: str) -> None:
+    from memory_inject.config import RecallPlanConfig
+
+    cfg = MemoryInjectConfig(
+        deadline_ms=100, recall_plan=RecallPlanConfig(enabled=True, preset="founder_os")
+    )
+    store = HungEntities(gate)
+    t0 = time.perf_counter()
+    with recording() as rec:
+        if mode == "sync":
+            render_memory_context(store, "what did acme say about billing?", config=cfg)
+        else:
+            asyncio.run(
+                arender_memory_context(store, "what did acme say about billing?", config=cfg)
+            )
+    assert time.perf_counter() - t0 < HANG_BOUND_S
+    assert rec.events[0].partial
