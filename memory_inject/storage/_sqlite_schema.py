@@ -273,10 +273,15 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def scope_token(session_id: str | None, category: str) -> str:
-    """The ``ctx_scope`` token of a row, as the index holds it (``_SCOPE_TOKEN`` in Python)."""
+    """The ``ctx_scope`` token of a row, as the index holds it (``_SCOPE_TOKEN`` in Python).
+
+    SQLite's ``substr`` ends a text at its first NUL, so the token does too: an
+    id holding one must still find its own rows (the live-row filter, not the
+    token, tells ids apart).
+    """
     if session_id is not None:
-        return "s" + session_id[:100].encode("utf-8").hex().upper()
-    return "g" + category[:100].encode("utf-8").hex().upper()
+        return "s" + session_id.split("\0", 1)[0][:100].encode("utf-8").hex().upper()
+    return "g" + category.split("\0", 1)[0][:100].encode("utf-8").hex().upper()
 
 
 def scope_match(session_id: str, shared: Sequence[str]) -> str:
