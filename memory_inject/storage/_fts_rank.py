@@ -170,29 +170,30 @@ def _ranked(
     draw, extra = _split(phrases, stats.rows)
     while True:
         hits, last = _candidates(conn, where, ranking(draw), k, window=window)
-        # Floored words would add about 1e-6: they are left to break ties.
-        counted = [p for p in extra if 2 * p.df < stats.rows]
-        marked: _Marked = {}
-        if counted and sum(p.df for p in counted) <= SHARE_SCAN_ROWS:
-            _add_bm25(conn, counted, hits)
-        elif counted:
-            marked = _add_bm25_marked(conn, stats, draw, counted, hits)
-            if len(counted) < len(extra):
-                marked = {}  # their marks lack the floored words
-        hits.sort(key=lambda h: (-h.score, h.key))
         enough = len(hits) >= k
         if last is None:
-            if enough or not extra:
-                return hits[:k], draw, marked
-        elif enough and (extra or hits[k - 1].score > last):
+            done = enough or not extra
+        else:
             # Without scoring-only words this is exact: nothing left out can tie.
+            done = enough and (bool(extra) or hits[k - 1].score > last)
+        if done:
+            marked = _add_shares(conn, stats, draw, extra, hits)
+            hits.sort(key=lambda h: (-h.score, h.key))
             return hits[:k], draw, marked
-        movable = [p for p in extra if 2 * p.df < stats.rows]
+        movable = sorted((p for p in extra if 2 * p.df < stats.rows), key=lambda p: p.df)
         if last is not None or not movable:
             break
-        # The rare words found too few rows: draw from every word but the floored ones.
-        draw += movable
-        extra = [p for p in extra if p not in movable]
+        # The drawn words found too few rows: the next rarest draw too, about a
+        # budget's worth of rows at a time (at least one word), so a prompt of
+        # one rare and several common words never ranks all the common rows.
+        added, total = [movable[0]], movable[0].df
+        for p in movable[1:]:
+            if total + p.df > RANK_BUDGET:
+                break
+            added.append(p)
+            total += p.df
+        draw += added
+        extra = [p for p in extra if p not in added]
     # Too few hits even so (or a window the scope emptied): rank the whole query.
     every = list(phrases)
     if window:
@@ -202,6 +203,25 @@ def _ranked(
             return hits[:k], every, {}
     hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
     return hits, every, {}
+
+
+def _add_shares(
+    conn: sqlite3.Connection,
+    stats: TermStats,
+    draw: Sequence[_Phrase],
+    extra: Sequence[_Phrase],
+    hits: Sequence[_Hit],
+) -> _Marked:
+    """Add the scoring-only phrases' BM25 share to ``hits``; the marks found on the way."""
+    # Floored words would add about 1e-6: they are left to break ties.
+    counted = [p for p in extra if 2 * p.df < stats.rows]
+    if not counted:
+        return {}
+    if sum(p.df for p in counted) <= SHARE_SCAN_ROWS:
+        _add_bm25(conn, counted, hits)
+        return {}
+    marked = _add_bm25_marked(conn, stats, draw, counted, hits)
+    return marked if len(counted) == len(extra) else {}  # else their marks lack the floored words
 
 
 def _candidates(

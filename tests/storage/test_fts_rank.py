@@ -142,6 +142,36 @@ class TestKeywordHits:
         assert "rare" == found[0].key
         assert 5 == len(found)
 
+    def test_too_few_rare_hits_draw_the_next_rarest_word_not_every_word(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """One rare word and two common ones: the refill draws the rarer common word first.
+
+        Ranking every common row is what made such prompts the slowest at 100k
+        (the p99); the refill ranks the commonest word only if the others fall short.
+        """
+        monkeypatch.setattr(_fts_rank, "RANK_BUDGET", 5)
+        seen: list[str] = []
+        real = _fts_rank._candidates
+
+        def spy(conn: sqlite3.Connection, where: object, match: str, k: int, **kw: bool) -> object:
+            seen.append(match)
+            return real(conn, where, match, k, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(_fts_rank, "_candidates", spy)
+        with SQLiteStore(tmp_path / "m.db") as store:
+            for i in range(40):
+                store.store(f"c{i}", f"garden note {i}", "core")  # garden: 40 rows + 20 below
+            for i in range(20):
+                store.store(f"o{i}", f"orchard garden {i}", "core")  # orchard: 20 rows
+            store.store("rare", "zucchini", "core")
+            for i in range(60):
+                store.store(f"f{i}", f"filler {i}", "core")
+            found = store.recall("zucchini orchard garden", 8)
+        assert "rare" == found[0].key
+        assert 7 == sum(e.key.startswith("o") for e in found)
+        assert ['"zucchini"', '"zucchini" OR "orchard"'] == seen
+
 
 class TestTermStats:
     def test_another_connections_write_is_seen(self, tmp_path: Path) -> None:
