@@ -24,8 +24,10 @@ machine load hits them alike), p50 and p99 reported:
   FAISS-based memory can cost.
 
 Vectors for the records are computed once, batched, and given to both
-stores. Run: ``python benchmarks/peers_hybrid.py [--embedder
-sentence-transformers|minilm-onnx] [--records 10000] [--queries 200]``.
+stores. With ``--writes`` one memory is written to every store before each
+query (untimed: the recall after it is timed), as an agent's turn writes
+before the next turn recalls; the stores' caches must then follow the write.
+Run: ``python benchmarks/peers_hybrid.py [--embedder sentence-transformers|minilm-onnx] [--records 10000] [--queries 200] [--writes]``.
 Benchmark-only packages (mem0ai, faiss-cpu) are not project dependencies.
 """
 
@@ -113,18 +115,7 @@ def _mem0(tmp: Path, rows: list[dict[str, Any]], vectors: Any, emb: Any) -> Any:
     }
     m = Memory.from_config(cfg)
     m.embedding_model.embed = lambda text, memory_action=None: emb.embed([text])[0]
-    now = datetime.now(UTC).isoformat()
-    payloads = [
-        {
-            "data": r["content"],
-            "hash": hashlib.md5(r["content"].encode()).hexdigest(),  # noqa: S324 - mem0's own
-            "created_at": now,
-            "updated_at": now,
-            "user_id": "u",
-            "role": "user",
-        }
-        for r in rows
-    ]
+    payloads = [_payload(r["content"]) for r in rows]
     ids = [str(uuid.uuid4()) for _ in rows]
     step = 1000
     for i in range(0, len(rows), step):
@@ -134,6 +125,19 @@ def _mem0(tmp: Path, rows: list[dict[str, Any]], vectors: Any, emb: Any) -> Any:
             ids=ids[i : i + step],
         )
     return m
+
+
+def _payload(text: str) -> dict[str, Any]:
+    """What mem0's ``add(..., infer=False)`` stores with a memory."""
+    now = datetime.now(UTC).isoformat()
+    return {
+        "data": text,
+        "hash": hashlib.md5(text.encode()).hexdigest(),  # noqa: S324 - mem0's own
+        "created_at": now,
+        "updated_at": now,
+        "user_id": "u",
+        "role": "user",
+    }
 
 
 def _faiss(vectors: Any) -> Any:
@@ -154,6 +158,11 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-mem0", action="store_true", help="skip mem0 (bare FAISS stays)")
+    ap.add_argument(
+        "--writes",
+        action="store_true",
+        help="before each query, write one memory to every store (untimed), as a turn does",
+    )
     args = ap.parse_args()
     import numpy as np
 
@@ -189,15 +198,31 @@ def main() -> None:
             for q in queries[:5]:
                 fn(q)
         times: dict[str, list[float]] = {name: [] for name in contenders}
+        writes = 0
         for _ in range(args.rounds):
             for q in queries:
+                if args.writes:
+                    writes += 1
+                    text = f"turn {writes}: {q}"
+                    vec = [float(x) for x in emb.embed([text])[0]]
+                    given.extra[text] = vec
+                    store.store(f"turn-{writes}", text, "conversation")
+                    if not args.no_mem0:
+                        for m in (mem, mem_given):
+                            m.vector_store.insert(
+                                vectors=[vec], payloads=[_payload(text)], ids=[str(uuid.uuid4())]
+                            )
                 for name, fn in contenders.items():
                     t = time.perf_counter()
                     fn(q)
                     times[name].append((time.perf_counter() - t) * 1e3)
         store.close()
         store_given.close()
-    print(f"\n{args.records} records, {len(queries)} queries x {args.rounds}, top-10, {emb.name}\n")
+    shape = ", one write before each query" if args.writes else ""
+    print(
+        f"\n{args.records} records, {len(queries)} queries x {args.rounds}, top-10, "
+        f"{emb.name}{shape}\n"
+    )
     print("| contender | p50 ms | p99 ms |")
     print("|---|---:|---:|")
     p50 = {}
@@ -219,12 +244,13 @@ class _Given:
 
     def __init__(self, vectors: dict[str, list[float]]) -> None:
         self._vectors = vectors
+        self.extra: dict[str, list[float]] = {}  # the texts written with --writes
         self.dim = len(next(iter(vectors.values())))
         self.name = "given"
         self.calibration = (0.2, 0.6)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self._vectors[t] for t in texts]
+        return [self._vectors.get(t) or self.extra[t] for t in texts]
 
 
 if __name__ == "__main__":

@@ -136,8 +136,9 @@ def _run(
     if fused:
         unread = [i for i, _ in fused if i not in rows]
         if unread:
-            by_id = "id IN (SELECT value FROM json_each(?))"
-            for row in fetch_entries(conn, namespace, by_id, (json.dumps(unread),)):
+            # The scope again: a hit the cached matrix let through is still never shown.
+            by_id = f"{scope} AND id IN (SELECT value FROM json_each(?))"  # noqa: S608
+            for row in fetch_entries(conn, namespace, by_id, (*params, json.dumps(unread))):
                 rows[row[_ID]] = row
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"

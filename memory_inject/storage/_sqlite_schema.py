@@ -37,6 +37,7 @@ __all__ = [
     "COLUMNS",
     "ENTRY_COLUMNS",
     "ENTRY_SELECT",
+    "LOG_KEEP",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "SELECT",
@@ -104,6 +105,9 @@ _SCOPE_TOKEN = (
     "ELSE 'g' || hex(substr({row}.category, 1, 100)) END)"
 )
 _FTS_COLUMNS = "key, content, tags, ctx_prev, ctx_prev2, ctx_day, ctx_scope"
+#: How many entries of ``memories_log`` (schema 6) are kept: a reader's cache
+#: more changes behind than this rebuilds instead of re-reading the changed rows.
+LOG_KEEP = 4096
 
 # Each entry moves the schema from version i to i + 1. Never edit a released
 # entry: append a new one, so every existing file can be brought forward.
@@ -266,6 +270,27 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
         "CREATE INDEX memories_standing_category ON memories (namespace, category, updated_at) "
         "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'",
+    ),
+    # 6: a change log for the readers' in-memory caches (issue 14). Every
+    # insert, update and delete of a memory, by any connection, appends the
+    # row's rid; a cache built at log position S re-reads only the rows logged
+    # after S instead of every row. Only the newest LOG_KEEP entries are kept:
+    # a cache further behind than that rebuilds.
+    (
+        "CREATE TABLE memories_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, rid INTEGER NOT NULL)",
+        f"""CREATE TRIGGER memories_log_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_log(rid) VALUES (new.rid);
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
+        f"""CREATE TRIGGER memories_log_update AFTER UPDATE ON memories BEGIN
+            INSERT INTO memories_log(rid) SELECT old.rid WHERE old.rid IS NOT new.rid;
+            INSERT INTO memories_log(rid) VALUES (new.rid);
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
+        f"""CREATE TRIGGER memories_log_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_log(rid) VALUES (old.rid);
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
     ),
 )
 

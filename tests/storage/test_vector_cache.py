@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import json
+import random
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage import _vector_cache
 from memory_inject.storage._vector_cache import VectorCache
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
@@ -147,17 +151,134 @@ class TestVectorCache:
         assert ["mine"] == [e.key for e in store.recall("apple", 10, session_id="s1")]
         store.close()
 
-    def test_matrix_is_reused_until_a_write(self, db: Path) -> None:
-        """Two recalls with no write between them read the vectors once."""
+    def test_matrix_is_reused_until_a_write_and_then_patched(self, db: Path) -> None:
+        """Two recalls with no write between them read the vectors once; a write
+        patches the same matrix instead of reading every vector again."""
         store = semantic(db)
         store.store("a", "apple")
         cache = VectorCache()
         store._vectors = cache
         store.recall("apple", 10)
         first = next(iter(cache._matrices.values()))[1]
+        seq = first.seq
         store.recall("apple dog", 10)
         assert first is next(iter(cache._matrices.values()))[1]
         store.store("b", "dog")
-        store.recall("apple", 10)
-        assert first is not next(iter(cache._matrices.values()))[1]
+        assert {"a", "b"} == {e.key for e in store.recall("apple dog", 10)}
+        assert first is next(iter(cache._matrices.values()))[1]
+        assert first.seq > seq
+        store.close()
+
+
+def _same_as_a_scan(store: SQLiteStore, query: str, **scope: str | None) -> list[str]:
+    cache = store._vectors
+    cached = [(e.key, e.score) for e in store.recall(query, 100, **scope)]
+    store._vectors = None
+    scanned = [(e.key, e.score) for e in store.recall(query, 100, **scope)]
+    store._vectors = cache
+    # Ties may come in another order (the scan keeps row order, the matrix sorts by id).
+    assert sorted(k for k, _ in scanned) == sorted(k for k, _ in cached), (query, scope)
+    assert pytest.approx(dict(scanned), abs=1e-6) == dict(cached), (query, scope)
+    return [k for k, _ in cached]
+
+
+class TestPatchedMatrix:
+    """After any sequence of writes the patched matrix answers as a full scan does."""
+
+    def test_random_writes_by_the_store_and_by_another_connection(self, db: Path) -> None:
+        rng = random.Random(5)
+        store = semantic(db)
+        other = sqlite3.connect(db, isolation_level=None)
+        words = ["apple", "banana", "cherry", "dog", "pomme", "apple dog", "banana cherry"]
+        sessions = [None, "s1", "s2", "s1\x00", "s1 "]
+        for step in range(160):
+            key = f"k{rng.randrange(30)}"
+            op = rng.random()
+            if op < 0.55:
+                store.store(
+                    key,
+                    rng.choice(words),
+                    category=rng.choice(["core", "daily", "conversation"]),
+                    session_id=rng.choice(sessions),
+                    timestamp=f"2024-01-0{rng.randrange(1, 8)}T12:00:00Z",
+                )
+            elif op < 0.7:
+                store.forget(key)
+            elif op < 0.8:
+                other.execute("DELETE FROM memories WHERE key = ?", (key,))
+            elif op < 0.9:
+                vec = [float(rng.randrange(3)) for _ in range(4)]
+                other.execute(
+                    "UPDATE memories SET embedding = ? WHERE key = ?",
+                    (schema.encode_vector(vec), key),
+                )
+            else:
+                other.execute(
+                    "UPDATE memories SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE key = ?",
+                    (key,),
+                )
+            if step % 4 == 0:
+                query = rng.choice(words)
+                _same_as_a_scan(store, query)
+                _same_as_a_scan(store, query, session_id=rng.choice(["s1", "s2", "s1\x00"]))
+        assert 1 == len(store._vectors._matrices)  # type: ignore[union-attr]
+        other.close()
+        store.close()
+
+    def test_a_session_ending_in_nul_is_another_session(self) -> None:
+        """Numpy text drops trailing NULs: the cached scope must not (a leak across sessions)."""
+        store = semantic(":memory:")
+        store.store("secret", "apple", session_id="alice\x00")
+        store.store("mine", "banana", session_id="alice")
+        assert [] == [e.key for e in store.recall("apple", 10, session_id="alice")]
+        assert ["secret"] == [e.key for e in store.recall("apple", 10, session_id="alice\x00")]
+        store.close()
+
+    def test_more_changes_than_the_log_keeps_reads_again(self, db: Path) -> None:
+        """A reader further behind than ``LOG_KEEP`` entries rebuilds its matrix, and is right."""
+        store = semantic(db)
+        store.store("a", "apple")
+        store.store("b", "banana")
+        assert ["a"] == _same_as_a_scan(store, "apple")
+        first = next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN")
+        for i in range(schema.LOG_KEEP + 1):  # one log entry per update of b
+            vec = [1.0, 0.0, 0.0, 0.0] if i % 2 == 0 else [0.0, 1.0, 0.0, 0.0]
+            other.execute(
+                "UPDATE memories SET embedding = ? WHERE key = 'b'", (schema.encode_vector(vec),)
+            )
+        other.execute("COMMIT")
+        other.close()
+        assert {"a", "b"} == set(_same_as_a_scan(store, "apple"))
+        assert first is not next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        store.close()
+
+    def test_many_changed_rows_read_again(self, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Past ``PATCH_MAX`` changed rows reading every vector is cheaper: done, and right."""
+        monkeypatch.setattr(_vector_cache, "PATCH_MAX", 3)
+        store = semantic(db)
+        store.store("a", "apple")
+        _same_as_a_scan(store, "apple")
+        first = next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        lines = [json.dumps({"key": f"n{i}", "content": "apple dog"}) for i in range(5)]
+        store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+        assert 6 == len(_same_as_a_scan(store, "apple"))
+        assert first is not next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        store.store("z", "apple")
+        assert 7 == len(_same_as_a_scan(store, "apple"))
+        store.close()
+
+    def test_a_log_that_went_back_reads_again(self, db: Path) -> None:
+        """A log behind the matrix (reset under the store) is not trusted: the matrix is read."""
+        store = semantic(db)
+        for i in range(3):
+            store.store(f"k{i}", "apple")
+        _same_as_a_scan(store, "apple")
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("DELETE FROM memories_log")
+        other.execute("UPDATE sqlite_sequence SET seq = 0 WHERE name = 'memories_log'")
+        other.execute("DELETE FROM memories WHERE key = 'k0'")
+        other.close()
+        assert ["k1", "k2"] == sorted(_same_as_a_scan(store, "apple"))
         store.close()
