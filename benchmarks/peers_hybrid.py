@@ -27,7 +27,9 @@ Vectors for the records are computed once, batched, and given to both
 stores. With ``--writes`` one memory is written to every store before each
 query (untimed: the recall after it is timed), as an agent's turn writes
 before the next turn recalls; the stores' caches must then follow the write.
-Run: ``python benchmarks/peers_hybrid.py [--embedder sentence-transformers|minilm-onnx] [--records 10000] [--queries 200] [--writes]``.
+Run: ``python benchmarks/peers_hybrid.py [--embedder
+sentence-transformers|minilm-onnx] [--records 10000] [--queries 200]
+[--writes]``.
 Benchmark-only packages (mem0ai, faiss-cpu) are not project dependencies.
 """
 
