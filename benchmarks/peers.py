@@ -53,6 +53,23 @@ def _content(r: dict[str, Any]) -> str:
     return text
 
 
+def as_jsonl(rows: Sequence[dict[str, Any]]) -> io.StringIO:
+    """The records as the store's JSONL import reads them: ``core``, one session per stream."""
+    lines = [
+        json.dumps(
+            {
+                "key": r["id"],
+                "content": _content(r),
+                "category": "core",
+                "timestamp": r["timestamp"] + "Z",
+                "session_id": r["conversation"],
+            }
+        )
+        for r in rows
+    ]
+    return io.StringIO("\n".join(lines) + "\n")
+
+
 def copies(records: dict[str, list[dict[str, Any]]], n: int) -> list[dict[str, Any]]:
     """Every conversation's records ``n`` times, copy ``i`` keyed ``id#i`` in its own session."""
     out = []
@@ -79,20 +96,8 @@ def keyword_library(tmp: Path, work: Workload) -> tuple[list[float], list[list[s
     times: list[float] = []
     found: list[list[str]] = []
     for n, (rows, questions) in enumerate(work):
-        lines = [
-            json.dumps(
-                {
-                    "key": r["id"],
-                    "content": _content(r),
-                    "category": "core",
-                    "timestamp": r["timestamp"] + "Z",
-                    "session_id": r["conversation"],
-                }
-            )
-            for r in rows
-        ]
         with SQLiteStore(tmp / f"lib-{n}.db", fusion=Fusion(), synchronous="OFF") as store:
-            store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+            store.import_jsonl(as_jsonl(rows))
             for q in questions[:20]:  # warm the page cache and term statistics
                 store.recall(q["question"], 10)
             t, f = _timed(lambda q: [e.key for e in store.recall(q, 10)], questions)

@@ -41,7 +41,7 @@ from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
-__all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
+__all__ = ["BM25_WEIGHTS", "COVERAGE_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 
 #: bm25() column weights for key, content, tags, the two previous records of
 #: the session, the day words and the scope token: a key hit counts double,
@@ -49,7 +49,7 @@ __all__ = ["BM25_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
 BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0)
 _BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
 #: What a hit in each indexed column proves for :func:`coverage`.
-_COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
 #: How many FTS hits are ranked before the scope filter.
 WINDOW = 64
 #: The drawing phrases may hold about this many rows between them.
@@ -67,7 +67,7 @@ _SPAN = re.compile("\x01([^\x02]*)\x02")
 _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
 _ID = ENTRY_COLUMNS.index("id")
 #: The columns a query word can be found in (the scope token never is one).
-_TEXT_COLUMNS = len(_COVERAGE_WEIGHTS)
+_TEXT_COLUMNS = len(COVERAGE_WEIGHTS)
 _MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(_TEXT_COLUMNS))
 _MARK_ARGS = (_OPEN, _CLOSE) * _TEXT_COLUMNS
 
@@ -373,7 +373,7 @@ def _add_bm25_marked(
 def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _MarkedRow) -> float:
     """The row's :func:`coverage` of the query from its marked tokens per column."""
     best: dict[str, float] = {}  # each marked token's best column weight
-    for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
+    for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
         for t in toks:
             if best.get(t, 0.0) < weight:
                 best[t] = weight
@@ -382,7 +382,7 @@ def _coverage(phrases: Sequence[_Phrase], weights: Sequence[float], cols: _Marke
         if p.simple:
             present[i] = best.get(p.tokens[0], 0.0)
             continue
-        for toks, weight in zip(cols, _COVERAGE_WEIGHTS, strict=False):
+        for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
             if toks and present[i] < weight and _holds(set(toks), p.tokens, p.prefix):
                 present[i] = weight
     return coverage(weights, present)

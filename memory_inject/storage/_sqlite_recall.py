@@ -14,6 +14,7 @@ from typing import Any
 
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
+from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage._sqlite_schema import (
@@ -51,6 +52,8 @@ def scored_recall(
     stats: TermStats | None = None,
     vectors: tuple[VectorCache, VectorScope] | None = None,
     scope_match: str | None = None,
+    scope_tokens: Sequence[str] | None = None,
+    mirror: KeywordMirror | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened; ``scope`` is the store's live-row filter.
 
@@ -60,7 +63,10 @@ def scored_recall(
     ``stats`` the connection's cached index statistics (a fresh cache if None);
     ``vectors`` the store's cached matrices and the same scope for them
     (None scans the stored vectors); ``scope_match`` the session's index
-    tokens for the keyword stage (``_sqlite_schema.scope_match``).
+    tokens for the keyword stage (``_sqlite_schema.scope_match``), and
+    ``scope_tokens`` the same tokens for ``mirror``, the store's
+    :class:`~._fts_mirror.KeywordMirror` (keyword hits without FTS5 calls on
+    small stores; None always asks FTS5).
     """
     conn.execute("BEGIN")
     try:
@@ -78,7 +84,7 @@ def scored_recall(
             calibration,
             stats or TermStats(),
             vectors,
-            scope_match,
+            (scope_match, scope_tokens, mirror),
         )
     finally:
         if conn.in_transaction:
@@ -99,8 +105,9 @@ def _run(
     calibration: tuple[float, float],
     stats: TermStats,
     vectors: tuple[VectorCache, VectorScope] | None,
-    scope_match: str | None,
+    keyword_scope: tuple[str | None, Sequence[str] | None, KeywordMirror | None],
 ) -> tuple[list[MemoryEntry], RecallInfo]:
+    scope_match, scope_tokens, mirror = keyword_scope
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     bm25: dict[str, float] = {}
@@ -115,16 +122,27 @@ def _run(
         if words:
             try:
                 where = (namespace, scope, params)
-                ranked = keyword_hits(
-                    conn,
-                    stats,
-                    where,
-                    words,
-                    limit * 2,
-                    window=not narrow,
-                    scope_match=scope_match,
-                    rows=rows,
-                )
+                ranked = None
+                if mirror is not None:
+                    try:
+                        ranked = mirror.keyword_hits(
+                            conn, where, words, limit * 2, scope_tokens=scope_tokens, rows=rows
+                        )
+                    except sqlite3.OperationalError as exc:
+                        if is_locked(exc) or "interrupt" in str(exc).lower():
+                            raise
+                        # A mirror that cannot be read backs off; FTS5 answers this recall.
+                if ranked is None:
+                    ranked = keyword_hits(
+                        conn,
+                        stats,
+                        where,
+                        words,
+                        limit * 2,
+                        window=not narrow,
+                        scope_match=scope_match,
+                        rows=rows,
+                    )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
             except sqlite3.OperationalError as exc:

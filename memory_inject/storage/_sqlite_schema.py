@@ -309,9 +309,14 @@ def scope_token(session_id: str | None, category: str) -> str:
     return "g" + category.split("\0", 1)[0][:100].encode("utf-8").hex().upper()
 
 
+def scope_tokens(session_id: str, shared: Sequence[str]) -> tuple[str, ...]:
+    """The ``ctx_scope`` tokens of a session's rows and of the sessionless ``shared`` ones."""
+    return (scope_token(session_id, ""), *(scope_token(None, c) for c in shared))
+
+
 def scope_match(session_id: str, shared: Sequence[str]) -> str:
     """The MATCH clause that keeps a session's rows and the sessionless ``shared`` ones."""
-    tokens = [scope_token(session_id, "")] + [scope_token(None, c) for c in shared]
+    tokens = scope_tokens(session_id, shared)
     return "ctx_scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
 
 

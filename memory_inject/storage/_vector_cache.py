@@ -37,7 +37,7 @@ from attrs import frozen
 
 from memory_inject.embedders import numpy_or_none
 
-__all__ = ["ScopeVectors", "VectorCache", "VectorScope"]
+__all__ = ["ScopeVectors", "VectorCache", "VectorScope", "log_head", "logged_since"]
 
 
 @frozen(slots=True)
@@ -329,7 +329,7 @@ class VectorCache:
             cached = self._matrices.get((namespace, dim))
         if cached is not None and cached[0] == version:
             return cached[1]
-        head = _log_head(conn)
+        head = log_head(conn)
         if cached is not None and _patched(conn, cached[1], namespace, head):
             built = cached[1]
         else:
@@ -344,29 +344,41 @@ class VectorCache:
         return built
 
 
-def _log_head(conn: sqlite3.Connection) -> int:
+def log_head(conn: sqlite3.Connection) -> int:
     """The newest ``memories_log`` position (0 before the first change)."""
     row = conn.execute("SELECT max(seq) FROM memories_log").fetchone()
     return 0 if row is None or row[0] is None else int(row[0])
 
 
-def _patched(conn: sqlite3.Connection, m: _Matrix, namespace: str, head: int) -> bool:
-    """Bring ``m`` to ``head`` from the log; False when it must be read again instead."""
-    if head == m.seq:
-        return True
-    if head < m.seq:
-        return False  # the log went back (a file replaced under the store): read again
+def logged_since(conn: sqlite3.Connection, seq: int, head: int, cap: int) -> list[int] | None:
+    """The rids logged after ``seq`` up to ``head``; None when a cache at ``seq`` must rebuild.
+
+    None when the log went back (a file replaced under the store), when
+    entries after ``seq`` were pruned, or when more than ``cap`` rows changed.
+    """
+    if head == seq:
+        return []
+    if head < seq:
+        return None
     first = conn.execute("SELECT min(seq) FROM memories_log").fetchone()[0]
-    if first is None or int(first) > m.seq + 1:
-        return False  # entries the matrix has not seen were pruned
+    if first is None or int(first) > seq + 1:
+        return None
     rids = [
         int(r[0])
         for r in conn.execute(
-            "SELECT DISTINCT rid FROM memories_log WHERE seq > ? LIMIT ?", (m.seq, PATCH_MAX + 1)
+            "SELECT DISTINCT rid FROM memories_log WHERE seq > ? LIMIT ?", (seq, cap + 1)
         )
     ]
-    if len(rids) > PATCH_MAX:
+    return None if len(rids) > cap else rids
+
+
+def _patched(conn: sqlite3.Connection, m: _Matrix, namespace: str, head: int) -> bool:
+    """Bring ``m`` to ``head`` from the log; False when it must be read again instead."""
+    rids = logged_since(conn, m.seq, head, PATCH_MAX)
+    if rids is None:
         return False
+    if not rids:
+        return True
     rows = conn.execute(
         f"SELECT {_ROW}, namespace, deleted_at FROM memories "  # noqa: S608 - constants
         "WHERE rid IN (SELECT value FROM json_each(?))",

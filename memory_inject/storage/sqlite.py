@@ -32,6 +32,7 @@ from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import RecallQuery, check_namespace
+from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
@@ -109,6 +110,7 @@ class SQLiteStore(SQLiteBulk):
         self._calibration = similarity_calibration(embedder)
         self._fusion = default_fusion(embedder) if fusion is None else fusion
         self._vectors: VectorCache | None = VectorCache()
+        self._mirror: KeywordMirror | None = KeywordMirror()
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
         self._last = RecallInfo()
@@ -257,6 +259,10 @@ class SQLiteStore(SQLiteBulk):
                 # A session alone is in the index (ctx_scope): rank inside it, windowed.
                 narrow=since is not None or until is not None,
                 scope_match=None if session_id is None else self._scope_match(session_id),
+                scope_tokens=None
+                if session_id is None
+                else schema.scope_tokens(session_id, self._shared),
+                mirror=self._mirror,
                 calibration=self._calibration,
                 stats=self._stats,
                 vectors=None

@@ -25,6 +25,12 @@ def _sentence(rng: random.Random) -> str:
     return " ".join(_WORDS[min(299, int(rng.paretovariate(0.7)) - 1)] for _ in range(12))
 
 
+@pytest.fixture(autouse=True)
+def _fts5_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These are tests of the FTS5 path: the stores made here never mirror their index."""
+    monkeypatch.setattr("memory_inject.storage.sqlite.KeywordMirror", lambda: None)
+
+
 @pytest.fixture(scope="module")
 def zipf_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 600-row store of Zipf-like sentences in 6 sessions, some forgotten."""

@@ -1,0 +1,478 @@
+"""A small store's keyword index, mirrored in process: BM25 and coverage without FTS5 calls.
+
+On a store of a few hundred records a keyword recall through FTS5 costs about
+three bare FTS5 queries: the ranking statement over seven weighted columns,
+then ``highlight()`` over the hits (it re-tokenises every column of each hit,
+the long context columns included) for the calibrated score. Both answers
+follow from a few numbers per (token, row): the token's weighted count in the
+row, the columns it is in, and the row's length. :class:`KeywordMirror` keeps
+those in process, so a query is a few dictionary walks and one statement,
+the one that applies the store's scope to the best rows and reads them.
+
+It answers exactly what :func:`~memory_inject.storage._fts_rank.keyword_hits`
+answers, computed the way FTS5 computes it: ``bm25()``'s idf over all rows,
+its column weights, row length and average length, summed over the query's
+phrases in order (so scores are bit-for-bit FTS5's whole-query bm25, the
+exact order the SQL path approximates on large stores), ties by id, and
+:func:`~memory_inject.storage.calibration.coverage` from the columns each
+word is in. A test holds the two together on random stores.
+
+**When.** Only for an index of at most :data:`MAX_ROWS` rows, only once the
+store has made :data:`AFTER_RECALLS` keyword recalls in this process (a
+one-shot process never reads anything for it), and only for queries of plain
+words (a ``word*`` prefix or a word that tokenises to several tokens goes to
+the SQL path). Otherwise the caller uses the SQL path.
+
+**What is read.** Every row's id, length (``memories_fts_docsize``) and
+scope token, about 5 us a row; a token's postings the first time a query
+holds it, from the index itself (``fts5vocab`` instances: the tokens FTS5
+stored, so they are exact by construction). Prompts share most of their
+words (names, places, the topics of the store), so after a few turns most
+tokens are held; memory grows with the prompts' vocabulary, capped at
+:data:`MAX_TOKENS`.
+
+**Kept current** like the vector matrix: ``PRAGMA data_version`` and the
+read connection's ``total_changes`` say something changed, ``memories_log``
+which rows; a changed row is tokenised by a private FTS5 table with the
+index's tokenizer. It only ranks: the store's scope, applied in SQL when the
+rows are read, still decides which rows a recall may return.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memory_inject.storage._fts_rank import BM25_WEIGHTS, COVERAGE_WEIGHTS
+from memory_inject.storage._fts_terms import corpus_size, tokens_of, varints
+from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
+from memory_inject.storage._vector_cache import log_head, logged_since
+from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
+
+__all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
+
+#: Indexes of at most this many rows are mirrored (past it FTS5's own ranking is as fast).
+MAX_ROWS = 4000
+#: The mirror is built on this keyword recall of the process, not the first.
+AFTER_RECALLS = 4
+#: Past this many changed rows the mirror is read again rather than patched.
+PATCH_MAX = 256
+#: Past this many loaded tokens the postings are dropped and read again as asked for.
+MAX_TOKENS = 50_000
+#: After a build fails (a deadline, a locked file), this many recalls use SQL first.
+BACKOFF = 64
+
+# The index's columns in order, their bm25() weights and coverage weights
+# (``_fts_rank``'s, kept in one place there).
+_COLUMNS = ("key", "content", "tags", "ctx_prev", "ctx_prev2", "ctx_day", "ctx_scope")
+_COL = {name: i for i, name in enumerate(_COLUMNS)}
+_SCOPE_COL = _COL["ctx_scope"]
+_K1, _B = 1.2, 0.75
+_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
+_ID = ENTRY_COLUMNS.index("id")
+
+#: A token's instances in the store's index (``_build`` creates the vocab table).
+_INSTANCES = "SELECT doc, col FROM temp.memories_instances WHERE term = ?"
+
+#: One posting: (the token's weighted count in the row, a bit per text column it is in).
+_Posting = tuple[float, int]
+
+
+class _Index:
+    """Every row's id, length and scope, and the postings of the tokens asked for so far.
+
+    Current at ``memories_log`` position ``seq``. A token's postings are read
+    from the index the first time a query holds it and kept current from
+    then on, so what is read grows with the vocabulary of the prompts, not
+    with the store; ``loaded`` says which of those tokens each row holds.
+    """
+
+    __slots__ = ("_norms", "_scopes", "ids", "loaded", "postings", "scope", "seq", "size", "total")
+
+    def __init__(self, seq: int) -> None:
+        """An empty index at ``seq``."""
+        self.seq = seq
+        self.ids: dict[int, str] = {}
+        self.size: dict[int, int] = {}  # tokens in the row, every column (bm25()'s D)
+        self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
+        self.total = 0
+        self.postings: dict[str, dict[int, _Posting]] = {}  # loaded tokens only
+        self.loaded: dict[int, set[str]] = {}
+        self._norms: dict[int, float] | None = None
+        self._scopes: dict[tuple[str, ...], set[int]] = {}
+
+    def norms(self) -> dict[int, float]:
+        """``k1 * (1 - b + b * D / avgdl)`` of every row (bm25()'s length part), cached."""
+        if self._norms is None:
+            n = len(self.ids)
+            avgdl = self.total / n if n else 1.0
+            self._norms = {
+                rid: _K1 * (1.0 - _B + _B * size / avgdl) for rid, size in self.size.items()
+            }
+        return self._norms
+
+    def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
+        """The rows whose ``ctx_scope`` holds one of ``scope_tokens``, cached."""
+        rows = self._scopes.get(scope_tokens)
+        if rows is None:
+            wanted = {t for s in scope_tokens for t in tokens_of(s)}
+            rows = {rid for rid, toks in self.scope.items() if toks & wanted}
+            if len(self._scopes) >= 64:
+                self._scopes.clear()
+            self._scopes[scope_tokens] = rows
+        return rows
+
+    def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
+        """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
+        self._norms = None
+        self._scopes.clear()
+        self.ids[rid] = key
+        self.size[rid] = size
+        self.total += size
+        self.scope[rid] = scope
+
+    def load(self, token: str, instances: Iterable[tuple[Any, Any]]) -> dict[int, _Posting]:
+        """Keep ``token``'s postings from its ``(rid, column name)`` instances."""
+        per_row: dict[int, list[int]] = {}
+        for doc, col in instances:
+            per_col = per_row.get(doc)
+            if per_col is None:
+                per_col = per_row[doc] = [0] * len(_COLUMNS)
+            per_col[_COL[col]] += 1
+        posting = {rid: _posting(per_col) for rid, per_col in per_row.items()}
+        self.postings[token] = posting
+        for rid in posting:
+            self.loaded.setdefault(rid, set()).add(token)
+        return posting
+
+    def add(self, rid: int, key: str, size: int, counts: dict[str, list[int]]) -> None:
+        """Hold row ``rid`` from ``{token: instances per column}`` (a changed row)."""
+        scope = frozenset(t for t, per_col in counts.items() if per_col[_SCOPE_COL])
+        self.set_row(rid, key, size, scope)
+        held = [t for t in counts if t in self.postings]
+        for token in held:
+            self.postings[token][rid] = _posting(counts[token])
+        if held:
+            self.loaded[rid] = set(held)
+
+    def remove(self, rid: int) -> None:
+        """Drop row ``rid`` (nothing if it is not held)."""
+        if rid not in self.ids:
+            return
+        self._norms = None
+        self._scopes.clear()
+        del self.ids[rid]
+        self.scope.pop(rid)
+        self.total -= self.size.pop(rid)
+        for token in self.loaded.pop(rid, ()):
+            self.postings[token].pop(rid, None)
+
+
+def _posting(per_col: list[int]) -> _Posting:
+    """``(weighted count, text-column mask)`` from a token's instances per column."""
+    f, mask = 0.0, 0
+    for col, n in enumerate(per_col):
+        if n:
+            f += BM25_WEIGHTS[col] * n  # dyadic weights: the same sum as one per instance
+            if col != _SCOPE_COL:
+                mask |= 1 << col
+    return f, mask
+
+
+def _counts(rows: Iterable[tuple[Any, ...]]) -> dict[int, dict[str, list[int]]]:
+    """``{rid: {token: instances per column}}`` from ``(term, doc, col)`` instance rows."""
+    out: dict[int, dict[str, list[int]]] = {}
+    width = len(_COLUMNS)
+    for term, doc, col in rows:
+        per_row = out.get(doc)
+        if per_row is None:
+            per_row = out[doc] = {}
+        per_col = per_row.get(term)
+        if per_col is None:
+            per_col = per_row[term] = [0] * width
+        per_col[_COL[col]] += 1
+    return out
+
+
+class KeywordMirror:
+    """One store's mirrored keyword index (see the module docstring), for its read connection."""
+
+    def __init__(self, *, max_rows: int = MAX_ROWS, after: int = AFTER_RECALLS) -> None:
+        """Nothing is read until :meth:`keyword_hits` decides a mirror pays."""
+        self.max_rows = max_rows
+        self.after = after
+        self.builds = 0  # how many times the index was read whole (tests, benchmarks)
+        self._lock = threading.Lock()
+        self._index: _Index | None = None
+        self._version: tuple[int, int] | None = None
+        self._calls = 0
+        self._not_before = 0
+        self._tokenizer: sqlite3.Connection | None = None
+
+    def clear(self) -> None:
+        """Forget the mirror (the next recall that needs one reads the index again)."""
+        with self._lock:
+            self._index = None
+            self._version = None
+
+    def keyword_hits(
+        self,
+        conn: sqlite3.Connection,
+        where: tuple[str, str, Sequence[Any]],
+        words: Sequence[tuple[str, bool]],
+        k: int,
+        *,
+        scope_tokens: Sequence[str] | None = None,
+        rows: dict[str, tuple[Any, ...]] | None = None,
+    ) -> list[tuple[str, float, float]] | None:
+        """What ``_fts_rank.keyword_hits`` returns, from the mirror; None to use SQL.
+
+        ``where`` is ``(namespace, scope, params)``, ``scope_tokens`` the
+        session's ``ctx_scope`` tokens (``_sqlite_schema.scope_tokens``), and
+        ``rows`` receives the hits' entry columns by id. Runs inside the
+        recall's read transaction.
+        """
+        phrases = []
+        for word, star in words:
+            tokens = tokens_of(word)
+            if not tokens:
+                continue
+            if star or len(tokens) > 1:
+                return None
+            phrases.append(tokens[0])
+        if not phrases:
+            return []
+        with self._lock:
+            index = self._current(conn)
+            if index is None:
+                return None
+            return _hits(conn, index, where, phrases, k, scope_tokens, rows)
+
+    # -- keeping the index current ------------------------------------------
+
+    def _current(self, conn: sqlite3.Connection) -> _Index | None:
+        self._calls += 1
+        index = self._index
+        if index is None and (self._calls < self.after or self._calls < self._not_before):
+            return None
+        # Reading the log first opens the read snapshot: the version read next is its own.
+        head = log_head(conn)
+        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        if version == self._version:
+            return index  # unchanged since the last look (None: the index is too big)
+        try:
+            index = self._refreshed(conn, index, head)
+        except sqlite3.Error:
+            self._index, self._version = None, None
+            self._not_before = self._calls + BACKOFF
+            raise
+        self._index, self._version = index, version
+        return index
+
+    def _refreshed(
+        self, conn: sqlite3.Connection, index: _Index | None, head: int
+    ) -> _Index | None:
+        if index is not None:
+            rids = logged_since(conn, index.seq, head, PATCH_MAX)
+            if rids is not None:
+                self._patch(conn, index, rids, head)
+                return index if len(index.ids) <= self.max_rows else None
+        if corpus_size(conn) > self.max_rows:
+            return None
+        return self._build(conn, head)
+
+    def _build(self, conn: sqlite3.Connection, head: int) -> _Index:
+        """Every row's id, scope and length; no postings yet (see :class:`_Index`)."""
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
+            "USING fts5vocab(main, memories_fts, instance)"
+        )
+        sizes = {
+            int(rid): sum(varints(bytes(sz)))
+            for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
+        }
+        index = _Index(head)
+        for rid, key, scope in conn.execute("SELECT rid, id, ctx_scope FROM memories"):
+            tokens = frozenset(tokens_of(str(scope))) if scope else frozenset()
+            index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens)
+        self.builds += 1
+        return index
+
+    def _patch(self, conn: sqlite3.Connection, index: _Index, rids: list[int], head: int) -> None:
+        for rid in rids:
+            index.remove(rid)
+        if rids:
+            found = conn.execute(
+                f"SELECT rid, id, {', '.join(_COLUMNS)} FROM memories "  # noqa: S608 - constants
+                "WHERE rid IN (SELECT value FROM json_each(?))",
+                (json.dumps(rids),),
+            ).fetchall()
+            counts, sizes = self._tokenised(found)
+            for row in found:
+                rid = int(row[0])
+                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
+        index.seq = head
+
+    def _tokenised(
+        self, found: list[tuple[Any, ...]]
+    ) -> tuple[dict[int, dict[str, list[int]]], dict[int, int]]:
+        """The rows' tokens and lengths as the index's tokenizer makes them (a private FTS5)."""
+        if self._tokenizer is None:
+            tok = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            tok.execute(
+                f"CREATE VIRTUAL TABLE t USING fts5({', '.join(_COLUMNS)}, "
+                "tokenize='porter unicode61')"
+            )
+            tok.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+            self._tokenizer = tok
+        tok = self._tokenizer
+        marks = ", ".join("?" * (1 + len(_COLUMNS)))
+        tok.executemany(
+            f"INSERT INTO t(rowid, {', '.join(_COLUMNS)}) VALUES ({marks})",  # noqa: S608
+            [(row[0], *row[2:]) for row in found],
+        )
+        try:
+            counts = _counts(tok.execute("SELECT term, doc, col FROM v"))
+            sizes = {
+                int(rid): sum(varints(bytes(sz)))
+                for rid, sz in tok.execute("SELECT id, sz FROM t_docsize")
+            }
+        finally:
+            tok.execute("DELETE FROM t")
+        return counts, sizes
+
+
+def _hits(
+    conn: sqlite3.Connection,
+    index: _Index,
+    where: tuple[str, str, Sequence[Any]],
+    phrases: Sequence[str],
+    k: int,
+    scope_tokens: Sequence[str] | None,
+    rows: dict[str, tuple[Any, ...]] | None,
+) -> list[tuple[str, float, float]]:
+    """``_fts_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic.
+
+    A word in at least half of the rows (``bm25()`` floors its idf at 1e-6)
+    neither draws nor adds, as on the SQL path, unless fewer than ``k`` rows
+    of the scope hold another word: then the whole query ranks.
+    """
+    missing = [t for t in dict.fromkeys(phrases) if t not in index.postings]
+    if missing:
+        if len(index.postings) + len(missing) > MAX_TOKENS:
+            index.postings.clear()
+            index.loaded.clear()
+            missing = list(dict.fromkeys(phrases))  # this query's held ones went too
+        for token in missing:
+            index.load(token, conn.execute(_INSTANCES, (token,)))
+    n = len(index.ids)
+    postings = index.postings
+    df = [len(postings.get(t, ())) for t in phrases]
+    allowed = None if scope_tokens is None else index.in_scope(tuple(scope_tokens))
+    draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
+    scores = _rank(index, draw, allowed)
+    kept = _pick(conn, index, where, scores, k, rows)
+    if len(kept) < k and len(draw) < len(phrases):
+        scores = _rank(index, phrases, allowed)
+        kept = _pick(conn, index, where, scores, k, rows)
+    weights = [term_weight(n, d) for d in df]
+    out = []
+    for rid in kept:
+        present = [_present(postings.get(t, {}).get(rid)) for t in phrases]
+        out.append((index.ids[rid], coverage(weights, present), scores[rid]))
+    return out
+
+
+def _rank(index: _Index, phrases: Sequence[str], allowed: set[int] | None) -> dict[int, float]:
+    """FTS5's ``bm25()`` over ``phrases`` (higher is better) of every row holding one.
+
+    The same arithmetic in the same order as ``fts5Bm25Function`` (idf over
+    every row of the index), so the scores are FTS5's to the bit. With
+    ``allowed`` only those rows are scored (what ANDing the scope's MATCH does).
+    """
+    n = len(index.ids)
+    norm = index.norms()
+    scores: dict[int, float] = {}
+    get = scores.get
+    for token in phrases:
+        posting = index.postings.get(token)
+        if not posting:
+            continue
+        idf = fts5_idf(n, len(posting))
+        for rid, (f, _) in posting.items():
+            if allowed is None or rid in allowed:
+                scores[rid] = get(rid, 0.0) + idf * ((f * (_K1 + 1.0)) / (f + norm[rid]))
+    return scores
+
+
+def _ordered(scores: dict[int, float], ids: dict[int, str], m: int) -> list[int]:
+    """The ``m`` best rids by score then id (every row tied with the m-th weighed by id)."""
+    if len(scores) > 2 * m:
+        best = heapq.nlargest(m, scores.values())
+        cut = best[-1]
+        pool = [r for r, sc in scores.items() if sc >= cut]
+    else:
+        pool = list(scores)
+    pool.sort(key=lambda r: (-scores[r], ids[r]))
+    return pool[:m]
+
+
+def _pick(
+    conn: sqlite3.Connection,
+    index: _Index,
+    where: tuple[str, str, Sequence[Any]],
+    scores: dict[int, float],
+    k: int,
+    rows: dict[str, tuple[Any, ...]] | None,
+) -> list[int]:
+    """The ``k`` best rows (or fewer) in the store's scope, by score then id.
+
+    The scope is SQL's: the best rows are read with it in batches (the first
+    just over ``k``, then four times more), so a row the scope drops is
+    replaced by the next.
+    """
+    namespace, scope, params = where
+    ids = index.ids
+    sql = (
+        f"SELECT m.rid, {_ENTRY} FROM memories AS m "  # noqa: S608 - our fragments
+        f"WHERE m.rid IN (SELECT value FROM json_each(?)) AND m.namespace = ? AND {scope}"
+    )
+    kept: list[int] = []
+    done = 0
+    batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
+    while len(kept) < k and done < len(scores):
+        top = _ordered(scores, ids, done + batch)
+        chunk = top[done:]
+        done = len(top)
+        found = {
+            int(r[0]): r[1:]
+            for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
+        }
+        for rid in chunk:
+            entry = found.get(rid)
+            if entry is not None:
+                kept.append(rid)
+                if rows is not None:
+                    rows[entry[_ID]] = entry
+        batch *= 4
+    return kept[:k]
+
+
+#: What a hit in each text column proves (``_fts_rank.COVERAGE_WEIGHTS``), per column mask.
+_MASK_WEIGHTS: dict[int, float] = {}
+
+
+def _present(posting: _Posting | None) -> float:
+    """The best coverage weight among the columns a posting's token is in."""
+    if posting is None:
+        return 0.0
+    mask = posting[1]
+    weight = _MASK_WEIGHTS.get(mask)
+    if weight is None:
+        weight = max((w for c, w in enumerate(COVERAGE_WEIGHTS) if mask >> c & 1), default=0.0)
+        _MASK_WEIGHTS[mask] = weight
+    return weight

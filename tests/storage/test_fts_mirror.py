@@ -1,0 +1,334 @@
+"""The mirrored keyword index of small SQLite stores: FTS5's answers, kept current, no leaks."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject.storage import _fts_mirror
+from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage._fts_mirror import KeywordMirror
+from memory_inject.storage._fts_rank import BM25_WEIGHTS, keyword_hits
+from memory_inject.storage._fts_terms import TermStats
+from memory_inject.storage.fusion import Fusion, content_words
+from memory_inject.storage.sqlite import SQLiteStore
+
+#: A vocabulary with words in most rows (floored idf), in few, and stems that merge.
+_WORDS = (
+    "alpha alpha alpha beta gamma delta deploy deploys deploying hiking hike "
+    "zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau december"
+).split()
+_SESSIONS = (None, "s1", "s2", "s1\x00", "s1 ", "ünï")
+
+
+def _mirrored(path: Path | str, **kw: Any) -> SQLiteStore:
+    store = SQLiteStore(path, fusion=Fusion(), **kw)
+    store._mirror = KeywordMirror(after=1)
+    return store
+
+
+def _plain(path: Path | str) -> SQLiteStore:
+    store = SQLiteStore(path, fusion=Fusion())
+    store._mirror = None
+    return store
+
+
+def _text(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(1, 9)))
+
+
+def _query(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(1, 5)))
+
+
+def _answers(store: SQLiteStore, query: str, session_id: str | None) -> list[tuple[str, float]]:
+    return [(e.key, e.score or 0.0) for e in store.recall(query, 6, session_id=session_id)]
+
+
+def _same_as_fts5(
+    mirrored: SQLiteStore, plain: SQLiteStore, query: str, session_id: str | None
+) -> list[str]:
+    """Both stores return the same ids in the same order with the same scores."""
+    got = _answers(mirrored, query, session_id)
+    want = _answers(plain, query, session_id)
+    assert [k for k, _ in got] == [k for k, _ in want], (query, session_id)
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9, abs=1e-12)
+    return [k for k, _ in got]
+
+
+def _fill(store: SQLiteStore, rng: random.Random, n: int) -> None:
+    for i in range(n):
+        store.store(
+            f"k{i}",
+            _text(rng),
+            category=rng.choice(["core", "daily", "conversation"]),
+            session_id=rng.choice(_SESSIONS),
+            # Day words ("5 December 2024") are indexed too: "december" finds them.
+            timestamp=rng.choice(["2024-12-05T12:00:00Z", "2024-05-08T12:00:00Z"]),
+        )
+
+
+def _raw(tmp_path: Path, seed: int, n: int) -> tuple[SQLiteStore, sqlite3.Connection]:
+    """A filled store and a plain connection to its file (BEGIN issued on first read)."""
+    store = _mirrored(tmp_path / "m.db")
+    _fill(store, random.Random(seed), n)
+    conn = sqlite3.connect(tmp_path / "m.db")
+    return store, conn
+
+
+class TestSameAnswersAsFts5:
+    def test_random_stores_queries_and_scopes(self, tmp_path: Path) -> None:
+        rng = random.Random(14)
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        _fill(mirrored, rng, 120)
+        seen = 0
+        for _ in range(150):
+            query = _query(rng)
+            for session in (None, "s1", "s1\x00", "ünï"):
+                seen += len(_same_as_fts5(mirrored, plain, query, session))
+        assert seen > 500  # the queries do find rows
+        assert 1 == mirrored._mirror.builds  # type: ignore[union-attr]
+        mirrored.close()
+        plain.close()
+
+    def test_bm25_is_fts5s_whole_query_bm25_to_the_bit(self, tmp_path: Path) -> None:
+        """Without floored words the mirror's BM25 is FTS5's ``bm25()`` of the same MATCH."""
+        store, conn = _raw(tmp_path, 3, 60)
+        store.store("rare", "omicron hiking", session_id="s1")
+        mirror = KeywordMirror(after=1)
+        words = content_words("omicron hiking rho")
+        where = ("default", "deleted_at IS NULL", ())
+        got = mirror.keyword_hits(conn, where, words, 50)
+        assert got
+        args = ", ".join(str(w) for w in BM25_WEIGHTS)
+        want = {
+            str(i): float(s)
+            for i, s in conn.execute(
+                f"SELECT m.id, -bm25(memories_fts, {args}) FROM memories_fts "
+                "JOIN memories AS m ON m.rid = memories_fts.rowid WHERE memories_fts MATCH ?",
+                ('"omicron" OR "hike" OR "rho"',),
+            )
+        }
+        assert {key: bm25 for key, _, bm25 in got} == {k: want[k] for k, _, _ in got}
+        conn.close()
+        store.close()
+
+    def test_coverage_and_order_match_the_sql_stage(self, tmp_path: Path) -> None:
+        """The raw keyword stage: same hits, BM25 and calibrated coverage as ``keyword_hits``."""
+        store, conn = _raw(tmp_path, 9, 90)
+        rng = random.Random(9)
+        stats, mirror = TermStats(), KeywordMirror(after=1)
+        where = ("default", "deleted_at IS NULL AND session_id = ?", ("s2",))
+        tokens = schema.scope_tokens("s2", ())
+        for _ in range(60):
+            words = content_words(_query(rng))
+            rows_a: dict[str, Any] = {}
+            rows_b: dict[str, Any] = {}
+            got = mirror.keyword_hits(conn, where, words, 8, scope_tokens=tokens, rows=rows_a)
+            want = keyword_hits(
+                conn,
+                stats,
+                where,
+                words,
+                8,
+                scope_match=schema.scope_match("s2", ()),
+                rows=rows_b,
+            )
+            assert got is not None
+            assert [(i, c) for i, c, _ in got] == [(i, c) for i, c, _ in want]
+            assert [b for *_, b in got] == pytest.approx([b for *_, b in want], rel=1e-9)
+            # The hits' entry columns come with them, as on the SQL path.
+            assert {i: rows_a[i] for i, _, _ in got} == {i: rows_b[i] for i, _, _ in want}
+        conn.close()
+        store.close()
+
+
+class TestKeptCurrent:
+    def test_random_writes_by_the_store_and_by_another_connection(self, tmp_path: Path) -> None:
+        rng = random.Random(21)
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        other = sqlite3.connect(db, isolation_level=None)
+        _fill(mirrored, rng, 30)
+        for step in range(200):
+            key = f"k{rng.randrange(40)}"
+            op = rng.random()
+            if op < 0.5:
+                mirrored.store(key, _text(rng), session_id=rng.choice(_SESSIONS))
+            elif op < 0.6:
+                mirrored.forget(key)
+            elif op < 0.7:
+                other.execute("DELETE FROM memories WHERE key = ?", (key,))
+            elif op < 0.8:
+                other.execute("UPDATE memories SET content = ? WHERE key = ?", (_text(rng), key))
+            elif op < 0.9:
+                other.execute(
+                    "UPDATE memories SET expires_at = '2000-01-01T00:00:00.000000Z' WHERE key = ?",
+                    (key,),
+                )
+            else:
+                plain.store(key, _text(rng), session_id=rng.choice(_SESSIONS))
+            if step % 3 == 0:
+                query = _query(rng)
+                _same_as_fts5(mirrored, plain, query, None)
+                _same_as_fts5(mirrored, plain, query, rng.choice(["s1", "s2", "s1\x00"]))
+        # Patched from the log all along, never read whole again.
+        assert 1 == mirrored._mirror.builds  # type: ignore[union-attr]
+        other.close()
+        mirrored.close()
+        plain.close()
+
+    def test_own_writes_in_a_memory_database(self) -> None:
+        store = _mirrored(":memory:")
+        store.store("a", "alpha hiking")
+        assert ["a"] == [e.key for e in store.recall("hiking", 5)]
+        store.store("b", "hiking boots")
+        store.forget("a")
+        assert ["b"] == [e.key for e in store.recall("hiking", 5)]
+        store.close()
+
+    def test_more_changes_than_the_log_keeps_reads_again(self, tmp_path: Path) -> None:
+        db = tmp_path / "m.db"
+        store, plain = _mirrored(db), _plain(db)
+        store.store("a", "alpha beta")
+        store.store("b", "gamma")
+        _same_as_fts5(store, plain, "alpha", None)
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN")
+        for i in range(schema.LOG_KEEP + 1):
+            text = "alpha zeta" if i % 2 == 0 else "gamma"
+            other.execute("UPDATE memories SET content = ? WHERE key = 'b'", (text,))
+        other.execute("COMMIT")
+        other.close()
+        assert ["a", "b"] == sorted(_same_as_fts5(store, plain, "alpha", None))
+        assert 2 == store._mirror.builds  # type: ignore[union-attr]
+        store.close()
+        plain.close()
+
+    def test_many_changed_rows_read_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_fts_mirror, "PATCH_MAX", 3)
+        db = tmp_path / "m.db"
+        store, plain = _mirrored(db), _plain(db)
+        store.store("a", "alpha")
+        _same_as_fts5(store, plain, "alpha", None)
+        lines = [json.dumps({"key": f"n{i}", "content": "alpha beta"}) for i in range(5)]
+        store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+        assert 6 == len(_same_as_fts5(store, plain, "alpha", None))
+        assert 2 == store._mirror.builds  # type: ignore[union-attr]
+        store.close()
+        plain.close()
+
+    def test_few_held_tokens_are_dropped_and_read_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past ``MAX_TOKENS`` held tokens the postings go; queries read them again, right."""
+        monkeypatch.setattr(_fts_mirror, "MAX_TOKENS", 3)
+        rng = random.Random(4)
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        _fill(mirrored, rng, 40)
+        for step in range(40):
+            _same_as_fts5(mirrored, plain, _query(rng), rng.choice([None, "s2"]))
+            if step % 5 == 0:
+                mirrored.store(f"k{rng.randrange(50)}", _text(rng), session_id="s2")
+        index = mirrored._mirror._index  # type: ignore[union-attr]
+        assert index is not None
+        assert len(index.postings) <= 4 + 3  # a query's own words may pass the bound
+        mirrored.close()
+        plain.close()
+
+
+class TestWhenItApplies:
+    def test_not_before_the_nth_recall(self, tmp_path: Path) -> None:
+        """A one-shot process (one recall) never pays for reading the index."""
+        store = SQLiteStore(tmp_path / "m.db", fusion=Fusion())
+        store.store("a", "alpha")
+        mirror = store._mirror
+        assert mirror is not None
+        for _ in range(_fts_mirror.AFTER_RECALLS - 1):
+            store.recall("alpha", 5)
+        assert 0 == mirror.builds
+        store.recall("alpha", 5)
+        assert 1 == mirror.builds
+        store.close()
+
+    def test_a_store_past_max_rows_uses_fts5(self, tmp_path: Path) -> None:
+        db = tmp_path / "m.db"
+        store = SQLiteStore(db, fusion=Fusion())
+        store._mirror = KeywordMirror(after=1, max_rows=5)
+        for i in range(5):
+            store.store(f"k{i}", "alpha")
+        assert 5 == len(store.recall("alpha", 10))
+        assert 1 == store._mirror.builds
+        store.store("k5", "alpha beta")  # past the bound: dropped, answered by FTS5
+        assert 6 == len(store.recall("alpha", 10))
+        assert store._mirror._index is None
+        assert ["k5"] == [e.key for e in store.recall("beta", 10)]
+        assert 1 == store._mirror.builds
+        store.close()
+
+    @pytest.mark.parametrize("query", ["alph*", "alpha_beta"])
+    def test_prefix_and_multi_token_words_go_to_fts5(self, tmp_path: Path, query: str) -> None:
+        db = tmp_path / "m.db"
+        store = _mirrored(db)
+        store.store("a", "alpha beta")
+        conn = sqlite3.connect(db)
+        conn.execute("BEGIN")
+        mirror = KeywordMirror(after=1)
+        where = ("default", "deleted_at IS NULL", ())
+        assert mirror.keyword_hits(conn, where, content_words(query), 5) is None
+        assert ["a"] == [e.key for e in store.recall(query, 5)]
+        conn.close()
+        store.close()
+
+    def test_a_failed_build_backs_off_and_fts5_answers(self, tmp_path: Path) -> None:
+        db = tmp_path / "m.db"
+        store = _mirrored(db)
+        store.store("a", "alpha")
+        mirror = store._mirror
+        assert mirror is not None
+        calls = []
+
+        def broken(conn: sqlite3.Connection, head: int) -> Any:
+            calls.append(head)
+            raise sqlite3.OperationalError("disk I/O error")
+
+        mirror._build = broken  # type: ignore[method-assign]
+        for _ in range(3):
+            assert ["a"] == [e.key for e in store.recall("alpha", 5)]
+            assert store.last_recall_info.degraded is None
+        assert 1 == len(calls)  # backed off after the failure
+        assert mirror._index is None
+        store.close()
+
+
+class TestScope:
+    def test_a_session_ending_in_nul_is_another_session(self) -> None:
+        store = _mirrored(":memory:")
+        store.store("secret", "alpha", session_id="alice\x00")
+        store.store("mine", "beta", session_id="alice")
+        assert [] == [e.key for e in store.recall("alpha", 10, session_id="alice")]
+        assert ["secret"] == [e.key for e in store.recall("alpha", 10, session_id="alice\x00")]
+        store.close()
+
+    def test_other_namespaces_and_forgotten_rows_never_show(self, tmp_path: Path) -> None:
+        db = tmp_path / "m.db"
+        mine = _mirrored(db)
+        theirs = SQLiteStore(db, namespace="other", fusion=Fusion())
+        for i in range(20):
+            theirs.store(f"t{i}", "alpha alpha alpha")  # better BM25 than ours
+        mine.store("m", "alpha beta")
+        mine.store("gone", "alpha")
+        mine.forget("gone")
+        assert ["m"] == [e.key for e in mine.recall("alpha", 5)]
+        theirs.close()
+        mine.close()
