@@ -56,7 +56,7 @@ from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 
 #: Indexes of at most this many rows are mirrored (past it FTS5's own ranking is as fast).
-MAX_ROWS = 4000
+MAX_ROWS = 2000
 #: The mirror is built on this keyword recall of the process, not the first.
 AFTER_RECALLS = 4
 #: Past this many changed rows the mirror is read again rather than patched.
