@@ -48,7 +48,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.storage._fts_rank import BM25_WEIGHTS, COVERAGE_WEIGHTS
-from memory_inject.storage._fts_terms import corpus_size, tokens_of, varints
+from memory_inject.storage._fts_terms import (
+    COLUMN_NAMES,
+    FTS_COLUMNS,
+    RowTokenizer,
+    corpus_size,
+    tokens_of,
+    varints,
+)
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
 from memory_inject.storage._vector_cache import log_head, logged_since
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
@@ -68,8 +75,7 @@ BACKOFF = 64
 
 # The index's columns in order, their bm25() weights and coverage weights
 # (``_fts_rank``'s, kept in one place there).
-_COLUMNS = ("key", "content", "tags", "ctx_prev", "ctx_prev2", "ctx_day", "ctx_scope")
-_COL = {name: i for i, name in enumerate(_COLUMNS)}
+_COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 _SCOPE_COL = _COL["ctx_scope"]
 _K1, _B = 1.2, 0.75
 _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
@@ -91,7 +97,7 @@ class _Index:
     with the store; ``loaded`` says which of those tokens each row holds.
     """
 
-    __slots__ = ("_norms", "_scopes", "ids", "loaded", "postings", "scope", "seq", "size", "total")
+    __slots__ = ("_scopes", "ids", "loaded", "postings", "scope", "seq", "size", "total")
 
     def __init__(self, seq: int) -> None:
         """An empty index at ``seq``."""
@@ -102,34 +108,24 @@ class _Index:
         self.total = 0
         self.postings: dict[str, dict[int, _Posting]] = {}  # loaded tokens only
         self.loaded: dict[int, set[str]] = {}
-        self._norms: dict[int, float] | None = None
-        self._scopes: dict[tuple[str, ...], set[int]] = {}
-
-    def norms(self) -> dict[int, float]:
-        """``k1 * (1 - b + b * D / avgdl)`` of every row (bm25()'s length part), cached."""
-        if self._norms is None:
-            n = len(self.ids)
-            avgdl = self.total / n if n else 1.0
-            self._norms = {
-                rid: _K1 * (1.0 - _B + _B * size / avgdl) for rid, size in self.size.items()
-            }
-        return self._norms
+        self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
 
     def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
-        """The rows whose ``ctx_scope`` holds one of ``scope_tokens``, cached."""
-        rows = self._scopes.get(scope_tokens)
-        if rows is None:
-            wanted = {t for s in scope_tokens for t in tokens_of(s)}
+        """The rows whose ``ctx_scope`` holds one of ``scope_tokens`` (cached, kept current)."""
+        cached = self._scopes.get(scope_tokens)
+        if cached is None:
+            wanted = frozenset(t for s in scope_tokens for t in tokens_of(s))
             rows = {rid for rid, toks in self.scope.items() if toks & wanted}
             if len(self._scopes) >= 64:
                 self._scopes.clear()
-            self._scopes[scope_tokens] = rows
-        return rows
+            cached = self._scopes[scope_tokens] = (wanted, rows)
+        return cached[1]
 
     def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
         """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
-        self._norms = None
-        self._scopes.clear()
+        for wanted, rows in self._scopes.values():
+            if scope & wanted:
+                rows.add(rid)
         self.ids[rid] = key
         self.size[rid] = size
         self.total += size
@@ -141,7 +137,7 @@ class _Index:
         for doc, col in instances:
             per_col = per_row.get(doc)
             if per_col is None:
-                per_col = per_row[doc] = [0] * len(_COLUMNS)
+                per_col = per_row[doc] = [0] * len(COLUMN_NAMES)
             per_col[_COL[col]] += 1
         posting = {rid: _posting(per_col) for rid, per_col in per_row.items()}
         self.postings[token] = posting
@@ -163,8 +159,8 @@ class _Index:
         """Drop row ``rid`` (nothing if it is not held)."""
         if rid not in self.ids:
             return
-        self._norms = None
-        self._scopes.clear()
+        for _, rows in self._scopes.values():
+            rows.discard(rid)
         del self.ids[rid]
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
@@ -183,21 +179,6 @@ def _posting(per_col: list[int]) -> _Posting:
     return f, mask
 
 
-def _counts(rows: Iterable[tuple[Any, ...]]) -> dict[int, dict[str, list[int]]]:
-    """``{rid: {token: instances per column}}`` from ``(term, doc, col)`` instance rows."""
-    out: dict[int, dict[str, list[int]]] = {}
-    width = len(_COLUMNS)
-    for term, doc, col in rows:
-        per_row = out.get(doc)
-        if per_row is None:
-            per_row = out[doc] = {}
-        per_col = per_row.get(term)
-        if per_col is None:
-            per_col = per_row[term] = [0] * width
-        per_col[_COL[col]] += 1
-    return out
-
-
 class KeywordMirror:
     """One store's mirrored keyword index (see the module docstring), for its read connection."""
 
@@ -211,7 +192,7 @@ class KeywordMirror:
         self._version: tuple[int, int] | None = None
         self._calls = 0
         self._not_before = 0
-        self._tokenizer: sqlite3.Connection | None = None
+        self._tokenizer = RowTokenizer()
 
     def clear(self) -> None:
         """Forget the mirror (the next recall that needs one reads the index again)."""
@@ -307,43 +288,15 @@ class KeywordMirror:
             index.remove(rid)
         if rids:
             found = conn.execute(
-                f"SELECT rid, id, {', '.join(_COLUMNS)} FROM memories "  # noqa: S608 - constants
+                f"SELECT rid, id, {FTS_COLUMNS} FROM memories "  # noqa: S608 - constants
                 "WHERE rid IN (SELECT value FROM json_each(?))",
                 (json.dumps(rids),),
             ).fetchall()
-            counts, sizes = self._tokenised(found)
+            counts, sizes = self._tokenizer.tokenise([(row[0], *row[2:]) for row in found])
             for row in found:
                 rid = int(row[0])
                 index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
         index.seq = head
-
-    def _tokenised(
-        self, found: list[tuple[Any, ...]]
-    ) -> tuple[dict[int, dict[str, list[int]]], dict[int, int]]:
-        """The rows' tokens and lengths as the index's tokenizer makes them (a private FTS5)."""
-        if self._tokenizer is None:
-            tok = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            tok.execute(
-                f"CREATE VIRTUAL TABLE t USING fts5({', '.join(_COLUMNS)}, "
-                "tokenize='porter unicode61')"
-            )
-            tok.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
-            self._tokenizer = tok
-        tok = self._tokenizer
-        marks = ", ".join("?" * (1 + len(_COLUMNS)))
-        tok.executemany(
-            f"INSERT INTO t(rowid, {', '.join(_COLUMNS)}) VALUES ({marks})",  # noqa: S608
-            [(row[0], *row[2:]) for row in found],
-        )
-        try:
-            counts = _counts(tok.execute("SELECT term, doc, col FROM v"))
-            sizes = {
-                int(rid): sum(varints(bytes(sz)))
-                for rid, sz in tok.execute("SELECT id, sz FROM t_docsize")
-            }
-        finally:
-            tok.execute("DELETE FROM t")
-        return counts, sizes
 
 
 def _hits(
@@ -395,7 +348,8 @@ def _rank(index: _Index, phrases: Sequence[str], allowed: set[int] | None) -> di
     ``allowed`` only those rows are scored (what ANDing the scope's MATCH does).
     """
     n = len(index.ids)
-    norm = index.norms()
+    size = index.size
+    avgdl = index.total / n if n else 1.0
     scores: dict[int, float] = {}
     get = scores.get
     for token in phrases:
@@ -405,7 +359,8 @@ def _rank(index: _Index, phrases: Sequence[str], allowed: set[int] | None) -> di
         idf = fts5_idf(n, len(posting))
         for rid, (f, _) in posting.items():
             if allowed is None or rid in allowed:
-                scores[rid] = get(rid, 0.0) + idf * ((f * (_K1 + 1.0)) / (f + norm[rid]))
+                norm = _K1 * (1.0 - _B + _B * size[rid] / avgdl)  # bm25()'s length part
+                scores[rid] = get(rid, 0.0) + idf * ((f * (_K1 + 1.0)) / (f + norm))
     return scores
 
 

@@ -16,9 +16,25 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-__all__ = ["TermStats", "corpus_size", "document_frequencies", "tokens_of", "varints"]
+from memory_inject.storage._sqlite_schema import FTS_COLUMNS
+
+__all__ = [
+    "COLUMN_NAMES",
+    "FTS_COLUMNS",
+    "RowTokenizer",
+    "TermStats",
+    "corpus_size",
+    "document_frequencies",
+    "tokens_of",
+    "varints",
+]
+
+#: The index's columns, in order.
+COLUMN_NAMES = tuple(c.strip() for c in FTS_COLUMNS.split(","))
+_COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 
 _tok_lock = threading.Lock()
 _tok_conn: sqlite3.Connection | None = None
@@ -45,6 +61,63 @@ def tokens_of(word: str) -> tuple[str, ...]:
         finally:
             conn.execute("DELETE FROM t")
     return tuple(str(r[0]) for r in rows)
+
+
+#: ``{rid: {token: instances per column}}``: rows as the index's tokenizer sees them.
+RowTokens = dict[int, dict[str, list[int]]]
+
+
+def instance_counts(rows: Iterable[tuple[Any, ...]]) -> RowTokens:
+    """:data:`RowTokens` from ``fts5vocab`` instance rows ``(term, doc, col)``."""
+    out: RowTokens = {}
+    width = len(COLUMN_NAMES)
+    for term, doc, col in rows:
+        per_row = out.get(doc)
+        if per_row is None:
+            per_row = out[doc] = {}
+        per_col = per_row.get(term)
+        if per_col is None:
+            per_col = per_row[term] = [0] * width
+        per_col[_COL[col]] += 1
+    return out
+
+
+class RowTokenizer:
+    """Rows tokenised as the store's index tokenises them: a private FTS5 table, same tokenizer.
+
+    For caches that follow writes: a changed row's tokens without re-reading the index.
+    """
+
+    def __init__(self) -> None:
+        """Nothing is opened until the first :meth:`tokenise`."""
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def tokenise(self, rows: Sequence[tuple[Any, ...]]) -> tuple[RowTokens, dict[int, int]]:
+        """``(tokens, lengths)`` of ``rows``, each ``(rid, *the index's column texts)``."""
+        with self._lock:
+            if self._conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE t USING fts5({FTS_COLUMNS}, tokenize='porter unicode61')"
+                )
+                conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+                self._conn = conn
+            conn = self._conn
+            marks = ", ".join("?" * (1 + len(COLUMN_NAMES)))
+            conn.executemany(
+                f"INSERT INTO t(rowid, {FTS_COLUMNS}) VALUES ({marks})",  # noqa: S608 - constants
+                rows,
+            )
+            try:
+                counts = instance_counts(conn.execute("SELECT term, doc, col FROM v"))
+                sizes = {
+                    int(rid): sum(varints(bytes(sz)))
+                    for rid, sz in conn.execute("SELECT id, sz FROM t_docsize")
+                }
+            finally:
+                conn.execute("DELETE FROM t")
+        return counts, sizes
 
 
 def ensure_vocab(conn: sqlite3.Connection) -> None:
@@ -113,7 +186,10 @@ class TermStats:
     milliseconds) and are cached per token. :meth:`refresh`, called inside
     each read transaction, drops the cache when ``PRAGMA data_version`` says
     another connection (another process, or this store's writer) committed, or
-    when this connection changed rows itself (``total_changes``).
+    when this connection changed rows itself (``total_changes``). (Counting a
+    write's new rows into the cache instead, from ``memories_log``, was
+    measured and dropped: re-reading the prompt's frequencies costs less than
+    tokenising the new rows.)
     """
 
     def __init__(self) -> None:

@@ -37,6 +37,7 @@ __all__ = [
     "COLUMNS",
     "ENTRY_COLUMNS",
     "ENTRY_SELECT",
+    "FTS_COLUMNS",
     "LOG_KEEP",
     "MIGRATIONS",
     "SCHEMA_VERSION",
@@ -104,7 +105,7 @@ _SCOPE_TOKEN = (
     "THEN 's' || hex(substr({row}.session_id, 1, 100)) "
     "ELSE 'g' || hex(substr({row}.category, 1, 100)) END)"
 )
-_FTS_COLUMNS = "key, content, tags, ctx_prev, ctx_prev2, ctx_day, ctx_scope"
+FTS_COLUMNS = "key, content, tags, ctx_prev, ctx_prev2, ctx_day, ctx_scope"
 #: How many entries of ``memories_log`` (schema 6) are kept: a reader's cache
 #: more changes behind than this rebuilds instead of re-reading the changed rows.
 LOG_KEEP = 4096
@@ -232,16 +233,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TRIGGER memories_fts_delete",
         "DROP TRIGGER memories_fts_update",
         "DROP TABLE memories_fts",
-        f"CREATE VIRTUAL TABLE memories_fts USING fts5({_FTS_COLUMNS}, content='memories', "
+        f"CREATE VIRTUAL TABLE memories_fts USING fts5({FTS_COLUMNS}, content='memories', "
         "content_rowid='rid', tokenize='porter unicode61')",
         f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
             UPDATE memories SET {_CTX_ASSIGN.format(row="new")},
                 ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
-            INSERT INTO memories_fts(rowid, {_FTS_COLUMNS})
-            SELECT rid, {_FTS_COLUMNS} FROM memories WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
+            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
         END""",  # noqa: S608 - built from constants
         f"""CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, {_FTS_COLUMNS})
+            INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS})
             VALUES ('delete', old.rid, old.key, old.content, old.tags,
                 old.ctx_prev, old.ctx_prev2, old.ctx_day, old.ctx_scope);
         END""",  # noqa: S608 - built from constants
@@ -249,13 +250,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"""CREATE TRIGGER memories_fts_update
             AFTER UPDATE OF key, content, tags, timestamp, session_id, category ON memories
             BEGIN
-            INSERT INTO memories_fts(memories_fts, rowid, {_FTS_COLUMNS})
+            INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS})
             VALUES ('delete', old.rid, old.key, old.content, old.tags,
                 old.ctx_prev, old.ctx_prev2, old.ctx_day, old.ctx_scope);
             UPDATE memories SET ctx_day = {_DAY_WORDS.format(row="new")},
                 ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
-            INSERT INTO memories_fts(rowid, {_FTS_COLUMNS})
-            SELECT rid, {_FTS_COLUMNS} FROM memories WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
+            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
         END""",  # noqa: S608 - built from constants
         "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
     ),
