@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject.storage import _fts_rank
+from memory_inject.storage import _fts_rank, _fts_terms
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._fts_rank import keyword_hits
 from memory_inject.storage._fts_terms import TermStats
@@ -207,3 +207,38 @@ class TestTermStats:
             stats.refresh(conn)
             assert {"appl": 2} == stats.document_frequencies(conn, ["appl"])
         assert {"a", "b", "c"} == {e.key for e in again}
+
+    def test_random_writes_keep_counts_exact(self, tmp_path: Path) -> None:
+        """Any mix of inserts, updates and deletes, by the store and a plain connection."""
+        rng = random.Random(8)
+        path = tmp_path / "m.db"
+        words = ["apple", "pie", "banana", "crumble", "tart", "pear", "apples", "x"]
+        with SQLiteStore(path) as store:
+            other = sqlite3.connect(path, isolation_level=None)
+            reader = sqlite3.connect(path, isolation_level=None)
+            stats = TermStats()
+            tokens = ["appl", "pie", "banana", "crumbl", "tart", "pear", "x"]
+            for step in range(120):
+                op = rng.random()
+                text = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 5)))
+                if op < 0.7:
+                    store.store(f"n{step}", text, "core", session_id=rng.choice([None, "s"]))
+                elif op < 0.8:
+                    store.store(f"n{rng.randrange(step + 1)}", text, "core")
+                elif op < 0.9:
+                    other.execute(
+                        "DELETE FROM memories WHERE key = ?", (f"n{rng.randrange(step + 1)}",)
+                    )
+                else:
+                    other.execute(
+                        "UPDATE memories SET content = ? WHERE key = ?",
+                        (text, f"n{rng.randrange(step + 1)}"),
+                    )
+                reader.execute("BEGIN")
+                stats.refresh(reader)
+                got = stats.document_frequencies(reader, tokens)
+                fresh = _fts_terms.document_frequencies(reader, tokens)
+                assert got == {t: fresh.get(t, 0) for t in tokens}, step
+                reader.execute("COMMIT")
+            other.close()
+            reader.close()
