@@ -62,7 +62,8 @@ from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 
-#: Indexes of at most this many rows are mirrored (past it FTS5's own ranking is as fast).
+#: Indexes of at most this many rows are mirrored: past it a common word's first read costs
+#: more than the mirror saves (``benchmarks/keyword_sizes.py``, docs/performance.md).
 MAX_ROWS = 2000
 #: The mirror is built on this keyword recall of the process, not the first.
 AFTER_RECALLS = 4
@@ -73,8 +74,7 @@ MAX_TOKENS = 50_000
 #: After a build fails (a deadline, a locked file), this many recalls use SQL first.
 BACKOFF = 64
 
-# The index's columns in order, their bm25() weights and coverage weights
-# (``_fts_rank``'s, kept in one place there).
+# Column positions by the names fts5vocab reports.
 _COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 _SCOPE_COL = _COL["ctx_scope"]
 _K1, _B = 1.2, 0.75
