@@ -53,6 +53,7 @@ from memory_inject.storage._fts_terms import (
     FTS_COLUMNS,
     RowTokenizer,
     corpus_size,
+    instance_counts,
     tokens_of,
     varints,
 )
@@ -82,7 +83,7 @@ _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
 _ID = ENTRY_COLUMNS.index("id")
 
 #: A token's instances in the store's index (``_build`` creates the vocab table).
-_INSTANCES = "SELECT doc, col FROM temp.memories_instances WHERE term = ?"
+_INSTANCES = "SELECT term, doc, col FROM temp.memories_instances WHERE term = ?"
 
 #: One posting: (the token's weighted count in the row, a bit per text column it is in).
 _Posting = tuple[float, int]
@@ -131,15 +132,10 @@ class _Index:
         self.total += size
         self.scope[rid] = scope
 
-    def load(self, token: str, instances: Iterable[tuple[Any, Any]]) -> dict[int, _Posting]:
-        """Keep ``token``'s postings from its ``(rid, column name)`` instances."""
-        per_row: dict[int, list[int]] = {}
-        for doc, col in instances:
-            per_col = per_row.get(doc)
-            if per_col is None:
-                per_col = per_row[doc] = [0] * len(COLUMN_NAMES)
-            per_col[_COL[col]] += 1
-        posting = {rid: _posting(per_col) for rid, per_col in per_row.items()}
+    def load(self, token: str, instances: Iterable[tuple[Any, ...]]) -> dict[int, _Posting]:
+        """Keep ``token``'s postings from its ``(term, rid, column name)`` instances."""
+        per_row = instance_counts(instances)
+        posting = {rid: _posting(tokens[token]) for rid, tokens in per_row.items()}
         self.postings[token] = posting
         for rid in posting:
             self.loaded.setdefault(rid, set()).add(token)
