@@ -24,6 +24,7 @@ from memory_inject.storage._sqlite_schema import (
     fetch_entries,
     is_locked,
     row_to_entry,
+    tokens_match,
 )
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._vector_cache import ScopeVectors, VectorCache, VectorScope
@@ -51,7 +52,6 @@ def scored_recall(
     calibration: tuple[float, float] = (0.0, 1.0),
     stats: TermStats | None = None,
     vectors: tuple[VectorCache, VectorScope] | None = None,
-    scope_match: str | None = None,
     scope_tokens: Sequence[str] | None = None,
     mirror: KeywordMirror | None = None,
 ) -> tuple[list[MemoryEntry], RecallInfo]:
@@ -62,11 +62,10 @@ def scored_recall(
     ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
     ``stats`` the connection's cached index statistics (a fresh cache if None);
     ``vectors`` the store's cached matrices and the same scope for them
-    (None scans the stored vectors); ``scope_match`` the session's index
-    tokens for the keyword stage (``_sqlite_schema.scope_match``), and
-    ``scope_tokens`` the same tokens for ``mirror``, the store's
-    :class:`~._fts_mirror.KeywordMirror` (keyword hits without FTS5 calls on
-    small stores; None always asks FTS5).
+    (None scans the stored vectors); ``scope_tokens`` the session's index
+    tokens for the keyword stage (``_sqlite_schema.scope_tokens``); ``mirror``
+    the store's :class:`~._fts_mirror.KeywordMirror` (keyword hits without
+    FTS5 calls on small stores; None always asks FTS5).
     """
     conn.execute("BEGIN")
     try:
@@ -84,7 +83,7 @@ def scored_recall(
             calibration,
             stats or TermStats(),
             vectors,
-            (scope_match, scope_tokens, mirror),
+            (scope_tokens, mirror),
         )
     finally:
         if conn.in_transaction:
@@ -105,9 +104,9 @@ def _run(
     calibration: tuple[float, float],
     stats: TermStats,
     vectors: tuple[VectorCache, VectorScope] | None,
-    keyword_scope: tuple[str | None, Sequence[str] | None, KeywordMirror | None],
+    keyword_scope: tuple[Sequence[str] | None, KeywordMirror | None],
 ) -> tuple[list[MemoryEntry], RecallInfo]:
-    scope_match, scope_tokens, mirror = keyword_scope
+    scope_tokens, mirror = keyword_scope
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     bm25: dict[str, float] = {}
@@ -140,7 +139,7 @@ def _run(
                         words,
                         limit * 2,
                         window=not narrow,
-                        scope_match=scope_match,
+                        scope_match=None if scope_tokens is None else tokens_match(scope_tokens),
                         rows=rows,
                     )
                 keyword = [(i, score) for i, score, _ in ranked]

@@ -317,7 +317,11 @@ def scope_tokens(session_id: str, shared: Sequence[str]) -> tuple[str, ...]:
 
 def scope_match(session_id: str, shared: Sequence[str]) -> str:
     """The MATCH clause that keeps a session's rows and the sessionless ``shared`` ones."""
-    tokens = scope_tokens(session_id, shared)
+    return tokens_match(scope_tokens(session_id, shared))
+
+
+def tokens_match(tokens: Sequence[str]) -> str:
+    """The MATCH clause that keeps rows whose ``ctx_scope`` is one of ``tokens``."""
     return "ctx_scope : (" + " OR ".join(f'"{t}"' for t in tokens) + ")"
 
 

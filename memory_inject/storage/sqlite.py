@@ -258,7 +258,6 @@ class SQLiteStore(SQLiteBulk):
                 degraded=degraded,
                 # A session alone is in the index (ctx_scope): rank inside it, windowed.
                 narrow=since is not None or until is not None,
-                scope_match=None if session_id is None else self._scope_match(session_id),
                 scope_tokens=None
                 if session_id is None
                 else schema.scope_tokens(session_id, self._shared),
@@ -292,9 +291,6 @@ class SQLiteStore(SQLiteBulk):
         cannot be stopped, so with one the render keeps its worker thread).
         """
         return self._embedder is None
-
-    def _scope_match(self, session_id: str) -> str:
-        return schema.scope_match(session_id, self._shared)
 
     def _scope(
         self, session_id: str | None, since: datetime | str | None, until: datetime | str | None
