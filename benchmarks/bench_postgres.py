@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_sqlite import queries, vocabulary, write_jsonl, zipf_weights
 
+from memory_inject.contract import RecallQuery
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.postgres import PostgresStore
 
@@ -190,7 +191,7 @@ def bench(dsn: str, n: int, workdir: Path, n_queries: int, limit: int) -> dict[s
     embedder.prepare(qs)
     with scratch_db(dsn) as db, PostgresStore(db, embedder=embedder, max_size=THREADS) as store:
         out["hybrid"] = measure(store, src, db, qs, limit, n)
-        out["hybrid"]["strategy"] = store.last_recall_info.strategy
+        out["hybrid"]["strategy"] = store.answer(RecallQuery(qs[0], limit)).strategy
     src.unlink()
     return out
 

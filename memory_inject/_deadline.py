@@ -1,16 +1,24 @@
-"""The per-turn deadline of a recall: recall threads and per-store stuck-call accounting.
+"""The per-turn deadline of a recall: recall threads, and the calls that outlived their deadline.
 
 A render with a deadline whose store cannot stop itself in place hands its
 store calls to a recall thread and waits at most the deadline for them (the
-async runner awaits them the same way). A thread whose store never answers
-stays with it, so:
+async runner awaits them the same way). Many turns run at once in a server,
+so the rules are about *stuck* calls, not running ones:
 
-* a store with :data:`MAX_STUCK_PER_STORE` calls still running past their
-  deadline is skipped at once (``store_busy``), whatever else is running;
-* every recall thread of the process counts against :data:`MAX_THREADS`, so
-  many distinct hung stores cannot grow threads without bound: beyond it a
-  render is skipped at once too (``recall_threads_exhausted``);
-* the threads are daemon threads of the library's own, never joined at
+* A call is **stuck** once its turn stopped waiting for it (the deadline
+  passed) and it has not returned. Only stuck calls count against a store:
+  a store with :data:`MAX_STUCK_PER_STORE` of them is skipped at once
+  (``store_busy``), because it is hung; a healthy store serves any number of
+  concurrent turns, however many calls are running.
+* At most :data:`MAX_THREADS` recall threads exist in the process, and one
+  store runs at most :data:`MAX_RUNNING_PER_STORE` calls on them at once (so
+  a burst of turns on a store that has just hung cannot take every thread
+  before any deadline passes). When either is reached a turn **waits**, and
+  the wait counts against its deadline; if the deadline passes first, the
+  turn's recall never started and its event says so (``recall_wait: ...``),
+  not ``deadline``. When every thread is held by a stuck call, no wait can
+  help: the turn is skipped at once (``recall_threads_exhausted``).
+* The threads are daemon threads of the library's own, never joined at
   interpreter exit, so a stuck store cannot keep the host from shutting down
   (``concurrent.futures`` joins its workers at exit).
 
@@ -23,32 +31,55 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from memory_inject.contract import Memory
 
 __all__ = [
+    "MAX_RUNNING_PER_STORE",
     "MAX_STUCK_PER_STORE",
     "MAX_THREADS",
     "Busy",
+    "Waited",
     "arun_in_thread",
     "hand_off",
+    "stuck_calls",
+    "wait_note",
 ]
 
-#: At most this many calls per store may still be running past their deadline;
-#: beyond it the store is skipped at once, so one hung store cannot take every
-#: thread and starve the renders of other stores.
+#: A store with this many calls still running past their deadline is skipped at
+#: once, so one hung store cannot take every thread and starve the other stores.
 MAX_STUCK_PER_STORE = 4
-#: Recall threads in the process, busy or idle; beyond it renders skip at once.
+#: Recall threads in the process, busy or idle.
 MAX_THREADS = 64
+#: Calls of one store running on recall threads at once; further turns wait.
+MAX_RUNNING_PER_STORE = MAX_THREADS // 2
 _IDLE = 16
-_running: dict[int, int] = {}
-_running_lock = threading.Lock()
+#: How often an async turn looks for a free recall thread while all are busy.
+_ASYNC_POLL_S = 0.002
+
+_lock = threading.Lock()
+#: Signalled whenever a store's call finishes (a turn may be waiting for a slot).
+_slot_free = threading.Condition(_lock)
+
+
+class _Ledger:
+    """Stuck calls per store (by ``id``) and in the whole process, and running calls per
+    store; guarded by ``_lock``."""
+
+    def __init__(self) -> None:
+        self.per_store: dict[int, int] = {}
+        self.total = 0
+        self.running: dict[int, int] = {}
+
+
+_STUCK = _Ledger()
 
 
 class Busy(Exception):
-    """A recall was not started: its store (or the process) has too many stuck calls."""
+    """A recall was not started: its store (or every recall thread) is held by stuck calls."""
 
     def __init__(self, note: str) -> None:
         """``note`` is the event's degraded line."""
@@ -56,14 +87,118 @@ class Busy(Exception):
         self.note = note
 
 
-_STORE_BUSY = (
-    f"store_busy: {MAX_STUCK_PER_STORE} earlier recalls are still running past "
-    "their deadline; recall skipped"
-)
+class Waited(Exception):
+    """A recall was not started: the deadline passed while it waited for a recall thread."""
+
+    def __init__(self, note: str) -> None:
+        """``note`` is the event's degraded line."""
+        super().__init__(note)
+        self.note = note
+
+
+def _store_busy(n: int) -> str:
+    return (
+        f"store_busy: {n} earlier recalls of this store are still running past their "
+        "deadline; recall skipped"
+    )
+
+
 _EXHAUSTED = (
-    f"recall_threads_exhausted: {MAX_THREADS} recall threads are busy with stores that "
-    "have not answered; recall skipped"
+    f"recall_threads_exhausted: all {MAX_THREADS} recall threads are held by calls "
+    "past their deadline; recall skipped"
 )
+
+
+def _waited(waited: float) -> str:
+    return (
+        f"recall_wait: all {MAX_THREADS} recall threads stayed busy for {waited:.3f}s "
+        "(the turn's deadline); the recall never started"
+    )
+
+
+def _waited_store(waited: float) -> str:
+    return (
+        f"recall_wait: {MAX_RUNNING_PER_STORE} recalls of this store stayed running for "
+        f"{waited:.3f}s (the turn's deadline); the recall never started"
+    )
+
+
+def wait_note(kind: str, waited: float) -> str:
+    """The event's line for a turn whose deadline passed while it waited (``kind``:
+    ``"store"`` for the store's share of threads, ``"threads"`` for any thread)."""
+    return _waited_store(waited) if kind == "store" else _waited(waited)
+
+
+def stuck_calls(memory: object) -> int:
+    """How many calls to ``memory`` are running past their turn's deadline now."""
+    with _lock:
+        return _STUCK.per_store.get(id(memory), 0)
+
+
+class _Job:
+    """One call handed to a recall thread: finished, or stuck once its turn gave up on it."""
+
+    __slots__ = ("finished", "key", "stuck")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.finished = False
+        self.stuck = False
+
+    def finish(self) -> None:
+        """The call returned (or raised): its slot is free, and a stuck one no longer counts."""
+        with _lock:
+            if self.finished:
+                return
+            self.finished = True
+            running = _STUCK.running.get(self.key, 1) - 1
+            if running <= 0:
+                _STUCK.running.pop(self.key, None)
+            else:
+                _STUCK.running[self.key] = running
+            _slot_free.notify()
+            if self.stuck:
+                n = _STUCK.per_store.get(self.key, 1) - 1
+                if n <= 0:
+                    _STUCK.per_store.pop(self.key, None)
+                else:
+                    _STUCK.per_store[self.key] = n
+                _STUCK.total -= 1
+
+    def give_up(self) -> None:
+        """The turn stopped waiting: a call still running is stuck from now on."""
+        with _lock:
+            if self.finished or self.stuck:
+                return
+            self.stuck = True
+            _STUCK.per_store[self.key] = _STUCK.per_store.get(self.key, 0) + 1
+            _STUCK.total += 1
+
+
+class _Full(Exception):
+    """Every recall thread (or the store's share of them) is busy (internal)."""
+
+
+def _admit(memory: Memory, until: float | None) -> _Job:
+    """A job holding one of ``memory``'s running slots, waiting for one until ``until``.
+
+    :class:`Busy` when the store is hung; :class:`_Full` when its slots stayed
+    taken until ``until`` (None: do not wait).
+    """
+    key = id(memory)
+    with _slot_free:
+        while True:
+            n = _STUCK.per_store.get(key, 0)
+            if n >= MAX_STUCK_PER_STORE:
+                raise Busy(_store_busy(n))
+            running = _STUCK.running.get(key, 0)
+            if running < MAX_RUNNING_PER_STORE:
+                _STUCK.running[key] = running + 1
+                return _Job(key)
+            left = 0.0 if until is None else until - time.perf_counter()
+            if left <= 0.0:
+                raise _Full
+            _slot_free.wait(left)
 
 
 class _Threads:
@@ -71,85 +206,86 @@ class _Threads:
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._cond = threading.Condition(threading.Lock())
         self._idle = 0  # workers waiting for an item that no submit has claimed
         self.count = 0  # workers alive
 
-    def submit(self, fn: Callable[[], None]) -> bool:
-        """Run ``fn`` on a worker; False when :data:`MAX_THREADS` are all busy."""
-        with self._lock:
-            if self._idle > 0:
-                self._idle -= 1
-                self._queue.put(fn)
-                return True
-            if self.count >= MAX_THREADS:
-                return False
-            self.count += 1
+    def submit(self, fn: Callable[[], None], until: float | None = None) -> None:
+        """Run ``fn`` on a worker, waiting for one until ``until`` (a ``perf_counter`` value).
+
+        :class:`Busy` when every thread is held by a stuck call; :class:`_Full`
+        when all are busy and ``until`` passed (None: do not wait).
+        """
+        with self._cond:
+            while True:
+                if self._idle > 0:
+                    self._idle -= 1
+                    self._queue.put(fn)
+                    return
+                if self.count < MAX_THREADS:
+                    self.count += 1
+                    break
+                if _STUCK.total >= MAX_THREADS:
+                    raise Busy(_EXHAUSTED)
+                left = 0.0 if until is None else until - time.perf_counter()
+                if left <= 0.0:
+                    raise _Full
+                self._cond.wait(left)
         try:
             threading.Thread(
                 target=self._work, args=(fn,), name="memory-inject-recall", daemon=True
             ).start()
         except BaseException:
-            with self._lock:
+            with self._cond:
                 self.count -= 1
+                self._cond.notify()
             raise
-        return True
 
     def _work(self, fn: Callable[[], None]) -> None:
         while True:
             with contextlib.suppress(BaseException):  # each call records its own outcome
                 fn()
-            with self._lock:
+            with self._cond:
                 if self._idle >= _IDLE:
                     self.count -= 1
+                    self._cond.notify()
                     return
                 self._idle += 1
+                self._cond.notify()
             fn = self._queue.get()
 
 
 _THREADS = _Threads()
 
 
-def _enter(memory: Memory) -> None:
-    """Reserve a stuck-call slot for ``memory``, or raise :class:`Busy`."""
-    with _running_lock:
-        n = _running.get(id(memory), 0)
-        if n >= MAX_STUCK_PER_STORE:
-            raise Busy(_STORE_BUSY)
-        _running[id(memory)] = n + 1
-
-
-def _leave(memory: Memory) -> None:
-    with _running_lock:
-        n = _running.get(id(memory), 1) - 1
-        if n <= 0:
-            _running.pop(id(memory), None)
-        else:
-            _running[id(memory)] = n
-
-
-def _start(memory: Memory, run: Callable[[], None]) -> None:
-    """Start ``run`` (which must call ``_leave(memory)`` when done) on a recall thread."""
-    _enter(memory)
+def _submit(job: _Job, run: Callable[[], None], until: float, t0: float) -> None:
     try:
-        started = _THREADS.submit(run)
+        _THREADS.submit(run, until)
+    except _Full:
+        job.finish()
+        raise Waited(_waited(time.perf_counter() - t0)) from None
     except BaseException:
-        # No thread could start (the interpreter is out of threads, or shutting
-        # down): give the slot back, and let the render report the error.
-        _leave(memory)
+        job.finish()  # no thread could start: the slot goes back
         raise
-    if not started:
-        _leave(memory)
-        raise Busy(_EXHAUSTED)
 
 
-def hand_off(memory: Memory, work: Callable[[], None], deadline: float) -> bool:
+def hand_off(
+    memory: Memory, work: Callable[[], None], deadline: float, *, grace: float = 0.0
+) -> bool:
     """Run ``work`` (the calls to ``memory``) on a recall thread and wait up to ``deadline`` s.
 
-    True: it finished in time. False: it is still running (it keeps its
-    thread until the store answers). Raises :class:`Busy` when it was not
-    started.
+    The wait for a free thread is part of the deadline. ``grace`` is added
+    to the final wait only, for stores that stop their own work at the
+    deadline and then report why. True: it finished in time. False: it is
+    still running and now counts as stuck until it returns. Raises
+    :class:`Busy` or :class:`Waited` when it was not started.
     """
+    t0 = time.perf_counter()
+    until = t0 + deadline
+    try:
+        job = _admit(memory, until)
+    except _Full:
+        raise Waited(_waited_store(time.perf_counter() - t0)) from None
     # A plain lock as the completion flag: acquiring it with a timeout is a
     # single C call, cheaper than an Event's or a Future's condition variable.
     done = threading.Lock()
@@ -159,19 +295,42 @@ def hand_off(memory: Memory, work: Callable[[], None], deadline: float) -> bool:
         try:
             work()
         finally:
-            _leave(memory)
+            job.finish()
             done.release()
 
-    _start(memory, run)
-    return done.acquire(timeout=deadline)
+    _submit(job, run, until, t0)
+    if done.acquire(timeout=max(0.0, until - time.perf_counter()) + grace):
+        return True
+    job.give_up()
+    return False
 
 
-async def arun_in_thread(memory: Memory, fn: Callable[[], Any]) -> Any:
-    """Await ``fn()`` run on a recall thread, under the same caps as :func:`hand_off`.
+async def arun_in_thread(
+    memory: Memory,
+    fn: Callable[[], Any],
+    until: float | None = None,
+    waiting: Callable[[str | None], None] | None = None,
+) -> Any:
+    """Await ``fn()`` run on a recall thread, under the same rules as :func:`hand_off`.
 
-    Cancelling the await (the deadline) leaves the thread to finish on its
-    own; its result is dropped. Raises :class:`Busy` when it was not started.
+    While every thread is busy the task polls for one (the event loop is never
+    blocked) until ``until``, then raises :class:`Waited`. Cancelling the
+    await (the deadline) leaves the call to finish on its own, counted as
+    stuck until it does; its result is dropped. Raises :class:`Busy` when it
+    was not started. ``waiting`` hears what the task waits for (``"store"``,
+    ``"threads"``; see :func:`wait_note`), and None once a thread has the call.
     """
+    t0 = time.perf_counter()
+    while True:
+        try:
+            job = _admit(memory, None)
+            break
+        except _Full:
+            if waiting is not None:
+                waiting("store")
+            if until is not None and time.perf_counter() >= until:
+                raise Waited(_waited_store(time.perf_counter() - t0)) from None
+            await asyncio.sleep(_ASYNC_POLL_S)
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
@@ -191,9 +350,33 @@ async def arun_in_thread(memory: Memory, fn: Callable[[], Any]) -> Any:
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             error = exc
         finally:
-            _leave(memory)
+            job.finish()
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
             loop.call_soon_threadsafe(settle, value, error)
 
-    _start(memory, run)
-    return await future
+    while True:
+        try:
+            _THREADS.submit(run)
+        except _Full:
+            if waiting is not None:
+                waiting("threads")
+            if until is not None and time.perf_counter() >= until:
+                job.finish()
+                raise Waited(_waited(time.perf_counter() - t0)) from None
+            try:
+                await asyncio.sleep(_ASYNC_POLL_S)
+            except BaseException:
+                job.finish()
+                raise
+        except BaseException:
+            job.finish()
+            raise
+        else:
+            if waiting is not None:
+                waiting(None)
+            break
+    try:
+        return await future
+    except asyncio.CancelledError:
+        job.give_up()
+        raise

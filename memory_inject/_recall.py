@@ -9,31 +9,28 @@ the rest is abandoned and the event says ``partial``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator
 from functools import partial
 from typing import Any
 
 import attrs
 from attrs import define, frozen
 
-from memory_inject._deadline import Busy, arun_in_thread, hand_off
-from memory_inject.contract import (
-    Memory,
-    SupportsAsyncRecall,
-    SupportsEntities,
-    SupportsFilteredRecall,
-    SupportsInterrupt,
-    SupportsRecallInfo,
-    supports,
-)
-from memory_inject.exceptions import RecallInterruptedError
+from memory_inject._deadline import Busy, Waited, arun_in_thread, hand_off, wait_note
+from memory_inject._seam import Seam, as_answer, seam_of
+from memory_inject.contract import Memory, RecallQuery, SupportsInterrupt
+from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
 
-__all__ = ["STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
+__all__ = ["GRACE_S", "STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
 
+#: How much longer than the deadline a render listens to a built-in store, which
+#: stops its own waits at the deadline and then says what it waited for.
+GRACE_S = 0.05
 #: The source of the standing-context call (``memory_inject.standing``): its
 #: entries follow the query's, and a key the query returned keeps its entry.
 STANDING = "standing"
@@ -82,8 +79,17 @@ class _Results:
     batches: list[tuple[Call, Any]]
     errors: list[tuple[Call, BaseException]]
     abandoned: bool = False
-    #: Why calls were not started (a store or the process out of recall threads).
+    #: Why calls were not started (a hung store, or every recall thread held by one).
     busy: str | None = None
+    #: What the turn waited for until its deadline passed (the calls never started).
+    wait: str | None = None
+    #: What a call is waiting for now (an async turn polls for a recall thread):
+    #: ``"store"`` (its share of threads), ``"threads"`` (any), or None.
+    waiting: str | None = None
+    #: The deadline stopped a call that was running (the store's, or the runner's).
+    timed_out: bool = False
+    #: The degraded lines of the answers used, in call order.
+    degraded: list[str] = attrs.Factory(list)
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
 
@@ -105,44 +111,6 @@ def describe(exc: BaseException) -> str:
     return f"{head}: {text}" if text else head
 
 
-def _degraded_flag(memory: Memory) -> str | None:
-    try:
-        if not supports(memory, SupportsRecallInfo):
-            return None
-        info = memory.last_recall_info
-        flag = info.get("degraded") if isinstance(info, dict) else getattr(info, "degraded", None)
-        return str(flag) if flag else None
-    except Exception as exc:  # noqa: BLE001 - a store's report must not fail the turn
-        return f"recall_info_failed: {describe(exc)}"
-
-
-def _filtered(
-    memory: Memory,
-    limit: int,
-    scope: str | None,
-    field: str,
-    value: str,
-    statuses: tuple[str, ...] | None = None,
-) -> Sequence[MemoryEntry]:
-    """Rows whose ``extra[field]`` holds ``value`` (and of ``statuses``), best confidence first."""
-    if supports(memory, SupportsFilteredRecall):
-        kw: dict[str, Any] = {field: value}
-        if statuses is not None:
-            kw["statuses"] = statuses
-        return memory.recall_where(None, limit, session_id=scope, **kw)
-    rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
-    allowed = None if statuses is None else frozenset(statuses)
-    hits = []
-    for e in rows:
-        have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
-        if allowed is not None and (e.extra or {}).get("status", "active") not in allowed:
-            continue
-        if have == value or (isinstance(have, tuple | list) and value in have):
-            hits.append(e)
-    hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
-    return hits[:limit]
-
-
 class _Entities:
     """A plan's entity query: the store's entity names, read once per render, inside a call.
 
@@ -152,26 +120,34 @@ class _Entities:
     empty batch.
     """
 
-    def __init__(self, memory: Memory, query: str) -> None:
+    def __init__(self, memory: Memory, query: str, seam: Seam, deadline: float | None) -> None:
         self._memory = memory
         self._query = query
+        self._seam = seam
+        self._deadline = deadline
         self._ids: list[str] | None = None
 
     def ids(self) -> list[str]:
         if self._ids is None:
             memory = self._memory
-            names = dict(memory.known_entities()) if supports(memory, SupportsEntities) else {}
+            names = dict(memory.known_entities()) if self._seam.entities else {}  # type: ignore[attr-defined]
             found = extract_entities(self._query, names.keys())
             self._ids = [names[c] for c in found.companies]
         return self._ids
 
-    def query(
-        self, limit: int, scope: str | None, statuses: tuple[str, ...] | None
-    ) -> Sequence[MemoryEntry]:
+    def query(self, limit: int, scope: str | None, statuses: tuple[str, ...] | None) -> Any:
         ids = self.ids()
         if not ids:
             return []
-        return _filtered(self._memory, limit, scope, "entity_id", ids[0], statuses)
+        q = RecallQuery(
+            "",
+            limit,
+            session_id=scope,
+            entity_id=ids[0],
+            statuses=statuses,
+            deadline=self._deadline,
+        )
+        return self._seam.ask(self._memory, q)()
 
 
 def build_calls(
@@ -183,44 +159,61 @@ def build_calls(
     source: str | None,
     *,
     asynchronous: bool = False,
+    deadline: float | None = None,
 ) -> list[Call]:
     """The store calls of one render, in the order their results take precedence.
 
-    ``asynchronous`` also prepares the ``arecall`` twin of each default call
-    (where the store has one), for the async runner.
+    ``asynchronous`` also prepares the awaitable twin of each call (where the
+    store has one), for the async runner. ``deadline`` (a ``perf_counter``
+    value) travels in each :class:`RecallQuery`.
     """
-    arecall = memory.arecall if asynchronous and supports(memory, SupportsAsyncRecall) else None
+    seam = seam_of(memory)
+
+    def call(sid: str | None, src: str, q: RecallQuery) -> Call:
+        return Call(sid, src, seam.ask(memory, q), seam.aask(memory, q) if asynchronous else None)
+
     if plan is None:
         return [
-            Call(
-                sid,
-                "default",
-                partial(memory.recall, query, limit, session_id=sid, since=None, until=None),
-                None
-                if arecall is None
-                else partial(arecall, query, limit, session_id=sid, since=None, until=None),
-            )
+            call(sid, "default", RecallQuery(query, limit, session_id=sid, deadline=deadline))
             for sid in scopes
         ]
     calls: list[Call] = []
     # The entity lookup is a store call too: it runs inside the calls, under the deadline.
-    entities = _Entities(memory, query)
-    where = memory.recall_where if supports(memory, SupportsFilteredRecall) else None
+    entities = _Entities(memory, query, seam, deadline)
     for sid in scopes:
         for q in plan.queries:
-            fn: Callable[[], Any]
-            if q.source in ("semantic", "lexical") and where is not None:
-                only: dict[str, Any] = {} if plan.statuses is None else {"statuses": plan.statuses}
-                fn = partial(where, query, q.limit, session_id=sid, mode=q.source, **only)
-            elif q.source in ("default", "semantic", "lexical"):
-                fn = partial(memory.recall, query, q.limit, session_id=sid)
+            if q.source in ("semantic", "lexical"):
+                rq = RecallQuery(
+                    query,
+                    q.limit,
+                    session_id=sid,
+                    mode=q.source,
+                    statuses=plan.statuses,
+                    deadline=deadline,
+                )
+                calls.append(call(sid, q.source, rq))
+            elif q.source == "default":
+                calls.append(
+                    call(
+                        sid,
+                        q.source,
+                        RecallQuery(query, q.limit, session_id=sid, deadline=deadline),
+                    )
+                )
             elif q.source == "entity":
-                fn = partial(entities.query, q.limit, sid, plan.statuses)
+                calls.append(
+                    Call(sid, q.source, partial(entities.query, q.limit, sid, plan.statuses))
+                )
             elif q.source == "plugin" and source:
-                fn = partial(_filtered, memory, q.limit, sid, "source", source, plan.statuses)
-            else:
-                continue
-            calls.append(Call(sid, q.source, fn))
+                rq = RecallQuery(
+                    "",
+                    q.limit,
+                    session_id=sid,
+                    source=source,
+                    statuses=plan.statuses,
+                    deadline=deadline,
+                )
+                calls.append(Call(sid, q.source, seam.ask(memory, rq)))
     return calls
 
 
@@ -230,24 +223,35 @@ def build_calls(
 Steps = Generator[Call, Any, None]
 
 
-def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
+def _steps(calls: list[Call], res: _Results) -> Steps:
     """Yield each store call; the runner sends its batch back (or throws its error).
 
     Everything but making the call lives here, so the sync and async runners
-    cannot disagree about what a result means.
+    cannot disagree about what a result means. A call's answer brings its own
+    degraded lines (never another turn's).
     """
     for call in calls:
         if res.abandoned:
             return
+        notes: tuple[str, ...] = ()
         try:
             batch = yield call
-            flag = _degraded_flag(memory) if call.source == "semantic" else None
-            if flag:  # founder-os: an embedder failure drops the semantic query only
-                raise RuntimeError(flag)
+            answer = as_answer(batch)
+            if answer is not None:
+                notes = tuple(str(n) for n in answer.degraded if n)
+                if notes and call.source == "semantic":
+                    # founder-os: an embedder failure drops the semantic query only
+                    raise RuntimeError("; ".join(notes))
+                batch = answer.entries
+        except RecallWaitError as exc:
+            # The deadline passed before the call could start: name the wait.
+            with res.lock:
+                res.wait, res.abandoned = exc.note, True
+            return
         except RecallInterruptedError:
             # The store stopped at the deadline: what answered before it is used.
             with res.lock:
-                res.abandoned = True
+                res.abandoned = res.timed_out = True
             return
         except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
             with res.lock:
@@ -256,6 +260,7 @@ def _steps(calls: list[Call], res: _Results, memory: Memory) -> Steps:
         with res.lock:
             if not res.abandoned:
                 res.batches.append((call, batch))
+                res.degraded.extend(notes)
 
 
 def _materialise(batch: Any) -> Any:
@@ -287,39 +292,36 @@ def _drive(steps: Steps) -> None:
         return
 
 
-def _call_until(stopper: SupportsInterrupt, until: float, fn: Callable[[], Any]) -> Any:
-    with stopper.interrupt_at(until):
-        return fn()
+def _work(
+    memory: Memory, seam: Seam, calls: list[Call], res: _Results, until: float | None
+) -> Callable[[], None]:
+    """The whole recall of a render as one piece of work, for this thread or a recall thread.
 
-
-async def _adrive(
-    steps: Steps,
-    memory: Memory,
-    res: _Results,
-    stopper: SupportsInterrupt | None = None,
-    until: float = 0.0,
-) -> None:
-    """Run the steps, awaiting ``arecall`` where the store has it, else a recall thread.
-
-    With a ``stopper`` (a store that stops itself at ``until``) each call runs
-    in a recall thread under :meth:`~SupportsInterrupt.interrupt_at`, so a call
-    the deadline cancels stops too instead of holding the store. Recall
-    threads are the sync path's, under its per-store and process caps.
+    A store that stops itself (``interrupt_at``) does so at ``until``, so a call
+    the deadline abandoned does not keep holding the store.
     """
+    if until is None or not seam.interrupts:
+        return lambda: _drive(_steps(calls, res))
+    stopper: SupportsInterrupt = memory  # type: ignore[assignment]
+
+    def bounded() -> None:
+        with stopper.interrupt_at(until):
+            _drive(_steps(calls, res))
+
+    return bounded
+
+
+async def _adrive(steps: Steps, memory: Memory, res: _Results, until: float | None) -> None:
+    """Run the steps, awaiting each call's awaitable twin, else a recall thread for that call."""
     try:
         call = next(steps)
         while True:
             try:
-                if stopper is not None:
-                    fn: Callable[[], Any] = partial(_call_until, stopper, until, call.fn)
-                    batch = await arun_in_thread(memory, partial(_made, fn))
-                elif call.afn is not None:
+                if call.afn is not None:
                     batch = await call.afn()
                 else:
-                    batch = await arun_in_thread(memory, partial(_made, call.fn))
-            except Busy as busy:
-                with res.lock:
-                    res.busy, res.abandoned = busy.note, True
+                    batch = await _athread(memory, partial(_made, call.fn), res, until)
+            except (Busy, Waited):
                 return
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
@@ -329,60 +331,64 @@ async def _adrive(
         return
 
 
+async def _athread(
+    memory: Memory, fn: Callable[[], Any], res: _Results, until: float | None
+) -> Any:
+    """``fn`` on a recall thread; a turn that could not start one says why (and re-raises)."""
+
+    def waiting(kind: str | None) -> None:
+        res.waiting = kind
+
+    try:
+        return await arun_in_thread(memory, fn, until, waiting)
+    except (Busy, Waited) as exc:
+        with res.lock:
+            res.abandoned = True
+            if isinstance(exc, Busy):
+                res.busy = exc.note
+            else:
+                res.wait = exc.note
+        raise
+    finally:
+        res.waiting = None
+
+
 def run_sync(
     memory: Memory,
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
+    until: float | None = None,
 ) -> Recalled:
-    """Run the calls in order, inline or under the deadline in a worker thread."""
+    """Run the calls in order: inline, or under the deadline (``until``, a
+    ``perf_counter`` value, by default now + ``deadline``) inline when the
+    store stops itself in place, else on a recall thread."""
     res = _Results([], [])
     t0 = time.perf_counter()
-    partial = False
-    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
-    if deadline is None:
-        _drive(_steps(calls, res, memory))
-    elif stopper is not None:
-        # The store stops itself at the deadline: in place when that covers
-        # the whole call, else in the worker (so an abandoned call never
-        # keeps holding the store).
+    if deadline is not None and until is None:
         until = t0 + deadline
-
-        def bounded() -> None:
-            with stopper.interrupt_at(until):
-                _drive(_steps(calls, res, memory))
-
-        if stopper.interrupts_in_place:
-            bounded()
-            partial = res.abandoned
-        else:
-            partial = _handed(memory, bounded, deadline, res)
+    seam = seam_of(memory)
+    work = _work(memory, seam, calls, res, until)
+    in_place = seam.interrupts and bool(getattr(memory, "interrupts_in_place", False))
+    if deadline is None or until is None or in_place:
+        work()
     else:
-        partial = _handed(memory, lambda: _drive(_steps(calls, res, memory)), deadline, res)
-    return _with_busy(_collect(res, time.perf_counter() - t0, memory, partial, plan, deadline), res)
-
-
-def _handed(memory: Memory, work: Callable[[], None], deadline: float, res: _Results) -> bool:
-    """Run ``work`` on a recall thread under ``deadline``; True when the result is partial."""
-    try:
-        finished = hand_off(memory, work, deadline)
-    except Busy as busy:
-        res.busy = busy.note
-        return True
-    return _abandon(res) if not finished else res.abandoned
-
-
-def _with_busy(out: Recalled, res: _Results) -> Recalled:
-    if res.busy is None:
-        return out
-    return attrs.evolve(out, partial=True, degraded=(*out.degraded, res.busy))
-
-
-def _abandon(res: _Results) -> bool:
-    """Mark the results abandoned at the deadline (later batches are dropped); True."""
-    with res.lock:
-        res.abandoned = True
-    return True
+        try:
+            finished = hand_off(
+                memory,
+                work,
+                max(0.0, until - time.perf_counter()),
+                grace=GRACE_S if seam.reports_waits else 0.0,
+            )
+        except Busy as busy:
+            res.busy, res.abandoned = busy.note, True
+        except Waited as waited:
+            res.wait, res.abandoned = waited.note, True
+        else:
+            if not finished:
+                with res.lock:
+                    res.abandoned = res.timed_out = True
+    return _collect(res, time.perf_counter() - t0, plan, deadline)
 
 
 async def run_async(
@@ -390,31 +396,43 @@ async def run_async(
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
+    until: float | None = None,
 ) -> Recalled:
-    """The async twin: awaits ``arecall`` where the store has it, else a thread."""
+    """The async twin: awaits the store's async calls, else one recall thread per render."""
     res = _Results([], [])
     t0 = time.perf_counter()
-
-    partial = False
-    stopper = memory if deadline is not None and supports(memory, SupportsInterrupt) else None
-    until = t0 + (deadline or 0.0)
-    task = asyncio.ensure_future(_adrive(_steps(calls, res, memory), memory, res, stopper, until))
+    if deadline is not None and until is None:
+        until = t0 + deadline
+    seam = seam_of(memory)
+    if seam.interrupts or all(c.afn is None for c in calls):
+        # One thread hop for the whole recall, not one per call.
+        job: Awaitable[Any] = _athread(memory, _work(memory, seam, calls, res, until), res, until)
+    else:
+        job = _adrive(_steps(calls, res), memory, res, until)
+    task = asyncio.ensure_future(job)
+    timeout = None
+    if until is not None:
+        timeout = max(0.0, until - time.perf_counter()) + (GRACE_S if seam.reports_waits else 0.0)
     try:
         # Not wait_for: it waits for the cancelled task to end, and an arecall that
         # swallows CancelledError would hold the turn past the deadline.
-        done, _ = await asyncio.wait({task}, timeout=deadline)
+        done, _ = await asyncio.wait({task}, timeout=timeout)
     except BaseException:
         task.cancel()
         raise
     if task in done:
-        task.result()
+        with contextlib.suppress(Busy, Waited):  # already recorded on ``res``
+            task.result()
     else:
         task.cancel()
         task.add_done_callback(_forget)
-        partial = _abandon(res)
-    partial = partial or res.abandoned
-    out = _collect(res, time.perf_counter() - t0, memory, partial, plan, deadline)
-    return _with_busy(out, res)
+        with res.lock:
+            if res.waiting is not None:
+                res.wait = wait_note(res.waiting, time.perf_counter() - t0)
+            elif res.wait is None and res.busy is None:
+                res.timed_out = True
+            res.abandoned = True
+    return _collect(res, time.perf_counter() - t0, plan, deadline)
 
 
 def _forget(task: asyncio.Future[Any]) -> None:
@@ -426,14 +444,22 @@ def _forget(task: asyncio.Future[Any]) -> None:
 def _collect(
     res: _Results,
     duration: float,
-    memory: Memory,
-    partial: bool,
     plan: RecallPlan | None,
     deadline: float | None,
 ) -> Recalled:
     with res.lock:
         batches = list(res.batches)
         failures = list(res.errors)
+        notes = list(dict.fromkeys(res.degraded))
+        partial = res.abandoned
+        if res.busy is not None:
+            notes.append(res.busy)
+        if res.wait is not None:
+            notes.append(res.wait)
+        if res.timed_out:
+            notes.append(
+                f"deadline: recall abandoned after {deadline or 0.0:.3f}s, partial results used"
+            )
     errors = [
         f"scope {c.scope!r} ({c.source}): {describe(e)}"
         if plan
@@ -468,12 +494,7 @@ def _collect(
             else:
                 good.append(item)
         valid_batches.append(good)
-    degraded: list[str] = []
-    flag = _degraded_flag(memory)
-    if flag:
-        degraded.append(flag)
-    if partial:
-        degraded.append(f"deadline: recall abandoned after {deadline:.3f}s, partial results used")
+    degraded = notes
     plan_dropped: dict[str, str] = {}
     if plan is None:
         seen: set[str] = set()

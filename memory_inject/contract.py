@@ -30,7 +30,8 @@ protocol                   member                          used by
 SupportsWrite              ``store(...)``                  autosave, CLI ``add``
 SupportsAsyncWrite         ``astore(...)``                 async autosave
 SupportsAsyncRecall        ``arecall(...)``                ``arender_memory_context``
-SupportsRecallInfo         ``last_recall_info``            the recall event's ``degraded``
+SupportsAnswer             ``answer(RecallQuery)``         every render (one value per call)
+SupportsAsyncAnswer        ``aanswer(RecallQuery)``        ``arender_memory_context``
 SupportsFilteredRecall     ``recall_where(...)``           recall plans
 SupportsEntities           ``known_entities()``            recall plans (entity query)
 SupportsUsage              ``mark_used(ids)``              recall plans (``track_usage``)
@@ -58,6 +59,9 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import IO, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
 
+import attrs
+from attrs import frozen
+
 from memory_inject.models import MemoryEntry
 from memory_inject.records import MemoryRecord
 
@@ -65,6 +69,10 @@ __all__ = [
     "AsyncMemory",
     "Memory",
     "MemoryStore",
+    "RecallAnswer",
+    "RecallQuery",
+    "SupportsAnswer",
+    "SupportsAsyncAnswer",
     "SupportsAsyncRecall",
     "SupportsAsyncWrite",
     "SupportsClose",
@@ -74,7 +82,6 @@ __all__ = [
     "SupportsJsonl",
     "SupportsNamespaces",
     "SupportsPath",
-    "SupportsRecallInfo",
     "SupportsRecords",
     "SupportsStandingContext",
     "SupportsUsage",
@@ -200,21 +207,76 @@ class MemoryStore(Memory, SupportsWrite, Protocol):
     def count(self) -> int: ...
 
 
-class _Degraded(Protocol):
+@frozen(slots=True)
+class RecallQuery:
+    """One question a render asks a store: a value, the same for every kind of store.
+
+    ``query`` and ``limit`` as for ``recall`` (an empty, blank or ``"*"`` query
+    means "most recent first"); ``session_id`` the one scope asked (None: the
+    store's sessionless view); ``since`` / ``until`` an inclusive time window (a
+    datetime, or ISO 8601 text). A recall plan's query adds ``mode``
+    (``"semantic"`` or ``"lexical"``: one modality only), ``entity_id`` or
+    ``source`` (rows tagged with that entity, or written by that source) and
+    ``statuses`` (only rows of those statuses, before the limit). ``deadline`` is
+    the turn's deadline as a :func:`time.perf_counter` value (None: none): a store
+    that waits for a connection or a worker waits no longer than that, and says so
+    (:class:`~memory_inject.exceptions.RecallWaitError`)."""
+
+    query: str
+    limit: int
+    session_id: str | None = None
+    since: datetime | str | None = None
+    until: datetime | str | None = None
+    mode: str | None = None
+    entity_id: str | None = None
+    source: str | None = None
+    statuses: tuple[str, ...] | None = None
+    deadline: float | None = None
+
     @property
-    def degraded(self) -> str | None: ...
+    def filtered(self) -> bool:
+        """True for a plan's entity or source query (rows by tag, not by relevance)."""
+        return self.entity_id is not None or self.source is not None
+
+
+@frozen(slots=True)
+class RecallAnswer:
+    """What a store answered to one :class:`RecallQuery`: the entries, and what degraded.
+
+    ``entries`` best first. ``degraded`` has one line per thing that made
+    this answer less than it should be (``"embedder_failed: ..."``,
+    ``"damaged_rows: ..."``, ``"fts_failed: ..."``); it reaches the recall
+    event of the turn that asked, and no other. ``strategy`` says how the
+    store searched (``"keyword"``, ``"vector"``, ``"hybrid"``, ``"like"``,
+    ``"recent"``, ``"none"``; None when the store does not say), with the hits
+    of each stage.
+    """
+
+    entries: Sequence[MemoryEntry] = attrs.field(factory=list)
+    degraded: tuple[str, ...] = ()
+    strategy: str | None = None
+    keyword_hits: int = 0
+    vector_hits: int = 0
 
 
 @runtime_checkable
-class SupportsRecallInfo(Protocol):
-    """``last_recall_info``: how the last recall ran; the render reads its ``degraded``.
+class SupportsAnswer(Protocol):
+    """``answer``: a :class:`RecallQuery` in, a :class:`RecallAnswer` out; every render uses it.
 
-    A ``degraded`` reason (``embedder_failed: ...``) reaches the recall event,
-    and fails a plan's semantic query. Without it nothing is reported.
+    What went wrong in one call travels with that call's answer, so many
+    turns can share one store and each hears only about its own recall.
+    Without it the render asks ``recall`` (and ``recall_where`` for a plan's
+    queries) through a thin adapter, and the answer reports nothing degraded.
     """
 
-    @property
-    def last_recall_info(self) -> _Degraded | Mapping[str, object]: ...
+    def answer(self, query: RecallQuery) -> RecallAnswer: ...
+
+
+@runtime_checkable
+class SupportsAsyncAnswer(Protocol):
+    """``aanswer``: the async twin of :class:`SupportsAnswer`, awaited by the async render."""
+
+    def aanswer(self, query: RecallQuery) -> Awaitable[RecallAnswer]: ...
 
 
 @runtime_checkable

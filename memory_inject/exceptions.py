@@ -28,6 +28,7 @@ __all__ = [
     "MemoryInjectError",
     "PgvectorUnusableError",
     "RecallInterruptedError",
+    "RecallWaitError",
     "SchemaMismatchError",
     "StorageError",
     "StoreCorruptError",
@@ -132,3 +133,20 @@ class RecallInterruptedError(StorageError):
     """
 
     reason = "deadline"
+
+
+class RecallWaitError(RecallInterruptedError):
+    """The turn's deadline passed while a call waited for a connection or a worker.
+
+    The call never started (``reason`` ``"wait"``). ``note`` is the event's
+    degraded line: it names what was waited for (``connection_wait: ...``,
+    ``pool_wait: ...``), so a turn that never ran its recall is not reported
+    as a recall abandoned at the deadline.
+    """
+
+    reason = "wait"
+
+    def __init__(self, note: str) -> None:
+        """``note`` names the wait and how long it lasted."""
+        super().__init__(note)
+        self.note = note

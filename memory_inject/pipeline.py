@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -187,6 +188,8 @@ class _Turn:
     failed: str | None = None
     #: The turn's profile when it was resolved before recall (the standing context's).
     who: TurnProfile | None = None
+    #: The deadline as a ``perf_counter`` value (None: no deadline).
+    until: float | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:
@@ -222,6 +225,8 @@ def _prepare(
     contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
     calls: list[Call] = []
     failed = None
+    ms = cfg.deadline_ms
+    until = None if ms is None or not pol.inject else time.perf_counter() + ms / 1000.0
     if pol.inject and not contentless:
         try:
             calls = build_calls(
@@ -232,6 +237,7 @@ def _prepare(
                 plan,
                 source,
                 asynchronous=asynchronous,
+                deadline=until,
             )
         except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
             failed = f"recall_failed: {_describe(exc)}"
@@ -257,6 +263,7 @@ def _prepare(
         abstained,
         failed,
         who,
+        until,
     )
 
 
@@ -272,7 +279,7 @@ def _recall(t: _Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        return run_sync(t.memory, t.calls, t.deadline, t.plan)
+        return run_sync(t.memory, t.calls, t.deadline, t.plan, t.until)
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {_describe(exc)}")
 
@@ -284,7 +291,7 @@ async def _arecall(t: _Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        return await run_async(t.memory, t.calls, t.deadline, t.plan)
+        return await run_async(t.memory, t.calls, t.deadline, t.plan, t.until)
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {_describe(exc)}")
 

@@ -262,17 +262,17 @@ class TestRecorder:
         """--explain's proxy claims exactly the wrapped store's optional render capabilities."""
         from memory_inject.cli._explain import recorder_for as _recorder
         from memory_inject.contract import (
+            SupportsAnswer,
             SupportsAsyncRecall,
             SupportsEntities,
             SupportsFilteredRecall,
-            SupportsRecallInfo,
             SupportsUsage,
         )
         from memory_inject.storage import InMemoryStore, SQLiteStore
 
-        protos = (SupportsFilteredRecall, SupportsEntities, SupportsRecallInfo, SupportsUsage)
+        protos = (SupportsFilteredRecall, SupportsEntities, SupportsAnswer, SupportsUsage)
         with SQLiteStore(tmp_path / "r.db") as sqlite:
             wrapped = [_recorder(InMemoryStore()), _recorder(sqlite)]
-            assert [[True, True, False, False, False], [True] * 4 + [False]] == [
+            assert [[True, True, True, False, False], [True] * 4 + [False]] == [
                 [isinstance(r, p) for p in (*protos, SupportsAsyncRecall)] for r in wrapped
             ]

@@ -28,6 +28,7 @@ from memory_inject import (
     resolve_inject_policy,
 )
 from memory_inject.config import PlanQueryConfig, RecallPlanConfig
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.policy import direct_policy
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_skipped
 from memory_inject.testing import FixtureMemory, recording
@@ -543,11 +544,11 @@ class _DegradingStore:
 
     name = "degrading"
 
-    def __init__(self) -> None:
-        self.last_recall_info = {"degraded": "embedder_failed: model not loaded"}
-
     def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
         return [entry("fact", "server is prod-3", "core", 0.9)]
+
+    def answer(self, q: RecallQuery) -> RecallAnswer:
+        return RecallAnswer(self.recall(q.query, q.limit), ("embedder_failed: model not loaded",))
 
 
 class TestTwins:

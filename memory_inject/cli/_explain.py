@@ -15,9 +15,11 @@ from rich.table import Table
 
 from memory_inject.contract import (
     Memory,
+    RecallAnswer,
+    RecallQuery,
+    SupportsAnswer,
     SupportsEntities,
     SupportsFilteredRecall,
-    SupportsRecallInfo,
     SupportsUsage,
 )
 from memory_inject.models import MemoryEntry
@@ -71,8 +73,15 @@ def recorder_for(inner: Memory) -> Recorder:
         members["recall_where"] = lambda self, *a, **kw: self._note(where(*a, **kw))
     if isinstance(inner, SupportsEntities):
         members["known_entities"] = lambda _self: inner.known_entities()
-    if isinstance(inner, SupportsRecallInfo):
-        members["last_recall_info"] = property(lambda _self: inner.last_recall_info)
+    if isinstance(inner, SupportsAnswer):
+        answer = inner.answer
+
+        def noted(self: Recorder, q: RecallQuery) -> RecallAnswer:
+            found = answer(q)
+            self._note(found.entries)
+            return found
+
+        members["answer"] = noted
     if isinstance(inner, SupportsUsage):
         members["mark_used"] = lambda _self, ids: inner.mark_used(ids)
     cls: type[Recorder] = type("_Recorder", (Recorder,), members)

@@ -96,6 +96,33 @@ class BudgetConfig:
 
 
 @frozen
+class PoolConfig:
+    """The PostgreSQL store's connection pool (``memory.backend.pool``), per process."""
+
+    min_size: int = setting(1, "int", "connections kept open", ge=0, le=1000)
+    max_size: int = setting(
+        8, "int", "connections at most; turns beyond them wait, within the deadline", ge=1, le=1000
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"'min_size' must be at most 'max_size' ({self.max_size}) (got {self.min_size})"
+            )
+
+
+def _check_pool(raw: Any, path: str) -> list[str]:
+    """The pool group's keys, then ``min_size`` <= ``max_size``."""
+    problems = check_class(PoolConfig, raw, path)
+    if problems or not isinstance(raw, Mapping):
+        return problems
+    lo, hi = raw.get("min_size", 1), raw.get("max_size", 8)
+    if lo > hi:
+        return [f"'min_size' must be at most 'max_size' ({hi}) (got {lo}) @ {path}.min_size"]
+    return []
+
+
+@frozen
 class BackendConfig:
     """Where the agent's memories live (``memory.backend``)."""
 
@@ -126,6 +153,10 @@ class BackendConfig:
     vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
     rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
+    readers: int = setting(
+        4, "int", "SQLite: read connections per store, used side by side", ge=1, le=64
+    )
+    pool: PoolConfig = group(PoolConfig, check=_check_pool)
 
 
 _GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")

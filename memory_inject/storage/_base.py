@@ -11,22 +11,32 @@ implements the ``_write_*`` methods against its engine.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import math
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol, Self
 
-from attrs import frozen
+import attrs
 
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
+from memory_inject.storage._plan_rows import only_statuses, status_window
 from memory_inject.storage.fusion import RecallInfo
 from memory_inject.storage.records import MemoryRecord, store_draft
 
-__all__ = ["PersistentStore", "RecallQuery", "VectorEmbedder", "check_namespace", "float32"]
+__all__ = [
+    "PersistentStore",
+    "RecallQuery",
+    "VectorEmbedder",
+    "answer_of",
+    "check_namespace",
+    "float32",
+]
 
 
 class VectorEmbedder(Protocol):
@@ -45,15 +55,15 @@ class VectorEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
 
 
-@frozen
-class RecallQuery:
-    """The arguments of one ``recall``, as a store's engine half receives them."""
-
-    query: str
-    limit: int
-    session_id: str | None
-    since: datetime | str | None
-    until: datetime | str | None
+def answer_of(entries: builtins.list[MemoryEntry], info: RecallInfo) -> RecallAnswer:
+    """A store's ranked entries and how it found them, as the seam's answer value."""
+    return RecallAnswer(
+        entries,
+        (info.degraded,) if info.degraded else (),
+        info.strategy,
+        info.keyword_hits,
+        info.vector_hits,
+    )
 
 
 def float32(vector: Sequence[float]) -> tuple[float, ...]:
@@ -92,8 +102,10 @@ class PersistentStore:
     _namespace: str
     _name: str
     _embedder: VectorEmbedder | None
-    _last: RecallInfo = RecallInfo()
     _closed: bool = False
+    #: Waits for a connection end at ``RecallQuery.deadline`` and are reported
+    #: (:class:`~memory_inject.exceptions.RecallWaitError`).
+    honours_deadline = True
 
     # -- identity -------------------------------------------------------------
 
@@ -111,11 +123,6 @@ class PersistentStore:
     def embedder(self) -> VectorEmbedder | None:
         """The embedder that gives each record a vector (None: lexical recall only)."""
         return self._embedder
-
-    @property
-    def last_recall_info(self) -> RecallInfo:
-        """How the most recent ``recall`` ran (``degraded`` says why it fell back)."""
-        return self._last
 
     def __enter__(self) -> Self:
         return self
@@ -269,9 +276,10 @@ class PersistentStore:
         """Entries for ``query``, best first, with scores in 0..1 (spec 7.4).
 
         Superseded, forgotten and expired rows never come back; ``status`` is
-        left to the governance stages. ``last_recall_info`` tells how it ran.
+        left to the governance stages. :meth:`answer` also says how it ran.
         """
-        return self._search(RecallQuery(query, limit, session_id, since, until))
+        q = RecallQuery(query, limit, session_id=session_id, since=since, until=until)
+        return builtins.list(self.answer(q).entries)
 
     async def arecall(
         self,
@@ -283,9 +291,79 @@ class PersistentStore:
         until: datetime | str | None = None,
     ) -> builtins.list[MemoryEntry]:
         """The async twin of :meth:`recall`; the event loop never waits on the engine."""
-        return await self._asearch(RecallQuery(query, limit, session_id, since, until))
+        q = RecallQuery(query, limit, session_id=session_id, since=since, until=until)
+        return builtins.list((await self.aanswer(q)).entries)
+
+    def recall_where(
+        self,
+        query: str | None,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        mode: str | None = None,
+        entity_id: str | None = None,
+        source: str | None = None,
+        statuses: Sequence[str] | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """One query of a recall plan.
+
+        With ``entity_id`` or ``source``: the live rows tagged with that entity
+        or written by that source, best confidence first, then newest
+        (``score`` None). Otherwise ``recall`` restricted to one modality:
+        ``mode="semantic"`` (vectors only) or ``"lexical"`` (keywords only).
+        ``statuses`` keeps only rows with one of those statuses, before the
+        limit (a ranked recall over-fetches, see :func:`status_window`).
+        """
+        q = RecallQuery(
+            query or "",
+            limit,
+            session_id=session_id,
+            mode=mode,
+            entity_id=entity_id,
+            source=source,
+            statuses=None if statuses is None else tuple(statuses),
+        )
+        return builtins.list(self.answer(q).entries)
+
+    def answer(self, query: RecallQuery) -> RecallAnswer:
+        """Answer one :class:`~memory_inject.contract.RecallQuery`: the entries and what degraded.
+
+        What degraded is this call's alone, so any number of turns can share
+        the store. Waits for a connection end at ``query.deadline``
+        (:class:`~memory_inject.exceptions.RecallWaitError` names the wait).
+        """
+        if query.filtered:
+            return RecallAnswer(self._tagged(query))
+        if query.statuses is not None:
+            deeper = attrs.evolve(query, limit=status_window(query.limit), statuses=None)
+            found = self._ranked(deeper)
+            kept = only_statuses(found.entries, query.statuses)[: query.limit]
+            return attrs.evolve(found, entries=kept)
+        return self._ranked(query)
+
+    async def aanswer(self, query: RecallQuery) -> RecallAnswer:
+        """The async twin of :meth:`answer`; the event loop never waits on the engine."""
+        if query.filtered or query.statuses is not None:
+            return await self._athread(self.answer, query)
+        return await self._aranked(query)
 
     # -- the engine's half ----------------------------------------------------
+
+    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        """A plan's entity or source query: rows by tag (``score`` None)."""
+        raise NotImplementedError
+
+    def _ranked(self, q: RecallQuery) -> RecallAnswer:
+        """A ranked recall, of one modality when ``q.mode`` says so."""
+        raise NotImplementedError
+
+    async def _aranked(self, q: RecallQuery) -> RecallAnswer:
+        return await self._athread(self._ranked, q)
+
+    async def _athread(
+        self, fn: Callable[[RecallQuery], RecallAnswer], q: RecallQuery
+    ) -> RecallAnswer:
+        return await asyncio.to_thread(fn, q)
 
     def _get(self, key: str) -> MemoryRecord | None:
         raise NotImplementedError
@@ -293,12 +371,6 @@ class PersistentStore:
     def _list(
         self, category: str | None, session_id: str | None, limit: int | None
     ) -> builtins.list[MemoryRecord]:
-        raise NotImplementedError
-
-    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        raise NotImplementedError
-
-    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
         raise NotImplementedError
 
     def _write_draft(

@@ -31,11 +31,12 @@ words (names, places, the topics of the store), so after a few turns most
 tokens are held; memory grows with the prompts' vocabulary, capped at
 :data:`MAX_TOKENS`.
 
-**Kept current** like the vector matrix: ``PRAGMA data_version`` and the
-read connection's ``total_changes`` say something changed, ``memories_log``
-which rows; a changed row is tokenised by a private FTS5 table with the
-index's tokenizer. It only ranks: the store's scope, applied in SQL when the
-rows are read, still decides which rows a recall may return.
+**Kept current** like the vector matrix: ``PRAGMA data_version`` and the read
+connection's ``total_changes`` (each read connection's own) say something
+changed, ``memories_log`` which rows; a changed row is tokenised by a private
+FTS5 table with the index's tokenizer. It only ranks: the store's scope,
+applied in SQL when the rows are read, still decides which rows a recall may
+return.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from memory_inject.storage._fts_terms import (
     varints,
 )
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
-from memory_inject.storage._vector_cache import log_head, logged_since
+from memory_inject.storage._vector_cache import logged_since
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
@@ -82,6 +83,10 @@ _K1, _B = 1.2, 0.75
 _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
 _ID = ENTRY_COLUMNS.index("id")
 
+#: The change log's head and the connection's ``data_version``, in one statement.
+_HEAD_AND_VERSION = (
+    "SELECT (SELECT max(seq) FROM memories_log), (SELECT data_version FROM pragma_data_version)"
+)
 #: A token's instances in the store's index (``_build`` creates the vocab table).
 _INSTANCES = "SELECT term, doc, col FROM temp.memories_instances WHERE term = ?"
 
@@ -176,7 +181,8 @@ def _posting(per_col: list[int]) -> _Posting:
 
 
 class KeywordMirror:
-    """One store's mirrored keyword index (see the module docstring), for its read connection."""
+    """One store's mirrored keyword index (see the module docstring), shared by its
+    read connections; one recall uses it at a time (it is a few dictionary walks)."""
 
     def __init__(self, *, max_rows: int = MAX_ROWS, after: int = AFTER_RECALLS) -> None:
         """Nothing is read until :meth:`keyword_hits` decides a mirror pays."""
@@ -185,7 +191,8 @@ class KeywordMirror:
         self.builds = 0  # how many times the index was read whole (tests, benchmarks)
         self._lock = threading.Lock()
         self._index: _Index | None = None
-        self._version: tuple[int, int] | None = None
+        # (data_version, total_changes) per read connection when it last saw the index current.
+        self._seen: dict[int, tuple[int, int]] = {}
         self._calls = 0
         self._not_before = 0
         self._tokenizer = RowTokenizer()
@@ -194,7 +201,7 @@ class KeywordMirror:
         """Forget the mirror (the next recall that needs one reads the index again)."""
         with self._lock:
             self._index = None
-            self._version = None
+            self._seen.clear()
 
     def keyword_hits(
         self,
@@ -237,17 +244,26 @@ class KeywordMirror:
         if index is None and (self._calls < self.after or self._calls < self._not_before):
             return None
         # Reading the log first opens the read snapshot: the version read next is its own.
-        head = log_head(conn)
-        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-        if version == self._version:
+        # One statement (each one lets another thread take the GIL): the log's head,
+        # which opens the read snapshot, and this connection's data_version.
+        head_row, dv = conn.execute(_HEAD_AND_VERSION).fetchone()
+        head = 0 if head_row is None else int(head_row)
+        version = (int(dv), conn.total_changes)
+        # Each read connection has its own data_version: the index is current for
+        # this one when nothing changed since it last looked and the log agrees.
+        if self._seen.get(id(conn)) == version and (index is None or index.seq == head):
             return index  # unchanged since the last look (None: the index is too big)
         try:
             index = self._refreshed(conn, index, head)
         except sqlite3.Error:
-            self._index, self._version = None, None
+            self._index = None
+            self._seen.clear()
             self._not_before = self._calls + BACKOFF
             raise
-        self._index, self._version = index, version
+        if index is not self._index:
+            self._seen.clear()
+        self._index = index
+        self._seen[id(conn)] = version
         return index
 
     def _refreshed(

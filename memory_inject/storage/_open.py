@@ -8,6 +8,7 @@ rather than by importing ``memory_inject.config``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -80,6 +81,8 @@ def _open_backend(
     vector_weight: float = 0.7,
     keyword_weight: float = 0.3,
     rrf_k: int = 60,
+    readers: int = 4,
+    pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
 ) -> InMemoryStore | SQLiteStore | PostgresStore:
@@ -100,8 +103,16 @@ def _open_backend(
 
         if not dsn:
             raise ValueError("'dsn' must be set for the postgres backend (got None)")
-        return PostgresStore(dsn, namespace=namespace, embedder=emb, fusion=fus)
+        sizes = dict(pool or {})
+        return PostgresStore(
+            dsn,
+            namespace=namespace,
+            embedder=emb,
+            fusion=fus,
+            min_size=int(sizes.get("min_size", 1)),
+            max_size=int(sizes.get("max_size", 8)),
+        )
     p = Path(path)
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p
-    return SQLiteStore(p, namespace=namespace, embedder=emb, fusion=fus)
+    return SQLiteStore(p, namespace=namespace, embedder=emb, fusion=fus, readers=readers)

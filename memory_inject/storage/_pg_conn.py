@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
@@ -21,7 +22,12 @@ from typing import Any, Self, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
 
-from memory_inject.exceptions import StorageError, StoreLockedError, StoreMissingError
+from memory_inject.exceptions import (
+    RecallWaitError,
+    StorageError,
+    StoreLockedError,
+    StoreMissingError,
+)
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage._pg_queries import Stmt
 from memory_inject.storage._pg_schema import TableNames
@@ -161,10 +167,17 @@ class PostgresConnections(PersistentStore):
 
     # -- the drivers --------------------------------------------------------------
 
-    def _run(self, action: str, steps: Steps[T]) -> T:
-        """Drive ``steps`` in one transaction on a pooled connection."""
+    def _run(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
+        """Drive ``steps`` in one transaction on a pooled connection.
+
+        ``deadline`` (a ``perf_counter`` value) bounds the wait for a connection.
+        """
         self._check_open(action)
-        with translate_errors(action), self._connection() as conn, conn.cursor() as cur:
+        with (
+            translate_errors(action),
+            self._connection(deadline) as conn,
+            conn.cursor() as cur,
+        ):
             try:
                 stmt = next(steps)
                 while True:
@@ -174,10 +187,10 @@ class PostgresConnections(PersistentStore):
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    async def _arun(self, action: str, steps: Steps[T]) -> T:
+    async def _arun(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
         """The async twin of :meth:`_run`."""
         with translate_errors(action):
-            async with self._aconnection() as conn, conn.cursor() as cur:
+            async with self._aconnection(deadline) as conn, conn.cursor() as cur:
                 try:
                     stmt = next(steps)
                     while True:
@@ -187,17 +200,43 @@ class PostgresConnections(PersistentStore):
                 except StopIteration as stop:
                     return stop.value  # type: ignore[no-any-return]
 
+    def _wait_for(self, deadline: float | None) -> float:
+        """How long a call may wait for a pooled connection: ``timeout``, less by the deadline."""
+        if deadline is None:
+            return self._timeout
+        return max(0.0, min(self._timeout, deadline - time.perf_counter()))
+
+    def _exhausted(self, stats: dict[str, int], waited: float, deadline: float | None) -> bool:
+        """True when the pool had no connection because all are in use (not an outage).
+
+        Then the turn waited for one within its deadline: :class:`RecallWaitError`
+        names the wait, and no connection is opened past ``max_size``.
+        """
+        busy = stats.get("pool_size", 0) - stats.get("pool_available", 0)
+        if busy < max(1, self._max_size):
+            return False
+        raise RecallWaitError(
+            f"pool_wait: all {self._max_size} connections of the pool stayed busy for "
+            f"{waited:.3f}s"
+            + (" (the turn's deadline)" if deadline is not None else "")
+            + "; the recall never started"
+        )
+
     @contextmanager
-    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+    def _connection(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in a transaction (committed on success, rolled back on error).
 
-        After an outage the pool reconnects with growing back-off, so it can
-        lag a restarted server by seconds; when it has nothing to give within
-        ``timeout``, one direct connection tells at once whether the server is back.
+        The wait for one ends at ``deadline``. When every connection is in use
+        past it, :class:`RecallWaitError`. After an outage the pool reconnects
+        with growing back-off, so it can lag a restarted server by seconds;
+        when it has nothing to give within ``timeout``, one direct connection
+        tells at once whether the server is back.
         """
+        t0 = time.perf_counter()
         try:
-            conn = self._pool.getconn()
+            conn = self._pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
+            self._exhausted(self._pool.get_stats(), time.perf_counter() - t0, deadline)
             with psycopg.connect(self._dsn, **self._connect_kwargs) as direct:
                 yield direct
             return
@@ -208,12 +247,16 @@ class PostgresConnections(PersistentStore):
             self._pool.putconn(conn)
 
     @asynccontextmanager
-    async def _aconnection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async def _aconnection(
+        self, deadline: float | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """The async twin of :meth:`_connection`."""
         pool = await self._async_pool()
+        t0 = time.perf_counter()
         try:
-            conn = await pool.getconn()
+            conn = await pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
+            self._exhausted(pool.get_stats(), time.perf_counter() - t0, deadline)
             async with await psycopg.AsyncConnection.connect(
                 self._dsn, **self._connect_kwargs
             ) as direct:

@@ -1,9 +1,15 @@
 """The connection layer of :class:`~memory_inject.storage.sqlite.SQLiteStore`.
 
-One SQLite file behind two connections: writes run on one connection under a
-lock, in ``BEGIN IMMEDIATE`` transactions; reads get a connection of their
-own, which under WAL never waits for a writer. A locked database is retried
-once after :data:`LOCK_RETRY_DELAY_S` (founder-os), then reported as
+One SQLite file behind one write connection and a small pool of read
+connections. Writes run on the write connection under a lock, one at a time,
+in ``BEGIN IMMEDIATE`` transactions. Reads take a read connection of the pool
+(:class:`ReadPool`, at most ``readers`` of them, opened as needed): under WAL
+readers never wait for a writer or for each other, and SQLite releases the
+GIL while it works, so many turns read at once. A read waits for a free
+connection only when all are busy; under a deadline that wait ends at the
+deadline with :class:`~memory_inject.exceptions.RecallWaitError`
+(``connection_wait: ...``). A locked database is retried once after
+:data:`LOCK_RETRY_DELAY_S` (founder-os), then reported as
 :class:`~memory_inject.exceptions.StoreLockedError`; other driver errors leave
 as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
 """
@@ -18,13 +24,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from memory_inject.exceptions import RecallInterruptedError, StoreMissingError
+from memory_inject.exceptions import (
+    RecallInterruptedError,
+    RecallWaitError,
+    StorageError,
+    StoreMissingError,
+)
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["LOCK_RETRY_DELAY_S", "SQLiteConnections"]
+__all__ = ["DEFAULT_READERS", "LOCK_RETRY_DELAY_S", "ReadPool", "SQLiteConnections"]
 
 T = TypeVar("T")
 
@@ -33,6 +44,91 @@ LOCK_RETRY_DELAY_S = 0.3
 #: Under a deadline, the clock is read every this many SQLite VM steps (a few
 #: tens of microseconds of work), so a statement stops that soon after it.
 PROGRESS_STEPS = 10_000
+#: Read connections per store unless ``readers=`` says otherwise: more than the
+#: cores gains nothing (the GIL), fewer serialises the renders of a busy server.
+DEFAULT_READERS = 4
+
+
+class ReadPool:
+    """At most ``size`` read connections, opened on first need, one reader each at a time.
+
+    :meth:`take` hands out an idle connection (the most recently used, whose
+    caches are warm), opens another while fewer than ``size`` exist, or waits
+    for one to come back: up to ``until`` (a ``perf_counter`` value; None
+    waits as long as it takes), then :class:`RecallWaitError`. Each
+    connection keeps its own index statistics (:class:`TermStats`).
+    """
+
+    def __init__(self, label: str, size: int, connect: Callable[[], sqlite3.Connection]) -> None:
+        """Nothing is opened until the first :meth:`take`."""
+        self.label = label
+        self.size = size
+        self._connect = connect
+        self._cond = threading.Condition(threading.Lock())
+        self._idle: list[sqlite3.Connection] = []
+        self._all: list[sqlite3.Connection] = []
+        self._opening = 0
+        self.stats: dict[sqlite3.Connection, TermStats] = {}
+        self.closed = False
+
+    def take(self, until: float | None = None) -> sqlite3.Connection:
+        """A read connection for this thread's use alone; give it back with :meth:`give`."""
+        t0 = time.perf_counter()
+        with self._cond:
+            while True:
+                if self.closed:
+                    raise StorageError(f"{self.label}: read: the store is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._all) + self._opening < self.size:
+                    self._opening += 1
+                    break
+                left = None if until is None else until - time.perf_counter()
+                if left is not None and left <= 0.0:
+                    raise RecallWaitError(
+                        f"connection_wait: all {self.size} read connections of {self.label} "
+                        f"stayed busy for {time.perf_counter() - t0:.3f}s (the turn's "
+                        "deadline); the recall never started"
+                    )
+                self._cond.wait(left)
+        try:
+            conn = self._connect()
+        except BaseException:
+            with self._cond:
+                self._opening -= 1
+                self._cond.notify()
+            raise
+        with self._cond:
+            self._opening -= 1
+            self._all.append(conn)
+            self.stats[conn] = TermStats()
+        return conn
+
+    def give(self, conn: sqlite3.Connection) -> None:
+        """Return ``conn`` (closed instead, if the pool was closed meanwhile)."""
+        with self._cond:
+            if self.closed:
+                close = True
+            else:
+                close = False
+                self._idle.append(conn)
+                self._cond.notify()
+        if close:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the idle connections now, the busy ones when they come back."""
+        with self._cond:
+            self.closed = True
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for conn in idle:
+            conn.close()
+
+    def connections(self) -> list[sqlite3.Connection]:
+        """Every connection opened so far (tests and tools)."""
+        with self._cond:
+            return list(self._all)
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -65,18 +161,18 @@ class _Until:
 class SQLiteConnections(PersistentStore):
     """How ``SQLiteStore`` talks to its file: opening, locks, the one retry, transactions.
 
-    One connection guarded by a lock serves every thread's writes (``arecall``
-    runs ``recall`` in a worker thread); reads take the second connection
-    under a lock of their own. ``SQLiteStore.__init__`` sets ``_path`` and
-    calls :meth:`_open`.
+    One connection guarded by a lock serves every thread's writes; reads take
+    a connection of the :class:`ReadPool` (a ``:memory:`` database has one
+    connection, so there reads share the writer's, under its lock).
+    ``SQLiteStore.__init__`` sets ``_path`` and calls :meth:`_open`.
     """
 
     _path: str
     _lock: threading.RLock
-    _rlock: threading.RLock
     _conn: sqlite3.Connection
-    _rconn: sqlite3.Connection
-    _stats: TermStats
+    _readers: ReadPool | None
+    _shared_stats: TermStats
+    _busy_now: dict[sqlite3.Connection, int]
     _busy_ms: int
     _local: threading.local
     _file: str | None
@@ -84,7 +180,7 @@ class SQLiteConnections(PersistentStore):
 
     # -- opening --------------------------------------------------------------
 
-    def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str) -> None:
+    def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str, readers: int) -> None:
         self._lock = threading.RLock()
         self._busy_ms = busy_timeout_ms
         self._file = None if self._path == ":memory:" else os.path.abspath(self._path)
@@ -97,18 +193,24 @@ class SQLiteConnections(PersistentStore):
             raise
         # The file the connections hold: a write checks it is still the one at the path.
         self._file_id = None if self._file is None else _file_id(self._file)
-        # Reads get a connection of their own: under WAL they never wait for a
+        # Reads get connections of their own: under WAL they never wait for a
         # writer, so a write stuck behind another process's lock cannot stall
-        # the renders of this store. (":memory:" has one database per
-        # connection, so there reads share the writer's.)
-        self._rlock = threading.RLock() if self._path != ":memory:" else self._lock
-        self._rconn = (
-            self._conn
-            if self._path == ":memory:"
-            else schema.connect(self._path, create=False, busy_timeout_ms=busy_timeout_ms)
+        # the renders of this store, and they run side by side. (":memory:"
+        # has one database per connection, so there reads share the writer's.)
+        path = self._path
+        self._readers = (
+            None
+            if path == ":memory:"
+            else ReadPool(
+                path,
+                readers,
+                lambda: schema.connect(path, create=False, busy_timeout_ms=busy_timeout_ms),
+            )
         )
-        # The read connection's index statistics, cached until the data changes.
-        self._stats = TermStats()
+        # The shared connection's index statistics (":memory:"), cached until the data changes.
+        self._shared_stats = TermStats()
+        # Each connection's busy_timeout where it is not the store's own (ms).
+        self._busy_now: dict[sqlite3.Connection, int] = {}
 
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:
@@ -135,24 +237,18 @@ class SQLiteConnections(PersistentStore):
         """
         return _Until(self._local, until)
 
-    def _read_until(self, op: Callable[[], T], what: str, until: float) -> T:
-        conn = self._rconn
+    def _read_until(self, op: Callable[[sqlite3.Connection], T], what: str, until: float) -> T:
         for attempt in (1, 2):
-            left = until - time.perf_counter()
-            if left <= 0.0 or not self._rlock.acquire(timeout=left):
-                raise RecallInterruptedError(f"{self._path}: {what}: the deadline passed")
+            conn, lock = self._take_reader(until, what)
             try:
                 self._check_open(what)
+                left = until - time.perf_counter()
                 conn.set_progress_handler(lambda: time.perf_counter() > until, PROGRESS_STEPS)
-                busy = max(1, int(left * 1000.0))
-                if busy < self._busy_ms:
-                    conn.execute(f"PRAGMA busy_timeout = {busy}")
+                self._busy_within(conn, max(1, min(self._busy_ms, int(left * 1000.0))))
                 try:
-                    return op()
+                    return op(conn)
                 finally:
                     conn.set_progress_handler(None, 0)
-                    if busy < self._busy_ms:
-                        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
             except sqlite3.OperationalError as exc:
@@ -168,20 +264,68 @@ class SQLiteConnections(PersistentStore):
             except sqlite3.Error as exc:
                 raise schema.wrap_error(exc, f"{self._path}: {what}") from exc
             finally:
-                self._rlock.release()
+                self._give_reader(conn, lock)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _retry(self, op: Callable[[], T], what: str, *, read: bool = False) -> T:
-        if read:
-            until = getattr(self._local, "until", None)
-            if until is not None:
-                return self._read_until(op, what, until)
-        lock = self._rlock if read else self._lock
+    def _busy_within(self, conn: sqlite3.Connection, most: int) -> None:
+        """Make SQLite's lock waits on ``conn`` end within ``most`` ms (and not much sooner).
+
+        The pragma is a statement, and every statement lets another thread take
+        the GIL, so it runs only when the current value is too long, or less
+        than half of what is allowed; a read without a deadline puts the
+        store's own value back.
+        """
+        now = self._busy_now.get(conn, self._busy_ms)
+        if now > most or now < most // 2:
+            conn.execute(f"PRAGMA busy_timeout = {most}")
+            self._busy_now[conn] = most
+
+    def _take_reader(
+        self, until: float | None, what: str
+    ) -> tuple[sqlite3.Connection, threading.RLock | None]:
+        """A read connection and the lock taken for it (``:memory:``: the writer's)."""
+        readers = self._readers
+        if readers is not None:
+            return readers.take(until), None
+        lock = self._lock
+        left = None if until is None else until - time.perf_counter()
+        if left is not None and (left <= 0.0 or not lock.acquire(timeout=left)):
+            raise RecallWaitError(
+                f"connection_wait: the connection of {self._path} stayed busy until the "
+                "turn's deadline; the recall never started"
+            )
+        if left is None:
+            lock.acquire()
+        return self._conn, lock
+
+    def _give_reader(self, conn: sqlite3.Connection, lock: threading.RLock | None) -> None:
+        if lock is not None:
+            lock.release()
+        elif self._readers is not None:
+            self._readers.give(conn)
+
+    def _stats_of(self, conn: sqlite3.Connection) -> TermStats:
+        """The index statistics cached for ``conn`` (each read connection has its own)."""
+        readers = self._readers
+        if readers is None:
+            return self._shared_stats
+        return readers.stats.get(conn) or self._shared_stats
+
+    def _retry(self, op: Callable[[], T], what: str) -> T:
+        """``op`` under the write lock, retried once when the database is locked."""
+
+        def locked() -> T:
+            with self._lock:
+                self._check_open(what)
+                return op()
+
+        return self._once_more_if_locked(locked, what)
+
+    def _once_more_if_locked(self, op: Callable[[], T], what: str) -> T:
+        """``op``, retried once after :data:`LOCK_RETRY_DELAY_S` when the database is locked."""
         for attempt in (1, 2):
             try:
-                with lock:
-                    self._check_open(what)
-                    return op()
+                return op()
             except sqlite3.IntegrityError as exc:
                 raise ValueError(f"{what}: {exc}") from exc
             except sqlite3.Error as exc:
@@ -223,7 +367,28 @@ class SQLiteConnections(PersistentStore):
             )
 
     def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
-        return self._retry(lambda: op(self._rconn), what, read=True)
+        """``op`` on a read connection (retried once when the database is locked).
+
+        Inside :meth:`interrupt_at` the wait for a connection, the statements
+        and SQLite's lock waits all end at the deadline.
+        """
+        until = getattr(self._local, "until", None)
+        if until is not None:
+            return self._read_until(op, what, until)
+
+        def once() -> T:
+            conn, lock = self._take_reader(None, what)
+            try:
+                self._check_open(what)
+                if self._busy_now.get(conn, self._busy_ms) != self._busy_ms:
+                    self._busy_within(conn, self._busy_ms)
+                return op(conn)
+            finally:
+                if lock is None and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._give_reader(conn, lock)
+
+        return self._once_more_if_locked(once, what)
 
     def _fetch(
         self, conn: sqlite3.Connection, where: str, params: Sequence[Any]
@@ -231,13 +396,14 @@ class SQLiteConnections(PersistentStore):
         return schema.fetch(conn, self._namespace, where, params)
 
     def close(self) -> None:
-        """Close the connections; later calls raise :class:`StorageError`."""
+        """Close the connections; later calls raise :class:`StorageError`.
+
+        A read running now finishes; its connection is closed when it is given back.
+        """
         with self._lock:
             super().close()
             conn, self._conn = self._conn, None  # type: ignore[assignment]
+        if self._readers is not None:
+            self._readers.close()
         if conn is not None:
-            with self._rlock:
-                rconn = self._rconn
-                if rconn is not conn:
-                    rconn.close()
             conn.close()

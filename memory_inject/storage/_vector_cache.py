@@ -9,10 +9,18 @@ timestamp, expiry, superseded), and kept current. A change is seen through
 two counters, read on the connection that recalls:
 
 * ``PRAGMA data_version``, which changes when *another* connection (this
-  store's writer, another store or another process) commits;
+  store's writer, another store or another process) commits; each read
+  connection has its own, so the cache remembers the value each connection
+  last saw it current at;
 * the store's own write count, for a ``:memory:`` database whose reads share
   the writer's connection (there ``data_version`` does not move on its own
   commits).
+
+The store's read connections share one cache. A matrix is patched, read and
+scored under the cache's lock; a query's cosines and scope mask are its own
+arrays, and a later look at them (:meth:`ScopeVectors.top`,
+:meth:`ScopeVectors.cosines`) sees whether a patch moved rows meanwhile and
+scores again if so.
 
 When either moved, the matrix is patched from ``memories_log`` (schema 6:
 triggers log the rid of every inserted, updated and deleted row, whoever
@@ -82,6 +90,7 @@ class _Matrix:
         "dim",
         "expires",
         "free",
+        "gen",
         "has_session",
         "ids",
         "live",
@@ -100,6 +109,7 @@ class _Matrix:
         _np = numpy_or_none()
         self.dim = dim
         self.seq = seq
+        self.gen = 0  # moves with every patch: slots may hold other rows after it
         self.n = len(rows)
         self.codes: dict[str, int] = {}
         self.ids: list[str | None] = [str(r[1]) for r in rows]
@@ -159,6 +169,7 @@ class _Matrix:
                 self._drop(moved)
             self._put(r)
         self.seq = seq
+        self.gen += 1
 
     def _drop(self, slot: int) -> None:
         self.live[slot] = False
@@ -228,48 +239,75 @@ class ScopeVectors:
 
     ``low`` and ``high`` are the least and greatest cosine in the scope (0.0
     for an empty scope); :meth:`top` the best rows; :meth:`cosines` the cosine
-    of given ids (the keyword stage's hits), for fusions that need both.
+    of given ids (the keyword stage's hits), for fusions that need both. The
+    matrix may be patched by another read connection after this was scored:
+    each look takes the cache's lock and scores again if it was.
     """
 
-    __slots__ = ("_keep", "_m", "_sims", "count", "high", "low")
+    __slots__ = ("_gen", "_keep", "_lock", "_m", "_q", "_scope", "_sims", "count", "high", "low")
 
-    def __init__(self, m: _Matrix, sims: Any, keep: Any) -> None:
-        """``sims`` holds every cached row's cosine, ``keep`` which rows are in the scope."""
+    def __init__(
+        self, m: _Matrix, q: Any, scope: VectorScope, lock: threading.RLock | None = None
+    ) -> None:
+        """Score the unit query ``q`` over ``m`` within ``scope`` (the caller holds ``lock``)."""
         self._m = m
-        self._sims = sims
-        self._keep = keep
+        self._q = q
+        self._scope = scope
+        self._lock = lock if lock is not None else threading.RLock()
+        self._score()
+        keep, sims = self._keep, self._sims
         self.count = int(keep.sum())
         inside = sims[keep]
         self.low = float(inside.min()) if self.count else 0.0
         self.high = float(inside.max()) if self.count else 0.0
 
+    def _score(self) -> None:
+        _np = numpy_or_none()
+        m = self._m
+        # einsum, not ``@``: a matrix-vector product through BLAS may start a
+        # thread pool, whose spinning threads cost 10+ ms on a busy machine.
+        if self._q is not None:
+            self._sims = _np.einsum("ij,j->i", m.matrix, self._q)
+        else:
+            self._sims = _np.zeros(m.n, dtype=_np.float32)
+        self._keep = m.mask(self._scope)
+        self._gen = m.gen
+
+    def _current(self) -> None:
+        if self._gen != self._m.gen:
+            self._score()
+
     def top(self, k: int) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
         _np = numpy_or_none()
-        if k <= 0 or self.count == 0:
-            return []
-        rows = _np.nonzero(self._keep)[0]
-        sims = self._sims[rows]
-        if k < len(rows):
-            part = _np.argpartition(-sims, k - 1)[:k]
-            # Widen to every row tied with the k-th so the id tie-break is exact.
-            part = _np.nonzero(sims >= sims[part].min())[0]
-        else:
-            part = _np.arange(len(rows))
-        ids = self._m.ids
-        # Only live slots are kept, and a live slot always has its id.
-        pairs = [(str(ids[int(rows[i])]), float(sims[i])) for i in part.tolist()]
+        with self._lock:
+            self._current()
+            if k <= 0 or not self._keep.any():
+                return []
+            rows = _np.nonzero(self._keep)[0]
+            sims = self._sims[rows]
+            if k < len(rows):
+                part = _np.argpartition(-sims, k - 1)[:k]
+                # Widen to every row tied with the k-th so the id tie-break is exact.
+                part = _np.nonzero(sims >= sims[part].min())[0]
+            else:
+                part = _np.arange(len(rows))
+            ids = self._m.ids
+            # Only live slots are kept, and a live slot always has its id.
+            pairs = [(str(ids[int(rows[i])]), float(sims[i])) for i in part.tolist()]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs[:k]
 
     def cosines(self, ids: Iterable[str]) -> dict[str, float]:
         """The cosine of each of ``ids`` that is in the scope and embedded."""
-        position, keep, sims = self._m.position, self._keep, self._sims
-        out = {}
-        for key in ids:
-            i = position.get(key)
-            if i is not None and keep[i]:
-                out[key] = float(sims[i])
+        with self._lock:
+            self._current()
+            position, keep, sims = self._m.position, self._keep, self._sims
+            out = {}
+            for key in ids:
+                i = position.get(key)
+                if i is not None and keep[i]:
+                    out[key] = float(sims[i])
         return out
 
 
@@ -282,9 +320,11 @@ class VectorCache:
 
     def __init__(self) -> None:
         """An empty cache; matrices are read on first use."""
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._bumps = 0
-        self._matrices: dict[tuple[str, int], tuple[tuple[int, int], _Matrix]] = {}
+        self._matrices: dict[tuple[str, int], _Matrix] = {}
+        # (data_version, bumps) per (read connection, matrix) when it last saw the matrix current.
+        self._seen: dict[tuple[int, str, int], tuple[int, int]] = {}
 
     def bump(self) -> None:
         """Note a commit made by this store (needed where reads share the writer's connection)."""
@@ -295,6 +335,7 @@ class VectorCache:
         """Drop every matrix (the next recall reads the vectors again)."""
         with self._lock:
             self._matrices.clear()
+            self._seen.clear()
 
     def scope(
         self,
@@ -312,26 +353,22 @@ class VectorCache:
         if _np is None:  # pragma: no cover - exercised only without numpy
             return None
         dim = len(query_vec)
-        m = self._matrix(conn, namespace, dim)
         q = _np.asarray(query_vec, dtype=_np.float32)
         qn = float(_np.linalg.norm(q))
-        # einsum, not ``@``: a matrix-vector product through BLAS may start a
-        # thread pool, whose spinning threads cost 10+ ms on a busy machine.
-        if qn > 0.0:
-            sims = _np.einsum("ij,j->i", m.matrix, q / qn)
-        else:
-            sims = _np.zeros(len(m.ids), dtype=_np.float32)
-        return ScopeVectors(m, sims, m.mask(scope))
+        with self._lock:
+            m = self._matrix(conn, namespace, dim)
+            return ScopeVectors(m, q / qn if qn > 0.0 else None, scope, self._lock)
 
     def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> _Matrix:
+        """The current matrix for this connection's snapshot (the caller holds the lock)."""
         version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), self._bumps)
-        with self._lock:
-            cached = self._matrices.get((namespace, dim))
-        if cached is not None and cached[0] == version:
-            return cached[1]
+        seen = (id(conn), namespace, dim)
+        cached = self._matrices.get((namespace, dim))
+        if cached is not None and self._seen.get(seen) == version:
+            return cached
         head = log_head(conn)
-        if cached is not None and _patched(conn, cached[1], namespace, head):
-            built = cached[1]
+        if cached is not None and _patched(conn, cached, namespace, head):
+            built = cached
         else:
             rows = conn.execute(
                 f"SELECT {_ROW} FROM memories WHERE namespace = ? AND deleted_at IS NULL "  # noqa: S608
@@ -339,8 +376,9 @@ class VectorCache:
                 (namespace, 4 * dim),
             ).fetchall()
             built = _Matrix(rows, dim, head)
-        with self._lock:
-            self._matrices[(namespace, dim)] = (version, built)
+            self._seen = {k: v for k, v in self._seen.items() if k[1:] != (namespace, dim)}
+        self._matrices[(namespace, dim)] = built
+        self._seen[seen] = version
         return built
 
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._lexical import stem, tokenize
 from memory_inject.storage._plan_rows import entity_names, ranked_of
@@ -79,6 +80,9 @@ class InMemoryStore:
     session's; ``shared_categories=()`` makes the filter strict. ``records``
     seeds the store as given.
     """
+
+    #: Nothing here waits: every answer comes by the deadline.
+    honours_deadline = True
 
     def __init__(
         self,
@@ -332,6 +336,34 @@ class InMemoryStore:
             ]
         picked = standing_pick(live, limit, min_confidence, categories)
         return [r.to_entry(None) for r in picked]
+
+    def answer(self, query: RecallQuery) -> RecallAnswer:
+        """One :class:`~memory_inject.contract.RecallQuery`: ``recall`` or ``recall_where``.
+
+        Nothing here degrades (no disk, no embedder), so the answer reports nothing.
+        """
+        q = query
+        found: Sequence[MemoryEntry]
+        if q.filtered or q.mode is not None or q.statuses is not None:
+            found = self.recall_where(
+                None if q.filtered else q.query,
+                q.limit,
+                session_id=q.session_id,
+                mode=q.mode,
+                entity_id=q.entity_id,
+                source=q.source,
+                statuses=q.statuses,
+            )
+        else:
+            found = self.recall(
+                q.query, q.limit, session_id=q.session_id, since=q.since, until=q.until
+            )
+        return RecallAnswer(builtins.list(found), strategy=None)
+
+    async def aanswer(self, query: RecallQuery) -> RecallAnswer:
+        """``answer``, yielding to the loop once (it never touches a disk)."""
+        await asyncio.sleep(0)
+        return self.answer(query)
 
     async def arecall(
         self,

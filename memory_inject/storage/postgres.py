@@ -38,6 +38,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name, similarity_calibration
 from memory_inject.exceptions import (
     EmbedderError,
@@ -45,8 +46,8 @@ from memory_inject.exceptions import (
 )
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _pg_recall as rq
-from memory_inject.storage._base import RecallQuery, check_namespace
 from memory_inject.storage._base import VectorEmbedder as _Embedder
+from memory_inject.storage._base import answer_of, check_namespace
 from memory_inject.storage._pg_bulk import PostgresBulk
 from memory_inject.storage._pg_conn import Steps, translate_errors
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
@@ -58,8 +59,8 @@ from memory_inject.storage._pg_schema import (
     record_params,
     row_to_record,
 )
-from memory_inject.storage._plan_rows import entity_names, ranked_of
-from memory_inject.storage.fusion import Fusion, RecallInfo
+from memory_inject.storage._plan_rows import entity_names
+from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.records import (
     CARRIED_ON_STORE,
     HARD_RULE_TYPES,
@@ -137,7 +138,6 @@ class PostgresStore(PostgresBulk):
         self._apool = None
         self._aloop = None
         self._alock = threading.Lock()
-        self._last = RecallInfo()
         self._writes = 0
         self._rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
@@ -239,90 +239,61 @@ class PostgresStore(PostgresBulk):
         rows = self._run("count", _rows(self._q.count()))
         return int(rows[0][0])
 
-    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        plan = self._plan(q)
+    def _ranked(self, q: RecallQuery) -> RecallAnswer:
+        plan, early = self._ranked_plan(q)
         if plan is None:
-            return []
-        entries, self._last = self._run("recall", rq.recall_steps(plan))
+            return early
+        entries, info = self._run("recall", rq.recall_steps(plan), q.deadline)
         self._keep_terms(plan)
-        return entries
+        return answer_of(entries, info)
 
-    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+    async def _aranked(self, q: RecallQuery) -> RecallAnswer:
         # On an AsyncConnectionPool of the running loop (see the class docstring).
+        plan, early = self._ranked_plan(q)
+        if plan is None:
+            return early
+        entries, info = await self._arun("recall", rq.recall_steps(plan), q.deadline)
+        self._keep_terms(plan)
+        return answer_of(entries, info)
+
+    def _ranked_plan(self, q: RecallQuery) -> tuple[rq.Plan | None, RecallAnswer]:
+        """The recall's plan, or None and the answer when there is nothing to ask the server.
+
+        ``q.mode`` forces one modality, as on SQLite: ``"semantic"`` (the
+        pgvector stage; none without an embedder and pgvector, said so in the
+        answer) or ``"lexical"`` (the keyword stage).
+        """
+        forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
+        if forced == "embedding" and not self._vectors:
+            return None, RecallAnswer(degraded=("embedder_failed: no vector search configured",))
         plan = self._plan(q)
         if plan is None:
-            return []
-        entries, self._last = await self._arun("recall", rq.recall_steps(plan))
-        self._keep_terms(plan)
-        return entries
-
-    # -- multi-source recall (founder-os plans) ------------------------------------
-
-    def recall_where(
-        self,
-        query: str | None,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        mode: str | None = None,
-        entity_id: str | None = None,
-        source: str | None = None,
-        statuses: Sequence[str] | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """One query of a recall plan, as ``SQLiteStore.recall_where`` answers it.
-
-        With ``entity_id`` or ``source``: the live rows tagged with that entity
-        or written by that source (of ``statuses``, filtered before the
-        limit), best confidence first, then newest (``score`` None).
-        Otherwise ``recall`` restricted to one modality, as on SQLite:
-        ``mode="semantic"`` (the pgvector stage; none without an embedder and
-        pgvector, said so in ``last_recall_info``) or ``"lexical"`` (the
-        keyword stage); ``statuses`` filters a deeper window (:func:`status_window`).
-        """
-        if entity_id is None and source is None:
-            forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
-            if forced is None:
-                return ranked_of(
-                    lambda n: self.recall(query or "", n, session_id=session_id), limit, statuses
-                )
-            if forced == "embedding" and not self._vectors:
-                self._last = RecallInfo(degraded="embedder_failed: no vector search configured")
-                return []
-            return ranked_of(
-                lambda n: self._forced(query or "", n, session_id, forced), limit, statuses
+            return None, RecallAnswer()
+        if forced is not None:
+            f = self._fusion
+            plan.fusion = Fusion(
+                mode=f.mode,
+                vector_weight=f.vector_weight,
+                keyword_weight=f.keyword_weight,
+                rrf_k=f.rrf_k,
+                search_mode=forced,
             )
-        if limit <= 0:
+            if forced == "bm25":
+                plan.vector = None
+        return plan, RecallAnswer()
+
+    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        if q.limit <= 0:
             return []
         stmt = self._q.tagged(
-            Scope(session_id=session_id),
-            int(limit),
-            entity_id=entity_id,
-            source=source,
-            statuses=None if statuses is None else builtins.list(statuses),
+            Scope(session_id=q.session_id),
+            int(q.limit),
+            entity_id=q.entity_id,
+            source=q.source,
+            statuses=None if q.statuses is None else builtins.list(q.statuses),
         )
-        rows = self._run("recall_where", _rows(stmt))
+        rows = self._run("recall_where", _rows(stmt), q.deadline)
         return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
-
-    def _forced(
-        self, query: str, limit: int, session_id: str | None, search_mode: str
-    ) -> builtins.list[MemoryEntry]:
-        """``recall`` with the fusion's ``search_mode`` forced (one modality only)."""
-        plan = self._plan(RecallQuery(query, limit, session_id, None, None))
-        if plan is None:
-            return []
-        f = self._fusion
-        plan.fusion = Fusion(
-            mode=f.mode,
-            vector_weight=f.vector_weight,
-            keyword_weight=f.keyword_weight,
-            rrf_k=f.rrf_k,
-            search_mode=search_mode,
-        )
-        if search_mode == "bm25":
-            plan.vector = None
-        entries, self._last = self._run("recall", rq.recall_steps(plan))
-        self._keep_terms(plan)
-        return entries
 
     def known_entities(self) -> dict[str, str]:
         """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
@@ -412,7 +383,6 @@ class PostgresStore(PostgresBulk):
         if not isinstance(query, str):
             raise TypeError(f"'query' must be a string (got {type(query).__name__})")
         if limit <= 0:
-            self._last = RecallInfo()
             return None
         scope = Scope(
             session_id=q.session_id,

@@ -16,7 +16,6 @@ The store is built in layers: the connections, locks and that retry live in
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
 import os
@@ -27,18 +26,19 @@ from typing import Any, TypeVar
 
 import attrs
 
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import Embedder, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage._base import RecallQuery, check_namespace
+from memory_inject.storage._base import answer_of, check_namespace
 from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage._jsonl import format_ts
-from memory_inject.storage._plan_rows import entity_names, ranked_of
+from memory_inject.storage._plan_rows import entity_names
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
-from memory_inject.storage._sqlite_conn import LOCK_RETRY_DELAY_S
+from memory_inject.storage._sqlite_conn import DEFAULT_READERS, LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_recall import scored_recall
-from memory_inject.storage._vector_cache import VectorCache, VectorScope
+from memory_inject.storage._vector_cache import VectorCache, VectorScope, log_head
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import (
     HARD_RULE_TYPES,
@@ -71,8 +71,9 @@ def _now() -> datetime:
 class SQLiteStore(SQLiteBulk):
     """Memories in one SQLite file, scoped to ``namespace``.
 
-    One connection guarded by a lock serves every thread (``arecall`` runs
-    ``recall`` in a worker thread). ``create=False`` refuses to create a
+    One object serves any number of threads and tasks at once: reads run side
+    by side on a small pool of read connections (``readers``), writes one at a
+    time on a connection of their own. ``create=False`` refuses to create a
     missing or empty database, like founder-os's skip guard. ``synchronous``
     may be lowered to ``"NORMAL"`` for speed: under WAL that keeps the file
     consistent but may lose the last writes on power loss.
@@ -90,6 +91,7 @@ class SQLiteStore(SQLiteBulk):
         create: bool = True,
         synchronous: str = "FULL",
         shared_categories: Sequence[str] = ("core", "daily"),
+        readers: int = DEFAULT_READERS,
     ) -> None:
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
@@ -98,12 +100,16 @@ class SQLiteStore(SQLiteBulk):
         (by default :func:`~memory_inject.storage.fusion.default_fusion` of the embedder).
         ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry.
         A session's recall also sees the sessionless rows of ``shared_categories``.
-        ``ValueError`` for a bad ``synchronous`` or ``namespace``; the
+        ``readers`` is how many read connections may be open at once (reads run
+        side by side on them; writes are serialised on one more).
+        ``ValueError`` for a bad ``synchronous``, ``namespace`` or ``readers``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a
         database, not ours or newer than this library.
         """
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"'synchronous' must be one of {_SYNCHRONOUS} (got {synchronous!r})")
+        if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
+            raise ValueError(f"'readers' must be an integer >= 1 (got {readers!r})")
         self._path = str(path)
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
@@ -113,9 +119,13 @@ class SQLiteStore(SQLiteBulk):
         self._mirror: KeywordMirror | None = KeywordMirror()
         self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
-        self._last = RecallInfo()
         self._writes = 0
-        self._open(create=create, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous.upper())
+        self._open(
+            create=create,
+            busy_timeout_ms=busy_timeout_ms,
+            synchronous=synchronous.upper(),
+            readers=readers,
+        )
 
     # -- plumbing -------------------------------------------------------------
 
@@ -218,12 +228,27 @@ class SQLiteStore(SQLiteBulk):
 
     # -- recall ---------------------------------------------------------------
 
-    def _search(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        return self._recall(q.query, q.limit, q.session_id, q.since, q.until, self._fusion)
+    def answer(self, query: RecallQuery) -> RecallAnswer:
+        """See :meth:`PersistentStore.answer`; every read stops at ``query.deadline``."""
+        if query.deadline is None:
+            return super().answer(query)
+        with self.interrupt_at(query.deadline):
+            return super().answer(query)
 
-    async def _asearch(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        # A worker thread, so the event loop never waits on the disk.
-        return await asyncio.to_thread(self._search, q)
+    def _ranked(self, q: RecallQuery) -> RecallAnswer:
+        forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
+        if forced == "embedding" and self._embedder is None:
+            return RecallAnswer(degraded=("embedder_failed: no embedder configured",))
+        fusion = self._fusion
+        if forced is not None:
+            fusion = Fusion(
+                mode=fusion.mode,
+                vector_weight=fusion.vector_weight,
+                keyword_weight=fusion.keyword_weight,
+                rrf_k=fusion.rrf_k,
+                search_mode=forced,
+            )
+        return answer_of(*self._recall(q.query, q.limit, q.session_id, q.since, q.until, fusion))
 
     def _recall(
         self,
@@ -233,17 +258,15 @@ class SQLiteStore(SQLiteBulk):
         since: datetime | str | None,
         until: datetime | str | None,
         fusion: Fusion,
-    ) -> builtins.list[MemoryEntry]:
+    ) -> tuple[builtins.list[MemoryEntry], RecallInfo]:
         if limit <= 0:
-            self._last = RecallInfo()
-            return []
+            return [], RecallInfo()
         scope, params = self._scope(session_id, since, until)
         schema.take_damaged()  # notes of earlier calls in this thread are not this recall's
         if is_time_only(query):
             sql = f"{scope} ORDER BY updated_at DESC, rid DESC LIMIT ?"
             rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall")
-            self._last = _with_damaged(RecallInfo(strategy="recent"))
-            return [r.to_entry(None) for r in rows]
+            return [r.to_entry(None) for r in rows], _with_damaged(RecallInfo(strategy="recent"))
         query_vec, degraded = self._query_vector(query, fusion)
         entries, info = self._read(
             lambda c: scored_recall(
@@ -263,15 +286,14 @@ class SQLiteStore(SQLiteBulk):
                 else schema.scope_tokens(session_id, self._shared),
                 mirror=self._mirror,
                 calibration=self._calibration,
-                stats=self._stats,
+                stats=self._stats_of(c),
                 vectors=None
                 if self._vectors is None
                 else (self._vectors, self._vector_scope(params[0], session_id, since, until)),
             ),
             "recall",
         )
-        self._last = _with_damaged(info)
-        return entries
+        return entries, _with_damaged(info)
 
     def _query_vector(
         self, query: str, fusion: Fusion
@@ -330,49 +352,9 @@ class SQLiteStore(SQLiteBulk):
 
     # -- multi-source recall (founder-os plans) ---------------------------------
 
-    def recall_where(
-        self,
-        query: str | None,
-        limit: int,
-        *,
-        session_id: str | None = None,
-        mode: str | None = None,
-        entity_id: str | None = None,
-        source: str | None = None,
-        statuses: Sequence[str] | None = None,
-    ) -> builtins.list[MemoryEntry]:
-        """One query of a recall plan.
-
-        With ``entity_id`` or ``source``: the live rows tagged with that entity
-        or written by that source, best confidence first, then newest
-        (``score`` None). Otherwise ``recall`` restricted to one modality:
-        ``mode="semantic"`` (vectors only) or ``"lexical"`` (BM25 only).
-        ``statuses`` keeps only rows with one of those statuses, before the
-        limit (a ranked recall over-fetches, see :func:`status_window`).
-        """
-        if entity_id is None and source is None:
-            if statuses is not None:
-                return ranked_of(
-                    lambda n: self.recall_where(query, n, session_id=session_id, mode=mode),
-                    limit,
-                    statuses,
-                )
-            forced = {"semantic": "embedding", "lexical": "bm25"}.get(mode or "")
-            if forced is None or (forced == "embedding" and self._embedder is None):
-                if forced == "embedding":
-                    self._last = RecallInfo(degraded="embedder_failed: no embedder configured")
-                    return []
-                return self.recall(query or "", limit, session_id=session_id)
-            f = self._fusion
-            fusion = Fusion(
-                mode=f.mode,
-                vector_weight=f.vector_weight,
-                keyword_weight=f.keyword_weight,
-                rrf_k=f.rrf_k,
-                search_mode=forced,
-            )
-            return self._recall(query or "", limit, session_id, None, None, fusion)
-        scope, params = self._scope(session_id, None, None)
+    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        limit, entity_id, source, statuses = q.limit, q.entity_id, q.source, q.statuses
+        scope, params = self._scope(q.session_id, None, None)
         if entity_id is not None:
             scope += " AND EXISTS (SELECT 1 FROM json_each(entity_ids) WHERE value = ?)"
             params.append(entity_id)
@@ -407,16 +389,15 @@ class SQLiteStore(SQLiteBulk):
 
     @property
     def data_version(self) -> tuple[int, int]:
-        """Changes whenever the file does: SQLite's ``data_version`` and this store's commits.
+        """Changes whenever the rows do: the change log's head and this store's commits.
 
-        ``PRAGMA data_version`` moves when another connection or process commits;
-        the write count covers this store's own commits (which a ``:memory:``
-        database's shared connection does not see there).
+        ``memories_log`` (schema 6) logs every row any connection or process
+        inserts, updates or deletes, so its head moves with every write
+        wherever it came from; unlike ``PRAGMA data_version`` it is the same
+        number on every read connection. The write count covers this store's
+        own commits.
         """
-        version = self._read(
-            lambda c: int(c.execute("PRAGMA data_version").fetchone()[0]), "data_version"
-        )
-        return version, self._writes
+        return self._read(log_head, "data_version"), self._writes
 
     def standing_records(
         self,

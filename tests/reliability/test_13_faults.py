@@ -70,10 +70,6 @@ class ExplodingAttribute:
     async def arecall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
         return [FACT]
 
-    @property
-    def last_recall_info(self) -> dict[str, Any]:
-        return {}
-
 
 class Unprintable(Exception):
     """An exception whose message cannot be read."""
@@ -126,22 +122,12 @@ class TestStoreFaults:
         ],
     )
     def test_a_store_attribute_that_raises_degrades(self, mode: str, attribute: str) -> None:
-        """recall, arecall or last_recall_info raising on access: one event naming it."""
+        """recall or arecall raising on access: one event naming it."""
         store = ExplodingAttribute(attribute)
         result, events = render(store, "invoice", mode)
         event = only_event(events)
         assert (False, "") == (event.success, result.text)
         assert f"reading {attribute} exploded" in reason(event)
-
-    @pytest.mark.parametrize("mode", MODES)
-    def test_a_last_recall_info_that_raises_is_a_degraded_note(self, mode: str) -> None:
-        """The recall answered; only its report broke: the block renders, the event says so."""
-        result, events = render(ExplodingAttribute("last_recall_info"), "invoice", mode)
-        event = only_event(events)
-        assert (True, ["fact"]) == (event.success, [e.key for e in result.entries])
-        assert "recall_info_failed: RuntimeError: reading last_recall_info exploded" in reason(
-            event
-        )
 
     @pytest.mark.parametrize("mode", MODES)
     def test_an_exception_whose_message_raises_is_still_named(self, mode: str) -> None:

@@ -53,13 +53,26 @@ def slow(tmp_path: Path) -> Iterator[SlowSQLite]:
 
 
 def lock_is_free(store: SQLiteStore, wait: float = 2.0) -> bool:
-    """True when another thread can take the store's read lock within ``wait`` seconds."""
+    """True when another thread can take every read connection of the store within ``wait`` s.
+
+    (A recall left running would hold one.)
+    """
     got: list[bool] = []
+    pool = store._readers
+    assert pool is not None
 
     def probe() -> None:
-        got.append(store._rlock.acquire(timeout=wait))
-        if got[0]:
-            store._rlock.release()
+        held = []
+        until = time.perf_counter() + wait
+        try:
+            for _ in range(pool.size):
+                held.append(pool.take(until))
+            got.append(True)
+        except RecallInterruptedError:
+            got.append(False)
+        finally:
+            for conn in held:
+                pool.give(conn)
 
     t = threading.Thread(target=probe)
     t.start()
@@ -116,10 +129,16 @@ def test_with_an_embedder_the_recall_runs_in_a_worker_and_is_still_stopped(
         assert lock_is_free(store)
 
 
-def test_a_held_read_lock_is_waited_for_no_longer_than_the_deadline(tmp_path: Path) -> None:
-    with SQLiteStore(tmp_path / "m.db") as store:
+def test_busy_read_connections_are_waited_for_no_longer_than_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """Every read connection held by other turns: the turn waits until its deadline, then
+    says it waited for a connection (its recall never started: no 'deadline' abandonment)."""
+    with SQLiteStore(tmp_path / "m.db", readers=2) as store:
         store.store("fact", "deploys go to prod-3")
-        store._rlock.acquire()
+        pool = store._readers
+        assert pool is not None
+        held = [pool.take(), pool.take()]
         try:
             holder_free = threading.Event()
             out: list[Any] = []
@@ -130,15 +149,20 @@ def test_a_held_read_lock_is_waited_for_no_longer_than_the_deadline(tmp_path: Pa
                 out.append(rec.events[0])
                 holder_free.set()
 
-            # The render must run in another thread: the RLock is re-entrant in this one.
             t = threading.Thread(target=turn)
             t.start()
             assert holder_free.wait(5.0)
             t.join()
         finally:
-            store._rlock.release()
-    result, event = out
-    assert ("", True) == (result.text, event.partial)
+            for conn in held:
+                pool.give(conn)
+        result, event = out
+        assert ("", True) == (result.text, event.partial)
+        assert [True] == [
+            d.startswith("connection_wait: all 2 read connections") for d in event.degraded
+        ]
+        # Given back, the connections serve the next turn.
+        assert "prod-3" in render_memory_context(store, "deploy", config=DEADLINE).text
 
 
 def test_interrupt_at_raises_a_typed_error_and_leaves_no_transaction(tmp_path: Path) -> None:
@@ -148,7 +172,8 @@ def test_interrupt_at_raises_a_typed_error_and_leaves_no_transaction(tmp_path: P
             pytest.raises(RecallInterruptedError, match="stopped at the deadline"),
         ):
             store._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
-        assert not store._rconn.in_transaction
+        assert store._readers is not None
+        assert not any(c.in_transaction for c in store._readers.connections())
         # Outside the block the store is back to normal: no handler, its busy timeout.
         assert [(1,)] == store._read(lambda c: c.execute("SELECT 1").fetchall(), "probe")
         assert 5000 == store._read(
@@ -192,4 +217,4 @@ def test_a_recall_thread_that_cannot_start_gives_back_its_slot(
     # Every turn names the failure (none is refused as 'store_busy' by leaked slots).
     assert all("can't start new thread" in (e.error or "") for e in rec.events)
     assert not any("store_busy" in d for e in rec.events for d in e.degraded)
-    assert _deadline._running.get(id(store)) is None
+    assert 0 == _deadline.stuck_calls(store)

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from memory_inject.contract import RecallQuery
 from memory_inject.storage import _pg_schema
 from memory_inject.storage._pg_schema import COLUMNS, TableNames, migrate, record_params
 from memory_inject.storage.calibration import coverage
@@ -101,7 +102,8 @@ class TestEngineParity:
             assert (prompt, sorted(expected)) == (prompt, sorted(actual))
             for key, score in expected.items():
                 assert score == pytest.approx(actual[key], abs=TOLERANCE), (prompt, key)
-            assert sqlite.last_recall_info.strategy == pg.last_recall_info.strategy
+            asked = RecallQuery(prompt, 10)
+            assert sqlite.answer(asked).strategy == pg.answer(asked).strategy
 
     def test_context_counts_less(self, engines: Callable[[], tuple[Any, PostgresStore]]) -> None:
         """A term found only in the previous record counts half, two back a quarter."""

@@ -131,12 +131,13 @@ class TestScopeToken:
 
 def test_a_session_id_holding_a_nul_finds_its_rows_by_keyword(tmp_path: Path) -> None:
     """SQLite cuts the indexed scope token at a NUL; the query's token is cut the same way."""
+    from memory_inject.contract import RecallQuery
     from memory_inject.storage.sqlite import SQLiteStore
 
     with SQLiteStore(tmp_path / "m.db") as store:
         store.store("cat", "has a cat named Miso", session_id="chat:\x00a")
         store.store("other", "has a cat named Tom", session_id="chat:\x00b")
-        found = store.recall("cat named Miso", 5, session_id="chat:\x00a")
-        info = store.last_recall_info
+        info = store.answer(RecallQuery("cat named Miso", 5, session_id="chat:\x00a"))
+        found = info.entries
     assert (["cat"], "keyword") == ([e.key for e in found], info.strategy)
     assert found[0].score == 1.0

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from memory_inject.contract import (
+    RecallQuery,
+    SupportsAnswer,
     SupportsAsyncRecall,
     SupportsJsonl,
     SupportsNamespaces,
-    SupportsRecallInfo,
     SupportsRecords,
     SupportsUsage,
     SupportsVectors,
@@ -505,7 +506,7 @@ class TestRecallContract:
         assert [] == s.recall("zyxwvut", 5)
 
 
-@needs(SupportsVectors, SupportsRecallInfo)
+@needs(SupportsVectors, SupportsAnswer)
 class TestHybridRecall:
     def test_typo_finds_the_right_row(self, store_factory: Factory) -> None:
         """With the hashing embedder a misspelt query still finds its memory."""
@@ -513,8 +514,8 @@ class TestHybridRecall:
         s.store("db", "The production database is PostgreSQL on host db01")
         s.store("editor", "User prefers the vim editor with relative numbers")
         s.store("lunch", "The team has lunch at noon on Fridays")
-        got = s.recall("postgressql databse", 3)
-        assert ("db", "vector") == (got[0].key, s.last_recall_info.strategy)
+        got = s.answer(RecallQuery("postgressql databse", 3))
+        assert ("db", "vector") == (got.entries[0].key, got.strategy)
 
     def test_hybrid_scores_are_in_unit_range(self, store_factory: Factory) -> None:
         """Fused scores lie in 0..1, best first."""
@@ -522,11 +523,12 @@ class TestHybridRecall:
         s.store("a", "kubernetes cluster upgrade runbook")
         s.store("b", "kubernetes pod restarts")
         s.store("c", "holiday schedule")
-        got = s.recall("kubernetes upgrade", 5)
+        answer = s.answer(RecallQuery("kubernetes upgrade", 5))
+        got = answer.entries
         scores = [e.score for e in got]
         assert ("a", "hybrid", True, True) == (
             got[0].key,
-            s.last_recall_info.strategy,
+            answer.strategy,
             all(0.0 <= x <= 1.0 for x in scores),
             scores == sorted(scores, reverse=True),
         )
@@ -543,7 +545,8 @@ class TestHybridRecall:
         """search_mode='bm25' never runs the vector stage, even with an embedder."""
         s = store_factory(embedder=HashingEmbedder(), fusion=Fusion(search_mode="bm25"))
         s.store("db", "The production database is PostgreSQL")
-        assert ([], 0) == (s.recall("postgressql databse", 3), s.last_recall_info.vector_hits)
+        got = s.answer(RecallQuery("postgressql databse", 3))
+        assert ([], 0) == (list(got.entries), got.vector_hits)
 
     def test_embedder_failure_falls_back_to_lexical(self, store_factory: Factory) -> None:
         """When the embedder fails at recall, keyword results come back and say why."""
@@ -551,12 +554,11 @@ class TestHybridRecall:
         s = store_factory(embedder=emb)
         s.store("db", "The production database is PostgreSQL")
         emb.failing = True
-        got = s.recall("database", 3)
-        info = s.last_recall_info
+        info = s.answer(RecallQuery("database", 3))
         assert (["db"], "keyword", True) == (
-            keys(got),
+            keys(info.entries),
             info.strategy,
-            (info.degraded or "").startswith("embedder_failed"),
+            "; ".join(info.degraded).startswith("embedder_failed"),
         )
 
     def test_embedding_mode_falls_back_to_keyword(self, store_factory: Factory) -> None:
@@ -588,17 +590,17 @@ class TestEmbeddingChecks:
             s.store("db", "The production database is PostgreSQL")
         assert 0 == s.count()
 
-    @needs(SupportsRecallInfo)
+    @needs(SupportsAnswer)
     def test_nan_vector_at_recall_falls_back_to_lexical(self, store_factory: Factory) -> None:
         """A NaN query vector degrades the recall to keywords and says why."""
         emb = NanEmbedder()
         s = store_factory(embedder=emb)
         s.store("db", "The production database is PostgreSQL")
         emb.failing = True
-        got = s.recall("database", 3)
-        degraded = s.last_recall_info.degraded or ""
+        info = s.answer(RecallQuery("database", 3))
+        degraded = "; ".join(info.degraded)
         assert (["db"], True, True) == (
-            keys(got),
+            keys(info.entries),
             degraded.startswith("embedder_failed"),
             "NaN" in degraded,
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from memory_inject.contract import RecallQuery
 from memory_inject.storage import _fts_mirror
 from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._fts_mirror import KeywordMirror
@@ -304,8 +305,8 @@ class TestWhenItApplies:
 
         mirror._build = broken  # type: ignore[method-assign]
         for _ in range(3):
-            assert ["a"] == [e.key for e in store.recall("alpha", 5)]
-            assert store.last_recall_info.degraded is None
+            answer = store.answer(RecallQuery("alpha", 5))
+            assert (["a"], ()) == ([e.key for e in answer.entries], answer.degraded)
         assert 1 == len(calls)  # backed off after the failure
         assert mirror._index is None
         store.close()

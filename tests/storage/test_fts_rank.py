@@ -203,9 +203,12 @@ class TestTermStats:
             store.store("c", "apple crumble", "core")
             again = store.recall("apple banana", 5)
             stats = TermStats()
-            conn = store._rconn
-            stats.refresh(conn)
-            assert {"appl": 2} == stats.document_frequencies(conn, ["appl"])
+
+            def fresh(conn: sqlite3.Connection) -> dict[str, int]:
+                stats.refresh(conn)
+                return stats.document_frequencies(conn, ["appl"])
+
+            assert {"appl": 2} == store._read(fresh, "stats")
         assert {"a", "b", "c"} == {e.key for e in again}
 
     def test_random_writes_keep_counts_exact(self, tmp_path: Path) -> None:

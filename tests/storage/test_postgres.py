@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
 
+from memory_inject.contract import RecallQuery
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import (
     SchemaMismatchError,
@@ -167,9 +168,8 @@ class TestVectors:
         )
         store.store("db", "Production runs PostgreSQL on a big box")
         store.store("ed", "The user edits with neovim")
-        got = store.recall("postgress", 5)
-        assert "db" == got[0].key
-        assert "vector" == store.last_recall_info.strategy
+        answer = store.answer(RecallQuery("postgress", 5))
+        assert ("db", "vector") == (answer.entries[0].key, answer.strategy)
 
     def test_lexical_only_when_told(self, open_store: Factory, db: str) -> None:
         """``vectors=False`` adds no vector column; embeddings are still kept exactly."""
@@ -181,9 +181,8 @@ class TestVectors:
             "WHERE attrelid = 'memories'::regclass AND attname = 'embedding_vec'",
         )
         written = store.store("db", "Production runs PostgreSQL")
-        got = store.recall("postgresql production", 5)
-        assert ["db"] == [e.key for e in got]
-        assert "keyword" == store.last_recall_info.strategy
+        answer = store.answer(RecallQuery("postgresql production", 5))
+        assert (["db"], "keyword") == ([e.key for e in answer.entries], answer.strategy)
         assert written.embedding == _stored(store, "db").embedding
         assert 64 == len(written.embedding or ())
 
@@ -237,12 +236,10 @@ class TestVectors:
         """A failing query embedding falls back to keyword recall and says so."""
         store = open_store(embedder=FailingEmbedder(32))
         store.store("k", "the boom gate is stuck open")
-        got = store.recall("boom gate", 5)
-        assert ["k"] == [e.key for e in got]
-        info = store.last_recall_info
+        info = store.answer(RecallQuery("boom gate", 5))
+        assert ["k"] == [e.key for e in info.entries]
         assert "keyword" == info.strategy
-        assert info.degraded is not None
-        assert info.degraded.startswith("embedder_failed")
+        assert [True] == [d.startswith("embedder_failed") for d in info.degraded]
 
 
 class TestQuerySafety:

@@ -59,9 +59,10 @@ def records(draw: st.DrawFn) -> MemoryRecord:
 def test_row_to_entry_matches_the_record_path(record: MemoryRecord, score: float | None) -> None:
     with tempfile.TemporaryDirectory() as tmp, SQLiteStore(Path(tmp) / "m.db") as store:
         store.upsert(record)
-        conn = store._rconn
-        full = conn.execute(f"SELECT {schema.SELECT} FROM memories").fetchone()
-        short = schema.fetch_entries(conn, "default", "1 = 1", ())[0]
+        full = store._read(
+            lambda c: c.execute(f"SELECT {schema.SELECT} FROM memories").fetchone(), "full"
+        )
+        short = store._read(lambda c: schema.fetch_entries(c, "default", "1 = 1", ())[0], "short")
     fast = schema.row_to_entry(short, score)
     slow = schema.row_to_record(full).to_entry(score)
     assert fast == slow

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_inject.contract import RecallQuery
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import (
     EmbedderError,
@@ -250,11 +251,12 @@ class TestSqliteRecall:
         """When FTS finds nothing, a substring match scores SUBSTRING_WEIGHT per word found."""
         with SQLiteStore(db) as s:
             s.store("srv", "the server db01 is in Frankfurt")
-            got = s.recall("serv", 5)
+            answer = s.answer(RecallQuery("serv", 5))
+            got = answer.entries
             assert (["srv"], [SUBSTRING_WEIGHT], "like") == (
                 [e.key for e in got],
                 [e.score for e in got],
-                s.last_recall_info.strategy,
+                answer.strategy,
             )
 
     def test_like_fallback_keeps_the_session_filter(self, db: Path) -> None:
@@ -285,8 +287,8 @@ class TestSqliteRecall:
         with SQLiteStore(db, embedder=HashingEmbedder(dim=32)) as s:
             s.store("k", "PostgreSQL database")
         with SQLiteStore(db, embedder=HashingEmbedder(dim=64)) as s:
-            got = s.recall("postgressql databse", 5)
-            assert ([], 0) == (got, s.last_recall_info.vector_hits)
+            answer = s.answer(RecallQuery("postgressql databse", 5))
+            assert ([], 0) == (list(answer.entries), answer.vector_hits)
 
     def test_embed_missing_backfills_vectors(self, db: Path) -> None:
         """Rows written without an embedder get vectors later, and then match typos."""
@@ -360,10 +362,10 @@ class TestEmbeddings:
             s.store("k", "keyword match")
         # BrokenEmbedder is deliberately not an Embedder (its vectors are not floats).
         with SQLiteStore(db, embedder=BrokenEmbedder()) as s:  # type: ignore[arg-type]
-            got = [e.key for e in s.recall("keyword", 5)]
+            answer = s.answer(RecallQuery("keyword", 5))
             assert (["k"], True) == (
-                got,
-                (s.last_recall_info.degraded or "").startswith("embedder_failed"),
+                [e.key for e in answer.entries],
+                "; ".join(answer.degraded).startswith("embedder_failed"),
             )
 
 

@@ -159,13 +159,13 @@ class TestVectorCache:
         cache = VectorCache()
         store._vectors = cache
         store.recall("apple", 10)
-        first = next(iter(cache._matrices.values()))[1]
+        first = next(iter(cache._matrices.values()))
         seq = first.seq
         store.recall("apple dog", 10)
-        assert first is next(iter(cache._matrices.values()))[1]
+        assert first is next(iter(cache._matrices.values()))
         store.store("b", "dog")
         assert {"a", "b"} == {e.key for e in store.recall("apple dog", 10)}
-        assert first is next(iter(cache._matrices.values()))[1]
+        assert first is next(iter(cache._matrices.values()))
         assert first.seq > seq
         store.close()
 
@@ -240,7 +240,7 @@ class TestPatchedMatrix:
         store.store("a", "apple")
         store.store("b", "banana")
         assert ["a"] == _same_as_a_scan(store, "apple")
-        first = next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        first = next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN")
         for i in range(schema.LOG_KEEP + 1):  # one log entry per update of b
@@ -251,7 +251,7 @@ class TestPatchedMatrix:
         other.execute("COMMIT")
         other.close()
         assert {"a", "b"} == set(_same_as_a_scan(store, "apple"))
-        assert first is not next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        assert first is not next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
         store.close()
 
     def test_many_changed_rows_read_again(self, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,11 +260,11 @@ class TestPatchedMatrix:
         store = semantic(db)
         store.store("a", "apple")
         _same_as_a_scan(store, "apple")
-        first = next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        first = next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
         lines = [json.dumps({"key": f"n{i}", "content": "apple dog"}) for i in range(5)]
         store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
         assert 6 == len(_same_as_a_scan(store, "apple"))
-        assert first is not next(iter(store._vectors._matrices.values()))[1]  # type: ignore[union-attr]
+        assert first is not next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
         store.store("z", "apple")
         assert 7 == len(_same_as_a_scan(store, "apple"))
         store.close()

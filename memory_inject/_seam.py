@@ -1,0 +1,167 @@
+"""The store seam as the render sees it: one :class:`Seam` per store, probed once.
+
+A render asks a store :class:`~memory_inject.contract.RecallQuery` values and
+gets :class:`~memory_inject.contract.RecallAnswer` values back. A store that
+implements ``answer`` (every built-in store) is asked directly; a store with
+only ``recall`` (and perhaps ``recall_where``, ``arecall``) is asked through a
+thin adapter whose answers report nothing degraded. What a store can do is
+probed the first time a render uses it and kept with the store (weakly), not
+asked again on every call; the methods themselves are looked up at call time,
+so a store whose methods are replaced later is still called as it is now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any
+
+from attrs import frozen
+
+from memory_inject.contract import (
+    Memory,
+    RecallAnswer,
+    RecallQuery,
+    SupportsAnswer,
+    SupportsAsyncAnswer,
+    SupportsAsyncRecall,
+    SupportsEntities,
+    SupportsFilteredRecall,
+    SupportsInterrupt,
+    supports,
+)
+from memory_inject.models import MemoryEntry
+
+__all__ = ["Seam", "seam_of"]
+
+
+@frozen(slots=True)
+class Seam:
+    """What the render may ask of one store, decided once.
+
+    ``answers`` / ``aanswers``: it implements ``answer`` / ``aanswer``;
+    otherwise ``arecall`` (``async_recall``) and ``recall_where``
+    (``filtered``) are used where present. ``interrupts``: it stops its own
+    calls at a deadline (:class:`~memory_inject.contract.SupportsInterrupt`).
+    ``reports_waits``: the store's class sets ``honours_deadline = True`` (the
+    built-in stores do): it ends its own waits for connections at the query's
+    deadline and reports them, and the render gives it
+    :data:`~memory_inject._recall.GRACE_S` to say so before it stops listening.
+    """
+
+    answers: bool
+    aanswers: bool
+    async_recall: bool
+    filtered: bool
+    entities: bool
+    interrupts: bool
+    reports_waits: bool
+
+    def ask(self, memory: Memory, q: RecallQuery) -> Callable[[], Any]:
+        """The call that answers ``q`` (a ``RecallAnswer``, or a raw batch from ``recall``).
+
+        The store's method is read now, so a store whose method cannot be read
+        fails the render here, named on its event.
+        """
+        if self.answers:
+            return partial(memory.answer, q)  # type: ignore[attr-defined]
+        recall = memory.recall
+        if q.filtered or q.mode is not None:
+            return partial(_legacy_where, memory, q, self.filtered)
+        return partial(
+            recall,
+            q.query,
+            q.limit,
+            session_id=q.session_id,
+            since=q.since,  # type: ignore[arg-type]
+            until=q.until,  # type: ignore[arg-type]
+        )
+
+    def aask(self, memory: Memory, q: RecallQuery) -> Callable[[], Awaitable[Any]] | None:
+        """The awaitable twin of :meth:`ask`, or None when the store has none for ``q``."""
+        if self.aanswers:
+            return partial(memory.aanswer, q)  # type: ignore[attr-defined]
+        if self.async_recall and not q.filtered and q.mode is None and not self.answers:
+            return partial(
+                memory.arecall,  # type: ignore[attr-defined]
+                q.query,
+                q.limit,
+                session_id=q.session_id,
+                since=q.since,
+                until=q.until,
+            )
+        return None
+
+
+def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Sequence[MemoryEntry]:
+    """A plan's query on a store without ``answer``: ``recall_where``, else Python filters."""
+    only: dict[str, Any] = {} if q.statuses is None else {"statuses": q.statuses}
+    where: Any = getattr(memory, "recall_where", None) if filtered else None
+    if q.filtered:
+        field, value = (
+            ("entity_id", q.entity_id) if q.entity_id is not None else ("source", q.source)
+        )
+        if where is not None:
+            return where(None, q.limit, session_id=q.session_id, **{field: value}, **only)  # type: ignore[no-any-return]
+        return _scan(memory, q.limit, q.session_id, field, str(value), q.statuses)
+    if where is not None:
+        return where(q.query, q.limit, session_id=q.session_id, mode=q.mode, **only)  # type: ignore[no-any-return]
+    return memory.recall(q.query, q.limit, session_id=q.session_id)
+
+
+def _scan(
+    memory: Memory,
+    limit: int,
+    scope: str | None,
+    field: str,
+    value: str,
+    statuses: tuple[str, ...] | None,
+) -> list[MemoryEntry]:
+    """Rows whose ``extra[field]`` holds ``value`` (and of ``statuses``), best confidence first."""
+    rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
+    allowed = None if statuses is None else frozenset(statuses)
+    hits = []
+    for e in rows:
+        have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
+        if allowed is not None and (e.extra or {}).get("status", "active") not in allowed:
+            continue
+        if have == value or (isinstance(have, tuple | list) and value in have):
+            hits.append(e)
+    hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
+    return hits[:limit]
+
+
+def _probe(memory: Memory) -> Seam:
+    return Seam(
+        answers=supports(memory, SupportsAnswer),
+        aanswers=supports(memory, SupportsAsyncAnswer),
+        async_recall=supports(memory, SupportsAsyncRecall),
+        filtered=supports(memory, SupportsFilteredRecall),
+        entities=supports(memory, SupportsEntities),
+        interrupts=supports(memory, SupportsInterrupt),
+        reports_waits=getattr(type(memory), "honours_deadline", False) is True,
+    )
+
+
+_SEAMS: weakref.WeakKeyDictionary[Any, Seam] = weakref.WeakKeyDictionary()
+
+
+def seam_of(memory: Memory) -> Seam:
+    """The store's :class:`Seam`, probed on first use (every use, for a store that
+    cannot be weakly referenced or hashed)."""
+    try:
+        seam = _SEAMS.get(memory)
+    except TypeError:
+        return _probe(memory)
+    if seam is None:
+        seam = _probe(memory)
+        with contextlib.suppress(TypeError):
+            _SEAMS[memory] = seam
+    return seam
+
+
+def as_answer(batch: Any) -> RecallAnswer | None:
+    """``batch`` if the store answered with a :class:`RecallAnswer`, else None (a raw batch)."""
+    return batch if isinstance(batch, RecallAnswer) else None

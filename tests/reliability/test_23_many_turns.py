@@ -1,0 +1,442 @@
+"""Many conversations at once on one store object (issue 23).
+
+One store serves every turn of a server. A healthy store gives every turn its
+memory however many run at once, and every reason on an event is true of that
+turn: ``deadline`` only for a recall that ran past it, ``store_busy`` only when
+the store's calls are stuck past their deadline, a named wait
+(``connection_wait`` / ``pool_wait`` / ``recall_wait``) when the turn never got
+to start. What degraded in one turn's recall reaches that turn's event alone.
+Each test runs its turns from threads and from asyncio tasks (the twins).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject import (
+    MemoryInjectConfig,
+    TurnMeta,
+    _deadline,
+    arender_memory_context,
+    render_memory_context,
+)
+from memory_inject.config import PlanQueryConfig, RecallPlanConfig
+from memory_inject.contract import RecallAnswer, RecallQuery
+from memory_inject.embedders import HashingEmbedder
+from memory_inject.models import MemoryCategory, MemoryEntry
+from memory_inject.pipeline import RenderResult
+from memory_inject.signals import MemoryRecall, memory_recall
+from memory_inject.storage.memory import InMemoryStore
+from memory_inject.storage.sqlite import SQLiteStore
+
+TURNS = 32
+QUESTION = "which colour do I prefer for the dashboards?"
+DEFAULT = MemoryInjectConfig()  # deadline_ms 2000, as users deploy it
+
+
+def word(i: int) -> str:
+    """User ``i``'s own word (one FTS token, in no other memory)."""
+    return "zq" + "".join("bcdfghkl"[int(d)] for d in f"{i:03o}")
+
+
+def fill(store: Any, users: int = TURNS) -> Any:
+    for i in range(users):
+        store.store(
+            f"pref_{i}",
+            f"User prefers the colour {word(i)} for the dashboards.",
+            "core",
+            session_id=f"u{i}",
+        )
+    store.store("team", "The team reviews dashboards every Monday.", "conversation", session_id="x")
+    return store
+
+
+class Events:
+    """Every recall event, by turn id (receivers run in the rendering thread)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_turn: dict[str, list[MemoryRecall]] = {}
+
+    def __call__(self, sender: object, *, event: MemoryRecall) -> None:
+        with self.lock:
+            self.by_turn.setdefault(event.turn_id or "", []).append(event)
+
+
+@pytest.fixture
+def events() -> Iterator[Events]:
+    seen = Events()
+    memory_recall.connect(seen)
+    try:
+        yield seen
+    finally:
+        memory_recall.disconnect(seen)
+
+
+def turns(
+    store: Any, mode: str, n: int = TURNS, config: MemoryInjectConfig = DEFAULT
+) -> list[RenderResult]:
+    """``n`` turns at once on ``store``, turn ``i`` as user ``i % TURNS`` (turn id ``t{i}``)."""
+
+    def one(i: int) -> RenderResult:
+        return render_memory_context(
+            store,
+            QUESTION,
+            sessions=[f"u{i % TURNS}"],
+            config=config,
+            turn=TurnMeta(turn_id=f"t{i}"),
+        )
+
+    async def aone(i: int) -> RenderResult:
+        return await arender_memory_context(
+            store,
+            QUESTION,
+            sessions=[f"u{i % TURNS}"],
+            config=config,
+            turn=TurnMeta(turn_id=f"t{i}"),
+        )
+
+    if mode == "threads":
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(one, range(n)))
+
+    async def run() -> list[RenderResult]:
+        out = await asyncio.gather(*(aone(i) for i in range(n)))
+        close = getattr(store, "aclose", None)
+        if close is not None:
+            await close()  # an async pool belongs to this loop
+        return list(out)
+
+    return asyncio.run(run())
+
+
+def assert_every_turn_got_its_own_memory(results: list[RenderResult], events: Events) -> None:
+    for i, result in enumerate(results):
+        others = [w for u in range(TURNS) if u != i % TURNS and (w := word(u)) in result.text]
+        assert (True, []) == (word(i % TURNS) in result.text, others), (i, result.text)
+        (event,) = events.by_turn[f"t{i}"]
+        assert ((), False, None) == (event.degraded, event.partial, event.error), i
+
+
+class Slow:
+    """A custom store (only ``recall``) that answers in 100 ms: slow, but well within 2 s."""
+
+    name = "slow"
+
+    def __init__(self, inner: InMemoryStore) -> None:
+        self.inner = inner
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        time.sleep(0.1)
+        return list(self.inner.recall(query, limit, **kw))
+
+
+STORES = ["in_memory", "sqlite", "sqlite_hashing", "slow_custom"]
+
+
+def make(kind: str, tmp_path: Path) -> Any:
+    if kind == "in_memory":
+        return fill(InMemoryStore())
+    if kind == "sqlite":
+        return fill(SQLiteStore(tmp_path / "m.db"))
+    if kind == "sqlite_hashing":
+        return fill(SQLiteStore(tmp_path / "h.db", embedder=HashingEmbedder()))
+    return Slow(fill(InMemoryStore()))
+
+
+@pytest.mark.parametrize("mode", ["threads", "async"])
+@pytest.mark.parametrize("kind", STORES)
+def test_every_concurrent_turn_gets_its_memory(
+    kind: str, mode: str, tmp_path: Path, events: Events
+) -> None:
+    """32 turns at once on one store: each its own user's memory, one event, nothing degraded.
+
+    (Before: the per-store cap counted running recalls, so beyond 4 turns came back
+    empty with a false ``deadline`` and ``store_busy``.)
+    """
+    store = make(kind, tmp_path)
+    try:
+        results = turns(store, mode)
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+    assert_every_turn_got_its_own_memory(results, events)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("mode", ["threads", "async"])
+def test_every_concurrent_turn_gets_its_memory_on_postgres(
+    pg_dsn: str, mode: str, events: Events
+) -> None:
+    """32 turns on one PostgresStore with a pool of at most 8 connections."""
+    from tests.storage._pg_backend import make_postgres_store
+
+    store = fill(make_postgres_store(pg_dsn, max_size=8))
+    try:
+        results = turns(store, mode)
+    finally:
+        store.close()
+    assert_every_turn_got_its_own_memory(results, events)
+
+
+class Hung:
+    """A store whose recall blocks until the gate opens (a hung server, a stuck lock)."""
+
+    name = "hung"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        self.gate.wait(30)
+        return [MemoryEntry("fact", "deploys go to prod-3", MemoryCategory.CORE, None, score=0.9)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_hung_store_is_capped_after_its_calls_pass_their_deadline(mode: str) -> None:
+    """The protection against a hung store stays: the first renders wait out their deadline
+    (true 'deadline' reasons), then the store is skipped at once with a true 'store_busy';
+    once it answers again, renders get its memory."""
+    gate = threading.Event()
+    store = Hung(gate)
+    cfg = MemoryInjectConfig(deadline_ms=100)
+    out: list[tuple[tuple[str, ...], float]] = []
+
+    def render() -> tuple[tuple[str, ...], float]:
+        t0 = time.perf_counter()
+        if mode == "sync":
+            result = render_memory_context(store, "deploy", config=cfg)
+        else:
+            result = asyncio.run(arender_memory_context(store, "deploy", config=cfg))
+        assert isinstance(result.event, MemoryRecall)
+        return result.event.degraded, time.perf_counter() - t0
+
+    try:
+        for _ in range(_deadline.MAX_STUCK_PER_STORE + 2):
+            out.append(render())
+    finally:
+        gate.set()
+    heads = [tuple(d.split(":", 1)[0] for d in degraded) for degraded, _ in out]
+    stuck = _deadline.MAX_STUCK_PER_STORE
+    assert [("deadline",)] * stuck + [("store_busy",)] * 2 == heads
+    assert f"store_busy: {stuck} earlier recalls of this store" in out[-1][0][0]
+    # Skipped at once: no wait for a store that is known to hang.
+    assert all(took < 0.09 for _, took in out[stuck:])
+    deadline_ok = time.perf_counter() + 10
+    while _deadline.stuck_calls(store) and time.perf_counter() < deadline_ok:
+        time.sleep(0.01)
+    assert 0 == _deadline.stuck_calls(store)
+    recovered = render_memory_context(store, "deploy", config=cfg)
+    assert "prod-3" in recovered.text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_busy_sqlite_read_connections_are_a_named_wait(
+    mode: str, tmp_path: Path, events: Events
+) -> None:
+    """Every read connection taken (long reads of other turns): the turn waits until its
+    deadline and says it waited for a connection, not that its recall ran out of time."""
+    cfg = MemoryInjectConfig(deadline_ms=150)
+    with fill(SQLiteStore(tmp_path / "m.db", readers=2)) as store:
+        pool = store._readers
+        assert pool is not None
+        held = [pool.take(), pool.take()]
+        try:
+            if mode == "sync":
+                result = render_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+            else:
+                result = asyncio.run(
+                    arender_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+                )
+        finally:
+            for conn in held:
+                pool.give(conn)
+        assert isinstance(result.event, MemoryRecall)
+        assert ("", True) == (result.text, result.event.partial)
+        (note,) = result.event.degraded
+        assert note.startswith("connection_wait: all 2 read connections of ")
+        assert "the recall never started" in note
+        again = render_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+        assert word(1) in again.text
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> None:
+    """A pool of one connection, held elsewhere: the turn waits within its deadline and
+    names the pool; no connection is opened past max_size."""
+    from tests.storage._pg_backend import make_postgres_store
+
+    cfg = MemoryInjectConfig(deadline_ms=200)
+    store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
+    try:
+        if mode == "sync":
+            conn = store._pool.getconn()
+            try:
+                result = render_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+            finally:
+                store._pool.putconn(conn)
+        else:
+
+            async def run() -> RenderResult:
+                pool = await store._async_pool()
+                held = await pool.getconn()
+                try:
+                    return await arender_memory_context(
+                        store, QUESTION, sessions=["u1"], config=cfg
+                    )
+                finally:
+                    await pool.putconn(held)
+                    await store.aclose()
+
+            result = asyncio.run(run())
+    finally:
+        store.close()
+    assert isinstance(result.event, MemoryRecall)
+    assert ("", True) == (result.text, result.event.partial)
+    (note,) = result.event.degraded
+    assert note.startswith("pool_wait: all 1 connections of the pool stayed busy for ")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_turn_waiting_for_the_stores_share_of_threads_says_so(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's running calls at their cap (here 1): a second turn waits for a slot,
+    and its event names that wait; the first turn's event names its deadline."""
+    monkeypatch.setattr(_deadline, "MAX_RUNNING_PER_STORE", 1)
+    gate = threading.Event()
+    store = Hung(gate)
+    cfg = MemoryInjectConfig(deadline_ms=150)
+
+    def one(_: int) -> tuple[str, ...]:
+        result = render_memory_context(store, "deploy", config=cfg)
+        assert isinstance(result.event, MemoryRecall)
+        return result.event.degraded
+
+    async def aone() -> tuple[str, ...]:
+        result = await arender_memory_context(store, "deploy", config=cfg)
+        assert isinstance(result.event, MemoryRecall)
+        return result.event.degraded
+
+    async def both() -> list[tuple[str, ...]]:
+        first = asyncio.ensure_future(aone())
+        await asyncio.sleep(0.02)
+        return [await first, await aone()]
+
+    try:
+        if mode == "sync":
+            with ThreadPoolExecutor(2) as pool:
+                first = pool.submit(one, 0)
+                time.sleep(0.02)
+                notes = [first.result(), pool.submit(one, 1).result()]
+        else:
+            notes = asyncio.run(both())
+    finally:
+        gate.set()
+    assert notes[0][0].startswith("deadline: recall abandoned after 0.150s")
+    assert notes[1][0].startswith("recall_wait: 1 recalls of this store stayed running for ")
+
+
+class FailsForSomeQueries:
+    """A SQLite store whose embedder fails for the prompts of one user only."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=32)
+        self.name = "hash-sometimes"
+        self.dim = 32
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if any("broken" in t for t in texts):
+            raise RuntimeError("model not loaded")
+        return [list(v) for v in self.inner.embed(texts)]
+
+
+@pytest.fixture
+def tiny_switch_interval() -> Iterator[None]:
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.usefixtures("tiny_switch_interval")
+@pytest.mark.parametrize("plan", [False, True], ids=["default", "semantic_plan"])
+def test_one_turns_failure_is_never_reported_on_another_turn(
+    plan: bool, tmp_path: Path, events: Events
+) -> None:
+    """Two threads on one store, one turn in two with a failing embedder, threads switching
+    every microsecond: the clean turns report nothing degraded (and with a semantic
+    plan, render), the failing ones report their own failure."""
+    cfg = DEFAULT
+    if plan:
+        cfg = MemoryInjectConfig(
+            recall_plan=RecallPlanConfig(
+                enabled=True,
+                queries=(PlanQueryConfig("semantic", 3), PlanQueryConfig("lexical", 3)),
+            )
+        )
+    with fill(SQLiteStore(tmp_path / "m.db", embedder=FailsForSomeQueries()), users=2) as store:  # type: ignore[arg-type]
+        per_thread = 300
+
+        def worker(broken: bool) -> list[tuple[bool, str]]:
+            out = []
+            for n in range(per_thread):
+                query = QUESTION + (" broken" if broken else "")
+                turn = f"{'b' if broken else 'c'}{n}"
+                result = render_memory_context(
+                    store, query, sessions=["u1"], config=cfg, turn=TurnMeta(turn_id=turn)
+                )
+                out.append((broken, result.text))
+            return out
+
+        with ThreadPoolExecutor(2) as pool:
+            clean, _ = pool.map(worker, [False, True])
+    clean_events = [e for t, evs in events.by_turn.items() if t.startswith("c") for e in evs]
+    broken_events = [e for t, evs in events.by_turn.items() if t.startswith("b") for e in evs]
+    assert (per_thread, per_thread) == (len(clean_events), len(broken_events))
+    leaked = [e.degraded for e in clean_events if e.degraded or e.error]
+    assert [] == leaked
+    assert all(word(1) in text for _, text in clean)
+    assert all("embedder_failed" in " ".join((*e.degraded, e.error or "")) for e in broken_events)
+
+
+def test_recall_query_and_answer_are_the_seam(tmp_path: Path) -> None:
+    """The 20-line custom store of docs/storage.md: answer() with a value in and a value
+    out; what degraded reaches its own turn's event."""
+
+    class Notes:
+        name = "notes"
+
+        def __init__(self) -> None:
+            self.rows = {"u1": ["User prefers teal dashboards."], "u2": []}
+
+        def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+            return self.answer(RecallQuery(query, limit, session_id=kw.get("session_id"))).entries  # type: ignore[return-value]
+
+        def answer(self, q: RecallQuery) -> RecallAnswer:
+            rows = self.rows.get(q.session_id or "", [])
+            entries = [
+                MemoryEntry(f"n{i}", text, MemoryCategory.CORE, None, q.session_id, 1.0)
+                for i, text in enumerate(rows[: q.limit])
+            ]
+            return RecallAnswer(entries, () if rows else ("index_cold: no notes yet",))
+
+    store = Notes()
+    one = render_memory_context(store, "teal dashboards", sessions=["u1"])
+    two = render_memory_context(store, "teal dashboards", sessions=["u2"])
+    assert isinstance(one.event, MemoryRecall) and isinstance(two.event, MemoryRecall)
+    assert ("teal" in one.text, one.event.degraded) == (True, ())
+    assert ("", ("index_cold: no notes yet",)) == (two.text, two.event.degraded)
