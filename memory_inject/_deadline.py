@@ -28,6 +28,7 @@ Idle threads are kept for reuse, at most :data:`_IDLE` of them.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import queue
 import threading
@@ -45,6 +46,7 @@ __all__ = [
     "Waited",
     "arun_in_thread",
     "hand_off",
+    "slots_of",
     "stuck_calls",
     "wait_note",
 ]
@@ -61,18 +63,53 @@ _IDLE = 16
 _ASYNC_POLL_S = 0.002
 
 _lock = threading.Lock()
-#: Signalled whenever a store's call finishes (a turn may be waiting for a slot).
-_slot_free = threading.Condition(_lock)
 
 
 class _Ledger:
-    """Stuck calls per store (by ``id``) and in the whole process, and running calls per
-    store; guarded by ``_lock``."""
+    """Stuck calls per store (by ``id``) and in the whole process, running calls per store
+    and the turns waiting for one of a store's slots (first come, first served); guarded
+    by ``_lock``."""
 
     def __init__(self) -> None:
         self.per_store: dict[int, int] = {}
         self.total = 0
         self.running: dict[int, int] = {}
+        self.waiters: dict[int, collections.deque[_Waiter]] = {}
+
+
+class _Waiter:
+    """A turn waiting for a store's slot: a thread (``lock``) or a task (``loop``, ``future``)."""
+
+    __slots__ = ("future", "granted", "lock", "loop")
+
+    def __init__(
+        self,
+        lock: threading.Lock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        future: asyncio.Future[None] | None = None,
+    ) -> None:
+        self.lock = lock
+        self.loop = loop
+        self.future = future
+        self.granted = False
+
+    def wake(self) -> bool:
+        """Tell the waiter it has the slot; False when it cannot hear (its loop is closed)."""
+        if self.lock is not None:
+            self.lock.release()
+            return True
+        if self.loop is None or self.future is None:
+            return False
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future)
+        except RuntimeError:
+            return False
+        return True
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 _STUCK = _Ledger()
@@ -116,17 +153,33 @@ def _waited(waited: float) -> str:
     )
 
 
-def _waited_store(waited: float) -> str:
+def _waited_store(waited: float, slots: int) -> str:
     return (
-        f"recall_wait: {MAX_RUNNING_PER_STORE} recalls of this store stayed running for "
+        f"recall_wait: {slots} recalls of this store stayed running for "
         f"{waited:.3f}s (the turn's deadline); the recall never started"
     )
 
 
-def wait_note(kind: str, waited: float) -> str:
+def wait_note(kind: str, waited: float, memory: object = None) -> str:
     """The event's line for a turn whose deadline passed while it waited (``kind``:
-    ``"store"`` for the store's share of threads, ``"threads"`` for any thread)."""
-    return _waited_store(waited) if kind == "store" else _waited(waited)
+    ``"store"`` for the store's slots, ``"threads"`` for any recall thread)."""
+    return _waited_store(waited, slots_of(memory)) if kind == "store" else _waited(waited)
+
+
+def slots_of(memory: object) -> int:
+    """How many calls of ``memory`` may run on recall threads at once.
+
+    A store says so with an integer ``recall_slots`` (the built-in stores: about
+    what their connections and the cores can serve; more only fight for the
+    GIL or a connection); otherwise, and at most, :data:`MAX_RUNNING_PER_STORE`.
+    """
+    try:
+        n = getattr(memory, "recall_slots", None)
+    except Exception:  # noqa: BLE001 - a store's attribute must not fail the turn
+        n = None
+    if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
+        return min(n, MAX_RUNNING_PER_STORE)
+    return MAX_RUNNING_PER_STORE
 
 
 def stuck_calls(memory: object) -> int:
@@ -146,17 +199,13 @@ class _Job:
         self.stuck = False
 
     def finish(self) -> None:
-        """The call returned (or raised): its slot is free, and a stuck one no longer counts."""
+        """The call returned (or raised): its slot goes to the first waiting turn, or is
+        free; a stuck one no longer counts."""
         with _lock:
             if self.finished:
                 return
             self.finished = True
-            running = _STUCK.running.get(self.key, 1) - 1
-            if running <= 0:
-                _STUCK.running.pop(self.key, None)
-            else:
-                _STUCK.running[self.key] = running
-            _slot_free.notify()
+            _hand_on(self.key)
             if self.stuck:
                 n = _STUCK.per_store.get(self.key, 1) - 1
                 if n <= 0:
@@ -179,26 +228,106 @@ class _Full(Exception):
     """Every recall thread (or the store's share of them) is busy (internal)."""
 
 
-def _admit(memory: Memory, until: float | None) -> _Job:
-    """A job holding one of ``memory``'s running slots, waiting for one until ``until``.
+def _hand_on(key: int) -> None:
+    """A slot of store ``key`` came free: give it to the first waiter that can hear (the
+    lock is held)."""
+    queue_ = _STUCK.waiters.get(key)
+    while queue_:
+        waiter = queue_.popleft()
+        waiter.granted = True
+        if waiter.wake():
+            if not queue_:
+                del _STUCK.waiters[key]
+            return
+        waiter.granted = False
+    _STUCK.waiters.pop(key, None)
+    running = _STUCK.running.get(key, 1) - 1
+    if running <= 0:
+        _STUCK.running.pop(key, None)
+    else:
+        _STUCK.running[key] = running
 
-    :class:`Busy` when the store is hung; :class:`_Full` when its slots stayed
-    taken until ``until`` (None: do not wait).
+
+def _claim(memory: Memory) -> tuple[int, int, _Waiter | None]:
+    """``(key, slots, None)`` with a slot taken, or a waiter queued for one (the lock is held).
+
+    :class:`Busy` when the store is hung: as many of its calls are stuck past
+    their deadline as may be (:data:`MAX_STUCK_PER_STORE`, or all its slots).
     """
     key = id(memory)
-    with _slot_free:
-        while True:
-            n = _STUCK.per_store.get(key, 0)
-            if n >= MAX_STUCK_PER_STORE:
-                raise Busy(_store_busy(n))
-            running = _STUCK.running.get(key, 0)
-            if running < MAX_RUNNING_PER_STORE:
-                _STUCK.running[key] = running + 1
-                return _Job(key)
-            left = 0.0 if until is None else until - time.perf_counter()
-            if left <= 0.0:
-                raise _Full
-            _slot_free.wait(left)
+    slots = slots_of(memory)
+    n = _STUCK.per_store.get(key, 0)
+    if n >= min(MAX_STUCK_PER_STORE, slots):
+        raise Busy(_store_busy(n))
+    running = _STUCK.running.get(key, 0)
+    if running < slots and not _STUCK.waiters.get(key):
+        _STUCK.running[key] = running + 1
+        return key, slots, None
+    return key, slots, _Waiter()
+
+
+def _admit(memory: Memory, until: float | None) -> _Job:
+    """A job holding one of ``memory``'s slots, waiting in line for one until ``until``.
+
+    :class:`Busy` when the store is hung; :class:`_Full` when no slot came
+    before ``until``.
+    """
+    with _lock:
+        key, _slots, waiter = _claim(memory)
+        if waiter is None:
+            return _Job(key)
+        waiter.lock = threading.Lock()
+        waiter.lock.acquire()
+        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
+    left = 0.0 if until is None else until - time.perf_counter()
+    if left > 0.0:
+        waiter.lock.acquire(timeout=left)
+    with _lock:
+        if waiter.granted:
+            return _Job(key)
+        _drop_waiter(key, waiter)
+    raise _Full
+
+
+def _drop_waiter(key: int, waiter: _Waiter) -> None:
+    queue_ = _STUCK.waiters.get(key)
+    if queue_ is not None:
+        with contextlib.suppress(ValueError):
+            queue_.remove(waiter)
+        if not queue_:
+            del _STUCK.waiters[key]
+
+
+async def _aadmit(
+    memory: Memory, until: float | None, waiting: Callable[[str | None], None] | None
+) -> _Job:
+    """The async twin of :func:`_admit`: the task waits in the same line, never blocking
+    the loop. Cancelled while it waits, it leaves the line (or passes on a slot it got)."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        key, _slots, waiter = _claim(memory)
+        if waiter is None:
+            return _Job(key)
+        waiter.loop, waiter.future = loop, loop.create_future()
+        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
+    if waiting is not None:
+        waiting("store")
+    future = waiter.future
+    try:
+        left = None if until is None else max(0.0, until - time.perf_counter())
+        await asyncio.wait({future}, timeout=left)
+    except BaseException:
+        with _lock:
+            if waiter.granted:
+                _hand_on(key)
+            else:
+                _drop_waiter(key, waiter)
+        raise
+    with _lock:
+        if waiter.granted:
+            return _Job(key)
+        _drop_waiter(key, waiter)
+    raise _Full
 
 
 class _Threads:
@@ -285,7 +414,7 @@ def hand_off(
     try:
         job = _admit(memory, until)
     except _Full:
-        raise Waited(_waited_store(time.perf_counter() - t0)) from None
+        raise Waited(_waited_store(time.perf_counter() - t0, slots_of(memory))) from None
     # A plain lock as the completion flag: acquiring it with a timeout is a
     # single C call, cheaper than an Event's or a Future's condition variable.
     done = threading.Lock()
@@ -321,16 +450,10 @@ async def arun_in_thread(
     ``"threads"``; see :func:`wait_note`), and None once a thread has the call.
     """
     t0 = time.perf_counter()
-    while True:
-        try:
-            job = _admit(memory, None)
-            break
-        except _Full:
-            if waiting is not None:
-                waiting("store")
-            if until is not None and time.perf_counter() >= until:
-                raise Waited(_waited_store(time.perf_counter() - t0)) from None
-            await asyncio.sleep(_ASYNC_POLL_S)
+    try:
+        job = await _aadmit(memory, until, waiting)
+    except _Full:
+        raise Waited(_waited_store(time.perf_counter() - t0, slots_of(memory))) from None
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 

@@ -404,6 +404,12 @@ async def run_async(
     if deadline is not None and until is None:
         until = t0 + deadline
     seam = seam_of(memory)
+    if until is not None and _inline(memory, seam):
+        # A store that stops itself at the deadline and has been answering in a
+        # few milliseconds: its recall runs here, with no thread hop.
+        _work(memory, seam, calls, res, until)()
+        _note_inline(memory, time.perf_counter() - t0)
+        return _collect(res, time.perf_counter() - t0, plan, deadline)
     if seam.interrupts or all(c.afn is None for c in calls):
         # One thread hop for the whole recall, not one per call.
         job: Awaitable[Any] = _athread(memory, _work(memory, seam, calls, res, until), res, until)
@@ -428,11 +434,44 @@ async def run_async(
         task.add_done_callback(_forget)
         with res.lock:
             if res.waiting is not None:
-                res.wait = wait_note(res.waiting, time.perf_counter() - t0)
+                res.wait = wait_note(res.waiting, time.perf_counter() - t0, memory)
             elif res.wait is None and res.busy is None:
                 res.timed_out = True
             res.abandoned = True
     return _collect(res, time.perf_counter() - t0, plan, deadline)
+
+
+#: An async recall runs on the event loop only while the store answers within this.
+INLINE_MAX_S = 0.01
+#: After a recall on the loop took longer, the store's async recalls use threads this long.
+INLINE_BACKOFF_S = 30.0
+#: ``id(store) -> perf_counter`` before which its async recalls use a thread.
+_slow_until: dict[int, float] = {}
+
+
+def _inline(memory: Memory, seam: Seam) -> bool:
+    """True when an async render may make its recall on the event loop itself.
+
+    Only for a store whose calls stop themselves in place at the deadline
+    (keyword-only SQLite), and only while its recalls have been fast: a thread
+    hop costs more than such a recall, and the loop is then held for about as
+    long as the hop would take. One recall that held the loop longer than
+    :data:`INLINE_MAX_S` (a slow disk, a lock) sends the store's async recalls
+    to recall threads for :data:`INLINE_BACKOFF_S`.
+    """
+    if not (seam.interrupts and getattr(memory, "interrupts_in_place", False) is True):
+        return False
+    slow = _slow_until.get(id(memory))
+    return slow is None or time.perf_counter() >= slow
+
+
+def _note_inline(memory: Memory, took: float) -> None:
+    if took > INLINE_MAX_S:
+        if len(_slow_until) > 4096:
+            now = time.perf_counter()
+            for key in [k for k, v in _slow_until.items() if v < now]:
+                del _slow_until[key]
+        _slow_until[id(memory)] = time.perf_counter() + INLINE_BACKOFF_S
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

@@ -17,6 +17,8 @@ as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
 from __future__ import annotations
 
 import builtins
+import collections
+import contextlib
 import os
 import sqlite3
 import threading
@@ -54,9 +56,11 @@ class ReadPool:
 
     :meth:`take` hands out an idle connection (the most recently used, whose
     caches are warm), opens another while fewer than ``size`` exist, or waits
-    for one to come back: up to ``until`` (a ``perf_counter`` value; None
-    waits as long as it takes), then :class:`RecallWaitError`. Each
-    connection keeps its own index statistics (:class:`TermStats`).
+    in line for one to come back (first come, first served: a connection given
+    back goes straight to the longest waiting reader, so no turn waits behind
+    later ones): up to ``until`` (a ``perf_counter`` value; None waits as long
+    as it takes), then :class:`RecallWaitError`. Each connection keeps its own
+    index statistics (:class:`TermStats`).
     """
 
     def __init__(self, label: str, size: int, connect: Callable[[], sqlite3.Connection]) -> None:
@@ -64,70 +68,94 @@ class ReadPool:
         self.label = label
         self.size = size
         self._connect = connect
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._idle: list[sqlite3.Connection] = []
         self._all: list[sqlite3.Connection] = []
         self._opening = 0
+        # Readers in line: each waits on its own lock and is handed a connection.
+        self._line: collections.deque[list[Any]] = collections.deque()
         self.stats: dict[sqlite3.Connection, TermStats] = {}
         self.closed = False
 
     def take(self, until: float | None = None) -> sqlite3.Connection:
         """A read connection for this thread's use alone; give it back with :meth:`give`."""
         t0 = time.perf_counter()
-        with self._cond:
-            while True:
-                if self.closed:
-                    raise StorageError(f"{self.label}: read: the store is closed")
-                if self._idle:
-                    return self._idle.pop()
-                if len(self._all) + self._opening < self.size:
-                    self._opening += 1
-                    break
-                left = None if until is None else until - time.perf_counter()
-                if left is not None and left <= 0.0:
-                    raise RecallWaitError(
-                        f"connection_wait: all {self.size} read connections of {self.label} "
-                        f"stayed busy for {time.perf_counter() - t0:.3f}s (the turn's "
-                        "deadline); the recall never started"
-                    )
-                self._cond.wait(left)
+        place: list[Any] | None = None  # [wake-up lock, the connection handed over]
+        with self._lock:
+            if self.closed:
+                raise StorageError(f"{self.label}: read: the store is closed")
+            if self._idle and not self._line:
+                return self._idle.pop()
+            if len(self._all) + self._opening < self.size:
+                self._opening += 1
+            else:
+                wake = threading.Lock()
+                wake.acquire()
+                place = [wake, None]
+                self._line.append(place)
+        if place is not None:
+            return self._wait(place, until, t0)
         try:
             conn = self._connect()
         except BaseException:
-            with self._cond:
+            with self._lock:
                 self._opening -= 1
-                self._cond.notify()
             raise
-        with self._cond:
+        with self._lock:
             self._opening -= 1
             self._all.append(conn)
             self.stats[conn] = TermStats()
         return conn
 
+    def _wait(self, place: list[Any], until: float | None, t0: float) -> sqlite3.Connection:
+        wake: threading.Lock = place[0]
+        if until is None:
+            wake.acquire()
+        else:
+            wake.acquire(timeout=max(0.0, until - time.perf_counter()))
+        with self._lock:
+            conn = place[1]
+            if conn is None:
+                with contextlib.suppress(ValueError):
+                    self._line.remove(place)
+        if conn is not None:
+            return conn  # type: ignore[no-any-return]
+        if self.closed:
+            raise StorageError(f"{self.label}: read: the store is closed")
+        raise RecallWaitError(
+            f"connection_wait: all {self.size} read connections of {self.label} "
+            f"stayed busy for {time.perf_counter() - t0:.3f}s (the turn's "
+            "deadline); the recall never started"
+        )
+
     def give(self, conn: sqlite3.Connection) -> None:
-        """Return ``conn`` (closed instead, if the pool was closed meanwhile)."""
-        with self._cond:
-            if self.closed:
-                close = True
-            else:
-                close = False
-                self._idle.append(conn)
-                self._cond.notify()
-        if close:
-            conn.close()
+        """Return ``conn``: to the first reader in line, or to the idle ones (closed
+        instead, if the pool was closed meanwhile)."""
+        with self._lock:
+            if not self.closed:
+                if self._line:
+                    place = self._line.popleft()
+                    place[1] = conn
+                    place[0].release()
+                else:
+                    self._idle.append(conn)
+                return
+        conn.close()
 
     def close(self) -> None:
         """Close the idle connections now, the busy ones when they come back."""
-        with self._cond:
+        with self._lock:
             self.closed = True
             idle, self._idle = self._idle, []
-            self._cond.notify_all()
+            line, self._line = list(self._line), collections.deque()
+        for place in line:
+            place[0].release()  # they find no connection and a closed pool
         for conn in idle:
             conn.close()
 
     def connections(self) -> list[sqlite3.Connection]:
         """Every connection opened so far (tests and tools)."""
-        with self._cond:
+        with self._lock:
             return list(self._all)
 
 
@@ -277,6 +305,9 @@ class SQLiteConnections(PersistentStore):
         """
         now = self._busy_now.get(conn, self._busy_ms)
         if now > most or now < most // 2:
+            # Rounded down to 100 ms, so the next turns' slightly shorter deadlines
+            # do not each need the pragma again.
+            most = most - most % 100 if most >= 200 else most
             conn.execute(f"PRAGMA busy_timeout = {most}")
             self._busy_now[conn] = most
 

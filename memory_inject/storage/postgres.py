@@ -181,6 +181,11 @@ class PostgresStore(PostgresBulk):
     # -- identity ---------------------------------------------------------------
 
     @property
+    def recall_slots(self) -> int:
+        """How many sync recalls may run on recall threads at once: the pool's size."""
+        return max(1, self._max_size)
+
+    @property
     def vectors_enabled(self) -> bool:
         """True when recall runs the pgvector stage."""
         return self._vectors

@@ -307,6 +307,16 @@ class SQLiteStore(SQLiteBulk):
             return None, f"embedder_failed: {exc}"
 
     @property
+    def recall_slots(self) -> int:
+        """How many recalls may run on recall threads at once (with an embedder).
+
+        As many as there are read connections and cores: more only fight for
+        the GIL and the connections, and make every turn slower.
+        """
+        readers = self._readers.size if self._readers is not None else 1
+        return max(1, min(readers, os.cpu_count() or 2))
+
+    @property
     def interrupts_in_place(self) -> bool:
         """True without an embedder: a recall is then SQLite's work alone, which
         :meth:`interrupt_at` stops at the deadline (a model's query embedding

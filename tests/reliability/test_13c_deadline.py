@@ -22,6 +22,7 @@ import pytest
 
 from memory_inject import MemoryInjectConfig, arender_memory_context, render_memory_context
 from memory_inject.exceptions import RecallInterruptedError
+from memory_inject.storage.fusion import RecallInfo
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 
@@ -38,10 +39,10 @@ class SlowSQLite(SQLiteStore):
 
     threads: list[str]
 
-    def _recall(self, *args: Any, **kwargs: Any) -> list[Any]:
+    def _recall(self, *args: Any, **kwargs: Any) -> tuple[list[Any], RecallInfo]:
         self.threads.append(threading.current_thread().name)
         self._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
-        return []
+        return [], RecallInfo()
 
 
 @pytest.fixture

@@ -331,15 +331,17 @@ def test_a_turn_waiting_for_the_stores_share_of_threads_says_so(
 
     async def both() -> list[tuple[str, ...]]:
         first = asyncio.ensure_future(aone())
-        await asyncio.sleep(0.02)
-        return [await first, await aone()]
+        await asyncio.sleep(0.02)  # the first holds the store's one slot
+        second = asyncio.ensure_future(aone())
+        return [await first, await second]
 
     try:
         if mode == "sync":
             with ThreadPoolExecutor(2) as pool:
                 first = pool.submit(one, 0)
-                time.sleep(0.02)
-                notes = [first.result(), pool.submit(one, 1).result()]
+                time.sleep(0.02)  # the first holds the store's one slot
+                second = pool.submit(one, 1)
+                notes = [first.result(), second.result()]
         else:
             notes = asyncio.run(both())
     finally:
@@ -440,3 +442,87 @@ def test_recall_query_and_answer_are_the_seam(tmp_path: Path) -> None:
     assert isinstance(one.event, MemoryRecall) and isinstance(two.event, MemoryRecall)
     assert ("teal" in one.text, one.event.degraded) == (True, ())
     assert ("", ("index_cold: no notes yet",)) == (two.text, two.event.degraded)
+
+
+CHILD = r"""
+import json, sys
+from concurrent.futures import ThreadPoolExecutor
+from memory_inject import MemoryInjectConfig, TurnMeta, render_memory_context
+from memory_inject.signals import memory_recall
+
+kind, where, name = sys.argv[1], sys.argv[2], sys.argv[3]
+if kind == "postgres":
+    from memory_inject.storage.postgres import PostgresStore
+    store = PostgresStore(where, max_size=4)
+else:
+    from memory_inject.storage.sqlite import SQLiteStore
+    store = SQLiteStore(where)
+events = []
+memory_recall.connect(lambda sender, *, event: events.append(event), weak=False)
+
+def one(i):
+    result = render_memory_context(
+        store, QUESTION, sessions=[f"u{i % 32}"], config=MemoryInjectConfig(),
+        turn=TurnMeta(turn_id=f"{name}-{i}"),
+    )
+    return i % 32, result.text
+
+with ThreadPoolExecutor(8) as pool:
+    out = list(pool.map(one, range(48)))
+store.close()
+print(json.dumps({
+    "texts": out,
+    "events": [[e.turn_id, list(e.degraded), e.partial] for e in events],
+}))
+"""
+
+
+def _processes(kind: str, where: str) -> list[dict[str, Any]]:
+    import json
+    import subprocess
+
+    script = f"QUESTION = {QUESTION!r}\n" + CHILD
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, kind, where, f"p{n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert 0 == proc.returncode, err
+        results.append(json.loads(out))
+    return results
+
+
+def _assert_all_got_memory(results: list[dict[str, Any]]) -> None:
+    for result in results:
+        assert 48 == len(result["texts"]) == len(result["events"])
+        for user, text in result["texts"]:
+            assert word(user) in text
+            assert [] == [u for u in range(TURNS) if u != user and word(u) in text]
+        assert [] == [e for e in result["events"] if e[1] or e[2]]
+
+
+def test_two_processes_of_eight_threads_share_one_sqlite_file(tmp_path: Path) -> None:
+    """Two processes, 8 threads each, on one SQLite file: every turn gets its memory."""
+    path = tmp_path / "shared.db"
+    fill(SQLiteStore(path)).close()
+    _assert_all_got_memory(_processes("sqlite", str(path)))
+
+
+@pytest.mark.postgres
+def test_two_processes_of_eight_threads_share_one_postgres_database(pg_dsn: str) -> None:
+    """Two agent processes, 8 threads each, on one PostgreSQL database (pools of 4):
+    every turn gets its memory, nothing degraded."""
+    from tests.storage._pg_backend import make_postgres_store
+
+    store = fill(make_postgres_store(pg_dsn))
+    try:
+        _assert_all_got_memory(_processes("postgres", store.database.dsn))
+    finally:
+        store.close()
