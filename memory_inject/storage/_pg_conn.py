@@ -273,8 +273,9 @@ class PostgresConnections(PersistentStore):
 
         A pool belongs to one event loop; when a later call comes from a new
         loop (a second ``asyncio.run``), the old loop's pool is abandoned. The
-        first call waits for ``min_size`` connections, so sequential recalls
-        never leave a connection attempt running when their loop ends.
+        pool opens without waiting to fill: each call waits for its own
+        connection (within its deadline), so a burst of turns on a new pool is
+        served as connections arrive.
         """
         self._check_open("recall")
         loop = asyncio.get_running_loop()
@@ -298,14 +299,16 @@ class PostgresConnections(PersistentStore):
                 self._apool, self._aloop = pool, loop
                 if stale is not None and stale_loop is not None:
                     close_async_pool(stale, stale_loop)
-        if not fresh:
-            await pool.open()  # a no-op once open; waits if another task is opening it
-            return pool
         try:
-            await pool.open(wait=True, timeout=self._timeout)
+            # Not wait=True: that waits until the pool is full *and idle*, which under a
+            # burst of turns lasts as long as the burst. A turn waits for its connection
+            # in getconn instead, within its deadline.
+            await pool.open()  # a no-op once open
         except BaseException:
-            with self._alock:
-                if self._apool is pool:
-                    self._apool = self._aloop = None
+            if fresh:
+                with self._alock:
+                    if self._apool is pool:
+                        self._apool = self._aloop = None
+                close_async_pool(pool, loop)  # its workers must not outlive the loop
             raise
         return pool

@@ -190,14 +190,23 @@ def _presence(terms: Sequence[Term]) -> Callable[[Sequence[bool]], list[float]]:
         for lexemes, prefix in terms
     ]
     weights = [w for _, w in PRESENCE]
+    # Per term, per class in order: its weight and the probes that must all hold. Most
+    # terms are one lexeme, so one probe: tested by index, without a generator.
+    plans = [
+        [
+            (weights[c], where[0] if len(where) == 1 else -1, tuple(where))
+            for c, where in enumerate(by_class)
+        ]
+        for by_class in slots
+    ]
 
     def row(bits: Sequence[bool]) -> list[float]:
         out: list[float] = []
-        for by_class in slots:
+        for plan in plans:
             best = 0.0
-            for c, where in enumerate(by_class):
-                if all(bits[j] for j in where):
-                    best = weights[c]
+            for weight, one, every in plan:
+                if bits[one] if one >= 0 else all(bits[j] for j in every):
+                    best = weight
                     break
             out.append(best)
         return out
