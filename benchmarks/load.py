@@ -5,6 +5,7 @@
     python benchmarks/load.py --store sqlite-hash --mode threads --concurrency 16 --processes 2
     python benchmarks/load.py --store postgres --mode async --concurrency 32 --pool 8
     python benchmarks/load.py --store postgres --dsn postgresql://user@host/db ...
+    python benchmarks/load.py --race 10000         # the side-channel race, forced
 
 One store object per process serves every turn, as in a server. Each of
 ``--users`` users has one memory in its own session (a word no other memory
@@ -363,6 +364,68 @@ HEADER = (
 )
 
 
+class _SometimesFails:
+    """The hashing embedder, failing for every prompt that holds "broken"."""
+
+    name = "hash-sometimes"
+    dim = 64
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder(dim=64)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if any("broken" in t for t in texts):
+            raise RuntimeError("model not loaded")
+        return [list(v) for v in self.inner.embed(texts)]
+
+
+def race(renders: int, users: int, filler: int) -> None:
+    """Two threads on one store, every other turn's embedder failing, threads switching every
+    microsecond: how many clean turns report a failure (the old side channel), and how many
+    failing turns do not report their own."""
+    import sys
+
+    from memory_inject.storage.sqlite import SQLiteStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(Path(tmp) / "race.db")
+        store = SQLiteStore(path, embedder=_SometimesFails())  # type: ignore[arg-type]
+        for key, content, category, session in seed_rows(users, filler):
+            store.store(key, content, category, session_id=session)
+        cfg = _config()
+        wrong = [0, 0]  # clean turns reporting a failure, failing turns not reporting theirs
+
+        def worker(broken: bool) -> None:
+            for n in range(renders // 2):
+                user = n % users
+                query = QUERY + (" broken" if broken else "")
+                res = render_memory_context(store, query, sessions=[f"u{user}"], config=cfg)
+                event = res.event
+                said = " ".join(
+                    (*getattr(event, "degraded", ()), getattr(event, "error", None) or "")
+                )
+                if broken and "embedder_failed" not in said:
+                    wrong[1] += 1
+                if not broken and (said.strip() or word(user) not in res.text):
+                    wrong[0] += 1
+
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=worker, args=(b,)) for b in (False, True)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            sys.setswitchinterval(before)
+            store.close()
+    print(
+        f"race: {renders} renders, switch interval 1e-6 s: {wrong[0]} clean turns reported a "
+        f"failure or lost their memory, {wrong[1]} failing turns did not report their own"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", choices=STORES, help="one run on this store (default: the table)")
@@ -374,7 +437,13 @@ def main() -> None:
     ap.add_argument("--filler", type=int, default=400, help="other rows in the store")
     ap.add_argument("--pool", type=int, default=8, help="PostgreSQL pool max_size")
     ap.add_argument("--dsn", default=None, help="an existing PostgreSQL server")
+    ap.add_argument(
+        "--race", type=int, default=0, metavar="N", help="only the side-channel race, N renders"
+    )
     args = ap.parse_args()
+    if args.race:
+        race(args.race, args.users, args.filler)
+        return
     runs = (
         [(args.store, args.mode, args.concurrency, args.processes, args.pool)]
         if args.store

@@ -441,37 +441,50 @@ async def run_async(
     return _collect(res, time.perf_counter() - t0, plan, deadline)
 
 
-#: An async recall runs on the event loop only while the store answers within this.
-INLINE_MAX_S = 0.01
-#: After a recall on the loop took longer, the store's async recalls use threads this long.
+#: An async recall on the event loop that takes longer than this is slow.
+INLINE_MAX_S = 0.025
+#: This many slow recalls in a row move the store's async recalls to threads ...
+INLINE_SLOW_IN_A_ROW = 2
+#: ... for this long.
 INLINE_BACKOFF_S = 30.0
-#: ``id(store) -> perf_counter`` before which its async recalls use a thread.
-_slow_until: dict[int, float] = {}
+#: ``id(store) -> [slow recalls in a row, perf_counter before which threads are used]``.
+_inline_state: dict[int, list[float]] = {}
 
 
 def _inline(memory: Memory, seam: Seam) -> bool:
     """True when an async render may make its recall on the event loop itself.
 
     Only for a store whose calls stop themselves in place at the deadline
-    (keyword-only SQLite), and only while its recalls have been fast: a thread
-    hop costs more than such a recall, and the loop is then held for about as
-    long as the hop would take. One recall that held the loop longer than
-    :data:`INLINE_MAX_S` (a slow disk, a lock) sends the store's async recalls
-    to recall threads for :data:`INLINE_BACKOFF_S`.
+    (keyword-only SQLite), and only while its recalls are fast: a thread hop
+    costs more than such a recall, and the loop is then held for about as long
+    as the hop would take. :data:`INLINE_SLOW_IN_A_ROW` recalls in a row that
+    held the loop longer than :data:`INLINE_MAX_S` (a slow disk, a lock; not a
+    single hiccup of a busy machine) send the store's async recalls to recall
+    threads for :data:`INLINE_BACKOFF_S`.
     """
     if not (seam.interrupts and getattr(memory, "interrupts_in_place", False) is True):
         return False
-    slow = _slow_until.get(id(memory))
-    return slow is None or time.perf_counter() >= slow
+    state = _inline_state.get(id(memory))
+    return state is None or time.perf_counter() >= state[1]
 
 
 def _note_inline(memory: Memory, took: float) -> None:
-    if took > INLINE_MAX_S:
-        if len(_slow_until) > 4096:
+    key = id(memory)
+    state = _inline_state.get(key)
+    if took <= INLINE_MAX_S:
+        if state is not None:
+            state[0] = 0
+        return
+    if state is None:
+        if len(_inline_state) > 4096:
             now = time.perf_counter()
-            for key in [k for k, v in _slow_until.items() if v < now]:
-                del _slow_until[key]
-        _slow_until[id(memory)] = time.perf_counter() + INLINE_BACKOFF_S
+            for old in [k for k, v in _inline_state.items() if v[0] == 0 and v[1] < now]:
+                del _inline_state[old]
+        state = _inline_state[key] = [0, 0.0]
+    state[0] += 1
+    if state[0] >= INLINE_SLOW_IN_A_ROW:
+        state[0] = 0
+        state[1] = time.perf_counter() + INLINE_BACKOFF_S
 
 
 def _forget(task: asyncio.Future[Any]) -> None:

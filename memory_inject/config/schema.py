@@ -153,8 +153,13 @@ class BackendConfig:
     vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
     keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
     rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
-    readers: int = setting(
-        4, "int", "SQLite: read connections per store, used side by side", ge=1, le=64
+    readers: int | None = setting(
+        None,
+        "int",
+        "SQLite: read connections per store, used side by side (null: one per core, 2 to 8)",
+        ge=1,
+        le=64,
+        nullable=True,
     )
     pool: PoolConfig = group(PoolConfig, check=_check_pool)
 

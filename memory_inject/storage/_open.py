@@ -81,7 +81,7 @@ def _open_backend(
     vector_weight: float = 0.7,
     keyword_weight: float = 0.3,
     rrf_k: int = 60,
-    readers: int = 4,
+    readers: int | None = None,
     pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,

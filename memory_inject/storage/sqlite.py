@@ -91,7 +91,7 @@ class SQLiteStore(SQLiteBulk):
         create: bool = True,
         synchronous: str = "FULL",
         shared_categories: Sequence[str] = ("core", "daily"),
-        readers: int = DEFAULT_READERS,
+        readers: int | None = None,
     ) -> None:
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
@@ -101,15 +101,18 @@ class SQLiteStore(SQLiteBulk):
         ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry.
         A session's recall also sees the sessionless rows of ``shared_categories``.
         ``readers`` is how many read connections may be open at once (reads run
-        side by side on them; writes are serialised on one more).
+        side by side on them; writes are serialised on one more); None: one per
+        core, at least 2 and at most 8 (:data:`DEFAULT_READERS`).
         ``ValueError`` for a bad ``synchronous``, ``namespace`` or ``readers``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a
         database, not ours or newer than this library.
         """
         if synchronous.upper() not in _SYNCHRONOUS:
             raise ValueError(f"'synchronous' must be one of {_SYNCHRONOUS} (got {synchronous!r})")
+        if readers is None:
+            readers = DEFAULT_READERS
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
-            raise ValueError(f"'readers' must be an integer >= 1 (got {readers!r})")
+            raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
         self._path = str(path)
         self._namespace = check_namespace(namespace)
         self._embedder = embedder

@@ -526,3 +526,85 @@ def test_two_processes_of_eight_threads_share_one_postgres_database(pg_dsn: str)
         _assert_all_got_memory(_processes("postgres", store.database.dsn))
     finally:
         store.close()
+
+
+class _Stalling(SQLiteStore):
+    """A keyword-only SQLite store whose recall stalls (an endless statement) when told to."""
+
+    stall = False
+    threads: list[str]
+
+    def _recall(self, *args: Any, **kwargs: Any) -> Any:
+        self.threads.append(threading.current_thread().name)
+        if self.stall:
+            self._read(
+                lambda c: c.execute(
+                    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                    "WHERE x < 1e12) SELECT count(*) FROM c"
+                ).fetchall(),
+                "recall",
+            )
+        return super()._recall(*args, **kwargs)
+
+
+def test_a_fast_keyword_store_recalls_on_the_loop_until_it_stalls_twice(tmp_path: Path) -> None:
+    """No thread hop while the store answers fast; two stalled recalls in a row (each
+    stopped at the deadline) move that store's async recalls to recall threads."""
+    from memory_inject import _recall
+
+    cfg = MemoryInjectConfig(deadline_ms=100)
+    with fill(_Stalling(tmp_path / "m.db"), users=2) as store:
+        store.threads = []
+
+        async def turns() -> list[tuple[str, ...]]:
+            out = []
+            for stall in (False, True, True, False):
+                store.stall = stall
+                result = await arender_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+                assert isinstance(result.event, MemoryRecall)
+                out.append(result.event.degraded)
+            return out
+
+        try:
+            notes = asyncio.run(turns())
+        finally:
+            _recall._inline_state.pop(id(store), None)
+    loop_thread = threading.current_thread().name
+    assert [loop_thread] * 3 == store.threads[:3]
+    assert loop_thread != store.threads[3]  # backed off: a recall thread
+    assert [(), ("deadline",), ("deadline",), ()] == [
+        tuple(d.split(":", 1)[0] for d in n) for n in notes
+    ]
+
+
+def test_the_pool_and_readers_come_from_the_agent_file(tmp_path: Path) -> None:
+    """backend.readers and backend.pool reach the stores; bad values name file and key."""
+    from memory_inject import load_agent_config
+    from memory_inject.exceptions import ConfigError
+    from memory_inject.storage import open_store
+
+    good = tmp_path / "a.yaml"
+    good.write_text(
+        "agent: a\nmemory:\n  backend: {readers: 3, pool: {min_size: 2, max_size: 5}}\n"
+    )
+    agent = load_agent_config(good)
+    assert (3, 2, 5) == (
+        agent.memory.backend.readers,
+        agent.memory.backend.pool.min_size,
+        agent.memory.backend.pool.max_size,
+    )
+    store = open_store(agent)
+    try:
+        assert isinstance(store, SQLiteStore)
+        assert store._readers is not None and 3 == store._readers.size
+    finally:
+        store.close()
+    bad = tmp_path / "b.yaml"
+    bad.write_text("agent: b\nmemory:\n  backend: {readers: 0, pool: {min_size: 9, max_size: 8}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(bad)
+    problems = [p.removeprefix(f"{bad}: ") for p in info.value.problems]
+    assert [
+        "'readers' must be >= 1 (got 0) @ $.memory.backend",
+        "'min_size' must be at most 'max_size' (8) (got 9) @ $.memory.backend.pool.min_size",
+    ] == problems
