@@ -594,8 +594,8 @@ def test_the_pool_and_readers_come_from_the_agent_file(tmp_path: Path) -> None:
         agent.memory.backend.pool.max_size,
     )
     store = open_store(agent)
+    assert isinstance(store, SQLiteStore)
     try:
-        assert isinstance(store, SQLiteStore)
         assert store._readers is not None and 3 == store._readers.size
     finally:
         store.close()
