@@ -6,6 +6,7 @@
     python benchmarks/load.py --store postgres --mode async --concurrency 32 --pool 8
     python benchmarks/load.py --store postgres --dsn postgresql://user@host/db ...
     python benchmarks/load.py --race 10000         # the side-channel race, forced
+    python benchmarks/load.py --store postgres --client-cpu 1500   # what the client costs
 
 One store object per process serves every turn, as in a server. Each of
 ``--users`` users has one memory in its own session (a word no other memory
@@ -113,7 +114,7 @@ class Tally:
 
     def on_event(self, sender: object, *, event: MemoryRecall) -> None:
         with self.lock:
-            self.events[event.turn_id] += 1
+            self.events[event.turn_id or ""] += 1
 
     def record(self, user: int, users: int, text: str, took: float, event: Any) -> None:
         own = word(user) in text
@@ -149,7 +150,7 @@ class _Catch:
 
     def __call__(self, sender: object, *, event: MemoryRecall) -> None:
         with self.lock:
-            self.by_turn[event.turn_id] = event
+            self.by_turn[event.turn_id or ""] = event
 
     def take(self, turn_id: str) -> MemoryRecall | None:
         with self.lock:
@@ -426,6 +427,41 @@ def race(renders: int, users: int, filler: int) -> None:
     )
 
 
+def client_cpu(store_kind: str, renders: int, users: int, filler: int, dsn: str | None) -> None:
+    """Wall time and this process's CPU per sequential async render: what the client costs."""
+    import time as _time
+
+    with contextlib.ExitStack() as stack:
+        if store_kind == "postgres":
+            where = stack.enter_context(postgres(dsn))
+        else:
+            where = str(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "c.db")
+        fill(store_kind, where, users, filler)
+        store = open_store(store_kind, where, 8)
+        cfg = _config()
+
+        async def run() -> tuple[float, float]:
+            for i in range(100):
+                await arender_memory_context(store, QUERY, sessions=[f"u{i % users}"], config=cfg)
+            w0, c0 = _time.perf_counter(), _time.process_time()
+            for i in range(renders):
+                await arender_memory_context(store, QUERY, sessions=[f"u{i % users}"], config=cfg)
+            wall = (_time.perf_counter() - w0) / renders
+            cpu = (_time.process_time() - c0) / renders
+            close = getattr(store, "aclose", None)
+            if close is not None:
+                await close()
+            return wall, cpu
+
+        wall, cpu = asyncio.run(run())
+        store.close()
+    print(
+        f"{store_kind}: sequential async render {1e3 * wall:.2f} ms, client CPU {1e3 * cpu:.2f} "
+        f"ms; 2 cores allow at most {min(1 / cpu, 2 / wall):.0f} renders/s "
+        f"({min(1 / cpu, 2 / wall) * wall:.2f}x the sequential {1 / wall:.0f}/s)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--store", choices=STORES, help="one run on this store (default: the table)")
@@ -440,7 +476,17 @@ def main() -> None:
     ap.add_argument(
         "--race", type=int, default=0, metavar="N", help="only the side-channel race, N renders"
     )
+    ap.add_argument(
+        "--client-cpu",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the client's CPU per sequential async render on --store, N renders",
+    )
     args = ap.parse_args()
+    if args.client_cpu:
+        client_cpu(args.store or "postgres", args.client_cpu, args.users, args.filler, args.dsn)
+        return
     if args.race:
         race(args.race, args.users, args.filler)
         return
