@@ -130,7 +130,8 @@ class Tally:
                     self.false_reasons[head] += 1
 
     def summary(self) -> dict[str, Any]:
-        counts = collections.Counter(self.events.values())
+        # The warm-up renders (no turn id) are not the run's.
+        counts = collections.Counter(n for turn, n in self.events.items() if turn)
         return {
             "latencies": self.latencies,
             "with_memory": self.with_memory,
