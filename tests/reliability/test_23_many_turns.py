@@ -608,3 +608,54 @@ def test_the_pool_and_readers_come_from_the_agent_file(tmp_path: Path) -> None:
         "'readers' must be >= 1 (got 0) @ $.memory.backend",
         "'min_size' must be at most 'max_size' (8) (got 9) @ $.memory.backend.pool.min_size",
     ] == problems
+
+
+@pytest.mark.parametrize("embedder", [False, True], ids=["keyword_mirror", "vector_matrix"])
+def test_readers_share_the_caches_while_a_writer_changes_the_store(
+    embedder: bool, tmp_path: Path
+) -> None:
+    """Eight threads render while another writes, updates and forgets rows: every turn
+    keeps its memory and nothing raises; afterwards the shared keyword mirror and vector
+    matrix answer exactly what a freshly opened store answers."""
+    path = tmp_path / "m.db"
+    emb = HashingEmbedder(dim=64) if embedder else None
+    store = fill(SQLiteStore(path, embedder=emb, readers=3))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            try:
+                store.store(f"churn_{n % 40}", f"churn note {n} about dashboards", "core")
+                if n % 3 == 0:
+                    store.forget(f"churn_{(n - 7) % 40}")
+            except BaseException as exc:
+                errors.append(exc)
+            n += 1
+
+    def read(k: int) -> list[bool]:
+        got = []
+        for n in range(60):
+            user = (k * 7 + n) % TURNS
+            result = render_memory_context(store, QUESTION, sessions=[f"u{user}"], config=DEFAULT)
+            assert isinstance(result.event, MemoryRecall)
+            got.append(word(user) in result.text and not result.event.degraded)
+        return got
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            seen = [ok for batch in pool.map(read, range(8)) for ok in batch]
+    finally:
+        stop.set()
+        writer.join()
+    assert ([], [True] * len(seen)) == (errors, seen)
+    for q in ("churn note dashboards", "dashboards colour", "weekly churn", QUESTION):
+        for sid in (None, "u3"):
+            shared = [(e.key, e.score) for e in store.recall(q, 12, session_id=sid)]
+            with SQLiteStore(path, embedder=emb) as fresh:
+                alone = [(e.key, e.score) for e in fresh.recall(q, 12, session_id=sid)]
+            assert alone == shared, (q, sid)
+    store.close()
