@@ -162,7 +162,7 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
         if new == old:
             continue
         for record in store.list(session_id=old):
-            store.upsert(record.evolve(session_id=new))
+            store.upsert(record.evolve(session_id=new), move=True)  # the host's move
         moved[old] = new
     return moved
 

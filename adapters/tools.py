@@ -21,18 +21,28 @@ and :meth:`MemoryTools.call` in its own tool type::
         if tools.handles(call.function.name):
             text = tools.call(call.function.name, call.function.arguments)
 
-What the model writes is untrusted: content is capped, a rendered block is
-refused, and ``memory_forget`` only sees rows of the tools' own sessions (and
-profile, with governance on); a row outside them answers like a missing one.
+What the model writes is untrusted (docs/adapters.md, "What the model sends
+is untrusted"): content is capped and a rendered block refused; categories
+stay within the schema's (or the host's list); keys shaped like the
+conversation log's (``user_msg_...``, ``channel:chat:...``) are refused; a
+key held by another scope is refused by the store (``KeyOwnedError``); shared
+rows are the host's (the tools write and forget them only with
+``shared_writes=True``, and never a curated one, written by anything but the
+tools, without ``curated_writes=True``); ``memory_forget`` is one statement
+limited to the tools' own scopes, and also sees only rows of their profile
+(with governance on); a row outside them answers like a missing one. Every
+refusal is one line for the model, and leaves the store unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack, overload
 
@@ -55,6 +65,7 @@ if TYPE_CHECKING:  # the SDKs are optional extras; only their types are named he
 
 __all__ = [
     "MAX_TOOL_CONTENT",
+    "TOOL_SOURCES",
     "MemoryTool",
     "MemoryTools",
     "RememberOptions",
@@ -120,10 +131,22 @@ _TOOLS: dict[str, MemoryTool] = {
 }
 
 
-def memory_key(content: str) -> str:
-    """A key derived from the text, so remembering the same fact twice updates one row."""
-    digest = hashlib.sha256(" ".join(content.split()).lower().encode()).hexdigest()
-    return f"mem_{digest[:16]}"
+def memory_key(content: str, scope: str | None = None) -> str:
+    """A key derived from the text within its scope, so remembering the same fact twice in
+    one scope updates one row, and the same fact in two sessions is two rows.
+
+    A shared row's (``scope`` None) is the key earlier versions derived for every
+    scope, so existing shared ``mem_*`` rows keep theirs.
+    """
+    text = " ".join(content.split()).lower()
+    if scope is not None:
+        text = f"{scope}\x1f{text}"
+    return f"mem_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+#: Sources the memory tools stamp: a shared row with another one is curated (the host's).
+TOOL_SOURCES = ("tool",)
+_RESERVED = re.compile(r"^user_msg(_|$)|:|[\x00-\x1f\x7f]")
 
 
 @frozen
@@ -139,7 +162,9 @@ class Remembered:
         return self.error is None
 
 
-def _checked(content: object, key: object, category: object) -> tuple[str, str, str]:
+def _checked(
+    content: object, key: object, category: object, scope: str | None
+) -> tuple[str, str, str]:
     if not isinstance(content, str) or not content.strip():
         raise ValueError(f"'content' must be a non-empty string (got {content!r:.80})")
     if starts_with_block(content):
@@ -147,8 +172,8 @@ def _checked(content: object, key: object, category: object) -> tuple[str, str, 
     if key is not None and (not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY):
         raise ValueError(f"'key' must be a non-empty string of at most {_MAX_KEY} characters")
     if not isinstance(category, str) or not category:
-        raise ValueError(f"'category' must be a non-empty string (got {category!r})")
-    return content, key or memory_key(content), category
+        raise ValueError(f"'category' must be a non-empty string (got {category!r:.80})")
+    return content, key or memory_key(content, scope), category
 
 
 def _policy(agent: AgentConfig | None, origin: TurnOrigin | str, session: bool) -> InjectPolicy:
@@ -168,7 +193,7 @@ def _write(
     fields: Mapping[str, Any],
 ) -> tuple[str, str, dict[str, Any]]:
     """Check the arguments (``ValueError``), and the store can write (``TypeError``)."""
-    text, key, cat = _checked(content, key, category)
+    text, key, cat = _checked(content, key, category, session_id)
     if not isinstance(store, SupportsWrite | SupportsAsyncWrite):
         raise TypeError(
             f"remember: 'store' must have a store() method (got {type(store).__name__})"
@@ -223,6 +248,20 @@ def _planned(
     )
 
 
+def _kept_key(store: Memory, key: str, content: str, options: RememberOptions) -> str:
+    """``key``, or the key an earlier version derived for the same fact in the same session
+    when that row is there (it is updated, not duplicated)."""
+    session = options.get("session_id")
+    get = getattr(store, "get", None)
+    if options.get("key") is not None or session is None or not callable(get):
+        return key
+    legacy = memory_key(content)
+    found = get(legacy)
+    if found is not None and getattr(found, "session_id", None) == session:
+        return legacy
+    return key
+
+
 def remember(
     store: Memory, agent: AgentConfig | None, content: str, **options: Unpack[RememberOptions]
 ) -> Remembered:
@@ -238,6 +277,7 @@ def remember(
     """
     text, k, fields = _planned(store, agent, content, options)
     try:
+        k = _kept_key(store, k, text, options)
         _sync_store(store, k, text, fields)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _failed(k, exc)
@@ -251,6 +291,7 @@ async def aremember(
     thread."""
     text, k, fields = _planned(store, agent, content, options)
     try:
+        k = await asyncio.to_thread(_kept_key, store, k, text, options)
         if isinstance(store, SupportsAsyncWrite):
             await store.astore(k, text, **fields)
         else:
@@ -276,6 +317,13 @@ class ToolOptions(TypedDict, total=False):
     names: Iterable[str]
     #: Stamped on the recall tool's events (default: a fresh id per call).
     turn_id: str | None
+    #: Let the model write and forget shared rows (sessionless tools write shared rows).
+    shared_writes: bool
+    #: With ``shared_writes``, let it replace and forget curated shared rows too (rows
+    #: written by anything but the tools: the host's ``store()``, the CLI, an import).
+    curated_writes: bool
+    #: The categories the model may write (default the schema's: core, daily, conversation).
+    categories: Iterable[str]
 
 
 class MemoryTools(Sequence[MemoryTool]):
@@ -303,6 +351,12 @@ class MemoryTools(Sequence[MemoryTool]):
         self.origin = TurnOrigin(options.get("origin", TurnOrigin.INTERACTIVE))
         self.cwd = options.get("cwd")
         self.turn_id = options.get("turn_id")
+        self.shared_writes = bool(options.get("shared_writes", False))
+        self.curated_writes = bool(options.get("curated_writes", False))
+        cats = options.get("categories", _CATEGORIES)
+        if isinstance(cats, str) or not all(isinstance(c, str) and c for c in cats):
+            raise ValueError(f"'categories' must be a list of category names (got {cats!r:.80})")
+        self.categories = tuple(cats)
         self.tools: tuple[MemoryTool, ...] = tuple(_TOOLS[n] for n in picked)
 
     @overload
@@ -385,7 +439,7 @@ class MemoryTools(Sequence[MemoryTool]):
         if isinstance(content, str) and len(content) > MAX_TOOL_CONTENT:
             raise ValueError(f"'content' must be at most {MAX_TOOL_CONTENT} characters")
         session = next((s for s in self.sessions if s is not None), None)
-        return _write(
+        text, key, fields = _write(
             self.store,
             self.agent,
             content,
@@ -394,8 +448,30 @@ class MemoryTools(Sequence[MemoryTool]):
             session,
             self.origin,
             self.cwd,
-            {"source": "tool"},
+            {"source": TOOL_SOURCES[0]},
         )
+        category = fields["category"]
+        if category not in self.categories:
+            allowed = list(self.categories)
+            raise ValueError(f"'category' must be one of {allowed} (got {category!r:.40})")
+        if "key" in args and _RESERVED.search(key):
+            raise ValueError(
+                "keys starting with 'user_msg' or holding ':' or control characters belong to "
+                "the conversation log; choose another key"
+            )
+        if session is None and not self.shared_writes:
+            raise ValueError(_SHARED_REFUSED)
+        return text, key, fields
+
+    def _may_replace(self, key: str, session: str | None) -> None:
+        """A shared write must not replace a curated shared row (without ``curated_writes``)."""
+        get = getattr(self.store, "get", None)
+        if session is not None or self.curated_writes or not callable(get):
+            return
+        found = get(key)
+        shared = found is not None and getattr(found, "session_id", None) is None
+        if shared and getattr(found, "source", None) not in TOOL_SOURCES:
+            raise ValueError(_CURATED_REFUSED)
 
     def _render_args(self, query: object) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():
@@ -414,10 +490,25 @@ class MemoryTools(Sequence[MemoryTool]):
         record = get(key)
         if record is None or not self._visible(record):
             return f"No memory under {key!r}."
-        forget(key)
+        shared = getattr(record, "session_id", None) is None
+        if shared and not self.shared_writes:
+            return _SHARED_REFUSED
+        if shared and not self.curated_writes and record.source not in TOOL_SOURCES:
+            return _CURATED_REFUSED
+        if not _scoped(forget):
+            return "This memory cannot forget within a scope; nothing was forgotten."
+        # One statement, limited to the tools' scopes: a row another scope wrote under
+        # the key since the look above is never the one forgotten.
+        named: list[str | None] = [s for s in self.sessions if s is not None]
+        if self.shared_writes:
+            named.append(None)
+        sources = None if self.curated_writes else TOOL_SOURCES
+        if not forget(key, sessions=named, shared_sources=sources):
+            return f"No memory under {key!r}."
         return f"Forgot {key!r}."
 
     def _visible(self, record: Any) -> bool:
+        """Active, of the tools' sessions or shared, and of their profile (governance on)."""
         if getattr(record, "status", "active") != "active":
             return False
         session = getattr(record, "session_id", None)
@@ -435,6 +526,7 @@ class MemoryTools(Sequence[MemoryTool]):
             args = self._args(name, arguments)
             if name == STORE:
                 text, key, fields = self._store_args(args)
+                self._may_replace(key, fields.get("session_id"))
                 _sync_store(self.store, key, text, fields)
                 return f"Remembered as {key!r}."
             if name == RECALL:
@@ -453,6 +545,7 @@ class MemoryTools(Sequence[MemoryTool]):
             args = self._args(name, arguments)
             if name == STORE:
                 text, key, fields = self._store_args(args)
+                await asyncio.to_thread(self._may_replace, key, fields.get("session_id"))
                 if isinstance(self.store, SupportsAsyncWrite):
                     await self.store.astore(key, text, **fields)
                 else:
@@ -467,6 +560,24 @@ class MemoryTools(Sequence[MemoryTool]):
         except Exception as exc:  # noqa: BLE001 - memory never fails the turn
             _log.warning("memory_inject: tool %s failed", name, exc_info=exc)
             return f"Error: memory failed ({type(exc).__name__})"
+
+
+_SHARED_REFUSED = (
+    "This memory is shared by every user; the host has not let the model change shared "
+    "memories, so nothing was changed."
+)
+_CURATED_REFUSED = (
+    "That shared memory was written by the host; the model may not replace or forget it, "
+    "so nothing was changed."
+)
+
+
+def _scoped(forget: Any) -> bool:
+    """True when the store's ``forget`` takes ``sessions`` (limits itself to scopes)."""
+    try:
+        return "sessions" in inspect.signature(forget).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _sync_store(store: Memory, key: str, text: str, fields: Mapping[str, Any]) -> None:

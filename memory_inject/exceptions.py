@@ -25,6 +25,7 @@ from collections.abc import Sequence
 __all__ = [
     "ConfigError",
     "EmbedderError",
+    "KeyOwnedError",
     "MemoryInjectError",
     "PgvectorUnusableError",
     "RecallInterruptedError",
@@ -150,3 +151,15 @@ class RecallWaitError(RecallInterruptedError):
         """``note`` names the wait and how long it lasted."""
         super().__init__(note)
         self.note = note
+
+
+class KeyOwnedError(MemoryInjectError, ValueError):
+    """A write or forget was refused: the key's live row belongs to another scope.
+
+    A row belongs to its scope: its namespace and session (or no session: the
+    shared rows). A write from one scope never replaces, moves or forgets a row
+    of another; nothing was changed. ``reason`` is ``"key_owned"``. The
+    message never names the other scope.
+    """
+
+    reason = "key_owned"

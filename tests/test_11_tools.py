@@ -267,7 +267,9 @@ class TestEdges:
         store = _AsyncOnly()
         saved = asyncio.run(aremember(store, agent, FACT, key="k1"))
         answer = asyncio.run(
-            memory_tools(store, agent).acall("memory_store", {"content": "Dana approves."})
+            memory_tools(store, agent, sessions=["dm-dana"]).acall(
+                "memory_store", {"content": "Dana approves."}
+            )
         )
         sync = remember(store, agent, "Lee is on call.")
         assert (True, "Remembered as") == (saved.ok, answer[:13])

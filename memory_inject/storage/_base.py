@@ -23,7 +23,7 @@ import attrs
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name
-from memory_inject.exceptions import EmbedderError, StorageError
+from memory_inject.exceptions import EmbedderError, KeyOwnedError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.storage._plan_rows import only_statuses, status_window
 from memory_inject.storage.fusion import RecallInfo
@@ -36,6 +36,9 @@ __all__ = [
     "answer_of",
     "check_namespace",
     "float32",
+    "forget_scope",
+    "owned",
+    "refuse_owned",
 ]
 
 
@@ -53,6 +56,39 @@ class VectorEmbedder(Protocol):
     def name(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
+
+
+def refuse_owned(record: MemoryRecord | None, session_id: str | None, key: str, what: str) -> None:
+    """:class:`KeyOwnedError` when ``record`` (the row under ``key``) is live and belongs to
+    another scope than ``session_id``; a forgotten row belongs to no one any more."""
+    if record is None or record.deleted_at is not None or record.session_id == session_id:
+        return
+    raise owned(key, what)
+
+
+def owned(key: str, what: str) -> KeyOwnedError:
+    """The refusal of a write to ``key``, whose live row is another scope's."""
+    return KeyOwnedError(
+        f"{what}: the key {key!r:.80} belongs to another scope (another session, or the "
+        "shared rows); nothing was written"
+    )
+
+
+def forget_scope(
+    sessions: Iterable[str | None] | None, shared_sources: Iterable[str] | None
+) -> tuple[builtins.list[str], bool, tuple[str, ...] | None] | None:
+    """``forget``'s scope arguments, checked: the named sessions, whether shared rows may
+    go, and the sources a shared row must have (None: any). None: any row (no limit)."""
+    if sessions is None:
+        return None
+    if isinstance(sessions, str):
+        raise TypeError("'sessions' must be an iterable of session ids, not a string")
+    wanted = builtins.list(sessions)
+    named = [s for s in wanted if s is not None]
+    if not all(isinstance(s, str) for s in named):
+        raise TypeError(f"'sessions' must hold strings or None (got {wanted!r:.80})")
+    sources = None if shared_sources is None else tuple(str(x) for x in shared_sources)
+    return named, None in wanted, sources
 
 
 def answer_of(entries: builtins.list[MemoryEntry], info: RecallInfo) -> RecallAnswer:
@@ -227,11 +263,17 @@ class PersistentStore:
         [draft] = self._embedded([draft])
         return self._write_draft(draft, fields, timestamp)
 
-    def upsert(self, record: MemoryRecord) -> MemoryRecord:
-        """Write ``record`` exactly as given, replacing the row with the same key."""
+    def upsert(self, record: MemoryRecord, *, move: bool = False) -> MemoryRecord:
+        """Write ``record`` exactly as given, replacing the row with the same key.
+
+        A live row of another scope under the key is refused
+        (:class:`~memory_inject.exceptions.KeyOwnedError`) unless ``move=True``:
+        the host moving that row into the record's scope (a migration), in the
+        same single write.
+        """
         self._own(record)
         [record] = self._embedded([record])
-        return self._write_record(record)
+        return self._write_record(record, move)
 
     def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         """Write ``new`` and mark the row under ``old_key`` superseded by it, atomically."""
@@ -379,7 +421,7 @@ class PersistentStore:
         """Upsert ``draft``, carrying over what ``store`` keeps (see ``carry_over``)."""
         raise NotImplementedError
 
-    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
+    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
         raise NotImplementedError
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:

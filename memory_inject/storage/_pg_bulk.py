@@ -16,6 +16,7 @@ from typing import IO, Any, TypeVar
 import psycopg
 from psycopg import sql
 
+from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage._pg_conn import PostgresConnections, translate_errors
 from memory_inject.storage._pg_context import merge_with_context
@@ -98,6 +99,11 @@ class PostgresBulk(PostgresConnections):
                 n += len(records)
                 if progress is not None:
                     progress(n)
+            owned_check = stage_owned(self._q)
+            cur.execute(owned_check.query, owned_check.params)
+            taken = cur.fetchone()
+            if taken is not None:  # all or nothing: the transaction rolls back
+                raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
             rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
             if rebuild:
                 cur.execute(hnsw_drop(self._q))
@@ -173,6 +179,17 @@ def hnsw_rebuild(q: Queries) -> list[sql.Composed]:
         ).format(),
         hnsw_index(q.names),
     ]
+
+
+def stage_owned(q: Queries) -> Stmt:
+    """The first staged key whose live row in the table belongs to another scope, and its
+    line (``_seq``): a row belongs to its scope, and an import is a write like any other."""
+    query = sql.SQL(
+        "SELECT s.key, s._seq FROM {s} AS s JOIN {t} AS m "
+        "ON m.namespace = %(ns)s AND m.key = s.key AND m.deleted_at IS NULL "
+        "AND m.session_id IS DISTINCT FROM s.session_id ORDER BY s._seq LIMIT 1"
+    ).format(s=_STAGE, t=q.t)
+    return Stmt(query, {"ns": q.ns})
 
 
 def stage_merge(q: Queries) -> Stmt:

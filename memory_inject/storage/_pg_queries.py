@@ -354,38 +354,66 @@ class Queries:
             if c not in ("namespace", "key", *keep)
         )
 
-    def upsert(self, params: list[Any], keep: Sequence[str]) -> Stmt:
+    def upsert(self, params: list[Any], keep: Sequence[str], move: bool = False) -> Stmt:
         """Insert ``params`` (one per column), or update the row under its key; returns the row.
 
         The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
         values on update. A new row of a session gets its two predecessors as
-        context (``_pg_context``); an update keeps the row's. The statement is
-        built once per ``keep``.
+        context (``_pg_context``); an update keeps the row's. A live row of
+        another scope is not replaced (no row comes back) unless ``move``. The
+        statement is built once per ``keep`` and ``move``.
         """
-        key = tuple(keep)
+        key = (*keep, "\x00move" if move else "")
         query = self._upserts.get(key)
         if query is None:
+            guard = sql.SQL(
+                ""
+                if move
+                # A row belongs to its scope: a live row of another session (or the
+                # shared rows) is not replaced, and then no row comes back (KeyOwnedError).
+                else "WHERE {t}.deleted_at IS NOT NULL "
+                "OR {t}.session_id IS NOT DISTINCT FROM EXCLUDED.session_id "
+            ).format(t=self.t)
             query = sql.SQL(
                 "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) VALUES ({ph}, {ctx}) "
-                'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} RETURNING {cols}'
+                'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} {guard}'
+                "RETURNING {cols}"
             ).format(
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
                 ctx=context_values(self.t),
-                assign=self.assignments(key),
+                assign=self.assignments(tuple(keep)),
+                guard=guard,
             )
             self._upserts[key] = query
         stream = [params[_NAMESPACE], params[_SESSION]]
         return Stmt(query, [*params, *stream, *stream])
 
-    def forget(self, key: str) -> Stmt:
-        """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount."""
+    def forget(
+        self,
+        key: str,
+        scope: tuple[list[str], bool, tuple[str, ...] | None] | None = None,
+    ) -> Stmt:
+        """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount.
+
+        With ``scope`` (``_base.forget_scope``): only a row of those sessions, or a
+        shared row (of those sources) when allowed, in the same statement.
+        """
         query = sql.SQL(
             "UPDATE {t} SET deleted_at = now() "
-            'WHERE namespace = %s AND "key" = %s AND deleted_at IS NULL'
+            'WHERE namespace = %(ns)s AND "key" = %(key)s AND deleted_at IS NULL'
         ).format(t=self.t)
-        return Stmt(query, (self.ns, key), rows=False)
+        params: dict[str, Any] = {"ns": self.ns, "key": key}
+        if scope is not None:
+            named, shared, sources = scope
+            params.update(named=named, shared=shared, sources=list(sources or ()))
+            query += sql.SQL(
+                " AND (session_id = ANY(%(named)s) OR (%(shared)s AND session_id IS NULL"
+                + ("" if sources is None else " AND source = ANY(%(sources)s)")
+                + "))"
+            )
+        return Stmt(query, params, rows=False)
 
     def mark_used(self, ids: list[str]) -> Stmt:
         """Bump ``times_used`` and ``last_used_at`` of rows in ``ids``; sends back the rowcount."""
@@ -396,10 +424,10 @@ class Queries:
         return Stmt(query, (self.ns, ids), rows=False)
 
     def lock_live(self, key: str) -> Stmt:
-        """The id of the row under ``key`` unless forgotten, locked ``FOR UPDATE``."""
+        """The id and session of the row under ``key`` unless forgotten, locked ``FOR UPDATE``."""
         query = sql.SQL(
-            'SELECT id FROM {t} WHERE namespace = %s AND "key" = %s AND deleted_at IS NULL '
-            "FOR UPDATE"
+            'SELECT id, session_id FROM {t} WHERE namespace = %s AND "key" = %s '
+            "AND deleted_at IS NULL FOR UPDATE"
         ).format(t=self.t)
         return Stmt(query, (self.ns, key))
 

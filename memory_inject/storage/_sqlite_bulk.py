@@ -8,11 +8,14 @@ before an embedder was set. Each runs in batches over the connection layer.
 from __future__ import annotations
 
 import builtins
+import json
 import os
+import sqlite3
 from collections.abc import Callable, Sequence
 from typing import IO
 
 from memory_inject.storage import _sqlite_schema as schema
+from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage._sqlite_conn import SQLiteConnections
 from memory_inject.storage.records import MemoryRecord
@@ -63,7 +66,21 @@ class SQLiteBulk(SQLiteConnections):
 
     def _upsert_many(self, records: Sequence[MemoryRecord], what: str) -> int:
         rows = [schema.record_to_row(r) for r in records]
-        self._write(lambda c: c.executemany(schema.UPSERT, rows), what)
+        sessions = {r.key: r.session_id for r in records}  # a repeated key: its last line
+
+        def op(conn: sqlite3.Connection) -> None:
+            # A row belongs to its scope: no line may replace another scope's live row.
+            live = conn.execute(
+                "SELECT key, session_id FROM memories WHERE namespace = ? AND deleted_at IS "
+                "NULL AND key IN (SELECT value FROM json_each(?))",
+                (self._namespace, json.dumps(list(sessions))),
+            ).fetchall()
+            for key, session in live:
+                if sessions.get(key, session) != session:
+                    raise owned(str(key), what)
+            conn.executemany(schema.UPSERT, rows)
+
+        self._write(op, what)
         return len(rows)
 
     def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.storage._base import forget_scope, refuse_owned
 from memory_inject.storage._lexical import stem, tokenize
 from memory_inject.storage._plan_rows import entity_names, ranked_of
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
@@ -120,15 +121,18 @@ class InMemoryStore:
     # -- writes ---------------------------------------------------------------
 
     def _put(self, record: MemoryRecord) -> None:
-        tokens = _terms(" ".join((record.key, record.content, *record.tags)))
         with self._lock:
-            self._writes += 1
-            self._drop(record.key)
-            self._records[record.key] = record
-            self._tokens[record.key] = tokens
-            self._sets[record.key] = held = frozenset(tokens)
-            self._df.update(held)
-            self._length += len(tokens)
+            self._put_locked(record)
+
+    def _put_locked(self, record: MemoryRecord) -> None:
+        tokens = _terms(" ".join((record.key, record.content, *record.tags)))
+        self._writes += 1
+        self._drop(record.key)
+        self._records[record.key] = record
+        self._tokens[record.key] = tokens
+        self._sets[record.key] = held = frozenset(tokens)
+        self._df.update(held)
+        self._length += len(tokens)
 
     def _drop(self, key: str) -> MemoryRecord | None:
         """Remove ``key`` and its statistics (the lock is held)."""
@@ -165,16 +169,35 @@ class InMemoryStore:
             fields=fields,
             now=datetime.now(UTC),
         )
-        with self._lock:
+        with self._lock:  # the check and the write, together
             old = self._records.get(key)
-        if old is not None:
-            record = carry_over(record, old, fields, timestamp)
-        self._put(record)
+            refuse_owned(old, record.session_id, key, "store")
+            if old is not None:
+                record = carry_over(record, old, fields, timestamp)
+            self._put_locked(record)
         return record
 
-    def forget(self, key: str) -> bool:
-        """Remove ``key``; True if it existed."""
+    def forget(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Remove ``key``; True if it existed (``sessions`` and ``shared_sources`` limit
+        which row may go, as on ``SQLiteStore.forget``)."""
+        scope = forget_scope(sessions, shared_sources)
         with self._lock:
+            old = self._records.get(key)
+            if old is None:
+                return False
+            if scope is not None:
+                named, shared, sources = scope
+                mine = old.session_id in named if old.session_id is not None else shared
+                if not mine or (
+                    old.session_id is None and sources is not None and old.source not in sources
+                ):
+                    return False
             self._writes += 1
             return self._drop(key) is not None
 

@@ -29,7 +29,7 @@ import builtins
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -47,7 +47,7 @@ from memory_inject.exceptions import (
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _pg_recall as rq
 from memory_inject.storage._base import VectorEmbedder as _Embedder
-from memory_inject.storage._base import answer_of, check_namespace
+from memory_inject.storage._base import answer_of, check_namespace, forget_scope, owned
 from memory_inject.storage._pg_bulk import PostgresBulk
 from memory_inject.storage._pg_conn import Steps, translate_errors
 from memory_inject.storage._pg_queries import Queries, Scope, Stmt, TermStats
@@ -211,14 +211,24 @@ class PostgresStore(PostgresBulk):
             keep.append("timestamp")
         return self._run("store", self._upsert_steps(draft, keep))
 
-    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
+    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
         self._stats_changed()
-        return self._run("upsert", self._upsert_steps(record, ()))
+        return self._run("upsert", self._upsert_steps(record, (), move))
 
-    def forget(self, key: str) -> bool:
-        """Soft-delete ``key``; True if a live row was forgotten."""
+    def forget(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Soft-delete ``key``; True if a live row was forgotten (``sessions`` and
+        ``shared_sources`` limit which, in the same statement: see ``SQLiteStore.forget``)."""
+        scope = forget_scope(sessions, shared_sources)
+        if scope is not None and not scope[0] and not scope[1]:
+            return False
         self._writes += 1
-        return self._run("forget", _rowcount(self._q.forget(key))) > 0
+        return self._run("forget", _rowcount(self._q.forget(key, scope))) > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         self._stats_changed()
@@ -424,14 +434,20 @@ class PostgresStore(PostgresBulk):
         if plan.terms_read and plan.terms is not None:
             self._terms = (time.monotonic() + _TERMS_TTL_S, plan.terms)
 
-    def _upsert_steps(self, record: MemoryRecord, keep: Sequence[str]) -> Steps[MemoryRecord]:
-        rows = yield self._q.upsert(record_params(record), keep)
+    def _upsert_steps(
+        self, record: MemoryRecord, keep: Sequence[str], move: bool = False
+    ) -> Steps[MemoryRecord]:
+        rows = yield self._q.upsert(record_params(record), keep, move)
+        if not rows:  # the statement's guard: the key's live row is another scope's
+            raise owned(record.key, "store")
         return row_to_record(rows[0])
 
     def _supersede_steps(self, old_key: str, new: MemoryRecord) -> Steps[MemoryRecord]:
         rows = yield self._q.lock_live(old_key)
         if not rows:
             raise KeyError(old_key)
+        if rows[0][1] != new.session_id:
+            raise owned(old_key, "supersede")
         old_id = str(rows[0][0])
         new = new.evolve(supersedes=tuple(dict.fromkeys((*new.supersedes, old_id))))
         written = yield from self._upsert_steps(new, ())

@@ -20,7 +20,7 @@ import builtins
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -31,7 +31,7 @@ from memory_inject.embedders import Embedder, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage._base import answer_of, check_namespace
+from memory_inject.storage._base import answer_of, check_namespace, forget_scope, refuse_owned
 from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._plan_rows import entity_names
@@ -153,26 +153,61 @@ class SQLiteStore(SQLiteBulk):
     ) -> MemoryRecord:
         def op(conn: sqlite3.Connection) -> MemoryRecord:
             old = self._fetch(conn, "key = ?", (draft.key,))
+            # In the write's own transaction: no other writer can slip in between.
+            refuse_owned(old[0] if old else None, draft.session_id, draft.key, "store")
             record = carry_over(draft, old[0], fields, timestamp) if old else draft
             conn.execute(schema.UPSERT, schema.record_to_row(record))
             return record
 
         return self._write(op, "store")
 
-    def _write_record(self, record: MemoryRecord) -> MemoryRecord:
-        self._write(
-            lambda conn: conn.execute(schema.UPSERT, schema.record_to_row(record)), "upsert"
-        )
+    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
+        def op(conn: sqlite3.Connection) -> None:
+            if not move:
+                old = self._fetch(conn, "key = ?", (record.key,))
+                refuse_owned(old[0] if old else None, record.session_id, record.key, "upsert")
+            conn.execute(schema.UPSERT, schema.record_to_row(record))
+
+        self._write(op, "upsert")
         return record
 
-    def forget(self, key: str) -> bool:
-        """Soft-delete ``key`` (the row stays for export); True if a live row was forgotten."""
+    def forget(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Soft-delete ``key`` (the row stays for export); True if a live row was forgotten.
+
+        With ``sessions``, only a row of one of those scopes goes (None among them:
+        a shared row, and then only one whose ``source`` is in ``shared_sources``
+        when that is given): one statement, so a row written under the key by
+        another scope meanwhile is never the one forgotten.
+        """
+        scope = forget_scope(sessions, shared_sources)
         stamp = format_ts(_now())
         sql = (
             "UPDATE memories SET deleted_at = ? "
             "WHERE namespace = ? AND key = ? AND deleted_at IS NULL"
         )
-        cur = self._write(lambda c: c.execute(sql, (stamp, self._namespace, key)), "forget")
+        params: builtins.list[Any] = [stamp, self._namespace, key]
+        if scope is not None:
+            named, shared, sources = scope
+            ors = []
+            if named:
+                ors.append(f"session_id IN ({', '.join('?' * len(named))})")
+                params.extend(named)
+            if shared:
+                only = ""
+                if sources is not None:
+                    only = f" AND source IN ({', '.join('?' * len(sources)) or 'NULL'})"
+                    params.extend(sources)
+                ors.append(f"(session_id IS NULL{only})")
+            if not ors:
+                return False
+            sql += f" AND ({' OR '.join(ors)})"
+        cur = self._write(lambda c: c.execute(sql, params), "forget")
         return cur.rowcount > 0
 
     def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
@@ -180,6 +215,9 @@ class SQLiteStore(SQLiteBulk):
             old = self._fetch(conn, "key = ? AND deleted_at IS NULL", (old_key,))
             if not old:
                 raise KeyError(old_key)
+            refuse_owned(old[0], new.session_id, old_key, "supersede")
+            held = self._fetch(conn, "key = ?", (new.key,))
+            refuse_owned(held[0] if held else None, new.session_id, new.key, "supersede")
             links = new.supersedes if old[0].id in new.supersedes else (*new.supersedes, old[0].id)
             record = new.evolve(supersedes=links)
             conn.execute(schema.UPSERT, schema.record_to_row(record))

@@ -171,7 +171,7 @@ class TestThreads:
             for i in range(60):
                 key, content = f"{name}-{i % 30}", f"deploy server by {name} write {i}"
                 try:
-                    store.store(key, content, session_id=f"s{i % 50}")
+                    store.store(key, content, session_id=f"s{i % 30}")  # one scope per key
                 except BaseException as exc:
                     with lock:
                         errors.append(exc)

@@ -112,7 +112,9 @@ class TestScopeToken:
         assert ["other"] == [e.key for e in store.recall("ridge loop", 10, session_id="elsewhere")]
 
     def test_moving_a_record_to_another_session_moves_its_token(self, store: SQLiteStore) -> None:
-        """An update of session_id or category re-indexes the scope token."""
+        """An update of session_id or category re-indexes the scope token. (A row belongs to
+        its scope: the host moves one by forgetting it and storing it again.)"""
+        store.forget("a")
         store.store("a", "Bob: the ridge loop, it has the best views", "core", session_id="moved")
         assert [] == [e.key for e in store.recall("ridge loop views", 10, session_id="chat")]
         assert ["a"] == [e.key for e in store.recall("ridge loop views", 10, session_id="moved")]

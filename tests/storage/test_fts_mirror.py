@@ -19,6 +19,7 @@ from memory_inject.storage._fts_rank import BM25_WEIGHTS, keyword_hits
 from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage._writes import host_write
 
 #: A vocabulary with words in most rows (floored idf), in few, and stems that merge.
 _WORDS = (
@@ -162,7 +163,7 @@ class TestKeptCurrent:
             key = f"k{rng.randrange(40)}"
             op = rng.random()
             if op < 0.5:
-                mirrored.store(key, _text(rng), session_id=rng.choice(_SESSIONS))
+                host_write(mirrored, key, _text(rng), session_id=rng.choice(_SESSIONS))
             elif op < 0.6:
                 mirrored.forget(key)
             elif op < 0.7:
@@ -175,7 +176,7 @@ class TestKeptCurrent:
                     (key,),
                 )
             else:
-                plain.store(key, _text(rng), session_id=rng.choice(_SESSIONS))
+                host_write(plain, key, _text(rng), session_id=rng.choice(_SESSIONS))
             if step % 3 == 0:
                 query = _query(rng)
                 _same_as_fts5(mirrored, plain, query, None)
@@ -240,7 +241,7 @@ class TestKeptCurrent:
         for step in range(40):
             _same_as_fts5(mirrored, plain, _query(rng), rng.choice([None, "s2"]))
             if step % 5 == 0:
-                mirrored.store(f"k{rng.randrange(50)}", _text(rng), session_id="s2")
+                host_write(mirrored, f"k{rng.randrange(50)}", _text(rng), session_id="s2")
         index = mirrored._mirror._index  # type: ignore[union-attr]
         assert index is not None
         assert len(index.postings) <= 4 + 3  # a query's own words may pass the bound

@@ -15,6 +15,7 @@ from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.fusion import content_words, fts_match
 from memory_inject.storage.sqlite import _LIVE, SQLiteStore
 from tests.storage._sqlite_reference import reference_hits
+from tests.storage._writes import host_write
 
 _FAR = "2999-01-01T00:00:00.000000Z"
 _WORDS = [f"w{i}" for i in range(300)]
@@ -225,9 +226,9 @@ class TestTermStats:
                 op = rng.random()
                 text = " ".join(rng.choice(words) for _ in range(rng.randrange(1, 5)))
                 if op < 0.7:
-                    store.store(f"n{step}", text, "core", session_id=rng.choice([None, "s"]))
+                    host_write(store, f"n{step}", text, "core", session_id=rng.choice([None, "s"]))
                 elif op < 0.8:
-                    store.store(f"n{rng.randrange(step + 1)}", text, "core")
+                    host_write(store, f"n{rng.randrange(step + 1)}", text, "core")
                 elif op < 0.9:
                     other.execute(
                         "DELETE FROM memories WHERE key = ?", (f"n{rng.randrange(step + 1)}",)

@@ -16,6 +16,7 @@ from memory_inject.storage import _vector_cache
 from memory_inject.storage._vector_cache import VectorCache
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage._writes import host_write
 
 _AXES = ("apple", "banana", "cherry", "dog")
 SEMANTIC = Fusion(search_mode="embedding")
@@ -195,7 +196,8 @@ class TestPatchedMatrix:
             key = f"k{rng.randrange(30)}"
             op = rng.random()
             if op < 0.55:
-                store.store(
+                host_write(
+                    store,
                     key,
                     rng.choice(words),
                     category=rng.choice(["core", "daily", "conversation"]),
