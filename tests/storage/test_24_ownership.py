@@ -277,3 +277,27 @@ def test_an_import_never_replaces_another_scopes_row(store_factory: Factory) -> 
     mine = json.dumps({"key": "k", "content": "alice again", "session_id": "alice"}) + "\n"
     assert 1 == store.import_jsonl(io.StringIO(mine))
     assert "alice again" == store.get("k").content
+
+
+def test_the_cli_add_and_import_never_replace_another_scopes_row(tmp_path: Any) -> None:
+    """The CLI is a host write path too: ``add`` and ``import`` into a key another session
+    holds stop with the refusal and change nothing."""
+    from click.testing import CliRunner
+
+    from memory_inject.cli import cli
+    from memory_inject.storage.sqlite import SQLiteStore
+
+    db = tmp_path / "m.db"
+    with SQLiteStore(db) as store:
+        store.store("k", "alice's fact", "core", session_id="alice")
+    added = CliRunner().invoke(cli, ["add", "k", "bob's fact", "--session", "bob", "--db", str(db)])
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"key": "k", "content": "bob's", "session_id": "bob"}) + "\n")
+    imported = CliRunner().invoke(cli, ["import", str(src), "--db", str(db)])
+    with SQLiteStore(db) as store:
+        row = store.get("k")
+    assert (1, 1) == (added.exit_code, imported.exit_code)
+    assert "belongs to another scope" in added.output
+    assert "belongs to another scope" in imported.output
+    assert row is not None
+    assert ("alice's fact", "alice") == (row.content, row.session_id)
