@@ -301,3 +301,34 @@ def test_the_cli_add_and_import_never_replace_another_scopes_row(tmp_path: Any) 
     assert "belongs to another scope" in imported.output
     assert row is not None
     assert ("alice's fact", "alice") == (row.content, row.session_id)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_row_written_between_the_look_and_the_forget_is_not_forgotten(
+    store_factory: Factory, mode: str
+) -> None:
+    """The interleaving forced: the attacker's tools look at their own row, then (before
+    the forget) that row goes and the victim writes under the key. The forget is one
+    statement limited to the attacker's scope, so the victim's row stays."""
+    store = store_factory()
+    store.store("k", "the attacker's own fact", "core", session_id="attacker")
+    real_get = store.get
+
+    def get_then_interleave(key: str) -> Any:
+        found = real_get(key)
+        store.forget(key)  # the host's cleanup, then the victim's write, in between
+        store.store(key, "the victim's fact", "core", session_id="victim")
+        return found
+
+    store.get = get_then_interleave
+    tools = memory_tools(store, AGENT, sessions=["attacker"])
+    said = (
+        tools.call("memory_forget", {"key": "k"})
+        if mode == "sync"
+        else asyncio.run(tools.acall("memory_forget", {"key": "k"}))
+    )
+    store.get = real_get
+    row = store.get("k")
+    assert "No memory under 'k'." == said
+    assert row is not None
+    assert ("the victim's fact", "victim") == (row.content, row.session_id)
