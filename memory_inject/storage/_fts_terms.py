@@ -50,9 +50,26 @@ def _tokenizer() -> sqlite3.Connection:
     return _tok_conn
 
 
-@functools.lru_cache(maxsize=65536)
+#: Words up to this long are cached: a prompt's real words are short, and a cache keyed by
+#: words of any length kept megabytes per distinct long prompt, for good (issue 25). With
+#: at most :data:`_CACHED` entries the cache holds a few tens of MB at the very most.
+_CACHED_WORD = 64
+_CACHED = 65536
+
+
 def tokens_of(word: str) -> tuple[str, ...]:
     """The index tokens of one query word, in order (empty when it has none)."""
+    if len(word) > _CACHED_WORD:
+        return _tokenize(word)
+    return _cached_tokens(word)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _cached_tokens(word: str) -> tuple[str, ...]:
+    return _tokenize(word)
+
+
+def _tokenize(word: str) -> tuple[str, ...]:
     with _tok_lock:
         conn = _tokenizer()
         conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (word,))

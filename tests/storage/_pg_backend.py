@@ -58,6 +58,7 @@ def postgres_server(tmpdir: str | os.PathLike[str]) -> Iterator[str]:
         warnings.simplefilter("ignore")
         server = _embedded().get_server(pgdata, cleanup_mode="stop")
     _STATE["server"] = server
+    _STATE["pgdata"] = pgdata
     try:
         dsn = str(server.get_uri())
         require_pgvector(dsn)

@@ -246,3 +246,16 @@ class TestTermStats:
                 reader.execute("COMMIT")
             other.close()
             reader.close()
+
+
+def test_long_query_words_are_not_kept_in_the_token_cache() -> None:
+    """A hostile prompt of long distinct words leaves nothing behind in the process: only
+    words of at most 64 characters are cached (issue 25: megabytes per prompt, for good)."""
+    from memory_inject.storage import _fts_terms
+
+    before = _fts_terms._cached_tokens.cache_info().currsize
+    for n in range(50):
+        word = f"w{n}" + "x" * 5000
+        assert _fts_terms._tokenize(word) == _fts_terms.tokens_of(word)
+    assert before == _fts_terms._cached_tokens.cache_info().currsize
+    assert ("deploi",) == _fts_terms.tokens_of("deploys")  # porter; short words are cached

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -544,3 +545,18 @@ class TestSchema:
                 "AND attnum > 0 AND NOT attisdropped"
             ).fetchall()
         assert set(COLUMNS) <= {r[0] for r in rows}
+
+
+def test_the_test_servers_data_is_out_of_pytests_shared_root(
+    pg_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Another pytest run prunes the shared temporary root (``pytest-of-<user>``); the
+    server's data directory is elsewhere, so that run cannot take it away (issue 25)."""
+    from tests.storage._pg_backend import _STATE, owns_server
+
+    if not owns_server():
+        pytest.skip("an external server (MEMORY_INJECT_TEST_PG_DSN) has no data directory here")
+    shared_root = tmp_path_factory.getbasetemp().parent.resolve()
+    pgdata = Path(_STATE["pgdata"]).resolve()
+    assert pgdata.exists()
+    assert shared_root not in pgdata.parents
