@@ -21,7 +21,7 @@ from attrs import define, frozen
 
 from memory_inject._deadline import Busy, Waited, arun_in_thread, hand_off, wait_note
 from memory_inject._seam import Seam, as_answer, seam_of
-from memory_inject.contract import Memory, RecallQuery, SupportsInterrupt
+from memory_inject.contract import Memory, RecallAnswer, RecallQuery, SupportsInterrupt
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, extract_entities, merge_results
@@ -263,13 +263,23 @@ def _steps(calls: list[Call], res: _Results) -> Steps:
                 res.degraded.extend(notes)
 
 
+def _lazy(batch: Any) -> bool:
+    """True for a batch (or an answer's entries) that is iterated only when read."""
+    if isinstance(batch, RecallAnswer):
+        batch = batch.entries
+    return not isinstance(batch, list | tuple) and hasattr(batch, "__iter__")
+
+
 def _materialise(batch: Any) -> Any:
-    """A lazy batch (a generator) as a list, iterated here, where the deadline applies.
+    """A lazy batch (a generator, or an answer whose entries are one) made a list here,
+    where the deadline applies.
 
     Anything else is returned as it is (a non-iterable batch is reported by ``_collect``).
     """
-    if isinstance(batch, list | tuple) or not hasattr(batch, "__iter__"):
+    if not _lazy(batch):
         return batch
+    if isinstance(batch, RecallAnswer):
+        return attrs.evolve(batch, entries=list(batch.entries))
     return list(batch)
 
 
@@ -319,6 +329,9 @@ async def _adrive(steps: Steps, memory: Memory, res: _Results, until: float | No
             try:
                 if call.afn is not None:
                     batch = await call.afn()
+                    if _lazy(batch):
+                        # Iterated on a recall thread, under the deadline, never on the loop.
+                        batch = await _athread(memory, partial(_materialise, batch), res, until)
                 else:
                     batch = await _athread(memory, partial(_made, call.fn), res, until)
             except (Busy, Waited):

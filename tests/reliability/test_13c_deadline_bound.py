@@ -24,6 +24,7 @@ from memory_inject import (
     arender_memory_context,
     render_memory_context,
 )
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.testing import recording
 
 DEADLINE = MemoryInjectConfig(deadline_ms=100)
@@ -59,6 +60,60 @@ def test_a_lazy_batch_is_iterated_under_the_deadline(gate: threading.Event) -> N
     t0 = time.perf_counter()
     with recording() as rec:
         result = render_memory_context(LazyHang(gate), "deploy", config=DEADLINE)  # type: ignore[arg-type]
+    assert time.perf_counter() - t0 < HANG_BOUND_S
+    assert ("", True) == (result.text, rec.events[0].partial)
+
+
+class AsyncLazyHang(LazyHang):
+    """``arecall`` answers at once, with a generator whose first item hangs (issue 25)."""
+
+    async def arecall(self, query: str, limit: int, **kw: Any) -> Iterator[MemoryEntry]:
+        return self.recall(query, limit, **kw)
+
+
+def test_an_async_lazy_batch_is_iterated_off_the_loop_under_the_deadline(
+    gate: threading.Event,
+) -> None:
+    """The generator is read on a recall thread, not on the event loop: the loop's other
+    tasks keep running, and the render returns at its deadline saying so."""
+
+    async def turn() -> tuple[Any, int]:
+        ticks = 0
+        stop = asyncio.Event()
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while not stop.is_set():
+                ticks += 1
+                await asyncio.sleep(0.005)
+
+        task = asyncio.ensure_future(ticker())
+        with recording() as rec:
+            hung: Any = AsyncLazyHang(gate)  # a lazy batch is not what the contract promises
+            result = await arender_memory_context(hung, "deploy", config=DEADLINE)
+        seen = ticks
+        stop.set()
+        await task
+        return (result.text, rec.events[0].partial, rec.events[0].degraded[0][:9]), seen
+
+    t0 = time.perf_counter()
+    outcome, ticks = asyncio.run(turn())
+    assert time.perf_counter() - t0 < HANG_BOUND_S
+    assert ("", True, "deadline:") == outcome
+    assert ticks > 1  # the loop was not held while the generator hung
+
+
+class LazyAnswer(LazyHang):
+    """``answer`` returns at once, with entries that are a generator whose first item hangs."""
+
+    def answer(self, q: RecallQuery) -> RecallAnswer:
+        return RecallAnswer(self.recall(q.query, q.limit))  # type: ignore[arg-type]
+
+
+def test_an_answers_lazy_entries_are_read_under_the_deadline(gate: threading.Event) -> None:
+    t0 = time.perf_counter()
+    with recording() as rec:
+        result = render_memory_context(LazyAnswer(gate), "deploy", config=DEADLINE)  # type: ignore[arg-type]
     assert time.perf_counter() - t0 < HANG_BOUND_S
     assert ("", True) == (result.text, rec.events[0].partial)
 
