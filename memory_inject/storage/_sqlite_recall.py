@@ -113,7 +113,15 @@ def _run(
     rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
     if query_vec is not None:
-        vector, hits = _vector_stage(conn, namespace, scope, params, query_vec, limit * 2, vectors)
+        vector, hits, skipped = _vector_stage(
+            conn, namespace, scope, params, query_vec, limit * 2, vectors
+        )
+        if skipped:
+            note = (
+                f"nonfinite_vectors: {skipped} stored vectors of this scope are not finite "
+                "numbers; those rows were searched by keyword only"
+            )
+            degraded = f"{degraded}; {note}" if degraded else note
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if query_vec is None or fusion.search_mode != "embedding":
@@ -173,8 +181,9 @@ def _vector_stage(
     query_vec: Sequence[float],
     k: int,
     vectors: tuple[VectorCache, VectorScope] | None,
-) -> tuple[list[tuple[str, float]], ScopeVectors | None]:
-    """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0.
+) -> tuple[list[tuple[str, float]], ScopeVectors | None, int]:
+    """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0,
+    and how many rows of the scope hold a vector that is not finite (never scored).
 
     With a :class:`VectorCache` (and numpy) the cosines come from the cached
     matrix and the whole scope's cosines are returned too; otherwise every
@@ -183,7 +192,7 @@ def _vector_stage(
     if vectors is not None:
         found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
         if found is not None:
-            return [(i, c) for i, c in found.top(k) if c > 0.0], found
+            return [(i, c) for i, c in found.top(k) if c > 0.0], found, found.skipped
     dim = len(query_vec)
     # Rows embedded by a model of another size are not comparable: skip them.
     sql = (
@@ -192,16 +201,24 @@ def _vector_stage(
     )
     rows = conn.execute(sql, (namespace, *params, 4 * dim)).fetchall()
     if not rows:
-        return [], None
+        return [], None, 0
     matrix: Any
     _np = numpy_or_none()
     if _np is not None:
         blob = b"".join(r[1] for r in rows)
         matrix = _np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
+        finite = _np.isfinite(matrix).all(axis=1)
+        skipped = int((~finite).sum())
+        if skipped:
+            rows = [r for r, ok in zip(rows, finite.tolist(), strict=True) if ok]
+            matrix = matrix[finite]
+            if not rows:
+                return [], None, skipped
     else:  # pragma: no cover - exercised only without numpy
         matrix = [decode_vector(r[1]) for r in rows]
+        skipped = 0
     top = cosine_top_k(query_vec, matrix, k)
-    return [(str(rows[i][0]), s) for i, s in top if s > 0.0], None
+    return [(str(rows[i][0]), s) for i, s in top if s > 0.0], None, skipped
 
 
 def _fusion_inputs(

@@ -96,6 +96,7 @@ class _Matrix:
         "live",
         "matrix",
         "n",
+        "nonfinite",
         "position",
         "rids",
         "seq",
@@ -119,10 +120,15 @@ class _Matrix:
         self.free: list[int] = []
         if rows:
             raw = _np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(self.n, dim)
-            self.matrix = _unit(raw)
+            finite = _np.isfinite(raw).all(axis=1)
+            # A stored vector that is not finite (written around the checks) is never
+            # scored: its row keeps its slot and scope columns, so it can be counted.
+            self.matrix = _unit(_np.where(finite[:, None], raw, 0.0))
         else:
+            finite = _np.ones(0, dtype=bool)
             self.matrix = _np.zeros((0, dim), dtype=_np.float32)
-        self.live = _np.ones(self.n, dtype=bool)
+        self.nonfinite = ~finite
+        self.live = finite.copy()
         self.has_session = _np.array([r[3] is not None for r in rows], dtype=bool)
         self.session = _np.array([self._code(r[3]) for r in rows], dtype=_np.int64)
         self.category = _np.array([self._code(r[4]) for r in rows], dtype=_np.int64)
@@ -135,8 +141,18 @@ class _Matrix:
 
     def mask(self, scope: VectorScope) -> Any:
         """True for the rows ``scope`` keeps (the store's SQL scope, in numpy)."""
+        return self.live & self.in_scope(scope)
+
+    def skipped(self, scope: VectorScope) -> int:
+        """How many rows of ``scope`` hold a vector that is not finite (never scored)."""
+        if not self.nonfinite.any():
+            return 0
+        return int((self.nonfinite & self.in_scope(scope)).sum())
+
+    def in_scope(self, scope: VectorScope) -> Any:
+        """True for the slots whose scope columns ``scope`` keeps, live or not."""
         _np = numpy_or_none()
-        keep = self.live & ~self.superseded & ((self.expires == "") | (self.expires > scope.now))
+        keep = ~self.superseded & ((self.expires == "") | (self.expires > scope.now))
         if scope.session_id is not None:
             code = self.codes.get(scope.session_id)
             if code is None:
@@ -173,6 +189,7 @@ class _Matrix:
 
     def _drop(self, slot: int) -> None:
         self.live[slot] = False
+        self.nonfinite[slot] = False
         self.matrix[slot] = 0.0
         key = self.ids[slot]
         if key is not None and self.position.get(key) == slot:
@@ -187,13 +204,15 @@ class _Matrix:
         if not self.free:
             self._grow()
         slot = self.free.pop()
-        vec = _unit(_np.frombuffer(r[2], dtype="<f4").reshape(1, self.dim))
-        self.matrix[slot] = vec[0]
+        raw = _np.frombuffer(r[2], dtype="<f4").reshape(1, self.dim)
+        finite = bool(_np.isfinite(raw).all())
+        self.matrix[slot] = _unit(raw)[0] if finite else 0.0
         key, rid = str(r[1]), int(r[0])
         self.ids[slot], self.rids[slot] = key, rid
         self.position[key] = slot
         self.by_rid[rid] = slot
-        self.live[slot] = True
+        self.live[slot] = finite
+        self.nonfinite[slot] = not finite
         self.has_session[slot] = r[3] is not None
         self.session[slot] = self._code(r[3])
         self.category[slot] = self._code(r[4])
@@ -207,6 +226,7 @@ class _Matrix:
         extra = max(64, self.n // 4)
         self.matrix = _np.concatenate([self.matrix, _np.zeros((extra, self.dim), _np.float32)])
         self.live = _np.concatenate([self.live, _np.zeros(extra, dtype=bool)])
+        self.nonfinite = _np.concatenate([self.nonfinite, _np.zeros(extra, dtype=bool)])
         self.has_session = _np.concatenate([self.has_session, _np.zeros(extra, dtype=bool)])
         self.session = _np.concatenate([self.session, _np.zeros(extra, dtype=_np.int64)])
         self.category = _np.concatenate([self.category, _np.zeros(extra, dtype=_np.int64)])
@@ -244,7 +264,19 @@ class ScopeVectors:
     each look takes the cache's lock and scores again if it was.
     """
 
-    __slots__ = ("_gen", "_keep", "_lock", "_m", "_q", "_scope", "_sims", "count", "high", "low")
+    __slots__ = (
+        "_gen",
+        "_keep",
+        "_lock",
+        "_m",
+        "_q",
+        "_scope",
+        "_sims",
+        "count",
+        "high",
+        "low",
+        "skipped",
+    )
 
     def __init__(
         self, m: _Matrix, q: Any, scope: VectorScope, lock: threading.RLock | None = None
@@ -255,6 +287,8 @@ class ScopeVectors:
         self._scope = scope
         self._lock = lock if lock is not None else threading.RLock()
         self._score()
+        #: Rows of the scope whose stored vector is not finite (never scored).
+        self.skipped = m.skipped(scope)
         keep, sims = self._keep, self._sims
         self.count = int(keep.sum())
         inside = sims[keep]

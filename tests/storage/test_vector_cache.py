@@ -284,3 +284,47 @@ class TestPatchedMatrix:
         other.close()
         assert ["k1", "k2"] == sorted(_same_as_a_scan(store, "apple"))
         store.close()
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["matrix", "scan"])
+def test_a_non_finite_stored_vector_never_reaches_the_fusion(tmp_path: Path, cached: bool) -> None:
+    """A NaN vector written around the checks (an older version, a tool on the file) is not
+    scored: min-max fusion ranks the scope as if that row had no vector, and the answer
+    names how many rows of *this* scope were skipped (not another session's; issue 25)."""
+    import sqlite3
+    import struct
+
+    from memory_inject.contract import RecallQuery
+    from memory_inject.embedders import HashingEmbedder
+    from memory_inject.storage.fusion import Fusion
+
+    def open_store(path: Path) -> SQLiteStore:
+        store = SQLiteStore(path, embedder=HashingEmbedder(dim=16), fusion=Fusion(mode="minmax"))
+        if not cached:
+            store._vectors = None
+        return store
+
+    texts = {
+        "a": "kubernetes cluster upgrade runbook",
+        "b": "kubernetes pod restarts",
+        "c": "holiday schedule",
+        "bad": "lunch on fridays",
+        "theirs": "kubernetes lunch",
+    }
+    bad, clean = tmp_path / "bad.db", tmp_path / "clean.db"
+    for path in (bad, clean):
+        with open_store(path) as store, SQLiteStore(path) as plain:
+            for key, text in texts.items():
+                # The same rows in both files; "bad" and "theirs" with no vector at all.
+                writer = plain if key in ("bad", "theirs") else store
+                writer.store(key, text, session_id="s2" if key == "theirs" else None)
+    nan = struct.pack("<16f", *([float("nan")] * 16))
+    with sqlite3.connect(bad) as conn:
+        conn.execute("UPDATE memories SET embedding = ? WHERE key IN ('bad', 'theirs')", (nan,))
+    with open_store(bad) as store, open_store(clean) as fresh:
+        asked = RecallQuery("kubernetes upgrade", 5, session_id="s1")
+        got, want = store.answer(asked), fresh.answer(asked)
+        assert [(e.key, e.score) for e in want.entries] == [(e.key, e.score) for e in got.entries]
+        assert ["nonfinite_vectors: 1 stored vectors of this scope"] == [
+            d[:49] for d in got.degraded
+        ]
