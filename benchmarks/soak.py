@@ -2,6 +2,7 @@
 
     python benchmarks/soak.py                  # 3 minutes, the figures in docs/reliability.md
     python benchmarks/soak.py --minutes 10 --renderers 8 --writers 4
+    python benchmarks/soak.py --long-prompts 1024   # 1,024 distinct 1.5 MB prompts: RSS growth
 
 Everything runs in this process against a file in a temporary directory
 (nothing leaves the machine, no network, no server). Renderer threads call
@@ -306,8 +307,58 @@ def verdict(
     return 1 if problems else 0
 
 
+#: The long-prompt soak's verdict: resident memory may grow by at most this much (issue 25).
+LONG_PROMPT_RSS_LIMIT_MB = 64.0
+
+
+def long_prompts(count: int, size_mb: float, emit: Callable[[str], None]) -> int:
+    """Render ``count`` distinct prompts of ``size_mb`` each on one store; judge RSS growth.
+
+    Each prompt is new text (its own words, a new long run of letters), as a
+    server meets pasted logs and documents: nothing the library keeps per
+    prompt may stay. The growth is measured from after the first 16 prompts
+    (the interpreter's and SQLite's own working set) to the end.
+    """
+    rng = random.Random(25)
+    config = MemoryInjectConfig(deadline_ms=None)
+    size = int(size_mb * (1 << 20))
+    with tempfile.TemporaryDirectory() as tmp, SQLiteStore(Path(tmp) / "m.db") as store:
+        for i in range(200):
+            words = " ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(12))
+            store.store(f"k{i}", f"note {i}: {words}", "core")
+        base = 0.0
+        t0 = time.perf_counter()
+        for n in range(count):
+            words = [rng.choice(SYLLABLES) + rng.choice(SYLLABLES) + str(n) for _ in range(2000)]
+            head = " ".join(words)
+            run_of_letters = "".join(rng.choice("abcdefghij") for _ in range(4096))
+            body = (head + " " + run_of_letters + " ") * (size // (len(head) + 4098) + 1)
+            render_memory_context(store, body[:size], config=config)
+            if n == 15:
+                base = rss_mb()
+            if n % 128 == 127 or n == count - 1:
+                emit(
+                    f"prompts {n + 1:5d}  rss {rss_mb():7.1f} MB  growth "
+                    f"{rss_mb() - base:+6.1f} MB  {time.perf_counter() - t0:6.1f} s"
+                )
+        growth = rss_mb() - base
+    ok = growth <= LONG_PROMPT_RSS_LIMIT_MB
+    emit(
+        f"{'PASS' if ok else 'FAIL'}: {count} distinct {size_mb} MB prompts, resident memory "
+        f"{growth:+.1f} MB after the first 16 (limit {LONG_PROMPT_RSS_LIMIT_MB:.0f} MB)"
+    )
+    return 0 if ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--long-prompts",
+        type=int,
+        metavar="N",
+        help="instead: render N distinct long prompts and judge memory growth (issue 25)",
+    )
+    parser.add_argument("--prompt-mb", type=float, default=1.5, help="size of each long prompt")
     parser.add_argument("--minutes", type=float, default=3.0, help="run time (default 3)")
     parser.add_argument("--window", type=float, default=10.0, help="seconds per sample row")
     parser.add_argument("--warmup", type=float, default=30.0, help="seconds not judged")
@@ -318,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--db", help="database file (default: a temporary one)")
     args = parser.parse_args(argv)
+    if args.long_prompts:
+        return long_prompts(args.long_prompts, args.prompt_mb, lambda line: print(line, flush=True))
     return run(args, lambda line: print(line, flush=True))
 
 

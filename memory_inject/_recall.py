@@ -30,7 +30,7 @@ __all__ = ["GRACE_S", "STANDING", "Call", "Recalled", "build_calls", "run_async"
 
 #: How much longer than the deadline a render listens to a built-in store, which
 #: stops its own waits at the deadline and then says what it waited for.
-GRACE_S = 0.05
+GRACE_S = 0.03
 #: The source of the standing-context call (``memory_inject.standing``): its
 #: entries follow the query's, and a key the query returned keeps its entry.
 STANDING = "standing"
@@ -401,7 +401,24 @@ def run_sync(
             if not finished:
                 with res.lock:
                     res.abandoned = res.timed_out = True
+        _note_stall(memory, res)
     return _collect(res, time.perf_counter() - t0, plan, deadline)
+
+
+def _note_stall(memory: Memory, res: _Results) -> None:
+    """Add the store's own account of a recall left waiting (``stall_note``), if any."""
+    if not (res.timed_out or res.busy is not None or res.wait is not None):
+        return
+    explain = getattr(memory, "stall_note", None)
+    if not callable(explain):
+        return
+    try:
+        note = explain()
+    except Exception:  # noqa: BLE001 - a diagnosis never fails the turn
+        return
+    if isinstance(note, str) and note:
+        with res.lock:
+            res.degraded.append(note)
 
 
 async def run_async(
@@ -451,6 +468,7 @@ async def run_async(
             elif res.wait is None and res.busy is None:
                 res.timed_out = True
             res.abandoned = True
+    _note_stall(memory, res)
     return _collect(res, time.perf_counter() - t0, plan, deadline)
 
 

@@ -425,11 +425,16 @@ class SupportsInterrupt(Protocol):
     ``until``, as far as the store's own work goes (SQLite: a progress handler
     interrupts the statement; its locks are waited for no longer than that).
     ``interrupts_in_place`` says whether that covers the whole call now (no
-    model embedder to wait for): then a sync render with a deadline makes the
-    calls in its own thread, with no worker thread hop; otherwise the calls
-    still run in a worker, interrupted there at the deadline so an abandoned
-    call never holds the store. Without it the worker is used and an
-    abandoned call runs until the store answers.
+    model embedder to wait for, no lock that the store cannot stop waiting
+    for, such as a SQLite file's WAL-index lock): then a render with a
+    deadline makes the calls in its own thread, with no worker thread hop;
+    otherwise the calls still run in a worker, interrupted there at the
+    deadline so an abandoned call never holds the store. Without it the
+    worker is used and an abandoned call runs until the store answers.
+
+    A store may also have ``stall_note() -> str | None``: when a recall ran
+    past its deadline or the store was busy, the render asks it why and adds
+    the answer to the event's ``degraded`` (SQLite: ``wal_lock: ...``).
     """
 
     @property

@@ -54,12 +54,13 @@ from memory_inject.storage._fts_terms import (
     FTS_COLUMNS,
     RowTokenizer,
     corpus_size,
+    ensure_vocab,
     instance_counts,
     tokens_of,
     varints,
 )
 from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
-from memory_inject.storage._vector_cache import logged_since
+from memory_inject.storage._vector_cache import LogPosition, logged_since
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
@@ -73,6 +74,19 @@ AFTER_RECALLS = 4
 PATCH_MAX = 256
 #: Past this many loaded tokens the postings are dropped and read again as asked for.
 MAX_TOKENS = 50_000
+#: Past this many postings (a token in a row) held in all, the postings are
+#: dropped and read again as asked for: about 150 bytes each, so the
+#: postings never hold much more than 30 MB.
+MAX_POSTINGS = 200_000
+#: A query whose unloaded tokens occur more often than this in the index (all
+#: rows, all columns) goes to the SQL path: reading their instances here
+#: costs about a microsecond each (a 10 MB row holding the word: seconds),
+#: where FTS5 reads a row's matches in C.
+MAX_LOAD_INSTANCES = 50_000
+#: A changed row longer than this (bytes, every indexed column) is not
+#: tokenised into the mirror: the mirror is read again instead (ids, lengths
+#: and scopes only), which costs the same whatever the rows hold.
+PATCH_MAX_BYTES = 1 << 20
 #: After a build fails (a deadline, a locked file), this many recalls use SQL first.
 BACKOFF = 64
 
@@ -85,10 +99,16 @@ _ID = ENTRY_COLUMNS.index("id")
 
 #: The change log's head and the connection's ``data_version``, in one statement.
 _HEAD_AND_VERSION = (
-    "SELECT (SELECT max(seq) FROM memories_log), (SELECT data_version FROM pragma_data_version)"
+    "SELECT (SELECT max(seq) FROM memories_log), "
+    "(SELECT stamp FROM memories_log ORDER BY seq DESC LIMIT 1), "
+    "(SELECT data_version FROM pragma_data_version)"
 )
 #: A token's instances in the store's index (``_build`` creates the vocab table).
 _INSTANCES = "SELECT term, doc, col FROM temp.memories_instances WHERE term = ?"
+#: Every indexed column's length in bytes, summed (``m`` is ``memories``).
+_ROW_BYTES = " + ".join(
+    f"ifnull(length(CAST(m.{c} AS BLOB)), 0)" for c in FTS_COLUMNS.replace(" ", "").split(",")
+)
 
 #: One posting: (the token's weighted count in the row, a bit per text column it is in).
 _Posting = tuple[float, int]
@@ -103,9 +123,19 @@ class _Index:
     with the store; ``loaded`` says which of those tokens each row holds.
     """
 
-    __slots__ = ("_scopes", "ids", "loaded", "postings", "scope", "seq", "size", "total")
+    __slots__ = (
+        "_scopes",
+        "held",
+        "ids",
+        "loaded",
+        "postings",
+        "scope",
+        "seq",
+        "size",
+        "total",
+    )
 
-    def __init__(self, seq: int) -> None:
+    def __init__(self, seq: LogPosition) -> None:
         """An empty index at ``seq``."""
         self.seq = seq
         self.ids: dict[int, str] = {}
@@ -113,6 +143,7 @@ class _Index:
         self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
         self.total = 0
         self.postings: dict[str, dict[int, _Posting]] = {}  # loaded tokens only
+        self.held = 0  # postings held, every token
         self.loaded: dict[int, set[str]] = {}
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
 
@@ -141,6 +172,7 @@ class _Index:
         """Keep ``token``'s postings from its ``(term, rid, column name)`` instances."""
         per_row = instance_counts(instances)
         posting = {rid: _posting(tokens[token]) for rid, tokens in per_row.items()}
+        self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
         for rid in posting:
             self.loaded.setdefault(rid, set()).add(token)
@@ -152,6 +184,7 @@ class _Index:
         self.set_row(rid, key, size, scope)
         held = [t for t in counts if t in self.postings]
         for token in held:
+            self.held += rid not in self.postings[token]
             self.postings[token][rid] = _posting(counts[token])
         if held:
             self.loaded[rid] = set(held)
@@ -166,7 +199,13 @@ class _Index:
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
         for token in self.loaded.pop(rid, ()):
-            self.postings[token].pop(rid, None)
+            self.held -= self.postings[token].pop(rid, None) is not None
+
+    def drop_postings(self) -> None:
+        """Forget every loaded token's postings (read again as queries ask for them)."""
+        self.postings.clear()
+        self.loaded.clear()
+        self.held = 0
 
 
 def _posting(per_col: list[int]) -> _Posting:
@@ -246,8 +285,8 @@ class KeywordMirror:
         # Reading the log first opens the read snapshot: the version read next is its own.
         # One statement (each one lets another thread take the GIL): the log's head,
         # which opens the read snapshot, and this connection's data_version.
-        head_row, dv = conn.execute(_HEAD_AND_VERSION).fetchone()
-        head = 0 if head_row is None else int(head_row)
+        head_row, stamp, dv = conn.execute(_HEAD_AND_VERSION).fetchone()
+        head: LogPosition = (0, None) if head_row is None else (int(head_row), stamp)
         version = (int(dv), conn.total_changes)
         # Each read connection has its own data_version: the index is current for
         # this one when nothing changed since it last looked and the log agrees.
@@ -267,23 +306,18 @@ class KeywordMirror:
         return index
 
     def _refreshed(
-        self, conn: sqlite3.Connection, index: _Index | None, head: int
+        self, conn: sqlite3.Connection, index: _Index | None, head: LogPosition
     ) -> _Index | None:
         if index is not None:
             rids = logged_since(conn, index.seq, head, PATCH_MAX)
-            if rids is not None:
-                self._patch(conn, index, rids, head)
+            if rids is not None and self._patch(conn, index, rids, head):
                 return index if len(index.ids) <= self.max_rows else None
         if corpus_size(conn) > self.max_rows:
             return None
         return self._build(conn, head)
 
-    def _build(self, conn: sqlite3.Connection, head: int) -> _Index:
+    def _build(self, conn: sqlite3.Connection, head: LogPosition) -> _Index:
         """Every row's id, scope and length; no postings yet (see :class:`_Index`)."""
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
-            "USING fts5vocab(main, memories_fts, instance)"
-        )
         sizes = {
             int(rid): sum(varints(bytes(sz)))
             for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
@@ -295,20 +329,34 @@ class KeywordMirror:
         self.builds += 1
         return index
 
-    def _patch(self, conn: sqlite3.Connection, index: _Index, rids: list[int], head: int) -> None:
+    def _patch(
+        self, conn: sqlite3.Connection, index: _Index, rids: list[int], head: LogPosition
+    ) -> bool:
+        """Bring ``index`` to ``head``; False (nothing changed) when a changed row is too
+        long to tokenise here (:data:`PATCH_MAX_BYTES`): the caller reads it again."""
+        if rids:
+            listed = json.dumps(rids)
+            longest = conn.execute(
+                f"SELECT max({_ROW_BYTES}) FROM memories AS m "  # noqa: S608 - constants
+                "WHERE m.rid IN (SELECT value FROM json_each(?))",
+                (listed,),
+            ).fetchone()[0]
+            if longest is not None and int(longest) > PATCH_MAX_BYTES:
+                return False
         for rid in rids:
             index.remove(rid)
         if rids:
             found = conn.execute(
                 f"SELECT rid, id, {FTS_COLUMNS} FROM memories "  # noqa: S608 - constants
                 "WHERE rid IN (SELECT value FROM json_each(?))",
-                (json.dumps(rids),),
+                (listed,),
             ).fetchall()
             counts, sizes = self._tokenizer.tokenise([(row[0], *row[2:]) for row in found])
             for row in found:
                 rid = int(row[0])
                 index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
         index.seq = head
+        return True
 
 
 def _hits(
@@ -319,8 +367,9 @@ def _hits(
     k: int,
     scope_tokens: Sequence[str] | None,
     rows: dict[str, tuple[Any, ...]] | None,
-) -> list[tuple[str, float, float]]:
-    """``_fts_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic.
+) -> list[tuple[str, float, float]] | None:
+    """``_fts_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic;
+    None when the query's tokens are too common to read here (the SQL path answers).
 
     A word in at least half of the rows (``bm25()`` floors its idf at 1e-6)
     neither draws nor adds, as on the SQL path, unless fewer than ``k`` rows
@@ -328,9 +377,22 @@ def _hits(
     """
     missing = [t for t in dict.fromkeys(phrases) if t not in index.postings]
     if missing:
-        if len(index.postings) + len(missing) > MAX_TOKENS:
-            index.postings.clear()
-            index.loaded.clear()
+        # Each read connection has its own temp schema (only queries that load a token get here).
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
+            "USING fts5vocab(main, memories_fts, instance)"
+        )
+        ensure_vocab(conn)
+        marks = ", ".join("?" * len(missing))
+        counts = conn.execute(
+            f"SELECT sum(cnt) FROM temp.memories_vocab WHERE term IN ({marks})",  # noqa: S608
+            missing,
+        ).fetchone()[0]
+        incoming = int(counts or 0)
+        if incoming > MAX_LOAD_INSTANCES:
+            return None  # FTS5 answers (see MAX_LOAD_INSTANCES)
+        if len(index.postings) + len(missing) > MAX_TOKENS or index.held + incoming > MAX_POSTINGS:
+            index.drop_postings()
             missing = list(dict.fromkeys(phrases))  # this query's held ones went too
         for token in missing:
             index.load(token, conn.execute(_INSTANCES, (token,)))

@@ -38,7 +38,7 @@ from typing import Any
 from attrs import define
 
 from memory_inject.storage._fts_terms import TermStats, tokens_of, varints
-from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS
+from memory_inject.storage._sqlite_schema import ENTRY_COLUMNS, FTS_COLUMNS
 from memory_inject.storage.calibration import coverage, fts5_idf, term_weight
 
 __all__ = ["BM25_WEIGHTS", "COVERAGE_WEIGHTS", "RANK_BUDGET", "WINDOW", "keyword_hits"]
@@ -68,8 +68,29 @@ _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
 _ID = ENTRY_COLUMNS.index("id")
 #: The columns a query word can be found in (the scope token never is one).
 _TEXT_COLUMNS = len(COVERAGE_WEIGHTS)
-_MARKS = ", ".join(f"highlight(memories_fts, {c}, ?, ?)" for c in range(_TEXT_COLUMNS))
+#: A column longer than this (bytes) is not marked with ``highlight()``,
+#: whose cost grows with the column's length times its matches (it re-copies
+#: its output at each mark: two 1.6 MB rows took 18 s); which phrases such a
+#: column holds is asked of FTS5 instead, one phrase and column at a time,
+#: in time linear in the column's matches.
+HIGHLIGHT_MAX_BYTES = 16_384
+_COLUMN_NAMES = tuple(FTS_COLUMNS.replace(" ", "").split(","))[:_TEXT_COLUMNS]
+
+
+def marks(limit: int) -> str:
+    """The select list that highlights each text column of at most ``limit`` bytes (-1 else)."""
+    return ", ".join(
+        f"CASE WHEN length(CAST(m.{name} AS BLOB)) <= {int(limit)} "
+        f"THEN highlight(memories_fts, {c}, ?, ?) ELSE -1 END"
+        for c, name in enumerate(_COLUMN_NAMES)
+    )
+
+
+_MARKS = marks(HIGHLIGHT_MAX_BYTES)
 _MARK_ARGS = (_OPEN, _CLOSE) * _TEXT_COLUMNS
+#: Marks a prefix phrase found in a long column: ``_holds`` sees a token that
+#: starts with the prefix, and no whole word equals it.
+_PREFIX_MARK = "\x00"
 
 
 @define
@@ -127,7 +148,7 @@ def keyword_hits(
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
     missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, match, missing, rows))
+    marked.update(_highlights(conn, match, missing, phrases, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, _coverage(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -270,42 +291,77 @@ def _highlights(
     conn: sqlite3.Connection,
     match: str,
     rids: Sequence[int],
+    phrases: Sequence[_Phrase],
     rows: dict[str, tuple[Any, ...]] | None = None,
+    long: set[int] | None = None,
 ) -> _Marked:
     """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``.
 
-    With ``rows``, the same statement also reads each row's entry columns
-    into it (by id).
+    ``phrases`` are the phrases of ``match``. A column longer than
+    :data:`HIGHLIGHT_MAX_BYTES` is not highlighted: the ``phrases`` it holds
+    are found by FTS5 (:func:`_held_in_long`) and marked with their tokens.
+    ``long``, when given, receives the rowids that had such a column. With
+    ``rows``, the same statement also reads each row's entry columns into it
+    (by id).
     """
     if not rids:
         return {}
+    entry = f", {_ENTRY}" if rows is not None else ""
     # +rowid: a pushed-down rowid constraint re-opens the query once per row.
-    if rows is None:
-        sql = (
-            f"SELECT rowid, {_MARKS} FROM memories_fts "  # noqa: S608 - our fragments
-            "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
-        )
-    else:
-        sql = (
-            f"SELECT memories_fts.rowid, {_MARKS}, {_ENTRY} FROM memories_fts "  # noqa: S608
-            "JOIN memories AS m ON m.rid = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
-            "(SELECT value FROM json_each(?))"
-        )
+    sql = (
+        f"SELECT memories_fts.rowid, {_MARKS}{entry} FROM memories_fts "  # noqa: S608
+        "JOIN memories AS m ON m.rid = memories_fts.rowid "
+        "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
+        "(SELECT value FROM json_each(?))"
+    )
     out: _Marked = {}
+    too_long: dict[int, list[int]] = {}  # column -> rowids
     for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
         if rows is not None:
-            entry = row[1 + _TEXT_COLUMNS :]
-            rows[entry[_ID]] = entry
+            got = row[1 + _TEXT_COLUMNS :]
+            rows[got[_ID]] = got
+        rid = int(row[0])
         cols: list[list[str]] = []
-        for text in row[1 : 1 + _TEXT_COLUMNS]:
+        for c, text in enumerate(row[1 : 1 + _TEXT_COLUMNS]):
             marked: list[str] = []
-            if text and _OPEN in text:
+            if text == -1:
+                too_long.setdefault(c, []).append(rid)
+            elif text and _OPEN in text:
                 for span in _SPAN.findall(text):
                     marked.extend(tokens_of(span))
             cols.append(marked)
-        out[int(row[0])] = cols
+        out[rid] = cols
+    if too_long:
+        for rid, c, p in _held_in_long(conn, too_long, phrases):
+            out[rid][c].extend(t + _PREFIX_MARK if p.prefix else t for t in p.tokens)
+        if long is not None:
+            long.update(r for rs in too_long.values() for r in rs)
     return out
+
+
+def _held_in_long(
+    conn: sqlite3.Connection, too_long: dict[int, list[int]], phrases: Sequence[_Phrase]
+) -> list[tuple[int, int, _Phrase]]:
+    """``(rowid, column, phrase)`` for each phrase each long column holds.
+
+    One statement, a branch per phrase and column, each a column-filtered
+    MATCH over just those rows: FTS5 walks the phrase's matches, never
+    copying the text.
+    """
+    arms: list[str] = []
+    args: list[str] = []
+    who: list[tuple[int, _Phrase]] = []
+    for c, rids in sorted(too_long.items()):
+        listed = json.dumps(rids)
+        for p in phrases:
+            arms.append(
+                f"SELECT rowid, {len(who)} FROM memories_fts WHERE memories_fts MATCH ? "  # noqa: S608
+                "AND +rowid IN (SELECT value FROM json_each(?))"
+            )
+            args += [f"{_COLUMN_NAMES[c]} : {p.text}", listed]
+            who.append((c, p))
+    found = conn.execute(" UNION ALL ".join(arms), args).fetchall()
+    return [(int(rid), who[i][0], who[i][1]) for rid, i in found]
 
 
 def _add_bm25(conn: sqlite3.Connection, extra: Sequence[_Phrase], hits: Sequence[_Hit]) -> None:
@@ -345,9 +401,12 @@ def _add_bm25_marked(
     holding an extra phrase (all phrases marked).
     """
     match = f"({_match(draw)}) AND ({_match(extra)})"
-    marked = _highlights(conn, match, [h.rid for h in hits])
+    long: set[int] = set()
+    marked = _highlights(conn, match, [h.rid for h in hits], [*draw, *extra], long=long)
     if not marked:
         return marked
+    if long:  # their marks hold no counts: FTS5 scores the share of those few rows
+        _add_bm25(conn, extra, [h for h in hits if h.rid in long])
     sizes = {
         int(i): sum(varints(bytes(sz)))
         for i, sz in conn.execute(
@@ -359,7 +418,7 @@ def _add_bm25_marked(
     avgdl = stats.avgdl or 1.0
     for h in hits:
         cols = marked.get(h.rid)
-        if cols is None:
+        if cols is None or h.rid in long:
             continue
         norm = _K1 * (1.0 - _B + _B * sizes.get(h.rid, 0) / avgdl)
         for p, w in zip(extra, idf, strict=True):

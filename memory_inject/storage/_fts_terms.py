@@ -192,6 +192,8 @@ def corpus_size(conn: sqlite3.Connection) -> int:
 
 #: Forget cached document frequencies past this many tokens (a bound, not a tuning knob).
 _MAX_CACHED = 50_000
+#: Longer tokens are never cached, so the cache holds at most about 50,000 x 64 characters.
+_MAX_CACHED_CHARS = 64
 
 
 class TermStats:
@@ -240,10 +242,14 @@ class TermStats:
         self, conn: sqlite3.Connection, tokens: Sequence[str]
     ) -> dict[str, int]:
         """``{token: rows containing it}`` like :func:`document_frequencies`, cached."""
-        missing = [t for t in set(tokens) if t not in self._df]
-        if missing:
-            if len(self._df) > _MAX_CACHED:
-                self._df.clear()
-            found = document_frequencies(conn, missing)
-            self._df.update({t: found.get(t, 0) for t in missing})
-        return {t: self._df[t] for t in tokens}
+        df = self._df
+        missing = [t for t in set(tokens) if t not in df]
+        if not missing:
+            return {t: df[t] for t in tokens}
+        if len(df) > _MAX_CACHED:
+            df.clear()
+        found = document_frequencies(conn, missing)
+        # Only word-sized tokens are kept: a prompt's 1 MB run of letters is one
+        # token, and keeping it would make the cache's size the prompts' size.
+        df.update({t: found.get(t, 0) for t in missing if len(t) <= _MAX_CACHED_CHARS})
+        return {t: df[t] if t in df else found.get(t, 0) for t in tokens}

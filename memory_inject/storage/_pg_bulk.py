@@ -104,6 +104,14 @@ class PostgresBulk(PostgresConnections):
             taken = cur.fetchone()
             if taken is not None:  # all or nothing: the transaction rolls back
                 raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
+            clash_check = stage_id_clash(self._q)
+            cur.execute(clash_check.query, clash_check.params)
+            clash = cur.fetchone()
+            if clash is not None:
+                raise ValueError(
+                    f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
+                    f"key {clash[2]!r} (an id names one memory); nothing was written"
+                )
             rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
             if rebuild:
                 cur.execute(hnsw_drop(self._q))
@@ -188,6 +196,20 @@ def stage_owned(q: Queries) -> Stmt:
         "SELECT s.key, s._seq FROM {s} AS s JOIN {t} AS m "
         "ON m.namespace = %(ns)s AND m.key = s.key AND m.deleted_at IS NULL "
         "AND m.session_id IS DISTINCT FROM s.session_id ORDER BY s._seq LIMIT 1"
+    ).format(s=_STAGE, t=q.t)
+    return Stmt(query, {"ns": q.ns})
+
+
+def stage_id_clash(q: Queries) -> Stmt:
+    """The first staged line whose ``id`` another key holds (an earlier line of the file, or
+    a row of the table that the import does not rewrite), that id and that key."""
+    query = sql.SQL(
+        "WITH s AS (SELECT _seq, id, key, "
+        "first_value(key) OVER (PARTITION BY id ORDER BY _seq) AS first_key FROM {s}) "
+        "SELECT s._seq, s.id, CASE WHEN s.first_key <> s.key THEN s.first_key ELSE m.key END "
+        "FROM s LEFT JOIN {t} AS m ON m.namespace = %(ns)s AND m.id = s.id AND m.key <> s.key "
+        "AND NOT EXISTS (SELECT 1 FROM {s} AS x WHERE x.key = m.key) "
+        "WHERE s.first_key <> s.key OR m.key IS NOT NULL ORDER BY s._seq LIMIT 1"
     ).format(s=_STAGE, t=q.t)
     return Stmt(query, {"ns": q.ns})
 

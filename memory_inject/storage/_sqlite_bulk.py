@@ -23,6 +23,36 @@ from memory_inject.storage.records import MemoryRecord
 __all__ = ["SQLiteBulk"]
 
 
+class _LineError(ValueError):
+    """An import batch failed because of one line, which the message names."""
+
+
+def _last_of(records: Sequence[MemoryRecord], key: str) -> int:
+    """The index of the last record of ``key`` (the one the upsert keeps)."""
+    return max(i for i, r in enumerate(records) if r.key == key)
+
+
+def _id_clash(
+    conn: sqlite3.Connection, namespace: str, records: Sequence[MemoryRecord]
+) -> tuple[int, str] | None:
+    """The first record whose id another key holds (in the file before it, or in the
+    table), and that key; None when no id clashes."""
+    ids = list({r.id for r in records})
+    held = dict(
+        conn.execute(
+            "SELECT id, key FROM memories WHERE namespace = ? AND id IN "
+            "(SELECT value FROM json_each(?))",
+            (namespace, json.dumps(ids)),
+        ).fetchall()
+    )
+    for i, r in enumerate(records):
+        other = held.get(r.id)
+        if other is not None and other != r.key:
+            return i, str(other)
+        held[r.id] = r.key
+    return None
+
+
 class SQLiteBulk(SQLiteConnections):
     """``SQLiteStore``'s JSONL ``import_jsonl``/``export_jsonl`` and ``embed_missing``."""
 
@@ -43,28 +73,32 @@ class SQLiteBulk(SQLiteConnections):
         """
         done = 0
         batch: builtins.list[MemoryRecord] = []
-        last_line = 0
+        lines: builtins.list[int] = []
         for lineno, record in read_jsonl(src):
             batch.append(record.evolve(namespace=self._namespace))
-            last_line = lineno
+            lines.append(lineno)
             if len(batch) >= batch_size:
-                done += self._import_batch(batch, last_line)
-                batch = []
+                done += self._import_batch(batch, lines)
+                batch, lines = [], []
                 if progress is not None:
                     progress(done)
         if batch:
-            done += self._import_batch(batch, last_line)
+            done += self._import_batch(batch, lines)
             if progress is not None:
                 progress(done)
         return done
 
-    def _import_batch(self, batch: builtins.list[MemoryRecord], last_line: int) -> int:
+    def _import_batch(self, batch: builtins.list[MemoryRecord], lines: Sequence[int]) -> int:
         try:
-            return self._upsert_many(self._embedded(batch), "import")
+            return self._upsert_many(self._embedded(batch), "import", lines)
+        except _LineError as exc:
+            raise ValueError(str(exc)) from exc.__cause__
         except ValueError as exc:
-            raise ValueError(f"import batch ending at line {last_line}: {exc}") from exc
+            raise ValueError(f"import batch ending at line {lines[-1]}: {exc}") from exc
 
-    def _upsert_many(self, records: Sequence[MemoryRecord], what: str) -> int:
+    def _upsert_many(
+        self, records: Sequence[MemoryRecord], what: str, lines: Sequence[int] | None = None
+    ) -> int:
         rows = [schema.record_to_row(r) for r in records]
         sessions = {r.key: r.session_id for r in records}  # a repeated key: its last line
 
@@ -77,8 +111,21 @@ class SQLiteBulk(SQLiteConnections):
             ).fetchall()
             for key, session in live:
                 if sessions.get(key, session) != session:
-                    raise owned(str(key), what)
-            conn.executemany(schema.UPSERT, rows)
+                    line = "" if lines is None else f" (line {lines[_last_of(records, key)]})"
+                    raise owned(str(key), f"{what}{line}")
+            try:
+                conn.executemany(schema.UPSERT, rows)
+            except sqlite3.IntegrityError as exc:
+                if lines is not None:
+                    clash = _id_clash(conn, self._namespace, records)
+                    if clash is not None:
+                        i, other = clash
+                        raise _LineError(
+                            f"import line {lines[i]}: id {records[i].id!r} is already the id "
+                            f"of key {other!r} (an id names one memory); nothing of lines "
+                            f"{lines[0]}-{lines[-1]} was written"
+                        ) from exc
+                raise
 
         self._write(op, what)
         return len(rows)

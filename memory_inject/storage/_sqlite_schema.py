@@ -293,6 +293,34 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
         END""",  # noqa: S608 - built from constants
     ),
+    # 7: a random stamp on every log entry (issue 25). A cache knows the
+    # position it is current at and that entry's stamp: a file whose history
+    # diverged (a backup restored into the live file) can hold the same
+    # positions and even the same rids, never the same stamps, so the cache
+    # sees a history it did not follow and reads everything again.
+    (
+        "ALTER TABLE memories_log ADD COLUMN stamp INTEGER",
+        "DROP TRIGGER memories_log_insert",
+        "DROP TRIGGER memories_log_update",
+        "DROP TRIGGER memories_log_delete",
+        f"""CREATE TRIGGER memories_log_insert AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_log(rid, stamp) VALUES (new.rid, random());
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
+        f"""CREATE TRIGGER memories_log_update AFTER UPDATE ON memories BEGIN
+            INSERT INTO memories_log(rid, stamp)
+                SELECT old.rid, random() WHERE old.rid IS NOT new.rid;
+            INSERT INTO memories_log(rid, stamp) VALUES (new.rid, random());
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
+        f"""CREATE TRIGGER memories_log_delete AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_log(rid, stamp) VALUES (old.rid, random());
+            DELETE FROM memories_log WHERE seq <= (SELECT max(seq) FROM memories_log) - {LOG_KEEP};
+        END""",  # noqa: S608 - built from constants
+        # Where the log is now, stamped, so a cache built before any new write has a stamp.
+        "INSERT INTO memories_log(rid, stamp) SELECT 0, random() WHERE EXISTS "
+        "(SELECT 1 FROM memories)",
+    ),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

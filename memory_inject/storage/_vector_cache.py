@@ -45,7 +45,25 @@ from attrs import frozen
 
 from memory_inject.embedders import numpy_or_none
 
-__all__ = ["ScopeVectors", "VectorCache", "VectorScope", "log_head", "logged_since"]
+__all__ = [
+    "MAX_MATRIX_BYTES",
+    "LogPosition",
+    "ScopeVectors",
+    "VectorCache",
+    "VectorScope",
+    "log_head",
+    "log_position",
+    "logged_since",
+]
+
+#: A place in ``memories_log``: its ``seq`` and that entry's random ``stamp``
+#: (schema 7; None for an empty log or an entry written before the stamps).
+LogPosition = tuple[int, int | None]
+
+#: A namespace's matrix is kept only while it holds at most this many bytes
+#: (:func:`row_bytes` a row: about 340,000 rows of 384 dimensions); a larger
+#: one is not kept, and its recalls read the scope's vectors from the file.
+MAX_MATRIX_BYTES = 256 << 20
 
 
 @frozen(slots=True)
@@ -105,7 +123,7 @@ class _Matrix:
         "timestamp",
     )
 
-    def __init__(self, rows: list[Any], dim: int, seq: int) -> None:
+    def __init__(self, rows: list[Any], dim: int, seq: LogPosition) -> None:
         """``rows`` hold ``_ROW``: rid, id, embedding and the scope columns."""
         _np = numpy_or_none()
         self.dim = dim
@@ -169,7 +187,7 @@ class _Matrix:
             keep &= self.timestamp <= scope.until
         return keep
 
-    def patch(self, rows: list[Any], rids: Sequence[int], namespace: str, seq: int) -> None:
+    def patch(self, rows: list[Any], rids: Sequence[int], namespace: str, seq: LogPosition) -> None:
         """Apply the changed rows: ``rows`` are what ``rids`` now hold (``_ROW``,
         namespace, deleted_at); a rid with no row was deleted."""
         for rid in rids:
@@ -352,11 +370,14 @@ class VectorCache:
     cache compares ``(data_version, bumps)`` with the pair it was built at.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_MATRIX_BYTES) -> None:
         """An empty cache; matrices are read on first use."""
+        self.max_bytes = max_bytes
         self._lock = threading.RLock()
         self._bumps = 0
         self._matrices: dict[tuple[str, int], _Matrix] = {}
+        # (namespace, dim) whose matrix would hold more than max_bytes.
+        self._big: set[tuple[str, int]] = set()
         # (data_version, bumps) per (read connection, matrix) when it last saw the matrix current.
         self._seen: dict[tuple[int, str, int], tuple[int, int]] = {}
 
@@ -369,6 +390,7 @@ class VectorCache:
         """Drop every matrix (the next recall reads the vectors again)."""
         with self._lock:
             self._matrices.clear()
+            self._big.clear()
             self._seen.clear()
 
     def scope(
@@ -391,29 +413,56 @@ class VectorCache:
         qn = float(_np.linalg.norm(q))
         with self._lock:
             m = self._matrix(conn, namespace, dim)
+            if m is None:
+                return None
             return ScopeVectors(m, q / qn if qn > 0.0 else None, scope, self._lock)
 
-    def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> _Matrix:
-        """The current matrix for this connection's snapshot (the caller holds the lock)."""
+    def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> _Matrix | None:
+        """The current matrix for this connection's snapshot (the caller holds the lock);
+        None when it would hold more than :attr:`max_bytes` (the caller scans instead)."""
         version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), self._bumps)
         seen = (id(conn), namespace, dim)
-        cached = self._matrices.get((namespace, dim))
-        if cached is not None and self._seen.get(seen) == version:
+        key = (namespace, dim)
+        cached = self._matrices.get(key)
+        if self._seen.get(seen) == version and (cached is not None or key in self._big):
             return cached
-        head = log_head(conn)
+        head = log_position(conn)
+        built: _Matrix | None
         if cached is not None and _patched(conn, cached, namespace, head):
             built = cached
         else:
-            rows = conn.execute(
-                f"SELECT {_ROW} FROM memories WHERE namespace = ? AND deleted_at IS NULL "  # noqa: S608
-                "AND embedding IS NOT NULL AND length(embedding) = ? ORDER BY rid",
+            self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
+            count = conn.execute(
+                "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL "
+                "AND embedding IS NOT NULL AND length(embedding) = ?",
                 (namespace, 4 * dim),
-            ).fetchall()
-            built = _Matrix(rows, dim, head)
-            self._seen = {k: v for k, v in self._seen.items() if k[1:] != (namespace, dim)}
-        self._matrices[(namespace, dim)] = built
+            ).fetchone()[0]
+            if int(count) * row_bytes(dim) > self.max_bytes:
+                built = None
+            else:
+                rows = conn.execute(
+                    f"SELECT {_ROW} FROM memories WHERE namespace = ? "  # noqa: S608 - constants
+                    "AND deleted_at IS NULL AND embedding IS NOT NULL AND length(embedding) = ? "
+                    "ORDER BY rid",
+                    (namespace, 4 * dim),
+                ).fetchall()
+                built = _Matrix(rows, dim, head)
+        if built is not None and len(built.rids) * row_bytes(dim) > self.max_bytes:
+            built = None  # grown past the bound by patches
+        if built is None:
+            self._matrices.pop(key, None)
+            self._big.add(key)
+        else:
+            self._matrices[key] = built
+            self._big.discard(key)
         self._seen[seen] = version
         return built
+
+
+def row_bytes(dim: int) -> int:
+    """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
+    id and rid, and its scope columns."""
+    return 4 * dim + 200
 
 
 def log_head(conn: sqlite3.Connection) -> int:
@@ -422,16 +471,34 @@ def log_head(conn: sqlite3.Connection) -> int:
     return 0 if row is None or row[0] is None else int(row[0])
 
 
-def logged_since(conn: sqlite3.Connection, seq: int, head: int, cap: int) -> list[int] | None:
-    """The rids logged after ``seq`` up to ``head``; None when a cache at ``seq`` must rebuild.
+def log_position(conn: sqlite3.Connection) -> LogPosition:
+    """The newest ``memories_log`` entry as a :data:`LogPosition` (``(0, None)`` when empty)."""
+    row = conn.execute("SELECT seq, stamp FROM memories_log ORDER BY seq DESC LIMIT 1").fetchone()
+    return (0, None) if row is None else (int(row[0]), row[1])
 
-    None when the log went back (a file replaced under the store), when
-    entries after ``seq`` were pruned, or when more than ``cap`` rows changed.
+
+def logged_since(
+    conn: sqlite3.Connection, since: LogPosition, head: LogPosition, cap: int
+) -> list[int] | None:
+    """The rids logged after ``since`` up to ``head``; None when a cache at ``since`` must rebuild.
+
+    None when the log went back (a file replaced under the store), when the
+    entry at ``since`` is not the one the cache saw (its stamp differs: a
+    history that diverged, such as a backup restored into the live file, even
+    one that went further), when entries after it were pruned, or when more
+    than ``cap`` rows changed.
     """
-    if head == seq:
+    seq, stamp = since
+    if head == since:
         return []
-    if head < seq:
+    if head[0] < seq:
         return None
+    if stamp is not None or seq > 0:
+        row = conn.execute("SELECT stamp FROM memories_log WHERE seq = ?", (seq,)).fetchone()
+        if row is None or row[0] != stamp:
+            return None
+    if head[0] == seq:  # the same entry, another stamp: caught above
+        return []
     first = conn.execute("SELECT min(seq) FROM memories_log").fetchone()[0]
     if first is None or int(first) > seq + 1:
         return None
@@ -444,7 +511,7 @@ def logged_since(conn: sqlite3.Connection, seq: int, head: int, cap: int) -> lis
     return None if len(rids) > cap else rids
 
 
-def _patched(conn: sqlite3.Connection, m: _Matrix, namespace: str, head: int) -> bool:
+def _patched(conn: sqlite3.Connection, m: _Matrix, namespace: str, head: LogPosition) -> bool:
     """Bring ``m`` to ``head`` from the log; False when it must be read again instead."""
     rids = logged_since(conn, m.seq, head, PATCH_MAX)
     if rids is None:

@@ -37,8 +37,9 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._plan_rows import entity_names
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import DEFAULT_READERS, LOCK_RETRY_DELAY_S
+from memory_inject.storage._sqlite_locks import wal_lock_note
 from memory_inject.storage._sqlite_recall import scored_recall
-from memory_inject.storage._vector_cache import VectorCache, VectorScope, log_head
+from memory_inject.storage._vector_cache import VectorCache, VectorScope, log_position
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import (
     HARD_RULE_TYPES,
@@ -359,11 +360,25 @@ class SQLiteStore(SQLiteBulk):
 
     @property
     def interrupts_in_place(self) -> bool:
-        """True without an embedder: a recall is then SQLite's work alone, which
-        :meth:`interrupt_at` stops at the deadline (a model's query embedding
-        cannot be stopped, so with one the render keeps its worker thread).
+        """True only for a private ``:memory:`` database without an embedder.
+
+        :meth:`interrupt_at` stops SQLite's statements and lock waits at the
+        deadline, but not the wait for a file's WAL-index lock (another process
+        in WAL recovery, a backup tool, a stuck file system), which SQLite
+        retries for about ten seconds outside its busy and progress handlers;
+        nor a model's query embedding. So a file's recalls run on a recall
+        thread, which the render leaves at its deadline (:meth:`stall_note`
+        then says why).
         """
-        return self._embedder is None
+        return self._embedder is None and self._path == ":memory:"
+
+    def stall_note(self) -> str | None:
+        """Why a recall of this store may be waiting past its deadline, if a cause is
+        seen: another process holding the file's WAL-index lock (``wal_lock: ...``,
+        from ``/proc/locks`` on Linux). The render adds it to the recall event."""
+        if self._file is None:
+            return None
+        return wal_lock_note(self._file)
 
     def _scope(
         self, session_id: str | None, since: datetime | str | None, until: datetime | str | None
@@ -439,16 +454,17 @@ class SQLiteStore(SQLiteBulk):
     # -- standing context (PI's hard rules and L1, every turn) ----------------
 
     @property
-    def data_version(self) -> tuple[int, int]:
+    def data_version(self) -> tuple[tuple[int, int | None], int]:
         """Changes whenever the rows do: the change log's head and this store's commits.
 
         ``memories_log`` (schema 6) logs every row any connection or process
         inserts, updates or deletes, so its head moves with every write
         wherever it came from; unlike ``PRAGMA data_version`` it is the same
         number on every read connection. The write count covers this store's
-        own commits.
+        own commits. The head entry's random stamp (schema 7) tells a restored
+        copy of the file whose history diverged from the one it replaced.
         """
-        return self._read(log_head, "data_version"), self._writes
+        return self._read(log_position, "data_version"), self._writes
 
     def standing_records(
         self,

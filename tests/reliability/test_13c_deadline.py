@@ -5,8 +5,9 @@ away from it at the deadline; the abandoned recall kept running and kept the
 store's read lock, so the next users' renders got nothing (``deadline``, then
 ``store_busy``). The SQLite store now interrupts its statements at the
 deadline (a progress handler) and waits for its lock no longer than that, so
-nothing is left running; without an embedder the render makes the call in
-its own thread, with no thread hop.
+nothing is left running. (Issue 25: only a private ``:memory:`` store recalls
+in the caller's thread; a file's WAL-index lock wait cannot be interrupted, so
+a file's recall runs on a recall thread, stopped there the same way.)
 """
 
 from __future__ import annotations
@@ -111,9 +112,25 @@ def test_the_next_renders_are_served_after_a_stopped_recall(tmp_path: Path) -> N
     assert not any(e.partial for e in rec.events)
 
 
-def test_without_an_embedder_the_recall_runs_in_the_callers_thread(slow: SlowSQLite) -> None:
-    render_memory_context(slow, "deploy", config=DEADLINE)
-    assert [threading.current_thread().name] == slow.threads
+def test_a_files_recall_runs_on_a_recall_thread_and_is_still_stopped(slow: SlowSQLite) -> None:
+    """Issue 25: a file's WAL-index lock wait cannot be interrupted in place, so a
+    file store's recall leaves the caller's thread, and is still stopped there."""
+    with recording() as rec:
+        render_memory_context(slow, "deploy", config=DEADLINE)
+    assert ["memory-inject-recall"] == [t.split("_")[0] for t in slow.threads]
+    assert any(d.startswith("deadline: recall abandoned") for d in rec.events[0].degraded)
+    assert lock_is_free(slow)
+
+
+def test_a_private_in_memory_store_recalls_in_the_callers_thread() -> None:
+    """No file, no WAL index: the store stops itself in place, with no thread hop."""
+    with SlowSQLite(":memory:") as store:
+        store.threads = []
+        store.store("fact", "deploys go to prod-3")
+        with recording() as rec:
+            render_memory_context(store, "deploy", config=DEADLINE)
+    assert [threading.current_thread().name] == store.threads
+    assert any(d.startswith("deadline: recall abandoned") for d in rec.events[0].degraded)
 
 
 def test_with_an_embedder_the_recall_runs_in_a_worker_and_is_still_stopped(

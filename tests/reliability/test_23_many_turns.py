@@ -557,14 +557,17 @@ def test_a_fast_keyword_store_recalls_on_the_loop_until_it_stalls_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No thread hop while the store answers fast; two stalled recalls in a row (each
-    stopped at the deadline) move that store's async recalls to recall threads."""
+    stopped at the deadline) move that store's async recalls to recall threads.
+
+    A private ``:memory:`` store: a file's recalls always run on recall threads, since
+    its WAL-index lock wait cannot be stopped in place (issue 25)."""
     from memory_inject import _recall
 
     # "Slow" just under the stall (a stopped recall lasts the 100 ms deadline), so a busy
     # machine's ordinary recall is never taken for one.
     monkeypatch.setattr(_recall, "INLINE_MAX_S", 0.09)
     cfg = MemoryInjectConfig(deadline_ms=100)
-    with fill(_Stalling(tmp_path / "m.db"), users=2) as store:
+    with fill(_Stalling(":memory:"), users=2) as store:
         store.threads = []
 
         async def turns() -> list[tuple[str, ...]]:

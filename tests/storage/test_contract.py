@@ -368,6 +368,19 @@ class TestJsonl:
         with pytest.raises(ValueError, match=r"line 2\b.*colour"):
             s.import_jsonl(io.StringIO(text))
 
+    def test_a_duplicate_id_names_its_line_and_the_key_holding_it(
+        self, store_factory: Factory
+    ) -> None:
+        """Issue 25: an id another key holds is refused naming its own line, not the batch's."""
+        s = store_factory()
+        text = "".join(
+            json.dumps({"id": "dup" if i in (4, 1501) else f"i{i}", "key": f"k{i}", "content": ""})
+            + "\n"
+            for i in range(1, 1601)
+        )
+        with pytest.raises(ValueError, match=r"line 1501: id 'dup' is already the id of key 'k4'"):
+            s.import_jsonl(io.StringIO(text))
+
     def test_invalid_json_names_its_number(self, store_factory: Factory) -> None:
         """Broken JSON is reported with its line number too."""
         s = store_factory()

@@ -300,7 +300,7 @@ class TestWhenItApplies:
         assert mirror is not None
         calls = []
 
-        def broken(conn: sqlite3.Connection, head: int) -> Any:
+        def broken(conn: sqlite3.Connection, head: object) -> Any:
             calls.append(head)
             raise sqlite3.OperationalError("disk I/O error")
 
