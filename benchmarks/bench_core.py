@@ -157,7 +157,7 @@ def main() -> None:
             2_000,
         )
         row(
-            "render end to end on SQLiteStore, 200 rows, default config (in place)",
+            "render end to end on SQLiteStore, 200 rows, default config (a recall thread)",
             lambda: render_memory_context(lite, "deploy server prod", turn=turn, now=NOW),
             2_000,
         )
