@@ -51,7 +51,6 @@ __all__ = [
     "ScopeVectors",
     "VectorCache",
     "VectorScope",
-    "log_head",
     "log_position",
     "logged_since",
 ]
@@ -463,12 +462,6 @@ def row_bytes(dim: int) -> int:
     """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
     id and rid, and its scope columns."""
     return 4 * dim + 200
-
-
-def log_head(conn: sqlite3.Connection) -> int:
-    """The newest ``memories_log`` position (0 before the first change)."""
-    row = conn.execute("SELECT max(seq) FROM memories_log").fetchone()
-    return 0 if row is None or row[0] is None else int(row[0])
 
 
 def log_position(conn: sqlite3.Connection) -> LogPosition:
