@@ -26,7 +26,12 @@ does). A new turn that starts while a mark is open, in a conversation that
 does not contain the marked turn's message, is a nested agent (a tool that
 runs another agent): ``sub_turn``, no block, one ``memory_skipped``. A
 conversation that does contain it is the next turn of the same one. The mark
-closes when the model answers without asking for a tool (or the call raises).
+closes when the model answers without asking for a tool (or the call raises),
+and it is live only while the host code that made the call is still running
+(its frame, held by the mark: on this stack, on the stack of the thread or in
+the await chain of the task that made it). So a loop that stopped on a tool
+call (a tool raised, the host returned the pending call) leaves nothing behind:
+the next request on that pooled thread or long-lived task starts clean.
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
+import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from types import FrameType
 from typing import Any, Literal, Unpack
 
 from attrs import frozen
@@ -46,7 +53,7 @@ from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._base import Adapter, AdapterOptions
-from .loop import LoopTurn, MemoryLoop, _current
+from .loop import LoopTurn, MemoryLoop, _active, _current, _where
 from .messages import (
     Api,
     Placement,
@@ -162,7 +169,7 @@ class ClientMemory(Adapter):
         return out
 
     def _nested(self, fingerprints: Iterable[str]) -> bool:
-        active = _current.get()
+        active = _active()
         if active is None:
             return False
         mark = _MARKS.get(active.turn_id)
@@ -177,12 +184,14 @@ class ClientMemory(Adapter):
             turn=self._meta(None),
         )
 
-    def _open(self, fingerprint: str, turn_id: str, nested: bool) -> None:
-        active = _current.get()
+    def _open(self, fingerprint: str, turn_id: str, nested: bool, caller: FrameType | None) -> None:
+        active = _active()
         parent = active
         if not nested and active is not None:  # the next turn of the open one: replace it
             replaced = _MARKS.pop(active.turn_id, None)
             parent = replaced.parent if replaced is not None else None
+            active.close()
+        thread, task = _where()
         mark = LoopTurn(
             origin=TurnOrigin.SUB_TURN if nested else self.origin,
             sessions=self.sessions,
@@ -190,6 +199,9 @@ class ClientMemory(Adapter):
             turn_id=turn_id,
             owner=self._mark_owner,
             nested=nested,
+            frame=caller,
+            thread=thread,
+            task=task,
         )
         _MARKS[turn_id] = _Mark(fingerprint, parent)
         while len(_MARKS) > MEMO_SIZE:
@@ -199,7 +211,7 @@ class ClientMemory(Adapter):
     def end_turn(self) -> None:
         """Close this wrapper's open turn by hand (a loop that stopped with a tool call
         unanswered), so a later, unrelated conversation in this context is not a sub-turn."""
-        active = _current.get()
+        active = _active()
         mark = _MARKS.get(active.turn_id) if active is not None else None
         if active is not None and mark is not None and active.owner is self._mark_owner:
             self.close(mark.fingerprint)
@@ -212,14 +224,16 @@ class ClientMemory(Adapter):
             return
         if mark.fingerprint == fingerprint:
             _MARKS.pop(active.turn_id, None)  # another thread may have trimmed it already
-            _current.set(mark.parent)
+            active.close()
+            parent = mark.parent
+            _current.set(parent if parent is not None and parent.live else None)
 
     def _plan(self, messages: Sequence[Any], api: Api) -> _Plan:
         check_api(api)
         idx, problem = find_user_message(messages, api=api)
         if problem is not None:
             req = _core.Request(
-                origin=TurnOrigin.SUB_TURN if _current.get() else self.origin,
+                origin=TurnOrigin.SUB_TURN if _active() else self.origin,
                 query="",
                 sessions=self.sessions,
                 suppress=self.suppress,
@@ -240,6 +254,7 @@ class ClientMemory(Adapter):
         prints: dict[int, str],
         idx: int | None,
         injection: _core.Injection | None,
+        caller: FrameType | None = None,
     ) -> Prepared:
         out = list(messages)
         if idx is None:
@@ -249,28 +264,38 @@ class ClientMemory(Adapter):
             while len(self._blocks) > MEMO_SIZE:
                 self._blocks.popitem(last=False)
             nested = injection.origin is TurnOrigin.SUB_TURN
-            self._open(prints[idx], injection.turn.turn_id, nested)
+            self._open(prints[idx], injection.turn.turn_id, nested, caller)
         keep = self.earlier_blocks == "keep"
         for i in sorted(prints, reverse=True):  # right to left: an insert shifts nothing before it
             if i == idx or keep:
                 out = place_on(out, i, self._blocks.get(prints[i], ""), placement=self.placement)
         return Prepared(out, injection, prints[idx])
 
-    def prepare(self, messages: Sequence[Any], *, api: Api) -> Prepared:
-        """The list to send for one ``create`` call; never raises because of memory."""
+    def prepare(
+        self, messages: Sequence[Any], *, api: Api, caller: FrameType | None = None
+    ) -> Prepared:
+        """The list to send for one ``create`` call; never raises because of memory.
+
+        ``caller`` is the frame of the host code making the call: the turn this
+        call opens stays open only while that frame runs (default: the caller of
+        ``prepare``)."""
         plan = self._plan(messages, api)
         if plan.req is None:
             return plan.done or Prepared(list(messages), None, None)
         injection = self._serve(plan.req, self._save(plan.req))
-        return self._placed(messages, plan.prints, plan.idx, injection)
+        where = caller if caller is not None else sys._getframe(1)
+        return self._placed(messages, plan.prints, plan.idx, injection, where)
 
-    async def aprepare(self, messages: Sequence[Any], *, api: Api) -> Prepared:
+    async def aprepare(
+        self, messages: Sequence[Any], *, api: Api, caller: FrameType | None = None
+    ) -> Prepared:
         """The async twin of :meth:`prepare`."""
+        where = caller if caller is not None else sys._getframe(1)
         plan = self._plan(messages, api)
         if plan.req is None:
             return plan.done or Prepared(list(messages), None, None)
         injection = await self._aserve(plan.req, self._save(plan.req))
-        return self._placed(messages, plan.prints, plan.idx, injection)
+        return self._placed(messages, plan.prints, plan.idx, injection, where)
 
     def _save(self, req: _core.Request) -> _core.Save:
         first = next((s for s in self.sessions if s is not None), None)
@@ -324,14 +349,19 @@ def _finished(
 
 
 def call(
-    memory: ClientMemory, endpoint: Endpoint, create: Callable[..., Any], kwargs: dict[str, Any]
+    memory: ClientMemory,
+    endpoint: Endpoint,
+    create: Callable[..., Any],
+    kwargs: dict[str, Any],
+    caller: FrameType | None = None,
 ) -> Any:
-    """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``."""
+    """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``;
+    ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`)."""
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return create(**kwargs)
     try:
-        prepared = memory.prepare(found[0], api=endpoint.api)
+        prepared = memory.prepare(found[0], api=endpoint.api, caller=caller or sys._getframe(1))
     except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
         _log.exception("memory_inject: could not place the block; sending the request as is")
         return create(**kwargs)
@@ -346,14 +376,20 @@ def call(
 
 
 async def acall(
-    memory: ClientMemory, endpoint: Endpoint, create: Callable[..., Any], kwargs: dict[str, Any]
+    memory: ClientMemory,
+    endpoint: Endpoint,
+    create: Callable[..., Any],
+    kwargs: dict[str, Any],
+    caller: FrameType | None = None,
 ) -> Any:
     """The async twin of :func:`call`."""
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return await create(**kwargs)
     try:
-        prepared = await memory.aprepare(found[0], api=endpoint.api)
+        prepared = await memory.aprepare(
+            found[0], api=endpoint.api, caller=caller or sys._getframe(1)
+        )
     except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
         _log.exception("memory_inject: could not place the block; sending the request as is")
         return await create(**kwargs)
@@ -391,9 +427,10 @@ class Create(Forward):
     def create(self, **kwargs: Any) -> Any:
         """The SDK's ``create`` with memory; returns what it returns (a coroutine when async)."""
         fn = self._target.create
+        caller = sys._getframe(1)  # the host's code: the turn lives while it runs
         if inspect.iscoroutinefunction(inspect.unwrap(fn)):
-            return acall(self.memory, self._endpoint, fn, kwargs)
-        return call(self.memory, self._endpoint, fn, kwargs)
+            return acall(self.memory, self._endpoint, fn, kwargs, caller)
+        return call(self.memory, self._endpoint, fn, kwargs, caller)
 
 
 def memory_of(client: object) -> ClientMemory:

@@ -18,17 +18,29 @@ A context variable marks "inside a wrapped turn". A turn started while
 another one is active, by this loop or any other, is ``SUB_TURN``: the core
 policy skips it, so a spawned sub-agent gets no block and no event is sent.
 Inside a turn, the first ``prepare`` renders; later calls place the same
-block again without a second recall. Outside a turn, each ``prepare`` is a
-one-shot turn of its own.
+block again without a second recall, as long as they carry the turn's own
+conversation (its user message, or the block placed on it): a sub-agent that
+reuses the loop with a conversation of its own is a ``SUB_TURN``. Outside a
+turn, each ``prepare`` is a one-shot turn of its own.
+
+A mark never outlives its turn (docs/adapters.md, "When is a turn a
+sub-turn?"): ``turn()`` closes it on every exit, and a copy of the context
+taken inside the turn (a task, ``asyncio.to_thread``) sees it closed from
+then on. A mark the client wrappers leave open across calls is live only
+while the code that opened it is still running (:func:`_running`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import inspect
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from types import FrameType
 from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack, overload
 
 from attrs import define, field, frozen
@@ -68,11 +80,68 @@ class LoopTurn:
     owner: MemoryLoop = field(repr=False, eq=False)
     nested: bool = False
     injection: _core.Injection | None = None
+    #: The raw text of the turn's user message, set by its first ``prepare``.
+    user_text: str | None = field(default=None, repr=False, eq=False)
+    #: True once the turn ended: every copy of the context sees it closed.
+    closed: bool = field(default=False, eq=False)
+    # Where a turn left open across calls runs (the client wrappers): the frame of the
+    # host's code that opened it, its thread and its asyncio task.
+    _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")
+    _thread: int | None = field(default=None, repr=False, eq=False, alias="thread")
+    _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
 
     @property
     def block(self) -> str:
         """The block this turn got (``""`` before ``prepare`` and when none)."""
         return self.injection.block if self.injection is not None else ""
+
+    @property
+    def live(self) -> bool:
+        """Open, and (for a turn left open across calls) its code is still running."""
+        if self.closed:
+            return False
+        return self._frame is None or _running(self._frame, self._thread, self._task)
+
+    def close(self) -> None:
+        """End the turn: no copy of the context counts as inside it any more."""
+        self.closed = True
+        self._frame = self._task = None
+
+
+def _running(frame: FrameType, thread: int | None, task: asyncio.Task[Any] | None) -> bool:
+    """True while ``frame`` has not returned: it is on this thread's stack, on the stack of
+    ``thread`` (a parent waiting for a worker), or in the await chain of ``task`` (a parent
+    task waiting for a child task or ``to_thread``). A frame that returned is never on a
+    stack again, and the turn holds it, so no new frame can take its identity."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    if task is not None and not task.done():
+        awaited: Any = task.get_coro()
+        for _ in range(256):  # an await chain, never a cycle; bounded all the same
+            if awaited is None:
+                break
+            if getattr(awaited, "cr_frame", None) is frame:
+                return True
+            awaited = getattr(awaited, "cr_await", None)
+    if thread is not None and thread != threading.get_ident():
+        f = sys._current_frames().get(thread)
+        while f is not None:
+            if f is frame:
+                return True
+            f = f.f_back
+    return False
+
+
+def _where() -> tuple[int, asyncio.Task[Any] | None]:
+    """This thread and this asyncio task (None outside one)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    return threading.get_ident(), task
 
 
 _current: contextvars.ContextVar[LoopTurn | None] = contextvars.ContextVar(
@@ -80,9 +149,15 @@ _current: contextvars.ContextVar[LoopTurn | None] = contextvars.ContextVar(
 )
 
 
+def _active() -> LoopTurn | None:
+    """The live turn this code runs in (a closed or abandoned mark is no turn)."""
+    turn = _current.get()
+    return turn if turn is not None and turn.live else None
+
+
 def current_turn() -> LoopTurn | None:
-    """The wrapped turn this code runs in, if any (any loop's)."""
-    return _current.get()
+    """The wrapped turn this code runs in, if any (any loop's); never one that ended."""
+    return _active()
 
 
 @frozen(kw_only=True)
@@ -161,7 +236,7 @@ class MemoryLoop(Adapter):
         suppress: bool,
         turn_id: str | None,
     ) -> LoopTurn:
-        nested = _current.get() is not None
+        nested = _active() is not None
         return LoopTurn(
             origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
             sessions=_core.scopes(sessions),
@@ -179,6 +254,7 @@ class MemoryLoop(Adapter):
         try:
             yield state
         finally:
+            state.close()  # for every copy of this context (tasks, threads) too
             _current.reset(token)
 
     @asynccontextmanager
@@ -242,16 +318,16 @@ class MemoryLoop(Adapter):
     # -- preparing a request ------------------------------------------------------
 
     def _plan(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Plan:
-        active = _current.get()
-        if active is not None and active.owner is self:
+        idx, problem = find_user_message(messages, api=self.api)
+        active = _active()
+        if active is not None and active.owner is self and self._own(active, messages, idx):
             if given:
                 raise TypeError(
                     f"inside loop.turn(), pass {sorted(given)} to turn(), not to prepare()"
                 )
             turn = active
-        else:  # a one-shot turn (SUB_TURN when another loop's turn is active)
+        else:  # a one-shot turn (SUB_TURN inside any live turn: a sub-agent)
             turn = self._marked(given)
-        idx, problem = find_user_message(messages, api=self.api)
         if problem is not None:
             if turn.injection is not None:  # the turn has had its event: leave the list be
                 return _Plan(turn, None, None, problem)
@@ -266,6 +342,7 @@ class MemoryLoop(Adapter):
         if turn.injection is not None or idx is None or has_block(messages, api=self.api):
             return _Plan(turn, None, None)
         text = message_text(messages[idx])
+        turn.user_text = text
         req = _core.Request(
             origin=turn.origin,
             query=text if query is None else query,
@@ -274,6 +351,13 @@ class MemoryLoop(Adapter):
             turn=self._meta(turn.turn_id),
         )
         return _Plan(turn, req, text)
+
+    def _own(self, turn: LoopTurn, messages: Sequence[Any], idx: int | None) -> bool:
+        """Whether ``messages`` are the turn's own conversation: before its first
+        ``prepare`` anything is; after it, the same user message, or the block placed."""
+        if turn.user_text is None or idx is None:
+            return True
+        return message_text(messages[idx]) == turn.user_text or has_block(messages, api=self.api)
 
     def _place(
         self, messages: Sequence[Any], plan: _Plan, injection: _core.Injection | None

@@ -1,0 +1,325 @@
+"""Issue 26, item 1: a turn's mark never outlives its request.
+
+Through the real SDKs (a mocked HTTP transport), the shapes a web server meets
+every day: a tool that raises, a host that stops on an unanswered tool call, a
+pooled worker thread or a long-lived task that serves the next user, a
+sub-agent that reuses the loop, a consumer task started inside a turn. Each
+failed before the issue: the next unrelated request on that thread or task was
+a ``sub_turn`` with no memory, or a sub-agent got its parent's block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import pytest
+from anthropic import Anthropic
+from openai import AsyncOpenAI, OpenAI
+
+from memory_inject import AgentConfig
+from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
+from memory_inject.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from adapters.anthropic_client import wrap_anthropic
+    from adapters.loop import MemoryLoop, current_turn
+    from adapters.openai_client import wrap_openai
+else:
+    from memory_inject.adapters.anthropic_client import wrap_anthropic
+    from memory_inject.adapters.loop import MemoryLoop, current_turn
+    from memory_inject.adapters.openai_client import wrap_openai
+
+USERS = ("ana", "ben", "cyd", "dan")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(tmp_path / "m.db") as s:
+        for user in USERS:
+            s.store(
+                f"{user}_deploys", f"{user}'s deploys go to the {user}-cluster", session_id=user
+            )
+        yield s
+
+
+AGENT = AgentConfig(agent="lifecycle")
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.events: list[MemoryRecall | MemorySkipped] = []
+
+    def __call__(self, sender: object, *, event: MemoryRecall | MemorySkipped) -> None:
+        self.events.append(event)
+
+
+@contextmanager
+def recording() -> Iterator[_Events]:
+    """Every ``memory_recall`` and ``memory_skipped`` event sent inside the block, in order."""
+    rec = _Events()
+    memory_recall.connect(rec)
+    memory_skipped.connect(rec)
+    try:
+        yield rec
+    finally:
+        memory_recall.disconnect(rec)
+        memory_skipped.disconnect(rec)
+
+
+def _chat(tools_first: bool) -> Callable[[httpx2.Request], httpx2.Response]:
+    """An OpenAI server: a tool call for a fresh question (when asked), text after a result."""
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        last = body["messages"][-1]
+        message: dict[str, Any]
+        if tools_first and last["role"] == "user":
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            }
+        else:
+            message = {"role": "assistant", "content": "done"}
+        return httpx2.Response(
+            200,
+            json={
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            },
+        )
+
+    return reply
+
+
+def _sent_user_text(server: list[bytes], i: int) -> str:
+    users = [m for m in json.loads(server[i])["messages"] if m["role"] == "user"]
+    return str(users[-1]["content"])
+
+
+class _Server:
+    def __init__(self, handler: Callable[[httpx2.Request], httpx2.Response]) -> None:
+        self.raw: list[bytes] = []
+        self.handler = handler
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.raw.append(request.content)
+        return self.handler(request)
+
+
+def _handle(client: Any, user: str, tool: Callable[[], str]) -> str:
+    """A request handler of a web app: the function-calling loop for one message."""
+    messages: list[Any] = [{"role": "user", "content": f"where do {user}'s deploys go?"}]
+    while True:
+        reply = client.chat.completions.create(model="m", messages=messages)
+        message = reply.choices[0].message
+        messages.append(message)
+        if not message.tool_calls:
+            return str(message.content)
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": tool()})
+
+
+def _raises() -> str:
+    raise RuntimeError("the tool failed")
+
+
+@pytest.mark.parametrize("stop", ["tool raises", "host returns the pending call"])
+def test_a_pooled_thread_is_never_left_inside_a_turn(store: SQLiteStore, stop: str) -> None:
+    """One worker thread, reused: a request that ended on a tool call leaves nothing behind."""
+    server = _Server(_chat(tools_first=True))
+    http = httpx2.Client(transport=httpx2.MockTransport(server))
+
+    def first() -> None:
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=["ana"])
+        messages: list[Any] = [{"role": "user", "content": "where do ana's deploys go?"}]
+        reply = client.chat.completions.create(model="m", messages=messages)
+        assert reply.choices[0].message.tool_calls  # the model asked for a tool ...
+        if stop == "tool raises":
+            _raises()  # ... which raised: the handler fails, the pool thread lives on
+        # ... or the host returns the pending call to its user; the turn is left open.
+
+    def later(user: str) -> str:
+        server.handler = _chat(tools_first=False)
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=[user])
+        return _handle(client, user, lambda: "unused")
+
+    with ThreadPoolExecutor(max_workers=1) as pool, recording() as rec:
+        with pytest.raises(RuntimeError) if stop == "tool raises" else nullcontext():
+            pool.submit(first).result()
+        answers = [pool.submit(later, u).result() for u in USERS[1:]]
+    assert ["done"] * 3 == answers
+    recalls = [e for e in rec.events if isinstance(e, MemoryRecall)]
+    skipped = [e for e in rec.events if isinstance(e, MemorySkipped)]
+    assert [] == [e.reason for e in skipped]  # before: ["sub_turn"] x 3
+    assert ["ana", *USERS[1:]] == [e.sessions[0] for e in recalls]
+    for i, user in enumerate(USERS[1:], start=1):
+        text = _sent_user_text(server.raw, i)
+        assert f"{user}-cluster" in text and "ana-cluster" not in text
+
+
+def test_anthropic_a_raised_tool_leaves_the_thread_clean(store: SQLiteStore) -> None:
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        fresh = isinstance(body["messages"][-1]["content"], str)
+        content: list[dict[str, Any]] = [{"type": "text", "text": "ok"}]
+        if fresh and "ana" in json.dumps(body):
+            content.append({"type": "tool_use", "id": "t1", "name": "f", "input": {}})
+        return httpx2.Response(
+            200,
+            json={
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "m",
+                "content": content,
+                "stop_reason": "tool_use" if len(content) > 1 else "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        )
+
+    http = httpx2.Client(transport=httpx2.MockTransport(reply))
+
+    def ask(user: str) -> None:
+        client = wrap_anthropic(
+            Anthropic(api_key="k", http_client=http), store, AGENT, sessions=[user]
+        )
+        msg = client.messages.create(
+            model="m", max_tokens=10, messages=[{"role": "user", "content": f"{user} deploys?"}]
+        )
+        if any(b.type == "tool_use" for b in msg.content):
+            _raises()
+
+    with ThreadPoolExecutor(max_workers=1) as pool, recording() as rec:
+        with pytest.raises(RuntimeError):
+            pool.submit(ask, "ana").result()
+        for user in USERS[1:]:
+            pool.submit(ask, user).result()
+    assert ["ana", *USERS[1:]] == [e.sessions[0] for e in rec.events if isinstance(e, MemoryRecall)]
+    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
+
+
+def test_a_nested_agent_in_a_tool_is_still_a_sub_turn(store: SQLiteStore) -> None:
+    """The rule that frees the stale marks keeps the live one: the host's loop is running."""
+    server = _Server(_chat(tools_first=True))
+    http = httpx2.Client(transport=httpx2.MockTransport(server))
+    client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=["ana"])
+    inner: list[str] = []
+
+    def tool() -> str:
+        server.handler = _chat(tools_first=False)
+        child = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "summarise ben's deploys"}]
+        )
+        inner.append(_sent_user_text(server.raw, len(server.raw) - 1))
+        return str(child.choices[0].message.content)
+
+    with recording() as rec:
+        assert "done" == _handle(client, "ana", tool)
+    assert ["summarise ben's deploys"] == inner  # no block: neither the parent's nor one of its own
+    assert ["sub_turn"] == [e.reason for e in rec.events if isinstance(e, MemorySkipped)]
+    assert current_turn() is None
+
+
+def test_a_long_lived_task_serves_the_next_message_with_memory(store: SQLiteStore) -> None:
+    """A websocket-style task: one message's tool raised (caught); the next gets memory."""
+
+    async def session() -> list[str]:
+        server = _Server(_chat(tools_first=True))
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+        client = wrap_openai(
+            AsyncOpenAI(api_key="k", http_client=http), store, AGENT, sessions=["ana"]
+        )
+
+        async def handle(text: str) -> None:
+            messages: list[Any] = [{"role": "user", "content": text}]
+            reply = await client.chat.completions.create(model="m", messages=messages)
+            if reply.choices[0].message.tool_calls:
+                _raises()
+
+        for text in ("ana deploys?", "where do ana's deploys go now?"):
+            with suppress(RuntimeError):
+                await handle(text)
+            server.handler = _chat(tools_first=False)
+        return [_sent_user_text(server.raw, i) for i in range(len(server.raw))]
+
+    with recording() as rec:
+        sent = asyncio.run(session())
+    assert 2 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
+    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
+    assert "ana-cluster" in sent[1]
+
+
+# -- MemoryLoop -------------------------------------------------------------------
+
+
+def _msgs(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+@pytest.mark.parametrize("way", ["same thread", "a task made in the turn", "asyncio.to_thread"])
+def test_a_sub_agent_reusing_the_loop_gets_no_parent_block(store: SQLiteStore, way: str) -> None:
+    loop = MemoryLoop(store, AGENT)
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        async with loop.aturn(sessions=["ana"]):
+            parent = await loop.aprepare(_msgs("where do ana's deploys go?"))
+            child_msgs = _msgs("summarise the incident")
+            if way == "same thread":
+                child = loop.prepare(child_msgs)
+            elif way == "a task made in the turn":
+                child = await asyncio.create_task(loop.aprepare(child_msgs))
+            else:
+                child = await asyncio.to_thread(loop.prepare, child_msgs)
+            again = await loop.aprepare(parent)  # the parent's next step: its own block again
+            assert again == parent
+        return parent, child
+
+    with recording() as rec:
+        parent, child = asyncio.run(run())
+    assert "ana-cluster" in parent[0]["content"]
+    assert _msgs("summarise the incident") == child  # before: the parent's block
+    assert ["sub_turn"] == [e.reason for e in rec.events if isinstance(e, MemorySkipped)]
+    assert 1 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
+
+
+def test_a_task_started_inside_a_turn_does_not_stay_inside_it(store: SQLiteStore) -> None:
+    """A consumer started on the first message serves later users with their own memory."""
+    loop = MemoryLoop(store, AGENT)
+
+    async def run() -> list[list[Any]]:
+        inbox: asyncio.Queue[str | None] = asyncio.Queue()
+        out: list[list[Any]] = []
+
+        async def consumer() -> None:
+            while (user := await inbox.get()) is not None:
+                out.append(await loop.aprepare(_msgs(f"{user} deploys?"), sessions=[user]))
+
+        async with loop.aturn(sessions=["ana"]):
+            await loop.aprepare(_msgs("ana deploys?"))
+            worker = asyncio.create_task(consumer())  # inherits the turn's context
+        for user in USERS[1:]:
+            await inbox.put(user)
+        await inbox.put(None)
+        await worker
+        return out
+
+    with recording() as rec:
+        out = asyncio.run(run())
+    for user, sent in zip(USERS[1:], out, strict=True):
+        assert f"{user}-cluster" in sent[0]["content"]  # before: no memory, or a TypeError
+    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
+    assert 4 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
