@@ -14,7 +14,7 @@ import asyncio
 import json
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext, suppress
+from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +24,9 @@ from anthropic import Anthropic
 from openai import AsyncOpenAI, OpenAI
 
 from memory_inject import AgentConfig
-from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
+from memory_inject.signals import MemoryRecall, MemorySkipped
 from memory_inject.storage.sqlite import SQLiteStore
+from tests._frameworks import events
 
 if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
@@ -50,27 +51,6 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
 
 
 AGENT = AgentConfig(agent="lifecycle")
-
-
-class _Events:
-    def __init__(self) -> None:
-        self.events: list[MemoryRecall | MemorySkipped] = []
-
-    def __call__(self, sender: object, *, event: MemoryRecall | MemorySkipped) -> None:
-        self.events.append(event)
-
-
-@contextmanager
-def recording() -> Iterator[_Events]:
-    """Every ``memory_recall`` and ``memory_skipped`` event sent inside the block, in order."""
-    rec = _Events()
-    memory_recall.connect(rec)
-    memory_skipped.connect(rec)
-    try:
-        yield rec
-    finally:
-        memory_recall.disconnect(rec)
-        memory_skipped.disconnect(rec)
 
 
 def _chat(tools_first: bool) -> Callable[[httpx2.Request], httpx2.Response]:
@@ -156,13 +136,13 @@ def test_a_pooled_thread_is_never_left_inside_a_turn(store: SQLiteStore, stop: s
         client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=[user])
         return _handle(client, user, lambda: "unused")
 
-    with ThreadPoolExecutor(max_workers=1) as pool, recording() as rec:
+    with ThreadPoolExecutor(max_workers=1) as pool, events() as rec:
         with pytest.raises(RuntimeError) if stop == "tool raises" else nullcontext():
             pool.submit(first).result()
         answers = [pool.submit(later, u).result() for u in USERS[1:]]
     assert ["done"] * 3 == answers
-    recalls = [e for e in rec.events if isinstance(e, MemoryRecall)]
-    skipped = [e for e in rec.events if isinstance(e, MemorySkipped)]
+    recalls = [e for e in rec.all if isinstance(e, MemoryRecall)]
+    skipped = [e for e in rec.all if isinstance(e, MemorySkipped)]
     assert [] == [e.reason for e in skipped]  # before: ["sub_turn"] x 3
     assert ["ana", *USERS[1:]] == [e.sessions[0] for e in recalls]
     for i, user in enumerate(USERS[1:], start=1):
@@ -203,13 +183,13 @@ def test_anthropic_a_raised_tool_leaves_the_thread_clean(store: SQLiteStore) -> 
         if any(b.type == "tool_use" for b in msg.content):
             _raises()
 
-    with ThreadPoolExecutor(max_workers=1) as pool, recording() as rec:
+    with ThreadPoolExecutor(max_workers=1) as pool, events() as rec:
         with pytest.raises(RuntimeError):
             pool.submit(ask, "ana").result()
         for user in USERS[1:]:
             pool.submit(ask, user).result()
-    assert ["ana", *USERS[1:]] == [e.sessions[0] for e in rec.events if isinstance(e, MemoryRecall)]
-    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
+    assert ["ana", *USERS[1:]] == [e.sessions[0] for e in rec.all if isinstance(e, MemoryRecall)]
+    assert not [e for e in rec.all if isinstance(e, MemorySkipped)]
 
 
 def test_a_nested_agent_in_a_tool_is_still_a_sub_turn(store: SQLiteStore) -> None:
@@ -227,10 +207,10 @@ def test_a_nested_agent_in_a_tool_is_still_a_sub_turn(store: SQLiteStore) -> Non
         inner.append(_sent_user_text(server.raw, len(server.raw) - 1))
         return str(child.choices[0].message.content)
 
-    with recording() as rec:
+    with events() as rec:
         assert "done" == _handle(client, "ana", tool)
     assert ["summarise ben's deploys"] == inner  # no block: neither the parent's nor one of its own
-    assert ["sub_turn"] == [e.reason for e in rec.events if isinstance(e, MemorySkipped)]
+    assert ["sub_turn"] == [e.reason for e in rec.all if isinstance(e, MemorySkipped)]
     assert current_turn() is None
 
 
@@ -256,10 +236,10 @@ def test_a_long_lived_task_serves_the_next_message_with_memory(store: SQLiteStor
             server.handler = _chat(tools_first=False)
         return [_sent_user_text(server.raw, i) for i in range(len(server.raw))]
 
-    with recording() as rec:
+    with events() as rec:
         sent = asyncio.run(session())
-    assert 2 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
-    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
+    assert 2 == len([e for e in rec.all if isinstance(e, MemoryRecall)])
+    assert not [e for e in rec.all if isinstance(e, MemorySkipped)]
     assert "ana-cluster" in sent[1]
 
 
@@ -288,12 +268,12 @@ def test_a_sub_agent_reusing_the_loop_gets_no_parent_block(store: SQLiteStore, w
             assert again == parent
         return parent, child
 
-    with recording() as rec:
+    with events() as rec:
         parent, child = asyncio.run(run())
     assert "ana-cluster" in parent[0]["content"]
     assert _msgs("summarise the incident") == child  # before: the parent's block
-    assert ["sub_turn"] == [e.reason for e in rec.events if isinstance(e, MemorySkipped)]
-    assert 1 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
+    assert ["sub_turn"] == [e.reason for e in rec.all if isinstance(e, MemorySkipped)]
+    assert 1 == len([e for e in rec.all if isinstance(e, MemoryRecall)])
 
 
 def test_a_task_started_inside_a_turn_does_not_stay_inside_it(store: SQLiteStore) -> None:
@@ -317,9 +297,9 @@ def test_a_task_started_inside_a_turn_does_not_stay_inside_it(store: SQLiteStore
         await worker
         return out
 
-    with recording() as rec:
+    with events() as rec:
         out = asyncio.run(run())
     for user, sent in zip(USERS[1:], out, strict=True):
         assert f"{user}-cluster" in sent[0]["content"]  # before: no memory, or a TypeError
-    assert not [e for e in rec.events if isinstance(e, MemorySkipped)]
-    assert 4 == len([e for e in rec.events if isinstance(e, MemoryRecall)])
+    assert not [e for e in rec.all if isinstance(e, MemorySkipped)]
+    assert 4 == len([e for e in rec.all if isinstance(e, MemoryRecall)])
