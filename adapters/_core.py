@@ -230,13 +230,41 @@ def unreadable(store: Memory, config: AgentConfig, req: Request, problem: str) -
     does not know is reported on the turn instead of raised. No store is touched.
     """
     policy = decide(config, req)
-    if policy.inject:
-        policy = attrs.evolve(policy, inject=False, exclude_conversation=False, reason=UNREADABLE)
     error = f"{UNREADABLE}: {problem}"
+    if policy.inject:
+        policy = attrs.evolve(
+            policy, inject=False, exclude_conversation=False, reason=UNREADABLE, detail=error
+        )
     try:
         result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _finish(req, policy, None, f"{error}; render_failed: {_describe(exc)}")
+    return _finish(req, policy, result, error)
+
+
+#: The ``memory_skipped`` reason of a turn whose host callback (a ``sessions`` function,
+#: an origin mapper) raised.
+HOST_FAILED = "host_callback_failed"
+
+
+def host_failed(
+    store: Memory, config: AgentConfig, req: Request, what: str, exc: BaseException
+) -> Injection:
+    """A turn whose host callback ``what`` raised: no block, one ``memory_skipped`` event.
+
+    The reason is ``host_callback_failed`` and ``error`` names the callback and
+    its exception, so a host bug is reported on the turn, never raised into it
+    and never answered with an earlier turn's block.
+    """
+    error = f"{HOST_FAILED}: {what} raised {_describe(exc)}"
+    policy = decide(config, req)
+    policy = attrs.evolve(
+        policy, inject=False, exclude_conversation=False, reason=HOST_FAILED, detail=error
+    )
+    try:
+        result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
+    except Exception as err:  # noqa: BLE001 - memory never fails the turn
+        return _finish(req, policy, None, f"{error}; render_failed: {_describe(err)}")
     return _finish(req, policy, result, error)
 
 

@@ -121,28 +121,42 @@ class FrameworkAdapter(Adapter):
             return _core.scopes(self.sessions(run_context))
         return tuple(self.sessions)
 
-    def _request(self, text: str, run_context: Any) -> _core.Request:
-        """The run's request: ``sub_turn`` inside any marked turn, else ``interactive``."""
+    def _request(self, text: str, run_context: Any) -> tuple[_core.Request, BaseException | None]:
+        """The run's request: ``sub_turn`` inside any marked turn, else ``interactive``;
+        and what the host's ``sessions`` function raised, if it did (the request is then
+        sessionless and must not be rendered)."""
         nested = current_turn() is not None
-        return _core.Request(
+        failed: BaseException | None = None
+        try:
+            sessions = self._scopes(run_context)
+        except Exception as exc:  # noqa: BLE001 - a host bug is reported on the turn
+            sessions, failed = (), exc
+        req = _core.Request(
             origin=TurnOrigin.SUB_TURN if nested else TurnOrigin.INTERACTIVE,
             query=text,
-            sessions=self._scopes(run_context),
+            sessions=sessions,
             turn=self._meta(None),
         )
+        return req, failed
 
     def _save(self, req: _core.Request) -> _core.Save:
         first = next((s for s in req.sessions if s is not None), None)
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
 
     def begin(self, text: str, run_context: Any = None) -> _core.Injection:
-        """Render the turn of a run whose user message is ``text`` (one event). Never raises."""
-        req = self._request(text, run_context)
+        """Render the turn of a run whose user message is ``text`` (one event). Never raises:
+        a ``sessions`` function that raises gives no block and one ``memory_skipped``
+        (``host_callback_failed``)."""
+        req, failed = self._request(text, run_context)
+        if failed is not None:
+            return _core.host_failed(self.store, self.agent_config, req, "sessions", failed)
         return self._serve(req, self._save(req))
 
     async def abegin(self, text: str, run_context: Any = None) -> _core.Injection:
         """The async twin of :meth:`begin`."""
-        req = self._request(text, run_context)
+        req, failed = self._request(text, run_context)
+        if failed is not None:
+            return _core.host_failed(self.store, self.agent_config, req, "sessions", failed)
         return await self._aserve(req, self._save(req))
 
     @contextmanager

@@ -33,7 +33,7 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from ._framework import FrameworkOptions
-from .langgraph import BLOCK_KEY, LangGraphMemory, langchain_tools, place_block
+from .langgraph import LangGraphMemory, langchain_tools, place_block
 
 __all__ = ["MemoryAgentState", "MemoryMiddleware", "langchain_tools"]
 
@@ -78,10 +78,9 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         """The async twin of :meth:`before_agent`."""
         return await self.memory.aupdate(state, runtime)
 
-    @staticmethod
-    def _placed(request: ModelRequest[Any]) -> ModelRequest[Any]:
+    def _placed(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         try:
-            block = str((request.state or {}).get(BLOCK_KEY) or "")
+            block = self.memory.block_for(request.state or {}, request.messages)
             return request.override(messages=place_block(request.messages, block))
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: placing the block failed")

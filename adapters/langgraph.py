@@ -28,6 +28,7 @@ Needs the ``langgraph`` extra (``pip install "memory-inject[langgraph]"``).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NotRequired
 
@@ -55,6 +56,8 @@ BLOCK_KEY = "memory_block"
 #: The state key of the id of the human message the block was rendered for.
 BLOCK_FOR_KEY = "memory_block_for"
 _log = logging.getLogger("memory_inject.adapters")
+#: How many messages' blocks an adapter keeps in process (oldest forgotten first).
+_MEMO_SIZE = 4096
 
 
 class MemoryState(MessagesState):
@@ -158,6 +161,12 @@ class LangGraphMemory(FrameworkAdapter):
 
     default_channel = "langgraph"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As :class:`~._framework.FrameworkAdapter`."""
+        super().__init__(*args, **kwargs)
+        # message id -> block, for graphs whose state has no memory_block key.
+        self._blocks: OrderedDict[str, str] = OrderedDict()
+
     def _update(self, state: Any, block: str, message_id: str | None) -> dict[str, Any]:
         update: dict[str, Any] = {BLOCK_KEY: block, BLOCK_FOR_KEY: message_id}
         if self.earlier_blocks == "keep" and block:
@@ -189,28 +198,63 @@ class LangGraphMemory(FrameworkAdapter):
 
         ``run_context`` is what a ``sessions`` function is called with. A run
         resumed on the same human message (an interrupt, a retry) renders
-        nothing again. Never raises: a failure is logged and changes nothing.
+        nothing again. Never raises: a failure is logged, and the update then
+        clears the block, so no earlier turn's block is sent with this message.
         """
         try:
             start = self._start(state)
-            if start is None:
-                return {}
-            return self._update(state, self.begin(start[0], run_context).block, start[1])
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph state could not be read")
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
+        if start is None:
+            return {}
+        try:
+            return self._update(
+                state, self._kept(self.begin(start[0], run_context), start[1]), start[1]
+            )
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the LangGraph memory update failed")
-            return {}
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1]}
 
     async def aupdate(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The async twin of :meth:`update`."""
         try:
             start = self._start(state)
-            if start is None:
-                return {}
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph state could not be read")
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
+        if start is None:
+            return {}
+        try:
             injection = await self.abegin(start[0], run_context)
-            return self._update(state, injection.block, start[1])
+            return self._update(state, self._kept(injection, start[1]), start[1])
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the LangGraph memory update failed")
-            return {}
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1]}
+
+    def _kept(self, injection: Any, message_id: str | None) -> str:
+        """The turn's block, also kept in process by its message's id: a graph whose state
+        has no ``memory_block`` key (a plain ``MessagesState``) drops the state update, and
+        :meth:`messages` then finds the block here."""
+        block = str(injection.block)
+        if message_id is not None:
+            self._blocks[message_id] = block
+            while len(self._blocks) > _MEMO_SIZE:
+                self._blocks.popitem(last=False)
+        return block
+
+    def block_for(self, state: Any, messages: Sequence[Any]) -> str:
+        """The block to place on ``messages`` (the state's, or the one kept in process for
+        the newest human message); ``""`` when the block is another message's."""
+        idx = user_message_index(messages)
+        msg_id = getattr(messages[idx], "id", None) if idx is not None else None
+        block = str(state.get(BLOCK_KEY) or "")
+        owner = state.get(BLOCK_FOR_KEY)
+        if block and (owner is None or msg_id is None or owner == msg_id):
+            return block
+        if msg_id is not None:
+            return self._blocks.get(msg_id, "")
+        return ""
 
     def node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The graph node: :meth:`update` with the node's config as the run context."""
@@ -227,7 +271,7 @@ class LangGraphMemory(FrameworkAdapter):
         """
         messages = state["messages"]
         try:
-            return place_block(messages, str(state.get(BLOCK_KEY) or ""))
+            return place_block(messages, self.block_for(state, messages))
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: placing the block failed")
             return list(messages)

@@ -420,6 +420,7 @@ def _skipped(t: _Turn) -> RenderResult:
         channel=t.meta.channel,
         agent_alias=t.meta.agent_alias,
         turn_id=t.meta.turn_id,
+        detail=None if t.policy.detail is None else scrub_credentials(t.policy.detail),
     )
     _send(memory_skipped, t.memory, event)
     return RenderResult("", (), (), event)

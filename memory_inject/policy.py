@@ -60,6 +60,9 @@ class InjectPolicy:
     reason: str | None = None
     origin: TurnOrigin | None = field(default=None, eq=False)
     config: MemoryInjectConfig = field(default=DEFAULT_CONFIG, eq=False, repr=False)
+    #: What went wrong, when a skip reports a failure (an adapter's unreadable message, a
+    #: host callback that raised); carried to ``MemorySkipped.detail``.
+    detail: str | None = field(default=None, eq=False)
 
 
 _SCHEDULED = frozenset({TurnOrigin.CRON, TurnOrigin.DAEMON})

@@ -46,6 +46,9 @@ class MemorySkipped:
     channel: str | None = None
     agent_alias: str | None = None
     turn_id: str | None = None
+    #: What went wrong when the skip reports a failure of the turn's own inputs (an
+    #: unreadable message, a host callback that raised); credential-scrubbed.
+    detail: str | None = None
 
     #: A skip is a decision, not a failure.
     success = True

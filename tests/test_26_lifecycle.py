@@ -21,19 +21,30 @@ from typing import TYPE_CHECKING, Any
 import httpx2
 import pytest
 from anthropic import Anthropic
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from openai import AsyncOpenAI, OpenAI
+from pydantic import SecretStr
 
 from memory_inject import AgentConfig
 from memory_inject.signals import MemoryRecall, MemorySkipped
 from memory_inject.storage.sqlite import SQLiteStore
+from tests import _frameworks as fw
 from tests._frameworks import events
 
 if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
+    from adapters.langchain import MemoryMiddleware
+    from adapters.langgraph import LangGraphMemory
     from adapters.loop import MemoryLoop, current_turn
     from adapters.openai_client import wrap_openai
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
+    from memory_inject.adapters.langchain import MemoryMiddleware
+    from memory_inject.adapters.langgraph import LangGraphMemory
     from memory_inject.adapters.loop import MemoryLoop, current_turn
     from memory_inject.adapters.openai_client import wrap_openai
 
@@ -303,3 +314,67 @@ def test_a_task_started_inside_a_turn_does_not_stay_inside_it(store: SQLiteStore
         assert f"{user}-cluster" in sent[0]["content"]  # before: no memory, or a TypeError
     assert not [e for e in rec.all if isinstance(e, MemorySkipped)]
     assert 4 == len([e for e in rec.all if isinstance(e, MemoryRecall)])
+
+
+# -- item 2: one true event per turn, never a stale block --------------------------
+
+
+def test_a_sessions_function_that_raises_sends_no_earlier_block(tmp_path: Path) -> None:
+    """create_agent + MemoryMiddleware, sessions from the run's context: the second request
+    has no user id, the function raises; the first user's private fact must not be sent."""
+    with SQLiteStore(tmp_path / "m.db") as s:
+        s.store("secret", "ana's door code is 4711", session_id="ana")
+
+        def sessions(runtime: Any) -> list[str]:
+            return [runtime.context["user"]]  # a request without a user id raises
+
+        server = fw.ChatServer()
+        graph = create_agent(
+            ChatOpenAI(model="m", api_key=SecretStr("k"), http_client=server.client()),
+            [],
+            middleware=[MemoryMiddleware(s, AGENT, sessions=sessions)],
+            checkpointer=InMemorySaver(),
+        )
+        thread: Any = {"configurable": {"thread_id": "t"}}
+        with events() as rec:
+            graph.invoke(
+                {"messages": [HumanMessage("what is ana's door code?")]},
+                thread,
+                context={"user": "ana"},
+            )
+            graph.invoke(
+                {"messages": [HumanMessage("and the door code again?")]}, thread, context={}
+            )
+    first, second = (json.dumps(b["messages"]) for b in server.requests)
+    assert "4711" in first
+    assert "4711" not in second  # before: the first turn's block, on the new message
+    assert [type(e).__name__ for e in rec.all] == ["MemoryRecall", "MemorySkipped"]
+    skipped = rec.all[1]
+    assert "host_callback_failed" == skipped.reason
+    assert (skipped.detail or "").startswith("host_callback_failed: sessions raised ")
+
+
+def test_a_plain_messages_state_graph_sends_the_block_its_event_reports(
+    store: SQLiteStore,
+) -> None:
+    """LangGraphMemory in a graph whose state has no memory_block key: the block still
+    reaches the model request (before: the event said rendered, the request had none)."""
+    memory = LangGraphMemory(store, AGENT, sessions=["ana"])
+    sent: list[list[Any]] = []
+
+    def call_model(state: MessagesState) -> dict[str, Any]:
+        sent.append(memory.messages(state))
+        return {}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("memory", memory.node)
+    builder.add_node("model", call_model)
+    builder.add_edge(START, "memory")
+    builder.add_edge("memory", "model")
+    builder.add_edge("model", END)
+    graph = builder.compile()
+    with events() as rec:
+        graph.invoke({"messages": [HumanMessage("where do ana's deploys go?")]})
+    (event,) = rec.all
+    assert isinstance(event, MemoryRecall) and event.rendered_keys == ("ana_deploys",)
+    assert "ana-cluster" in str(sent[0][-1].content)
