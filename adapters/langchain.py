@@ -17,25 +17,52 @@ so the checkpointed history never collects blocks; ``earlier_blocks="keep"``
 writes it into the state instead (the request of turn N then starts with
 the exact bytes of turn N-1's).
 
+A plain chat model or an LCEL chain gets memory in one line, with no agent:
+
+::
+
+    chat = with_memory(ChatOpenAI(model="gpt-4o-mini"), store, agent, sessions=["user_u1"])
+    chat.invoke("where do deploys go?")                      # one turn, one event
+    chain = prompt | memory_step(store, agent, sessions=["user_u1"]) | model
+
+:func:`memory_step` takes what a chat model takes (a string, a ``PromptValue``
+such as a chat prompt's output, or a list of messages) and gives the messages
+with the block on the newest ``HumanMessage`` (ids kept). Each ``invoke`` is a
+one-shot turn; inside another adapter's live turn (a tool of an agent) it is a
+``sub_turn``. ``sessions`` may be a function of the run's ``RunnableConfig``.
+
 Needs the ``langchain`` extra (``pip install "memory-inject[langchain]"``).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Annotated, Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import HumanMessage
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
+from memory_inject.models import TurnOrigin
 
-from ._framework import FrameworkOptions
+from . import _core
+from ._base import AdapterOptions
+from ._framework import FrameworkOptions, Sessions
 from .langgraph import LangGraphMemory, langchain_tools, place_block
+from .loop import MemoryLoop, current_turn
 
-__all__ = ["MemoryAgentState", "MemoryMiddleware", "langchain_tools"]
+__all__ = [
+    "MemoryAgentState",
+    "MemoryMiddleware",
+    "langchain_tools",
+    "memory_step",
+    "with_memory",
+]
 
 _log = logging.getLogger("memory_inject.adapters")
 
@@ -103,3 +130,90 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     async def awrap_tool_call(self, request: Any, handler: Callable[..., Awaitable[Any]]) -> Any:
         """The async twin of :meth:`wrap_tool_call`."""
         return await self.memory.awrap_tool_call(request, handler)
+
+
+# -- a plain chat model or chain ------------------------------------------------------
+
+
+def _as_messages(value: Any) -> list[Any] | None:
+    """What a chat model takes, as a message list; None for a shape it does not take."""
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    if isinstance(value, Sequence):
+        return list(value)
+    return None
+
+
+def memory_step(
+    store: Memory,
+    agent_config: AgentConfig,
+    *,
+    sessions: Sessions = (),
+    origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
+    **options: Unpack[AdapterOptions],
+) -> Runnable[Any, Any]:
+    """A runnable that gives a chat model's input this turn's block (see the module docstring).
+
+    Never raises because of memory: a shape it cannot read goes through as it came, with
+    one ``memory_skipped`` (``unreadable_message``); a ``sessions`` function that raises
+    gives no block and one ``memory_skipped`` (``host_callback_failed``).
+    """
+    options.setdefault("channel", "langchain")
+    loop = MemoryLoop(store, agent_config, **options)
+    fixed = None if callable(sessions) else _core.scopes(sessions)
+
+    def scopes(config: RunnableConfig | None) -> Iterable[str | None]:
+        if fixed is not None:
+            return fixed
+        assert callable(sessions)  # noqa: S101 - by the line above
+        return sessions(config)
+
+    def failed(messages: list[Any], exc: Exception) -> list[Any]:
+        nested = current_turn() is not None
+        req = _core.Request(
+            origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
+            query="",
+            turn=loop._meta(None),
+        )
+        _core.host_failed(store, agent_config, req, "sessions", exc)
+        return messages
+
+    def run(value: Any, config: RunnableConfig) -> Any:
+        messages = _as_messages(value)
+        if messages is None:
+            loop.inject([value], origin=origin)  # names the shape on one event
+            return value
+        try:
+            turn = scopes(config)
+        except Exception as exc:  # noqa: BLE001 - a host bug is reported on the turn
+            return failed(messages, exc)
+        return loop.prepare(messages, sessions=turn, origin=origin)
+
+    async def arun(value: Any, config: RunnableConfig) -> Any:
+        messages = _as_messages(value)
+        if messages is None:
+            await loop.ainject([value], origin=origin)
+            return value
+        try:
+            turn = scopes(config)
+        except Exception as exc:  # noqa: BLE001 - a host bug is reported on the turn
+            return failed(messages, exc)
+        return await loop.aprepare(messages, sessions=turn, origin=origin)
+
+    return RunnableLambda(run, afunc=arun, name="memory_inject")
+
+
+def with_memory(
+    runnable: Runnable[Any, Any],
+    store: Memory,
+    agent_config: AgentConfig,
+    *,
+    sessions: Sessions = (),
+    origin: TurnOrigin | str = TurnOrigin.INTERACTIVE,
+    **options: Unpack[AdapterOptions],
+) -> Runnable[Any, Any]:
+    """``memory_step(...) | runnable``: a chat model (or a chain that takes messages) with
+    memory, sync, async and streamed alike."""
+    return memory_step(store, agent_config, sessions=sessions, origin=origin, **options) | runnable

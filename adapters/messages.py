@@ -1,7 +1,9 @@
 """Where the block goes in a chat request, whatever shape its messages have.
 
 Read here, in one place: plain dicts; OpenAI Chat Completions params and SDK
-objects (``ChatCompletionMessage``, any pydantic model); OpenAI Responses API
+objects (``ChatCompletionMessage``, any pydantic model); LangChain messages
+(``HumanMessage``, ``AIMessage``, ``SystemMessage``, ``ToolMessage``: no
+``role``, their ``type`` says it; ids kept by ``model_copy``); OpenAI Responses API
 input items (``input_text`` / ``input_image`` parts, ``function_call`` /
 ``function_call_output`` and other role-less items); Anthropic params and SDK
 objects (``Message``, ``TextBlock`` / ``ToolUseBlock`` parts). A message is
@@ -65,6 +67,7 @@ __all__ = [
     "inject_block",
     "is_message",
     "is_user_message",
+    "message_role",
     "message_text",
     "place_on",
     "starts_with_block",
@@ -117,6 +120,34 @@ def is_message(obj: object) -> bool:
     )
 
 
+#: LangChain message types (``BaseMessage.type``) and the roles they stand for: its
+#: messages have no ``role``, only a ``type``.
+_LANGCHAIN_ROLES: dict[str, str] = {
+    "human": "user",
+    "HumanMessageChunk": "user",
+    "ai": "assistant",
+    "AIMessageChunk": "assistant",
+    "system": "system",
+    "SystemMessageChunk": "system",
+    "tool": "tool",
+    "ToolMessageChunk": "tool",
+    "function": "tool",
+}
+
+
+def message_role(message: object) -> str | None:
+    """The message's role: its ``role``, or for a LangChain message (no ``role``, a
+    ``type`` such as ``human``) the role that type stands for; None when it has neither."""
+    role = get_field(message, "role")
+    if isinstance(role, str):
+        return role
+    if not isinstance(message, Mapping):
+        kind = getattr(message, "type", None)
+        if isinstance(kind, str):
+            return _LANGCHAIN_ROLES.get(kind)
+    return None
+
+
 def _text_of_part(part: object) -> str | None:
     if get_field(part, "type") in TEXT_PARTS:
         text = get_field(part, "text")
@@ -133,7 +164,7 @@ def _is_tool_result_carrier(message: object) -> bool:
 def is_user_message(message: object, *, api: Api = "auto") -> bool:
     """True for a message that can be the user's: role ``user``, and (except with
     ``api="openai"``) not a carrier of Anthropic ``tool_result`` blocks."""
-    if not is_message(message) or get_field(message, "role") != "user":
+    if not is_message(message) or message_role(message) != "user":
         return False
     return api == "openai" or not _is_tool_result_carrier(message)
 
@@ -213,7 +244,7 @@ def _first_text(message: object) -> str | None:
 
 def _is_block_message(message: object) -> bool:
     """A message that is a block and nothing else (what the ``message`` placement inserts)."""
-    if not is_message(message) or get_field(message, "role") != "user":
+    if not is_message(message) or message_role(message) != "user":
         return False
     content = get_field(message, "content")
     if isinstance(content, list) and len(content) != 1:

@@ -37,13 +37,13 @@ from tests._frameworks import events
 
 if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
-    from adapters.langchain import MemoryMiddleware
+    from adapters.langchain import MemoryMiddleware, memory_step, with_memory
     from adapters.langgraph import LangGraphMemory
     from adapters.loop import MemoryLoop, current_turn
     from adapters.openai_client import wrap_openai
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
-    from memory_inject.adapters.langchain import MemoryMiddleware
+    from memory_inject.adapters.langchain import MemoryMiddleware, memory_step, with_memory
     from memory_inject.adapters.langgraph import LangGraphMemory
     from memory_inject.adapters.loop import MemoryLoop, current_turn
     from memory_inject.adapters.openai_client import wrap_openai
@@ -378,3 +378,63 @@ def test_a_plain_messages_state_graph_sends_the_block_its_event_reports(
     (event,) = rec.all
     assert isinstance(event, MemoryRecall) and event.rendered_keys == ("ana_deploys",)
     assert "ana-cluster" in str(sent[0][-1].content)
+
+
+# -- item 3: LangChain messages everywhere ------------------------------------------
+
+
+def test_memory_loop_reads_langchain_messages(store: SQLiteStore) -> None:
+    """HumanMessage / SystemMessage / AIMessage / ToolMessage: the block on the human one,
+    ids kept, the other messages the same objects (before: untouched, no event)."""
+    from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+
+    loop = MemoryLoop(store, AGENT)
+    msgs: list[Any] = [
+        SystemMessage("you help"),
+        HumanMessage("where do ana's deploys go?", id="h1"),
+        AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": "c1"}]),
+        ToolMessage("ok", tool_call_id="c1"),
+    ]
+    with events() as rec:
+        out = loop.prepare(msgs, sessions=["ana"])
+    (event,) = rec.all
+    assert isinstance(event, MemoryRecall)
+    assert isinstance(out[1], HumanMessage) and "h1" == out[1].id
+    assert str(out[1].content).startswith("[Memory context]") and "ana-cluster" in str(
+        out[1].content
+    )
+    assert all(a is b for i, (a, b) in enumerate(zip(out, msgs, strict=True)) if i != 1)
+
+
+def test_with_memory_gives_a_plain_chat_model_and_a_chain_memory(store: SQLiteStore) -> None:
+    from langchain_core.prompts import ChatPromptTemplate
+
+    server = fw.ChatServer()
+    model = ChatOpenAI(
+        model="m",
+        api_key=SecretStr("k"),
+        http_client=server.client(),
+        http_async_client=server.aclient(),
+    )
+    chat = with_memory(model, store, AGENT, sessions=["ana"])
+    prompt = ChatPromptTemplate.from_messages([("system", "be brief"), ("human", "{q}")])
+    chain = (
+        prompt
+        | memory_step(store, AGENT, sessions=lambda config: [config["metadata"]["u"]])
+        | model
+    )
+    with events() as rec:
+        chat.invoke("where do ana's deploys go?")
+        chain.invoke({"q": "where do ben's deploys go?"}, {"metadata": {"u": "ben"}})
+        asyncio.run(chat.ainvoke("where do ana's deploys go now?"))
+        with pytest.raises(
+            ValueError, match=r"[Ii]nvalid input"
+        ):  # not a chat model input: the model's own error ...
+            chat.invoke(42)  # ... after one event naming it
+    bodies = server.requests
+    users = [[m for m in b["messages"] if m["role"] == "user"][-1]["content"] for b in bodies[:3]]
+    assert "ana-cluster" in users[0] and "ben-cluster" in users[1] and "ana-cluster" in users[2]
+    assert {"role": "system", "content": "be brief"} == bodies[1]["messages"][0]
+    kinds = [(type(e).__name__, getattr(e, "reason", None)) for e in rec.all]
+    assert kinds[:3] == [("MemoryRecall", None)] * 3
+    assert kinds[3] == ("MemorySkipped", "unreadable_message")
