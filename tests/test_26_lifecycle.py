@@ -438,3 +438,43 @@ def test_with_memory_gives_a_plain_chat_model_and_a_chain_memory(store: SQLiteSt
     kinds = [(type(e).__name__, getattr(e, "reason", None)) for e in rec.all]
     assert kinds[:3] == [("MemoryRecall", None)] * 3
     assert kinds[3] == ("MemorySkipped", "unreadable_message")
+
+
+def test_four_pooled_workers_serve_120_users_with_tool_failures(tmp_path: Path) -> None:
+    """The issue's shape: 4 pooled workers, a tool call in 20% of the responses, and that
+    tool raises. Before: 119 of 120 requests were sub_turns without memory."""
+    users = [f"user{i}" for i in range(120)]
+    tools_for = {u for i, u in enumerate(users) if i % 5 == 0}
+    bodies: list[dict[str, Any]] = []
+
+    def reply(request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        asker = body["messages"][-1]["content"].split("where do ")[-1].split("'s")[0]
+        ask_tool = body["messages"][-1]["role"] == "user" and asker in tools_for
+        return _chat(tools_first=ask_tool)(request)
+
+    with SQLiteStore(tmp_path / "m.db") as s:
+        for user in users:
+            s.store(
+                f"{user}_deploys", f"{user}'s deploys go to the {user}-cluster", session_id=user
+            )
+        http = httpx2.Client(transport=httpx2.MockTransport(reply))
+
+        def request(user: str) -> str:
+            client = wrap_openai(OpenAI(api_key="k", http_client=http), s, AGENT, sessions=[user])
+            return _handle(client, user, _raises)
+
+        with ThreadPoolExecutor(max_workers=4) as pool, events() as rec:
+            futures = [pool.submit(request, u) for u in users]
+            failed = sum(1 for f in futures if f.exception() is not None)
+    assert len(tools_for) == failed
+    assert not [e.reason for e in rec.all if isinstance(e, MemorySkipped)]
+    assert 120 == len([e for e in rec.all if isinstance(e, MemoryRecall)]) == len(bodies)
+    for body in bodies:
+        (user_msg,) = [m for m in body["messages"] if m["role"] == "user"]
+        who = user_msg["content"].split("where do ")[-1].split("'s")[0]
+        assert user_msg["content"].startswith("[Memory context]")
+        assert f"{who}-cluster" in user_msg["content"]
+        others = {u for u in users if f"{u}-cluster" in user_msg["content"]}
+        assert {who} == others
