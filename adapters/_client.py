@@ -16,7 +16,12 @@ a new turn or another step of a tool loop:
 earlier user message the wrapper gave a block gets the same block again, at
 the same place, so each request starts with the exact bytes of the previous
 one and the provider's prompt cache keeps hitting; the cost is every earlier
-block, resent each turn. ``"strip"`` sends only this turn's block: fewer
+block, resent each turn. A block is kept only while every row it shows is
+still there as shown and visible to the turn's sessions (checked with the
+store's ``get`` at each new turn): a forgotten or changed fact makes its
+block go for good. The blocks are this wrapper's memory, in this process: a
+new wrapper, a restart or another worker sends earlier messages without
+their blocks (one cache miss, never a stale fact). ``"strip"`` sends only this turn's block: fewer
 tokens, but the previous turn's message changes, so the cache stops there.
 The caller's list is never modified either way (docs/adapters.md measures both).
 
@@ -152,6 +157,8 @@ class ClientMemory(Adapter):
         self.origin = origin
         self.suppress = suppress
         self._blocks: OrderedDict[str, str] = OrderedDict()
+        # fingerprint -> (key, content digest) of each row its block shows (keep mode)
+        self._shown: dict[str, tuple[tuple[str, str], ...]] = {}
         self._mark_owner = MemoryLoop(store, agent_config)  # owns the marks, renders nothing
 
     # -- one call -------------------------------------------------------------------
@@ -259,17 +266,53 @@ class ClientMemory(Adapter):
         out = list(messages)
         if idx is None:
             return Prepared(out, injection, None)
+        keep = self.earlier_blocks == "keep"
         if injection is not None:
-            self._blocks[prints[idx]] = injection.block
-            while len(self._blocks) > MEMO_SIZE:
-                self._blocks.popitem(last=False)
+            if keep:
+                self._forget_stale(prints, idx)
+            self._remember(prints[idx], injection)
             nested = injection.origin is TurnOrigin.SUB_TURN
             self._open(prints[idx], injection.turn.turn_id, nested, caller)
-        keep = self.earlier_blocks == "keep"
         for i in sorted(prints, reverse=True):  # right to left: an insert shifts nothing before it
             if i == idx or keep:
                 out = place_on(out, i, self._blocks.get(prints[i], ""), placement=self.placement)
         return Prepared(out, injection, prints[idx])
+
+    def _remember(self, fingerprint: str, injection: _core.Injection) -> None:
+        self._blocks[fingerprint] = injection.block
+        entries = injection.result.entries if injection.result is not None else ()
+        self._shown[fingerprint] = tuple((e.key, _digest(e.content)) for e in entries)
+        while len(self._blocks) > MEMO_SIZE:
+            old, _ = self._blocks.popitem(last=False)
+            self._shown.pop(old, None)
+
+    def _forget_stale(self, prints: dict[int, str], idx: int) -> None:
+        """Before a new turn re-places the earlier blocks (``keep``): drop each one that
+        shows a row no longer there as shown (forgotten, changed, moved out of the turn's
+        sessions), so a fact the user had forgotten is never sent again. A store that
+        cannot be asked (no ``get``) keeps none. Rows are looked up once per turn."""
+        get = getattr(self.store, "get", None)
+        seen: dict[str, str | None] = {}
+
+        def live(key: str) -> str | None:
+            if key not in seen:
+                try:
+                    rec = get(key) if callable(get) else None
+                except Exception:  # noqa: BLE001 - unknown: treated as gone
+                    rec = None
+                visible = rec is not None and (
+                    rec.session_id is None or rec.session_id in self.sessions
+                )
+                seen[key] = _digest(str(rec.content)) if rec is not None and visible else None
+            return seen[key]
+
+        for i, fingerprint in prints.items():
+            if i == idx or not self._blocks.get(fingerprint):
+                continue
+            shown = self._shown.get(fingerprint, ())
+            if not callable(get) or any(live(k) != d for k, d in shown):
+                self._blocks[fingerprint] = ""  # stripped from now on, in every later request
+                self._shown.pop(fingerprint, None)
 
     def prepare(
         self, messages: Sequence[Any], *, api: Api, caller: FrameType | None = None
@@ -300,6 +343,10 @@ class ClientMemory(Adapter):
     def _save(self, req: _core.Request) -> _core.Save:
         first = next((s for s in self.sessions if s is not None), None)
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _adapter_options(options: ClientOptions) -> AdapterOptions:

@@ -478,3 +478,31 @@ def test_four_pooled_workers_serve_120_users_with_tool_failures(tmp_path: Path) 
         assert f"{who}-cluster" in user_msg["content"]
         others = {u for u in users if f"{u}-cluster" in user_msg["content"]}
         assert {who} == others
+
+
+# -- item 4: keep never resends a forgotten fact ----------------------------------------
+
+
+@pytest.mark.parametrize("change", ["forgotten", "rewritten"])
+def test_keep_never_resends_a_forgotten_fact(store: SQLiteStore, change: str) -> None:
+    server = _Server(_chat(tools_first=False))
+    http = httpx2.Client(transport=httpx2.MockTransport(server))
+    client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=["ana"])
+    messages: list[Any] = []
+    for turn, question in enumerate(
+        ["where do ana's deploys go?", "please forget that", "and what about ben?"]
+    ):
+        messages.append({"role": "user", "content": question})
+        reply = client.chat.completions.create(model="m", messages=messages)
+        messages.append(reply.choices[0].message)
+        if turn == 0:
+            if change == "forgotten":
+                store.forget("ana_deploys")
+            else:
+                store.store("ana_deploys", "ana's deploys moved to the moon", session_id="ana")
+    sent = [json.dumps(json.loads(raw)["messages"]) for raw in server.raw]
+    assert "ana-cluster" in sent[0]
+    assert "ana-cluster" not in sent[1] and "ana-cluster" not in sent[2]  # before: re-sent
+    # From then on the prefix is stable again: request 3 starts with request 2's bytes.
+    first_two = json.loads(server.raw[1])["messages"]
+    assert json.loads(server.raw[2])["messages"][: len(first_two)] == first_two
