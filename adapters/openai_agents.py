@@ -18,45 +18,92 @@ the block, so a replayed history never collects blocks.
 A run started inside a tool of a run (``Runner.run`` in a function tool, or
 ``agent.as_tool()``) is a ``sub_turn``: no parent block, its own event.
 
+No private SDK attribute is read. A run's calls are one turn by their input:
+the first call of a new user message (nothing after it) renders; the calls
+after it (tool results, handoffs: items after that message) with the same
+conversation and sessions reuse the block. A run is nested while the run
+that filtered last in this context is still running: the filter remembers
+the outermost frame of the SDK's own code around it (its ``Runner.run``, or
+the task of its current model turn, where its tools run), and that frame is
+live exactly while the run (or its turn's tools) is.
+
 Needs the ``agents`` extra (``pip install "memory-inject[agents]"``).
 """
 
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import logging
+import sys
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from types import FrameType
 from typing import Any, Unpack
 
 from agents import FunctionTool, RunConfig, Tool
 from agents.run_config import CallModelData, ModelInputData
+from attrs import frozen
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from . import _core
 from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
+from .loop import _running, _where
 from .messages import starts_with_block
 
 __all__ = ["AgentsMemory", "agents_tools", "input_text", "place_block", "user_item_index"]
 
 _log = logging.getLogger("memory_inject.adapters")
 _TEXT_PARTS = ("input_text", "text", "output_text")
-_MAX_RUNS = 256
+_MAX_RUNS = 4096
+
+
+@frozen(eq=False)
+class _RunMark:
+    """The run that filtered last in a context: its turn key and where its code runs."""
+
+    key: str
+    frame: FrameType | None
+    thread: int
+    task: Any
+
+    @property
+    def live(self) -> bool:
+        return self.frame is not None and _running(self.frame, self.thread, self.task)
+
 
 # The run whose filter ran last in this context (inherited by the tool tasks it starts).
-_parent: contextvars.ContextVar[Any] = contextvars.ContextVar(
+_parent: contextvars.ContextVar[_RunMark | None] = contextvars.ContextVar(
     "memory_inject_agents_run", default=None
 )
 
 
-def _run_identity() -> Any:
-    """The SDK's per-``Runner.run`` object (closed when the run ends), or None."""
-    try:
-        from agents.run_internal.agent_tool_configuration import _current_run
-    except ImportError:  # pragma: no cover - a future SDK without it: one turn per message
-        return None
-    return _current_run.get()
+def _sdk_frame() -> FrameType | None:
+    """The outermost frame of the SDK's own code (the ``agents`` package) around this call,
+    before the host's code: the run's ``Runner.run``, or the task of its model turn."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and not _in_sdk(f):
+        f = f.f_back
+    found = None
+    while f is not None and _in_sdk(f):
+        found, f = f, f.f_back
+    return found
+
+
+def _in_sdk(frame: FrameType) -> bool:
+    return str(frame.f_globals.get("__name__", "")).split(".", 1)[0] == "agents"
+
+
+def _turn_key(items: Sequence[Any], idx: int, sessions: object) -> str:
+    """A fingerprint of the input up to the newest user message, and the turn's sessions."""
+    h = hashlib.sha256(repr(sessions).encode("utf-8", "surrogatepass"))
+    for item in items[: idx + 1]:
+        role = item.get("role") if isinstance(item, Mapping) else None
+        text = input_text(item) if isinstance(item, Mapping) else type(item).__name__
+        h.update(f"\x1e{role}\x1f{text}".encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 def user_item_index(items: Sequence[Any]) -> int | None:
@@ -163,18 +210,11 @@ class AgentsMemory(FrameworkAdapter):
                 f"was given, not the filtered one; got {options.get('earlier_blocks')!r})"
             )
         super().__init__(store, agent_config, **options)
-        self._runs: dict[int, tuple[Any, _core.Injection]] = {}
+        self._runs: OrderedDict[str, _core.Injection] = OrderedDict()
 
     def run_config(self, **kwargs: Any) -> RunConfig:
         """A ``RunConfig`` with this filter (``kwargs``: any other ``RunConfig`` field)."""
         return RunConfig(call_model_input_filter=self.call_model_input_filter, **kwargs)
-
-    def _known(self, key: Any) -> _core.Injection | None:
-        for k, (run, _) in list(self._runs.items()):
-            if getattr(run, "closed", False):
-                del self._runs[k]
-        hit = self._runs.get(id(key))
-        return hit[1] if hit is not None and hit[0] is key else None
 
     async def call_model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """Place the run's block on the newest user message; render it on the run's first call.
@@ -192,23 +232,26 @@ class AgentsMemory(FrameworkAdapter):
         idx = user_item_index(items)
         if idx is None:
             return data.model_data
-        run = _run_identity()
-        key = run if run is not None else items[idx]
-        injection = self._known(key)
+        try:
+            sessions: object = self._scopes(data.context)
+        except Exception:  # noqa: BLE001 - abegin reports it on the turn
+            sessions = None
+        key = _turn_key(items, idx, sessions)
+        # A call with items after the user message (tool results, a handoff) continues
+        # its turn; a fresh user message (nothing after it) always starts one.
+        injection = self._runs.get(key) if idx < len(items) - 1 else None
         if injection is None:
             parent = _parent.get()
-            nested = (
-                parent is not None and parent is not key and not getattr(parent, "closed", True)
-            )
-            if nested:
+            if parent is not None and parent.key != key and parent.live:
                 with self.running(None):  # the parent's tool is running: this is a sub-turn
                     injection = await self.abegin(input_text(items[idx]), data.context)
             else:
                 injection = await self.abegin(input_text(items[idx]), data.context)
-            self._runs[id(key)] = (key, injection)
-            while len(self._runs) > _MAX_RUNS:  # runs the SDK never closed (fallback keys)
-                del self._runs[next(iter(self._runs))]
-        _parent.set(key)
+            self._runs[key] = injection
+            while len(self._runs) > _MAX_RUNS:
+                self._runs.popitem(last=False)
+        thread, task = _where()
+        _parent.set(_RunMark(key, _sdk_frame(), thread, task))
         return ModelInputData(
             input=place_block(items, injection.block), instructions=data.model_data.instructions
         )

@@ -40,12 +40,14 @@ if TYPE_CHECKING:
     from adapters.langchain import MemoryMiddleware, memory_step, with_memory
     from adapters.langgraph import LangGraphMemory
     from adapters.loop import MemoryLoop, current_turn
+    from adapters.openai_agents import AgentsMemory
     from adapters.openai_client import wrap_openai
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
     from memory_inject.adapters.langchain import MemoryMiddleware, memory_step, with_memory
     from memory_inject.adapters.langgraph import LangGraphMemory
     from memory_inject.adapters.loop import MemoryLoop, current_turn
+    from memory_inject.adapters.openai_agents import AgentsMemory
     from memory_inject.adapters.openai_client import wrap_openai
 
 USERS = ("ana", "ben", "cyd", "dan")
@@ -506,3 +508,79 @@ def test_keep_never_resends_a_forgotten_fact(store: SQLiteStore, change: str) ->
     # From then on the prefix is stable again: request 3 starts with request 2's bytes.
     first_two = json.loads(server.raw[1])["messages"]
     assert json.loads(server.raw[2])["messages"][: len(first_two)] == first_two
+
+
+# -- item 5: the Agents SDK through its public API only --------------------------------
+
+
+def test_no_adapter_imports_a_private_name_of_a_framework() -> None:
+    """Every ``from <sdk> import name`` and module path of the adapters is public."""
+    import ast
+
+    sdks = ("agents", "langchain", "langchain_core", "langgraph", "pydantic_ai", "openai")
+    root = Path(__file__).resolve().parents[1] / "adapters"
+    private = []
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in sdks:
+                parts = (node.module or "").split(".")
+                names = [a.name for a in node.names]
+                if any(p.startswith("_") for p in parts + names):
+                    private.append(f"{path.name}: from {node.module} import {names}")
+    assert [] == private
+
+
+def test_agents_runs_are_told_apart_through_public_api(store: SQLiteStore) -> None:
+    """Without the SDK's private run object (the test above keeps it so): one event per run
+    (a tool loop of two model calls), a run started in a tool is a sub_turn, and a run whose
+    tool raised leaves nothing behind for the next run in the same task."""
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+    server = fw.ResponsesServer()
+
+    def model() -> Any:
+        client = AsyncOpenAI(api_key="k", http_client=server.aclient())
+        return OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client)
+
+    memory = AgentsMemory(store, AGENT, sessions=["ana"])
+    child = Agent(name="child", instructions="child", model=model())
+    fail = {"on": False}
+
+    @function_tool
+    async def ask_child(q: str) -> str:
+        """Ask the child agent."""
+        if fail["on"]:
+            raise RuntimeError("the tool failed")
+        out = await Runner.run(child, q, run_config=memory.run_config())
+        return str(out.final_output)
+
+    parent = Agent(name="p", instructions=fw.SYSTEM, model=model(), tools=[ask_child])
+
+    async def runs() -> None:
+        await Runner.run(parent, "where do ana's deploys go?", run_config=memory.run_config())
+        fail["on"] = True
+        with suppress(Exception):
+            await Runner.run(
+                parent, "where do ana's deploys go now?", run_config=memory.run_config()
+            )
+        fail["on"] = False
+        await Runner.run(parent, "and ana's deploys today?", run_config=memory.run_config())
+
+    with events() as rec:
+        asyncio.run(runs())
+    kinds = [(type(e).__name__, getattr(e, "reason", None)) for e in rec.all]
+    # run 1: its own recall, then the child's sub_turn; run 2: a recall (its tool raised);
+    # run 3: a recall with memory again, then its child's sub_turn.
+    assert kinds == [
+        ("MemoryRecall", None),
+        ("MemorySkipped", "sub_turn"),
+        ("MemoryRecall", None),
+        ("MemoryRecall", None),
+        ("MemorySkipped", "sub_turn"),
+    ]
+    parent_bodies = [b for b in server.requests if b["instructions"] == fw.SYSTEM]
+    firsts = [b for b in parent_bodies if b["input"][-1].get("role") == "user"]
+    assert 3 == len(firsts)
+    assert all("ana-cluster" in json.dumps(b["input"]) for b in firsts)
