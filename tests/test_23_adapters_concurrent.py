@@ -37,14 +37,14 @@ from memory_inject.storage.sqlite import SQLiteStore
 from tests import _frameworks as fw
 
 if TYPE_CHECKING:
-    from adapters.langchain import MemoryMiddleware
+    from adapters.langchain import MemoryMiddleware, with_memory
     from adapters.langgraph import LangGraphMemory, MemoryState
     from adapters.loop import MemoryLoop
     from adapters.openai_agents import AgentsMemory
     from adapters.openai_client import wrap_openai
     from adapters.pydantic_ai import PydanticAIMemory
 else:
-    from memory_inject.adapters.langchain import MemoryMiddleware
+    from memory_inject.adapters.langchain import MemoryMiddleware, with_memory
     from memory_inject.adapters.langgraph import LangGraphMemory, MemoryState
     from memory_inject.adapters.loop import MemoryLoop
     from memory_inject.adapters.openai_agents import AgentsMemory
@@ -396,4 +396,45 @@ class TestPydanticAI:
 
         with fw.events() as rec:
             gather(turn, client.close)
+        assert_each_turn_got_its_own_block(chat_seen(server), rec)
+
+
+class TestLangChainChatModel:
+    """Issue 26: ``with_memory`` on one plain chat model, the user from each call's config."""
+
+    @staticmethod
+    def _chat(server: fw.ChatServer, store: SQLiteStore) -> Any:
+        model = ChatOpenAI(
+            model=MODEL,
+            api_key=SecretStr("test"),
+            http_client=server.client(),
+            http_async_client=server.aclient(),
+        )
+        return with_memory(
+            model, store, fw.AGENT, sessions=lambda config: [config["metadata"]["user"]]
+        )
+
+    def test_32_concurrent_ainvokes_share_one_chain(self, store: SQLiteStore) -> None:
+        server = fw.ChatServer()
+        chat = self._chat(server, store)
+
+        async def turn(i: int) -> None:
+            await chat.ainvoke(chat_messages(i), {"metadata": {"user": session(i)}})
+
+        async def close() -> None:
+            return None
+
+        with fw.events() as rec:
+            gather(turn, close)
+        assert_each_turn_got_its_own_block(chat_seen(server), rec)
+
+    def test_32_threads_invoke_one_chain(self, store: SQLiteStore) -> None:
+        server = fw.ChatServer()
+        chat = self._chat(server, store)
+
+        def turn(i: int) -> None:
+            chat.invoke(chat_messages(i), {"metadata": {"user": session(i)}})
+
+        with fw.events() as rec:
+            in_threads(turn)
         assert_each_turn_got_its_own_block(chat_seen(server), rec)
