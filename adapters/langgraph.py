@@ -30,14 +30,17 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NotRequired
+from typing import Any, NotRequired, Unpack
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 from langgraph.graph import MessagesState
 
-from ._framework import FrameworkAdapter, ToolCore
+from memory_inject.config import AgentConfig
+from memory_inject.contract import Memory
+
+from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
 from .messages import starts_with_block
 
 __all__ = [
@@ -161,9 +164,11 @@ class LangGraphMemory(FrameworkAdapter):
 
     default_channel = "langgraph"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, store: Memory, agent_config: AgentConfig, **options: Unpack[FrameworkOptions]
+    ) -> None:
         """As :class:`~._framework.FrameworkAdapter`."""
-        super().__init__(*args, **kwargs)
+        super().__init__(store, agent_config, **options)
         # message id -> block, for graphs whose state has no memory_block key.
         self._blocks: OrderedDict[str, str] = OrderedDict()
 
