@@ -554,10 +554,12 @@ def _collect(
     raw = 0
     any_ok = False
     standing: list[MemoryEntry] = []
+    standing_ok = False
     for _call, batch in batches:
         if _call.source == STANDING:
             standing.extend(e for e in batch if isinstance(e, MemoryEntry))
             raw += len(batch)
+            standing_ok = True
             continue
         try:
             items = list(batch)  # a non-iterable batch counts as a failed call
@@ -578,6 +580,10 @@ def _collect(
                 good.append(item)
         valid_batches.append(good)
     degraded = notes
+    if standing_ok and not any(c.source != STANDING for c, _ in (*batches, *failures)):
+        # A turn with only the standing context (a prompt without content words): the
+        # store answered all that was asked of it.
+        any_ok = True
     plan_dropped: dict[str, str] = {}
     if plan is None:
         seen: set[str] = set()

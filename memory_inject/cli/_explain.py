@@ -20,6 +20,7 @@ from memory_inject.contract import (
     SupportsAnswer,
     SupportsEntities,
     SupportsFilteredRecall,
+    SupportsStandingContext,
     SupportsUsage,
 )
 from memory_inject.models import MemoryEntry
@@ -82,8 +83,17 @@ def recorder_for(inner: Memory) -> Recorder:
             return found
 
         members["answer"] = noted
+    if isinstance(inner, SupportsStandingContext):
+        # The preview shows the standing context too (hard rules, L1, PI's sections).
+        members["data_version"] = property(lambda _self: inner.data_version)
+
+        def standing(self: Recorder, *args: object, **kwargs: object) -> Sequence[MemoryEntry]:
+            return self._note(inner.standing_records(*args, **kwargs))  # type: ignore[arg-type]
+
+        members["standing_records"] = standing
     if isinstance(inner, SupportsUsage):
-        members["mark_used"] = lambda _self, ids: inner.mark_used(ids)
+        # A preview changes nothing: the render takes the same path, no use is counted.
+        members["mark_used"] = lambda _self, ids: 0
     cls: type[Recorder] = type("_Recorder", (Recorder,), members)
     return cls(inner)
 

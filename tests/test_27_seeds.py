@@ -1,0 +1,116 @@
+"""Issue 27, the seed behaviours, round three: each against a store seeded from the seed's own
+examples (PI's JSONL records, founder-os's memory.db), on SQLite and PostgreSQL, sync and async.
+
+Items so far: 3 (a standing-only turn is a success), 4 (the CLI preview shows the standing
+context and changes nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from memory_inject import arender_memory_context, render_memory_context
+from memory_inject.cli import cli
+from memory_inject.config import load_agent_config
+from memory_inject.embedders import HashingEmbedder
+from memory_inject.storage.founder_os import import_founder_os
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.testing import recording
+from tests.storage._pi_seed import NOW, PROFILE, jsonl
+from tests.test_12_founder_golden import (
+    AGENT as FOUNDER_AGENT,
+)
+from tests.test_12_founder_golden import (
+    COMPANIES,
+    PLUGIN,
+    QUERY,
+    SEED_ROWS,
+    build_founder_os_db,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+PI_AGENT = ROOT / "config" / "agents" / "pi.yaml"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def pi_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A store holding PI's own records (seeds 000 and 002)."""
+    if request.param == "sqlite":
+        store: Any = SQLiteStore(tmp_path / "pi.db")
+    else:
+        from tests.storage._pg_backend import make_postgres_store
+
+        store = make_postgres_store(request.getfixturevalue("pg_dsn"))
+    try:
+        store.import_jsonl(jsonl())
+        yield store
+    finally:
+        store.close()
+
+
+# -- item 3: a turn with only the standing context is a success ---------------------
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_contentless_prompt_renders_the_standing_block_as_a_success(
+    pi_store: Any, mode: str
+) -> None:
+    """ "do that again" has no content word: no recall, but the hard rules and L1 are shown,
+    and the event says success (before: success=False, so the bridges warned)."""
+    memory = load_agent_config(PI_AGENT).memory
+
+    async def arender() -> Any:
+        return await arender_memory_context(
+            pi_store, "do that again", config=memory, now=NOW, profile=PROFILE
+        )
+
+    with recording() as rec:
+        if mode == "sync":
+            out = render_memory_context(
+                pi_store, "do that again", config=memory, now=NOW, profile=PROFILE
+            )
+        else:
+            out = asyncio.run(arender())
+    (event,) = rec.events
+    assert "## Hard Rules" in out.text
+    assert (True, None) == (event.success, event.error)
+    assert out.success
+
+
+# -- item 4: the preview shows what the turn gets, and changes nothing --------------
+
+
+def test_the_cli_preview_shows_the_standing_context(tmp_path: Path) -> None:
+    db = tmp_path / "pi.db"
+    with SQLiteStore(db) as store:
+        store.import_jsonl(jsonl())
+    result = CliRunner().invoke(
+        cli, ["render", "do that again", "--agent", str(PI_AGENT), "--db", str(db)]
+    )
+    assert 0 == result.exit_code, result.output
+    assert "## Hard Rules" in result.output  # before: no standing context in the preview
+    assert "Prefer TypeScript over JavaScript" in result.output  # an L1 record
+
+
+def test_a_founder_os_preview_counts_no_use(tmp_path: Path) -> None:
+    """founder-os counts each injected memory's use; a preview must not."""
+    db = tmp_path / "memory-inject.db"
+    with SQLiteStore(db, embedder=HashingEmbedder()) as store:
+        founder = build_founder_os_db(tmp_path / "founder" / "memory.db")
+        assert len(SEED_ROWS) == import_founder_os(store, founder, companies=COMPANIES)
+        before = {r.key: r.times_used for r in store.list()}
+    result = CliRunner().invoke(
+        cli,
+        ["render", QUERY, "--agent", str(FOUNDER_AGENT), "--db", str(db), "--source", PLUGIN],
+    )
+    assert 0 == result.exit_code, result.output
+    assert "## Relevant Memories" in result.output
+    with SQLiteStore(db, embedder=HashingEmbedder()) as store:
+        after = {r.key: r.times_used for r in store.list()}
+    assert before == after  # before the fix: the rendered rows' times_used went up by one
