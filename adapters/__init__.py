@@ -13,7 +13,13 @@ from .cron import CronAdapter, CronJob, CronTurn, cron_query, load_cron_jobs
 from .daemon import DaemonAdapter, DaemonTurn, heartbeat_query
 from .loop import LoopInjection, LoopTurn, MemoryLoop, current_turn
 from .messages import has_block, inject_block, message_text, user_message_index
-from .observability import LoggingBridge, OpenTelemetryBridge, event_fields
+from .observability import (
+    LoggingBridge,
+    OpenTelemetryBridge,
+    PrometheusBridge,
+    event_fields,
+    skip_fields,
+)
 from .openai_client import wrap_openai
 from .tools import MemoryTools, Remembered, aremember, memory_tools, remember
 
@@ -35,6 +41,7 @@ __all__ = [
     "MemoryLoop",
     "MemoryTools",
     "OpenTelemetryBridge",
+    "PrometheusBridge",
     "Remembered",
     "aremember",
     "cron_query",
@@ -50,6 +57,7 @@ __all__ = [
     "remember",
     "session_scopes",
     "should_autosave",
+    "skip_fields",
     "user_message_index",
     "wrap_anthropic",
     "wrap_openai",

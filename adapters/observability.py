@@ -1,8 +1,12 @@
-"""Bridges from the ``memory_recall`` signal to logging and to OpenTelemetry.
+"""Bridges from the ``memory_recall`` and ``memory_skipped`` signals to logging, to
+OpenTelemetry and to Prometheus metrics.
 
-Both are plain receivers: they observe, never steer, and a bridge that fails
-is isolated by the pipeline. Neither ever sees the raw query; the event only
+All are plain receivers: they observe, never steer, and a bridge that fails
+is isolated by the pipeline. None ever sees the raw query; the event only
 carries ``query_summary`` (credential-scrubbed, at most 200 characters).
+Every turn reaches a bridge: a rendered one as ``memory_recall``, a skipped
+one (policy, sub-turn, an unreadable message, a host callback that raised)
+as ``memory_skipped``.
 
 Bridges connect strongly (``weak=False``), so ``LoggingBridge().connect()``
 keeps working after the expression is gone; ``disconnect()`` or a ``with``
@@ -20,14 +24,36 @@ from typing import Any, Self
 from blinker import ANY
 
 from memory_inject.contract import Memory
-from memory_inject.signals import MemoryRecall, memory_recall
+from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 
-__all__ = ["LoggingBridge", "OpenTelemetryBridge", "event_fields"]
+__all__ = [
+    "LoggingBridge",
+    "OpenTelemetryBridge",
+    "PrometheusBridge",
+    "event_fields",
+    "skip_fields",
+]
 
 _OTEL_HINT = (
     "OpenTelemetryBridge needs the OpenTelemetry API; install the 'otel' extra: "
     "pip install 'memory-inject[otel]'"
 )
+_PROMETHEUS_HINT = (
+    "PrometheusBridge needs prometheus-client; install the 'metrics' extra: "
+    "pip install 'memory-inject[metrics]'"
+)
+
+
+def skip_fields(event: MemorySkipped) -> dict[str, Any]:
+    """The structured fields of one skipped turn."""
+    return {
+        "reason": event.reason,
+        "origin": event.origin,
+        "channel": event.channel,
+        "agent_alias": event.agent_alias,
+        "turn_id": event.turn_id,
+        "detail": event.detail,
+    }
 
 
 def event_fields(event: MemoryRecall) -> dict[str, Any]:
@@ -57,19 +83,30 @@ class _Bridge:
 
     _sender: object = None
 
-    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
+    def __call__(self, sender: Memory, *, event: MemoryRecall | MemorySkipped) -> None:
+        if isinstance(event, MemorySkipped):
+            self.skipped(event)
+        else:
+            self.recalled(event)
+
+    def recalled(self, event: MemoryRecall) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def skipped(self, event: MemorySkipped) -> None:
         raise NotImplementedError  # pragma: no cover
 
     def connect(self, sender: Memory | None = None) -> Self:
-        """Start receiving events (of ``sender`` only, when given)."""
+        """Start receiving both signals (of ``sender`` only, when given)."""
         self.disconnect()
         self._sender = ANY if sender is None else sender
         memory_recall.connect(self, sender=self._sender, weak=False)
+        memory_skipped.connect(self, sender=self._sender, weak=False)
         return self
 
     def disconnect(self) -> None:
         if self._sender is not None:
             memory_recall.disconnect(self, sender=self._sender)
+            memory_skipped.disconnect(self, sender=self._sender)
             self._sender = None
 
     @property
@@ -100,7 +137,23 @@ class LoggingBridge(_Bridge):
         self.logger = logger if logger is not None else logging.getLogger("memory_inject.recall")
         self.level = level
 
-    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
+    def skipped(self, event: MemorySkipped) -> None:
+        """One record per skipped turn; a failure skip (``detail`` set) at WARNING at least."""
+        level = self.level if event.detail is None else max(self.level, logging.WARNING)
+        if not self.logger.isEnabledFor(level):
+            return
+        fields = skip_fields(event)
+        self.logger.log(
+            level,
+            "memory_skipped reason=%s origin=%s turn_id=%s%s",
+            fields["reason"],
+            fields["origin"],
+            fields["turn_id"],
+            "" if event.detail is None else f" detail={event.detail}",
+            extra=fields,
+        )
+
+    def recalled(self, event: MemoryRecall) -> None:
         level = (
             self.level if event.success and not event.partial else max(self.level, logging.WARNING)
         )
@@ -166,7 +219,20 @@ class OpenTelemetryBridge(_Bridge):
         }
         return {attr: fields[key] for key, attr in names.items() if fields[key] is not None}
 
-    def __call__(self, sender: Memory, *, event: MemoryRecall) -> None:
+    def skipped(self, event: MemorySkipped) -> None:
+        """A zero-length ``memory.skipped`` span with the reason; ERROR for a failure skip."""
+        now = time.time_ns()
+        attributes = {
+            f"memory_inject.{k}" if k != "agent_alias" else "gen_ai.agent.name": v
+            for k, v in skip_fields(event).items()
+            if v is not None and k != "detail"
+        }
+        span = self.tracer.start_span("memory.skipped", start_time=now, attributes=attributes)
+        if event.detail is not None:
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, event.detail))
+        span.end(end_time=now)
+
+    def recalled(self, event: MemoryRecall) -> None:
         end = time.time_ns()
         start = end - int(event.duration * 1e9)
         span = self.tracer.start_span(
@@ -177,3 +243,55 @@ class OpenTelemetryBridge(_Bridge):
                 self._trace.Status(self._trace.StatusCode.ERROR, event.error or "recall failed")
             )
         span.end(end_time=end)
+
+
+class PrometheusBridge(_Bridge):
+    """Prometheus metrics of every turn (needs the ``metrics`` extra).
+
+    * ``memory_inject_renders_total{origin, success}``: rendered turns;
+    * ``memory_inject_skips_total{origin, reason}``: skipped turns;
+    * ``memory_inject_recall_seconds{backend}``: recall time (histogram);
+    * ``memory_inject_rendered_entries``: entries in the block (histogram);
+    * ``memory_inject_dropped_total{reason}``: entries dropped, by the reason's kind;
+    * ``memory_inject_degraded_total{kind}``: degraded lines (``deadline``, ``store_busy``...).
+
+    ``registry`` is where they are registered (default: the client's global registry;
+    a test passes its own ``CollectorRegistry``). Labels are bounded: origins, reasons and
+    backends are names, never ids.
+    """
+
+    def __init__(self, registry: Any = None, namespace: str = "memory_inject") -> None:
+        """Create the metrics in ``registry``."""
+        try:
+            import prometheus_client as prom
+        except ImportError as exc:
+            raise ImportError(_PROMETHEUS_HINT) from exc
+        kw: dict[str, Any] = {"namespace": namespace}
+        if registry is not None:
+            kw["registry"] = registry
+        self.renders = prom.Counter("renders", "Rendered turns", ["origin", "success"], **kw)
+        self.skips = prom.Counter("skips", "Skipped turns", ["origin", "reason"], **kw)
+        self.recall_seconds = prom.Histogram(
+            "recall_seconds", "Recall time of a rendered turn", ["backend"], **kw
+        )
+        self.rendered_entries = prom.Histogram(
+            "rendered_entries",
+            "Entries in a turn's block",
+            buckets=(0, 1, 2, 4, 8, 16, 32, 64),
+            **kw,
+        )
+        self.dropped = prom.Counter("dropped", "Entries dropped, by reason", ["reason"], **kw)
+        self.degraded = prom.Counter("degraded", "Degraded recalls, by kind", ["kind"], **kw)
+
+    def recalled(self, event: MemoryRecall) -> None:
+        origin = event.origin or "unknown"
+        self.renders.labels(origin, "true" if event.success else "false").inc()
+        self.recall_seconds.labels(event.backend).observe(event.duration)
+        self.rendered_entries.observe(event.rendered_entries)
+        for reason, n in Counter(r.split(":", 1)[0] for r in event.dropped.values()).items():
+            self.dropped.labels(reason).inc(n)
+        for line in event.degraded:
+            self.degraded.labels(line.split(":", 1)[0]).inc()
+
+    def skipped(self, event: MemorySkipped) -> None:
+        self.skips.labels(event.origin or "unknown", event.reason).inc()

@@ -2,20 +2,21 @@
 examples (PI's JSONL records, founder-os's memory.db), on SQLite and PostgreSQL, sync and async.
 
 Items so far: 3 (a standing-only turn is a success), 4 (the CLI preview shows the standing
-context and changes nothing).
+context and changes nothing), 13 (the skip signal reaches the bridges; a metrics bridge).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
 
-from memory_inject import arender_memory_context, render_memory_context
+from memory_inject import AgentConfig, arender_memory_context, render_memory_context
 from memory_inject.cli import cli
 from memory_inject.config import load_agent_config
 from memory_inject.embedders import HashingEmbedder
@@ -33,6 +34,17 @@ from tests.test_12_founder_golden import (
     SEED_ROWS,
     build_founder_os_db,
 )
+
+if TYPE_CHECKING:
+    from adapters.loop import MemoryLoop
+    from adapters.observability import LoggingBridge, OpenTelemetryBridge, PrometheusBridge
+else:
+    from memory_inject.adapters.loop import MemoryLoop
+    from memory_inject.adapters.observability import (
+        LoggingBridge,
+        OpenTelemetryBridge,
+        PrometheusBridge,
+    )
 
 ROOT = Path(__file__).resolve().parents[1]
 PI_AGENT = ROOT / "config" / "agents" / "pi.yaml"
@@ -114,3 +126,73 @@ def test_a_founder_os_preview_counts_no_use(tmp_path: Path) -> None:
     with SQLiteStore(db, embedder=HashingEmbedder()) as store:
         after = {r.key: r.times_used for r in store.list()}
     assert before == after  # before the fix: the rendered rows' times_used went up by one
+
+
+# -- item 13: the skip signal reaches the bridges, and a metrics bridge ships --------
+
+
+def _turns(store: Any) -> None:
+    """A rendered turn, a skipped one (a sub-agent) and a failure skip (an unreadable list)."""
+    loop = MemoryLoop(store, AgentConfig(agent="obs"))
+    with loop.turn(sessions=["s"]):
+        loop.prepare([{"role": "user", "content": "where do deploys go?"}])
+        loop.prepare([{"role": "user", "content": "a sub-agent's own question"}])
+    loop.prepare([object()])
+
+
+@pytest.fixture
+def obs_store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(tmp_path / "m.db") as s:
+        s.store("deploys", "deploys go to prod-3", "core")
+        yield s
+
+
+def test_the_logging_bridge_logs_skipped_turns(
+    obs_store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="memory_inject.recall"), LoggingBridge():
+        _turns(obs_store)
+    lines = [(r.levelno, r.getMessage().split(" ")[0]) for r in caplog.records]
+    assert [
+        (logging.INFO, "memory_recall"),
+        (logging.INFO, "memory_skipped"),
+        (logging.WARNING, "memory_skipped"),
+    ] == lines
+    assert "unreadable_message" == caplog.records[2].reason  # type: ignore[attr-defined]
+
+
+def test_the_opentelemetry_bridge_spans_skipped_turns(obs_store: SQLiteStore) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with OpenTelemetryBridge(provider.get_tracer("t")):
+        _turns(obs_store)
+    spans = exporter.get_finished_spans()
+    assert ["memory.recall", "memory.skipped", "memory.skipped"] == [s.name for s in spans]
+    assert "sub_turn" == (spans[1].attributes or {}).get("memory_inject.reason")
+    assert StatusCode.ERROR == spans[2].status.status_code
+    assert StatusCode.UNSET == spans[1].status.status_code
+
+
+def test_the_prometheus_bridge_counts_every_turn(obs_store: SQLiteStore) -> None:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    with PrometheusBridge(registry):
+        _turns(obs_store)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert 1.0 == value("memory_inject_renders_total", origin="interactive", success="true")
+    assert 1.0 == value("memory_inject_skips_total", origin="sub_turn", reason="sub_turn")
+    assert 1.0 == value(
+        "memory_inject_skips_total", origin="interactive", reason="unreadable_message"
+    )
+    assert 1.0 == value("memory_inject_recall_seconds_count", backend="sqlite")
+    assert 1.0 == value("memory_inject_rendered_entries_sum")
