@@ -23,6 +23,7 @@ from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.founder_os import import_founder_os
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
+from tests._frameworks import events
 from tests.storage._pi_seed import NOW, PROFILE, jsonl
 from tests.test_12_founder_golden import (
     AGENT as FOUNDER_AGENT,
@@ -196,3 +197,22 @@ def test_the_prometheus_bridge_counts_every_turn(obs_store: SQLiteStore) -> None
     )
     assert 1.0 == value("memory_inject_recall_seconds_count", backend="sqlite")
     assert 1.0 == value("memory_inject_rendered_entries_sum")
+
+
+# -- item 12: an unstamped loop turn is interactive (a documented difference) --------
+
+
+def test_an_unstamped_loop_turn_is_interactive_and_sub_turn_is_one_keyword_away(
+    obs_store: SQLiteStore,
+) -> None:
+    """docs/adapters.md: zeroclaw makes an unstamped envelope SubTurn (no memory); the loop
+    adapter keeps interactive for a host's own turns, and origin="sub_turn" opts in."""
+    loop = MemoryLoop(obs_store, AgentConfig(agent="a"))
+    msgs = [{"role": "user", "content": "where do deploys go?"}]
+    with events() as rec:
+        placed = loop.prepare(msgs)
+        skipped = loop.prepare(msgs, origin="sub_turn")
+    assert "prod-3" in placed[0]["content"] and msgs == skipped
+    assert [("MemoryRecall", "interactive"), ("MemorySkipped", "sub_turn")] == [
+        (type(e).__name__, e.origin) for e in rec.all
+    ]
