@@ -216,3 +216,32 @@ def test_an_unstamped_loop_turn_is_interactive_and_sub_turn_is_one_keyword_away(
     assert [("MemoryRecall", "interactive"), ("MemorySkipped", "sub_turn")] == [
         (type(e).__name__, e.origin) for e in rec.all
     ]
+
+
+# -- item 8: founder-os from the command line ---------------------------------------
+
+
+def test_founder_os_from_the_command_line(tmp_path: Path) -> None:
+    """add sets status, confidence and source (so the memory injects under the preset, and a
+    default status says it will not); stats breaks down by status and use; a --session
+    preview that hides agent-wide rows says why; --db keeps the agent's embedder."""
+    db = tmp_path / "memory-inject.db"
+    with SQLiteStore(db, embedder=HashingEmbedder()) as store:
+        founder = build_founder_os_db(tmp_path / "founder" / "memory.db")
+        import_founder_os(store, founder, companies=COMPANIES)
+    run = CliRunner().invoke
+    common = ["--agent", str(FOUNDER_AGENT), "--db", str(db)]
+    fields = ["--category", "fact", "--status", "confirmed", "--confidence", "0.9"]
+    wire = "Acme Corp now pays invoices by wire transfer."
+    added = run(cli, ["add", "wire", wire, *fields, "--source", PLUGIN, *common])
+    assert 0 == added.exit_code, added.output
+    quiet = run(cli, ["add", "draft", "Acme Corp might switch banks.", *common])
+    assert "will not be shown (pass --status confirmed)" in quiet.output
+    preview = run(cli, ["render", QUERY, *common, "--source", PLUGIN])
+    assert "wire transfer" in preview.output and "might switch" not in preview.output
+    assert "embedder_failed" not in preview.output  # before: --db dropped the agent's embedder
+    scoped = run(cli, ["render", QUERY, *common, "--source", PLUGIN, "--session", "s1"])
+    assert "agent-wide memories (no session)" in scoped.output
+    stats = run(cli, ["stats", *common])
+    assert "confirmed" in stats.output and "status" in stats.output
+    assert "used: 0 memories, 0 uses" in stats.output  # the previews counted nothing

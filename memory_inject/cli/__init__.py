@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -35,6 +36,7 @@ from memory_inject.config import AgentConfig, load_agent_config
 from memory_inject.contract import MemoryStore, SupportsClose, SupportsJsonl, SupportsPath
 from memory_inject.exceptions import ConfigError, MemoryInjectError
 from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.stages.filters import SHARED_CATEGORIES
 from memory_inject.storage import open_store
 from memory_inject.storage._jsonl import check_regular_file
 from memory_inject.storage._open import sqlite_path
@@ -94,10 +96,18 @@ def _store(
     agent = _agent(agent_path)
     backend = agent.memory.backend
     try:
-        if db is not None or agent_path is None:
+        if db is not None and agent_path is not None:
+            # The agent's backend settings (embedder, fusion, readers...) on this file, so a
+            # preview ranks as the agent's turns do.
+            _check_exists(db, create)
+            on_file = attrs.evolve(backend, kind="sqlite", path=str(db.resolve()))
+            store: MemoryStore = open_store(
+                attrs.evolve(agent, memory=attrs.evolve(agent.memory, backend=on_file))
+            )
+        elif db is not None or agent_path is None:
             path = db if db is not None else _DEFAULT_DB
             _check_exists(path, create)
-            store: MemoryStore = SQLiteStore(path, namespace=backend.namespace)
+            store = SQLiteStore(path, namespace=backend.namespace)
         else:
             if backend.kind == "sqlite":
                 _check_exists(sqlite_path(agent), create)
@@ -218,6 +228,15 @@ def _init_agent_store(agent_path: Path) -> None:
     default=None,
     help="0..1, used by the rerank arm.",
 )
+@click.option(
+    "--status",
+    default=None,
+    help="The record's status (default active; founder-os injects confirmed and applied).",
+)
+@click.option(
+    "--confidence", type=click.FloatRange(0.0, 1.0), default=None, help="0..1 (PI, founder-os)."
+)
+@click.option("--source", default=None, help="Who wrote it (founder-os: the plugin id, P11...).")
 @_store_options
 def add(
     key: str,
@@ -225,17 +244,31 @@ def add(
     category: str,
     session: str | None,
     importance: float | None,
+    status: str | None,
+    confidence: float | None,
+    source: str | None,
     db: Path | None,
     agent_path: Path | None,
 ) -> None:
     """Store CONTENT under KEY (an existing KEY is updated)."""
     with _store(db, agent_path, create=True) as (store, agent):
-        fields = _core.profile_fields(agent.memory)
+        fields: dict[str, Any] = dict(_core.profile_fields(agent.memory))
+        for name, value in (("status", status), ("confidence", confidence), ("source", source)):
+            if value is not None:
+                fields[name] = value
         try:
             store.store(key, content, category, session_id=session, importance=importance, **fields)
         except (MemoryInjectError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"stored {key}")
+    plan = agent.memory.recall_plan
+    shown = plan.statuses if plan.enabled else None
+    if shown and (status or "active") not in shown:
+        _console(stderr=True).print(
+            f"note: this agent injects only memories with status {', '.join(shown)}; "
+            f"{key!r} has status {status or 'active'!r} and will not be shown "
+            f"(pass --status {shown[0]})"
+        )
 
 
 def _count_lines(path: Path) -> int:
@@ -361,6 +394,20 @@ def stats(db: Path | None, agent_path: Path | None) -> None:
     for category, n in sorted(Counter(str(r.category) for r in records).items()):
         table.add_row(category, str(n))
     console.print(table)
+    by_status = Table("status", "memories")
+    for status, n in sorted(Counter(str(r.status) for r in records).items()):
+        by_status.add_row(status, str(n))
+    console.print(by_status)
+    used = [r for r in records if r.times_used]
+    console.print(
+        f"used: {len(used)} memories, {sum(r.times_used for r in used)} uses"
+        + (
+            f" (most: {max(used, key=lambda r: r.times_used).key}, "
+            f"{max(r.times_used for r in used)})"
+            if used
+            else ""
+        )
+    )
     sessions = {r.session_id for r in records if r.session_id is not None}
     console.print(f"sessions: {len(sessions)}")
     if records:
@@ -404,6 +451,13 @@ def render(
             source=source,
         )
         injection = _core.run(recorder, agent, req)
+        hidden = 0
+        if sessions and injection.block == "" and hasattr(store, "list"):
+            hidden = sum(
+                1
+                for r in store.list(limit=1000)
+                if r.session_id is None and str(r.category) not in SHARED_CATEGORIES
+            )
     policy = injection.policy
     if not policy.inject:
         console.print(f"skipped: {policy.reason} (no recall)")
@@ -425,6 +479,13 @@ def render(
         }
         abstained = event.abstained if event is not None else None
         console.print(f"(empty block: {why.get(abstained or '', 'nothing survived')})")
+        if sessions and event is not None and event.num_entries == 0 and hidden:
+            console.print(
+                f"note: {hidden} agent-wide memories (no session) of categories that are not "
+                f"shared ({', '.join(sorted(SHARED_CATEGORIES))}) are never shown to a turn "
+                "scoped to a session; founder-os memories are agent-wide: render without "
+                "--session to see them"
+            )
     if explain and injection.result is not None:
         print_explain(console, recorder.seen, injection.result)
 
