@@ -245,3 +245,56 @@ def test_founder_os_from_the_command_line(tmp_path: Path) -> None:
     stats = run(cli, ["stats", *common])
     assert "confirmed" in stats.output and "status" in stats.output
     assert "used: 0 memories, 0 uses" in stats.output  # the previews counted nothing
+
+
+# -- item 2: Selected Memory has no relevance floor under the PI preset -------------
+
+PLAYBOOKS = [
+    (
+        "pb_rollback",
+        "Rollback playbook: revert the release tag, redeploy the previous build; "
+        "deployments pause meanwhile.",
+    ),
+    (
+        "pb_canary",
+        "Canary playbook: ship to five percent first; deployments widen after an hour "
+        "of clean metrics.",
+    ),
+    (
+        "pb_freeze",
+        "Freeze playbook: no deployments on Fridays after noon or during the holiday freeze.",
+    ),
+    (
+        "pb_hotfix",
+        "Hotfix playbook: branch from the release tag; deployments of hotfixes skip the canary.",
+    ),
+    (
+        "pb_secrets",
+        "Secrets playbook: rotate keys quarterly; deployments read them from the vault.",
+    ),
+    ("pb_migrate", "Migration playbook: run schema migrations before deployments, never after."),
+]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_pi_selected_memory_keeps_weak_but_matching_records(pi_store: Any, mode: str) -> None:
+    """Six active L2 playbooks sharing one word with the prompt: PI shows them all (no floor,
+    no decay in its selection); before, the 0.4 floor and decay dropped every one."""
+    for key, text in PLAYBOOKS:
+        pi_store.store(
+            key, text, layer="L2", rule_type="workflow", confidence=0.8, profile_id=PROFILE
+        )
+    memory = load_agent_config(PI_AGENT).memory
+    prompt = "how do deployments work here?"
+
+    async def arender() -> Any:
+        return await arender_memory_context(
+            pi_store, prompt, config=memory, now=NOW, profile=PROFILE
+        )
+
+    if mode == "sync":
+        out = render_memory_context(pi_store, prompt, config=memory, now=NOW, profile=PROFILE)
+    else:
+        out = asyncio.run(arender())
+    selected = out.text.split("## Selected Memory", 1)[1].split("\n## ", 1)[0]
+    assert [k for k, _ in PLAYBOOKS if k in selected] == [k for k, _ in PLAYBOOKS]

@@ -45,6 +45,10 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
     },
     "pi": {
         "recall_limit": 24,
+        # PI's Selected Memory has no relevance floor and no time decay: every record that
+        # passes the governance stages and matches the prompt competes for its slots.
+        "min_relevance_score": 0.0,
+        "decay": {"enabled": False},
         "renderer": {
             "kind": "sectioned",
             "max_records": 12,
