@@ -298,3 +298,23 @@ def test_pi_selected_memory_keeps_weak_but_matching_records(pi_store: Any, mode:
         out = asyncio.run(arender())
     selected = out.text.split("## Selected Memory", 1)[1].split("\n## ", 1)[0]
     assert [k for k, _ in PLAYBOOKS if k in selected] == [k for k, _ in PLAYBOOKS]
+
+
+# -- item 5: the Daily Log's raw fallback shows the tail, as PI does ---------------
+
+
+def test_a_long_daily_note_without_notable_lines_shows_its_tail(pi_store: Any) -> None:
+    """PI's buildDailyDigest: no notable line, no closed session -> content[-maxChars:]."""
+    from datetime import timedelta
+
+    body = "START of the day. " + "plain words about the day " * 400 + "the END-MARKER line"
+    for key in [r.key for r in pi_store.list() if str(r.category) == "daily"]:
+        pi_store.forget(key)
+    pi_store.store("today_log", body, "daily", timestamp=NOW - timedelta(hours=1))
+    memory = load_agent_config(PI_AGENT).memory
+    out = render_memory_context(
+        pi_store, "what happened today?", config=memory, now=NOW, profile=PROFILE
+    )
+    daily = out.text.split("## Daily Log", 1)[1].split("\n## ", 1)[0]
+    assert "END-MARKER" in daily and "START" not in daily  # before: the head, cut
+    assert len(daily) <= memory.renderer.section_caps.daily_log + 40

@@ -166,13 +166,15 @@ def layer_budgets(
     return kept, dropped
 
 
-def daily_digest(content: str) -> tuple[str, int]:
-    """PI's digest of one day's log: its notable lines, and how many sessions it closed.
+def daily_digest(content: str, max_chars: int | None = None) -> tuple[str, int]:
+    """PI's digest of one day's log (``buildDailyDigest``): its notable lines, and how many
+    sessions it closed.
 
     Notable lines start with ``## `` or ``- `` or hold ``#decision`` / ``#key``;
     comments, session-end markers and PI's capture boilerplate are skipped.
-    With no notable line the content is kept whole (the renderer shows its
-    tail when it does not fit: PI's raw-tail fallback).
+    With no notable line: nothing when sessions were closed (PI shows only its
+    ``Sessions today`` header), else PI's raw-tail fallback, the last
+    ``max_chars`` characters of the content (the whole content without a cap).
     """
     sessions = 0
     notable: list[str] = []
@@ -185,7 +187,12 @@ def daily_digest(content: str) -> tuple[str, int]:
             continue
         if line.startswith(("## ", "- ")) or "#decision" in line or "#key" in line:
             notable.append(line)
-    return ("\n".join(notable) if notable else content.strip()), sessions
+    if notable:
+        return "\n".join(notable), sessions
+    if sessions:
+        return "", sessions
+    raw = content if max_chars is None else content[-max_chars:] if max_chars > 0 else ""
+    return raw.strip(), sessions
 
 
 def _priority(entry: MemoryEntry) -> str | None:

@@ -271,8 +271,14 @@ class SectionedRenderer:
             dropped[e.key] = "contested:max_contested"
         contested = [e for _, e in relevant[: self.max_contested]]
         asked = self._questions(questions, tokens, dropped)
-        digest = {id(e): daily_digest(e.content) for e in daily} if self.daily_digest else {}
+        # The raw-tail fallback keeps what fits the section after the line's prefix.
+        tail = self.section_caps["daily_log"] - len("- 00:00 ") - 1
+        digest = {id(e): daily_digest(e.content, tail) for e in daily} if self.daily_digest else {}
         sessions_today = sum(n for _, n in digest.values())
+        if digest:  # a day with only closed sessions shows its header, not an empty line
+            for e in [e for e in daily if not digest[id(e)][0]]:
+                dropped[e.key] = "daily:no_notable_lines"
+            daily = [e for e in daily if digest[id(e)][0]]
 
         def selected_prefix(e: MemoryEntry) -> str:
             rule = text_field(e, "rule_type", "ruleType")
