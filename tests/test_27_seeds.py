@@ -318,3 +318,61 @@ def test_a_long_daily_note_without_notable_lines_shows_its_tail(pi_store: Any) -
     daily = out.text.split("## Daily Log", 1)[1].split("\n## ", 1)[0]
     assert "END-MARKER" in daily and "START" not in daily  # before: the head, cut
     assert len(daily) <= memory.renderer.section_caps.daily_log + 40
+
+
+# -- item 9: degradation at open ----------------------------------------------------
+
+
+def _founder_agent(tmp_path: Path, path: str) -> Any:
+    text = FOUNDER_AGENT.read_text(encoding="utf-8").replace(
+        "path: .memory/memory-inject.db", f"path: {path}"
+    )
+    (tmp_path / "agent.yaml").write_text(text, encoding="utf-8")
+    return load_agent_config(tmp_path / "agent.yaml")
+
+
+@pytest.mark.parametrize("shape", ["missing file", "a directory", "not a database"])
+def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -> None:
+    """founder-os goes on without memory when its file is missing or unreadable: no error
+    into the host, no file created, the status on every turn's event (sync and async)."""
+    from memory_inject.exceptions import StoreMissingError
+    from memory_inject.storage import open_store
+    from memory_inject.storage.unavailable import UnavailableStore
+
+    target = tmp_path / "data" / "memory.db"
+    if shape == "a directory":
+        target.mkdir(parents=True)
+    elif shape == "not a database":
+        target.parent.mkdir(parents=True)
+        target.write_bytes(b"this is not a sqlite file" * 100)
+    agent = _founder_agent(tmp_path, str(target))
+    store = open_store(agent)  # before: StoreMissingError / StoreCorruptError into the host
+    assert isinstance(store, UnavailableStore) and not store.available
+    assert store.status.startswith("store_unavailable: ")
+    with recording() as rec:
+        out = render_memory_context(store, QUERY, config=agent.memory, source=PLUGIN)
+        asyncio.run(arender_memory_context(store, QUERY, config=agent.memory, source=PLUGIN))
+    assert "" == out.text
+    assert all(store.status in e.degraded for e in rec.events) and 2 == len(rec.events)
+    with pytest.raises(StoreMissingError):
+        store.store("k", "v")
+    assert (shape == "missing file") == (not target.exists())
+
+
+def test_missing_error_and_the_default_create(tmp_path: Path) -> None:
+    from memory_inject import AgentConfig
+    from memory_inject.config import MemoryInjectConfig
+    from memory_inject.config.schema import BackendConfig
+    from memory_inject.exceptions import StoreMissingError
+    from memory_inject.storage import open_store
+
+    def agent(missing: str, name: str) -> AgentConfig:
+        backend = BackendConfig(path=str(tmp_path / name), missing=missing)
+        return AgentConfig(agent="a", memory=MemoryInjectConfig(backend=backend))
+
+    with pytest.raises(StoreMissingError, match="no memory file"):
+        open_store(agent("error", "e.db"))
+    store = open_store(agent("create", "c.db"))
+    assert isinstance(store, SQLiteStore)
+    store.close()
+    assert (tmp_path / "c.db").exists()

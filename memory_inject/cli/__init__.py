@@ -42,6 +42,7 @@ from memory_inject.storage._jsonl import check_regular_file
 from memory_inject.storage._open import sqlite_path
 from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.unavailable import UnavailableStore
 
 if TYPE_CHECKING:
     # The adapters ship as memory_inject.adapters from the top-level adapters/ folder
@@ -94,24 +95,26 @@ def _store(
     db: Path | None, agent_path: Path | None, *, create: bool
 ) -> Iterator[tuple[MemoryStore, AgentConfig]]:
     agent = _agent(agent_path)
-    backend = agent.memory.backend
+    # The CLI is where a store is inspected and filled: it creates what its command may
+    # create and says why a store cannot be opened (the agent's degrade settings are for
+    # its turns).
+    backend = attrs.evolve(agent.memory.backend, missing="create", unavailable="raise")
     try:
         if db is not None and agent_path is not None:
             # The agent's backend settings (embedder, fusion, readers...) on this file, so a
             # preview ranks as the agent's turns do.
             _check_exists(db, create)
-            on_file = attrs.evolve(backend, kind="sqlite", path=str(db.resolve()))
-            store: MemoryStore = open_store(
-                attrs.evolve(agent, memory=attrs.evolve(agent.memory, backend=on_file))
-            )
+            backend = attrs.evolve(backend, kind="sqlite", path=str(db.resolve()))
         elif db is not None or agent_path is None:
             path = db if db is not None else _DEFAULT_DB
             _check_exists(path, create)
-            store = SQLiteStore(path, namespace=backend.namespace)
-        else:
-            if backend.kind == "sqlite":
-                _check_exists(sqlite_path(agent), create)
-            store = open_store(agent)
+            backend = attrs.evolve(backend, kind="sqlite", path=str(path.resolve()))
+        elif backend.kind == "sqlite":
+            _check_exists(sqlite_path(agent), create)
+        opened = open_store(attrs.evolve(agent, memory=attrs.evolve(agent.memory, backend=backend)))
+        if isinstance(opened, UnavailableStore):  # pragma: no cover - degrade is off here
+            raise click.ClickException(opened.status)
+        store: MemoryStore = opened
     except (MemoryInjectError, ValueError) as exc:
         raise click.ClickException(f"cannot open the store: {exc}") from None
     try:

@@ -42,6 +42,9 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
         "renderer": {"kind": "relevant_memories"},
         "budget": {"max_entries": 5},
         "deadline_ms": 2000,
+        # founder-os's skip-guard: no memory file is created by a turn, and a file that
+        # cannot be opened means no memory and a status line, never an error.
+        "backend": {"missing": "degrade", "unavailable": "degrade"},
     },
     "pi": {
         "recall_limit": 24,

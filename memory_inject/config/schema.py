@@ -162,6 +162,18 @@ class BackendConfig:
         nullable=True,
     )
     pool: PoolConfig = group(PoolConfig, check=_check_pool)
+    missing: str = setting(
+        "create",
+        "str",
+        "a SQLite file that does not exist: create it, degrade (no memory, a status) or error",
+        choices=("create", "degrade", "error"),
+    )
+    unavailable: str = setting(
+        "raise",
+        "str",
+        "a store that cannot be opened (corrupt, locked, unreachable): raise, or degrade",
+        choices=("raise", "degrade"),
+    )
 
 
 _GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")

@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from memory_inject.exceptions import MemoryInjectError, StoreMissingError
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.unavailable import UnavailableStore
 
 if TYPE_CHECKING:
     from memory_inject.storage.postgres import PostgresStore
@@ -40,7 +42,7 @@ class _Agent(Protocol):
 
 def open_store(
     agent: _Agent, base_dir: str | os.PathLike[str] | None = None
-) -> InMemoryStore | SQLiteStore | PostgresStore:
+) -> InMemoryStore | SQLiteStore | PostgresStore | UnavailableStore:
     """Open the store ``agent.memory.backend`` names; SQLite at ``.memory/memory.db`` by default.
 
     A relative SQLite ``path`` is resolved against ``base_dir``, by default the
@@ -48,9 +50,30 @@ def open_store(
     store does not depend on the current directory; an agent built in code
     (source ``<memory>``) resolves against the current directory.
     ``kind: postgres`` without a ``dsn`` is a ``ValueError``.
+
+    ``missing`` (SQLite) and ``unavailable`` say what a file that does not exist,
+    or a store that cannot be opened, gives: by default the file is created and
+    an open that fails raises; with ``degrade`` the agent gets an
+    :class:`~memory_inject.storage.unavailable.UnavailableStore` (no memory, its
+    ``status`` on every turn's event), as founder-os goes on without memory.
     """
     base = base_dir if base_dir is not None else _source_dir(agent)
-    return _open_backend(**attrs.asdict(agent.memory.backend), base_dir=base)
+    backend = attrs.asdict(agent.memory.backend)
+    missing = backend.pop("missing", "create")
+    unavailable = backend.pop("unavailable", "raise")
+    if backend.get("kind", "sqlite") == "sqlite" and missing != "create":
+        path = sqlite_path(agent, base)
+        if not path.is_file():
+            why = f"{path}: no memory file (memory.backend.missing: {missing})"
+            if missing == "error":
+                raise StoreMissingError(why)
+            return UnavailableStore(why)
+    try:
+        return _open_backend(**backend, base_dir=base)
+    except (MemoryInjectError, OSError, ValueError) as exc:
+        if unavailable != "degrade":
+            raise
+        return UnavailableStore(f"{type(exc).__name__}: {exc}")
 
 
 def _source_dir(agent: object) -> Path | None:
