@@ -253,7 +253,7 @@ def run_page(path: Path, workdir: Path) -> tuple[list[Block], str]:
         signals_restored(),
         loop_closed(),
     ):
-        for block, after in zip(page, [*page[1:], None], strict=True):
+        for block, after in zip(page, [*page[1:], None] if page else [], strict=True):
             if block.lang != "python" or block.no_run is not None:
                 continue
             first = block.text.splitlines()[0] if block.text.strip() else ""
