@@ -136,18 +136,41 @@ class _Entities:
         return self._ids
 
     def query(self, limit: int, scope: str | None, statuses: tuple[str, ...] | None) -> Any:
-        ids = self.ids()
+        """The rows of every company the input names (``acme`` and ``acme-corp`` alike),
+        most confident first, at most ``limit`` in all."""
+        ids = list(dict.fromkeys(self.ids()))
         if not ids:
             return []
-        q = RecallQuery(
-            "",
-            limit,
-            session_id=scope,
-            entity_id=ids[0],
-            statuses=statuses,
-            deadline=self._deadline,
-        )
-        return self._seam.ask(self._memory, q)()
+        batches = []
+        degraded: list[str] = []
+        for entity_id in ids:
+            q = RecallQuery(
+                "",
+                limit,
+                session_id=scope,
+                entity_id=entity_id,
+                statuses=statuses,
+                deadline=self._deadline,
+            )
+            got = self._seam.ask(self._memory, q)()
+            if len(ids) == 1:
+                return got
+            if isinstance(got, RecallAnswer):
+                degraded.extend(got.degraded)
+                got = got.entries
+            batches.append(list(got))
+        seen: set[str] = set()
+        merged = []
+        for e in sorted((e for b in batches for e in b), key=lambda e: -_confidence_of(e)):
+            if isinstance(e, MemoryEntry) and e.key not in seen:
+                seen.add(e.key)
+                merged.append(e)
+        return RecallAnswer(merged[:limit], degraded=tuple(degraded))
+
+
+def _confidence_of(entry: MemoryEntry) -> float:
+    value = entry.extra.get("confidence") if isinstance(entry, MemoryEntry) else None
+    return float(value) if isinstance(value, int | float) else -1.0
 
 
 def build_calls(

@@ -376,3 +376,32 @@ def test_missing_error_and_the_default_create(tmp_path: Path) -> None:
     assert isinstance(store, SQLiteStore)
     store.close()
     assert (tmp_path / "c.db").exists()
+
+
+# -- item 7 (in part): every company the input names is queried ----------------------
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_every_matched_company_is_queried(
+    tmp_path: Path, request: pytest.FixtureRequest, backend: str
+) -> None:
+    """ "Acme Corp" matches both ``company:acme`` and ``company:acme-corp``: the rows of both
+    reach the block (before: only the first id was queried)."""
+    if backend == "sqlite":
+        store: Any = SQLiteStore(tmp_path / "m.db", embedder=HashingEmbedder())
+    else:
+        from tests.storage._pg_backend import make_postgres_store
+
+        store = make_postgres_store(request.getfixturevalue("pg_dsn"), embedder=HashingEmbedder())
+    try:
+        rows = [
+            ("a1", "Invoices go to the finance inbox.", "company:acme", 0.9),
+            ("b1", "Their CFO signs every contract over 10k.", "company:acme-corp", 0.95),
+        ]
+        for key, text, entity, conf in rows:
+            store.store(key, text, "fact", entity_ids=[entity], status="confirmed", confidence=conf)
+        memory = load_agent_config(FOUNDER_AGENT).memory
+        out = render_memory_context(store, "Draft a note to Acme Corp", config=memory)
+    finally:
+        store.close()
+    assert "CFO signs" in out.text and "finance inbox" in out.text
