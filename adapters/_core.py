@@ -229,17 +229,7 @@ def unreadable(store: Memory, config: AgentConfig, req: Request, problem: str) -
     skipped anyway) and ``error`` names the message, so a shape the adapter
     does not know is reported on the turn instead of raised. No store is touched.
     """
-    policy = decide(config, req)
-    error = f"{UNREADABLE}: {problem}"
-    if policy.inject:
-        policy = attrs.evolve(
-            policy, inject=False, exclude_conversation=False, reason=UNREADABLE, detail=error
-        )
-    try:
-        result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
-    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
-        return _finish(req, policy, None, f"{error}; render_failed: {_describe(exc)}")
-    return _finish(req, policy, result, error)
+    return _skip_failed(store, config, req, UNREADABLE, f"{UNREADABLE}: {problem}")
 
 
 #: The ``memory_skipped`` reason of a turn whose host callback (a ``sessions`` function,
@@ -252,19 +242,29 @@ def host_failed(
 ) -> Injection:
     """A turn whose host callback ``what`` raised: no block, one ``memory_skipped`` event.
 
-    The reason is ``host_callback_failed`` and ``error`` names the callback and
-    its exception, so a host bug is reported on the turn, never raised into it
-    and never answered with an earlier turn's block.
+    The reason is ``host_callback_failed`` (or the policy's own reason when it
+    skipped anyway) and ``error`` names the callback and its exception, so a
+    host bug is reported on the turn, never raised into it and never answered
+    with an earlier turn's block.
     """
     error = f"{HOST_FAILED}: {what} raised {_describe(exc)}"
+    return _skip_failed(store, config, req, HOST_FAILED, error)
+
+
+def _skip_failed(
+    store: Memory, config: AgentConfig, req: Request, reason: str, error: str
+) -> Injection:
+    """The turn skipped with ``reason`` (``error`` as the event's ``detail``) unless its
+    policy skipped it anyway; one ``memory_skipped`` event, no store call."""
     policy = decide(config, req)
-    policy = attrs.evolve(
-        policy, inject=False, exclude_conversation=False, reason=HOST_FAILED, detail=error
-    )
+    if policy.inject:
+        policy = attrs.evolve(
+            policy, inject=False, exclude_conversation=False, reason=reason, detail=error
+        )
     try:
         result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
-    except Exception as err:  # noqa: BLE001 - memory never fails the turn
-        return _finish(req, policy, None, f"{error}; render_failed: {_describe(err)}")
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _finish(req, policy, None, f"{error}; render_failed: {_describe(exc)}")
     return _finish(req, policy, result, error)
 
 

@@ -154,6 +154,7 @@ class LoggingBridge(_Bridge):
         )
 
     def recalled(self, event: MemoryRecall) -> None:
+        """One record per render; a failed or partial one at WARNING at least."""
         level = (
             self.level if event.success and not event.partial else max(self.level, logging.WARNING)
         )
@@ -233,6 +234,7 @@ class OpenTelemetryBridge(_Bridge):
         span.end(end_time=now)
 
     def recalled(self, event: MemoryRecall) -> None:
+        """A ``memory.recall`` span covering the recall; ERROR for a failed one."""
         end = time.time_ns()
         start = end - int(event.duration * 1e9)
         span = self.tracer.start_span(
@@ -284,6 +286,7 @@ class PrometheusBridge(_Bridge):
         self.degraded = prom.Counter("degraded", "Degraded recalls, by kind", ["kind"], **kw)
 
     def recalled(self, event: MemoryRecall) -> None:
+        """Count the render, its recall time, rendered entries, drops and degraded lines."""
         origin = event.origin or "unknown"
         self.renders.labels(origin, "true" if event.success else "false").inc()
         self.recall_seconds.labels(event.backend).observe(event.duration)
@@ -294,4 +297,5 @@ class PrometheusBridge(_Bridge):
             self.degraded.labels(line.split(":", 1)[0]).inc()
 
     def skipped(self, event: MemorySkipped) -> None:
+        """Count the skipped turn by origin and reason."""
         self.skips.labels(event.origin or "unknown", event.reason).inc()
