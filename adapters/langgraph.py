@@ -198,6 +198,16 @@ class LangGraphMemory(FrameworkAdapter):
             return None
         return text, msg.id
 
+    def _opening(self, state: Any) -> tuple[str, str | None] | dict[str, Any]:
+        """The new turn's ``(text, message id)``, or the update to return instead: ``{}``
+        when there is nothing to render, a cleared block when the state cannot be read."""
+        try:
+            start = self._start(state)
+        except Exception:  # noqa: BLE001 - memory never fails the turn
+            _log.exception("memory_inject: the LangGraph state could not be read")
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
+        return {} if start is None else start
+
     def update(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The state update of a turn's start: its block under ``memory_block`` (one event).
 
@@ -206,13 +216,9 @@ class LangGraphMemory(FrameworkAdapter):
         nothing again. Never raises: a failure is logged, and the update then
         clears the block, so no earlier turn's block is sent with this message.
         """
-        try:
-            start = self._start(state)
-        except Exception:  # noqa: BLE001 - memory never fails the turn
-            _log.exception("memory_inject: the LangGraph state could not be read")
-            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
-        if start is None:
-            return {}
+        start = self._opening(state)
+        if isinstance(start, dict):
+            return start
         try:
             return self._update(
                 state, self._kept(self.begin(start[0], run_context), start[1]), start[1]
@@ -223,13 +229,9 @@ class LangGraphMemory(FrameworkAdapter):
 
     async def aupdate(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The async twin of :meth:`update`."""
-        try:
-            start = self._start(state)
-        except Exception:  # noqa: BLE001 - memory never fails the turn
-            _log.exception("memory_inject: the LangGraph state could not be read")
-            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
-        if start is None:
-            return {}
+        start = self._opening(state)
+        if isinstance(start, dict):
+            return start
         try:
             injection = await self.abegin(start[0], run_context)
             return self._update(state, self._kept(injection, start[1]), start[1])
