@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from functools import partial
 from typing import Any
 
@@ -20,6 +20,7 @@ import attrs
 from attrs import define, frozen
 
 from memory_inject._deadline import Busy, Waited, arun_in_thread, hand_off, wait_note
+from memory_inject._filter_first import both_statuses
 from memory_inject._seam import Seam, as_answer, seam_of
 from memory_inject.contract import Memory, RecallAnswer, RecallQuery, SupportsInterrupt
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
@@ -58,7 +59,9 @@ class Recalled:
     ``duration`` is in seconds. ``degraded`` holds the store's fallback reason
     and any deadline or busy-store note; ``partial`` means calls were abandoned
     at the deadline or skipped because the store was busy. ``plan_dropped`` is
-    ``{key: reason}`` for the entries a plan cut.
+    ``{key: reason}`` for the entries a plan cut. ``passed_over`` are the rows
+    the answers' restrictions left out (``RecallAnswer.passed_over``), once
+    each and none that an answer returned.
     """
 
     entries: list[MemoryEntry]
@@ -70,6 +73,7 @@ class Recalled:
     degraded: tuple[str, ...] = ()
     partial: bool = False
     plan_dropped: dict[str, str] = attrs.Factory(dict)
+    passed_over: list[MemoryEntry] = attrs.Factory(list)
 
 
 @define
@@ -90,6 +94,8 @@ class _Results:
     timed_out: bool = False
     #: The degraded lines of the answers used, in call order.
     degraded: list[str] = attrs.Factory(list)
+    #: Rows the answers' restrictions passed over (``RecallAnswer.passed_over``).
+    passed_over: list[MemoryEntry] = attrs.Factory(list)
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
 
@@ -135,7 +141,13 @@ class _Entities:
             self._ids = [names[c] for c in found.companies]
         return self._ids
 
-    def query(self, limit: int, scope: str | None, statuses: tuple[str, ...] | None) -> Any:
+    def query(
+        self,
+        limit: int,
+        scope: str | None,
+        statuses: tuple[str, ...] | None,
+        profiles: tuple[str | None, ...] | None = None,
+    ) -> Any:
         """The rows of every company the input names (``acme`` and ``acme-corp`` alike),
         most confident first, at most ``limit`` in all."""
         ids = list(dict.fromkeys(self.ids()))
@@ -143,6 +155,7 @@ class _Entities:
             return []
         batches = []
         degraded: list[str] = []
+        over: list[MemoryEntry] = []
         for entity_id in ids:
             q = RecallQuery(
                 "",
@@ -151,12 +164,14 @@ class _Entities:
                 entity_id=entity_id,
                 statuses=statuses,
                 deadline=self._deadline,
+                profiles=profiles,
             )
             got = self._seam.ask(self._memory, q)()
             if len(ids) == 1:
                 return got
             if isinstance(got, RecallAnswer):
                 degraded.extend(got.degraded)
+                over.extend(got.passed_over)
                 got = got.entries
             batches.append(list(got))
         seen: set[str] = set()
@@ -165,7 +180,7 @@ class _Entities:
             if isinstance(e, MemoryEntry) and e.key not in seen:
                 seen.add(e.key)
                 merged.append(e)
-        return RecallAnswer(merged[:limit], degraded=tuple(degraded))
+        return RecallAnswer(merged[:limit], degraded=tuple(degraded), passed_over=over)
 
 
 def _confidence_of(entry: MemoryEntry) -> float:
@@ -183,23 +198,30 @@ def build_calls(
     *,
     asynchronous: bool = False,
     deadline: float | None = None,
+    statuses: tuple[str, ...] | None = None,
+    profiles: tuple[str | None, ...] | None = None,
 ) -> list[Call]:
     """The store calls of one render, in the order their results take precedence.
 
     ``asynchronous`` also prepares the awaitable twin of each call (where the
     store has one), for the async runner. ``deadline`` (a ``perf_counter``
-    value) travels in each :class:`RecallQuery`.
+    value) travels in each :class:`RecallQuery`. ``statuses`` and ``profiles``
+    (a governed turn's) restrict every query, so stores filter first and rank
+    then; a plan's own statuses narrow them further.
     """
     seam = seam_of(memory)
 
     def call(sid: str | None, src: str, q: RecallQuery) -> Call:
         return Call(sid, src, seam.ask(memory, q), seam.aask(memory, q) if asynchronous else None)
 
+    def default(sid: str | None, n: int) -> RecallQuery:
+        return RecallQuery(
+            query, n, session_id=sid, deadline=deadline, statuses=statuses, profiles=profiles
+        )
+
     if plan is None:
-        return [
-            call(sid, "default", RecallQuery(query, limit, session_id=sid, deadline=deadline))
-            for sid in scopes
-        ]
+        return [call(sid, "default", default(sid, limit)) for sid in scopes]
+    only = both_statuses(plan.statuses, statuses)
     calls: list[Call] = []
     # The entity lookup is a store call too: it runs inside the calls, under the deadline.
     entities = _Entities(memory, query, seam, deadline)
@@ -211,21 +233,16 @@ def build_calls(
                     q.limit,
                     session_id=sid,
                     mode=q.source,
-                    statuses=plan.statuses,
+                    statuses=only,
                     deadline=deadline,
+                    profiles=profiles,
                 )
                 calls.append(call(sid, q.source, rq))
             elif q.source == "default":
-                calls.append(
-                    call(
-                        sid,
-                        q.source,
-                        RecallQuery(query, q.limit, session_id=sid, deadline=deadline),
-                    )
-                )
+                calls.append(call(sid, q.source, default(sid, q.limit)))
             elif q.source == "entity":
                 calls.append(
-                    Call(sid, q.source, partial(entities.query, q.limit, sid, plan.statuses))
+                    Call(sid, q.source, partial(entities.query, q.limit, sid, only, profiles))
                 )
             elif q.source == "plugin" and source:
                 rq = RecallQuery(
@@ -233,8 +250,9 @@ def build_calls(
                     q.limit,
                     session_id=sid,
                     source=source,
-                    statuses=plan.statuses,
+                    statuses=only,
                     deadline=deadline,
+                    profiles=profiles,
                 )
                 calls.append(Call(sid, q.source, seam.ask(memory, rq)))
     return calls
@@ -257,11 +275,13 @@ def _steps(calls: list[Call], res: _Results) -> Steps:
         if res.abandoned:
             return
         notes: tuple[str, ...] = ()
+        over: Sequence[MemoryEntry] = ()
         try:
             batch = yield call
             answer = as_answer(batch)
             if answer is not None:
                 notes = tuple(str(n) for n in answer.degraded if n)
+                over = answer.passed_over
                 if notes and call.source == "semantic":
                     # founder-os: an embedder failure drops the semantic query only
                     raise RuntimeError("; ".join(notes))
@@ -284,6 +304,7 @@ def _steps(calls: list[Call], res: _Results) -> Steps:
             if not res.abandoned:
                 res.batches.append((call, batch))
                 res.degraded.extend(notes)
+                res.passed_over.extend(e for e in over if isinstance(e, MemoryEntry))
 
 
 def _lazy(batch: Any) -> bool:
@@ -557,6 +578,7 @@ def _collect(
         batches = list(res.batches)
         failures = list(res.errors)
         notes = list(dict.fromkeys(res.degraded))
+        passed_over = list(res.passed_over)
         partial = res.abandoned
         if res.busy is not None:
             notes.append(res.busy)
@@ -635,4 +657,16 @@ def _collect(
         tuple(degraded),
         partial,
         plan_dropped,
+        _passed_over(passed_over, entries),
     )
+
+
+def _passed_over(rows: Sequence[MemoryEntry], entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """Each row passed over once, and none that an answer returned."""
+    seen = {e.key for e in entries}
+    out = []
+    for e in rows:
+        if isinstance(e.key, str) and e.key not in seen:
+            seen.add(e.key)
+            out.append(e)
+    return out

@@ -20,6 +20,7 @@ from typing import Any
 
 from attrs import frozen
 
+from memory_inject._filter_first import keeps, restricted
 from memory_inject.contract import (
     Memory,
     RecallAnswer,
@@ -68,7 +69,7 @@ class Seam:
         if self.answers:
             return partial(memory.answer, q)  # type: ignore[attr-defined]
         recall = memory.recall
-        if q.filtered or q.mode is not None:
+        if q.filtered or q.mode is not None or q.restricted:
             return partial(_legacy_where, memory, q, self.filtered)
         return partial(
             recall,
@@ -95,42 +96,66 @@ class Seam:
         return None
 
 
-def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Sequence[MemoryEntry]:
-    """A plan's query on a store without ``answer``: ``recall_where``, else Python filters."""
+def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Any:
+    """A plan's or a governed turn's query on a store without ``answer``.
+
+    ``recall_where`` when the store has it, else Python filters over
+    ``recall``. A restriction the store cannot apply itself (profiles, and
+    statuses for plain ``recall``) is applied here, filtering first; the rows
+    it passed over travel on the answer, as a store's own would.
+    """
     only: dict[str, Any] = {} if q.statuses is None else {"statuses": q.statuses}
     where: Any = getattr(memory, "recall_where", None) if filtered else None
+    fetch: Callable[[int], Sequence[MemoryEntry]]
     if q.filtered:
         field, value = (
             ("entity_id", q.entity_id) if q.entity_id is not None else ("source", q.source)
         )
-        if where is not None:
-            return where(None, q.limit, session_id=q.session_id, **{field: value}, **only)  # type: ignore[no-any-return]
-        return _scan(memory, q.limit, q.session_id, field, str(value), q.statuses)
-    if where is not None:
-        return where(q.query, q.limit, session_id=q.session_id, mode=q.mode, **only)  # type: ignore[no-any-return]
-    return memory.recall(q.query, q.limit, session_id=q.session_id)
+        if where is None:
+            return _scan(memory, q, field, str(value))
+
+        def fetch(n: int) -> Sequence[MemoryEntry]:
+            return where(None, n, session_id=q.session_id, **{field: value}, **only)  # type: ignore[no-any-return]
+
+        keep = keeps(None, q.profiles)
+    elif where is not None:
+
+        def fetch(n: int) -> Sequence[MemoryEntry]:
+            return where(q.query, n, session_id=q.session_id, mode=q.mode, **only)  # type: ignore[no-any-return]
+
+        keep = keeps(None, q.profiles)
+    else:
+
+        def fetch(n: int) -> Sequence[MemoryEntry]:
+            return memory.recall(q.query, n, session_id=q.session_id)
+
+        keep = keeps(q.statuses, q.profiles)
+    if keep is None:
+        return fetch(q.limit)
+    _, kept, over = restricted(fetch, _listed, q.limit, keep)
+    return RecallAnswer(kept, passed_over=over)
 
 
-def _scan(
-    memory: Memory,
-    limit: int,
-    scope: str | None,
-    field: str,
-    value: str,
-    statuses: tuple[str, ...] | None,
-) -> list[MemoryEntry]:
-    """Rows whose ``extra[field]`` holds ``value`` (and of ``statuses``), best confidence first."""
-    rows = memory.recall("*", max(limit * 20, 200), session_id=scope)
-    allowed = None if statuses is None else frozenset(statuses)
+def _listed(batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """A raw batch as a list of its entries (anything else in it is left to the recall's
+    validation, which names it)."""
+    return [e for e in batch if isinstance(e, MemoryEntry)]
+
+
+def _scan(memory: Memory, q: RecallQuery, field: str, value: str) -> list[MemoryEntry]:
+    """Rows whose ``extra[field]`` holds ``value`` (and of ``q``'s statuses and profiles),
+    best confidence first."""
+    rows = memory.recall("*", max(q.limit * 20, 200), session_id=q.session_id)
+    keep = keeps(q.statuses, q.profiles)
     hits = []
     for e in rows:
         have = e.extra.get("entity_ids" if field == "entity_id" else field) if e.extra else None
-        if allowed is not None and (e.extra or {}).get("status", "active") not in allowed:
+        if keep is not None and not keep(e):
             continue
         if have == value or (isinstance(have, tuple | list) and value in have):
             hits.append(e)
     hits.sort(key=lambda e: -(e.extra.get("confidence") or 0.0))
-    return hits[:limit]
+    return hits[: q.limit]
 
 
 def _probe(memory: Memory) -> Seam:

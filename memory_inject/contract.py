@@ -217,7 +217,10 @@ class RecallQuery:
     datetime, or ISO 8601 text). A recall plan's query adds ``mode``
     (``"semantic"`` or ``"lexical"``: one modality only), ``entity_id`` or
     ``source`` (rows tagged with that entity, or written by that source) and
-    ``statuses`` (only rows of those statuses, before the limit). ``deadline`` is
+    ``statuses`` (only rows of those statuses, before the limit). A governed
+    turn (PI's stages) adds ``statuses`` and ``profiles`` (only rows bound to one
+    of those profiles, ``None`` standing for rows bound to none), so a store
+    filters first and ranks then, as PI does. ``deadline`` is
     the turn's deadline as a :func:`time.perf_counter` value (None: none): a store
     that waits for a connection or a worker waits no longer than that, and says so
     (:class:`~memory_inject.exceptions.RecallWaitError`)."""
@@ -232,6 +235,12 @@ class RecallQuery:
     source: str | None = None
     statuses: tuple[str, ...] | None = None
     deadline: float | None = None
+    profiles: tuple[str | None, ...] | None = None
+
+    @property
+    def restricted(self) -> bool:
+        """True when the query keeps only some statuses or profiles (filter first, then rank)."""
+        return self.statuses is not None or self.profiles is not None
 
     @property
     def filtered(self) -> bool:
@@ -249,7 +258,10 @@ class RecallAnswer:
     event of the turn that asked, and no other. ``strategy`` says how the
     store searched (``"keyword"``, ``"vector"``, ``"hybrid"``, ``"like"``,
     ``"recent"``, ``"none"``; None when the store does not say), with the hits
-    of each stage.
+    of each stage. ``passed_over`` holds the rows a restricted query
+    (``statuses``, ``profiles``) left out that ranked above the rows it kept:
+    a governed turn's stages drop them by name (``status:deprecated``), so the
+    trace reads as PI's, and they never take a slot.
     """
 
     entries: Sequence[MemoryEntry] = attrs.field(factory=list)
@@ -257,6 +269,7 @@ class RecallAnswer:
     strategy: str | None = None
     keyword_hits: int = 0
     vector_hits: int = 0
+    passed_over: Sequence[MemoryEntry] = ()
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ between is the pure stage chain of :func:`~memory_inject.stages.stages_for`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -42,7 +43,13 @@ from memory_inject.policy import InjectPolicy, direct_policy, has_session, resol
 from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
 from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import StageContext, StageTrace, governed, stages_for
+from memory_inject.stages import (
+    StageContext,
+    StageTrace,
+    governed,
+    recall_restriction,
+    stages_for,
+)
 from memory_inject.stages.rerank import rerank_recall_limit
 from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
@@ -227,7 +234,13 @@ def _prepare(
     failed = None
     ms = cfg.deadline_ms
     until = None if ms is None or not pol.inject else time.perf_counter() + ms / 1000.0
+    who = None
+    if pol.inject and governed(cfg):
+        with contextlib.suppress(Exception):  # the stages resolve it again, and report why
+            who = turn_profile(cfg.governance.profile_id, cwd, profile)
     if pol.inject and not contentless:
+        # A governed turn filters first (status, profile), then ranks, as PI does.
+        statuses, profiles = recall_restriction(cfg, who.profile_id) if who else (None, None)
         try:
             calls = build_calls(
                 memory,
@@ -238,15 +251,16 @@ def _prepare(
                 source,
                 asynchronous=asynchronous,
                 deadline=until,
+                statuses=statuses,
+                profiles=profiles,
             )
         except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
             failed = f"recall_failed: {_describe(exc)}"
     meta = turn if turn is not None else TurnMeta()
     abstained = _NO_QUERY_TERMS if contentless else None
-    who = None
     if pol.inject and cfg.standing.enabled and failed is None:
         # PI's standing context comes whatever the prompt says (contentless too).
-        who = turn_profile(cfg.governance.profile_id, cwd, profile)
+        who = who or turn_profile(cfg.governance.profile_id, cwd, profile)
         calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
         abstained = None
     return _Turn(
@@ -433,8 +447,16 @@ def _any_below_floor(traces: Sequence[StageTrace]) -> bool:
 
 def _finish(t: _Turn, rec: Recalled) -> RenderResult:
     cfg = t.config
+    recalled = rec.entries
+    if rec.passed_over and governed(cfg):
+        # Rows the turn's restriction passed over: the governance stages drop them by
+        # name (PI's trace), after the rows kept, so none takes a slot.
+        recalled = [*recalled, *rec.passed_over]
     recall_trace = StageTrace(
-        "recall", rec.raw_count, len(rec.entries), {**rec.invalid, **rec.plan_dropped}
+        "recall",
+        rec.raw_count + len(recalled) - len(rec.entries),
+        len(recalled),
+        {**rec.invalid, **rec.plan_dropped},
     )
     traces: list[StageTrace] = [recall_trace]
     text = ""
@@ -466,7 +488,7 @@ def _finish(t: _Turn, rec: Recalled) -> RenderResult:
             text_ctx,
             sessions=t.scopes,
         )
-        text, rendered, stage_traces = run_stages(ctx, rec.entries)
+        text, rendered, stage_traces = run_stages(ctx, recalled)
         traces.extend(stage_traces)
     except Exception as exc:  # noqa: BLE001 - a stage bug degrades to no memory
         stage_failed = True

@@ -405,3 +405,65 @@ def test_every_matched_company_is_queried(
     finally:
         store.close()
     assert "CFO signs" in out.text and "finance inbox" in out.text
+
+
+# -- item 1: PI filters first (status, profile), then ranks -----------------------
+
+OWN_ACTIVE = [
+    ("own_migrations", "Database migrations run before the deploy step, never after it."),
+    ("own_staging", "Staging deploy goes first; the production deploy waits for its smoke test."),
+    ("own_secrets", "Deploy secrets live in the vault, never in the deploy scripts."),
+]
+
+
+def _crowd(store: Any) -> None:
+    """30 better-matching rows of another profile and 30 deprecated rows of this profile."""
+    words = "deploy deploy pipeline production staging migrations rollout deploy"
+    for i in range(30):
+        store.store(
+            f"other_{i:02d}",
+            f"Other team deploy note {i}: {words}.",
+            layer="L2",
+            confidence=0.9,
+            profile_id="project:other-team",
+        )
+        store.store(
+            f"old_{i:02d}",
+            f"Old deploy rule {i}: {words}.",
+            layer="L2",
+            confidence=0.9,
+            status="deprecated",
+            profile_id=PROFILE,
+        )
+    for key, text in OWN_ACTIVE:
+        store.store(key, text, layer="L2", confidence=0.8, profile_id=PROFILE)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_pi_filters_by_status_and_profile_before_the_recall_limit(pi_store: Any, mode: str) -> None:
+    """PI keeps the turn's profile's active records first and ranks only them: 60 better
+    matches of another profile or deprecated never push the own active rows out (before:
+    ``profile_scope 24 -> 0`` and an empty Selected Memory)."""
+    _crowd(pi_store)
+    memory = load_agent_config(PI_AGENT).memory
+    prompt = "how do we deploy to production?"
+    with recording() as rec:
+        if mode == "sync":
+            out = render_memory_context(pi_store, prompt, config=memory, now=NOW, profile=PROFILE)
+        else:
+            out = asyncio.run(
+                arender_memory_context(pi_store, prompt, config=memory, now=NOW, profile=PROFILE)
+            )
+    selected = out.text.split("## Selected Memory", 1)[1].split("\n## ", 1)[0]
+    assert [k for k, _ in OWN_ACTIVE if k in selected] == [k for k, _ in OWN_ACTIVE]
+    assert "other_" not in out.text and "old_" not in out.text
+    (event,) = rec.events
+    assert event.success
+    # The rows passed over are still named, by the stage and with the reason PI gives.
+    by_stage = {t.name: t.dropped for t in event.trace}
+    assert {r for k, r in by_stage["status_filter"].items() if k.startswith("old_")} == {
+        "status:deprecated"
+    }
+    assert {r for k, r in by_stage["profile_scope"].items() if k.startswith("other_")} == {
+        "profile_mismatch:project:other-team"
+    }

@@ -92,9 +92,11 @@ class TestImportDirection:
             assert "storage" not in imports_of(path), path.name
 
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
-        """storage/ imports only models, records, errors, embedders, the stopword list and
-        the contract (the seam's RecallQuery / RecallAnswer values it answers with)."""
+        """storage/ imports only models, records, errors, embedders, the stopword list,
+        the contract (the seam's RecallQuery / RecallAnswer values it answers with) and
+        the contract's filter-first rules for restricted queries."""
         allowed = {
+            "_filter_first",
             "models",
             "records",
             "exceptions",

@@ -42,7 +42,7 @@ from memory_inject.stages.filters import (
     skip_reason,
     skip_set,
 )
-from memory_inject.stages.governance import RoutedScope, build_governance
+from memory_inject.stages.governance import RoutedScope, StatusFilter, build_governance
 from memory_inject.stages.rerank import Rerank, rerank
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "eligibility_reason",
     "format_score",
     "governed",
+    "recall_restriction",
     "relevance_filter",
     "rerank",
     "session_scope",
@@ -92,11 +93,37 @@ def governed(config: MemoryInjectConfig) -> bool:
     return config.governance.enabled or config.renderer.kind == "sectioned"
 
 
+def _governance_names(config: MemoryInjectConfig) -> tuple[str, ...]:
+    gov = config.governance
+    return gov.stages if gov.enabled else SECTIONED_FLOOR if governed(config) else ()
+
+
+def recall_restriction(
+    config: MemoryInjectConfig, profile_id: str | None
+) -> tuple[tuple[str, ...] | None, tuple[str | None, ...] | None]:
+    """``(statuses, profiles)`` a governed turn's recall keeps before it ranks (PI's order).
+
+    The status stage keeps active rows and routes contested ones, so recall
+    keeps those two statuses; the profile stage keeps the turn's profile and
+    unbound rows (only unbound ones when the turn has no profile). None where
+    the stage does not run. The stages still run after recall, so a store
+    that ignores the restriction renders the same block, only from fewer rows.
+    """
+    names = {n.strip().lower() for n in _governance_names(config)}
+    statuses = profiles = None
+    if "status" in names:
+        rule = StatusFilter()
+        statuses = (*rule.active, *rule.route)
+    if "profile" in names:
+        profiles = (None,) if profile_id is None else (profile_id, None)
+    return statuses, profiles
+
+
 def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     """The named stages a render with ``config`` runs, in order (see the module docstring)."""
     chain = [NamedStage("session_scope", session_scope)]
     gov = config.governance
-    names = gov.stages if gov.enabled else SECTIONED_FLOOR if governed(config) else ()
+    names = _governance_names(config)
     if names:
         governance = tuple(build_governance(names, min_token_length=gov.min_token_length))
         chain.extend(NamedStage(name, stage) for name, stage in governance)

@@ -21,11 +21,11 @@ from typing import Any, Protocol, Self
 
 import attrs
 
+from memory_inject._filter_first import keeps, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, KeyOwnedError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
-from memory_inject.storage._plan_rows import only_statuses, status_window
 from memory_inject.storage.fusion import RecallInfo
 from memory_inject.storage.records import MemoryRecord, store_draft
 
@@ -354,7 +354,7 @@ class PersistentStore:
         (``score`` None). Otherwise ``recall`` restricted to one modality:
         ``mode="semantic"`` (vectors only) or ``"lexical"`` (keywords only).
         ``statuses`` keeps only rows with one of those statuses, before the
-        limit (a ranked recall over-fetches, see :func:`status_window`).
+        limit (a ranked recall looks deeper, see :func:`memory_inject._filter_first.restricted`).
         """
         q = RecallQuery(
             query or "",
@@ -375,17 +375,28 @@ class PersistentStore:
         (:class:`~memory_inject.exceptions.RecallWaitError` names the wait).
         """
         if query.filtered:
-            return RecallAnswer(self._tagged(query))
-        if query.statuses is not None:
-            deeper = attrs.evolve(query, limit=status_window(query.limit), statuses=None)
-            found = self._ranked(deeper)
-            kept = only_statuses(found.entries, query.statuses)[: query.limit]
-            return attrs.evolve(found, entries=kept)
-        return self._ranked(query)
+            mine = keeps(None, query.profiles)  # statuses are the tag query's own SQL
+            if mine is None:
+                return RecallAnswer(self._tagged(query))
+
+            def tagged(n: int) -> builtins.list[MemoryEntry]:
+                return self._tagged(attrs.evolve(query, limit=n))
+
+            _, kept, over = restricted(tagged, list, query.limit, mine)
+            return RecallAnswer(kept, passed_over=over)
+        why = keeps(query.statuses, query.profiles)
+        if why is None:
+            return self._ranked(query)
+
+        def ranked(n: int) -> RecallAnswer:
+            return self._ranked(attrs.evolve(query, limit=n, statuses=None, profiles=None))
+
+        found, kept, over = restricted(ranked, lambda a: a.entries, query.limit, why)
+        return attrs.evolve(found, entries=kept, passed_over=over)
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; the event loop never waits on the engine."""
-        if query.filtered or query.statuses is not None:
+        if query.filtered or query.restricted:
             return await self._athread(self.answer, query)
         return await self._aranked(query)
 

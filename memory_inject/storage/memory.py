@@ -22,11 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memory_inject._filter_first import keeps, ranked_of, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
 from memory_inject.storage._lexical import stem, tokenize
-from memory_inject.storage._plan_rows import entity_names, ranked_of
+from memory_inject.storage._plan_rows import entity_names
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
@@ -366,22 +367,33 @@ class InMemoryStore:
         Nothing here degrades (no disk, no embedder), so the answer reports nothing.
         """
         q = query
-        found: Sequence[MemoryEntry]
-        if q.filtered or q.mode is not None or q.statuses is not None:
-            found = self.recall_where(
-                None if q.filtered else q.query,
-                q.limit,
-                session_id=q.session_id,
-                mode=q.mode,
-                entity_id=q.entity_id,
-                source=q.source,
-                statuses=q.statuses,
-            )
+        why = keeps(q.statuses if not q.filtered else None, q.profiles)
+        if q.filtered:
+
+            def fetch(n: int) -> Sequence[MemoryEntry]:
+                return self.recall_where(
+                    None,
+                    n,
+                    session_id=q.session_id,
+                    entity_id=q.entity_id,
+                    source=q.source,
+                    statuses=q.statuses,
+                )
+
+        elif q.mode is not None or q.restricted:
+
+            def fetch(n: int) -> Sequence[MemoryEntry]:
+                return self.recall_where(q.query, n, session_id=q.session_id, mode=q.mode)
+
         else:
             found = self.recall(
                 q.query, q.limit, session_id=q.session_id, since=q.since, until=q.until
             )
-        return RecallAnswer(builtins.list(found), strategy=None)
+            return RecallAnswer(builtins.list(found), strategy=None)
+        if why is None:
+            return RecallAnswer(builtins.list(fetch(q.limit)), strategy=None)
+        _, kept, over = restricted(fetch, builtins.list, q.limit, why)
+        return RecallAnswer(kept, strategy=None, passed_over=over)
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """``answer``, yielding to the loop once (it never touches a disk)."""
