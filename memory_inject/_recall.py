@@ -25,7 +25,7 @@ from memory_inject._seam import Seam, as_answer, seam_of
 from memory_inject.contract import Memory, RecallAnswer, RecallQuery, SupportsInterrupt
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
 from memory_inject.models import MemoryEntry
-from memory_inject.plan import RecallPlan, extract_entities, merge_results
+from memory_inject.plan import RecallPlan, company_mentions, extract_entities, merge_results
 
 __all__ = ["GRACE_S", "STANDING", "Call", "Recalled", "build_calls", "run_async", "run_sync"]
 
@@ -138,7 +138,13 @@ class _Entities:
             memory = self._memory
             names = dict(memory.known_entities()) if self._seam.entities else {}  # type: ignore[attr-defined]
             found = extract_entities(self._query, names.keys())
-            self._ids = [names[c] for c in found.companies]
+            ids = [names[c] for c in found.companies]
+            mentions = company_mentions(self._query, found) if self._seam.mentions else ()
+            if mentions:
+                # founder-os resolves a company the input names by the rows that name it.
+                resolved = memory.entities_mentioned(mentions)  # type: ignore[attr-defined]
+                ids.extend(str(v) for v in dict(resolved).values())
+            self._ids = ids
         return self._ids
 
     def query(

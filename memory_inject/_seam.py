@@ -31,6 +31,7 @@ from memory_inject.contract import (
     SupportsEntities,
     SupportsFilteredRecall,
     SupportsInterrupt,
+    SupportsMentions,
     supports,
 )
 from memory_inject.models import MemoryEntry
@@ -50,6 +51,8 @@ class Seam:
     built-in stores do): it ends its own waits for connections at the query's
     deadline and reports them, and the render gives it
     :data:`~memory_inject._recall.GRACE_S` to say so before it stops listening.
+    ``entities`` / ``mentions``: a plan's entity query can match known entity
+    names / resolve the input's other names by content.
     """
 
     answers: bool
@@ -59,6 +62,7 @@ class Seam:
     entities: bool
     interrupts: bool
     reports_waits: bool
+    mentions: bool = False
 
     def ask(self, memory: Memory, q: RecallQuery) -> Callable[[], Any]:
         """The call that answers ``q`` (a ``RecallAnswer``, or a raw batch from ``recall``).
@@ -165,6 +169,7 @@ def _probe(memory: Memory) -> Seam:
         async_recall=supports(memory, SupportsAsyncRecall),
         filtered=supports(memory, SupportsFilteredRecall),
         entities=supports(memory, SupportsEntities),
+        mentions=supports(memory, SupportsMentions),
         interrupts=supports(memory, SupportsInterrupt),
         reports_waits=getattr(type(memory), "honours_deadline", False) is True,
     )

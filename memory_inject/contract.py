@@ -34,6 +34,8 @@ SupportsAnswer             ``answer(RecallQuery)``         every render (one val
 SupportsAsyncAnswer        ``aanswer(RecallQuery)``        ``arender_memory_context``
 SupportsFilteredRecall     ``recall_where(...)``           recall plans
 SupportsEntities           ``known_entities()``            recall plans (entity query)
+SupportsMentions           ``entities_mentioned(...)``     recall plans (a company named
+                                                           in the input, by content)
 SupportsUsage              ``mark_used(ids)``              recall plans (``track_usage``)
 SupportsStandingContext    ``standing_records``,           ``standing.enabled`` (PI's
                            ``data_version``                hard rules and L1 every turn)
@@ -80,6 +82,7 @@ __all__ = [
     "SupportsFilteredRecall",
     "SupportsInterrupt",
     "SupportsJsonl",
+    "SupportsMentions",
     "SupportsNamespaces",
     "SupportsPath",
     "SupportsRecords",
@@ -324,6 +327,21 @@ class SupportsEntities(Protocol):
     """
 
     def known_entities(self) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
+class SupportsMentions(Protocol):
+    """``entities_mentioned``: names in the turn's input resolved to entity ids by content.
+
+    A plan's entity query asks it for the capitalised names of the input that
+    no known entity name matched (``Acme Corp`` when the company's id is a
+    Notion page id): ``{mention: entity id}`` for those the store's rows name
+    unambiguously. Without it only :class:`SupportsEntities` names match.
+    """
+
+    def entities_mentioned(
+        self, mentions: Sequence[str], *, prefix: str = "company:"
+    ) -> Mapping[str, str]: ...
 
 
 @runtime_checkable

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 
 from attrs import field, frozen
 
+from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 from memory_inject.models import MemoryEntry
 
 __all__ = [
@@ -136,6 +137,49 @@ def extract_entities(text: str, known_companies: Iterable[str] = ()) -> Entities
         if names:
             contacts.append(f"{names[-1].group(1)} {names[-1].group(2)}")
     return Entities(emails, tuple(dict.fromkeys(domains)), tuple(companies), tuple(contacts))
+
+
+#: A capitalised run of one to four words ("Acme Corp", "NaluForge", "O'Brien & Sons").
+_PROPER = re.compile(r"\b[A-Z][\w'&.-]*(?:\s+(?:&\s+)?[A-Z][\w'&.-]*){0,3}")
+#: A capitalised run after one of these does not open a sentence (any other text does).
+_NOT_SENTENCE_START = tuple("abcdefghijklmnopqrstuvwxyz0123456789,;:")
+#: Mail providers: their domain names no company.
+_WEBMAIL = frozenset(
+    "gmail googlemail outlook hotmail live msn yahoo icloud me mac aol proton protonmail "
+    "gmx mail zoho yandex fastmail hey".split()
+)
+
+
+def company_mentions(text: str, entities: Entities) -> tuple[str, ...]:
+    """The names in ``text`` that may be a company no known name matched, for
+    :class:`~memory_inject.contract.SupportsMentions`.
+
+    Capitalised runs of words (``Acme Corp``; a contact's name too, whose
+    rows name the contact's company) that are not a single stopword, and the stems of email or bare
+    domains that are not a mail provider's (``acmecorp``), as founder-os
+    matches ``content LIKE '%<Company Name>%' OR '%<domain-stem>%'``.
+    Already-matched company names are left out.
+    """
+    known = {" ".join(_norm_words(c)) for c in entities.companies}
+    out: list[str] = []
+    for m in _PROPER.finditer(text):
+        name = m.group(0).strip(" .'&-")
+        names = [name]
+        rest = name.partition(" ")[2]
+        if rest and not text[: m.start()].rstrip(" \t\"'(").endswith(_NOT_SENTENCE_START):
+            names.append(rest)  # "Ask Jane Roe" opens a sentence: "Jane Roe" too
+        for candidate in names:
+            words = _norm_words(candidate)
+            if not words or " ".join(words) in known:
+                continue
+            if len(words) == 1 and (words[0] in STOPWORDS or words[0] in REQUEST_WORDS):
+                continue
+            out.append(candidate)
+    for domain in entities.domains:
+        stem = domain.split(".")[0]
+        if len(stem) >= 3 and stem not in _WEBMAIL and stem not in known:
+            out.append(stem)
+    return tuple(dict.fromkeys(out))
 
 
 def _confidence(e: MemoryEntry) -> float:

@@ -30,10 +30,14 @@ from tests.test_12_founder_golden import (
 )
 from tests.test_12_founder_golden import (
     COMPANIES,
+    GOLDEN,
     PLUGIN,
     QUERY,
     SEED_ROWS,
     build_founder_os_db,
+)
+from tests.test_12_founder_golden import (
+    NOW as FOUNDER_NOW,
 )
 
 if TYPE_CHECKING:
@@ -467,3 +471,88 @@ def test_pi_filters_by_status_and_profile_before_the_recall_limit(pi_store: Any,
     assert {r for k, r in by_stage["profile_scope"].items() if k.startswith("other_")} == {
         "profile_mismatch:project:other-team"
     }
+
+
+# -- item 7: a company named in the input resolves by content, without a name map -----
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def founder_unmapped(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """founder-os's memory.db imported with no ``--company`` map: entity ids are page ids."""
+    db = build_founder_os_db(tmp_path / "founder" / ".memory" / "memory.db")
+    if request.param == "sqlite":
+        store: Any = SQLiteStore(tmp_path / "m.db", embedder=HashingEmbedder())
+    else:
+        from tests.storage._pg_backend import make_postgres_store
+
+        store = make_postgres_store(request.getfixturevalue("pg_dsn"), embedder=HashingEmbedder())
+    try:
+        assert len(SEED_ROWS) == import_founder_os(store, db)
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_company_resolves_by_content_without_a_name_map(founder_unmapped: Any, mode: str) -> None:
+    """ "Acme Corp" in the input finds the company whose rows say "Acme Corp", as founder-os's
+    ``content LIKE '%Acme Corp%'`` does: the seed's golden block, with no ``--company`` map
+    (before: the company query found nothing and Acme's net-30 terms were missing)."""
+    memory = load_agent_config(FOUNDER_AGENT).memory
+    if mode == "sync":
+        out = render_memory_context(
+            founder_unmapped, QUERY, config=memory, source=PLUGIN, now=FOUNDER_NOW
+        )
+    else:
+        out = asyncio.run(
+            arender_memory_context(
+                founder_unmapped, QUERY, config=memory, source=PLUGIN, now=FOUNDER_NOW
+            )
+        )
+    assert GOLDEN == out.text
+
+
+def test_an_unknown_or_ambiguous_mention_resolves_to_no_company(founder_unmapped: Any) -> None:
+    """A capitalised word no company's rows mention, or one that rows of several companies
+    share about equally, resolves to nothing (founder-os's ``LIMIT 1`` picks one at random)."""
+    from memory_inject.contract import SupportsMentions
+
+    assert isinstance(founder_unmapped, SupportsMentions)
+    found = founder_unmapped.entities_mentioned(["Globex", "Acme Corp", "Invoices", "NaluForge"])
+    assert {"Acme Corp", "NaluForge"} == set(found)
+    assert found["Acme Corp"] != found["NaluForge"]
+    assert all(v.startswith("company:") for v in found.values())
+
+
+def test_company_mentions_and_their_resolution_rules() -> None:
+    """Names are capitalised runs and domain stems; a row must name the mention as whole
+    words with its capitals, one company must hold most of those rows, and LIKE's
+    wildcards in a mention match only themselves."""
+    from memory_inject import InMemoryStore
+    from memory_inject.plan import company_mentions, extract_entities
+    from memory_inject.records import MemoryRecord
+    from memory_inject.storage._plan_rows import like_pattern, mentioned_entity
+
+    text = "Ask Jane Roe (jane@gmail.com) and bob@globex.io about The Initech deal, please"
+    found = company_mentions(text, extract_entities(text, ["initech"]))
+    # A run opening a sentence is tried without its first word; no gmail; Initech is known.
+    assert ("Ask Jane Roe", "Jane Roe", "The Initech", "globex") == found
+    assert "%50\\% off\\_now%" == like_pattern("50% off_now")
+    pairs = [
+        ("company:a", "Acme Corp pays on net-30."),
+        ("company:a", "Ask Acme Corp for a PO."),
+        ("company:b", "Acme Corporation is another firm."),
+        ("company:b", "acme corp in lower case is not the name"),
+        ("contact:x", "Acme Corp's contact"),
+    ]
+    assert "company:a" == mentioned_entity("Acme Corp", pairs, "company:")
+    assert "company:a" == mentioned_entity("Acme", pairs, "company:")  # a: 2 of 3 rows
+    tie = [("company:a", "Globex here"), ("company:b", "Globex there")]
+    assert mentioned_entity("Globex", tie, "company:") is None
+    store = InMemoryStore(
+        [
+            MemoryRecord("r1", "Acme Corp pays on net-30.", entity_ids=("company:a",)),
+            MemoryRecord("r2", "100% of Acme_Corp invoices", entity_ids=("company:b",)),
+        ]
+    )
+    assert {"Acme Corp": "company:a"} == store.entities_mentioned(["Acme Corp", " ", "%", "_"])

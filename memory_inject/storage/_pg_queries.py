@@ -19,6 +19,7 @@ from psycopg import sql
 from memory_inject.storage._pg_context import RANK_WEIGHTS, context_values
 from memory_inject.storage._pg_schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage._pg_terms import DF_CAP, EXACT_ROWS, TermStats
+from memory_inject.storage._plan_rows import like_pattern, like_prefix
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
 
@@ -296,6 +297,16 @@ class Queries:
             "WHERE namespace = %s AND deleted_at IS NULL ORDER BY e"
         ).format(t=self.t)
         return Stmt(query, (self.ns,))
+
+    def mentioning(self, prefix: str, mention: str, limit: int) -> Stmt:
+        """``(entity id, content)`` of live rows with an entity id under ``prefix`` whose
+        content holds ``mention`` (case-insensitive; the caller checks whole words)."""
+        query = sql.SQL(
+            "SELECT e, content FROM {t}, unnest(entity_ids) AS e "
+            "WHERE namespace = %s AND deleted_at IS NULL AND e LIKE %s AND content ILIKE %s "
+            "LIMIT %s"
+        ).format(t=self.t)
+        return Stmt(query, (self.ns, like_prefix(prefix), like_pattern(mention), limit))
 
     # reads
 

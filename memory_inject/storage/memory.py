@@ -27,7 +27,7 @@ from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
 from memory_inject.storage._lexical import stem, tokenize
-from memory_inject.storage._plan_rows import entity_names
+from memory_inject.storage._plan_rows import entity_names, mentioned_entity, mentions_of
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
@@ -326,6 +326,24 @@ class InMemoryStore:
         with self._lock:
             ids = [e for r in self._records.values() if r.deleted_at is None for e in r.entity_ids]
         return entity_names(sorted(set(ids)))
+
+    def entities_mentioned(
+        self, mentions: Sequence[str], *, prefix: str = "company:"
+    ) -> dict[str, str]:
+        """``{mention: entity id}`` for the mentions whose rows name them (see ``SQLiteStore``)."""
+        with self._lock:
+            pairs = [
+                (e, r.content)
+                for r in self._records.values()
+                if r.deleted_at is None
+                for e in r.entity_ids
+            ]
+        out: dict[str, str] = {}
+        for mention in mentions_of(mentions):
+            found = mentioned_entity(mention, pairs, prefix)
+            if found is not None:
+                out[mention] = found
+        return out
 
     def _prefix_df(self, prefix: str) -> int:
         """How many records hold a token starting with ``prefix`` (the lock is held)."""

@@ -59,7 +59,14 @@ from memory_inject.storage._pg_schema import (
     record_params,
     row_to_record,
 )
-from memory_inject.storage._plan_rows import entity_names
+from memory_inject.storage._plan_rows import (
+    MENTION_ROWS,
+    entity_names,
+    mentioned_entity,
+)
+from memory_inject.storage._plan_rows import (
+    mentions_of as _mentions,
+)
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.records import (
     CARRIED_ON_STORE,
@@ -314,6 +321,19 @@ class PostgresStore(PostgresBulk):
         """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
         rows = self._run("entities", _rows(self._q.entity_ids()))
         return entity_names(str(r[0]) for r in rows)
+
+    def entities_mentioned(
+        self, mentions: Sequence[str], *, prefix: str = "company:"
+    ) -> dict[str, str]:
+        """``{mention: entity id}`` for the mentions whose rows name them (see ``SQLiteStore``)."""
+        out: dict[str, str] = {}
+        for mention in _mentions(mentions):
+            stmt = self._q.mentioning(prefix, mention, MENTION_ROWS)
+            rows = self._run("entities", _rows(stmt))
+            found = mentioned_entity(mention, ((str(e), str(c)) for e, c in rows), prefix)
+            if found is not None:
+                out[mention] = found
+        return out
 
     # -- standing context (PI's hard rules and L1, every turn) ------------------
 

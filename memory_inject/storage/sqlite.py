@@ -34,7 +34,14 @@ from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage._base import answer_of, check_namespace, forget_scope, refuse_owned
 from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage._jsonl import format_ts
-from memory_inject.storage._plan_rows import entity_names
+from memory_inject.storage._plan_rows import (
+    MENTION_ROWS,
+    entity_names,
+    like_pattern,
+    like_prefix,
+    mentioned_entity,
+    mentions_of,
+)
 from memory_inject.storage._sqlite_bulk import SQLiteBulk
 from memory_inject.storage._sqlite_conn import DEFAULT_READERS, LOCK_RETRY_DELAY_S
 from memory_inject.storage._sqlite_locks import wal_lock_note
@@ -450,6 +457,37 @@ class SQLiteStore(SQLiteBulk):
         )
         rows = self._read(lambda c: c.execute(sql, (self._namespace,)).fetchall(), "entities")
         return entity_names(str(eid) for (eid,) in rows)
+
+    def entities_mentioned(
+        self, mentions: Sequence[str], *, prefix: str = "company:"
+    ) -> dict[str, str]:
+        """``{mention: entity id}``: each mention of the input resolved by the rows naming it.
+
+        founder-os's company resolution by content, made exact: the live rows
+        whose entity ids start with ``prefix`` and whose content names the
+        mention as whole words, with its capitals; one id must hold more than
+        half of them (:func:`~memory_inject.storage._plan_rows.mentioned_entity`).
+        A mention no row names, or an ambiguous one, is left out.
+        """
+        sql = (
+            "SELECT j.value, m.content FROM memories AS m, json_each(m.entity_ids) AS j "
+            "WHERE m.namespace = ? AND m.deleted_at IS NULL AND j.value LIKE ? ESCAPE '\\' "
+            "AND m.content LIKE ? ESCAPE '\\' LIMIT ?"
+        )
+
+        def rows(args: tuple[object, ...]) -> list[tuple[str, str]]:
+            return self._read(lambda c: c.execute(sql, args).fetchall(), "entities")
+
+        out: dict[str, str] = {}
+        for mention in mentions_of(mentions):
+            found = mentioned_entity(
+                mention,
+                rows((self._namespace, like_prefix(prefix), like_pattern(mention), MENTION_ROWS)),
+                prefix,
+            )
+            if found is not None:
+                out[mention] = found
+        return out
 
     # -- standing context (PI's hard rules and L1, every turn) ----------------
 
