@@ -41,6 +41,7 @@ from memory_inject.storage import open_store
 from memory_inject.storage._jsonl import check_regular_file
 from memory_inject.storage._open import sqlite_path
 from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
+from memory_inject.storage.pi_import import import_pi, is_pi_path
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.unavailable import UnavailableStore
 
@@ -306,8 +307,26 @@ def _import_founder_os(
     click.echo(f"imported {done} memories from founder-os {file}")
 
 
+def _import_pi(path: Path, batch_size: int, db: Path | None, agent_path: Path | None) -> None:
+    with _store(db, agent_path, create=True) as (store, agent):
+        try:
+            done = import_pi(store, path, batch_size=batch_size)
+        except (MemoryInjectError, TypeError, ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from None
+    click.echo(f"imported from PI {done.root or path}: {done.summary()}")
+    for warning in done.warnings:  # plain echo: rich would read "[ ]" as markup
+        click.echo(f"warning: {warning}", err=True)
+    configured = agent.memory.governance.profile_id
+    if done.profile_id is not None and configured != done.profile_id:
+        click.echo(
+            f"note: PI's .pi/settings.json names the profile {done.profile_id!r}; set "
+            f'governance: {{profile_id: "{done.profile_id}"}} in the agent\'s YAML to use it',
+            err=True,
+        )
+
+
 @cli.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
 @click.option("--batch-size", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option(
     "--company",
@@ -324,11 +343,17 @@ def import_(
     agent_path: Path | None,
     companies: tuple[str, ...] = (),
 ) -> None:
-    """Upsert every record of FILE into the store: a JSON Lines export or founder-os's memory.db."""
+    """Upsert every record of FILE into the store: a JSON Lines export, founder-os's memory.db,
+    or PI's memory (its directory, project or .pi dir, scratchpad.md, daily/YYYY-MM-DD.md,
+    tombstones.jsonl, evidence.jsonl, profiles.jsonl or .pi/settings.json)."""
     try:
-        check_regular_file(file)  # before anything opens it: a FIFO blocks, /dev/zero never ends
+        if not file.is_dir():  # a directory is PI's memory
+            check_regular_file(file)  # before any read: a FIFO blocks, /dev/zero never ends
     except ValueError as exc:
         raise click.ClickException(f"{file}: {exc}") from None
+    if is_pi_path(file):
+        _import_pi(file, batch_size, db, agent_path)
+        return
     if is_founder_os_db(file):
         _import_founder_os(file, batch_size, db, agent_path, companies)
         return
