@@ -4,13 +4,15 @@ An adapter maps its host's event to a :class:`~._core.Request` and, when it
 autosaves, a :class:`~._core.Save`. :meth:`Adapter._serve` (and its async twin
 :meth:`Adapter._aserve`) does the rest the same way for all of them: the
 policy and the render (:func:`._core.run`), then the autosave with the turn's
-policy, so the saved row carries the profile the render used. Subclasses add
-only their request shape and their turn type.
+policy, so the saved row carries the profile the render used, then the
+turn's session row (:func:`._core.record_turn`, with ``memory.sessions.record``).
+Subclasses add only their request shape and their turn type.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
 
 import attrs
@@ -98,24 +100,28 @@ class Adapter:
             return req
         return attrs.evolve(req, source=self.source)
 
-    def _serve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
-        """Policy and render for ``req``, then ``save`` (when this adapter autosaves)."""
+    def _serve(
+        self, req: _core.Request, save: _core.Save | None = None, tools: Sequence[str] = ()
+    ) -> _core.Injection:
+        """Policy and render for ``req``, then ``save`` (when this adapter autosaves), then
+        the turn's session row with ``tools`` (when the config records sessions)."""
         injection = _core.run(self.store, self.agent_config, self._sourced(req), cwd=self.cwd)
-        if save is None or not self.autosave:
-            return injection
-        return _with_save(
-            injection, _core.autosave(self.store, injection.policy, save, cwd=self.cwd)
-        )
+        if save is not None and self.autosave:
+            saved = _core.autosave(self.store, injection.policy, save, cwd=self.cwd)
+            injection = _with_save(injection, saved)
+        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd)
 
-    async def _aserve(self, req: _core.Request, save: _core.Save | None = None) -> _core.Injection:
+    async def _aserve(
+        self, req: _core.Request, save: _core.Save | None = None, tools: Sequence[str] = ()
+    ) -> _core.Injection:
         """The async twin of :meth:`_serve`."""
         injection = await _core.arun(
             self.store, self.agent_config, self._sourced(req), cwd=self.cwd
         )
-        if save is None or not self.autosave:
-            return injection
-        saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)
-        return _with_save(injection, saved)
+        if save is not None and self.autosave:
+            saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)
+            injection = _with_save(injection, saved)
+        return await _core.arecord_turn(self.store, injection, tools=tools, cwd=self.cwd)
 
 
 def _with_save(injection: _core.Injection, saved: tuple[str | None, str | None]) -> _core.Injection:

@@ -69,6 +69,7 @@ from .messages import (
     is_user_message,
     message_text,
     place_on,
+    tool_names,
 )
 
 __all__ = [
@@ -325,7 +326,7 @@ class ClientMemory(Adapter):
         plan = self._plan(messages, api)
         if plan.req is None:
             return plan.done or Prepared(list(messages), None, None)
-        injection = self._serve(plan.req, self._save(plan.req))
+        injection = self._serve(plan.req, self._save(plan.req), tool_names(messages))
         where = caller if caller is not None else sys._getframe(1)
         return self._placed(messages, plan.prints, plan.idx, injection, where)
 
@@ -337,7 +338,7 @@ class ClientMemory(Adapter):
         plan = self._plan(messages, api)
         if plan.req is None:
             return plan.done or Prepared(list(messages), None, None)
-        injection = await self._aserve(plan.req, self._save(plan.req))
+        injection = await self._aserve(plan.req, self._save(plan.req), tool_names(messages))
         return self._placed(messages, plan.prints, plan.idx, injection, where)
 
     def _save(self, req: _core.Request) -> _core.Save:

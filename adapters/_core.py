@@ -35,6 +35,7 @@ from memory_inject.policy import (
     should_autosave,
 )
 from memory_inject.profile import turn_profile
+from memory_inject.sessions import arecord_session, decision_lines, project_name, record_session
 from memory_inject.signals import MemoryRecall, MemorySkipped
 
 __all__ = [
@@ -43,11 +44,13 @@ __all__ = [
     "Injection",
     "Request",
     "aautosave",
+    "arecord_turn",
     "arun",
     "autosave",
     "decide",
     "new_turn_id",
     "profile_fields",
+    "record_turn",
     "run",
     "scopes",
     "should_autosave",
@@ -101,6 +104,8 @@ class Injection:
     policy: InjectPolicy
     result: RenderResult | None = None
     autosaved_key: str | None = None
+    #: The key of the session row this turn updated (``memory.sessions.record``).
+    session_key: str | None = None
     error: str | None = None
 
     @property
@@ -349,3 +354,87 @@ async def aautosave(
 def _autosave_failed(save: Save, exc: Exception) -> tuple[None, str]:
     _log.warning("memory_inject: autosave of %r failed", save.key, exc_info=exc)
     return None, f"autosave_failed: {_describe(exc)}"
+
+
+# -- session records -------------------------------------------------------------
+
+#: Skips after which the turn still belongs to its session (its row is still updated).
+_SESSION_SKIPS = frozenset({None, "trivial_prompt"})
+
+
+def _session_args(
+    injection: Injection, tools: Iterable[str], cwd: str | os.PathLike[str] | None
+) -> dict[str, Any] | None:
+    """The writer's arguments for this turn, or None when it records nothing.
+
+    Recorded: turns of a person (the autosave origins) that belong to a session
+    scope and carry text, with ``sessions.record`` on in the turn's config.
+    Sub-turns, suppressed turns and disabled origins are not.
+    """
+    policy = injection.policy
+    cfg = policy.config.sessions
+    session = next((s for s in injection.sessions if s is not None), None)
+    if (
+        not cfg.record
+        or policy.origin not in AUTOSAVE_ORIGINS
+        or policy.reason not in _SESSION_SKIPS
+        or session is None
+        or not injection.query.strip()
+    ):
+        return None
+    return {
+        "session_id": session,
+        "project": cfg.project or project_name(cwd),
+        "name": injection.query,
+        "tools": tuple(tools),
+        "decisions": decision_lines(injection.query),
+        "profile_id": profile_fields(policy.config, cwd).get("profile_id"),
+    }
+
+
+def record_turn(
+    store: Memory,
+    injection: Injection,
+    *,
+    tools: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
+) -> Injection:
+    """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
+    the turn's config asks for it; ``tools`` are the tools the adapter saw called.
+
+    Returns ``injection`` with ``session_key`` set, or with ``error``
+    (``session_failed: ...``) when the write failed: logged, never raised.
+    """
+    try:
+        args = _session_args(injection, tools, cwd)
+        if args is None:
+            return injection
+        key = record_session(store, **args)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _session_failed(injection, exc)
+    return attrs.evolve(injection, session_key=key)
+
+
+async def arecord_turn(
+    store: Memory,
+    injection: Injection,
+    *,
+    tools: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
+) -> Injection:
+    """The async twin of :func:`record_turn`."""
+    try:
+        args = _session_args(injection, tools, cwd)
+        if args is None:
+            return injection
+        key = await arecord_session(store, **args)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _session_failed(injection, exc)
+    return attrs.evolve(injection, session_key=key)
+
+
+def _session_failed(injection: Injection, exc: Exception) -> Injection:
+    _log.warning(
+        "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
+    )
+    return attrs.evolve(injection, error=injection.error or f"session_failed: {_describe(exc)}")

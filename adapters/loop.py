@@ -61,6 +61,7 @@ from .messages import (
     has_block,
     inject_block,
     message_text,
+    tool_names,
 )
 
 __all__ = ["LoopInjection", "LoopTurn", "MemoryLoop", "TurnOptions", "current_turn"]
@@ -82,6 +83,8 @@ class LoopTurn:
     injection: _core.Injection | None = None
     #: The raw text of the turn's user message, set by its first ``prepare``.
     user_text: str | None = field(default=None, repr=False, eq=False)
+    #: The tools recorded on the turn's session row so far (``memory.sessions.record``).
+    tools: tuple[str, ...] = field(default=(), repr=False, eq=False)
     #: True once the turn ended: every copy of the context sees it closed.
     closed: bool = field(default=False, eq=False)
     # Where a turn left open across calls runs (the client wrappers): the frame of the
@@ -391,6 +394,21 @@ class MemoryLoop(Adapter):
         first = next((s for s in plan.turn.sessions if s is not None), None)
         return _core.Save(f"user_msg_{plan.turn.turn_id}", plan.user_text, first)
 
+    @staticmethod
+    def _new_tools(
+        plan: _Plan, messages: Sequence[Any]
+    ) -> tuple[_core.Injection, tuple[str, ...]] | None:
+        """A tool-loop step of a turn whose session row was recorded: the turn's injection
+        and the tools called so far, when some are new (the row gets them), else None."""
+        turn, injection = plan.turn, plan.turn.injection
+        if plan.problem is not None or injection is None or not injection.session_key:
+            return None
+        tools = tool_names(messages)
+        if set(tools) <= set(turn.tools):
+            return None
+        turn.tools = tools
+        return injection, tools
+
     def inject(
         self,
         messages: Sequence[Any],
@@ -401,10 +419,17 @@ class MemoryLoop(Adapter):
         """Like :meth:`prepare`, also returning the policy, block and event of the turn."""
         plan = self._plan(messages, query, turn)
         if plan.req is None:
+            step = self._new_tools(plan, messages)
+            if step is not None:
+                plan.turn.injection = _core.record_turn(
+                    self.store, step[0], tools=step[1], cwd=self.cwd
+                )
             return self._place(messages, plan, None)
         if plan.problem is not None:
             return self._place(messages, plan, self._unreadable(plan))
-        return self._place(messages, plan, self._serve(plan.req, self._save(plan)))
+        plan.turn.tools = tool_names(messages)
+        served = self._serve(plan.req, self._save(plan), plan.turn.tools)
+        return self._place(messages, plan, served)
 
     async def ainject(
         self,
@@ -416,10 +441,17 @@ class MemoryLoop(Adapter):
         """The async twin of :meth:`inject`."""
         plan = self._plan(messages, query, turn)
         if plan.req is None:
+            step = self._new_tools(plan, messages)
+            if step is not None:
+                plan.turn.injection = await _core.arecord_turn(
+                    self.store, step[0], tools=step[1], cwd=self.cwd
+                )
             return self._place(messages, plan, None)
         if plan.problem is not None:
             return self._place(messages, plan, self._unreadable(plan))
-        return self._place(messages, plan, await self._aserve(plan.req, self._save(plan)))
+        plan.turn.tools = tool_names(messages)
+        served = await self._aserve(plan.req, self._save(plan), plan.turn.tools)
+        return self._place(messages, plan, served)
 
     def prepare(
         self,

@@ -71,6 +71,7 @@ __all__ = [
     "message_text",
     "place_on",
     "starts_with_block",
+    "tool_names",
     "user_message_index",
     "with_content",
 ]
@@ -356,3 +357,33 @@ def inject_block(
     if idx is None:
         return list(messages)
     return place_on(messages, idx, block, placement=placement)
+
+
+def _call_name(call: object) -> object:
+    """A tool call's name: OpenAI's ``function.name``, else its own ``name`` (LangChain)."""
+    function = get_field(call, "function")
+    return get_field(function, "name") if function is not None else get_field(call, "name")
+
+
+def tool_names(messages: Sequence[Any]) -> tuple[str, ...]:
+    """The tools the model called in ``messages``, each once, in first-call order.
+
+    Read from OpenAI's and LangChain's ``tool_calls``, Responses
+    ``function_call`` items and Anthropic ``tool_use`` parts; anything else
+    names no tool. Never raises.
+    """
+    names: list[str] = []
+    for message in messages:
+        found: list[object] = []
+        calls = get_field(message, "tool_calls")
+        if isinstance(calls, list | tuple):
+            found += [_call_name(c) for c in calls]
+        if get_field(message, "type") == "function_call":
+            found.append(get_field(message, "name"))
+        content = get_field(message, "content")
+        if isinstance(content, list | tuple):
+            found += [get_field(p, "name") for p in content if get_field(p, "type") == "tool_use"]
+        for name in found:
+            if isinstance(name, str) and name and name not in names:
+                names.append(name)
+    return tuple(names)

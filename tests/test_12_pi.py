@@ -61,7 +61,8 @@ class TestPiBlocks:
         assert {"Daily Log": ["- 14:30 just some notes"]} == parse_sectioned(out.text)
 
     def test_todays_sessions_shows_the_last_ones_of_today(self) -> None:
-        """Today's Sessions: today's session entries, newest first, at most max_sessions."""
+        """Today's Sessions: today's session entries, newest first, at most max_sessions,
+        in PI's lines (a free-text session shows as written, with no time)."""
         entries = [
             MemoryEntry(f"s{h}", f"[app] session {h}", "session", NOW.replace(hour=h))
             for h in (9, 11, 13, 14)
@@ -69,11 +70,13 @@ class TestPiBlocks:
         out = render(entries, max_sessions=3)
         assert {
             "Today's Sessions": [
-                "- 14:30 [app] session 14",
-                "- 13:30 [app] session 13",
-                "- 11:30 [app] session 11",
+                "- [app] session 14",
+                "- [app] session 13",
+                "- [app] session 11",
             ]
         } == parse_sectioned(out.text)
+        head = "## Today's Sessions\nRecent sessions (2026-05-20):\n"
+        assert head + "- [app] session 14\n" in out.text
         assert "sessions:max_sessions" == out.traces[0].dropped["s9"]
         assert "sessions:not_today" == out.traces[0].dropped["old"]
 

@@ -556,3 +556,32 @@ def test_company_mentions_and_their_resolution_rules() -> None:
         ]
     )
     assert {"Acme Corp": "company:a"} == store.entities_mentioned(["Acme Corp", " ", "%", "_"])
+
+
+# -- docs/seeds.md: the table matches the tests -------------------------------------
+
+
+def _seed_rows() -> list[list[str]]:
+    text = (ROOT / "docs" / "seeds.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    return [r for r in rows if r[0].strip("| ").isdigit()]
+
+
+def test_every_test_the_seeds_table_names_exists() -> None:
+    """Each test or test file a row of docs/seeds.md cites is in tests/ (a ``*`` in a name
+    matches any run of characters), and each row says kept, fixed or left out."""
+    import fnmatch
+    import re
+
+    sources = {p: p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("test_*.py")}
+    defined = {m for text in sources.values() for m in re.findall(r"def (test_\w+)", text)}
+    rows = _seed_rows()
+    assert len(rows) >= 13
+    for row in rows:
+        status, cited = row[3], row[4]
+        assert status.startswith(("fixed", "kept", "left out", "**open**")), row
+        for name in re.findall(r"`([^`]+)`", cited):
+            if name.startswith("tests/"):
+                assert (ROOT / name).is_file(), name
+            else:
+                assert fnmatch.filter(defined, name.split("::")[-1]), name

@@ -18,7 +18,8 @@ injected ids; the 2 s budget. ``recall_plan.preset: founder_os`` names it too.
 with its selection budgets (12 records, 4 L1, 8 L2), the governance stages,
 the standing context (hard rules and L1 every turn), the trivial-prompt
 filter, 24 candidates per turn (PI's ``maxRecords * 2``) and hybrid ranking by
-reciprocal rank fusion, k = 60, keyword 0.45 and semantic 0.55.
+reciprocal rank fusion, k = 60, keyword 0.45 and semantic 0.55. The adapters record
+each turn's session (``sessions.record``), which Today's Sessions shows.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
         },
         "governance": {"enabled": True},
         "standing": {"enabled": True},
+        "sessions": {"record": True},
         "trivial_prompt": {"enabled": True},
         "backend": {
             "search_mode": "hybrid",

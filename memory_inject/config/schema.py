@@ -127,10 +127,16 @@ class BackendConfig:
     """Where the agent's memories live (``memory.backend``)."""
 
     kind: str = setting(
-        "sqlite", "str", "sqlite, postgres or memory", choices=("sqlite", "postgres", "memory")
+        "sqlite",
+        "str",
+        "sqlite, postgres, memory, markdown (human-readable files) or none (no memory)",
+        choices=("sqlite", "postgres", "memory", "markdown", "none"),
     )
     path: str = setting(
-        ".memory/memory.db", "str", "SQLite file (relative to the agent file)", nonempty=True
+        ".memory/memory.db",
+        "str",
+        "SQLite file, or the markdown folder (the default: .memory), relative to the agent file",
+        nonempty=True,
     )
     dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
     namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
@@ -175,6 +181,11 @@ class BackendConfig:
         choices=("raise", "degrade"),
     )
 
+
+#: ``memory.retrieval_stages`` items (zeroclaw's): ``fts`` and ``vector`` (the default) name
+#: what the store's own ``search_mode`` runs; ``cache`` wraps the store in the hot cache
+#: (``memory_inject.storage.hot_cache``).
+RETRIEVAL_STAGES = ("fts", "vector", "cache")
 
 _GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")
 
@@ -223,6 +234,53 @@ class StandingConfig:
     )
 
 
+@frozen
+class SessionsConfig:
+    """PI's session records, written by the adapters at each turn (Today's Sessions reads them)."""
+
+    record: bool = setting(False, "bool", "the adapters upsert the turn's session row")
+    project: str | None = setting(
+        None, "str", "the sessions' project (null = the cwd's package or directory)", nullable=True
+    )
+
+
+#: The rule ids of the recall-time threat scan, in check order (``stages/threat.py`` holds
+#: the rules; docs/pipeline.md, "1a. threat_scan").
+THREAT_RULE_IDS = (
+    "override_instructions",
+    "role_hijack",
+    "prompt_leak",
+    "role_tag",
+    "system_header",
+    "tool_call",
+    "exfiltration",
+    "hidden_instruction",
+    "exfil_curl",
+    "exfil_wget",
+    "read_secrets",
+    "send_to_url",
+    "agent_config_mod",
+    "hardcoded_secret",
+    "private_key",
+)
+
+
+@frozen
+class ThreatScanConfig:
+    """zeroclaw's recall-time threat scan (``threat_scan_load_time``): on by default."""
+
+    enabled: bool = setting(
+        True, "bool", "withhold recalled rows a rule flags (threat:<rule>) and refill"
+    )
+    rules: tuple[str, ...] | None = setting(
+        None,
+        "strlist",
+        "the rules that run (null = every rule)",
+        nullable=True,
+        choices_list=THREAT_RULE_IDS,
+    )
+
+
 _OVERRIDABLE = (
     "enabled",
     "recall_limit",
@@ -238,6 +296,8 @@ _OVERRIDABLE = (
     "governance",
     "trivial_prompt",
     "standing",
+    "sessions",
+    "threat_scan",
 )
 
 
@@ -305,6 +365,8 @@ class MemoryInjectConfig:
     governance: GovernanceConfig = group(GovernanceConfig)
     trivial_prompt: TrivialPromptConfig = group(TrivialPromptConfig)
     standing: StandingConfig = group(StandingConfig)
+    sessions: SessionsConfig = group(SessionsConfig)
+    threat_scan: ThreatScanConfig = group(ThreatScanConfig)
     preset: str | None = setting(
         None,
         "str",
@@ -316,6 +378,12 @@ class MemoryInjectConfig:
         factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
     )
     backend: BackendConfig = group(BackendConfig)
+    retrieval_stages: tuple[str, ...] = setting(
+        RETRIEVAL_STAGES[:2],
+        "strlist",
+        "the store's retrieval stages; 'cache' adds the hot cache of recall answers",
+        choices_list=RETRIEVAL_STAGES,
+    )
     _resolved: dict[str, MemoryInjectConfig] = field(
         factory=dict, init=False, eq=False, repr=False, hash=False
     )

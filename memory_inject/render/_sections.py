@@ -14,7 +14,13 @@ from attrs import frozen
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject.models import MemoryEntry
 from memory_inject.render._budget import RAW_PER_CHAR, cut_for_cleaning
-from memory_inject.render._contain import CUT_SLACK, LABEL_RAW, cut_point
+from memory_inject.render._contain import (
+    CUT_SLACK,
+    LABEL_RAW,
+    cut_point,
+    neutralize_content,
+    neutralize_label,
+)
 
 __all__ = [
     "TRUNCATED",
@@ -28,6 +34,8 @@ __all__ = [
     "priority_name",
     "priority_rank",
     "question_score",
+    "session_item",
+    "session_parts",
 ]
 
 TRUNCATED = "[...truncated]"
@@ -218,3 +226,59 @@ def question_score(entry: MemoryEntry, tokens: set[str], split: Callable[[str], 
     tags = entry.extra.get("tags") or ()
     tag_words = {str(t).lower() for t in tags} if isinstance(tags, list | tuple) else set()
     return 2 * len(tag_words & tokens) + len(split(entry.content) & tokens)
+
+
+# -- Today's Sessions ------------------------------------------------------------------
+
+#: PI's line shows a session's first 3 tools and, under it, its first 2 decisions.
+SESSION_TOOLS_SHOWN = 3
+SESSION_DECISIONS_SHOWN = 2
+
+
+def _session_field(entry: MemoryEntry, name: str) -> object:
+    meta = entry.extra.get("metadata")
+    if isinstance(meta, Mapping) and meta.get(name) not in (None, "", [], ()):
+        return meta[name]
+    return entry.extra.get(name)
+
+
+def _session_strings(value: object, limit: int) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple(v for v in value if isinstance(v, str) and v.strip())[:limit]
+
+
+def session_parts(entry: MemoryEntry) -> tuple[str, str, tuple[str, ...], tuple[str, ...]]:
+    """A session entry's project, name, first 3 tools and first 2 decisions, raw.
+
+    Read from its ``metadata`` (what :func:`memory_inject.sessions.record_session`
+    writes), else from ``extra``; without a name the content is the name, so a
+    session written as free text shows as written.
+    """
+    project = _session_field(entry, "project")
+    name = _session_field(entry, "name")
+    return (
+        project.strip() if isinstance(project, str) else "",
+        name if isinstance(name, str) and name.strip() else entry.content,
+        _session_strings(_session_field(entry, "tools"), SESSION_TOOLS_SHOWN),
+        _session_strings(_session_field(entry, "decisions"), SESSION_DECISIONS_SHOWN),
+    )
+
+
+def session_item(entry: MemoryEntry, room: int) -> Item:
+    """PI's Today's Sessions item: ``- [project] name (tool1, tool2, tool3)`` and up to 2
+    decisions on lines of their own, indented two spaces.
+
+    No project: no bracket; no tools: no parentheses. Every part is neutralised
+    (the project and tools as labels, the name and decisions as one line each),
+    so no stored text can start a line of its own; each is cleaned from its
+    first ``room + 64`` characters or so, as :func:`bounded_items` does.
+    """
+    project, name, tools, decisions = session_parts(entry)
+    prefix = f"- [{neutralize_label(project)}] " if project else "- "
+    width = room + CUT_SLACK
+    head = cut_for_cleaning(name, width, neutralize_content)
+    if tools:
+        head += f" ({', '.join(neutralize_label(t) for t in tools)})"
+    lines = [head, *(cut_for_cleaning(d, width, neutralize_content) for d in decisions)]
+    return entry, prefix, "\n  ".join(lines)

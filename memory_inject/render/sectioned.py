@@ -42,6 +42,7 @@ from memory_inject.render._sections import (
     priority_name,
     priority_rank,
     question_score,
+    session_item,
 )
 from memory_inject.stages import StageContext, StageTrace
 
@@ -140,8 +141,9 @@ class SectionedRenderer:
         ``max_l1``, ``max_l2`` and ``max_records`` are PI's selection budgets for
         Selected Memory (L1 lines first; ``None``: no cap). ``daily_digest``
         shows PI's digest of each daily entry; ``max_sessions`` and
-        ``max_questions`` turn on Today's Sessions (``category: session``) and
-        Open Questions (inquiries).
+        ``max_questions`` turn on Today's Sessions (``category: session``, in PI's
+        ``- [project] name (tools)`` lines with their decisions) and Open
+        Questions (inquiries).
         ``ValueError`` for a count or cap that is not an integer >= 0, or an unknown
         ``section_caps`` key.
         """
@@ -302,13 +304,14 @@ class SectionedRenderer:
             return f"? [{neutralize_label(priority_name(e))}] "
 
         sessions_line = f"Sessions today: {sessions_today}\n" if sessions_today else ""
+        recent = f"Recent sessions ({today.isoformat()}):\n"  # PI's Today's Sessions header
         built: list[tuple[str, str, list[MemoryEntry], Callable[[MemoryEntry], str]]] = [
             ("hard_rules", "", [e for e, _, _ in hard], lambda e: rules[id(e)]),
             ("selected_memory", "", selected, selected_prefix),
             ("scratchpad", "", scratch, lambda _e: "- [ ] "),
             ("contested_memory", CONTESTED_WARNING + "\n", contested, contested_prefix),
             ("daily_log", sessions_line, daily, daily_prefix),
-            ("todays_sessions", "", sessions, daily_prefix),
+            ("todays_sessions", recent, sessions, lambda _e: "- "),
             ("open_questions", "", asked, question_prefix),
         ]
         sections = []
@@ -317,7 +320,10 @@ class SectionedRenderer:
                 continue
             room = max(0, min(self.section_caps[slug] - len(preamble), self.max_total_chars))
             text = daily_text if slug == "daily_log" else None
-            items = bounded_items(members, line_prefix, neutralize_content, room, text)
+            if slug == "todays_sessions":  # max_sessions entries at most
+                items = [session_item(e, room) for e in members]
+            else:
+                items = bounded_items(members, line_prefix, neutralize_content, room, text)
             title = SECTION_TITLES[slug]
             if slug == "daily_log":
                 title += f" ({today.isoformat()})"
@@ -400,14 +406,28 @@ _SECTION_PREFIXES: Mapping[str, tuple[str, ...]] = {
     "Open Questions": ("? [",),
 }
 _SESSIONS_TODAY = re.compile(r"Sessions today: \d+")
+_RECENT_SESSIONS = re.compile(r"Recent sessions \(\d{4}-\d{2}-\d{2}\):")
+_DECISION_INDENT = "  "
+
+
+def _session_entries(body: list[str]) -> list[str]:
+    """Today's Sessions lines with each session's indented decision lines joined to it."""
+    out: list[str] = []
+    for line in body:
+        if line.startswith(_DECISION_INDENT) and out and out[-1] != TRUNCATED:
+            out[-1] += "\n" + line
+        else:
+            out.append(line)
+    return out
 
 
 def parse_sectioned(text: str) -> dict[str, list[str]]:
     """Section title -> its entry lines; ``ValueError`` if the block is not well formed.
 
-    The title line, the contested warning and the ``[...truncated]`` marker
-    are structure, not entries, and are left out. The Daily Log's date is
-    dropped from its title.
+    The title line, the contested warning, the ``Recent sessions (date):``
+    line and the ``[...truncated]`` marker are structure, not entries, and
+    are left out. The Daily Log's date is dropped from its title. A session's
+    decision lines belong to its entry (joined with ``\n``).
     """
     if text == "":
         return {}
@@ -433,6 +453,10 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
             body = body[1:]
         if title == "Daily Log" and body and _SESSIONS_TODAY.fullmatch(body[0]):
             body = body[1:]
+        if title == "Today's Sessions":
+            if not body or not _RECENT_SESSIONS.fullmatch(body[0]):
+                raise ValueError("Today's Sessions must start with 'Recent sessions (date):'")
+            body = _session_entries(body[1:])
         if body and body[-1] == TRUNCATED:
             body = body[:-1]
         if not body:

@@ -148,8 +148,9 @@ Sessions today: 3
 - 10:00 ## Typecheck cleanup ↵ - fixed 12 type errors ↵ Typecheck before a push #decision
 
 ## Today's Sessions
-- 13:00 [my-project] release notes (read, write)
-- 11:00 [my-project] typecheck fixes (bash, edit, read)
+Recent sessions (2026-05-20):
+- [my-project] release notes (read, write)
+- [my-project] typecheck fixes (bash, edit, read)
 
 ## Open Questions
 ? [high] Should typecheck run in CI as well as before pushing?
