@@ -16,8 +16,9 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from types import MappingProxyType
 
 import attrs
@@ -35,7 +36,7 @@ from memory_inject._recall import (
     run_sync,
 )
 from memory_inject._text import scrub_credentials, scrubbed_summary
-from memory_inject.config import MemoryInjectConfig
+from memory_inject.config import MAX_CANDIDATE_POOL, MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.plan import PRESETS, PlanQuery, RecallPlan
@@ -50,7 +51,9 @@ from memory_inject.stages import (
     recall_restriction,
     stages_for,
 )
+from memory_inject.stages.filters import SHARED_CATEGORIES
 from memory_inject.stages.rerank import rerank_recall_limit
+from memory_inject.stages.threat import ThreatScan, threat_scan_for
 from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
 
@@ -197,6 +200,9 @@ class _Turn:
     who: TurnProfile | None = None
     #: The deadline as a ``perf_counter`` value (None: no deadline).
     until: float | None = None
+    #: ``rebuild(limit, scopes, plan)``: the turn's store calls asking other limits (the
+    #: threat scan's refill); None when the turn makes no store call.
+    rebuild: Callable[[int, tuple[str | None, ...], RecallPlan | None], list[Call]] | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:
@@ -238,22 +244,22 @@ def _prepare(
     if pol.inject and governed(cfg):
         with contextlib.suppress(Exception):  # the stages resolve it again, and report why
             who = turn_profile(cfg.governance.profile_id, cwd, profile)
+    rebuild = None
     if pol.inject and not contentless:
         # A governed turn filters first (status, profile), then ranks, as PI does.
         statuses, profiles = recall_restriction(cfg, who.profile_id) if who else (None, None)
+        rebuild = partial(
+            build_calls,
+            memory,
+            query,
+            source=source,
+            asynchronous=asynchronous,
+            deadline=until,
+            statuses=statuses,
+            profiles=profiles,
+        )
         try:
-            calls = build_calls(
-                memory,
-                query,
-                recall_limit_for(cfg),
-                scopes,
-                plan,
-                source,
-                asynchronous=asynchronous,
-                deadline=until,
-                statuses=statuses,
-                profiles=profiles,
-            )
+            calls = rebuild(recall_limit_for(cfg), scopes, plan)
         except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
             failed = f"recall_failed: {_describe(exc)}"
     meta = turn if turn is not None else TurnMeta()
@@ -278,12 +284,139 @@ def _prepare(
         failed,
         who,
         until,
+        rebuild,
     )
 
 
 def _failed(reason: str) -> Recalled:
     """What a recall that could not run (or broke the runner) produced: nothing, one error."""
     return Recalled([], 0, False, [reason], {}, 0.0)
+
+
+#: A refill asks a scope for at most this many times its limit (zeroclaw's
+#: ``READ_REFILL_MULTIPLIER``) ...
+_REFILL_MULTIPLIER = 4
+#: ... in at most this many more rounds.
+_REFILL_ROUNDS = 3
+
+
+def _owed(scope: str | None, flagged: Sequence[MemoryEntry]) -> int:
+    """How many withheld rows a scope's recall may have returned: the unscoped recall any,
+    a session's its own and the shared sessionless ones (``core``, ``daily``)."""
+    if scope is None:
+        return len(flagged)
+    return sum(
+        1
+        for e in flagged
+        if e.session_id == scope or (e.session_id is None and e.category in SHARED_CATEGORIES)
+    )
+
+
+@define
+class _Withholding:
+    """The recall-time threat scan of one turn (``stages/threat.py``): withhold, then refill.
+
+    A row a rule flags is withheld, named ``threat:<rule>`` on the recall trace,
+    and the store is asked again: each scope for its limit plus the withheld rows
+    it could have returned (a plan: each query and the cap plus all of them), at
+    most 4 x its limit, in up to 3 more rounds while new rows are withheld. A
+    hostile row therefore never takes a benign row's place. A turn that withholds
+    nothing makes no other call and renders what it did without the scan. A round
+    that fails or runs out of time is not used: the turn keeps the last whole
+    answer, with one note on the event.
+    """
+
+    t: _Turn
+    scan: ThreatScan
+    rec: Recalled
+    held: dict[str, str]
+    limits: dict[str | None, int]
+    plan: RecallPlan | None
+    rounds: int = 0
+    duration: float = 0.0
+    notes: list[str] = attrs.Factory(list)
+
+    @classmethod
+    def of(cls, t: _Turn, rec: Recalled) -> _Withholding | None:
+        """The turn's withholding, or None when the scan is off or flags nothing."""
+        scan = threat_scan_for(t.config)
+        if scan is None or not rec.entries:
+            return None
+        held = scan.withhold(rec.entries).dropped
+        if not held:
+            return None
+        base = recall_limit_for(t.config)
+        limits = dict.fromkeys(t.scopes, base)
+        return cls(t, scan, rec, held, limits, t.plan, 0, rec.duration, list(rec.degraded))
+
+    def _flagged(self) -> list[MemoryEntry]:
+        return [e for e in self.rec.entries if e.key in self.held]
+
+    def ask(self) -> tuple[list[Call], RecallPlan | None] | None:
+        """The next round's calls and plan, or None when no round would return more."""
+        t = self.t
+        if self.rounds >= _REFILL_ROUNDS or t.rebuild is None:
+            return None
+        if t.until is not None and time.perf_counter() >= t.until:
+            self.notes.append(f"threat_scan: no time left to refill {len(self.held)} withheld")
+            return None
+        flagged = self._flagged()
+        standing = [c for c in t.calls if c.source == STANDING]
+        plan = self.plan
+        if plan is None:
+            base = recall_limit_for(t.config)
+            if self.rec.raw_count < min(self.limits.values()):
+                return None  # every scope came back short: the store has no more
+            ceiling = min(base * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
+            limits = {s: min(ceiling, base + _owed(s, flagged)) for s in self.limits}
+            if all(limits[s] <= self.limits[s] for s in limits):
+                return None
+            self.limits = limits
+            calls = [c for s in t.scopes for c in t.rebuild(limits[s], (s,), None)]
+        else:
+            k = len(flagged)
+            base_plan = t.plan or plan
+
+            def more(n: int) -> int:
+                return min(n + k, n * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
+
+            wider = attrs.evolve(
+                base_plan,
+                queries=tuple(attrs.evolve(q, limit=more(q.limit)) for q in base_plan.queries),
+                cap=more(base_plan.cap),
+            )
+            if wider == plan:
+                return None
+            self.plan = plan = wider
+            calls = t.rebuild(recall_limit_for(t.config), t.scopes, plan)
+        self.rounds += 1
+        return [*calls, *standing], plan
+
+    def take(self, rec: Recalled) -> None:
+        """Use a round's answer when it is whole; otherwise keep the last one and say why."""
+        self.duration += rec.duration
+        if not rec.any_ok or rec.partial or len(rec.errors) > len(self.rec.errors):
+            why = "deadline" if rec.partial else "; ".join(rec.errors) or "no answer"
+            self.notes.append(
+                f"threat_scan: refill not used ({why}); {len(self.held)} withheld not replaced"
+            )
+            self.rounds = _REFILL_ROUNDS
+            return
+        self.notes.extend(rec.degraded)
+        self.rec = rec
+        self.held = self.scan.withhold(rec.entries).dropped
+
+    def result(self) -> Recalled:
+        """The last whole answer without the withheld rows, which join the recall's drops."""
+        rec = self.rec
+        return attrs.evolve(
+            rec,
+            entries=[e for e in rec.entries if e.key not in self.held],
+            # The recall step's drops, named on its trace (with what a plan cut).
+            plan_dropped={**rec.plan_dropped, **self.held},
+            duration=self.duration,
+            degraded=tuple(dict.fromkeys([*rec.degraded, *self.notes])),
+        )
 
 
 def _recall(t: _Turn) -> Recalled:
@@ -293,7 +426,11 @@ def _recall(t: _Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        return run_sync(t.memory, t.calls, t.deadline, t.plan, t.until)
+        rec = run_sync(t.memory, t.calls, t.deadline, t.plan, t.until)
+        held = _Withholding.of(t, rec)
+        while held is not None and (ask := held.ask()) is not None:
+            held.take(run_sync(t.memory, ask[0], t.deadline, ask[1], t.until))
+        return rec if held is None else held.result()
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {_describe(exc)}")
 
@@ -305,7 +442,11 @@ async def _arecall(t: _Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        return await run_async(t.memory, t.calls, t.deadline, t.plan, t.until)
+        rec = await run_async(t.memory, t.calls, t.deadline, t.plan, t.until)
+        held = _Withholding.of(t, rec)
+        while held is not None and (ask := held.ask()) is not None:
+            held.take(await run_async(t.memory, ask[0], t.deadline, ask[1], t.until))
+        return rec if held is None else held.result()
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {_describe(exc)}")
 

@@ -3,6 +3,9 @@
 :func:`build_stages` turns a resolved config into the named stages a render
 runs, in order, each configured at construction::
 
+    (threat_scan)           run by the recall step, not listed here: rows that read as
+                            instructions to the model (``threat:<rule>`` on the recall
+                            trace), the store asked again for as many (``threat.py``)
     session_scope           the scope rule (docs/storage.md): other sessions' rows,
                             and in a mixed list unshared sessionless rows
     [governance stages]     memory.governance.enabled: status, profile, project,
@@ -44,6 +47,7 @@ from memory_inject.stages.filters import (
 )
 from memory_inject.stages.governance import RoutedScope, StatusFilter, build_governance
 from memory_inject.stages.rerank import Rerank, rerank
+from memory_inject.stages.threat import ThreatScan, threat_scan_for
 
 __all__ = [
     "Decay",
@@ -55,6 +59,7 @@ __all__ = [
     "StageContext",
     "StageResult",
     "StageTrace",
+    "ThreatScan",
     "build_stages",
     "conversation_exclusion",
     "decay",
@@ -69,6 +74,7 @@ __all__ = [
     "skip_reason",
     "skip_set",
     "stages_for",
+    "threat_scan_for",
 ]
 
 

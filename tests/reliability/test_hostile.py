@@ -32,6 +32,7 @@ from memory_inject import (
 )
 from memory_inject._text import truncate_with_ellipsis
 from memory_inject._tokens import count_tokens
+from memory_inject.config.schema import ThreatScanConfig
 from memory_inject.exceptions import StorageError
 from memory_inject.policy import direct_policy
 from memory_inject.render import (
@@ -222,6 +223,9 @@ def config(renderer: str, **budget: Any) -> MemoryInjectConfig:
         # These tests read every row through the empty (time-only) query.
         require_query_terms=False,
         budget=BudgetConfig(**budget),
+        # Containment is the line behind the threat scan (tests/test_27_threat_scan.py):
+        # with the scan off, every hostile row here reaches the renderer.
+        threat_scan=ThreatScanConfig(enabled=False),
     )
 
 
