@@ -16,13 +16,20 @@ from memory_inject.config import (
     load_agent_config,
 )
 from memory_inject.contract import AsyncMemory, Memory
+from memory_inject.defaults import (
+    DEFAULT_ENTRY_MAX_CHARS,
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_TOTAL_CHARS,
+    DEFAULT_RECALL_LIMIT,
+)
 from memory_inject.exceptions import ConfigError, MemoryInjectError, StorageError
-from memory_inject.models import MemoryCategory, MemoryEntry, TurnMeta, TurnOrigin
+from memory_inject.models import MemoryCategory, MemoryEntry, MemoryKind, TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import InjectPolicy, resolve_inject_policy
 from memory_inject.render import MEMORY_CONTEXT_CLOSE, MEMORY_CONTEXT_OPEN
 from memory_inject.signals import MemoryRecall, memory_recall
 from memory_inject.stages import StageTrace
+from memory_inject.storage.importance import heuristic_importance
 from memory_inject.storage.memory import InMemoryStore
 
 __all__ = [
@@ -31,6 +38,10 @@ __all__ = [
     "BackendConfig",
     "BudgetConfig",
     "ConfigError",
+    "DEFAULT_ENTRY_MAX_CHARS",
+    "DEFAULT_MAX_ENTRIES",
+    "DEFAULT_MAX_TOTAL_CHARS",
+    "DEFAULT_RECALL_LIMIT",
     "DecayConfig",
     "InMemoryStore",
     "InjectPolicy",
@@ -41,6 +52,7 @@ __all__ = [
     "MemoryEntry",
     "MemoryInjectConfig",
     "MemoryInjectError",
+    "MemoryKind",
     "MemoryRecall",
     "RenderResult",
     "RerankConfig",
@@ -49,6 +61,7 @@ __all__ = [
     "TurnMeta",
     "TurnOrigin",
     "arender_memory_context",
+    "heuristic_importance",
     "load_agent_config",
     "memory_recall",
     "render_memory_context",

@@ -18,6 +18,7 @@ from attrs import field, frozen
 __all__ = [
     "MemoryCategory",
     "MemoryEntry",
+    "MemoryKind",
     "TurnMeta",
     "TurnOrigin",
     "parse_timestamp",
@@ -41,6 +42,22 @@ class MemoryCategory(enum.StrEnum):
     CORE = "core"
     DAILY = "daily"
     CONVERSATION = "conversation"
+
+
+class MemoryKind(enum.StrEnum):
+    """What sort of memory an entry is (zeroclaw's ``MemoryKind``), orthogonal to its category.
+
+    zeroclaw's ``Semantic(Preference | Fact | Decision | Entity)`` is written
+    ``semantic:<sub-kind>``, so one string names both levels and
+    ``kind.startswith("semantic")`` asks the outer one.
+    """
+
+    EPISODIC = "episodic"
+    SEMANTIC_PREFERENCE = "semantic:preference"
+    SEMANTIC_FACT = "semantic:fact"
+    SEMANTIC_DECISION = "semantic:decision"
+    SEMANTIC_ENTITY = "semantic:entity"
+    PROCEDURAL = "procedural"
 
 
 def parse_timestamp(value: datetime | str) -> datetime:
@@ -75,6 +92,28 @@ def _category(value: str) -> str:
         return value
 
 
+def _kind(value: MemoryKind | str | None) -> MemoryKind | None:
+    if value is None or type(value) is MemoryKind:
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"'kind' must be a MemoryKind, a string or None (got {value!r})")
+    try:
+        return MemoryKind(value)
+    except ValueError:
+        names = ", ".join(repr(k.value) for k in MemoryKind)
+        raise ValueError(f"'kind' must be one of {names} or None (got {value!r})") from None
+
+
+def _is_bool(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"'{attribute.name}' must be a bool (got {value!r})")
+
+
+def _optional_str(_inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"'{attribute.name}' must be a string or None (got {value!r})")
+
+
 def _score(value: float | None) -> float | None:
     if value is None:
         return None
@@ -92,6 +131,12 @@ class MemoryEntry:
     disables decay for the entry). ``score`` is the store's relevance in 0..1 or
     ``None`` for time-only recalls. ``id`` defaults to ``key``. ``extra`` holds
     store-specific fields (confidence, status, tags, ...) that later stages read.
+
+    zeroclaw's further fields come last, so positional construction is
+    unchanged: ``kind`` (a :class:`MemoryKind`, or its string), ``pinned``,
+    ``tenant_id``, ``agent_alias`` and ``agent_id``. The stores keep and return
+    them and JSONL carries them; no stage reads them (``pinned`` exempts an
+    entry from nothing: zeroclaw gives it no behaviour in injection either).
     """
 
     key: str
@@ -104,6 +149,11 @@ class MemoryEntry:
     id: str = field(default=None)
     namespace: str = "default"
     extra: dict[str, Any] = field(factory=dict, eq=False, hash=False)
+    kind: MemoryKind | None = field(default=None, converter=_kind)
+    pinned: bool = field(default=False, validator=_is_bool)
+    tenant_id: str | None = field(default=None, validator=_optional_str)
+    agent_alias: str | None = field(default=None, validator=_optional_str)
+    agent_id: str | None = field(default=None, validator=_optional_str)
 
     def __attrs_post_init__(self) -> None:
         if self.id is None:

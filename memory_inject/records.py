@@ -4,6 +4,12 @@ A record carries the core :class:`~memory_inject.models.MemoryEntry` fields
 plus everything the governance stages, multi-source recall and usage counters
 need, so the schema is migrated once. ``to_entry`` turns a record into the
 entry that ``recall`` returns; the governance fields travel in ``entry.extra``.
+
+zeroclaw's entry fields ``kind``, ``pinned``, ``tenant_id``, ``agent_alias``
+and ``agent_id`` (:data:`IN_METADATA`) have no column of their own: a store
+keeps them in the ``metadata`` JSON under :data:`ENTRY_KEY`
+(:attr:`MemoryRecord.stored_metadata` packs them, and a record built from
+metadata holding that key unpacks them), so adding them changed no schema.
 """
 
 from __future__ import annotations
@@ -15,9 +21,25 @@ from typing import Any
 import attrs
 from attrs import field, frozen
 
-from memory_inject.models import MemoryCategory, MemoryEntry, _category, parse_timestamp
+from memory_inject.models import (
+    MemoryCategory,
+    MemoryEntry,
+    MemoryKind,
+    _category,
+    _is_bool,
+    _kind,
+    _optional_str,
+    parse_timestamp,
+)
 
-__all__ = ["EXTRA_FIELDS", "MemoryRecord"]
+__all__ = [
+    "COLUMN_FIELDS",
+    "ENTRY_KEY",
+    "EXTRA_FIELDS",
+    "IN_METADATA",
+    "MemoryRecord",
+    "split_entry_fields",
+]
 
 
 def _now() -> datetime:
@@ -93,6 +115,12 @@ class MemoryRecord:
     #: an inquiry's ``priority``...), kept as a JSON object.
     metadata: Mapping[str, Any] | None = field(default=None, converter=_mapping)
     embedding: tuple[float, ...] | None = field(default=None, converter=_vector)
+    #: zeroclaw's entry fields, kept in ``metadata`` by the stores (see the module docstring).
+    kind: MemoryKind | None = field(default=None, converter=_kind)
+    pinned: bool = field(default=False, validator=_is_bool)
+    tenant_id: str | None = field(default=None, validator=_optional_str)
+    agent_alias: str | None = field(default=None, validator=_optional_str)
+    agent_id: str | None = field(default=None, validator=_optional_str)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.key, str) or not self.key:
@@ -103,6 +131,25 @@ class MemoryRecord:
             object.__setattr__(self, "id", self.key)
         if self.updated_at is None:
             object.__setattr__(self, "updated_at", self.timestamp)
+        if self.metadata is not None and ENTRY_KEY in self.metadata:
+            rest, packed = split_entry_fields(self.metadata)
+            for name, value in packed.items():
+                if getattr(self, name) == _ENTRY_DEFAULTS[name]:  # a field given wins
+                    object.__setattr__(self, name, value)
+            object.__setattr__(self, "metadata", rest)
+
+    @property
+    def stored_metadata(self) -> Mapping[str, Any] | None:
+        """``metadata`` as a store writes it: with the entry fields that are not at their
+        default packed under :data:`ENTRY_KEY` (None when there is nothing to write)."""
+        packed = {
+            name: str(value) if name == "kind" else value
+            for name in IN_METADATA
+            if (value := getattr(self, name)) != _ENTRY_DEFAULTS[name]
+        }
+        if not packed:
+            return self.metadata
+        return {**(self.metadata or {}), ENTRY_KEY: packed}
 
     def to_entry(self, score: float | None = None) -> MemoryEntry:
         """The entry ``recall`` returns for this record."""
@@ -117,6 +164,11 @@ class MemoryRecord:
             id=self.id,
             namespace=self.namespace,
             extra={name: getattr(self, name) for name in EXTRA_FIELDS},
+            kind=self.kind,
+            pinned=self.pinned,
+            tenant_id=self.tenant_id,
+            agent_alias=self.agent_alias,
+            agent_id=self.agent_id,
         )
 
     def evolve(self, **changes: Any) -> MemoryRecord:
@@ -150,3 +202,51 @@ EXTRA_FIELDS: tuple[str, ...] = (
     "updated_at",
     "metadata",
 )
+
+#: The key of ``metadata`` under which a store keeps the fields of :data:`IN_METADATA`.
+ENTRY_KEY = "_entry"
+
+#: The record fields a store keeps in ``metadata`` rather than in a column of their own.
+IN_METADATA: tuple[str, ...] = ("kind", "pinned", "tenant_id", "agent_alias", "agent_id")
+
+_ENTRY_DEFAULTS: dict[str, Any] = {
+    "kind": None,
+    "pinned": False,
+    "tenant_id": None,
+    "agent_alias": None,
+    "agent_id": None,
+}
+
+#: The record fields that are columns of the SQL stores, in declaration order.
+COLUMN_FIELDS: tuple[str, ...] = tuple(
+    a.name for a in attrs.fields(MemoryRecord) if a.name not in IN_METADATA
+)
+
+
+def split_entry_fields(
+    metadata: Mapping[str, Any],
+) -> tuple[Mapping[str, Any] | None, dict[str, Any]]:
+    """``metadata`` without :data:`ENTRY_KEY` (None when nothing is left), and the entry
+    fields packed under it, checked: ``ValueError`` / ``TypeError`` name the bad one."""
+    rest = dict(metadata)
+    packed = rest.pop(ENTRY_KEY, None)
+    if packed is None:
+        return rest or None, {}
+    if not isinstance(packed, Mapping):
+        raise TypeError(f"'metadata.{ENTRY_KEY}' must be an object (got {packed!r:.60})")
+    unknown = sorted(set(packed) - set(IN_METADATA))
+    if unknown:
+        raise ValueError(f"'metadata.{ENTRY_KEY}' has unknown fields: {', '.join(unknown)}")
+    out: dict[str, Any] = {}
+    for name, value in packed.items():
+        if name == "kind":
+            out[name] = _kind(value)
+        elif name == "pinned":
+            if not isinstance(value, bool):
+                raise TypeError(f"'pinned' must be a bool (got {value!r:.60})")
+            out[name] = value
+        else:
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"'{name}' must be a string or None (got {value!r:.60})")
+            out[name] = value
+    return rest or None, out

@@ -1,7 +1,9 @@
 """Where memories live. Depends only on ``memory_inject.models`` and ``exceptions``.
 
 ``SQLiteStore`` is the embedded default; ``PostgresStore`` (extra ``postgres``)
-serves many processes and hosts; ``InMemoryStore`` is for tests and small agents.
+serves many processes and hosts; ``InMemoryStore`` is for tests and small agents;
+``MarkdownStore`` keeps human-readable files (zeroclaw's ``markdown``) and
+``NoneStore`` keeps nothing (``none``).
 ``open_store(agent)`` opens the one an agent file's ``memory.backend`` names.
 """
 
@@ -11,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage._open import open_store
 from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RecallInfo
+from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
+from memory_inject.storage.none import NoneStore
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -22,7 +26,9 @@ __all__ = [
     "MODEL_FUSION",
     "Fusion",
     "InMemoryStore",
+    "MarkdownStore",
     "MemoryRecord",
+    "NoneStore",
     "PostgresStore",
     "RecallInfo",
     "SQLiteStore",

@@ -1,7 +1,10 @@
 """The JSON Lines form of a :class:`MemoryRecord`, shared by every persistent store.
 
 One object per line, one key per record field, so an export from SQLite
-imports into PostgreSQL and back without losing anything. Timestamps are
+imports into PostgreSQL and back without losing anything. zeroclaw's entry
+fields (``kind``, ``pinned``, ``tenant_id``, ``agent_alias``, ``agent_id``)
+are top-level keys like the others, although the SQL stores keep them in
+``metadata``. Timestamps are
 written in the fixed-width UTC form the SQLite store also keeps on disk.
 """
 
@@ -38,7 +41,19 @@ _LISTS = frozenset(
     {"tags", "entity_ids", "applies_when", "does_not_apply_when", "known_exceptions", "supersedes"}
 )
 _OPTIONAL_STR = frozenset(
-    {"session_id", "source", "profile_id", "rule_type", "memory_kind", "layer", "superseded_by"}
+    {
+        "session_id",
+        "source",
+        "profile_id",
+        "rule_type",
+        "memory_kind",
+        "layer",
+        "superseded_by",
+        "kind",
+        "tenant_id",
+        "agent_alias",
+        "agent_id",
+    }
 )
 _REQUIRED_STR = frozenset({"key", "content", "category", "id", "namespace", "status"})
 _NUMBERS = frozenset({"importance", "confidence"})
@@ -69,6 +84,8 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
             value = list(value)
         elif name in ("scope", "metadata") and value is not None:
             value = dict(value)
+        elif name == "kind" and value is not None:
+            value = str(value)
         out[name] = value
     return out
 
@@ -85,6 +102,8 @@ def _check_types(obj: Mapping[str, Any]) -> None:
             raise ValueError(f"'{name}' must be a list of strings (got {value!r})")
         if name in _NUMBERS and value is not None and not _is_number(value):
             raise ValueError(f"'{name}' must be a number or null (got {value!r})")
+        if name == "pinned" and not isinstance(value, bool):
+            raise ValueError(f"'pinned' must be true or false (got {value!r})")
         if name == "times_used" and (isinstance(value, bool) or not isinstance(value, int)):
             raise ValueError(f"'times_used' must be an integer (got {value!r})")
         if name in ("scope", "metadata") and value is not None and not isinstance(value, dict):

@@ -16,7 +16,9 @@ import attrs
 
 from memory_inject.exceptions import MemoryInjectError, StoreMissingError
 from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
+from memory_inject.storage.none import NoneStore
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.unavailable import UnavailableStore
 
@@ -40,16 +42,23 @@ class _Agent(Protocol):
     def memory(self) -> _Memory: ...
 
 
+_SQLITE_DEFAULT = ".memory/memory.db"
+
+_Opened = InMemoryStore | SQLiteStore | MarkdownStore | NoneStore
+
+
 def open_store(
     agent: _Agent, base_dir: str | os.PathLike[str] | None = None
-) -> InMemoryStore | SQLiteStore | PostgresStore | UnavailableStore:
+) -> _Opened | PostgresStore | UnavailableStore:
     """Open the store ``agent.memory.backend`` names; SQLite at ``.memory/memory.db`` by default.
 
     A relative SQLite ``path`` is resolved against ``base_dir``, by default the
     folder of the agent file it was loaded from (``agent.source``), so the
     store does not depend on the current directory; an agent built in code
     (source ``<memory>``) resolves against the current directory.
-    ``kind: postgres`` without a ``dsn`` is a ``ValueError``.
+    ``kind: postgres`` without a ``dsn`` is a ``ValueError``. ``kind: markdown``
+    reads ``path`` as a folder (left at the SQLite default, ``.memory``);
+    ``kind: none`` gives a :class:`~memory_inject.storage.none.NoneStore`.
 
     ``missing`` (SQLite) and ``unavailable`` say what a file that does not exist,
     or a store that cannot be opened, gives: by default the file is created and
@@ -69,7 +78,10 @@ def open_store(
                 raise StoreMissingError(why)
             return UnavailableStore(why)
     try:
-        return _open_backend(**backend, base_dir=base)
+        # memory.retrieval_stages with "cache": the hot cache (storage/hot_cache.py).
+        from memory_inject.storage.hot_cache import with_retrieval_stages
+
+        return with_retrieval_stages(_open_backend(**backend, base_dir=base), agent)
     except (MemoryInjectError, OSError, ValueError) as exc:
         if unavailable != "degrade":
             raise
@@ -94,7 +106,7 @@ def sqlite_path(agent: _Agent, base_dir: str | os.PathLike[str] | None = None) -
 def _open_backend(
     kind: str = "sqlite",
     *,
-    path: str | os.PathLike[str] = ".memory/memory.db",
+    path: str | os.PathLike[str] = _SQLITE_DEFAULT,
     dsn: str | None = None,
     namespace: str = "default",
     search_mode: str = "hybrid",
@@ -108,7 +120,14 @@ def _open_backend(
     pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
-) -> InMemoryStore | SQLiteStore | PostgresStore:
+) -> _Opened | PostgresStore:
+    if kind == "none":
+        return NoneStore()
+    if kind == "markdown":
+        folder = Path(path).parent if str(path) == _SQLITE_DEFAULT else Path(path)
+        if base_dir is not None and not folder.is_absolute():
+            folder = Path(base_dir) / folder
+        return MarkdownStore(folder, namespace=namespace)
     from memory_inject.embedders import make_embedder
 
     emb = make_embedder(embedder, embedder_model)

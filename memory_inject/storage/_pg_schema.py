@@ -24,6 +24,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_inject.exceptions import SchemaMismatchError
+from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage._pg_context import add_context
 from memory_inject.storage._pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
@@ -41,8 +42,9 @@ __all__ = [
     "row_to_record",
 ]
 
-#: Every record field, in ``MemoryRecord`` order; this is also the column order.
-COLUMNS: tuple[str, ...] = tuple(a.name for a in attrs.fields(MemoryRecord))
+#: Every record field, in ``MemoryRecord`` order; this is also the column order. zeroclaw's
+#: entry fields (``records.IN_METADATA``) have no column: they live in ``metadata``.
+COLUMNS: tuple[str, ...] = COLUMN_FIELDS
 #: What recall reads: everything but the (large, unused by recall) embedding.
 RECALL_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c != "embedding")
 
@@ -284,7 +286,7 @@ def record_params(record: MemoryRecord) -> list[Any]:
     """The record's values in :data:`COLUMNS` order, adapted for psycopg."""
     out: list[Any] = []
     for name in COLUMNS:
-        value = getattr(record, name)
+        value: Any = record.stored_metadata if name == "metadata" else getattr(record, name)
         if name in _LISTS or (name == "embedding" and value is not None):
             value = list(value)
         elif name in ("scope", "metadata") and value is not None:

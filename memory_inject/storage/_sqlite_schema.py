@@ -28,8 +28,8 @@ from memory_inject.exceptions import (
 )
 from memory_inject.models import MemoryEntry, parse_timestamp
 from memory_inject.models import _category as category_of
-from memory_inject.records import EXTRA_FIELDS
-from memory_inject.storage._jsonl import RECORD_FIELDS, format_ts
+from memory_inject.records import COLUMN_FIELDS, ENTRY_KEY, EXTRA_FIELDS, split_entry_fields
+from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
@@ -355,8 +355,9 @@ def tokens_match(tokens: Sequence[str]) -> str:
 
 _REQUIRED_TABLES = ("memories", "memories_fts")
 
-#: Column order of every row tuple: the record's fields, in declaration order.
-COLUMNS: tuple[str, ...] = RECORD_FIELDS
+#: Column order of every row tuple: the record's fields, in declaration order (zeroclaw's
+#: entry fields, ``records.IN_METADATA``, live in ``metadata``).
+COLUMNS: tuple[str, ...] = COLUMN_FIELDS
 SELECT = ", ".join(COLUMNS)
 _PLACEHOLDERS = ", ".join("?" for _ in COLUMNS)
 _ASSIGN = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS if c not in ("namespace", "key"))
@@ -442,7 +443,7 @@ def record_to_row(record: MemoryRecord) -> tuple[Any, ...]:
     """
     row: list[Any] = []
     for name in COLUMNS:
-        value = getattr(record, name)
+        value: Any = record.stored_metadata if name == "metadata" else getattr(record, name)
         if value is None:
             row.append(None)
         elif name in _TIMESTAMPS:
@@ -573,6 +574,7 @@ def _row_to_entry(
             )  # the record's converter: {} is None
         else:
             extra[name] = raw
+    own = _entry_fields(extra, tolerant)
     entry = object.__new__(MemoryEntry)
     _set(entry, "key", row[_I["key"]])
     _set(entry, "content", row[_I["content"]])
@@ -584,9 +586,35 @@ def _row_to_entry(
     _set(entry, "id", row[_I["id"]])
     _set(entry, "namespace", row[_I["namespace"]])
     _set(entry, "extra", extra)
+    for name, default in _ENTRY_DEFAULTS:
+        _set(entry, name, own.get(name, default))
     if extra["updated_at"] is None:
         extra["updated_at"] = entry.timestamp
     return entry
+
+
+_ENTRY_DEFAULTS = (
+    ("kind", None),
+    ("pinned", False),
+    ("tenant_id", None),
+    ("agent_alias", None),
+    ("agent_id", None),
+)
+
+
+def _entry_fields(extra: dict[str, Any], tolerant: bool) -> dict[str, Any]:
+    """zeroclaw's entry fields out of ``extra["metadata"]``, which loses their key."""
+    meta = extra["metadata"]
+    if not isinstance(meta, dict) or ENTRY_KEY not in meta:
+        return {}
+    try:
+        extra["metadata"], own = split_entry_fields(meta)
+    except (TypeError, ValueError):
+        if not tolerant:
+            raise
+        extra["metadata"] = {k: v for k, v in meta.items() if k != ENTRY_KEY} or None
+        return {}
+    return own
 
 
 def fetch_entries(

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from memory_inject.records import EXTRA_FIELDS, MemoryRecord
+from memory_inject.storage.importance import heuristic_importance
 
 __all__ = [
     "CARRIED_ON_STORE",
@@ -58,7 +59,9 @@ def store_draft(
     """The record a persistent store's ``store(...)`` call describes, before merging.
 
     ``fields`` are the other record fields; an unknown one is a ``TypeError``
-    naming it, as for any keyword argument.
+    naming it, as for any keyword argument. Without an ``importance`` the
+    record gets :func:`~memory_inject.storage.importance.heuristic_importance`
+    of its category and content, which the store writes like any other field.
     """
     for name in fields:
         if name not in _STORE_FIELDS:
@@ -68,10 +71,17 @@ def store_draft(
         content=content,
         category=category,
         session_id=session_id,
-        importance=importance,
+        importance=_importance(importance, category, content),
         namespace=namespace,
         **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
     )
+
+
+def _importance(given: float | None, category: str, content: str) -> float | None:
+    # Not text: MemoryRecord names the bad field.
+    if given is not None or not isinstance(content, str):
+        return given
+    return heuristic_importance(category, content)
 
 
 def carry_over(

@@ -1,0 +1,491 @@
+"""``MarkdownStore``: memories as Markdown files a person can read, diff and edit.
+
+zeroclaw's ``markdown`` backend (spec 7.3), in the same layout: ``MEMORY.md``
+holds the ``core`` memories and ``memory/YYYY-MM-DD.md`` every other category,
+one file per day of the memory's timestamp (UTC). Each memory is one block::
+
+    ## deploy_target
+    <!-- memory-inject {"category": "core", "timestamp": "2026-03-01T12:00:00.000000Z"} -->
+    > Production deploys go to prod-3.
+
+The heading is for the reader. The comment holds the record's other fields as
+JSON (only those not at their default; ``<`` and ``>`` escaped, so it never
+closes early). Every line of the content is quoted (``> ``), so no memory can
+start a line of the file and forge a heading or a block: a memory holding
+``## key`` or the comment marker reads back exactly as written. Text the store
+did not write (a note a person added) is kept when a file is rewritten, blank
+lines aside; a block whose comment no longer parses is kept as such text,
+recalled by no one.
+
+Recall scores as zeroclaw's markdown backend does (spec 7.4): the share of the
+query's lowercase whitespace-separated tokens found as substrings of the
+lowercase content, entries matching none dropped, best first (ties: the newest
+first). A time-only query returns the newest first with score None, as the
+contract says (zeroclaw says 1.0, which no stage reads differently). Two
+deliberate differences from zeroclaw: a session id scopes recall as on every
+other store (zeroclaw ignores it, so one session would read another's
+conversation), and ``store`` is an upsert by key that ``forget`` can undo
+(zeroclaw appends lines and cannot forget).
+
+Writes are durable and never lost: under one lock per folder in the process,
+and an advisory lock on ``.lock`` across processes where ``fcntl`` exists,
+the files are read again, changed and replaced atomically (a temporary file,
+``fsync``, ``os.replace``, then the folder's ``fsync``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+from memory_inject.exceptions import StorageError
+from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.storage._base import refuse_owned
+from memory_inject.storage._jsonl import record_from_json, record_to_json
+from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the in-process lock only
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["MarkdownStore"]
+
+CORE_FILE = "MEMORY.md"
+DAILY_DIR = "memory"
+_MARK = "<!-- memory-inject "
+_END = " -->"
+_CORE_HEADER = "# Long-Term Memory"
+# Fields every block writes; the others only when they differ from a fresh record's.
+_ALWAYS = ("category", "timestamp")
+_DEFAULTS = {
+    k: v
+    for k, v in record_to_json(MemoryRecord(key="k", content="")).items()
+    if k not in ("key", "content", "id", "timestamp", "updated_at", *_ALWAYS)
+}
+_LOCKS: dict[str, threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+@define
+class _Doc:
+    """One parsed file: the text the store did not write, and its records in file order."""
+
+    foreign: list[str] = field(factory=list)
+    records: list[MemoryRecord] = field(factory=list)
+
+
+def _heading(key: str) -> str:
+    shown = "".join(" " if (c.isspace() or not c.isprintable()) else c for c in key)
+    return f"## {shown}"
+
+
+def _block(record: MemoryRecord) -> str:
+    """One record as a block: heading, JSON comment, quoted content."""
+    data = record_to_json(record)
+    meta: dict[str, Any] = {"key": record.key}
+    if record.id != record.key:
+        meta["id"] = record.id
+    meta.update((k, data[k]) for k in _ALWAYS)
+    if record.updated_at != record.timestamp:
+        meta["updated_at"] = data["updated_at"]
+    meta.update((k, v) for k, v in data.items() if k in _DEFAULTS and v != _DEFAULTS[k])
+    text = json.dumps(meta, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    body = [f"> {line}" if line else ">" for line in record.content.split("\n")]
+    return "\n".join([_heading(record.key), f"{_MARK}{text}{_END}", *body])
+
+
+def _parse(text: str) -> _Doc:
+    """The records and the other text of a file (lines split on ``\\n`` only)."""
+    doc = _Doc()
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.startswith("## ") and nxt.startswith(_MARK) and nxt.endswith(_END):
+            j = i + 2
+            body = []
+            while j < len(lines) and lines[j].startswith(">"):
+                body.append(lines[j][2:] if lines[j].startswith("> ") else lines[j][1:])
+                j += 1
+            try:
+                meta = json.loads(nxt[len(_MARK) : -len(_END)])
+                if not isinstance(meta, dict):
+                    raise ValueError("not an object")
+                doc.records.append(record_from_json({**meta, "content": "\n".join(body)}))
+            except ValueError:
+                doc.foreign.extend(lines[i:j])  # kept as text, never lost
+            i = j
+        else:
+            doc.foreign.append(line)
+            i += 1
+    return doc
+
+
+def _render(doc: _Doc) -> str:
+    """The file for ``doc``: its other text (blank runs collapsed), then its blocks."""
+    kept: list[str] = []
+    for line in doc.foreign:
+        if line.strip() or (kept and kept[-1].strip()):
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    parts = ["\n".join(kept)] if kept else []
+    parts.extend(_block(r) for r in doc.records)
+    return "\n\n".join(parts) + "\n"
+
+
+def _read(path: Path) -> _Doc:
+    """``path`` parsed; a file that is not UTF-8 is a ``StorageError`` (never rewritten)."""
+    try:
+        return _parse(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # not every platform can open a folder
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def markdown_score(query: str, content: str) -> float:
+    """zeroclaw's markdown relevance: the share of the query's lowercase whitespace tokens
+    that are substrings of the lowercase content (0.0 when the query has none)."""
+    tokens = query.lower().split()
+    if not tokens:
+        return 0.0
+    text = content.lower()
+    return sum(1 for t in tokens if t in text) / len(tokens)
+
+
+class MarkdownStore:
+    """Memories in ``MEMORY.md`` and ``memory/YYYY-MM-DD.md`` under ``path`` (module docstring).
+
+    ``namespace`` keeps several agents' memories apart in one folder, as in one
+    SQLite file. A session-scoped recall sees that session's memories and the
+    sessionless ones of ``shared_categories``, never another session's.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        namespace: str = "default",
+        shared_categories: Iterable[str] = ("core", "daily"),
+        name: str = "markdown",
+    ) -> None:
+        """The folder is created on the first write; reading a missing folder finds nothing."""
+        self._root = Path(path)
+        if self._root.exists() and not self._root.is_dir():
+            raise ValueError(
+                f"'path' must be a folder for the markdown backend (got {str(path)!r})"
+            )
+        self._namespace = namespace
+        self._shared = frozenset(str(c) for c in shared_categories)
+        self._name = name
+        key = os.path.abspath(self._root)
+        with _LOCKS_GUARD:
+            self._lock = _LOCKS.setdefault(key, threading.RLock())
+
+    def __repr__(self) -> str:
+        return f"MarkdownStore({str(self._root)!r}, namespace={self._namespace!r})"
+
+    @property
+    def name(self) -> str:
+        """The store's name on the recall event (``markdown``)."""
+        return self._name
+
+    @property
+    def path(self) -> str:
+        """The folder holding ``MEMORY.md`` and ``memory/``."""
+        return str(self._root)
+
+    @property
+    def namespace(self) -> str:
+        """Only this namespace's memories are read and written."""
+        return self._namespace
+
+    def close(self) -> None:
+        """Nothing is held open between calls."""
+
+    # -- files ----------------------------------------------------------------
+
+    def _file_for(self, record: MemoryRecord) -> Path:
+        if record.category == MemoryCategory.CORE:
+            return self._root / CORE_FILE
+        day = record.timestamp.astimezone(UTC).strftime("%Y-%m-%d")
+        return self._root / DAILY_DIR / f"{day}.md"
+
+    def _files(self) -> list[Path]:
+        daily = self._root / DAILY_DIR
+        days = sorted(daily.glob("*.md")) if daily.is_dir() else []
+        core = self._root / CORE_FILE
+        return [core, *days] if core.is_file() else days
+
+    def _load(self) -> dict[Path, _Doc]:
+        return {p: _read(p) for p in self._files()}
+
+    def _records(self) -> list[MemoryRecord]:
+        """This namespace's records, one per key (a key found twice: the later update)."""
+        with self._lock:
+            docs = self._load()
+        out: dict[str, MemoryRecord] = {}
+        for doc in docs.values():
+            for r in doc.records:
+                old = out.get(r.key)
+                if r.namespace == self._namespace and (
+                    old is None or (r.updated_at or r.timestamp) > (old.updated_at or old.timestamp)
+                ):
+                    out[r.key] = r
+        return [r for r in out.values() if r.deleted_at is None]
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[dict[Path, _Doc]]:
+        """The files as they are now, under both locks; changed documents are written back."""
+        with self._lock:
+            self._root.mkdir(parents=True, exist_ok=True)
+            with open(self._root / ".lock", "a+b") as lock:
+                if fcntl is not None:
+                    fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+                docs = self._load()
+                before = {p: _render(d) for p, d in docs.items()}
+                yield docs
+                for p, d in docs.items():
+                    text = _render(d)
+                    if before.get(p) != text:
+                        _write_atomic(p, text)
+
+    def _put(self, docs: dict[Path, _Doc], record: MemoryRecord) -> None:
+        """Replace the record under ``record.key`` (in whichever file) with ``record``."""
+        self._drop(docs, record.key)
+        path = self._file_for(record)
+        if path not in docs:
+            header = _CORE_HEADER if path.name == CORE_FILE else f"# Daily Log — {path.stem}"
+            docs[path] = _Doc(foreign=[header])
+        docs[path].records.append(record)
+
+    def _drop(self, docs: dict[Path, _Doc], key: str) -> bool:
+        dropped = False
+        for doc in docs.values():
+            keep = [r for r in doc.records if r.key != key or r.namespace != self._namespace]
+            dropped = dropped or len(keep) != len(doc.records)
+            doc.records = keep
+        return dropped
+
+    def _find(self, docs: dict[Path, _Doc], key: str) -> MemoryRecord | None:
+        found = [
+            r
+            for d in docs.values()
+            for r in d.records
+            if r.key == key and r.namespace == self._namespace
+        ]
+        return max(found, key=lambda r: r.updated_at or r.timestamp) if found else None
+
+    # -- writes ---------------------------------------------------------------
+
+    def store(
+        self,
+        key: str,
+        content: str,
+        category: str = MemoryCategory.CORE,
+        *,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        importance: float | None = None,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """Create or update the memory under ``key`` (id, creation time and links carry over)."""
+        draft = store_draft(
+            key,
+            content,
+            category,
+            namespace=self._namespace,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            fields=fields,
+            now=datetime.now(UTC),
+        )
+        with self._writing() as docs:
+            old = self._find(docs, key)
+            refuse_owned(old, draft.session_id, key, "store")
+            record = draft if old is None else carry_over(draft, old, fields, timestamp)
+            self._put(docs, record)
+        return record
+
+    async def astore(
+        self,
+        key: str,
+        content: str,
+        category: str = MemoryCategory.CORE,
+        *,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        importance: float | None = None,
+        **fields: Any,
+    ) -> MemoryRecord:
+        """``store`` in a worker thread (file writes block)."""
+        return await asyncio.to_thread(
+            self.store,
+            key,
+            content,
+            category,
+            session_id=session_id,
+            timestamp=timestamp,
+            importance=importance,
+            **fields,
+        )
+
+    def upsert(self, record: MemoryRecord, *, move: bool = False) -> MemoryRecord:
+        """Write ``record`` as given; a live memory of another scope under its key is refused
+        (:class:`~memory_inject.exceptions.KeyOwnedError`) unless ``move=True``."""
+        self._check(record)
+        with self._writing() as docs:
+            if not move:
+                refuse_owned(self._find(docs, record.key), record.session_id, record.key, "upsert")
+            self._put(docs, record)
+        return record
+
+    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        """Write ``new`` and mark the memory under ``old_key`` superseded by it (``KeyError``
+        when there is none), in one locked write."""
+        self._check(new)
+        if new.key == old_key:
+            raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
+        with self._writing() as docs:
+            old = self._find(docs, old_key)
+            if old is None or old.deleted_at is not None:
+                raise KeyError(old_key)
+            refuse_owned(old, new.session_id, old_key, "supersede")
+            refuse_owned(self._find(docs, new.key), new.session_id, new.key, "supersede")
+            links = new.supersedes if old.id in new.supersedes else (*new.supersedes, old.id)
+            record = new.evolve(supersedes=links)
+            self._put(docs, record)
+            self._put(docs, old.evolve(superseded_by=record.id))
+        return record
+
+    def _check(self, record: MemoryRecord) -> None:
+        if not isinstance(record, MemoryRecord):
+            raise TypeError(f"'record' must be a MemoryRecord (got {type(record).__name__})")
+        if record.namespace != self._namespace:
+            raise ValueError(
+                f"'namespace' must be this store's {self._namespace!r} (got {record.namespace!r})"
+            )
+
+    def forget(self, key: str) -> bool:
+        """Remove the memory's block from its file; True if there was one."""
+        with self._writing() as docs:
+            old = self._find(docs, key)
+            return self._drop(docs, key) and old is not None and old.deleted_at is None
+
+    # -- reads ----------------------------------------------------------------
+
+    def get(self, key: str) -> MemoryRecord | None:
+        """The memory under ``key`` (superseded and expired ones too), or None."""
+        return next((r for r in self._records() if r.key == key), None)
+
+    def list(
+        self,
+        *,
+        category: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[MemoryRecord]:
+        """The memories, newest first by creation time, optionally filtered."""
+        out = [
+            r
+            for r in self._records()
+            if (category is None or r.category == category)
+            and (session_id is None or r.session_id == session_id)
+        ]
+        out.sort(key=lambda r: r.timestamp, reverse=True)
+        return out if limit is None else out[: max(0, int(limit))]
+
+    def count(self) -> int:
+        """How many memories the files hold (superseded and expired ones too)."""
+        return len(self._records())
+
+    def recall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """Entries for ``query`` scored as zeroclaw's markdown backend (module docstring)."""
+        if limit <= 0:
+            return []
+        now = datetime.now(UTC)
+        lo = None if since is None else parse_timestamp(since)
+        hi = None if until is None else parse_timestamp(until)
+        pool = [r for r in self._records() if self._visible(r, now, session_id, lo, hi)]
+        if is_time_only(query):
+            pool.sort(key=lambda r: (r.updated_at or r.timestamp, r.key), reverse=True)
+            return [r.to_entry(None) for r in pool[:limit]]
+        scored = [(markdown_score(query, r.content), r) for r in pool]
+        hits = [(s, r) for s, r in scored if s > 0.0]
+        hits.sort(key=lambda h: (h[0], h[1].updated_at or h[1].timestamp, h[1].key), reverse=True)
+        return [r.to_entry(s) for s, r in hits[:limit]]
+
+    async def arecall(
+        self,
+        query: str,
+        limit: int,
+        *,
+        session_id: str | None = None,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+    ) -> builtins.list[MemoryEntry]:
+        """``recall`` in a worker thread (file reads block)."""
+        return await asyncio.to_thread(
+            self.recall, query, limit, session_id=session_id, since=since, until=until
+        )
+
+    def _visible(
+        self,
+        r: MemoryRecord,
+        now: datetime,
+        session_id: str | None,
+        lo: datetime | None,
+        hi: datetime | None,
+    ) -> bool:
+        if r.superseded_by is not None or (r.expires_at is not None and r.expires_at <= now):
+            return False
+        if (
+            session_id is not None
+            and r.session_id != session_id
+            and not (r.session_id is None and r.category in self._shared)
+        ):
+            return False
+        return (lo is None or r.timestamp >= lo) and (hi is None or r.timestamp <= hi)
