@@ -37,16 +37,18 @@ and it is live only while the host code that made the call is still running
 the await chain of the task that made it). So a loop that stopped on a tool
 call (a tool raised, the host returned the pending call) leaves nothing behind:
 the next request on that pooled thread or long-lived task starts clean.
+
+The SDK side (the keyword that carries the messages, the forwarding objects
+and ``call``/``acall``) is in :mod:`._client_call`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from types import FrameType
 from typing import Any, Literal, Unpack
 
@@ -58,7 +60,8 @@ from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._base import Adapter, AdapterOptions
-from .loop import LoopTurn, MemoryLoop, _active, _current, _where
+from ._turns import CURRENT, LoopTurn, active_turn, where_running
+from .loop import MemoryLoop
 from .messages import (
     Api,
     Placement,
@@ -76,14 +79,8 @@ __all__ = [
     "EARLIER_BLOCKS",
     "ClientMemory",
     "ClientOptions",
-    "Create",
     "EarlierBlocks",
-    "Endpoint",
-    "Forward",
     "Prepared",
-    "acall",
-    "call",
-    "memory_of",
 ]
 
 EarlierBlocks = Literal["keep", "strip"]
@@ -177,7 +174,7 @@ class ClientMemory(Adapter):
         return out
 
     def _nested(self, fingerprints: Iterable[str]) -> bool:
-        active = _active()
+        active = active_turn()
         if active is None:
             return False
         mark = _MARKS.get(active.turn_id)
@@ -193,13 +190,13 @@ class ClientMemory(Adapter):
         )
 
     def _open(self, fingerprint: str, turn_id: str, nested: bool, caller: FrameType | None) -> None:
-        active = _active()
+        active = active_turn()
         parent = active
         if not nested and active is not None:  # the next turn of the open one: replace it
             replaced = _MARKS.pop(active.turn_id, None)
             parent = replaced.parent if replaced is not None else None
             active.close()
-        thread, task = _where()
+        thread, task = where_running()
         mark = LoopTurn(
             origin=TurnOrigin.SUB_TURN if nested else self.origin,
             sessions=self.sessions,
@@ -214,19 +211,19 @@ class ClientMemory(Adapter):
         _MARKS[turn_id] = _Mark(fingerprint, parent)
         while len(_MARKS) > MEMO_SIZE:
             _MARKS.popitem(last=False)
-        _current.set(mark)  # left set on purpose: the turn spans this call and the tools after it
+        CURRENT.set(mark)  # left set on purpose: the turn spans this call and the tools after it
 
     def end_turn(self) -> None:
         """Close this wrapper's open turn by hand (a loop that stopped with a tool call
         unanswered), so a later, unrelated conversation in this context is not a sub-turn."""
-        active = _active()
+        active = active_turn()
         mark = _MARKS.get(active.turn_id) if active is not None else None
         if active is not None and mark is not None and active.owner is self._mark_owner:
             self.close(mark.fingerprint)
 
     def close(self, fingerprint: str | None) -> None:
         """End the turn of ``fingerprint`` if it is the open one (the model answered)."""
-        active = _current.get()
+        active = CURRENT.get()
         mark = _MARKS.get(active.turn_id) if active is not None else None
         if fingerprint is None or active is None or mark is None:
             return
@@ -234,14 +231,14 @@ class ClientMemory(Adapter):
             _MARKS.pop(active.turn_id, None)  # another thread may have trimmed it already
             active.close()
             parent = mark.parent
-            _current.set(parent if parent is not None and parent.live else None)
+            CURRENT.set(parent if parent is not None and parent.live else None)
 
     def _plan(self, messages: Sequence[Any], api: Api) -> _Plan:
         check_api(api)
         idx, problem = find_user_message(messages, api=api)
         if problem is not None:
             req = _core.Request(
-                origin=TurnOrigin.SUB_TURN if _active() else self.origin,
+                origin=TurnOrigin.SUB_TURN if active_turn() else self.origin,
                 query="",
                 sessions=self.sessions,
                 suppress=self.suppress,
@@ -356,134 +353,3 @@ def _adapter_options(options: ClientOptions) -> AdapterOptions:
         if name in options:
             out[name] = options[name]
     return out
-
-
-# -- wrapping a create() ---------------------------------------------------------------
-
-
-@frozen
-class Endpoint:
-    """How one SDK method carries its messages: the keyword, the API and the tool test."""
-
-    key: str  # "messages" or "input"
-    api: Api
-    wants_tools: Callable[[Any], bool]  # the response asks the caller to run a tool
-
-
-def _outgoing(value: Any) -> tuple[list[Any], bool] | None:
-    """The message list of a keyword's value (a Responses ``input`` string is one message)."""
-    if isinstance(value, str):
-        return [{"role": "user", "content": value}], True
-    if isinstance(value, Sequence) and not isinstance(value, bytes):
-        return list(value), False
-    return None
-
-
-def _back(messages: list[Any], was_text: bool) -> Any:
-    if was_text and len(messages) == 1 and isinstance(get_field(messages[0], "content"), str):
-        return get_field(messages[0], "content")
-    return messages
-
-
-def _finished(
-    memory: ClientMemory, endpoint: Endpoint, fp: str | None, resp: Any, **kw: Any
-) -> None:
-    try:
-        asks = not kw.get("stream") and endpoint.wants_tools(resp)
-    except Exception:  # noqa: BLE001 - an unexpected response shape ends the turn
-        asks = False
-    if not asks:
-        memory.close(fp)
-
-
-def call(
-    memory: ClientMemory,
-    endpoint: Endpoint,
-    create: Callable[..., Any],
-    kwargs: dict[str, Any],
-    caller: FrameType | None = None,
-) -> Any:
-    """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``;
-    ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`)."""
-    found = _outgoing(kwargs.get(endpoint.key))
-    if found is None:
-        return create(**kwargs)
-    try:
-        prepared = memory.prepare(found[0], api=endpoint.api, caller=caller or sys._getframe(1))
-    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
-        _log.exception("memory_inject: could not place the block; sending the request as is")
-        return create(**kwargs)
-    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
-    try:
-        resp = create(**sent)
-    except BaseException:
-        memory.close(prepared.fingerprint)
-        raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
-    return resp
-
-
-async def acall(
-    memory: ClientMemory,
-    endpoint: Endpoint,
-    create: Callable[..., Any],
-    kwargs: dict[str, Any],
-    caller: FrameType | None = None,
-) -> Any:
-    """The async twin of :func:`call`."""
-    found = _outgoing(kwargs.get(endpoint.key))
-    if found is None:
-        return await create(**kwargs)
-    try:
-        prepared = await memory.aprepare(
-            found[0], api=endpoint.api, caller=caller or sys._getframe(1)
-        )
-    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
-        _log.exception("memory_inject: could not place the block; sending the request as is")
-        return await create(**kwargs)
-    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
-    try:
-        resp = await create(**sent)
-    except BaseException:
-        memory.close(prepared.fingerprint)
-        raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
-    return resp
-
-
-class Forward:
-    """Forwards every attribute to the wrapped SDK object, except those it defines."""
-
-    def __init__(self, target: Any, memory: ClientMemory) -> None:
-        """Wrap ``target``; ``memory`` is the client's engine."""
-        self._target = target
-        self.memory = memory
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
-        return getattr(self._target, name)
-
-
-class Create(Forward):
-    """An SDK resource whose ``create`` places the block (sync or async, as the SDK's is)."""
-
-    def __init__(self, target: Any, memory: ClientMemory, endpoint: Endpoint) -> None:
-        """Wrap ``target.create`` for ``endpoint``."""
-        super().__init__(target, memory)
-        self._endpoint = endpoint
-
-    def create(self, **kwargs: Any) -> Any:
-        """The SDK's ``create`` with memory; returns what it returns (a coroutine when async)."""
-        fn = self._target.create
-        caller = sys._getframe(1)  # the host's code: the turn lives while it runs
-        if inspect.iscoroutinefunction(inspect.unwrap(fn)):
-            return acall(self.memory, self._endpoint, fn, kwargs, caller)
-        return call(self.memory, self._endpoint, fn, kwargs, caller)
-
-
-def memory_of(client: object) -> ClientMemory:
-    """The memory engine of a wrapped client (its options, e.g. ``.sessions``)."""
-    memory = vars(client).get("memory") if hasattr(client, "__dict__") else None
-    if not isinstance(memory, ClientMemory):
-        raise TypeError(f"'client' must be a wrapped client (got {type(client).__name__})")
-    return memory

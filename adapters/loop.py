@@ -27,23 +27,18 @@ A mark never outlives its turn (docs/adapters.md, "When is a turn a
 sub-turn?"): ``turn()`` closes it on every exit, and a copy of the context
 taken inside the turn (a task, ``asyncio.to_thread``) sees it closed from
 then on. A mark the client wrappers leave open across calls is live only
-while the code that opened it is still running (:func:`_running`).
+while the code that opened it is still running (:mod:`._turns` owns the marks).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import inspect
-import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from types import FrameType
 from typing import Any, ParamSpec, TypedDict, TypeVar, Unpack, overload
 
-from attrs import define, field, frozen
+from attrs import frozen
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
@@ -52,6 +47,7 @@ from memory_inject.policy import InjectPolicy
 
 from . import _core
 from ._base import Adapter, AdapterOptions
+from ._turns import CURRENT, LoopTurn, active_turn, current_turn
 from .messages import (
     Api,
     Placement,
@@ -68,99 +64,6 @@ __all__ = ["LoopInjection", "LoopTurn", "MemoryLoop", "TurnOptions", "current_tu
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-
-@define
-class LoopTurn:
-    """One wrapped turn. ``injection`` is filled by the turn's first ``prepare``."""
-
-    origin: TurnOrigin
-    sessions: tuple[str | None, ...]
-    suppress: bool
-    turn_id: str
-    owner: MemoryLoop = field(repr=False, eq=False)
-    nested: bool = False
-    injection: _core.Injection | None = None
-    #: The raw text of the turn's user message, set by its first ``prepare``.
-    user_text: str | None = field(default=None, repr=False, eq=False)
-    #: The tools recorded on the turn's session row so far (``memory.sessions.record``).
-    tools: tuple[str, ...] = field(default=(), repr=False, eq=False)
-    #: True once the turn ended: every copy of the context sees it closed.
-    closed: bool = field(default=False, eq=False)
-    # Where a turn left open across calls runs (the client wrappers): the frame of the
-    # host's code that opened it, its thread and its asyncio task.
-    _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")
-    _thread: int | None = field(default=None, repr=False, eq=False, alias="thread")
-    _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
-
-    @property
-    def block(self) -> str:
-        """The block this turn got (``""`` before ``prepare`` and when none)."""
-        return self.injection.block if self.injection is not None else ""
-
-    @property
-    def live(self) -> bool:
-        """Open, and (for a turn left open across calls) its code is still running."""
-        if self.closed:
-            return False
-        return self._frame is None or _running(self._frame, self._thread, self._task)
-
-    def close(self) -> None:
-        """End the turn: no copy of the context counts as inside it any more."""
-        self.closed = True
-        self._frame = self._task = None
-
-
-def _running(frame: FrameType, thread: int | None, task: asyncio.Task[Any] | None) -> bool:
-    """True while ``frame`` has not returned: it is on this thread's stack, on the stack of
-    ``thread`` (a parent waiting for a worker), or in the await chain of ``task`` (a parent
-    task waiting for a child task or ``to_thread``). A frame that returned is never on a
-    stack again, and the turn holds it, so no new frame can take its identity."""
-    f: FrameType | None = sys._getframe(1)
-    while f is not None:
-        if f is frame:
-            return True
-        f = f.f_back
-    if task is not None and not task.done():
-        awaited: Any = task.get_coro()
-        for _ in range(256):  # an await chain, never a cycle; bounded all the same
-            if awaited is None:
-                break
-            if getattr(awaited, "cr_frame", None) is frame:
-                return True
-            awaited = getattr(awaited, "cr_await", None)
-    if thread is not None and thread != threading.get_ident():
-        f = sys._current_frames().get(thread)
-        while f is not None:
-            if f is frame:
-                return True
-            f = f.f_back
-    return False
-
-
-def _where() -> tuple[int, asyncio.Task[Any] | None]:
-    """This thread and this asyncio task (None outside one)."""
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:
-        task = None
-    return threading.get_ident(), task
-
-
-_current: contextvars.ContextVar[LoopTurn | None] = contextvars.ContextVar(
-    "memory_inject_turn", default=None
-)
-
-
-def _active() -> LoopTurn | None:
-    """The live turn this code runs in (a closed or abandoned mark is no turn)."""
-    turn = _current.get()
-    return turn if turn is not None and turn.live else None
-
-
-def current_turn() -> LoopTurn | None:
-    """The wrapped turn this code runs in, if any (any loop's); never one that ended."""
-    return _active()
 
 
 @frozen(kw_only=True)
@@ -239,7 +142,7 @@ class MemoryLoop(Adapter):
         suppress: bool,
         turn_id: str | None,
     ) -> LoopTurn:
-        nested = _active() is not None
+        nested = active_turn() is not None
         return LoopTurn(
             origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
             sessions=_core.scopes(sessions),
@@ -253,12 +156,12 @@ class MemoryLoop(Adapter):
     def turn(self, **turn: Unpack[TurnOptions]) -> Iterator[LoopTurn]:
         """Mark a turn (default: interactive, sessionless); nested in another it is ``SUB_TURN``."""
         state = self._marked(turn)
-        token = _current.set(state)
+        token = CURRENT.set(state)
         try:
             yield state
         finally:
             state.close()  # for every copy of this context (tasks, threads) too
-            _current.reset(token)
+            CURRENT.reset(token)
 
     @asynccontextmanager
     async def aturn(self, **turn: Unpack[TurnOptions]) -> AsyncIterator[LoopTurn]:
@@ -322,7 +225,7 @@ class MemoryLoop(Adapter):
 
     def _plan(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Plan:
         idx, problem = find_user_message(messages, api=self.api)
-        active = _active()
+        active = active_turn()
         if active is not None and active.owner is self and self._own(active, messages, idx):
             if given:
                 raise TypeError(

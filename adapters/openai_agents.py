@@ -50,7 +50,7 @@ from memory_inject.contract import Memory
 
 from . import _core
 from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
-from .loop import _running, _where
+from ._turns import _running, where_running
 from .messages import starts_with_block
 
 __all__ = ["AgentsMemory", "agents_tools", "input_text", "place_block", "user_item_index"]
@@ -250,7 +250,7 @@ class AgentsMemory(FrameworkAdapter):
             self._runs[key] = injection
             while len(self._runs) > _MAX_RUNS:
                 self._runs.popitem(last=False)
-        thread, task = _where()
+        thread, task = where_running()
         _parent.set(_RunMark(key, _sdk_frame(), thread, task))
         return ModelInputData(
             input=place_block(items, injection.block), instructions=data.model_data.instructions

@@ -31,7 +31,8 @@ from typing import Any, TypeVar, Unpack, cast
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
-from ._client import ClientMemory, ClientOptions, Create, Endpoint, Forward, memory_of
+from ._client import ClientMemory, ClientOptions
+from ._client_call import Create, Endpoint, Forward, memory_of
 from .messages import get_field
 
 __all__ = ["CLIENT_TOOL_CALLS", "OpenAIWithMemory", "memory_of", "wrap_openai"]

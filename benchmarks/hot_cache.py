@@ -25,8 +25,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from memory_inject import AgentConfig, BackendConfig, MemoryInjectConfig, render_memory_context
-from memory_inject.storage import open_store
+from memory_inject import (
+    AgentConfig,
+    BackendConfig,
+    MemoryInjectConfig,
+    open_store,
+    render_memory_context,
+)
 
 WORDS = (
     "deploy server prod staging user prefers concise answers tea coffee meeting monday budget "

@@ -3,7 +3,7 @@
     python benchmarks/keyword_sizes.py                    # 500 1000 2000 4000 8000 records
     python benchmarks/keyword_sizes.py 550 4000 --writes  # one write before every query
 
-Where :data:`memory_inject.storage._fts_mirror.MAX_ROWS` comes from. For each
+Where :data:`memory_inject.storage.sqlite.keyword_mirror.MAX_ROWS` comes from. For each
 size, the first ``n`` LoCoMo dev records (every conversation four times over,
 each copy its own session stream, as in ``peers.py``) go into one store,
 asked up to 300 of their conversations' questions once each, top 10, after
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo_data import DEFAULT_DATA, load
 from benchmarks.peers import _content, as_jsonl, copies
 from memory_inject.storage import Fusion, SQLiteStore
-from memory_inject.storage._fts_mirror import KeywordMirror
 from memory_inject.storage.fusion import build_fts_query
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 
 
 def _p(times: list[float], q: float) -> float:

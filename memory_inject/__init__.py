@@ -3,7 +3,9 @@
 One policy keyed on who started the turn (:func:`resolve_inject_policy`) and
 one pipeline that recalls, filters, budgets and renders the block
 (:func:`render_memory_context`), announcing each render on
-:data:`memory_inject.signals.memory_recall`.
+:data:`memory_inject.signals.memory_recall` (a skipped turn on ``memory_skipped``).
+``__all__`` is the README quickstart's vocabulary: ``open_store(agent)`` opens the
+store an agent file names (``SQLiteStore`` by default).
 """
 
 from memory_inject.config import (
@@ -27,10 +29,12 @@ from memory_inject.models import MemoryCategory, MemoryEntry, MemoryKind, TurnMe
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import InjectPolicy, resolve_inject_policy
 from memory_inject.render import MEMORY_CONTEXT_CLOSE, MEMORY_CONTEXT_OPEN
-from memory_inject.signals import MemoryRecall, memory_recall
+from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 from memory_inject.stages import StageTrace
 from memory_inject.storage.importance import heuristic_importance
 from memory_inject.storage.memory import InMemoryStore
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.stores import open_store
 
 __all__ = [
     "AgentConfig",
@@ -54,8 +58,10 @@ __all__ = [
     "MemoryInjectError",
     "MemoryKind",
     "MemoryRecall",
+    "MemorySkipped",
     "RenderResult",
     "RerankConfig",
+    "SQLiteStore",
     "StageTrace",
     "StorageError",
     "TurnMeta",
@@ -64,6 +70,8 @@ __all__ = [
     "heuristic_importance",
     "load_agent_config",
     "memory_recall",
+    "memory_skipped",
+    "open_store",
     "render_memory_context",
     "resolve_inject_policy",
 ]

@@ -23,12 +23,15 @@ so the rules are about *stuck* calls, not running ones:
   (``concurrent.futures`` joins its workers at exit).
 
 Idle threads are kept for reuse, at most :data:`_IDLE` of them.
+
+Owns the recall threads and the hand-off of a turn's calls to them (sync and
+async), and how many slots a store has (:func:`slots_of`). The ledger of slots
+and stuck calls is ``memory_inject._slots``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import queue
 import threading
@@ -36,6 +39,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memory_inject._slots import (
+    EXHAUSTED,
+    MAX_STUCK_PER_STORE,
+    MAX_THREADS,
+    Busy,
+    Full,
+    Job,
+    Waited,
+    aadmit,
+    admit,
+    stuck_calls,
+    stuck_total,
+    waited_note,
+    waited_store_note,
+)
 from memory_inject.contract import Memory
 
 __all__ = [
@@ -51,119 +69,11 @@ __all__ = [
     "wait_note",
 ]
 
-#: A store with this many calls still running past their deadline is skipped at
-#: once, so one hung store cannot take every thread and starve the other stores.
-MAX_STUCK_PER_STORE = 4
-#: Recall threads in the process, busy or idle.
-MAX_THREADS = 64
 #: Calls of one store running on recall threads at once; further turns wait.
 MAX_RUNNING_PER_STORE = MAX_THREADS // 2
 _IDLE = 16
 #: How often an async turn looks for a free recall thread while all are busy.
 _ASYNC_POLL_S = 0.002
-
-_lock = threading.Lock()
-
-
-class _Ledger:
-    """Stuck calls per store (by ``id``) and in the whole process, running calls per store
-    and the turns waiting for one of a store's slots (first come, first served); guarded
-    by ``_lock``."""
-
-    def __init__(self) -> None:
-        self.per_store: dict[int, int] = {}
-        self.total = 0
-        self.running: dict[int, int] = {}
-        self.waiters: dict[int, collections.deque[_Waiter]] = {}
-
-
-class _Waiter:
-    """A turn waiting for a store's slot: a thread (``lock``) or a task (``loop``, ``future``)."""
-
-    __slots__ = ("future", "granted", "lock", "loop")
-
-    def __init__(
-        self,
-        lock: threading.Lock | None = None,
-        loop: asyncio.AbstractEventLoop | None = None,
-        future: asyncio.Future[None] | None = None,
-    ) -> None:
-        self.lock = lock
-        self.loop = loop
-        self.future = future
-        self.granted = False
-
-    def wake(self) -> bool:
-        """Tell the waiter it has the slot; False when it cannot hear (its loop is closed)."""
-        if self.lock is not None:
-            self.lock.release()
-            return True
-        if self.loop is None or self.future is None:
-            return False
-        try:
-            self.loop.call_soon_threadsafe(_settle, self.future)
-        except RuntimeError:
-            return False
-        return True
-
-
-def _settle(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-_STUCK = _Ledger()
-
-
-class Busy(Exception):
-    """A recall was not started: its store (or every recall thread) is held by stuck calls."""
-
-    def __init__(self, note: str) -> None:
-        """``note`` is the event's degraded line."""
-        super().__init__(note)
-        self.note = note
-
-
-class Waited(Exception):
-    """A recall was not started: the deadline passed while it waited for a recall thread."""
-
-    def __init__(self, note: str) -> None:
-        """``note`` is the event's degraded line."""
-        super().__init__(note)
-        self.note = note
-
-
-def _store_busy(n: int) -> str:
-    return (
-        f"store_busy: {n} earlier recalls of this store are still running past their "
-        "deadline; recall skipped"
-    )
-
-
-_EXHAUSTED = (
-    f"recall_threads_exhausted: all {MAX_THREADS} recall threads are held by calls "
-    "past their deadline; recall skipped"
-)
-
-
-def _waited(waited: float) -> str:
-    return (
-        f"recall_wait: all {MAX_THREADS} recall threads stayed busy for {waited:.3f}s "
-        "(the turn's deadline); the recall never started"
-    )
-
-
-def _waited_store(waited: float, slots: int) -> str:
-    return (
-        f"recall_wait: {slots} recalls of this store stayed running for "
-        f"{waited:.3f}s (the turn's deadline); the recall never started"
-    )
-
-
-def wait_note(kind: str, waited: float, memory: object = None) -> str:
-    """The event's line for a turn whose deadline passed while it waited (``kind``:
-    ``"store"`` for the store's slots, ``"threads"`` for any recall thread)."""
-    return _waited_store(waited, slots_of(memory)) if kind == "store" else _waited(waited)
 
 
 def slots_of(memory: object) -> int:
@@ -182,152 +92,10 @@ def slots_of(memory: object) -> int:
     return MAX_RUNNING_PER_STORE
 
 
-def stuck_calls(memory: object) -> int:
-    """How many calls to ``memory`` are running past their turn's deadline now."""
-    with _lock:
-        return _STUCK.per_store.get(id(memory), 0)
-
-
-class _Job:
-    """One call handed to a recall thread: finished, or stuck once its turn gave up on it."""
-
-    __slots__ = ("finished", "key", "stuck")
-
-    def __init__(self, key: int) -> None:
-        self.key = key
-        self.finished = False
-        self.stuck = False
-
-    def finish(self) -> None:
-        """The call returned (or raised): its slot goes to the first waiting turn, or is
-        free; a stuck one no longer counts."""
-        with _lock:
-            if self.finished:
-                return
-            self.finished = True
-            _hand_on(self.key)
-            if self.stuck:
-                n = _STUCK.per_store.get(self.key, 1) - 1
-                if n <= 0:
-                    _STUCK.per_store.pop(self.key, None)
-                else:
-                    _STUCK.per_store[self.key] = n
-                _STUCK.total -= 1
-
-    def give_up(self) -> None:
-        """The turn stopped waiting: a call still running is stuck from now on."""
-        with _lock:
-            if self.finished or self.stuck:
-                return
-            self.stuck = True
-            _STUCK.per_store[self.key] = _STUCK.per_store.get(self.key, 0) + 1
-            _STUCK.total += 1
-
-
-class _Full(Exception):
-    """Every recall thread (or the store's share of them) is busy (internal)."""
-
-
-def _hand_on(key: int) -> None:
-    """A slot of store ``key`` came free: give it to the first waiter that can hear (the
-    lock is held)."""
-    queue_ = _STUCK.waiters.get(key)
-    while queue_:
-        waiter = queue_.popleft()
-        waiter.granted = True
-        if waiter.wake():
-            if not queue_:
-                del _STUCK.waiters[key]
-            return
-        waiter.granted = False
-    _STUCK.waiters.pop(key, None)
-    running = _STUCK.running.get(key, 1) - 1
-    if running <= 0:
-        _STUCK.running.pop(key, None)
-    else:
-        _STUCK.running[key] = running
-
-
-def _claim(memory: Memory) -> tuple[int, int, _Waiter | None]:
-    """``(key, slots, None)`` with a slot taken, or a waiter queued for one (the lock is held).
-
-    :class:`Busy` when the store is hung: as many of its calls are stuck past
-    their deadline as may be (:data:`MAX_STUCK_PER_STORE`, or all its slots).
-    """
-    key = id(memory)
-    slots = slots_of(memory)
-    n = _STUCK.per_store.get(key, 0)
-    if n >= min(MAX_STUCK_PER_STORE, slots):
-        raise Busy(_store_busy(n))
-    running = _STUCK.running.get(key, 0)
-    if running < slots and not _STUCK.waiters.get(key):
-        _STUCK.running[key] = running + 1
-        return key, slots, None
-    return key, slots, _Waiter()
-
-
-def _admit(memory: Memory, until: float | None) -> _Job:
-    """A job holding one of ``memory``'s slots, waiting in line for one until ``until``.
-
-    :class:`Busy` when the store is hung; :class:`_Full` when no slot came
-    before ``until``.
-    """
-    with _lock:
-        key, _slots, waiter = _claim(memory)
-        if waiter is None:
-            return _Job(key)
-        waiter.lock = threading.Lock()
-        waiter.lock.acquire()
-        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
-    left = 0.0 if until is None else until - time.perf_counter()
-    if left > 0.0:
-        waiter.lock.acquire(timeout=left)
-    with _lock:
-        if waiter.granted:
-            return _Job(key)
-        _drop_waiter(key, waiter)
-    raise _Full
-
-
-def _drop_waiter(key: int, waiter: _Waiter) -> None:
-    queue_ = _STUCK.waiters.get(key)
-    if queue_ is not None:
-        with contextlib.suppress(ValueError):
-            queue_.remove(waiter)
-        if not queue_:
-            del _STUCK.waiters[key]
-
-
-async def _aadmit(
-    memory: Memory, until: float | None, waiting: Callable[[str | None], None] | None
-) -> _Job:
-    """The async twin of :func:`_admit`: the task waits in the same line, never blocking
-    the loop. Cancelled while it waits, it leaves the line (or passes on a slot it got)."""
-    loop = asyncio.get_running_loop()
-    with _lock:
-        key, _slots, waiter = _claim(memory)
-        if waiter is None:
-            return _Job(key)
-        waiter.loop, waiter.future = loop, loop.create_future()
-        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
-    if waiting is not None:
-        waiting("store")
-    future = waiter.future
-    try:
-        left = None if until is None else max(0.0, until - time.perf_counter())
-        await asyncio.wait({future}, timeout=left)
-    except BaseException:
-        with _lock:
-            if waiter.granted:
-                _hand_on(key)
-            else:
-                _drop_waiter(key, waiter)
-        raise
-    with _lock:
-        if waiter.granted:
-            return _Job(key)
-        _drop_waiter(key, waiter)
-    raise _Full
+def wait_note(kind: str, waited: float, memory: object = None) -> str:
+    """The event's line for a turn whose deadline passed while it waited (``kind``:
+    ``"store"`` for the store's slots, ``"threads"`` for any recall thread)."""
+    return waited_store_note(waited, slots_of(memory)) if kind == "store" else waited_note(waited)
 
 
 class _Threads:
@@ -342,7 +110,7 @@ class _Threads:
     def submit(self, fn: Callable[[], None], until: float | None = None) -> None:
         """Run ``fn`` on a worker, waiting for one until ``until`` (a ``perf_counter`` value).
 
-        :class:`Busy` when every thread is held by a stuck call; :class:`_Full`
+        :class:`Busy` when every thread is held by a stuck call; :class:`Full`
         when all are busy and ``until`` passed (None: do not wait).
         """
         with self._cond:
@@ -354,11 +122,11 @@ class _Threads:
                 if self.count < MAX_THREADS:
                     self.count += 1
                     break
-                if _STUCK.total >= MAX_THREADS:
-                    raise Busy(_EXHAUSTED)
+                if stuck_total() >= MAX_THREADS:
+                    raise Busy(EXHAUSTED)
                 left = 0.0 if until is None else until - time.perf_counter()
                 if left <= 0.0:
-                    raise _Full
+                    raise Full
                 self._cond.wait(left)
         try:
             threading.Thread(
@@ -387,12 +155,12 @@ class _Threads:
 _THREADS = _Threads()
 
 
-def _submit(job: _Job, run: Callable[[], None], until: float, t0: float) -> None:
+def _submit(job: Job, run: Callable[[], None], until: float, t0: float) -> None:
     try:
         _THREADS.submit(run, until)
-    except _Full:
+    except Full:
         job.finish()
-        raise Waited(_waited(time.perf_counter() - t0)) from None
+        raise Waited(waited_note(time.perf_counter() - t0)) from None
     except BaseException:
         job.finish()  # no thread could start: the slot goes back
         raise
@@ -412,9 +180,9 @@ def hand_off(
     t0 = time.perf_counter()
     until = t0 + deadline
     try:
-        job = _admit(memory, until)
-    except _Full:
-        raise Waited(_waited_store(time.perf_counter() - t0, slots_of(memory))) from None
+        job = admit(memory, until, slots_of(memory))
+    except Full:
+        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(memory))) from None
     # A plain lock as the completion flag: acquiring it with a timeout is a
     # single C call, cheaper than an Event's or a Future's condition variable.
     done = threading.Lock()
@@ -451,9 +219,9 @@ async def arun_in_thread(
     """
     t0 = time.perf_counter()
     try:
-        job = await _aadmit(memory, until, waiting)
-    except _Full:
-        raise Waited(_waited_store(time.perf_counter() - t0, slots_of(memory))) from None
+        job = await aadmit(memory, until, slots_of(memory), waiting)
+    except Full:
+        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(memory))) from None
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 
@@ -480,12 +248,12 @@ async def arun_in_thread(
     while True:
         try:
             _THREADS.submit(run)
-        except _Full:
+        except Full:
             if waiting is not None:
                 waiting("threads")
             if until is not None and time.perf_counter() >= until:
                 job.finish()
-                raise Waited(_waited(time.perf_counter() - t0)) from None
+                raise Waited(waited_note(time.perf_counter() - t0)) from None
             try:
                 await asyncio.sleep(_ASYNC_POLL_S)
             except BaseException:

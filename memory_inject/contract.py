@@ -51,19 +51,30 @@ SupportsPath               ``path``                        CLI ``stats``
 :class:`AsyncMemory` is the async twin of :class:`Memory` for code that only
 awaits. The storage contract suite (``tests/storage/test_contract.py``) runs
 every test on every store that has the capabilities the test declares.
+
+This module owns the protocols a render and a full store speak; the seam's
+values (``_recall_query``), the capabilities no render asks for
+(``_store_capabilities``) and :func:`supports` (``_supports``) live in private
+modules and are re-exported here, their public home.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import IO, Generic, Protocol, TypeGuard, TypeVar, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-import attrs
-from attrs import frozen
-
+from memory_inject._recall_query import RecallAnswer, RecallQuery
+from memory_inject._store_capabilities import (
+    SupportsClose,
+    SupportsJsonl,
+    SupportsNamespaces,
+    SupportsPath,
+    SupportsRecords,
+    SupportsVectors,
+)
+from memory_inject._supports import supports
 from memory_inject.models import MemoryEntry
 from memory_inject.records import MemoryRecord
 
@@ -210,71 +221,6 @@ class MemoryStore(Memory, SupportsWrite, Protocol):
     def count(self) -> int: ...
 
 
-@frozen(slots=True)
-class RecallQuery:
-    """One question a render asks a store: a value, the same for every kind of store.
-
-    ``query`` and ``limit`` as for ``recall`` (an empty, blank or ``"*"`` query
-    means "most recent first"); ``session_id`` the one scope asked (None: the
-    store's sessionless view); ``since`` / ``until`` an inclusive time window (a
-    datetime, or ISO 8601 text). A recall plan's query adds ``mode``
-    (``"semantic"`` or ``"lexical"``: one modality only), ``entity_id`` or
-    ``source`` (rows tagged with that entity, or written by that source) and
-    ``statuses`` (only rows of those statuses, before the limit). A governed
-    turn (PI's stages) adds ``statuses`` and ``profiles`` (only rows bound to one
-    of those profiles, ``None`` standing for rows bound to none), so a store
-    filters first and ranks then, as PI does. ``deadline`` is
-    the turn's deadline as a :func:`time.perf_counter` value (None: none): a store
-    that waits for a connection or a worker waits no longer than that, and says so
-    (:class:`~memory_inject.exceptions.RecallWaitError`)."""
-
-    query: str
-    limit: int
-    session_id: str | None = None
-    since: datetime | str | None = None
-    until: datetime | str | None = None
-    mode: str | None = None
-    entity_id: str | None = None
-    source: str | None = None
-    statuses: tuple[str, ...] | None = None
-    deadline: float | None = None
-    profiles: tuple[str | None, ...] | None = None
-
-    @property
-    def restricted(self) -> bool:
-        """True when the query keeps only some statuses or profiles (filter first, then rank)."""
-        return self.statuses is not None or self.profiles is not None
-
-    @property
-    def filtered(self) -> bool:
-        """True for a plan's entity or source query (rows by tag, not by relevance)."""
-        return self.entity_id is not None or self.source is not None
-
-
-@frozen(slots=True)
-class RecallAnswer:
-    """What a store answered to one :class:`RecallQuery`: the entries, and what degraded.
-
-    ``entries`` best first. ``degraded`` has one line per thing that made
-    this answer less than it should be (``"embedder_failed: ..."``,
-    ``"damaged_rows: ..."``, ``"fts_failed: ..."``); it reaches the recall
-    event of the turn that asked, and no other. ``strategy`` says how the
-    store searched (``"keyword"``, ``"vector"``, ``"hybrid"``, ``"like"``,
-    ``"recent"``, ``"none"``; None when the store does not say), with the hits
-    of each stage. ``passed_over`` holds the rows a restricted query
-    (``statuses``, ``profiles``) left out that ranked above the rows it kept:
-    a governed turn's stages drop them by name (``status:deprecated``), so the
-    trace reads as PI's, and they never take a slot.
-    """
-
-    entries: Sequence[MemoryEntry] = attrs.field(factory=list)
-    degraded: tuple[str, ...] = ()
-    strategy: str | None = None
-    keyword_hits: int = 0
-    vector_hits: int = 0
-    passed_over: Sequence[MemoryEntry] = ()
-
-
 @runtime_checkable
 class SupportsAnswer(Protocol):
     """``answer``: a :class:`RecallQuery` in, a :class:`RecallAnswer` out; every render uses it.
@@ -385,68 +331,6 @@ class SupportsStandingContext(Protocol):
 
 
 @runtime_checkable
-class SupportsRecords(Protocol):
-    """``upsert`` and ``supersede``: record-level writes for integrators and migrations.
-
-    Nothing in the render path calls them; a store without them is written with ``store`` only.
-    """
-
-    def upsert(self, record: MemoryRecord, *, move: bool = ...) -> MemoryRecord: ...
-
-    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord: ...
-
-
-@runtime_checkable
-class SupportsJsonl(Protocol):
-    """``import_jsonl`` / ``export_jsonl``: the CLI's ``import`` and ``export`` commands.
-
-    Without them those commands stop with an error naming the store.
-    """
-
-    def import_jsonl(
-        self,
-        src: str | os.PathLike[str] | IO[str],
-        *,
-        progress: Callable[[int], object] | None = None,
-        batch_size: int = ...,
-    ) -> int: ...
-
-    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int: ...
-
-
-@runtime_checkable
-class SupportsNamespaces(Protocol):
-    """``namespace``: several agents share one database, each sees only its own rows.
-
-    No library code reads it; a store without it holds one agent's memories.
-    """
-
-    @property
-    def namespace(self) -> str: ...
-
-
-@runtime_checkable
-class SupportsVectors(Protocol):
-    """``embedder``: the store writes a vector with each record and recall fuses cosine hits.
-
-    ``None`` means lexical only. A store without the property is lexical only.
-    """
-
-    @property
-    def embedder(self) -> object | None: ...
-
-
-@runtime_checkable
-class SupportsClose(Protocol):
-    """``close``: releases connections; the CLI and the demo call it when they are done.
-
-    A store without it holds nothing that needs releasing.
-    """
-
-    def close(self) -> None: ...
-
-
-@runtime_checkable
 class SupportsInterrupt(Protocol):
     """``interrupt_at``: the store stops its own calls at a deadline.
 
@@ -474,69 +358,10 @@ class SupportsInterrupt(Protocol):
     def interrupt_at(self, until: float) -> AbstractContextManager[None]: ...
 
 
-@runtime_checkable
-class SupportsPath(Protocol):
-    """``path``: the file behind the store, which the CLI's ``stats`` prints.
-
-    Without it ``stats`` prints the store's ``name``.
-    """
-
-    @property
-    def path(self) -> str: ...
-
-
-# -- asking for a capability on the hot path -----------------------------------------
-
-_C = TypeVar("_C")
-_CLASS_HAS: dict[tuple[type, str], bool] = {}
-_MEMBERS: dict[type, tuple[str, ...]] = {}
-
-
-def _members(capability: type) -> tuple[str, ...]:
-    names = _MEMBERS.get(capability)
-    if names is None:
-        names = _MEMBERS[capability] = tuple(
-            sorted(
-                n
-                for base in capability.__mro__
-                if base not in (object, Protocol, Generic)
-                for n in (*vars(base), *getattr(base, "__annotations__", {}))
-                if not n.startswith("_")
-            )
-        )
-    return names
-
-
-def supports(store: object, capability: type[_C]) -> TypeGuard[_C]:
-    """``isinstance(store, capability)`` for a runtime-checkable capability, made cheap.
-
-    On Python 3.11 a protocol ``isinstance`` costs several microseconds, and a
-    render asks a few per turn. This answers the same question: every member
-    of the capability is an attribute of the store (its class's attributes
-    are looked up once per class; instance attributes every time). A store
-    whose class forwards attributes with ``__getattr__`` (a proxy) is asked
-    for each member with ``hasattr``, which sees forwarded attributes on every
-    Python version (a protocol ``isinstance`` stops seeing them from 3.12 on).
-    """
-    cls = type(store)
-    if "__getattr__" in _class_attrs(cls):
-        return all(hasattr(store, name) for name in _members(capability))
-    inst = getattr(store, "__dict__", None) or {}
-    for name in _members(capability):
-        key = (cls, name)
-        on_class = _CLASS_HAS.get(key)
-        if on_class is None:
-            on_class = _CLASS_HAS[key] = hasattr(cls, name)
-        if not on_class and name not in inst:
-            return False
-    return True
-
-
-def _class_attrs(cls: type) -> frozenset[str]:
-    hit = _CLASS_ATTRS.get(cls)
-    if hit is None:
-        hit = _CLASS_ATTRS[cls] = frozenset(n for k in cls.__mro__[:-1] for n in vars(k))
-    return hit
-
-
-_CLASS_ATTRS: dict[type, frozenset[str]] = {}
+# The re-exported names are this module's (docs, reprs, and the contract suite's
+# capability table read ``__module__``), as trio's ``fixup_module_metadata`` does.
+for _public in __all__:
+    _obj = globals()[_public]
+    if getattr(_obj, "__module__", __name__) != __name__:
+        _obj.__module__ = __name__
+del _public, _obj

@@ -10,6 +10,10 @@ A plan is a list of queries, each with a source and a limit:
 Results are merged by id and ordered by the plan's priority rule: founder-os
 ranks ids returned by more queries first, then confidence, then relevance;
 the merged list is capped. Pure functions here; the pipeline does the I/O.
+
+Owns the plan values, :func:`plan_for` (a config's plan), :func:`recall_limit_for`
+(what each scope is asked for), entity extraction and :func:`merge_results`.
+The store calls a plan makes are built by ``memory_inject._calls``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from collections.abc import Iterable, Sequence
 from attrs import field, frozen
 
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
+from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
+from memory_inject.stages.rerank import rerank_recall_limit
 
 __all__ = [
     "FOUNDER_OS_PLAN",
@@ -29,6 +35,8 @@ __all__ = [
     "RecallPlan",
     "extract_entities",
     "merge_results",
+    "plan_for",
+    "recall_limit_for",
 ]
 
 SOURCES = ("default", "semantic", "lexical", "entity", "plugin")
@@ -78,6 +86,29 @@ FOUNDER_OS_PLAN = RecallPlan(
 )
 
 PRESETS = {"founder_os": FOUNDER_OS_PLAN}
+
+
+def recall_limit_for(cfg: MemoryInjectConfig) -> int:
+    """Entries to ask of each scope: the limit, or the rerank arm's over-fetched pool."""
+    limit = cfg.recall_limit or cfg.rerank.pool_cap
+    if cfg.rerank.enabled:
+        return rerank_recall_limit(limit, cfg.rerank)
+    return limit
+
+
+def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
+    """The recall plan of a config, or None for one recall per session scope."""
+    rp = cfg.recall_plan
+    if not rp.enabled:
+        return None
+    if rp.preset is not None:
+        return PRESETS[rp.preset]
+    queries = tuple(PlanQuery(q.source, q.limit) for q in rp.queries) or (
+        PlanQuery("default", recall_limit_for(cfg)),
+    )
+    return RecallPlan(
+        queries, cap=rp.cap, priority=rp.priority, statuses=rp.statuses, track_usage=rp.track_usage
+    )
 
 
 @frozen

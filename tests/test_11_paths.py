@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memory_inject import load_agent_config
+from memory_inject import load_agent_config, open_store
 from memory_inject.cli import cli
-from memory_inject.storage import open_store
 from memory_inject.storage.sqlite import SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent

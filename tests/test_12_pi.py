@@ -19,12 +19,13 @@ from memory_inject import InMemoryStore, MemoryEntry, render_memory_context
 from memory_inject.config import MemoryInjectConfig, load_agent_config, parse_agent_config
 from memory_inject.exceptions import ConfigError
 from memory_inject.records import MemoryRecord
-from memory_inject.render import SectionedRenderer, parse_sectioned
+from memory_inject.render import SectionedRenderer
 from memory_inject.stages import StageContext
 from memory_inject.stages.governance import pi_traces
 from memory_inject.standing import StandingCache
 from memory_inject.storage import SQLiteStore
 from memory_inject.storage._jsonl import record_from_json, record_to_json
+from memory_inject.testing import parse_sectioned
 from tests.storage._pi_seed import SCHEMA_EXAMPLE
 
 NOW = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)

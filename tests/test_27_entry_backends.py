@@ -32,18 +32,19 @@ from memory_inject import (
     StorageError,
     arender_memory_context,
     load_agent_config,
+    open_store,
     render_memory_context,
 )
 from memory_inject.contract import RecallQuery
 from memory_inject.exceptions import KeyOwnedError
 from memory_inject.records import ENTRY_KEY, MemoryRecord
-from memory_inject.storage import MarkdownStore, NoneStore, open_store
-from memory_inject.storage import _sqlite_schema as sqlite_schema
+from memory_inject.storage import MarkdownStore, NoneStore
 from memory_inject.storage import markdown as markdown_module
 from memory_inject.storage._jsonl import record_from_json
 from memory_inject.storage.markdown import CORE_FILE, DAILY_DIR, markdown_score
 from memory_inject.storage.none import NOTE
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage import _sqlite_schema as sqlite_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)

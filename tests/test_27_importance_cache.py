@@ -23,6 +23,7 @@ from memory_inject import (
     MemoryInjectConfig,
     arender_memory_context,
     heuristic_importance,
+    open_store,
     render_memory_context,
 )
 from memory_inject import defaults as d
@@ -39,7 +40,7 @@ from memory_inject.contract import (
 )
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import MemoryEntry
-from memory_inject.storage import InMemoryStore, open_store
+from memory_inject.storage import InMemoryStore
 from memory_inject.storage.hot_cache import (
     HOT_CACHE_SIZE,
     HOT_CACHE_TTL_S,

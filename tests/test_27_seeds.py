@@ -339,8 +339,8 @@ def _founder_agent(tmp_path: Path, path: str) -> Any:
 def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -> None:
     """founder-os goes on without memory when its file is missing or unreadable: no error
     into the host, no file created, the status on every turn's event (sync and async)."""
+    from memory_inject import open_store
     from memory_inject.exceptions import StoreMissingError
-    from memory_inject.storage import open_store
     from memory_inject.storage.unavailable import UnavailableStore
 
     target = tmp_path / "data" / "memory.db"
@@ -364,11 +364,10 @@ def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -
 
 
 def test_missing_error_and_the_default_create(tmp_path: Path) -> None:
-    from memory_inject import AgentConfig
+    from memory_inject import AgentConfig, open_store
     from memory_inject.config import MemoryInjectConfig
     from memory_inject.config.schema import BackendConfig
     from memory_inject.exceptions import StoreMissingError
-    from memory_inject.storage import open_store
 
     def agent(missing: str, name: str) -> AgentConfig:
         backend = BackendConfig(path=str(tmp_path / name), missing=missing)

@@ -22,7 +22,7 @@ from memory_inject.config import AgentConfig, MemoryInjectConfig, parse_agent_co
 from memory_inject.config.loading import load_agent_config
 from memory_inject.exceptions import ConfigError
 from memory_inject.records import MemoryRecord
-from memory_inject.render import SectionedRenderer, parse_sectioned
+from memory_inject.render import SectionedRenderer
 from memory_inject.sessions import (
     MAX_SESSION_DECISIONS,
     MAX_SESSION_TOOLS,
@@ -36,6 +36,7 @@ from memory_inject.sessions import (
 )
 from memory_inject.stages import StageContext
 from memory_inject.storage import SQLiteStore
+from memory_inject.testing import parse_sectioned
 from tests.storage._pi_seed import jsonl
 
 if TYPE_CHECKING:

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 
 from memory_inject import BudgetConfig, MemoryEntry, MemoryInjectConfig, render_memory_context
 from memory_inject.config.schema import ThreatScanConfig
-from memory_inject.render import parse_bracket
-from memory_inject.testing import FixtureMemory
+from memory_inject.testing import FixtureMemory, parse_bracket
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 HOSTILE = st.sampled_from(

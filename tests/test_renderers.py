@@ -28,15 +28,13 @@ from memory_inject.render import (
     build_renderer,
     get_renderer,
     neutralize,
-    parse_relevant,
-    parse_sectioned,
     renderer_for,
 )
 from memory_inject.render._budget import cut_for_cleaning
 from memory_inject.render._contain import neutralize_content
 from memory_inject.signals import MemoryRecall
 from memory_inject.stages import StageContext
-from memory_inject.testing import FixtureMemory
+from memory_inject.testing import FixtureMemory, parse_relevant, parse_sectioned
 
 NOW = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)
 

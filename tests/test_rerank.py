@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from memory_inject import MemoryEntry, MemoryInjectConfig, RerankConfig
 from memory_inject.stages import StageContext
-from memory_inject.stages.rerank import blended, collapse, recency_factor, rerank
+from memory_inject.stages.rerank import blended, recency_factor
+from tests._stages import collapse, rerank
 from tests.reference_rerank import reference_rerank
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

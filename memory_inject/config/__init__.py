@@ -1,7 +1,9 @@
 """Per-agent configuration: the attrs classes, their defaults and the YAML loader.
 
 ``schema`` holds the classes and their defaults (``_renderer`` those of
-``memory.renderer``, ``_recall_plan`` those of ``memory.recall_plan``),
+``memory.renderer``, ``_recall_plan`` those of ``memory.recall_plan``,
+``_backend`` those of ``memory.backend``, ``_turn_groups`` the governance,
+trivial-prompt, standing, sessions and threat-scan groups),
 ``loading`` reads agent files and cron jobs files (through the hardened
 reader in ``_yaml``) and ``_constraints`` checks them and words every
 problem. Import from here: ``from memory_inject.config import load_agent_config``.

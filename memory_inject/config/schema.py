@@ -3,6 +3,11 @@
 The defaults are zeroclaw's production defaults (spec section 4), so
 ``MemoryInjectConfig()`` renders the reference bytes. ``config/defaults.yaml``
 documents every key and a test keeps it equal to these classes.
+
+Owns the top-level :class:`MemoryInjectConfig` (with its per-origin overrides),
+the decay, rerank and budget groups, the agent and cron files' classes and the
+converter. The other groups live in ``_backend``, ``_turn_groups``, ``_renderer``
+and ``_recall_plan``, and are re-exported here.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import cattrs
 from attrs import field, frozen
 
 from memory_inject._tokens import load_encoding
+from memory_inject.config._backend import BackendConfig, PoolConfig
 from memory_inject.config._constraints import (
     MAX_BLOCK_CHARS,
     MAX_CANDIDATE_POOL,
@@ -34,7 +40,36 @@ from memory_inject.config._renderer import (
     check_renderer,
     to_renderer,
 )
+from memory_inject.config._turn_groups import (
+    THREAT_RULE_IDS,
+    GovernanceConfig,
+    SessionsConfig,
+    StandingConfig,
+    ThreatScanConfig,
+    TrivialPromptConfig,
+)
 from memory_inject.models import TurnOrigin
+
+__all__ = [
+    "RETRIEVAL_STAGES",
+    "STRATEGIES",
+    "THREAT_RULE_IDS",
+    "AgentConfig",
+    "BackendConfig",
+    "BudgetConfig",
+    "CronJob",
+    "CronJobsFile",
+    "DecayConfig",
+    "GovernanceConfig",
+    "MemoryInjectConfig",
+    "PoolConfig",
+    "RerankConfig",
+    "SessionsConfig",
+    "StandingConfig",
+    "ThreatScanConfig",
+    "TrivialPromptConfig",
+    "config_to_dict",
+]
 
 STRATEGIES = ("none", "mmr")
 
@@ -95,190 +130,10 @@ class BudgetConfig:
     tokenizer: str = setting("cl100k_base", "str", "tiktoken encoding", nonempty=True)
 
 
-@frozen
-class PoolConfig:
-    """The PostgreSQL store's connection pool (``memory.backend.pool``), per process."""
-
-    min_size: int = setting(1, "int", "connections kept open", ge=0, le=1000)
-    max_size: int = setting(
-        8, "int", "connections at most; turns beyond them wait, within the deadline", ge=1, le=1000
-    )
-
-    def __attrs_post_init__(self) -> None:
-        if self.min_size > self.max_size:
-            raise ValueError(
-                f"'min_size' must be at most 'max_size' ({self.max_size}) (got {self.min_size})"
-            )
-
-
-def _check_pool(raw: Any, path: str) -> list[str]:
-    """The pool group's keys, then ``min_size`` <= ``max_size``."""
-    problems = check_class(PoolConfig, raw, path)
-    if problems or not isinstance(raw, Mapping):
-        return problems
-    lo, hi = raw.get("min_size", 1), raw.get("max_size", 8)
-    if lo > hi:
-        return [f"'min_size' must be at most 'max_size' ({hi}) (got {lo}) @ {path}.min_size"]
-    return []
-
-
-@frozen
-class BackendConfig:
-    """Where the agent's memories live (``memory.backend``)."""
-
-    kind: str = setting(
-        "sqlite",
-        "str",
-        "sqlite, postgres, memory, markdown (human-readable files) or none (no memory)",
-        choices=("sqlite", "postgres", "memory", "markdown", "none"),
-    )
-    path: str = setting(
-        ".memory/memory.db",
-        "str",
-        "SQLite file, or the markdown folder (the default: .memory), relative to the agent file",
-        nonempty=True,
-    )
-    dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
-    namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
-    search_mode: str = setting(
-        "hybrid", "str", "bm25, embedding or hybrid", choices=("bm25", "embedding", "hybrid")
-    )
-    embedder: str = setting(
-        "none",
-        "str",
-        "none, hashing, sentence-transformers, minilm-onnx or model2vec",
-        choices=("none", "hashing", "sentence-transformers", "minilm-onnx", "model2vec"),
-    )
-    embedder_model: str | None = setting(None, "str", "model name or local path", nullable=True)
-    fusion: str = setting(
-        "weighted",
-        "str",
-        "weighted (zeroclaw), rrf or minmax",
-        choices=("weighted", "rrf", "minmax"),
-    )
-    vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
-    keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
-    rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
-    readers: int | None = setting(
-        None,
-        "int",
-        "SQLite: read connections per store, used side by side (null: one per core, 2 to 8)",
-        ge=1,
-        le=64,
-        nullable=True,
-    )
-    pool: PoolConfig = group(PoolConfig, check=_check_pool)
-    missing: str = setting(
-        "create",
-        "str",
-        "a SQLite file that does not exist: create it, degrade (no memory, a status) or error",
-        choices=("create", "degrade", "error"),
-    )
-    unavailable: str = setting(
-        "raise",
-        "str",
-        "a store that cannot be opened (corrupt, locked, unreachable): raise, or degrade",
-        choices=("raise", "degrade"),
-    )
-
-
 #: ``memory.retrieval_stages`` items (zeroclaw's): ``fts`` and ``vector`` (the default) name
 #: what the store's own ``search_mode`` runs; ``cache`` wraps the store in the hot cache
 #: (``memory_inject.storage.hot_cache``).
 RETRIEVAL_STAGES = ("fts", "vector", "cache")
-
-_GOVERNANCE_STAGES = ("status", "profile", "project", "applicability", "negative_scope")
-
-
-@frozen
-class GovernanceConfig:
-    """PI's governance stages, run on recalled entries before the arm. Off by default."""
-
-    enabled: bool = setting(False, "bool", "run the governance stages")
-    stages: tuple[str, ...] = setting(
-        _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES
-    )
-    profile_id: str | None = setting(
-        None, "str", "explicit profile (else resolved from the cwd)", nullable=True
-    )
-    include_working_directory: bool = setting(
-        False, "bool", "match applicability phrases against the cwd too"
-    )
-    min_token_length: int = setting(
-        4, "int", "shortest word the phrase matcher stems", ge=1, le=100
-    )
-
-
-@frozen
-class TrivialPromptConfig:
-    """Skip injection for prompts that carry no question (PI's injection filter). Off by default."""
-
-    enabled: bool = setting(False, "bool", "skip trivial prompts with reason trivial_prompt")
-    min_chars: int = setting(4, "int", "prompts shorter than this are trivial", ge=0, le=100_000)
-    acknowledgements: tuple[str, ...] | None = setting(
-        None,
-        "strlist",
-        "phrases that are trivial on their own (null = built-in list)",
-        nullable=True,
-    )
-    slash_commands: bool = setting(True, "bool", "'/command args' prompts are trivial")
-
-
-@frozen
-class StandingConfig:
-    """PI's standing context: the profile's hard rules and L1 records every turn. Off by default."""
-
-    enabled: bool = setting(False, "bool", "add active L1 records and L2 hard rules to every turn")
-    limit: int = setting(
-        32, "int", "most records of each layer read per turn", ge=0, le=MAX_CANDIDATE_POOL
-    )
-
-
-@frozen
-class SessionsConfig:
-    """PI's session records, written by the adapters at each turn (Today's Sessions reads them)."""
-
-    record: bool = setting(False, "bool", "the adapters upsert the turn's session row")
-    project: str | None = setting(
-        None, "str", "the sessions' project (null = the cwd's package or directory)", nullable=True
-    )
-
-
-#: The rule ids of the recall-time threat scan, in check order (``stages/threat.py`` holds
-#: the rules; docs/pipeline.md, "1a. threat_scan").
-THREAT_RULE_IDS = (
-    "override_instructions",
-    "role_hijack",
-    "prompt_leak",
-    "role_tag",
-    "system_header",
-    "tool_call",
-    "exfiltration",
-    "hidden_instruction",
-    "exfil_curl",
-    "exfil_wget",
-    "read_secrets",
-    "send_to_url",
-    "agent_config_mod",
-    "hardcoded_secret",
-    "private_key",
-)
-
-
-@frozen
-class ThreatScanConfig:
-    """zeroclaw's recall-time threat scan (``threat_scan_load_time``): on by default."""
-
-    enabled: bool = setting(
-        True, "bool", "withhold recalled rows a rule flags (threat:<rule>) and refill"
-    )
-    rules: tuple[str, ...] | None = setting(
-        None,
-        "strlist",
-        "the rules that run (null = every rule)",
-        nullable=True,
-        choices_list=THREAT_RULE_IDS,
-    )
 
 
 _OVERRIDABLE = (

@@ -7,8 +7,8 @@ format lives in its own module (:mod:`~memory_inject.render.bracket`,
 :mod:`~memory_inject.render.relevant_memories`); all of them make stored text
 safe with the one neutraliser in ``_contain``. This package builds the
 renderer a config names (:func:`renderer_for`, once per config object) and
-keeps a registry of each format with its default settings
-(:func:`get_renderer`).
+keeps each format of ``memory_inject.config.RENDERERS`` with its default
+settings (:func:`get_renderer`). ``memory_inject.testing`` reads blocks back.
 """
 
 from __future__ import annotations
@@ -18,19 +18,17 @@ from typing import Any
 import attrs
 
 from memory_inject._cache import PerObject
-from memory_inject.config import MemoryInjectConfig, RendererConfig
+from memory_inject.config import RENDERERS, MemoryInjectConfig, RendererConfig
 from memory_inject.render._base import Rendered, Renderer
 from memory_inject.render._contain import contain_content, contain_key, neutralize
 from memory_inject.render.bracket import (
     MEMORY_CONTEXT_CLOSE,
     MEMORY_CONTEXT_OPEN,
     BracketRenderer,
-    parse_bracket,
 )
 from memory_inject.render.relevant_memories import (
     RELEVANT_MEMORIES_HEADER,
     RelevantMemoriesRenderer,
-    parse_relevant,
 )
 from memory_inject.render.sectioned import (
     CONTESTED_WARNING,
@@ -39,7 +37,6 @@ from memory_inject.render.sectioned import (
     SECTIONED_TITLE,
     TRUNCATED,
     SectionedRenderer,
-    parse_sectioned,
 )
 
 __all__ = [
@@ -48,7 +45,6 @@ __all__ = [
     "MEMORY_CONTEXT_CLOSE",
     "MEMORY_CONTEXT_OPEN",
     "RELEVANT_MEMORIES_HEADER",
-    "RENDERERS",
     "RENDERER_CLASSES",
     "SECTIONED_TITLE",
     "SECTION_TITLES",
@@ -63,9 +59,6 @@ __all__ = [
     "contain_key",
     "get_renderer",
     "neutralize",
-    "parse_bracket",
-    "parse_relevant",
-    "parse_sectioned",
     "renderer_for",
 ]
 
@@ -75,8 +68,8 @@ RENDERER_CLASSES: dict[str, type[SectionedRenderer | RelevantMemoriesRenderer]] 
     "relevant_memories": RelevantMemoriesRenderer,
 }
 
-#: Config name -> a renderer with its default settings.
-RENDERERS: dict[str, Renderer] = {
+#: Each name of ``memory_inject.config.RENDERERS`` -> its renderer with default settings.
+_DEFAULTS: dict[str, Renderer] = {
     "bracket": BracketRenderer(),
     **{name: cls() for name, cls in RENDERER_CLASSES.items()},
 }
@@ -85,7 +78,7 @@ RENDERERS: dict[str, Renderer] = {
 def get_renderer(name: str) -> Renderer:
     """The registered renderer called ``name``; ``ValueError`` naming the choices if none is."""
     try:
-        return RENDERERS[name]
+        return _DEFAULTS[name]
     except KeyError:
         raise ValueError(f"'renderer' must be one of {sorted(RENDERERS)} (got {name!r})") from None
 
@@ -99,7 +92,7 @@ def build_renderer(config: RendererConfig) -> Renderer:
         return SectionedRenderer(**kwargs)
     if config.kind == "relevant_memories":
         return RelevantMemoriesRenderer(max_entries=config.max_entries)
-    return RENDERERS[config.kind]  # bracket has no settings
+    return _DEFAULTS[config.kind]  # bracket has no settings
 
 
 #: The renderer ``config.renderer`` configures, built once for the life of the config object

@@ -19,7 +19,6 @@ __all__ = [
     "MEMORY_CONTEXT_CLOSE",
     "MEMORY_CONTEXT_OPEN",
     "BracketRenderer",
-    "parse_bracket",
 ]
 
 MEMORY_CONTEXT_OPEN = "[Memory context]"
@@ -27,28 +26,6 @@ MEMORY_CONTEXT_CLOSE = "[/Memory context]"
 _HEADER = MEMORY_CONTEXT_OPEN + "\n"
 _FOOTER = MEMORY_CONTEXT_CLOSE + "\n\n"
 _FRAME = Frame(_HEADER, _FOOTER, counted=False)  # max_total_chars counts the entry lines only
-
-
-def parse_bracket(text: str) -> list[str]:
-    """The entry lines of a bracket block (continuations joined), for tests and tools.
-
-    Raises ``ValueError`` if the block is not exactly one header, entries that
-    start with ``- `` with two-space continuation lines, and one footer.
-    """
-    if text == "":
-        return []
-    if not (text.startswith(_HEADER) and text.endswith(_FOOTER)):
-        raise ValueError("not a [Memory context] block")
-    body = text[len(_HEADER) : -len(_FOOTER)]
-    entries: list[str] = []
-    for line in body.split("\n")[:-1]:
-        if line.startswith("- "):
-            entries.append(line)
-        elif line.startswith("  ") and entries:
-            entries[-1] += "\n" + line
-        else:
-            raise ValueError(f"unexpected line in block: {line!r}")
-    return entries
 
 
 def _contained_line(entry: MemoryEntry, content: str) -> str:

@@ -2,8 +2,8 @@
 
 Every entry sits on exactly one line that starts with ``- [``, its text
 neutralised by :mod:`memory_inject.render._contain`, so no memory can forge a
-header or another entry. :func:`parse_relevant` reads a block back; the tests
-use it to prove that a block holds exactly the entries it rendered.
+header or another entry. ``memory_inject.testing.parse_relevant`` reads a block
+back; the tests use it to prove that a block holds exactly the entries it rendered.
 
 The block ends with a blank line, like ``bracket``, so a host may prepend it
 to the user's message with plain concatenation.
@@ -24,7 +24,6 @@ from memory_inject.stages import StageContext
 __all__ = [
     "RELEVANT_MEMORIES_HEADER",
     "RelevantMemoriesRenderer",
-    "parse_relevant",
 ]
 
 RELEVANT_MEMORIES_HEADER = "## Relevant Memories"
@@ -89,17 +88,3 @@ class RelevantMemoriesRenderer:
             prepare=neutralize_content,
             order=_by_confidence,
         )
-
-
-def parse_relevant(text: str) -> list[str]:
-    """The entry lines of a ``## Relevant Memories`` block; ``ValueError`` if malformed."""
-    if text == "":
-        return []
-    head = RELEVANT_MEMORIES_HEADER + "\n"
-    if not text.startswith(head) or not text.endswith("\n\n"):
-        raise ValueError("not a Relevant Memories block: bad header or ending")
-    lines = text[len(head) : -2].split("\n")
-    for line in lines:
-        if not line.startswith("- ["):
-            raise ValueError(f"not an entry line: {line[:80]!r}")
-    return lines

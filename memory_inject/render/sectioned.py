@@ -2,9 +2,12 @@
 
 Every entry sits on exactly one line that starts with its section's prefix,
 its text neutralised by :mod:`memory_inject.render._contain`, so no memory can
-forge a header, a section or another entry. :func:`parse_sectioned` reads a
-block back; the tests use it to prove that a block holds exactly the entries
-it rendered.
+forge a header, a section or another entry. ``memory_inject.testing.parse_sectioned``
+reads a block back; the tests use it to prove that a block holds exactly the
+entries it rendered.
+
+This module owns the writer (:class:`SectionedRenderer`); the format's constants
+live in ``_sectioned_format`` and are re-exported here.
 
 The block ends with a blank line, like ``bracket``, so a host may prepend it
 to the user's message with plain concatenation (PI ends with one newline
@@ -13,7 +16,6 @@ because it sends the block as a separate message).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 
@@ -31,6 +33,14 @@ from memory_inject.render._fields import (
     stale_marker,
     text_field,
     utc,
+)
+from memory_inject.render._sectioned_format import (
+    CONTESTED_WARNING,
+    DEFAULT_SECTION_CAPS,
+    RULE_PREFIXES,
+    SECTION_TITLES,
+    SECTIONED_TITLE,
+    TITLE_BLOCK,
 )
 from memory_inject.render._sections import (
     TRUNCATED,
@@ -53,44 +63,8 @@ __all__ = [
     "SECTION_TITLES",
     "TRUNCATED",
     "SectionedRenderer",
-    "parse_sectioned",
 ]
 
-SECTIONED_TITLE = "# Persistent Intelligence Context"
-CONTESTED_WARNING = (
-    "<!-- Contested memories conflict with other memories. Review before relying on them. -->"
-)
-#: Section slug (used in ``section_caps`` and drop reasons) -> title, in block order.
-SECTION_TITLES: Mapping[str, str] = {
-    "hard_rules": "Hard Rules",
-    "selected_memory": "Selected Memory",
-    "scratchpad": "Scratchpad",
-    "contested_memory": "Contested Memory",
-    "daily_log": "Daily Log",
-    "todays_sessions": "Today's Sessions",
-    "open_questions": "Open Questions",
-}
-DEFAULT_SECTION_CAPS: Mapping[str, int] = {
-    "hard_rules": 2000,
-    "selected_memory": 6000,
-    "scratchpad": 800,
-    "contested_memory": 800,
-    "daily_log": 3000,
-    "todays_sessions": 800,
-    "open_questions": 800,
-}
-
-_TITLE_BLOCK = SECTIONED_TITLE + "\n\n"
-
-
-_RULE_PREFIXES: Mapping[str, str] = {
-    "avoid_pattern": "⚠️ AVOID:",
-    "avoid": "⚠️ AVOID:",
-    "prefer_pattern": "✓ PREFER:",
-    "prefer": "✓ PREFER:",
-    "convention": "📌 CONVENTION:",
-    "correction": "📌 RULE:",
-}
 _CLOSED = frozenset({"done", "closed"})
 _ANSWERED = frozenset({"answered", "closed", "resolved", "done", "dismissed"})
 
@@ -233,7 +207,7 @@ class SectionedRenderer:
                 else:
                     scratch.append(e)
             else:
-                prefix = _RULE_PREFIXES.get(lower_field(e, "rule_type", "ruleType") or "")
+                prefix = RULE_PREFIXES.get(lower_field(e, "rule_type", "ruleType") or "")
                 conf = confidence(e)
                 if (
                     prefix is not None
@@ -361,7 +335,7 @@ class SectionedRenderer:
         parts: list[str] = []
         rendered: list[MemoryEntry] = []
         dropped: dict[str, str] = {}
-        used = len(_TITLE_BLOCK)
+        used = len(TITLE_BLOCK)
         left = sum(len(s.items) for s in sections) if keep is None else keep
         stopped: str | None = None
         for section in sections:
@@ -390,79 +364,4 @@ class SectionedRenderer:
                 stopped = reason
         if not parts:
             return "", [], dropped
-        return _TITLE_BLOCK + "".join(p + "\n" for p in parts), rendered, dropped
-
-
-# -- parsers -------------------------------------------------------------------
-
-_DAILY_TITLE = re.compile(r"Daily Log \(\d{4}-\d{2}-\d{2}\)")
-_SECTION_PREFIXES: Mapping[str, tuple[str, ...]] = {
-    "Hard Rules": tuple(sorted(set(_RULE_PREFIXES.values()))),
-    "Selected Memory": ("- ",),
-    "Scratchpad": ("- [ ] ",),
-    "Contested Memory": ("⚠️ CONTESTED: [",),
-    "Daily Log": ("- ",),
-    "Today's Sessions": ("- ",),
-    "Open Questions": ("? [",),
-}
-_SESSIONS_TODAY = re.compile(r"Sessions today: \d+")
-_RECENT_SESSIONS = re.compile(r"Recent sessions \(\d{4}-\d{2}-\d{2}\):")
-_DECISION_INDENT = "  "
-
-
-def _session_entries(body: list[str]) -> list[str]:
-    """Today's Sessions lines with each session's indented decision lines joined to it."""
-    out: list[str] = []
-    for line in body:
-        if line.startswith(_DECISION_INDENT) and out and out[-1] != TRUNCATED:
-            out[-1] += "\n" + line
-        else:
-            out.append(line)
-    return out
-
-
-def parse_sectioned(text: str) -> dict[str, list[str]]:
-    """Section title -> its entry lines; ``ValueError`` if the block is not well formed.
-
-    The title line, the contested warning, the ``Recent sessions (date):``
-    line and the ``[...truncated]`` marker are structure, not entries, and
-    are left out. The Daily Log's date is dropped from its title. A session's
-    decision lines belong to its entry (joined with ``\n``).
-    """
-    if text == "":
-        return {}
-    if not text.startswith(_TITLE_BLOCK) or not text.endswith("\n\n"):
-        raise ValueError("not a sectioned block: bad title or ending")
-    out: dict[str, list[str]] = {}
-    order = list(SECTION_TITLES.values())
-    groups = text[len(_TITLE_BLOCK) :].split("\n\n")
-    if groups[-1] != "":
-        raise ValueError("not a sectioned block: bad ending")
-    for group in groups[:-1]:
-        header, *body = group.split("\n")
-        title = header[3:] if header.startswith("## ") else ""
-        if _DAILY_TITLE.fullmatch(title):
-            title = "Daily Log"
-        elif title == "Daily Log" or title not in order:
-            raise ValueError(f"unknown section header {header[:80]!r}")
-        if any(t in out for t in order[order.index(title) :]):
-            raise ValueError(f"section {title!r} repeated or out of order")
-        if title == "Contested Memory":
-            if not body or body[0] != CONTESTED_WARNING:
-                raise ValueError("Contested Memory must start with the warning")
-            body = body[1:]
-        if title == "Daily Log" and body and _SESSIONS_TODAY.fullmatch(body[0]):
-            body = body[1:]
-        if title == "Today's Sessions":
-            if not body or not _RECENT_SESSIONS.fullmatch(body[0]):
-                raise ValueError("Today's Sessions must start with 'Recent sessions (date):'")
-            body = _session_entries(body[1:])
-        if body and body[-1] == TRUNCATED:
-            body = body[:-1]
-        if not body:
-            raise ValueError(f"empty section {title!r}")
-        for line in body:
-            if not line.startswith(_SECTION_PREFIXES[title]):
-                raise ValueError(f"not an entry line of {title!r}: {line[:80]!r}")
-        out[title] = body
-    return out
+        return TITLE_BLOCK + "".join(p + "\n" for p in parts), rendered, dropped

@@ -37,16 +37,14 @@ from memory_inject.stages.filters import (
     Decay,
     RelevanceFilter,
     conversation_exclusion,
-    decay,
     eligibility_reason,
-    relevance_filter,
     session_scope,
     should_skip_entry,
     skip_reason,
     skip_set,
 )
 from memory_inject.stages.governance import RoutedScope, StatusFilter, build_governance
-from memory_inject.stages.rerank import Rerank, rerank
+from memory_inject.stages.rerank import Rerank
 from memory_inject.stages.threat import ThreatScan, threat_scan_for
 
 __all__ = [
@@ -62,13 +60,10 @@ __all__ = [
     "ThreatScan",
     "build_stages",
     "conversation_exclusion",
-    "decay",
     "eligibility_reason",
     "format_score",
     "governed",
     "recall_restriction",
-    "relevance_filter",
-    "rerank",
     "session_scope",
     "should_skip_entry",
     "skip_reason",

@@ -14,7 +14,7 @@ from itertools import pairwise
 from memory_inject.models import MemoryEntry
 from memory_inject.stages.filters import ascii_lower, eligibility_reason
 
-__all__ = ["Candidates", "normalize", "shingles", "split_ws"]
+__all__ = ["Candidates", "split_ws"]
 
 _NON_RUST_WS = "\x1c\x1d\x1e\x1f"
 
@@ -37,26 +37,9 @@ def split_ws(text: str) -> list[str]:
     return out
 
 
-def normalize(content: str) -> str:
-    """``content`` with whitespace runs made one space and ASCII lower-cased, for comparing.
-
-    Whitespace is Rust's set (see :func:`split_ws`), so leading and trailing
-    whitespace goes too.
-    """
-    return ascii_lower(" ".join(split_ws(content)))
-
-
 def _tokens(content: str) -> list[str]:
-    """The whitespace tokens of ``normalize(content)`` (lowering ASCII keeps the spaces)."""
+    """``content``'s whitespace tokens (Rust's set), ASCII lower-cased, for comparing."""
     return split_ws(ascii_lower(content))
-
-
-def shingles(normalized: str) -> frozenset[str]:
-    """Adjacent-token bigrams of a normalised text; a single token stands for itself."""
-    toks = normalized.split(" ") if normalized else []
-    if len(toks) < 2:
-        return frozenset(toks)
-    return frozenset(f"{a} {b}" for a, b in pairwise(toks))
 
 
 def _shingle_keys(toks: list[str]) -> list[tuple[str, ...]]:

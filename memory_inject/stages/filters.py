@@ -22,10 +22,8 @@ __all__ = [
     "RelevanceFilter",
     "age_days",
     "conversation_exclusion",
-    "decay",
     "decay_factor",
     "eligibility_reason",
-    "relevance_filter",
     "session_scope",
     "should_skip_entry",
     "skip_reason",
@@ -141,11 +139,6 @@ class Decay:
         return StageResult(out)
 
 
-def decay(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """:class:`Decay` with the context's ``decay.half_life_days`` (for direct calls)."""
-    return Decay(ctx.config.decay.half_life_days)(ctx, entries)
-
-
 @frozen(slots=True)
 class RelevanceFilter:
     """Drop scored entries under ``floor`` (``>=`` passes; unscored always pass)."""
@@ -162,11 +155,6 @@ class RelevanceFilter:
             else:
                 out.append(e)
         return StageResult(out, dropped)
-
-
-def relevance_filter(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """:class:`RelevanceFilter` with the context's ``min_relevance_score`` (direct calls)."""
-    return RelevanceFilter(ctx.config.min_relevance_score)(ctx, entries)
 
 
 #: The categories a sessionless row may have and still reach a session turn: the

@@ -34,7 +34,6 @@ __all__ = [
     "Rerank",
     "blended",
     "bounded_pool_cap",
-    "rerank",
     "rerank_recall_limit",
 ]
 
@@ -85,24 +84,6 @@ def blended(h: float, i: float, r: float, iw: float, rw: float) -> float:
     if total < _EPS:
         return h
     return (h * ret + i * iw + r * rw) / total
-
-
-def collapse(
-    entries: Sequence[MemoryEntry], scores: Sequence[float], threshold: float
-) -> tuple[list[int], dict[int, int]]:
-    """The spec's ``collapse`` on its own: kept indices and ``{dropped: duplicated}``."""
-    order = sorted(range(len(entries)), key=lambda i: -scores[i])
-    dropped: dict[str, str] = {}
-    cands = Candidates(entries, order, threshold, False, dropped)
-    while cands.get(len(cands.kept)) is not None:
-        pass
-    by_key = {e.key: i for i, e in enumerate(entries)}
-    dups = {
-        by_key[k]: by_key[r.removeprefix("duplicate_of:")]
-        for k, r in dropped.items()
-        if r.startswith("duplicate_of:")
-    }
-    return cands.kept, dups
 
 
 class _Words:
@@ -194,12 +175,6 @@ def _in_order(cands: Candidates) -> Iterator[int]:
     while (i := cands.get(pos)) is not None:
         yield i
         pos += 1
-
-
-def rerank(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """:class:`Rerank` configured from the context's config (for direct calls)."""
-    cfg = ctx.config
-    return Rerank(cfg.rerank, cfg.recall_limit, cfg.min_relevance_score)(ctx, entries)
 
 
 @frozen(slots=True)

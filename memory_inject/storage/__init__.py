@@ -4,14 +4,14 @@
 serves many processes and hosts; ``InMemoryStore`` is for tests and small agents;
 ``MarkdownStore`` keeps human-readable files (zeroclaw's ``markdown``) and
 ``NoneStore`` keeps nothing (``none``).
-``open_store(agent)`` opens the one an agent file's ``memory.backend`` names.
+``memory_inject.open_store(agent)`` (``memory_inject/stores.py``, above this package: it
+reads an agent config) opens the one an agent file's ``memory.backend`` names.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage._open import open_store
 from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RecallInfo
 from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
@@ -32,7 +32,6 @@ __all__ = [
     "PostgresStore",
     "RecallInfo",
     "SQLiteStore",
-    "open_store",
 ]
 
 
@@ -42,4 +41,10 @@ def __getattr__(name: str) -> Any:
         from memory_inject.storage.postgres import PostgresStore
 
         return PostgresStore
+    if name == "open_store":
+        # Its old path, kept for code written against it; it lives in memory_inject.stores,
+        # which imports this package, so the alias resolves on first use, not at import.
+        from memory_inject.stores import open_store
+
+        return open_store
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,26 +7,36 @@ with :class:`~memory_inject.exceptions.EmbedderError`, vectors rounded to
 float32 so a returned record equals what ``get`` reads back), and the
 ``store``/``upsert``/``supersede``/``mark_used`` front halves. A subclass
 implements the ``_write_*`` methods against its engine.
+
+The checks themselves (ownership, forget scopes, namespaces, vectors) are in
+:mod:`._store_checks` and re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import math
-import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import attrs
 
 from memory_inject._filter_first import keeps, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import embedder_dim, embedder_name
-from memory_inject.exceptions import EmbedderError, KeyOwnedError, StorageError
+from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
-from memory_inject.storage.fusion import RecallInfo
+from memory_inject.storage._store_checks import (
+    VectorEmbedder,
+    answer_of,
+    check_namespace,
+    embed_checked,
+    float32,
+    forget_scope,
+    given_vector,
+    owned,
+    refuse_owned,
+)
 from memory_inject.storage.records import MemoryRecord, store_draft
 
 __all__ = [
@@ -40,96 +50,6 @@ __all__ = [
     "owned",
     "refuse_owned",
 ]
-
-
-class VectorEmbedder(Protocol):
-    """What a store needs of an embedder (``memory_inject.embedders.Embedder`` fits).
-
-    ``dim`` is the vector length, ``name`` identifies the model, and ``embed``
-    returns one vector per text.
-    """
-
-    @property
-    def dim(self) -> int: ...
-
-    @property
-    def name(self) -> str: ...
-
-    def embed(self, texts: Sequence[str]) -> Sequence[Sequence[float]]: ...
-
-
-def refuse_owned(record: MemoryRecord | None, session_id: str | None, key: str, what: str) -> None:
-    """:class:`KeyOwnedError` when ``record`` (the row under ``key``) is live and belongs to
-    another scope than ``session_id``; a forgotten row belongs to no one any more."""
-    if record is None or record.deleted_at is not None or record.session_id == session_id:
-        return
-    raise owned(key, what)
-
-
-def owned(key: str, what: str) -> KeyOwnedError:
-    """The refusal of a write to ``key``, whose live row is another scope's."""
-    return KeyOwnedError(
-        f"{what}: the key {key!r:.80} belongs to another scope (another session, or the "
-        "shared rows); nothing was written"
-    )
-
-
-def forget_scope(
-    sessions: Iterable[str | None] | None, shared_sources: Iterable[str] | None
-) -> tuple[builtins.list[str], bool, tuple[str, ...] | None] | None:
-    """``forget``'s scope arguments, checked: the named sessions, whether shared rows may
-    go, and the sources a shared row must have (None: any). None: any row (no limit)."""
-    if sessions is None:
-        return None
-    if isinstance(sessions, str):
-        raise TypeError("'sessions' must be an iterable of session ids, not a string")
-    wanted = builtins.list(sessions)
-    named = [s for s in wanted if s is not None]
-    if not all(isinstance(s, str) for s in named):
-        raise TypeError(f"'sessions' must hold strings or None (got {wanted!r:.80})")
-    sources = None if shared_sources is None else tuple(str(x) for x in shared_sources)
-    return named, None in wanted, sources
-
-
-def answer_of(entries: builtins.list[MemoryEntry], info: RecallInfo) -> RecallAnswer:
-    """A store's ranked entries and how it found them, as the seam's answer value."""
-    return RecallAnswer(
-        entries,
-        (info.degraded,) if info.degraded else (),
-        info.strategy,
-        info.keyword_hits,
-        info.vector_hits,
-    )
-
-
-def float32(vector: Sequence[float]) -> tuple[float, ...]:
-    """``vector`` rounded to float32, as both engines keep it (SQLite stores float32 blobs)."""
-    return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
-
-
-def _given(record: MemoryRecord) -> tuple[float, ...]:
-    """A vector passed with a record, as float32: NaN, inf and float32 overflow are refused."""
-    vector = record.embedding or ()
-    try:
-        out = float32(vector)
-    except (OverflowError, struct.error):
-        out = ()
-    if len(out) != len(vector) or not all(math.isfinite(x) for x in out):
-        bad = next((x for x in vector if not math.isfinite(x) or abs(x) > _FLOAT32_MAX), None)
-        raise ValueError(
-            f"'embedding' must hold finite float32 numbers (got {bad!r} in {record.key!r:.80})"
-        )
-    return out
-
-
-_FLOAT32_MAX = 3.4028234663852886e38
-
-
-def check_namespace(namespace: str) -> str:
-    """``namespace`` if it is a non-empty string, else ``ValueError``."""
-    if not isinstance(namespace, str) or not namespace:
-        raise ValueError(f"'namespace' must be a non-empty string (got {namespace!r})")
-    return namespace
 
 
 class PersistentStore:
@@ -190,38 +110,11 @@ class PersistentStore:
         """One checked float32 vector per text, or :class:`EmbedderError`."""
         if self._embedder is None:
             raise EmbedderError("this store has no embedder")
-        name = embedder_name(self._embedder)
-        dim = embedder_dim(self._embedder)
-        try:
-            vectors = self._embedder.embed(list(texts))
-        except EmbedderError:
-            raise
-        except Exception as exc:
-            raise EmbedderError(f"embedder {name!r} raised: {exc}") from exc
-        try:
-            if len(vectors) != len(texts):
-                raise EmbedderError(
-                    f"embedder {name!r} returned {len(vectors)} vectors for {len(texts)} texts"
-                )
-            out = [float32(v) for v in vectors]
-        except EmbedderError:
-            raise
-        except (struct.error, TypeError, ValueError) as exc:
-            raise EmbedderError(
-                f"embedder {name!r} returned something that is not a list of float vectors: {exc}"
-            ) from exc
-        for v in out:
-            if dim is not None and len(v) != dim:
-                raise EmbedderError(
-                    f"embedder {name!r} returned a vector of {len(v)} dimensions, not {dim}"
-                )
-            if not all(math.isfinite(x) for x in v):
-                raise EmbedderError(f"embedder {name!r} returned a vector with NaN or inf")
-        return out
+        return embed_checked(self._embedder, texts)
 
     def _embedded(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
         """Records as they will read back: float32 vectors, embedded if an embedder is set."""
-        out = [r if r.embedding is None else r.evolve(embedding=_given(r)) for r in records]
+        out = [r if r.embedding is None else r.evolve(embedding=given_vector(r)) for r in records]
         todo = [i for i, r in enumerate(out) if r.embedding is None]
         if self._embedder is None or not todo:
             return out

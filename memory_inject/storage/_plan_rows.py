@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = [
     "MENTION_ROWS",
@@ -19,6 +19,7 @@ __all__ = [
     "like_prefix",
     "mentioned_entity",
     "mentions_of",
+    "resolve_mentions",
 ]
 
 #: How many candidate rows one mention reads (the SQL pre-filter is a substring match).
@@ -72,3 +73,17 @@ def mentioned_entity(mention: str, pairs: Iterable[tuple[str, str]], prefix: str
         return None
     best, n = votes.most_common(1)[0]
     return best if n * 2 > sum(votes.values()) else None
+
+
+def resolve_mentions(
+    mentions: Iterable[str], rows_for: Callable[[str], Iterable[tuple[str, str]]], prefix: str
+) -> dict[str, str]:
+    """``{mention: entity id}``: each mention (:func:`mentions_of`) resolved by
+    :func:`mentioned_entity` over the ``(entity id, content)`` rows ``rows_for(mention)``
+    reads; a mention no row names, or an ambiguous one, is left out."""
+    out: dict[str, str] = {}
+    for mention in mentions_of(mentions):
+        found = mentioned_entity(mention, rows_for(mention), prefix)
+        if found is not None:
+            out[mention] = found
+    return out

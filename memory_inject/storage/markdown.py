@@ -31,6 +31,8 @@ Writes are durable and never lost: under one lock per folder in the process,
 and an advisory lock on ``.lock`` across processes where ``fcntl`` exists,
 the files are read again, changed and replaced atomically (a temporary file,
 ``fsync``, ``os.replace``, then the folder's ``fsync``).
+
+The file format (blocks, parsing, the atomic write) is in :mod:`._markdown_format`.
 """
 
 from __future__ import annotations
@@ -38,21 +40,16 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attrs import define, field
-
-from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import refuse_owned
-from memory_inject.storage._jsonl import record_from_json, record_to_json
+from memory_inject.storage._markdown_format import Doc, read_doc, render_doc, write_atomic
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
 
 try:
@@ -64,117 +61,9 @@ __all__ = ["MarkdownStore"]
 
 CORE_FILE = "MEMORY.md"
 DAILY_DIR = "memory"
-_MARK = "<!-- memory-inject "
-_END = " -->"
 _CORE_HEADER = "# Long-Term Memory"
-# Fields every block writes; the others only when they differ from a fresh record's.
-_ALWAYS = ("category", "timestamp")
-_DEFAULTS = {
-    k: v
-    for k, v in record_to_json(MemoryRecord(key="k", content="")).items()
-    if k not in ("key", "content", "id", "timestamp", "updated_at", *_ALWAYS)
-}
 _LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
-
-
-@define
-class _Doc:
-    """One parsed file: the text the store did not write, and its records in file order."""
-
-    foreign: list[str] = field(factory=list)
-    records: list[MemoryRecord] = field(factory=list)
-
-
-def _heading(key: str) -> str:
-    shown = "".join(" " if (c.isspace() or not c.isprintable()) else c for c in key)
-    return f"## {shown}"
-
-
-def _block(record: MemoryRecord) -> str:
-    """One record as a block: heading, JSON comment, quoted content."""
-    data = record_to_json(record)
-    meta: dict[str, Any] = {"key": record.key}
-    if record.id != record.key:
-        meta["id"] = record.id
-    meta.update((k, data[k]) for k in _ALWAYS)
-    if record.updated_at != record.timestamp:
-        meta["updated_at"] = data["updated_at"]
-    meta.update((k, v) for k, v in data.items() if k in _DEFAULTS and v != _DEFAULTS[k])
-    text = json.dumps(meta, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-    body = [f"> {line}" if line else ">" for line in record.content.split("\n")]
-    return "\n".join([_heading(record.key), f"{_MARK}{text}{_END}", *body])
-
-
-def _parse(text: str) -> _Doc:
-    """The records and the other text of a file (lines split on ``\\n`` only)."""
-    doc = _Doc()
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        nxt = lines[i + 1] if i + 1 < len(lines) else ""
-        if line.startswith("## ") and nxt.startswith(_MARK) and nxt.endswith(_END):
-            j = i + 2
-            body = []
-            while j < len(lines) and lines[j].startswith(">"):
-                body.append(lines[j][2:] if lines[j].startswith("> ") else lines[j][1:])
-                j += 1
-            try:
-                meta = json.loads(nxt[len(_MARK) : -len(_END)])
-                if not isinstance(meta, dict):
-                    raise ValueError("not an object")
-                doc.records.append(record_from_json({**meta, "content": "\n".join(body)}))
-            except ValueError:
-                doc.foreign.extend(lines[i:j])  # kept as text, never lost
-            i = j
-        else:
-            doc.foreign.append(line)
-            i += 1
-    return doc
-
-
-def _render(doc: _Doc) -> str:
-    """The file for ``doc``: its other text (blank runs collapsed), then its blocks."""
-    kept: list[str] = []
-    for line in doc.foreign:
-        if line.strip() or (kept and kept[-1].strip()):
-            kept.append(line)
-    while kept and not kept[-1].strip():
-        kept.pop()
-    parts = ["\n".join(kept)] if kept else []
-    parts.extend(_block(r) for r in doc.records)
-    return "\n\n".join(parts) + "\n"
-
-
-def _read(path: Path) -> _Doc:
-    """``path`` parsed; a file that is not UTF-8 is a ``StorageError`` (never rewritten)."""
-    try:
-        return _parse(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a reader sees the old file or the new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):  # not every platform can open a folder
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def markdown_score(query: str, content: str) -> float:
@@ -251,8 +140,8 @@ class MarkdownStore:
         core = self._root / CORE_FILE
         return [core, *days] if core.is_file() else days
 
-    def _load(self) -> dict[Path, _Doc]:
-        return {p: _read(p) for p in self._files()}
+    def _load(self) -> dict[Path, Doc]:
+        return {p: read_doc(p) for p in self._files()}
 
     def _records(self) -> list[MemoryRecord]:
         """This namespace's records, one per key (a key found twice: the later update)."""
@@ -269,7 +158,7 @@ class MarkdownStore:
         return [r for r in out.values() if r.deleted_at is None]
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[dict[Path, _Doc]]:
+    def _writing(self) -> Iterator[dict[Path, Doc]]:
         """The files as they are now, under both locks; changed documents are written back."""
         with self._lock:
             self._root.mkdir(parents=True, exist_ok=True)
@@ -277,23 +166,23 @@ class MarkdownStore:
                 if fcntl is not None:
                     fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
                 docs = self._load()
-                before = {p: _render(d) for p, d in docs.items()}
+                before = {p: render_doc(d) for p, d in docs.items()}
                 yield docs
                 for p, d in docs.items():
-                    text = _render(d)
+                    text = render_doc(d)
                     if before.get(p) != text:
-                        _write_atomic(p, text)
+                        write_atomic(p, text)
 
-    def _put(self, docs: dict[Path, _Doc], record: MemoryRecord) -> None:
+    def _put(self, docs: dict[Path, Doc], record: MemoryRecord) -> None:
         """Replace the record under ``record.key`` (in whichever file) with ``record``."""
         self._drop(docs, record.key)
         path = self._file_for(record)
         if path not in docs:
             header = _CORE_HEADER if path.name == CORE_FILE else f"# Daily Log — {path.stem}"
-            docs[path] = _Doc(foreign=[header])
+            docs[path] = Doc(foreign=[header])
         docs[path].records.append(record)
 
-    def _drop(self, docs: dict[Path, _Doc], key: str) -> bool:
+    def _drop(self, docs: dict[Path, Doc], key: str) -> bool:
         dropped = False
         for doc in docs.values():
             keep = [r for r in doc.records if r.key != key or r.namespace != self._namespace]
@@ -301,7 +190,7 @@ class MarkdownStore:
             doc.records = keep
         return dropped
 
-    def _find(self, docs: dict[Path, _Doc], key: str) -> MemoryRecord | None:
+    def _find(self, docs: dict[Path, Doc], key: str) -> MemoryRecord | None:
         found = [
             r
             for d in docs.values()

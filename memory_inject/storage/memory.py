@@ -10,6 +10,9 @@ relevance floor means the same thing on every store. It answers a recall
 plan's entity and plugin queries (``recall_where``, ``known_entities``) as
 the persistent stores do. It has no vectors, JSONL, usage counters or
 namespaces (see ``docs/storage.md`` for the capabilities of each store).
+
+Ranking is in :mod:`._memory_rank`; this module owns the records, their
+statistics and the store's API.
 """
 
 from __future__ import annotations
@@ -26,52 +29,20 @@ from memory_inject._filter_first import keeps, ranked_of, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
-from memory_inject.storage._lexical import stem, tokenize
-from memory_inject.storage._plan_rows import entity_names, mentioned_entity, mentions_of
-from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
-from memory_inject.storage.fusion import content_words
+from memory_inject.storage._memory_rank import (
+    holds,
+    in_scope,
+    is_live,
+    query_terms,
+    ranked,
+    terms_of,
+)
+from memory_inject.storage._plan_rows import entity_names, resolve_mentions
 from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
 
 __all__ = ["InMemoryStore"]
 
 _NAMESPACE = "default"
-
-
-def _terms(text: str) -> list[str]:
-    return [stem(w) for w in tokenize(text)]
-
-
-def _query_terms(query: str) -> list[tuple[str, bool]]:
-    """The query's content words, stemmed like the stored text; ``True`` marks a ``word*``."""
-    out: dict[tuple[str, bool], None] = {}
-    for word, star in content_words(query):
-        out[(word if star else stem(word), star)] = None
-    return list(out)
-
-
-def _holds(tokens: frozenset[str], term: str, prefix: bool) -> bool:
-    if prefix:
-        return any(t.startswith(term) for t in tokens)
-    return term in tokens
-
-
-def _bm25(
-    tokens: Sequence[str],
-    terms: Sequence[tuple[str, bool]],
-    present: Sequence[float],
-    idf: Sequence[float],
-    avgdl: float,
-    k1: float = 1.2,
-    b: float = 0.75,
-) -> float:
-    """Okapi BM25 of one record over the query's whole-word terms it holds."""
-    norm = k1 * (1.0 - b + b * len(tokens) / (avgdl or 1.0))
-    score = 0.0
-    for (term, star), held, w in zip(terms, present, idf, strict=True):
-        if held and not star:
-            tf = tokens.count(term)
-            score += w * tf * (k1 + 1.0) / (tf + norm)
-    return score
 
 
 class InMemoryStore:
@@ -126,7 +97,7 @@ class InMemoryStore:
             self._put_locked(record)
 
     def _put_locked(self, record: MemoryRecord) -> None:
-        tokens = _terms(" ".join((record.key, record.content, *record.tags)))
+        tokens = terms_of(" ".join((record.key, record.content, *record.tags)))
         self._writes += 1
         self._drop(record.key)
         self._records[record.key] = record
@@ -253,12 +224,12 @@ class InMemoryStore:
         lo = None if since is None else parse_timestamp(since)
         hi = None if until is None else parse_timestamp(until)
         time_only = is_time_only(query)
-        terms = [] if time_only else _query_terms(query)
+        terms = [] if time_only else query_terms(query)
         with self._lock:
             pool = [
                 r
                 for r in reversed(self._records.values())
-                if _live(r, now) and _in_scope(r, session_id, lo, hi, self._shared)
+                if is_live(r, now) and in_scope(r, session_id, lo, hi, self._shared)
             ]
             if time_only:
                 pool.sort(key=lambda r: r.updated_at or r.timestamp, reverse=True)
@@ -268,16 +239,7 @@ class InMemoryStore:
             avgdl = self._length / rows if rows else 1.0
             df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
             found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
-        weights = [term_weight(rows, n) for n in df]
-        idf = [smoothed_idf(rows, n) for n in df]
-        hits = []
-        for r, held, tokens in found:
-            present = [1.0 if _holds(held, t, star) else 0.0 for t, star in terms]
-            cov = coverage(weights, present)
-            if cov > 0.0:
-                hits.append((r, cov, _bm25(tokens, terms, present, idf, avgdl)))
-        hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
-        return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
+        return ranked(found, terms, df, rows, avgdl, limit)
 
     def recall_where(
         self,
@@ -311,8 +273,8 @@ class InMemoryStore:
             pool = [
                 r
                 for r in reversed(self._records.values())
-                if _live(r, now)
-                and _in_scope(r, session_id, None, None, self._shared)
+                if is_live(r, now)
+                and in_scope(r, session_id, None, None, self._shared)
                 and (entity_id is None or entity_id in r.entity_ids)
                 and (source is None or r.source == source)
                 and (allowed is None or r.status in allowed)
@@ -338,16 +300,11 @@ class InMemoryStore:
                 if r.deleted_at is None
                 for e in r.entity_ids
             ]
-        out: dict[str, str] = {}
-        for mention in mentions_of(mentions):
-            found = mentioned_entity(mention, pairs, prefix)
-            if found is not None:
-                out[mention] = found
-        return out
+        return resolve_mentions(mentions, lambda _mention: pairs, prefix)
 
     def _prefix_df(self, prefix: str) -> int:
         """How many records hold a token starting with ``prefix`` (the lock is held)."""
-        return sum(1 for held in self._sets.values() if _holds(held, prefix, True))
+        return sum(1 for held in self._sets.values() if holds(held, prefix, True))
 
     @property
     def data_version(self) -> int:
@@ -372,7 +329,7 @@ class InMemoryStore:
             live = [
                 r
                 for r in self._records.values()
-                if _live(r, now)
+                if is_live(r, now)
                 and r.status == "active"
                 and (r.profile_id is None or r.profile_id == profile_id)
             ]
@@ -430,29 +387,3 @@ class InMemoryStore:
         """``recall``, yielding to the loop once (it never touches a disk)."""
         await asyncio.sleep(0)
         return self.recall(query, limit, session_id=session_id, since=since, until=until)
-
-
-def _live(r: MemoryRecord, now: datetime) -> bool:
-    return (
-        r.deleted_at is None
-        and r.superseded_by is None
-        and (r.expires_at is None or r.expires_at > now)
-    )
-
-
-def _in_scope(
-    r: MemoryRecord,
-    session_id: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    shared: frozenset[str],
-) -> bool:
-    if (
-        session_id is not None
-        and r.session_id != session_id
-        and not (r.session_id is None and r.category in shared)
-    ):
-        return False
-    if since is not None and r.timestamp < since:
-        return False
-    return not (until is not None and r.timestamp > until)

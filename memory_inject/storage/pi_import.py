@@ -48,56 +48,34 @@ below it), the settings file itself, or one file: ``scratchpad.md``, a
 ``profiles.jsonl`` or a record file. A bad line is a ``ValueError`` naming the
 file and the line. What has no home here (PI's inbox, patches, session store,
 reinforcement events, ``config.json``) is skipped with a warning.
+
+Reading is in :mod:`._pi_import_read`; this module writes what was read and
+reports it (:class:`PiImport`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from memory_inject.models import parse_timestamp
-from memory_inject.storage._jsonl import (
-    check_regular_file,
-    record_from_json,
-    record_to_json,
-    write_jsonl,
+from memory_inject.storage._jsonl import record_from_json, record_to_json, write_jsonl
+from memory_inject.storage._pi_import_read import (
+    DAILY_PREFIX,
+    SCRATCHPAD_PREFIX,
+    SPECIAL_JSONL,
+    PiReader,
 )
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["PiImport", "import_pi", "is_pi_path"]
-
-SCRATCHPAD_PREFIX = "pi-scratchpad:"
-DAILY_PREFIX = "pi-daily:"
-_SETTINGS_KEY = "pi-persistent-intelligence"
-_ALIAS_KEY = "pi-pi"
-#: The single files :func:`import_pi` reads by name (the CLI routes them here).
-_SPECIAL_JSONL = ("tombstones.jsonl", "evidence.jsonl", "profiles.jsonl")
-_RECORD_FILES = ("L1.identity.jsonl", "L2.playbooks.jsonl")
-_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\.md$")
-_ITEM = re.compile(r"^- \[([ xX])\] (.+)$")  # PI's scratchpad line
-_ITEM_LIKE = re.compile(r"^\s*[-*]\s*\[")
-_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
-#: Files and folders of a PI root that hold nothing to import here, and why (warned about
-#: when present and not empty). Derived ones (rendered/, runtime/, search/, reports/,
-#: schemas/) are skipped silently.
-_NO_HOME: Mapping[str, str] = {
-    "memory/reinforcement.jsonl": "PI's reinforcement events have no counterpart "
-    "(uses are counted per record here: times_used)",
-    "inbox": "PI's curation candidates are not memories",
-    "patches": "PI's patch history is not memories",
-    "sessions": "PI's session store is not imported (Today's Sessions reads "
-    "'category: session' records)",
-    "config.json": "PI's settings have counterparts in the agent's YAML, not in the store",
-}
+__all__ = ["DAILY_PREFIX", "SCRATCHPAD_PREFIX", "PiImport", "import_pi", "is_pi_path"]
 
 
 @frozen
@@ -162,7 +140,7 @@ def is_pi_path(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if p.is_dir():
         return True
-    return p.suffix.lower() == ".md" or p.name in (*_SPECIAL_JSONL, "settings.json")
+    return p.suffix.lower() == ".md" or p.name in (*SPECIAL_JSONL, "settings.json")
 
 
 def import_pi(store: Any, path: str | os.PathLike[str], *, batch_size: int = 1000) -> PiImport:
@@ -177,440 +155,107 @@ def import_pi(store: Any, path: str | os.PathLike[str], *, batch_size: int = 100
     importer = getattr(store, "import_jsonl", None)
     if not callable(importer):
         raise TypeError(f"the {type(store).__name__} store cannot import (no import_jsonl)")
-    reader = _Reader()
+    reader = PiReader()
     reader.read(Path(path))
-    return reader.write(store, batch_size)
+    return _write(reader, store, batch_size)
 
 
-# -- reading -------------------------------------------------------------------------
+# -- writing -----------------------------------------------------------------------
 
 
-def _normalize(text: str) -> str:
-    """PI's normaliser: lower case, runs of non-``[a-z0-9]`` become ``-``, no edge dashes."""
-    return _NOT_ALNUM.sub("-", text.strip().lower()).strip("-")
-
-
-def _text(path: Path) -> str:
-    """The file's text; ``ValueError`` naming the line of a byte that is not UTF-8 or a NUL."""
-    try:
-        check_regular_file(path)  # a FIFO blocks, /dev/zero never ends
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 text ({exc.reason})") from None
-    nul = text.find("\x00")
-    if nul >= 0:  # PostgreSQL text cannot hold it
-        raise ValueError(f"{path}: line {text.count(chr(10), 0, nul) + 1}: holds a NUL byte")
-    return text
-
-
-def _json_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``("FILE: line N", object)`` per non-blank line; a line that is not one names itself."""
-    for n, line in enumerate(_text(path).splitlines(), start=1):
-        if not line.strip():
+def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
+    """Write what ``reader`` read with one import, then forget the tombstoned records not in
+    the files and the cleared scratchpad items; what was done, counted."""
+    now = datetime.now(UTC)
+    out: list[tuple[str, MemoryRecord]] = []
+    counts = {"records": 0, "inquiries": 0}
+    forgotten = 0
+    linked: set[str] = set()
+    for key, (where, read) in reader.records.items():
+        stone = reader.tombstones.get(key)
+        evidence = [] if _purged(stone) else reader.evidence_of(key)
+        record = read
+        if evidence:
+            linked.add(key)
+            record = record.evolve(
+                metadata={**(record.metadata or {}), "evidence_records": evidence}
+            )
+        if stone is not None:
+            record = _tombstoned(record, stone, now)
+            forgotten += 1
+        out.append((where, record))
+        counts["inquiries" if record.category == "inquiry" else "records"] += 1
+    updated = 0
+    named = dict.fromkeys(i for _, ids in reader.evidence for i in ids)
+    for key in named:
+        if key in reader.records or _purged(reader.tombstones.get(key)):
             continue
-        where = f"{path}: line {n}"
-        try:
-            value = json.loads(line, parse_constant=_no_constant)
-        except RecursionError:
-            raise ValueError(f"{where}: the JSON is nested too deeply") from None
-        except ValueError as exc:
-            raise ValueError(f"{where}: not a JSON line ({exc})") from None
-        if not isinstance(value, dict):
-            kind = type(value).__name__
-            raise ValueError(f"{where}: each line must be a JSON object (got {kind})")
-        yield where, value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _string(obj: Mapping[str, Any], name: str, where: str, *, required: bool = False) -> str | None:
-    value = obj.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
-        need = "a non-empty string" if required else "a string or null"
-        raise ValueError(f"{where}: '{name}' must be {need} (got {value!r:.80})")
-    return value
-
-
-def _when(obj: Mapping[str, Any], name: str, where: str) -> datetime | None:
-    value = _string(obj, name, where)
-    if value is None:
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        raise ValueError(
-            f"{where}: '{name}' must be an RFC 3339 date-time (got {value!r:.80})"
-        ) from None
-
-
-def _scratch_key(text: str) -> str:
-    """A scratchpad item's key: its words and a hash of its text (done or not, the same)."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-    words = _normalize(text)[:40].strip("-")
-    return f"{SCRATCHPAD_PREFIX}{words}:{digest}" if words else f"{SCRATCHPAD_PREFIX}{digest}"
-
-
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC).replace(microsecond=0)
-
-
-def _is_root(path: Path) -> bool:
-    return (
-        (path / "memory").is_dir()
-        or (path / "scratchpad.md").is_file()
-        or (path / "daily").is_dir()
+        old = store.get(key)  # an evidence.jsonl imported after its records
+        if old is None or old.deleted_at is not None:
+            continue
+        linked.add(key)
+        meta = {**(old.metadata or {}), "evidence_records": reader.evidence_of(key)}
+        out.append((f"the store's record {key!r}", old.evolve(metadata=meta)))
+        updated += 1
+    kept = sum(1 for _, ids in reader.evidence if linked.intersection(ids))
+    scratch = list((reader.scratch or {}).values())
+    out += scratch
+    out += reader.daily.values()
+    _import(store, out, batch_size)
+    for key in reader.tombstones.keys() - reader.records.keys():
+        forgotten += int(store.forget(key))
+    removed = 0
+    if reader.scratch is not None:
+        for old in store.list(category="scratchpad"):
+            if old.key.startswith(SCRATCHPAD_PREFIX) and old.key not in reader.scratch:
+                removed += int(store.forget(old.key))
+    warnings = list(reader.warnings)
+    dropped = len(reader.evidence) - kept
+    if dropped:
+        warnings.append(
+            f"{dropped} evidence line(s) not imported: they name no record here, "
+            "or only privacy-purged ones"
+        )
+    return PiImport(
+        root=reader.root,
+        records=counts["records"],
+        inquiries=counts["inquiries"],
+        scratchpad=len(scratch),
+        scratchpad_open=sum(1 for _, r in scratch if r.status == "active"),
+        scratchpad_removed=removed,
+        daily=len(reader.daily),
+        tombstones=reader.n_tombstones,
+        forgotten=forgotten,
+        evidence=kept,
+        evidence_dropped=dropped,
+        updated=updated,
+        profiles=tuple(reader.profiles),
+        profile_id=reader.profile_id,
+        warnings=tuple(warnings),
     )
 
 
-class _Reader:
-    """Collects what a PI root or file holds, then writes it with one import."""
-
-    def __init__(self) -> None:
-        self.root: Path | None = None
-        # key -> (where it was read, the record); the import names "where" in its errors
-        self.records: dict[str, tuple[str, MemoryRecord]] = {}
-        self.scratch: dict[str, tuple[str, MemoryRecord]] | None = None  # None: none read
-        self.daily: dict[str, tuple[str, MemoryRecord]] = {}
-        self.tombstones: dict[str, dict[str, Any]] = {}
-        self.n_tombstones = 0
-        self.evidence: list[tuple[dict[str, Any], tuple[str, ...]]] = []
-        self.profiles: list[str] = []
-        self.profile_id: str | None = None
-        self.warnings: list[str] = []
-
-    # -- what PATH is ----------------------------------------------------------------
-
-    def read(self, path: Path) -> None:
-        if not path.exists():
-            raise ValueError(f"{path}: no such file or directory")
-        if path.is_dir():
-            self._read_dir(path)
-            return
-        name = path.name
-        if name == "settings.json":
-            project = path.parent.parent if path.parent.name == ".pi" else path.parent
-            root = self._settings(path, project)
-            if root is not None:
-                self._read_root(root)
-            else:
-                self._no_root(path)
-        elif _DAY.match(name):
-            self._read_daily(path)
-        elif name == "scratchpad.md":
-            self._read_scratchpad(path)
-        elif path.suffix.lower() == ".md":
-            raise ValueError(
-                f"{path}: a markdown file imports as PI's scratchpad.md or a daily log "
-                "named YYYY-MM-DD.md"
-            )
-        elif name == "tombstones.jsonl":
-            self._read_tombstones(path)
-        elif name == "evidence.jsonl":
-            self._read_evidence(path)
-        elif name == "profiles.jsonl":
-            self._read_profiles(path)
-        else:
-            self._read_records(path)
-
-    def _read_dir(self, path: Path) -> None:
-        """A project or ``.pi`` dir through its settings; a root as is; ``~/.pi`` or ``~``."""
-        settings = path / ".pi" / "settings.json"
-        project = path
-        if not settings.is_file() and path.name == ".pi":
-            settings, project = path / "settings.json", path.parent
-        if settings.is_file():  # a project's own folders (a memory/ of its code) are not PI's
-            root = self._settings(settings, project)
-            if root is None:
-                self._no_root(settings)
-            else:
-                self._read_root(root)
-            return
-        for candidate in (path, path / "agent" / "pi-memory", path / ".pi" / "agent" / "pi-memory"):
-            if _is_root(candidate):
-                self._read_root(candidate)
-                return
-        raise ValueError(
-            f"{path}: no PI memory here (a memory root holds memory/, scratchpad.md or "
-            "daily/; a project holds .pi/settings.json with a localPath)"
-        )
-
-    def _no_root(self, settings: Path) -> None:
-        self.warnings.append(
-            f"{settings}: no localPath, so this project's PI memory is PI's global root "
-            "(~/.pi/agent/pi-memory, or $PI_MEMORY_ROOT): import that directory too"
-        )
-
-    def _settings(self, path: Path, project: Path) -> Path | None:
-        """Read ``.pi/settings.json``: the profile it names and the root it points to (if any)."""
-        text = _text(path)
+def _import(store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int) -> None:
+    """One ``import_jsonl`` of every record; a problem names the PI file it came from."""
+    if not out:
+        return
+    records = []
+    for where, record in out:
+        # The line import_jsonl will read, checked here so a problem names its PI file.
         try:
-            settings = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(settings, dict):
-            raise ValueError(f"{path}: must hold a JSON object (got {type(settings).__name__})")
-        sections = []
-        for key in (_SETTINGS_KEY, _ALIAS_KEY):
-            value = settings.get(key)
-            if value is not None and not isinstance(value, dict):
-                raise ValueError(f"{path}: {key!r} must be an object (got {value!r:.80})")
-            sections.append(value or {})
-        ours, alias = sections
-        where = f"{path}: {_SETTINGS_KEY!r}"
-        identity = ours.get("projectIdentity")
-        if identity is not None:
-            if not isinstance(identity, dict):
-                raise ValueError(
-                    f"{where}: 'projectIdentity' must be an object (got {identity!r:.80})"
-                )
-            project_id = _string(identity, "project_id", f"{where}: 'projectIdentity'")
-            if project_id is not None and project_id.strip():
-                self.profile_id = "project:" + (_normalize(project_id) or "default")
-            if identity.get("aliases"):
-                self.warnings.append(
-                    f"{path}: projectIdentity.aliases not imported (PI never matches on them)"
-                )
-        local = _string(ours, "localPath", where)
-        if not local:
-            local = _string(alias, "localPath", f"{path}: {_ALIAS_KEY!r}")
-            local = os.path.join(local, "pi-memory") if local else None
-        if not local:
-            return None
-        root = Path(os.path.expanduser(local))
-        root = root if root.is_absolute() else project / root
-        if not root.is_dir():
-            raise ValueError(f"{path}: localPath {local!r} is not a directory ({root})")
-        return root
-
-    # -- a root ----------------------------------------------------------------------
-
-    def _read_root(self, root: Path) -> None:
-        self.root = root
-        memory = root / "memory"
-        record_files = [memory / name for name in _RECORD_FILES]
-        record_files += sorted((memory / "projects").glob("*.jsonl"))
-        record_files.append(memory / "inquiries.jsonl")
-        for path in record_files:
-            if path.is_file():
-                self._read_records(path)
-        for name, read in (
-            ("evidence.jsonl", self._read_evidence),
-            ("tombstones.jsonl", self._read_tombstones),
-            ("profiles.jsonl", self._read_profiles),
-        ):
-            if (memory / name).is_file():
-                read(memory / name)
-        known = {*_RECORD_FILES, "inquiries.jsonl", *_SPECIAL_JSONL, "reinforcement.jsonl"}
-        for path in sorted(memory.glob("*.jsonl")) if memory.is_dir() else ():
-            if path.name not in known and path.stat().st_size:
-                self.warnings.append(f"{path}: not imported (not one of PI's memory files)")
-        if (root / "scratchpad.md").is_file():
-            self._read_scratchpad(root / "scratchpad.md")
-        daily = root / "daily"
-        for path in sorted(daily.iterdir()) if daily.is_dir() else ():
-            if path.is_file() and _DAY.match(path.name):
-                self._read_daily(path)
-            else:
-                self.warnings.append(f"{path}: not imported (a daily log is YYYY-MM-DD.md)")
-        for rel, why in _NO_HOME.items():
-            path = root / rel
-            if (path.is_file() and path.stat().st_size) or (path.is_dir() and any(path.iterdir())):
-                self.warnings.append(f"{path}: not imported: {why}")
-
-    # -- each kind of file -----------------------------------------------------------
-
-    def _read_records(self, path: Path) -> None:
-        for where, obj in _json_lines(path):
-            try:
-                record = record_from_json(obj)
-            except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
-            self.records[record.key] = (where, record)
-
-    def _read_scratchpad(self, path: Path) -> None:
-        base = _mtime(path)
-        items: dict[str, tuple[str, MemoryRecord]] = {}
-        for n, line in enumerate(_text(path).splitlines(), start=1):
-            where = f"{path}: line {n}"
-            match = _ITEM.match(line)
-            if match is None:
-                if _ITEM_LIKE.match(line):
-                    self.warnings.append(
-                        f"{where}: not a scratchpad item ('- [ ] text' or '- [x] text'), "
-                        "skipped as PI skips it"
-                    )
-                continue
-            text = match.group(2).strip()
-            key = _scratch_key(text)
-            if not text or key in items:
-                why = "an empty item" if not text else "the same item again"
-                self.warnings.append(f"{where}: {why}, skipped")
-                continue
-            # The first item is the newest, so a newest-first read keeps the file's order.
-            stamp = base - timedelta(milliseconds=len(items))
-            record = MemoryRecord(
-                key=key,
-                content=text,
-                category="scratchpad",
-                timestamp=stamp,
-                status="active" if match.group(1) == " " else "done",
-                memory_kind="task",
-                layer="L3",
-                metadata={"pi_file": "scratchpad.md"},
-            )
-            items[key] = (where, record)
-        self.scratch = {**(self.scratch or {}), **items}
-
-    def _read_daily(self, path: Path) -> None:
-        year, month, day_ = (int(g) for g in _DAY.findall(path.name)[0])
-        try:
-            day = date(year, month, day_)
-        except ValueError:
-            raise ValueError(f"{path}: {path.stem!r} is not a date") from None
-        text = _text(path).strip()
-        if not text:
-            self.warnings.append(f"{path}: empty, not imported")
-            return
-        modified = _mtime(path)
-        # PI appends to a day's log during that (UTC) day; a copy made later has a later time.
-        stamp = modified if modified.date() == day else datetime(year, month, day_, tzinfo=UTC)
-        key = f"{DAILY_PREFIX}{day.isoformat()}"
-        record = MemoryRecord(
-            key=key,
-            content=text,
-            category="daily",
-            timestamp=stamp,
-            layer="L3",
-            metadata={"pi_file": f"daily/{path.name}"},
-        )
-        self.daily[key] = (str(path), record)
-
-    def _read_tombstones(self, path: Path) -> None:
-        for where, obj in _json_lines(path):
-            key = str(_string(obj, "deleted_record_id", where, required=True))
-            _string(obj, "deletion_mode", where)
-            self.tombstones[key] = {**obj, "_when": _when(obj, "deleted_at", where)}
-            self.n_tombstones += 1
-
-    def _read_evidence(self, path: Path) -> None:
-        for where, obj in _json_lines(path):
-            ids = obj.get("related_memory_ids") or []
-            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                raise ValueError(
-                    f"{where}: 'related_memory_ids' must be a list of strings (got {ids!r:.80})"
-                )
-            self.evidence.append((obj, tuple(dict.fromkeys(ids))))
-
-    def _read_profiles(self, path: Path) -> None:
-        for where, obj in _json_lines(path):
-            profile = str(_string(obj, "profile_id", where, required=True))
-            if profile not in self.profiles:
-                self.profiles.append(profile)
-
-    # -- writing ---------------------------------------------------------------------
-
-    def _evidence_of(self, key: str) -> list[dict[str, Any]]:
-        return [dict(obj) for obj, ids in self.evidence if key in ids]
-
-    def write(self, store: Any, batch_size: int) -> PiImport:
-        now = datetime.now(UTC)
-        out: list[tuple[str, MemoryRecord]] = []
-        counts = {"records": 0, "inquiries": 0}
-        forgotten = 0
-        linked: set[str] = set()
-        for key, (where, read) in self.records.items():
-            stone = self.tombstones.get(key)
-            evidence = [] if _purged(stone) else self._evidence_of(key)
-            record = read
-            if evidence:
-                linked.add(key)
-                record = record.evolve(
-                    metadata={**(record.metadata or {}), "evidence_records": evidence}
-                )
-            if stone is not None:
-                record = _tombstoned(record, stone, now)
-                forgotten += 1
-            out.append((where, record))
-            counts["inquiries" if record.category == "inquiry" else "records"] += 1
-        updated = 0
-        named = dict.fromkeys(i for _, ids in self.evidence for i in ids)
-        for key in named:
-            if key in self.records or _purged(self.tombstones.get(key)):
-                continue
-            old = store.get(key)  # an evidence.jsonl imported after its records
-            if old is None or old.deleted_at is not None:
-                continue
-            linked.add(key)
-            meta = {**(old.metadata or {}), "evidence_records": self._evidence_of(key)}
-            out.append((f"the store's record {key!r}", old.evolve(metadata=meta)))
-            updated += 1
-        kept = sum(1 for _, ids in self.evidence if linked.intersection(ids))
-        scratch = list((self.scratch or {}).values())
-        out += scratch
-        out += self.daily.values()
-        self._import(store, out, batch_size)
-        for key in self.tombstones.keys() - self.records.keys():
-            forgotten += int(store.forget(key))
-        removed = 0
-        if self.scratch is not None:
-            for old in store.list(category="scratchpad"):
-                if old.key.startswith(SCRATCHPAD_PREFIX) and old.key not in self.scratch:
-                    removed += int(store.forget(old.key))
-        warnings = list(self.warnings)
-        dropped = len(self.evidence) - kept
-        if dropped:
-            warnings.append(
-                f"{dropped} evidence line(s) not imported: they name no record here, "
-                "or only privacy-purged ones"
-            )
-        return PiImport(
-            root=self.root,
-            records=counts["records"],
-            inquiries=counts["inquiries"],
-            scratchpad=len(scratch),
-            scratchpad_open=sum(1 for _, r in scratch if r.status == "active"),
-            scratchpad_removed=removed,
-            daily=len(self.daily),
-            tombstones=self.n_tombstones,
-            forgotten=forgotten,
-            evidence=kept,
-            evidence_dropped=dropped,
-            updated=updated,
-            profiles=tuple(self.profiles),
-            profile_id=self.profile_id,
-            warnings=tuple(warnings),
-        )
-
-    def _import(self, store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int) -> None:
-        """One ``import_jsonl`` of every record; a problem names the PI file it came from."""
-        if not out:
-            return
-        records = []
-        for where, record in out:
-            # The line import_jsonl will read, checked here so a problem names its PI file.
-            try:
-                records.append(record_from_json(json.loads(json.dumps(record_to_json(record)))))
-            except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
-        buffer = io.StringIO()
-        write_jsonl(buffer, records)
-        buffer.seek(0)
-        try:
-            store.import_jsonl(buffer, batch_size=batch_size)
+            records.append(record_from_json(json.loads(json.dumps(record_to_json(record)))))
         except ValueError as exc:
-            found = re.search(r"line (\d+)", str(exc))
-            if found is None or not 0 < int(found.group(1)) <= len(out):
-                raise
-            raise ValueError(f"{out[int(found.group(1)) - 1][0]}: {exc}") from exc
+            raise ValueError(f"{where}: {exc}") from None
+    buffer = io.StringIO()
+    write_jsonl(buffer, records)
+    buffer.seek(0)
+    try:
+        store.import_jsonl(buffer, batch_size=batch_size)
+    except ValueError as exc:
+        found = re.search(r"line (\d+)", str(exc))
+        if found is None or not 0 < int(found.group(1)) <= len(out):
+            raise
+        raise ValueError(f"{out[int(found.group(1)) - 1][0]}: {exc}") from exc
 
 
 def _purged(stone: Mapping[str, Any] | None) -> bool:

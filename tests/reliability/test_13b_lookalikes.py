@@ -24,15 +24,9 @@ from hypothesis import strategies as st
 
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
-from memory_inject.render import (
-    BracketRenderer,
-    RelevantMemoriesRenderer,
-    SectionedRenderer,
-    parse_bracket,
-    parse_relevant,
-    parse_sectioned,
-)
+from memory_inject.render import BracketRenderer, RelevantMemoriesRenderer, SectionedRenderer
 from memory_inject.stages import StageContext
+from memory_inject.testing import parse_bracket, parse_relevant, parse_sectioned
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 CTX = StageContext(MemoryInjectConfig(), NOW, query="")

@@ -25,12 +25,10 @@ from memory_inject.render import (
     SectionedRenderer,
     _contain,
     bracket,
-    parse_bracket,
-    parse_relevant,
-    parse_sectioned,
 )
 from memory_inject.render._base import Rendered
 from memory_inject.stages import StageContext
+from memory_inject.testing import parse_bracket, parse_relevant, parse_sectioned
 
 NOW = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
 MB = 1 << 20

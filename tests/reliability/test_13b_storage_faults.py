@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from memory_inject import MemoryInjectConfig, render_memory_context
 from memory_inject.exceptions import EmbedderError
 from memory_inject.signals import MemoryRecall
-from memory_inject.storage import _sqlite_schema
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage import _sqlite_schema
 
 
 class _Base:

@@ -593,9 +593,8 @@ def test_a_fast_keyword_store_recalls_on_the_loop_until_it_stalls_twice(
 
 def test_the_pool_and_readers_come_from_the_agent_file(tmp_path: Path) -> None:
     """backend.readers and backend.pool reach the stores; bad values name file and key."""
-    from memory_inject import load_agent_config
+    from memory_inject import load_agent_config, open_store
     from memory_inject.exceptions import ConfigError
-    from memory_inject.storage import open_store
 
     good = tmp_path / "a.yaml"
     good.write_text(

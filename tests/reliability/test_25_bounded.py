@@ -36,12 +36,13 @@ from memory_inject import MemoryInjectConfig, arender_memory_context, render_mem
 from memory_inject.cli import cli
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.models import MemoryEntry
-from memory_inject.storage import _fts_mirror, _fts_rank
-from memory_inject.storage._fts_terms import TermStats
-from memory_inject.storage._sqlite_locks import foreign_wal_lock
-from memory_inject.storage._vector_cache import VectorCache
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
+from memory_inject.storage.sqlite import keyword_rank as _fts_rank
+from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.locks import foreign_wal_lock
+from memory_inject.storage.sqlite.vectors import VectorCache
 from memory_inject.testing import FixtureMemory, recording
 
 #: Words of every huge row: the prompts below all match it everywhere.

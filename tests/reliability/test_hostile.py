@@ -35,19 +35,18 @@ from memory_inject._tokens import count_tokens
 from memory_inject.config.schema import ThreatScanConfig
 from memory_inject.exceptions import StorageError
 from memory_inject.policy import direct_policy
-from memory_inject.render import (
-    contain_content,
-    contain_key,
-    neutralize,
-    parse_bracket,
-    parse_relevant,
-    parse_sectioned,
-)
+from memory_inject.render import contain_content, contain_key, neutralize
 from memory_inject.render._budget import cut_for_cleaning
 from memory_inject.render._contain import neutralize_content
 from memory_inject.signals import memory_recall
 from memory_inject.storage.sqlite import SQLiteStore
-from memory_inject.testing import FixtureMemory, recording
+from memory_inject.testing import (
+    FixtureMemory,
+    parse_bracket,
+    parse_relevant,
+    parse_sectioned,
+    recording,
+)
 
 NOW = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)
 HEADER = "[Memory context]\n"

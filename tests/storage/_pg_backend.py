@@ -27,8 +27,8 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_inject.exceptions import PgvectorUnusableError
-from memory_inject.storage._pgvector import check_pgvector
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres.pgvector import check_pgvector
 
 ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
 

@@ -12,13 +12,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from memory_inject.storage._fts_terms import (
+from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.sqlite.keyword_terms import (
     corpus_size,
     document_frequencies,
     ensure_vocab,
     tokens_of,
 )
-from memory_inject.storage.calibration import coverage, term_weight
 
 _BM25_WEIGHTS = "2.0, 1.0, 1.0, 0.5, 0.25, 1.0"
 _WINDOW = 64

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 
 from memory_inject.contract import RecallQuery
-from memory_inject.storage import _pg_schema
-from memory_inject.storage._pg_schema import COLUMNS, TableNames, migrate, record_params
 from memory_inject.storage.calibration import coverage
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres import schema as _pg_schema
+from memory_inject.storage.postgres.schema import COLUMNS, TableNames, migrate, record_params
 from memory_inject.storage.records import MemoryRecord
 from tests.storage import _pg_backend as pgb
 from tests.storage._sqlite_backend import make_sqlite_store

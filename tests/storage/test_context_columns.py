@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage.calibration import coverage
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage import _sqlite_schema as schema
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from memory_inject.contract import RecallQuery
-from memory_inject.storage import _fts_mirror
-from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage._fts_mirror import KeywordMirror
-from memory_inject.storage._fts_rank import BM25_WEIGHTS, keyword_hits
-from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
+from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
+from memory_inject.storage.sqlite.keyword_rank import keyword_hits
+from memory_inject.storage.sqlite.keyword_terms import TermStats
+from tests.storage import _sqlite_schema as schema
 from tests.storage._writes import host_write
 
 #: A vocabulary with words in most rows (floored idf), in few, and stems that merge.

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject.storage import _fts_rank, _fts_terms
-from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage._fts_rank import keyword_hits
-from memory_inject.storage._fts_terms import TermStats
 from memory_inject.storage.fusion import content_words, fts_match
-from memory_inject.storage.sqlite import _LIVE, SQLiteStore
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_rank as _fts_rank
+from memory_inject.storage.sqlite import keyword_terms as _fts_terms
+from memory_inject.storage.sqlite.keyword_rank import keyword_hits
+from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.queries import LIVE as _LIVE
+from tests.storage import _sqlite_schema as schema
 from tests.storage._sqlite_reference import reference_hits
 from tests.storage._writes import host_write
 
@@ -29,7 +31,7 @@ def _sentence(rng: random.Random) -> str:
 @pytest.fixture(autouse=True)
 def _fts5_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These are tests of the FTS5 path: the stores made here never mirror their index."""
-    monkeypatch.setattr("memory_inject.storage.sqlite.KeywordMirror", lambda: None)
+    monkeypatch.setattr("memory_inject.storage.sqlite.store.KeywordMirror", lambda: None)
 
 
 @pytest.fixture(scope="module")
@@ -251,7 +253,7 @@ class TestTermStats:
 def test_long_query_words_are_not_kept_in_the_token_cache() -> None:
     """A hostile prompt of long distinct words leaves nothing behind in the process: only
     words of at most 64 characters are cached (issue 25: megabytes per prompt, for good)."""
-    from memory_inject.storage import _fts_terms
+    from memory_inject.storage.sqlite import keyword_terms as _fts_terms
 
     before = _fts_terms._cached_tokens.cache_info().currsize
     for n in range(50):

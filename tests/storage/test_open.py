@@ -1,4 +1,4 @@
-"""open_store (memory_inject/storage/_open.py): the store an agent file's memory.backend names."""
+"""open_store (memory_inject/stores.py): the store an agent file's memory.backend names."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from typing import TypedDict, Unpack
 
 import pytest
 
+from memory_inject import open_store
 from memory_inject.config import AgentConfig, BackendConfig, MemoryInjectConfig
 from memory_inject.exceptions import EmbedderError
-from memory_inject.storage import InMemoryStore, SQLiteStore, open_store
+from memory_inject.storage import InMemoryStore, SQLiteStore
 
 
 class _Backend(TypedDict, total=False):

@@ -18,9 +18,9 @@ from psycopg.conninfo import conninfo_to_dict
 
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import PgvectorUnusableError, StorageError
-from memory_inject.storage import pg_local
-from memory_inject.storage._pgvector import SMOKE_QUERY, check_pgvector
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres import local as pg_local
+from memory_inject.storage.postgres.pgvector import SMOKE_QUERY, check_pgvector
 from tests.storage import _pg_backend as pgb
 
 _BODIES = {

@@ -24,10 +24,10 @@ from memory_inject.exceptions import (
     StoreMissingError,
 )
 from memory_inject.storage._base import float32
-from memory_inject.storage._pg_conn import translate_errors
-from memory_inject.storage._pg_recall import like_patterns, tsquery_text
-from memory_inject.storage._pg_schema import COLUMNS, MIGRATIONS
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres.connection import translate_errors
+from memory_inject.storage.postgres.recall import like_patterns, tsquery_text
+from memory_inject.storage.postgres.schema import COLUMNS, MIGRATIONS
 from memory_inject.storage.records import MemoryRecord
 from tests.storage import _pg_backend as pgb
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage import _sqlite_schema as schema
 
 _text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
 _words = st.lists(_text, max_size=3)

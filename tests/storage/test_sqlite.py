@@ -22,11 +22,11 @@ from memory_inject.exceptions import (
     StoreLockedError,
     StoreMissingError,
 )
-from memory_inject.storage import _sqlite_schema as schema
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.fusion import build_fts_query
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
+from tests.storage import _sqlite_schema as schema
 
 
 @contextlib.contextmanager

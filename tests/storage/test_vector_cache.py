@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject.storage import _sqlite_schema as schema
-from memory_inject.storage import _vector_cache
-from memory_inject.storage._vector_cache import VectorCache
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import vectors as _vector_cache
+from memory_inject.storage.sqlite.vectors import VectorCache
+from tests.storage import _sqlite_schema as schema
 from tests.storage._writes import host_write
 
 _AXES = ("apple", "banana", "cherry", "dog")

@@ -1,0 +1,198 @@
+"""After the render: the autosave of the user's message and the turn's session row.
+
+This module owns the writes an adapter makes for a turn once its block is
+rendered: :func:`autosave` stores the user's message (for the origins the
+core allows, stamped with the turn's governance profile), and
+:func:`record_turn` upserts the session row (``memory.sessions.record``).
+Both report a failing store on their result and never raise; sync and async
+are twins. :mod:`._core` re-exports them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+from attrs import frozen
+
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
+from memory_inject.models import MemoryCategory
+from memory_inject.policy import AUTOSAVE_ORIGINS, InjectPolicy, should_autosave
+from memory_inject.profile import turn_profile
+from memory_inject.sessions import arecord_session, decision_lines, project_name, record_session
+
+from ._request import Injection, describe
+
+__all__ = ["Save", "aautosave", "arecord_turn", "autosave", "profile_fields", "record_turn"]
+
+_log = logging.getLogger("memory_inject.adapters")
+_NO_WRITE = "autosave_failed: the store has no store() method"
+
+
+def profile_fields(
+    cfg: MemoryInjectConfig, cwd: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """``{"profile_id": ...}`` when governance is enabled, else ``{}``.
+
+    The id is the one the governance stages will compare against: the
+    configured ``governance.profile_id``, else the profile of ``cwd``.
+    """
+    gov = cfg.governance
+    if not gov.enabled:
+        return {}
+    return {"profile_id": turn_profile(gov.profile_id, cwd).profile_id}
+
+
+def _autosave_args(
+    policy: InjectPolicy, text: str, cwd: str | os.PathLike[str] | None
+) -> dict[str, Any] | None:
+    if policy.origin is None or not should_autosave(policy.origin, text):
+        return None
+    return profile_fields(policy.config, cwd)
+
+
+@frozen
+class Save:
+    """An autosave asked for by an adapter: the key, the text and the session to store under."""
+
+    key: str
+    text: str
+    session_id: str | None
+
+
+def autosave(
+    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
+) -> tuple[str | None, str | None]:
+    """Store ``save.text`` as a conversation memory if :func:`should_autosave` allows.
+
+    ``policy`` is the turn's: its origin decides whether the message may be
+    saved and its (origin-resolved) config which profile it is stamped with,
+    the same profile the render used. Returns ``(key or None, error or None)``;
+    a failing store is logged, never raised. Call it after the render, so the
+    message cannot be recalled into its own block. A store without ``store``
+    (:class:`~memory_inject.contract.SupportsWrite`) is an error.
+    """
+    try:
+        fields = _autosave_args(policy, save.text, cwd)
+        if fields is None:
+            return None, None
+        if not isinstance(store, SupportsWrite):
+            return None, _NO_WRITE
+        store.store(
+            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
+        )
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _autosave_failed(save, exc)
+    return save.key, None
+
+
+async def aautosave(
+    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
+) -> tuple[str | None, str | None]:
+    """The async twin of :func:`autosave`: an ``astore`` is awaited, else it runs in a thread."""
+    if not isinstance(store, SupportsAsyncWrite):
+        return await asyncio.to_thread(autosave, store, policy, save, cwd=cwd)
+    try:
+        fields = _autosave_args(policy, save.text, cwd)
+        if fields is None:
+            return None, None
+        await store.astore(
+            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
+        )
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _autosave_failed(save, exc)
+    return save.key, None
+
+
+def _autosave_failed(save: Save, exc: Exception) -> tuple[None, str]:
+    _log.warning("memory_inject: autosave of %r failed", save.key, exc_info=exc)
+    return None, f"autosave_failed: {describe(exc)}"
+
+
+# -- session records -------------------------------------------------------------
+
+#: Skips after which the turn still belongs to its session (its row is still updated).
+_SESSION_SKIPS = frozenset({None, "trivial_prompt"})
+
+
+def _session_args(
+    injection: Injection, tools: Iterable[str], cwd: str | os.PathLike[str] | None
+) -> dict[str, Any] | None:
+    """The writer's arguments for this turn, or None when it records nothing.
+
+    Recorded: turns of a person (the autosave origins) that belong to a session
+    scope and carry text, with ``sessions.record`` on in the turn's config.
+    Sub-turns, suppressed turns and disabled origins are not.
+    """
+    policy = injection.policy
+    cfg = policy.config.sessions
+    session = next((s for s in injection.sessions if s is not None), None)
+    if (
+        not cfg.record
+        or policy.origin not in AUTOSAVE_ORIGINS
+        or policy.reason not in _SESSION_SKIPS
+        or session is None
+        or not injection.query.strip()
+    ):
+        return None
+    return {
+        "session_id": session,
+        "project": cfg.project or project_name(cwd),
+        "name": injection.query,
+        "tools": tuple(tools),
+        "decisions": decision_lines(injection.query),
+        "profile_id": profile_fields(policy.config, cwd).get("profile_id"),
+    }
+
+
+def record_turn(
+    store: Memory,
+    injection: Injection,
+    *,
+    tools: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
+) -> Injection:
+    """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
+    the turn's config asks for it; ``tools`` are the tools the adapter saw called.
+
+    Returns ``injection`` with ``session_key`` set, or with ``error``
+    (``session_failed: ...``) when the write failed: logged, never raised.
+    """
+    try:
+        args = _session_args(injection, tools, cwd)
+        if args is None:
+            return injection
+        key = record_session(store, **args)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _session_failed(injection, exc)
+    return attrs.evolve(injection, session_key=key)
+
+
+async def arecord_turn(
+    store: Memory,
+    injection: Injection,
+    *,
+    tools: Iterable[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
+) -> Injection:
+    """The async twin of :func:`record_turn`."""
+    try:
+        args = _session_args(injection, tools, cwd)
+        if args is None:
+            return injection
+        key = await arecord_session(store, **args)
+    except Exception as exc:  # noqa: BLE001 - memory never fails the turn
+        return _session_failed(injection, exc)
+    return attrs.evolve(injection, session_key=key)
+
+
+def _session_failed(injection: Injection, exc: Exception) -> Injection:
+    _log.warning(
+        "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
+    )
+    return attrs.evolve(injection, error=injection.error or f"session_failed: {describe(exc)}")

@@ -1,0 +1,155 @@
+"""Wrapping an SDK's ``create``: the block placed in its keyword, the turn closed after.
+
+This module owns how a wrapped SDK method is called: which keyword carries
+the messages (:class:`Endpoint`), :func:`call` / :func:`acall` (prepare,
+send, close the turn when the model answers without asking for a tool; the
+request goes out as it came when memory fails), and the forwarding objects
+the OpenAI and Anthropic wrappers are built from (:class:`Forward`,
+:class:`Create`). The engine they drive is :class:`._client.ClientMemory`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
+
+from attrs import frozen
+
+from ._client import ClientMemory
+from .messages import Api, get_field
+
+__all__ = ["Create", "Endpoint", "Forward", "acall", "call", "memory_of"]
+
+_log = logging.getLogger("memory_inject.adapters")
+
+
+@frozen
+class Endpoint:
+    """How one SDK method carries its messages: the keyword, the API and the tool test."""
+
+    key: str  # "messages" or "input"
+    api: Api
+    wants_tools: Callable[[Any], bool]  # the response asks the caller to run a tool
+
+
+def _outgoing(value: Any) -> tuple[list[Any], bool] | None:
+    """The message list of a keyword's value (a Responses ``input`` string is one message)."""
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}], True
+    if isinstance(value, Sequence) and not isinstance(value, bytes):
+        return list(value), False
+    return None
+
+
+def _back(messages: list[Any], was_text: bool) -> Any:
+    if was_text and len(messages) == 1 and isinstance(get_field(messages[0], "content"), str):
+        return get_field(messages[0], "content")
+    return messages
+
+
+def _finished(
+    memory: ClientMemory, endpoint: Endpoint, fp: str | None, resp: Any, **kw: Any
+) -> None:
+    try:
+        asks = not kw.get("stream") and endpoint.wants_tools(resp)
+    except Exception:  # noqa: BLE001 - an unexpected response shape ends the turn
+        asks = False
+    if not asks:
+        memory.close(fp)
+
+
+def call(
+    memory: ClientMemory,
+    endpoint: Endpoint,
+    create: Callable[..., Any],
+    kwargs: dict[str, Any],
+    caller: FrameType | None = None,
+) -> Any:
+    """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``;
+    ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`)."""
+    found = _outgoing(kwargs.get(endpoint.key))
+    if found is None:
+        return create(**kwargs)
+    try:
+        prepared = memory.prepare(found[0], api=endpoint.api, caller=caller or sys._getframe(1))
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return create(**kwargs)
+    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
+    try:
+        resp = create(**sent)
+    except BaseException:
+        memory.close(prepared.fingerprint)
+        raise
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    return resp
+
+
+async def acall(
+    memory: ClientMemory,
+    endpoint: Endpoint,
+    create: Callable[..., Any],
+    kwargs: dict[str, Any],
+    caller: FrameType | None = None,
+) -> Any:
+    """The async twin of :func:`call`."""
+    found = _outgoing(kwargs.get(endpoint.key))
+    if found is None:
+        return await create(**kwargs)
+    try:
+        prepared = await memory.aprepare(
+            found[0], api=endpoint.api, caller=caller or sys._getframe(1)
+        )
+    except Exception:  # noqa: BLE001 - memory never fails the turn: send it as it came
+        _log.exception("memory_inject: could not place the block; sending the request as is")
+        return await create(**kwargs)
+    sent = {**kwargs, endpoint.key: _back(prepared.messages, found[1])}
+    try:
+        resp = await create(**sent)
+    except BaseException:
+        memory.close(prepared.fingerprint)
+        raise
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    return resp
+
+
+class Forward:
+    """Forwards every attribute to the wrapped SDK object, except those it defines."""
+
+    def __init__(self, target: Any, memory: ClientMemory) -> None:
+        """Wrap ``target``; ``memory`` is the client's engine."""
+        self._target = target
+        self.memory = memory
+
+    def __getattr__(self, name: str) -> Any:
+        """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
+        return getattr(self._target, name)
+
+
+class Create(Forward):
+    """An SDK resource whose ``create`` places the block (sync or async, as the SDK's is)."""
+
+    def __init__(self, target: Any, memory: ClientMemory, endpoint: Endpoint) -> None:
+        """Wrap ``target.create`` for ``endpoint``."""
+        super().__init__(target, memory)
+        self._endpoint = endpoint
+
+    def create(self, **kwargs: Any) -> Any:
+        """The SDK's ``create`` with memory; returns what it returns (a coroutine when async)."""
+        fn = self._target.create
+        caller = sys._getframe(1)  # the host's code: the turn lives while it runs
+        if inspect.iscoroutinefunction(inspect.unwrap(fn)):
+            return acall(self.memory, self._endpoint, fn, kwargs, caller)
+        return call(self.memory, self._endpoint, fn, kwargs, caller)
+
+
+def memory_of(client: object) -> ClientMemory:
+    """The memory engine of a wrapped client (its options, e.g. ``.sessions``)."""
+    memory = vars(client).get("memory") if hasattr(client, "__dict__") else None
+    if not isinstance(memory, ClientMemory):
+        raise TypeError(f"'client' must be a wrapped client (got {type(client).__name__})")
+    return memory

@@ -1,0 +1,107 @@
+"""The values of the adapters' seam: a :class:`Request` in, an :class:`Injection` out.
+
+This module owns what travels between an adapter and :mod:`._core`: the
+request an adapter builds for one turn (origin, query, session scopes,
+suppress, turn metadata, source), the injection it gets back (policy, render,
+autosave and session-row results, error), and the small helpers every
+adapter uses to build one (:func:`new_turn_id`, :func:`scopes`,
+:func:`describe`).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from attrs import field, frozen
+
+from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.pipeline import RenderResult
+from memory_inject.policy import InjectPolicy
+from memory_inject.signals import MemoryRecall, MemorySkipped
+
+__all__ = ["Injection", "Request", "describe", "new_turn_id", "scopes"]
+
+
+def new_turn_id() -> str:
+    """A fresh random turn id (32 hex characters)."""
+    return uuid.uuid4().hex
+
+
+def scopes(sessions: Iterable[str | None]) -> tuple[str | None, ...]:
+    """Session scopes as a tuple; a bare string is refused (it would be split into letters)."""
+    if isinstance(sessions, str):
+        raise TypeError(f"'sessions' must be a list of session ids (got {sessions!r})")
+    return tuple(sessions)
+
+
+@frozen(kw_only=True)
+class Request:
+    """What an entry point asks for one turn; adapters build one, nothing else does."""
+
+    origin: TurnOrigin = field(converter=TurnOrigin)
+    query: str
+    sessions: tuple[str | None, ...] = field(default=(), converter=scopes)
+    suppress: bool = False
+    turn: TurnMeta = field(factory=TurnMeta)
+    #: The calling plugin or agent id (founder-os ``P01``...): a recall plan's ``plugin`` query.
+    source: str | None = None
+
+
+@frozen(kw_only=True)
+class Injection:
+    """What one turn got: the policy, the render (None when skipped) and any autosave.
+
+    ``block`` is ``""`` when the policy skipped, when nothing survived and when
+    memory failed; ``event`` is the render's ``memory_recall`` payload (None
+    when no render happened, so no event was sent). ``error`` reports a failure
+    of the adapter's own calls (a render that raised, an autosave that failed);
+    store errors during recall are on ``event.error`` with ``success=False``.
+    """
+
+    origin: TurnOrigin
+    query: str
+    sessions: tuple[str | None, ...]
+    turn: TurnMeta
+    policy: InjectPolicy
+    result: RenderResult | None = None
+    autosaved_key: str | None = None
+    #: The key of the session row this turn updated (``memory.sessions.record``).
+    session_key: str | None = None
+    error: str | None = None
+
+    @property
+    def block(self) -> str:
+        """The rendered block; ``""`` when skipped, empty or failed."""
+        return self.result.text if self.result is not None else ""
+
+    @property
+    def event(self) -> MemoryRecall | None:
+        """The render's ``memory_recall`` payload (None when skipped or not rendered)."""
+        event = self.result.event if self.result is not None else None
+        return event if isinstance(event, MemoryRecall) else None
+
+    @property
+    def skipped(self) -> MemorySkipped | None:
+        """The ``memory_skipped`` payload when the policy skipped this turn."""
+        event = self.result.event if self.result is not None else None
+        return event if isinstance(event, MemorySkipped) else None
+
+    @property
+    def injected(self) -> bool:
+        """True when a non-empty block was produced for this turn."""
+        return bool(self.block)
+
+    @property
+    def prompt(self) -> str:
+        """The block followed by the query: the model's input for turns whose query is it
+        (cron, daemon, direct requests); a chat turn places the block with its own rules."""
+        return self.block + self.query
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of an exception for a turn's ``error``; never raises itself."""
+    try:
+        return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except Exception:  # noqa: BLE001 - a message that raises must still name the fault
+        return f"{type(exc).__name__} (its message raised when read)"

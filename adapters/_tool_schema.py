@@ -1,0 +1,95 @@
+"""The memory tools' definitions: names, descriptions, JSON schemas and the refusals.
+
+This module owns what the model is told: the three :class:`MemoryTool` values
+(``memory_store``, ``memory_recall``, ``memory_forget``), the limits on what
+it may write (content length, categories, keys reserved for the conversation
+log) and the one-line refusals it reads back. :mod:`.tools` binds them to a
+store and a turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+__all__ = [
+    "CATEGORIES",
+    "CURATED_REFUSED",
+    "FORGET",
+    "MAX_TOOL_CONTENT",
+    "RECALL",
+    "RESERVED",
+    "SHARED_REFUSED",
+    "STORE",
+    "TOOLS",
+    "TOOL_SOURCES",
+    "MemoryTool",
+]
+
+#: The longest text the ``memory_store`` tool writes (a fact, not a transcript).
+MAX_TOOL_CONTENT = 2000
+STORE, RECALL, FORGET = "memory_store", "memory_recall", "memory_forget"
+CATEGORIES = ("core", "daily", "conversation")
+
+
+@frozen
+class MemoryTool:
+    """One tool: its name, what the model is told, and its arguments' JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+def _object(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+TOOLS: dict[str, MemoryTool] = {
+    STORE: MemoryTool(
+        STORE,
+        "Remember a fact for later conversations. Use one self-contained sentence; "
+        "storing the same key again replaces it.",
+        _object(
+            {
+                "content": {"type": "string", "description": "The fact, as one sentence."},
+                "key": {"type": "string", "description": "A short snake_case name (optional)."},
+                "category": {"type": "string", "enum": list(CATEGORIES)},
+            },
+            ["content"],
+        ),
+    ),
+    RECALL: MemoryTool(
+        RECALL,
+        "Search long-term memory for facts relevant to a question.",
+        _object({"query": {"type": "string", "description": "What to look for."}}, ["query"]),
+    ),
+    FORGET: MemoryTool(
+        FORGET,
+        "Forget a remembered fact by its key (shown before each fact as 'key:').",
+        _object({"key": {"type": "string", "description": "The key to forget."}}, ["key"]),
+    ),
+}
+
+#: Sources the memory tools stamp: a shared row with another one is curated (the host's).
+TOOL_SOURCES = ("tool",)
+#: Keys the model may not choose: the conversation log's (``user_msg_...``, ``a:b``) and
+#: any holding a control character.
+RESERVED = re.compile(r"^user_msg(_|$)|:|[\x00-\x1f\x7f]")
+
+SHARED_REFUSED = (
+    "This memory is shared by every user; the host has not let the model change shared "
+    "memories, so nothing was changed."
+)
+CURATED_REFUSED = (
+    "That shared memory was written by the host; the model may not replace or forget it, "
+    "so nothing was changed."
+)

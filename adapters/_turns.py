@@ -1,0 +1,122 @@
+"""The turn marks: which wrapped turn the running code is in, and whether it still runs.
+
+This module owns the context variable that marks "inside a wrapped turn"
+(:data:`CURRENT`), the mark itself (:class:`LoopTurn`), and the test that a
+mark left open across calls is still live (:func:`_running`: the code that
+opened it has not returned). :class:`~.loop.MemoryLoop` and the client
+wrappers (:mod:`._client`) open and close marks; :func:`current_turn` is
+public from :mod:`.loop`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import sys
+import threading
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from attrs import define, field
+
+from memory_inject.models import TurnOrigin
+
+from . import _core
+
+if TYPE_CHECKING:
+    from .loop import MemoryLoop
+
+__all__ = ["CURRENT", "LoopTurn", "active_turn", "current_turn", "where_running"]
+
+
+@define
+class LoopTurn:
+    """One wrapped turn. ``injection`` is filled by the turn's first ``prepare``."""
+
+    origin: TurnOrigin
+    sessions: tuple[str | None, ...]
+    suppress: bool
+    turn_id: str
+    owner: MemoryLoop = field(repr=False, eq=False)
+    nested: bool = False
+    injection: _core.Injection | None = None
+    #: The raw text of the turn's user message, set by its first ``prepare``.
+    user_text: str | None = field(default=None, repr=False, eq=False)
+    #: The tools recorded on the turn's session row so far (``memory.sessions.record``).
+    tools: tuple[str, ...] = field(default=(), repr=False, eq=False)
+    #: True once the turn ended: every copy of the context sees it closed.
+    closed: bool = field(default=False, eq=False)
+    # Where a turn left open across calls runs (the client wrappers): the frame of the
+    # host's code that opened it, its thread and its asyncio task.
+    _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")
+    _thread: int | None = field(default=None, repr=False, eq=False, alias="thread")
+    _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
+
+    @property
+    def block(self) -> str:
+        """The block this turn got (``""`` before ``prepare`` and when none)."""
+        return self.injection.block if self.injection is not None else ""
+
+    @property
+    def live(self) -> bool:
+        """Open, and (for a turn left open across calls) its code is still running."""
+        if self.closed:
+            return False
+        return self._frame is None or _running(self._frame, self._thread, self._task)
+
+    def close(self) -> None:
+        """End the turn: no copy of the context counts as inside it any more."""
+        self.closed = True
+        self._frame = self._task = None
+
+
+def _running(frame: FrameType, thread: int | None, task: asyncio.Task[Any] | None) -> bool:
+    """True while ``frame`` has not returned: it is on this thread's stack, on the stack of
+    ``thread`` (a parent waiting for a worker), or in the await chain of ``task`` (a parent
+    task waiting for a child task or ``to_thread``). A frame that returned is never on a
+    stack again, and the turn holds it, so no new frame can take its identity."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None:
+        if f is frame:
+            return True
+        f = f.f_back
+    if task is not None and not task.done():
+        awaited: Any = task.get_coro()
+        for _ in range(256):  # an await chain, never a cycle; bounded all the same
+            if awaited is None:
+                break
+            if getattr(awaited, "cr_frame", None) is frame:
+                return True
+            awaited = getattr(awaited, "cr_await", None)
+    if thread is not None and thread != threading.get_ident():
+        f = sys._current_frames().get(thread)
+        while f is not None:
+            if f is frame:
+                return True
+            f = f.f_back
+    return False
+
+
+def where_running() -> tuple[int, asyncio.Task[Any] | None]:
+    """This thread and this asyncio task (None outside one)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        task = None
+    return threading.get_ident(), task
+
+
+CURRENT: contextvars.ContextVar[LoopTurn | None] = contextvars.ContextVar(
+    "memory_inject_turn", default=None
+)
+
+
+def active_turn() -> LoopTurn | None:
+    """The live turn this code runs in (a closed or abandoned mark is no turn)."""
+    turn = CURRENT.get()
+    return turn if turn is not None and turn.live else None
+
+
+def current_turn() -> LoopTurn | None:
+    """The wrapped turn this code runs in, if any (any loop's); never one that ended."""
+    return active_turn()

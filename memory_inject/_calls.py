@@ -1,0 +1,186 @@
+"""The query builder: the store calls of one render, in the order their results take precedence.
+
+Owns :class:`Call` (one store call, with its awaitable twin), the plan's entity
+query (the store's entity names, read once per render inside a call, under the
+deadline) and :func:`build_calls`, which turns a turn's query, scopes and
+recall plan into :class:`~memory_inject.contract.RecallQuery` calls. The
+driver that runs them is ``memory_inject._recall``; the plan values and their
+merge are ``memory_inject.plan``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+from attrs import frozen
+
+from memory_inject._filter_first import both_statuses
+from memory_inject._seam import Seam, seam_of
+from memory_inject.contract import Memory, RecallAnswer, RecallQuery
+from memory_inject.models import MemoryEntry
+from memory_inject.plan import RecallPlan, company_mentions, extract_entities
+
+__all__ = ["STANDING", "Call", "build_calls"]
+
+#: The source of the standing-context call (``memory_inject.standing``): its
+#: entries follow the query's, and a key the query returned keeps its entry.
+STANDING = "standing"
+
+
+@frozen
+class Call:
+    """One store call: which scope and plan source it serves, and how to make it."""
+
+    scope: str | None
+    source: str
+    fn: Callable[[], Any]
+    afn: Callable[[], Awaitable[Any]] | None = None
+
+
+class _Entities:
+    """A plan's entity query: the store's entity names, read once per render, inside a call.
+
+    ``known_entities`` used to be read while the calls were built, before the
+    deadline applied, so a slow or hung store held the turn there. A failure
+    is the entity query's error (one per scope); no entity in the turn is an
+    empty batch.
+    """
+
+    def __init__(self, memory: Memory, query: str, seam: Seam, deadline: float | None) -> None:
+        self._memory = memory
+        self._query = query
+        self._seam = seam
+        self._deadline = deadline
+        self._ids: list[str] | None = None
+
+    def ids(self) -> list[str]:
+        if self._ids is None:
+            memory = self._memory
+            names = dict(memory.known_entities()) if self._seam.entities else {}  # type: ignore[attr-defined]
+            found = extract_entities(self._query, names.keys())
+            ids = [names[c] for c in found.companies]
+            mentions = company_mentions(self._query, found) if self._seam.mentions else ()
+            if mentions:
+                # founder-os resolves a company the input names by the rows that name it.
+                resolved = memory.entities_mentioned(mentions)  # type: ignore[attr-defined]
+                ids.extend(str(v) for v in dict(resolved).values())
+            self._ids = ids
+        return self._ids
+
+    def query(
+        self,
+        limit: int,
+        scope: str | None,
+        statuses: tuple[str, ...] | None,
+        profiles: tuple[str | None, ...] | None = None,
+    ) -> Any:
+        """The rows of every company the input names (``acme`` and ``acme-corp`` alike),
+        most confident first, at most ``limit`` in all."""
+        ids = list(dict.fromkeys(self.ids()))
+        if not ids:
+            return []
+        batches = []
+        degraded: list[str] = []
+        over: list[MemoryEntry] = []
+        for entity_id in ids:
+            q = RecallQuery(
+                "",
+                limit,
+                session_id=scope,
+                entity_id=entity_id,
+                statuses=statuses,
+                deadline=self._deadline,
+                profiles=profiles,
+            )
+            got = self._seam.ask(self._memory, q)()
+            if len(ids) == 1:
+                return got
+            if isinstance(got, RecallAnswer):
+                degraded.extend(got.degraded)
+                over.extend(got.passed_over)
+                got = got.entries
+            batches.append(list(got))
+        seen: set[str] = set()
+        merged = []
+        for e in sorted((e for b in batches for e in b), key=lambda e: -_confidence_of(e)):
+            if isinstance(e, MemoryEntry) and e.key not in seen:
+                seen.add(e.key)
+                merged.append(e)
+        return RecallAnswer(merged[:limit], degraded=tuple(degraded), passed_over=over)
+
+
+def _confidence_of(entry: MemoryEntry) -> float:
+    value = entry.extra.get("confidence") if isinstance(entry, MemoryEntry) else None
+    return float(value) if isinstance(value, int | float) else -1.0
+
+
+def build_calls(
+    memory: Memory,
+    query: str,
+    limit: int,
+    scopes: tuple[str | None, ...],
+    plan: RecallPlan | None,
+    source: str | None,
+    *,
+    asynchronous: bool = False,
+    deadline: float | None = None,
+    statuses: tuple[str, ...] | None = None,
+    profiles: tuple[str | None, ...] | None = None,
+) -> list[Call]:
+    """The store calls of one render, in the order their results take precedence.
+
+    ``asynchronous`` also prepares the awaitable twin of each call (where the
+    store has one), for the async runner. ``deadline`` (a ``perf_counter``
+    value) travels in each :class:`RecallQuery`. ``statuses`` and ``profiles``
+    (a governed turn's) restrict every query, so stores filter first and rank
+    then; a plan's own statuses narrow them further.
+    """
+    seam = seam_of(memory)
+
+    def call(sid: str | None, src: str, q: RecallQuery) -> Call:
+        return Call(sid, src, seam.ask(memory, q), seam.aask(memory, q) if asynchronous else None)
+
+    def default(sid: str | None, n: int) -> RecallQuery:
+        return RecallQuery(
+            query, n, session_id=sid, deadline=deadline, statuses=statuses, profiles=profiles
+        )
+
+    if plan is None:
+        return [call(sid, "default", default(sid, limit)) for sid in scopes]
+    only = both_statuses(plan.statuses, statuses)
+    calls: list[Call] = []
+    # The entity lookup is a store call too: it runs inside the calls, under the deadline.
+    entities = _Entities(memory, query, seam, deadline)
+    for sid in scopes:
+        for q in plan.queries:
+            if q.source in ("semantic", "lexical"):
+                rq = RecallQuery(
+                    query,
+                    q.limit,
+                    session_id=sid,
+                    mode=q.source,
+                    statuses=only,
+                    deadline=deadline,
+                    profiles=profiles,
+                )
+                calls.append(call(sid, q.source, rq))
+            elif q.source == "default":
+                calls.append(call(sid, q.source, default(sid, q.limit)))
+            elif q.source == "entity":
+                calls.append(
+                    Call(sid, q.source, partial(entities.query, q.limit, sid, only, profiles))
+                )
+            elif q.source == "plugin" and source:
+                rq = RecallQuery(
+                    "",
+                    q.limit,
+                    session_id=sid,
+                    source=source,
+                    statuses=only,
+                    deadline=deadline,
+                    profiles=profiles,
+                )
+                calls.append(Call(sid, q.source, seam.ask(memory, rq)))
+    return calls

@@ -1,0 +1,83 @@
+"""The seam's two values: :class:`RecallQuery` (a render's question) and :class:`RecallAnswer`.
+
+A render asks a store one :class:`RecallQuery` per call and gets one
+:class:`RecallAnswer` back (``SupportsAnswer``). Their public home is
+:mod:`memory_inject.contract`, which re-exports them with the protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import attrs
+from attrs import frozen
+
+from memory_inject.models import MemoryEntry
+
+__all__ = ["RecallAnswer", "RecallQuery"]
+
+
+@frozen(slots=True)
+class RecallQuery:
+    """One question a render asks a store: a value, the same for every kind of store.
+
+    ``query`` and ``limit`` as for ``recall`` (an empty, blank or ``"*"`` query
+    means "most recent first"); ``session_id`` the one scope asked (None: the
+    store's sessionless view); ``since`` / ``until`` an inclusive time window (a
+    datetime, or ISO 8601 text). A recall plan's query adds ``mode``
+    (``"semantic"`` or ``"lexical"``: one modality only), ``entity_id`` or
+    ``source`` (rows tagged with that entity, or written by that source) and
+    ``statuses`` (only rows of those statuses, before the limit). A governed
+    turn (PI's stages) adds ``statuses`` and ``profiles`` (only rows bound to one
+    of those profiles, ``None`` standing for rows bound to none), so a store
+    filters first and ranks then, as PI does. ``deadline`` is
+    the turn's deadline as a :func:`time.perf_counter` value (None: none): a store
+    that waits for a connection or a worker waits no longer than that, and says so
+    (:class:`~memory_inject.exceptions.RecallWaitError`)."""
+
+    query: str
+    limit: int
+    session_id: str | None = None
+    since: datetime | str | None = None
+    until: datetime | str | None = None
+    mode: str | None = None
+    entity_id: str | None = None
+    source: str | None = None
+    statuses: tuple[str, ...] | None = None
+    deadline: float | None = None
+    profiles: tuple[str | None, ...] | None = None
+
+    @property
+    def restricted(self) -> bool:
+        """True when the query keeps only some statuses or profiles (filter first, then rank)."""
+        return self.statuses is not None or self.profiles is not None
+
+    @property
+    def filtered(self) -> bool:
+        """True for a plan's entity or source query (rows by tag, not by relevance)."""
+        return self.entity_id is not None or self.source is not None
+
+
+@frozen(slots=True)
+class RecallAnswer:
+    """What a store answered to one :class:`RecallQuery`: the entries, and what degraded.
+
+    ``entries`` best first. ``degraded`` has one line per thing that made
+    this answer less than it should be (``"embedder_failed: ..."``,
+    ``"damaged_rows: ..."``, ``"fts_failed: ..."``); it reaches the recall
+    event of the turn that asked, and no other. ``strategy`` says how the
+    store searched (``"keyword"``, ``"vector"``, ``"hybrid"``, ``"like"``,
+    ``"recent"``, ``"none"``; None when the store does not say), with the hits
+    of each stage. ``passed_over`` holds the rows a restricted query
+    (``statuses``, ``profiles``) left out that ranked above the rows it kept:
+    a governed turn's stages drop them by name (``status:deprecated``), so the
+    trace reads as PI's, and they never take a slot.
+    """
+
+    entries: Sequence[MemoryEntry] = attrs.field(factory=list)
+    degraded: tuple[str, ...] = ()
+    strategy: str | None = None
+    keyword_hits: int = 0
+    vector_hits: int = 0
+    passed_over: Sequence[MemoryEntry] = ()

@@ -1,0 +1,199 @@
+"""What a render's recall produced: the :class:`Recalled` value and how the batches become it.
+
+Owns :class:`Results` (the batches, errors and notes the driver fills while
+the calls run), :func:`collect` (checks each batch, merges them by the plan or
+first-scope-wins, places the standing context's entries) and :func:`describe`,
+the one wording of a failed call. The driver that fills the results is
+``memory_inject._recall``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+from attrs import define, frozen
+
+from memory_inject._calls import STANDING, Call
+from memory_inject.models import MemoryEntry
+from memory_inject.plan import RecallPlan, merge_results
+
+__all__ = ["Recalled", "Results", "collect", "describe"]
+
+
+@frozen
+class Recalled:
+    """What a render's recall produced, for the pipeline and the recall event.
+
+    ``entries`` are the valid entries, de-duplicated by key (the first scope
+    wins) or merged by the plan; ``raw_count`` counts every item the store
+    returned, valid or not. ``any_ok`` is true when at least one call returned
+    a batch. ``errors`` has a line per failed call, ``invalid`` a
+    ``{placeholder: reason}`` per item that was not a ``MemoryEntry``.
+    ``duration`` is in seconds. ``degraded`` holds the store's fallback reason
+    and any deadline or busy-store note; ``partial`` means calls were abandoned
+    at the deadline or skipped because the store was busy. ``plan_dropped`` is
+    ``{key: reason}`` for the entries a plan cut. ``passed_over`` are the rows
+    the answers' restrictions left out (``RecallAnswer.passed_over``), once
+    each and none that an answer returned.
+    """
+
+    entries: list[MemoryEntry]
+    raw_count: int
+    any_ok: bool
+    errors: list[str]
+    invalid: dict[str, str]
+    duration: float
+    degraded: tuple[str, ...] = ()
+    partial: bool = False
+    plan_dropped: dict[str, str] = attrs.Factory(dict)
+    passed_over: list[MemoryEntry] = attrs.Factory(list)
+
+
+@define
+class Results:
+    """Batches in call order; filled by whoever runs the calls."""
+
+    batches: list[tuple[Call, Any]]
+    errors: list[tuple[Call, BaseException]]
+    abandoned: bool = False
+    #: Why calls were not started (a hung store, or every recall thread held by one).
+    busy: str | None = None
+    #: What the turn waited for until its deadline passed (the calls never started).
+    wait: str | None = None
+    #: What a call is waiting for now (an async turn polls for a recall thread):
+    #: ``"store"`` (its share of threads), ``"threads"`` (any), or None.
+    waiting: str | None = None
+    #: The deadline stopped a call that was running (the store's, or the runner's).
+    timed_out: bool = False
+    #: The degraded lines of the answers used, in call order.
+    degraded: list[str] = attrs.Factory(list)
+    #: Rows the answers' restrictions passed over (``RecallAnswer.passed_over``).
+    passed_over: list[MemoryEntry] = attrs.Factory(list)
+    lock: threading.Lock = attrs.Factory(threading.Lock)
+
+
+def describe(exc: BaseException) -> str:
+    """``"reason: message"`` for an exception, as errors and events report it.
+
+    ``reason`` is the exception's ``reason`` attribute (a :class:`StorageError`'s)
+    or else its type name; an empty message is left out.
+    """
+    try:
+        reason = getattr(exc, "reason", None)
+    except Exception:  # noqa: BLE001 - a hostile exception must not fail the turn
+        reason = None
+    head = reason if isinstance(reason, str) else type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001
+        text = "<the error's message could not be read>"
+    return f"{head}: {text}" if text else head
+
+
+def collect(
+    res: Results,
+    duration: float,
+    plan: RecallPlan | None,
+    deadline: float | None,
+) -> Recalled:
+    """The :class:`Recalled` of a recall's results: batches checked, merged (by the
+    plan, else first scope wins), the standing entries placed, the notes joined."""
+    with res.lock:
+        batches = list(res.batches)
+        failures = list(res.errors)
+        notes = list(dict.fromkeys(res.degraded))
+        passed_over = list(res.passed_over)
+        partial = res.abandoned
+        if res.busy is not None:
+            notes.append(res.busy)
+        if res.wait is not None:
+            notes.append(res.wait)
+        if res.timed_out:
+            notes.append(
+                f"deadline: recall abandoned after {deadline or 0.0:.3f}s, partial results used"
+            )
+    errors = [
+        f"scope {c.scope!r} ({c.source}): {describe(e)}"
+        if plan
+        else f"scope {c.scope!r}: {describe(e)}"
+        for c, e in failures
+    ]
+    invalid: dict[str, str] = {}
+    valid_batches: list[list[MemoryEntry]] = []
+    raw = 0
+    any_ok = False
+    standing: list[MemoryEntry] = []
+    standing_ok = False
+    for _call, batch in batches:
+        if _call.source == STANDING:
+            standing.extend(e for e in batch if isinstance(e, MemoryEntry))
+            raw += len(batch)
+            standing_ok = True
+            continue
+        try:
+            items = list(batch)  # a non-iterable batch counts as a failed call
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"scope {_call.scope!r}: {describe(exc)}")
+            continue
+        any_ok = True
+        good = []
+        for item in items:
+            raw += 1
+            if not isinstance(item, MemoryEntry):
+                invalid[f"<invalid #{len(invalid)}>"] = f"invalid_entry:{type(item).__name__}"
+            elif not isinstance(item.key, str):
+                # Keys are hashed and compared by every later stage (a session id
+                # that is not a string is dropped by name by ``session_scope``).
+                invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
+            else:
+                good.append(item)
+        valid_batches.append(good)
+    degraded = notes
+    if standing_ok and not any(c.source != STANDING for c, _ in (*batches, *failures)):
+        # A turn with only the standing context (a prompt without content words): the
+        # store answered all that was asked of it.
+        any_ok = True
+    plan_dropped: dict[str, str] = {}
+    if plan is None:
+        seen: set[str] = set()
+        entries = []
+        for batch in valid_batches:
+            for e in batch:
+                if e.key not in seen:  # first scope wins
+                    seen.add(e.key)
+                    entries.append(e)
+    else:
+        entries, plan_dropped = merge_results(valid_batches, plan)
+    if standing:
+        # A standing entry is shown whatever the query scored it: it replaces
+        # recall's copy (keeping recall's place), so no relevance floor drops it.
+        by_key = {e.key: e for e in standing}
+        have = {e.key for e in entries}
+        entries = [by_key.get(e.key, e) for e in entries]
+        entries.extend(e for e in standing if e.key not in have)
+    return Recalled(
+        entries,
+        raw,
+        any_ok,
+        errors,
+        invalid,
+        duration,
+        tuple(degraded),
+        partial,
+        plan_dropped,
+        _passed_over(passed_over, entries),
+    )
+
+
+def _passed_over(rows: Sequence[MemoryEntry], entries: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+    """Each row passed over once, and none that an answer returned."""
+    seen = {e.key for e in entries}
+    out = []
+    for e in rows:
+        if isinstance(e.key, str) and e.key not in seen:
+            seen.add(e.key)
+            out.append(e)
+    return out

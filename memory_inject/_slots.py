@@ -1,0 +1,301 @@
+"""The recall threads' ledger: each store's slots, its stuck calls and the turns waiting in line.
+
+Owns two of the rules' numbers (:data:`MAX_STUCK_PER_STORE`, :data:`MAX_THREADS`),
+the ledger of running and stuck calls per store, the first-come-first-served
+line of turns waiting for a store's slot (a thread or a task), :class:`Job`
+(one call holding a slot), the :class:`Busy` / :class:`Waited` outcomes and
+the event lines that name them.
+The threads themselves and the hand-off are ``memory_inject._deadline``,
+whose docstring states the rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+
+from memory_inject.contract import Memory
+
+__all__ = [
+    "EXHAUSTED",
+    "MAX_STUCK_PER_STORE",
+    "MAX_THREADS",
+    "Busy",
+    "Full",
+    "Job",
+    "Waited",
+    "aadmit",
+    "admit",
+    "stuck_calls",
+    "stuck_total",
+    "waited_note",
+    "waited_store_note",
+]
+
+#: A store with this many calls still running past their deadline is skipped at
+#: once, so one hung store cannot take every thread and starve the other stores.
+MAX_STUCK_PER_STORE = 4
+#: Recall threads in the process, busy or idle.
+MAX_THREADS = 64
+
+_lock = threading.Lock()
+
+
+class _Ledger:
+    """Stuck calls per store (by ``id``) and in the whole process, running calls per store
+    and the turns waiting for one of a store's slots (first come, first served); guarded
+    by ``_lock``."""
+
+    def __init__(self) -> None:
+        self.per_store: dict[int, int] = {}
+        self.total = 0
+        self.running: dict[int, int] = {}
+        self.waiters: dict[int, collections.deque[_Waiter]] = {}
+
+
+class _Waiter:
+    """A turn waiting for a store's slot: a thread (``lock``) or a task (``loop``, ``future``)."""
+
+    __slots__ = ("future", "granted", "lock", "loop")
+
+    def __init__(
+        self,
+        lock: threading.Lock | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        future: asyncio.Future[None] | None = None,
+    ) -> None:
+        self.lock = lock
+        self.loop = loop
+        self.future = future
+        self.granted = False
+
+    def wake(self) -> bool:
+        """Tell the waiter it has the slot; False when it cannot hear (its loop is closed)."""
+        if self.lock is not None:
+            self.lock.release()
+            return True
+        if self.loop is None or self.future is None:
+            return False
+        try:
+            self.loop.call_soon_threadsafe(_settle, self.future)
+        except RuntimeError:
+            return False
+        return True
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+_STUCK = _Ledger()
+
+
+class Busy(Exception):
+    """A recall was not started: its store (or every recall thread) is held by stuck calls."""
+
+    def __init__(self, note: str) -> None:
+        """``note`` is the event's degraded line."""
+        super().__init__(note)
+        self.note = note
+
+
+class Waited(Exception):
+    """A recall was not started: the deadline passed while it waited for a recall thread."""
+
+    def __init__(self, note: str) -> None:
+        """``note`` is the event's degraded line."""
+        super().__init__(note)
+        self.note = note
+
+
+def _store_busy(n: int) -> str:
+    return (
+        f"store_busy: {n} earlier recalls of this store are still running past their "
+        "deadline; recall skipped"
+    )
+
+
+EXHAUSTED = (
+    f"recall_threads_exhausted: all {MAX_THREADS} recall threads are held by calls "
+    "past their deadline; recall skipped"
+)
+
+
+def waited_note(waited: float) -> str:
+    """The event's line for a turn that waited its whole deadline for any recall thread."""
+    return (
+        f"recall_wait: all {MAX_THREADS} recall threads stayed busy for {waited:.3f}s "
+        "(the turn's deadline); the recall never started"
+    )
+
+
+def waited_store_note(waited: float, slots: int) -> str:
+    """The event's line for a turn that waited its whole deadline for one of the store's slots."""
+    return (
+        f"recall_wait: {slots} recalls of this store stayed running for "
+        f"{waited:.3f}s (the turn's deadline); the recall never started"
+    )
+
+
+def stuck_total() -> int:
+    """How many calls to any store are running past their turn's deadline now."""
+    return _STUCK.total
+
+
+def stuck_calls(memory: object) -> int:
+    """How many calls to ``memory`` are running past their turn's deadline now."""
+    with _lock:
+        return _STUCK.per_store.get(id(memory), 0)
+
+
+class Job:
+    """One call handed to a recall thread: finished, or stuck once its turn gave up on it.
+
+    ``key`` is its store's ``id``, the ledger's key.
+    """
+
+    __slots__ = ("finished", "key", "stuck")
+
+    def __init__(self, key: int) -> None:
+        self.key = key
+        self.finished = False
+        self.stuck = False
+
+    def finish(self) -> None:
+        """The call returned (or raised): its slot goes to the first waiting turn, or is
+        free; a stuck one no longer counts."""
+        with _lock:
+            if self.finished:
+                return
+            self.finished = True
+            _hand_on(self.key)
+            if self.stuck:
+                n = _STUCK.per_store.get(self.key, 1) - 1
+                if n <= 0:
+                    _STUCK.per_store.pop(self.key, None)
+                else:
+                    _STUCK.per_store[self.key] = n
+                _STUCK.total -= 1
+
+    def give_up(self) -> None:
+        """The turn stopped waiting: a call still running is stuck from now on."""
+        with _lock:
+            if self.finished or self.stuck:
+                return
+            self.stuck = True
+            _STUCK.per_store[self.key] = _STUCK.per_store.get(self.key, 0) + 1
+            _STUCK.total += 1
+
+
+class Full(Exception):
+    """Every recall thread (or the store's share of them) is busy (internal)."""
+
+
+def _hand_on(key: int) -> None:
+    """A slot of store ``key`` came free: give it to the first waiter that can hear (the
+    lock is held)."""
+    queue_ = _STUCK.waiters.get(key)
+    while queue_:
+        waiter = queue_.popleft()
+        waiter.granted = True
+        if waiter.wake():
+            if not queue_:
+                del _STUCK.waiters[key]
+            return
+        waiter.granted = False
+    _STUCK.waiters.pop(key, None)
+    running = _STUCK.running.get(key, 1) - 1
+    if running <= 0:
+        _STUCK.running.pop(key, None)
+    else:
+        _STUCK.running[key] = running
+
+
+def _claim(memory: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
+    """``(key, slots, None)`` with one of the store's ``slots`` taken, or a waiter queued
+    for one (the lock is held).
+
+    :class:`Busy` when the store is hung: as many of its calls are stuck past
+    their deadline as may be (:data:`MAX_STUCK_PER_STORE`, or all its slots).
+    """
+    key = id(memory)
+    n = _STUCK.per_store.get(key, 0)
+    if n >= min(MAX_STUCK_PER_STORE, slots):
+        raise Busy(_store_busy(n))
+    running = _STUCK.running.get(key, 0)
+    if running < slots and not _STUCK.waiters.get(key):
+        _STUCK.running[key] = running + 1
+        return key, slots, None
+    return key, slots, _Waiter()
+
+
+def admit(memory: Memory, until: float | None, slots: int) -> Job:
+    """A job holding one of ``memory``'s ``slots``, waiting in line for one until ``until``.
+
+    :class:`Busy` when the store is hung; :class:`Full` when no slot came
+    before ``until``.
+    """
+    with _lock:
+        key, _slots, waiter = _claim(memory, slots)
+        if waiter is None:
+            return Job(key)
+        waiter.lock = threading.Lock()
+        waiter.lock.acquire()
+        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
+    left = 0.0 if until is None else until - time.perf_counter()
+    if left > 0.0:
+        waiter.lock.acquire(timeout=left)
+    with _lock:
+        if waiter.granted:
+            return Job(key)
+        _drop_waiter(key, waiter)
+    raise Full
+
+
+def _drop_waiter(key: int, waiter: _Waiter) -> None:
+    queue_ = _STUCK.waiters.get(key)
+    if queue_ is not None:
+        with contextlib.suppress(ValueError):
+            queue_.remove(waiter)
+        if not queue_:
+            del _STUCK.waiters[key]
+
+
+async def aadmit(
+    memory: Memory,
+    until: float | None,
+    slots: int,
+    waiting: Callable[[str | None], None] | None,
+) -> Job:
+    """The async twin of :func:`admit`: the task waits in the same line, never blocking
+    the loop. Cancelled while it waits, it leaves the line (or passes on a slot it got)."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        key, _slots, waiter = _claim(memory, slots)
+        if waiter is None:
+            return Job(key)
+        waiter.loop, waiter.future = loop, loop.create_future()
+        _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
+    if waiting is not None:
+        waiting("store")
+    future = waiter.future
+    try:
+        left = None if until is None else max(0.0, until - time.perf_counter())
+        await asyncio.wait({future}, timeout=left)
+    except BaseException:
+        with _lock:
+            if waiter.granted:
+                _hand_on(key)
+            else:
+                _drop_waiter(key, waiter)
+        raise
+    with _lock:
+        if waiter.granted:
+            return Job(key)
+        _drop_waiter(key, waiter)
+    raise Full

@@ -1,0 +1,95 @@
+"""The capabilities no render asks for: record writes, JSONL, namespaces, vectors, close, path.
+
+Integrators, the CLI and the demo use them; their public home is
+:mod:`memory_inject.contract`, whose docstring tables every capability.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import IO, Protocol, runtime_checkable
+
+from memory_inject.records import MemoryRecord
+
+__all__ = [
+    "SupportsClose",
+    "SupportsJsonl",
+    "SupportsNamespaces",
+    "SupportsPath",
+    "SupportsRecords",
+    "SupportsVectors",
+]
+
+
+@runtime_checkable
+class SupportsRecords(Protocol):
+    """``upsert`` and ``supersede``: record-level writes for integrators and migrations.
+
+    Nothing in the render path calls them; a store without them is written with ``store`` only.
+    """
+
+    def upsert(self, record: MemoryRecord, *, move: bool = ...) -> MemoryRecord: ...
+
+    def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord: ...
+
+
+@runtime_checkable
+class SupportsJsonl(Protocol):
+    """``import_jsonl`` / ``export_jsonl``: the CLI's ``import`` and ``export`` commands.
+
+    Without them those commands stop with an error naming the store.
+    """
+
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        progress: Callable[[int], object] | None = None,
+        batch_size: int = ...,
+    ) -> int: ...
+
+    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsNamespaces(Protocol):
+    """``namespace``: several agents share one database, each sees only its own rows.
+
+    No library code reads it; a store without it holds one agent's memories.
+    """
+
+    @property
+    def namespace(self) -> str: ...
+
+
+@runtime_checkable
+class SupportsVectors(Protocol):
+    """``embedder``: the store writes a vector with each record and recall fuses cosine hits.
+
+    ``None`` means lexical only. A store without the property is lexical only.
+    """
+
+    @property
+    def embedder(self) -> object | None: ...
+
+
+@runtime_checkable
+class SupportsClose(Protocol):
+    """``close``: releases connections; the CLI and the demo call it when they are done.
+
+    A store without it holds nothing that needs releasing.
+    """
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class SupportsPath(Protocol):
+    """``path``: the file behind the store, which the CLI's ``stats`` prints.
+
+    Without it ``stats`` prints the store's ``name``.
+    """
+
+    @property
+    def path(self) -> str: ...

@@ -1,0 +1,208 @@
+"""The turn's preparation: everything one render knows before it recalls.
+
+Owns :class:`Turn` (built once per render, read by every step) and
+:func:`prepare`, which checks the query, normalises the session scopes once,
+resolves the policy, the profile and the deadline, and builds the store calls
+(``memory_inject._calls``). ``memory_inject.pipeline`` runs what it prepared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import partial
+
+from attrs import define
+
+from memory_inject._calls import STANDING, Call, build_calls
+from memory_inject._recalled import describe
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.contract import Memory
+from memory_inject.models import TurnMeta, TurnOrigin
+from memory_inject.plan import RecallPlan, plan_for, recall_limit_for
+from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
+from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
+from memory_inject.stages import governed, recall_restriction
+from memory_inject.standing import standing_fetch
+from memory_inject.trivial import has_query_terms
+
+__all__ = ["Turn", "describe_fault", "prepare"]
+
+_NO_QUERY_TERMS = "no_query_terms"
+
+
+def _policy(
+    policy: InjectPolicy | None,
+    config: MemoryInjectConfig | None,
+    origin: TurnOrigin | str | None,
+    scopes: tuple[str | None, ...],
+) -> InjectPolicy:
+    """The turn's policy: the one given, else resolved from ``config`` and ``origin``."""
+    if policy is not None:
+        if config is not None or origin is not None:
+            raise TypeError("pass either 'policy' or 'config'/'origin', not both")
+        return policy
+    if origin is None:
+        return direct_policy(config)
+    return resolve_inject_policy(origin, has_session=has_session(scopes), config=config)
+
+
+def _scopes(sessions: Iterable[str | None] | None) -> tuple[str | None, ...]:
+    """The render's session scopes; a wrong shape is the caller's bug, a ``TypeError`` here.
+
+    ``None`` and an empty list are one unscoped recall. A bare string is
+    refused: iterating it would recall one scope per letter.
+    """
+    if sessions is None:
+        return (None,)
+    if isinstance(sessions, str | bytes):
+        raise TypeError(
+            f"'sessions' must be a list of session ids, not a {type(sessions).__name__} "
+            f"(got {sessions!r:.80}); pass [{sessions!r:.80}]"
+        )
+    try:
+        scopes = tuple(sessions)
+    except TypeError:
+        raise TypeError(
+            "'sessions' must be an iterable of session ids (str or None) "
+            f"(got {type(sessions).__name__})"
+        ) from None
+    for i, scope in enumerate(scopes):
+        if scope is not None and not isinstance(scope, str):
+            raise TypeError(
+                f"'sessions' items must be str or None (got {type(scope).__name__} at index {i})"
+            )
+    return scopes or (None,)
+
+
+def describe_fault(exc: BaseException) -> str:
+    """:func:`describe`, even for an exception whose ``__str__`` or ``reason`` raises."""
+    try:
+        return describe(exc)
+    except Exception:  # noqa: BLE001 - the fault must still be named on the event
+        try:
+            name = type(exc).__name__
+        except Exception:  # noqa: BLE001
+            name = "exception"
+        return f"{name} (its message raised when read)"
+
+
+@define(slots=True)
+class Turn:
+    """Everything one render knows before it recalls; built once, read by every step.
+
+    Not frozen only because a frozen attrs class pays a per-field ``__setattr__``
+    on the hot path; nothing assigns to it after ``_prepare``.
+    """
+
+    memory: Memory
+    query: str
+    scopes: tuple[str | None, ...]
+    policy: InjectPolicy
+    meta: TurnMeta
+    now: datetime | None
+    cwd: str | os.PathLike[str] | None
+    profile: ProfileIdentity | str | None
+    plan: RecallPlan | None
+    calls: list[Call]
+    abstained: str | None = None
+    #: Why the store calls could not even be built (a store attribute that raises).
+    failed: str | None = None
+    #: The turn's profile when it was resolved before recall (the standing context's).
+    who: TurnProfile | None = None
+    #: The deadline as a ``perf_counter`` value (None: no deadline).
+    until: float | None = None
+    #: ``rebuild(limit, scopes, plan)``: the turn's store calls asking other limits (the
+    #: threat scan's refill); None when the turn makes no store call.
+    rebuild: Callable[[int, tuple[str | None, ...], RecallPlan | None], list[Call]] | None = None
+
+    @property
+    def config(self) -> MemoryInjectConfig:
+        """The config the turn's policy carries."""
+        return self.policy.config
+
+    @property
+    def deadline(self) -> float | None:
+        """The per-turn deadline in seconds (None: none)."""
+        ms = self.policy.config.deadline_ms
+        return None if ms is None else ms / 1000.0
+
+
+def prepare(
+    memory: Memory,
+    query: str,
+    sessions: Iterable[str | None] | None,
+    policy: InjectPolicy | None,
+    config: MemoryInjectConfig | None,
+    origin: TurnOrigin | str | None,
+    turn: TurnMeta | None,
+    now: datetime | None,
+    source: str | None,
+    cwd: str | os.PathLike[str] | None,
+    profile: ProfileIdentity | str | None,
+    *,
+    asynchronous: bool = False,
+) -> Turn:
+    """The turn's :class:`Turn`: the query checked, the scopes normalised, the policy
+    resolved and the store calls built (a store that breaks while they are built is
+    ``failed``, never raised)."""
+    if not isinstance(query, str):
+        raise TypeError(f"'query' must be a str (got {type(query).__name__})")
+    scopes = _scopes(sessions)
+    pol = _policy(policy, config, origin, scopes)
+    cfg = pol.config
+    plan = plan_for(cfg) if pol.inject else None
+    contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
+    calls: list[Call] = []
+    failed = None
+    ms = cfg.deadline_ms
+    until = None if ms is None or not pol.inject else time.perf_counter() + ms / 1000.0
+    who = None
+    if pol.inject and governed(cfg):
+        with contextlib.suppress(Exception):  # the stages resolve it again, and report why
+            who = turn_profile(cfg.governance.profile_id, cwd, profile)
+    rebuild = None
+    if pol.inject and not contentless:
+        # A governed turn filters first (status, profile), then ranks, as PI does.
+        statuses, profiles = recall_restriction(cfg, who.profile_id) if who else (None, None)
+        rebuild = partial(
+            build_calls,
+            memory,
+            query,
+            source=source,
+            asynchronous=asynchronous,
+            deadline=until,
+            statuses=statuses,
+            profiles=profiles,
+        )
+        try:
+            calls = rebuild(recall_limit_for(cfg), scopes, plan)
+        except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
+            failed = f"recall_failed: {describe_fault(exc)}"
+    meta = turn if turn is not None else TurnMeta()
+    abstained = _NO_QUERY_TERMS if contentless else None
+    if pol.inject and cfg.standing.enabled and failed is None:
+        # PI's standing context comes whatever the prompt says (contentless too).
+        who = who or turn_profile(cfg.governance.profile_id, cwd, profile)
+        calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
+        abstained = None
+    return Turn(
+        memory,
+        query,
+        scopes,
+        pol,
+        meta,
+        now,
+        cwd,
+        profile,
+        plan,
+        calls,
+        abstained,
+        failed,
+        who,
+        until,
+        rebuild,
+    )

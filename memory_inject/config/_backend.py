@@ -1,0 +1,104 @@
+"""``memory.backend``: where an agent's memories live, and the PostgreSQL pool.
+
+Owns :class:`BackendConfig` (the engine, its file or DSN, the search mode,
+the embedder, the fusion, what a missing or unopenable store does) and
+:class:`PoolConfig`. Re-exported by ``memory_inject.config.schema``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import frozen
+
+from memory_inject.config._constraints import check_class, group, setting
+
+__all__ = ["BackendConfig", "PoolConfig"]
+
+
+@frozen
+class PoolConfig:
+    """The PostgreSQL store's connection pool (``memory.backend.pool``), per process."""
+
+    min_size: int = setting(1, "int", "connections kept open", ge=0, le=1000)
+    max_size: int = setting(
+        8, "int", "connections at most; turns beyond them wait, within the deadline", ge=1, le=1000
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if self.min_size > self.max_size:
+            raise ValueError(
+                f"'min_size' must be at most 'max_size' ({self.max_size}) (got {self.min_size})"
+            )
+
+
+def _check_pool(raw: Any, path: str) -> list[str]:
+    """The pool group's keys, then ``min_size`` <= ``max_size``."""
+    problems = check_class(PoolConfig, raw, path)
+    if problems or not isinstance(raw, Mapping):
+        return problems
+    lo, hi = raw.get("min_size", 1), raw.get("max_size", 8)
+    if lo > hi:
+        return [f"'min_size' must be at most 'max_size' ({hi}) (got {lo}) @ {path}.min_size"]
+    return []
+
+
+@frozen
+class BackendConfig:
+    """Where the agent's memories live (``memory.backend``)."""
+
+    kind: str = setting(
+        "sqlite",
+        "str",
+        "sqlite, postgres, memory, markdown (human-readable files) or none (no memory)",
+        choices=("sqlite", "postgres", "memory", "markdown", "none"),
+    )
+    path: str = setting(
+        ".memory/memory.db",
+        "str",
+        "SQLite file, or the markdown folder (the default: .memory), relative to the agent file",
+        nonempty=True,
+    )
+    dsn: str | None = setting(None, "str", "PostgreSQL connection string", nullable=True)
+    namespace: str = setting("default", "str", "namespace inside the store", nonempty=True)
+    search_mode: str = setting(
+        "hybrid", "str", "bm25, embedding or hybrid", choices=("bm25", "embedding", "hybrid")
+    )
+    embedder: str = setting(
+        "none",
+        "str",
+        "none, hashing, sentence-transformers, minilm-onnx or model2vec",
+        choices=("none", "hashing", "sentence-transformers", "minilm-onnx", "model2vec"),
+    )
+    embedder_model: str | None = setting(None, "str", "model name or local path", nullable=True)
+    fusion: str = setting(
+        "weighted",
+        "str",
+        "weighted (zeroclaw), rrf or minmax",
+        choices=("weighted", "rrf", "minmax"),
+    )
+    vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
+    keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
+    rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
+    readers: int | None = setting(
+        None,
+        "int",
+        "SQLite: read connections per store, used side by side (null: one per core, 2 to 8)",
+        ge=1,
+        le=64,
+        nullable=True,
+    )
+    pool: PoolConfig = group(PoolConfig, check=_check_pool)
+    missing: str = setting(
+        "create",
+        "str",
+        "a SQLite file that does not exist: create it, degrade (no memory, a status) or error",
+        choices=("create", "degrade", "error"),
+    )
+    unavailable: str = setting(
+        "raise",
+        "str",
+        "a store that cannot be opened (corrupt, locked, unreachable): raise, or degrade",
+        choices=("raise", "degrade"),
+    )

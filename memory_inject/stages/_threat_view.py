@@ -1,0 +1,94 @@
+"""What the threat scan's rules read: the folded view of a text, and who a phrase addresses.
+
+Owns :func:`fold` (NFKC, invisible format characters dropped, Unicode tag
+characters read as the ASCII they hide, lower case) and :func:`addressed` (do
+the words at a position open an instruction to the reader). The rules are
+``stages/_threat_rules.py``; the scan is ``stages/threat.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["addressed", "fold"]
+
+
+# -- the folded view -------------------------------------------------------------------
+
+# Format characters an attacker hides words with, and which no renderer shows: zero-width
+# space/joiners, bidi marks and controls, word joiner and invisible operators, the BOM,
+# soft hyphen, Mongolian vowel separator, interlinear annotations, the tag block's
+# language tag and cancel tag.
+_INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+    "\ufff9-\ufffb\U000e0001\U000e007f]"
+)
+# Unicode tag characters U+E0020..U+E007E mirror printable ASCII ("ASCII smuggling").
+_TAGS = re.compile("[\U000e0020-\U000e007e]+")
+
+
+def _untag(m: re.Match[str]) -> str:
+    # A smuggled run is text of its own, written for the model alone: a line of its own.
+    return "\n" + "".join(chr(ord(c) - 0xE0000) for c in m.group()) + "\n"
+
+
+def fold(text: str) -> str:
+    """The view every rule reads: NFKC, invisible characters dropped, tags read, lower case.
+
+    A run of tag characters is read as the ASCII it hides, on a line of its own.
+    """
+    if text.isascii():
+        return text.lower()
+    text = unicodedata.normalize("NFKC", text)
+    if _TAGS.search(text) is not None:
+        text = _TAGS.sub(_untag, text)
+    return _INVISIBLE.sub("", text).lower()
+
+
+# Words that may open an instruction addressed to the reader (an imperative), and the
+# words after which the same verb is reported speech or narration.
+_LEAD = frozenset(
+    "please now so then and but just also simply first immediately kindly hereby instead "
+    "always you ai assistant model bot chatbot chatgpt gpt claude "
+    "gemini llama copilot system important note urgent attention".split()
+)
+_AUXILIARIES = frozenset("to must should shall will can could would need".split())
+_CONDITIONS = frozenset(
+    "if when whenever unless whether once because since although though as that did do does "
+    "don't didn't doesn't why how where".split()
+)
+_ADDRESSEES = frozenset("you u ai assistant model bot chatbot chatgpt gpt claude".split())
+_WORD_BEFORE = re.compile(r"([\w']+)[^\w\n.!?:;,\-*>(\[{\"'`]*$")
+_OPENER = re.compile(r"(?:^|[\n.!?:;,\-*>(\[{\"'`|#])[\s\"'`*_~>|#]*$")
+
+
+def addressed(view: str, start: int) -> bool:
+    """True when the words at ``start`` open an instruction to the reader.
+
+    The start of the text, of a line, sentence or clause, after a quote, bullet or
+    bracket, or after a word that leads an imperative (``please``, ``now``, ``and``,
+    ``you must``, ``assistant,`` ...). After ``to`` only when the reader is the one
+    told (``I want you to ignore``), never after a subject (``users often ignore``,
+    ``told my boss to ignore``).
+    """
+    before = view[max(0, start - 64) : start]
+    if _OPENER.search(before) is not None:
+        return True
+    m = _WORD_BEFORE.search(before)
+    if m is None:
+        return True
+    word = m.group(1)
+    if word in _AUXILIARIES:
+        # "I want you to ignore", "you must ignore", "assistant, please ignore": the reader is
+        # the one told; "told my boss to ignore", "users should ignore": someone else is.
+        rest = before[: m.start()]
+        if _OPENER.search(rest) is not None:
+            return word != "to"
+        prev = _WORD_BEFORE.search(rest)
+        return prev is not None and prev.group(1) in _ADDRESSEES
+    if word == "you":
+        # "you ignore ..." commands; "if you ignore ...", "did you ignore ...?" do not.
+        prev = _WORD_BEFORE.search(before[: m.start()])
+        return prev is None or prev.group(1) not in _CONDITIONS
+    return word in _LEAD

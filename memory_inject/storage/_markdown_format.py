@@ -1,0 +1,137 @@
+"""The Markdown files of ``MarkdownStore``: one block per memory, parsed and written back.
+
+This module owns the file format (see :mod:`.markdown`): a record as a block
+(heading, a JSON comment of its non-default fields, every content line
+quoted, so no memory can forge a heading or a block), a file parsed into its
+blocks and the text the store did not write (kept, never lost), and the
+atomic replace that writes a file (temporary file, ``fsync``,
+``os.replace``, the folder's ``fsync``). Locks and the store's API are in
+:mod:`.markdown`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field
+
+from memory_inject.exceptions import StorageError
+from memory_inject.storage._jsonl import record_from_json, record_to_json
+from memory_inject.storage.records import MemoryRecord
+
+__all__ = ["Doc", "block_of", "heading_of", "parse_doc", "read_doc", "render_doc", "write_atomic"]
+
+_MARK = "<!-- memory-inject "
+_END = " -->"
+# Fields every block writes; the others only when they differ from a fresh record's.
+_ALWAYS = ("category", "timestamp")
+_DEFAULTS = {
+    k: v
+    for k, v in record_to_json(MemoryRecord(key="k", content="")).items()
+    if k not in ("key", "content", "id", "timestamp", "updated_at", *_ALWAYS)
+}
+
+
+@define
+class Doc:
+    """One parsed file: the text the store did not write, and its records in file order."""
+
+    foreign: list[str] = field(factory=list)
+    records: list[MemoryRecord] = field(factory=list)
+
+
+def heading_of(key: str) -> str:
+    """The block's heading: the key, its spaces and unprintable characters as spaces."""
+    shown = "".join(" " if (c.isspace() or not c.isprintable()) else c for c in key)
+    return f"## {shown}"
+
+
+def block_of(record: MemoryRecord) -> str:
+    """One record as a block: heading, JSON comment, quoted content."""
+    data = record_to_json(record)
+    meta: dict[str, Any] = {"key": record.key}
+    if record.id != record.key:
+        meta["id"] = record.id
+    meta.update((k, data[k]) for k in _ALWAYS)
+    if record.updated_at != record.timestamp:
+        meta["updated_at"] = data["updated_at"]
+    meta.update((k, v) for k, v in data.items() if k in _DEFAULTS and v != _DEFAULTS[k])
+    text = json.dumps(meta, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    body = [f"> {line}" if line else ">" for line in record.content.split("\n")]
+    return "\n".join([heading_of(record.key), f"{_MARK}{text}{_END}", *body])
+
+
+def parse_doc(text: str) -> Doc:
+    """The records and the other text of a file (lines split on ``\\n`` only)."""
+    doc = Doc()
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.startswith("## ") and nxt.startswith(_MARK) and nxt.endswith(_END):
+            j = i + 2
+            body = []
+            while j < len(lines) and lines[j].startswith(">"):
+                body.append(lines[j][2:] if lines[j].startswith("> ") else lines[j][1:])
+                j += 1
+            try:
+                meta = json.loads(nxt[len(_MARK) : -len(_END)])
+                if not isinstance(meta, dict):
+                    raise ValueError("not an object")
+                doc.records.append(record_from_json({**meta, "content": "\n".join(body)}))
+            except ValueError:
+                doc.foreign.extend(lines[i:j])  # kept as text, never lost
+            i = j
+        else:
+            doc.foreign.append(line)
+            i += 1
+    return doc
+
+
+def render_doc(doc: Doc) -> str:
+    """The file for ``doc``: its other text (blank runs collapsed), then its blocks."""
+    kept: list[str] = []
+    for line in doc.foreign:
+        if line.strip() or (kept and kept[-1].strip()):
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()
+    parts = ["\n".join(kept)] if kept else []
+    parts.extend(block_of(r) for r in doc.records)
+    return "\n\n".join(parts) + "\n"
+
+
+def read_doc(path: Path) -> Doc:
+    """``path`` parsed; a file that is not UTF-8 is a ``StorageError`` (never rewritten)."""
+    try:
+        return parse_doc(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # not every platform can open a folder
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

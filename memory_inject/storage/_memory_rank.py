@@ -1,0 +1,113 @@
+"""How ``InMemoryStore`` ranks: Okapi BM25 under the persistent stores' coverage score.
+
+This module owns the in-memory store's recall arithmetic, pure and without
+locks: the stemmed terms of a text and of a query (``word*`` a prefix), which
+records are live and in a turn's scope, and :func:`ranked`: each record's
+score is the idf-weighted share of the query's content terms it holds
+(:func:`~memory_inject.storage.calibration.coverage`, as on SQLite and
+PostgreSQL), BM25 breaking ties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from memory_inject.models import MemoryEntry
+from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
+from memory_inject.storage.fusion import content_words
+from memory_inject.storage.records import MemoryRecord
+
+__all__ = ["bm25", "holds", "in_scope", "is_live", "query_terms", "ranked", "terms_of"]
+
+
+def terms_of(text: str) -> list[str]:
+    """The stemmed tokens of ``text``, as stored and searched."""
+    return [stem(w) for w in tokenize(text)]
+
+
+def query_terms(query: str) -> list[tuple[str, bool]]:
+    """The query's content words, stemmed like the stored text; ``True`` marks a ``word*``."""
+    out: dict[tuple[str, bool], None] = {}
+    for word, star in content_words(query):
+        out[(word if star else stem(word), star)] = None
+    return list(out)
+
+
+def holds(tokens: frozenset[str], term: str, prefix: bool) -> bool:
+    """True when ``tokens`` hold ``term`` (any token starting with it when ``prefix``)."""
+    if prefix:
+        return any(t.startswith(term) for t in tokens)
+    return term in tokens
+
+
+def bm25(
+    tokens: Sequence[str],
+    terms: Sequence[tuple[str, bool]],
+    present: Sequence[float],
+    idf: Sequence[float],
+    avgdl: float,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> float:
+    """Okapi BM25 of one record over the query's whole-word terms it holds."""
+    norm = k1 * (1.0 - b + b * len(tokens) / (avgdl or 1.0))
+    score = 0.0
+    for (term, star), held, w in zip(terms, present, idf, strict=True):
+        if held and not star:
+            tf = tokens.count(term)
+            score += w * tf * (k1 + 1.0) / (tf + norm)
+    return score
+
+
+def ranked(
+    found: Sequence[tuple[MemoryRecord, frozenset[str], Sequence[str]]],
+    terms: Sequence[tuple[str, bool]],
+    df: Sequence[int],
+    rows: int,
+    avgdl: float,
+    limit: int,
+) -> list[MemoryEntry]:
+    """The ``limit`` best of ``found`` (record, its token set, its tokens) for ``terms``,
+    scored by coverage (records holding none dropped), BM25 then id breaking ties;
+    ``df`` is each term's document frequency over the ``rows`` records of the store."""
+    weights = [term_weight(rows, n) for n in df]
+    idf = [smoothed_idf(rows, n) for n in df]
+    hits = []
+    for r, held, tokens in found:
+        present = [1.0 if holds(held, t, star) else 0.0 for t, star in terms]
+        cov = coverage(weights, present)
+        if cov > 0.0:
+            hits.append((r, cov, bm25(tokens, terms, present, idf, avgdl)))
+    hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
+    return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
+
+
+def is_live(r: MemoryRecord, now: datetime) -> bool:
+    """Not forgotten, not superseded and not expired at ``now``."""
+    return (
+        r.deleted_at is None
+        and r.superseded_by is None
+        and (r.expires_at is None or r.expires_at > now)
+    )
+
+
+def in_scope(
+    r: MemoryRecord,
+    session_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    shared: frozenset[str],
+) -> bool:
+    """Visible to a recall of ``session_id`` (its rows and the shared categories'
+    sessionless ones) and within ``since``..``until``."""
+    if (
+        session_id is not None
+        and r.session_id != session_id
+        and not (r.session_id is None and r.category in shared)
+    ):
+        return False
+    if since is not None and r.timestamp < since:
+        return False
+    return not (until is not None and r.timestamp > until)

@@ -1,0 +1,235 @@
+"""The bulk paths of :class:`~memory_inject.storage.postgres.PostgresStore`: JSONL in and out.
+
+Export streams the namespace through a server-side cursor. Import is all or
+nothing: records are COPYed into a temporary staging table a batch at a time
+and merged by one ``INSERT ... ON CONFLICT``; an initial load with vectors
+rebuilds the HNSW index after the merge instead of inserting into it. The
+staging and index statements are here with the code that runs them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from memory_inject.storage._base import owned
+from memory_inject.storage._jsonl import read_jsonl, write_jsonl
+from memory_inject.storage.postgres.connection import PostgresConnections, translate_errors
+from memory_inject.storage.postgres.context import merge_with_context
+from memory_inject.storage.postgres.queries import Queries, Stmt
+from memory_inject.storage.postgres.schema import COLUMNS, hnsw_index, record_params, row_to_record
+
+__all__ = [
+    "PostgresBulk",
+    "any_rows",
+    "hnsw_drop",
+    "hnsw_present",
+    "hnsw_rebuild",
+    "stage_copy",
+    "stage_create",
+    "stage_merge",
+]
+
+T = TypeVar("T")
+
+_BATCH = 1000
+_STAGE = sql.Identifier("memory_inject_stage")
+
+
+class PostgresBulk(PostgresConnections):
+    """``PostgresStore``'s ``export_jsonl`` and ``import_jsonl``."""
+
+    #: The smallest import that rebuilds the HNSW index instead of inserting into it.
+    _hnsw_rebuild_at = 20_000
+
+    _q: Queries
+    _vectors: bool
+
+    def _stats_changed(self) -> None:
+        """Called before a write: the store forgets statistics the write makes stale."""
+
+    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
+        """Write every row of this namespace, forgotten and superseded ones included."""
+        stmt = self._q.export()
+        with (
+            translate_errors("export"),
+            self._connection() as conn,
+            conn.cursor(name="memory_inject_export") as cur,
+        ):
+            cur.itersize = _BATCH
+            cur.execute(stmt.query, stmt.params)
+            return write_jsonl(dst, (row_to_record(row) for row in cur))
+
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        progress: Callable[[int], object] | None = None,
+        batch_size: int = _BATCH,
+        rebuild_index: bool | None = None,
+    ) -> int:
+        """Upsert one record per JSON line into this namespace; returns how many.
+
+        All or nothing: rows are COPYed into a temporary table ``batch_size``
+        at a time and merged by one ``INSERT ... ON CONFLICT`` at the end, so a
+        bad line (``ValueError`` with its line number) leaves the table as it
+        was. A key repeated in the file keeps its last line; each line's
+        ``namespace`` is replaced by this store's.
+
+        With vectors, an import of at least 20,000 rows into an empty table
+        (the initial load) drops the HNSW index and builds it after the merge,
+        several times faster than inserting into it; other sessions' reads of
+        the table then wait (up to ``timeout``) until the import commits.
+        ``rebuild_index`` forces that choice either way.
+        """
+        n = 0
+        lines = read_jsonl(src)
+        with translate_errors("import"), self._connection() as conn, conn.cursor() as cur:
+            for stmt in stage_create(self._q):
+                cur.execute(stmt)
+            for batch in _batched((r for _, r in lines), max(1, batch_size)):
+                records = self._embedded([r.evolve(namespace=self._namespace) for r in batch])
+                with cur.copy(stage_copy(self._q)) as copy:
+                    for i, record in enumerate(records, start=n):
+                        copy.write_row([*record_params(record), i])
+                n += len(records)
+                if progress is not None:
+                    progress(n)
+            owned_check = stage_owned(self._q)
+            cur.execute(owned_check.query, owned_check.params)
+            taken = cur.fetchone()
+            if taken is not None:  # all or nothing: the transaction rolls back
+                raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
+            clash_check = stage_id_clash(self._q)
+            cur.execute(clash_check.query, clash_check.params)
+            clash = cur.fetchone()
+            if clash is not None:
+                raise ValueError(
+                    f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
+                    f"key {clash[2]!r} (an id names one memory); nothing was written"
+                )
+            rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
+            if rebuild:
+                cur.execute(hnsw_drop(self._q))
+            merge = stage_merge(self._q)
+            cur.execute(merge.query, merge.params)
+            if rebuild:
+                for stmt in hnsw_rebuild(self._q):
+                    cur.execute(stmt)
+        self._stats_changed()
+        return n
+
+    def _rebuild_wanted(self, cur: psycopg.Cursor[Any], n: int, wanted: bool | None) -> bool:
+        if wanted is False or (wanted is None and n < self._hnsw_rebuild_at):
+            return False
+        cur.execute(hnsw_present(self._q))
+        present = cur.fetchone()
+        if not present or not present[0]:
+            return False
+        if wanted:
+            return True
+        stmt = any_rows(self._q)
+        cur.execute(stmt.query, stmt.params)
+        row = cur.fetchone()
+        return row is not None and not row[0]
+
+
+# -- the statements: COPY into a temp table, then one merge --------------------------
+
+
+def stage_create(q: Queries) -> list[sql.Composed]:
+    """Create the import's staging table: temporary, dropped at commit, plus ``_seq``."""
+    return [
+        sql.SQL(
+            "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {cols} FROM {t} WITH NO DATA"
+        ).format(s=_STAGE, cols=q.all, t=q.t),
+        sql.SQL("ALTER TABLE {s} ADD COLUMN _seq bigint").format(s=_STAGE),
+    ]
+
+
+def stage_copy(q: Queries) -> sql.Composed:
+    """``COPY`` into the staging table: every column, then ``_seq``."""
+    return sql.SQL("COPY {s} ({cols}, _seq) FROM STDIN").format(s=_STAGE, cols=q.all)
+
+
+def any_rows(q: Queries) -> Stmt:
+    """Whether the table holds any row at all, in any namespace, forgotten ones too."""
+    return Stmt(sql.SQL("SELECT EXISTS (SELECT 1 FROM {t})").format(t=q.t))
+
+
+def hnsw_present(q: Queries) -> sql.Composed:
+    """Whether the table's HNSW index exists."""
+    return sql.SQL("SELECT to_regclass({name}) IS NOT NULL").format(
+        name=sql.Literal(q.names.hnsw.as_string())
+    )
+
+
+def hnsw_drop(q: Queries) -> sql.Composed:
+    """Drop the table's HNSW index if it exists."""
+    return sql.SQL("DROP INDEX IF EXISTS {idx}").format(idx=q.names.hnsw)
+
+
+def hnsw_rebuild(q: Queries) -> list[sql.Composed]:
+    """Build the HNSW index again, first raising ``maintenance_work_mem`` to 512MB if lower.
+
+    The setting is raised for the current transaction only.
+    """
+    return [
+        # Room for the graph in memory (only ever raised, and only for this transaction).
+        sql.SQL(
+            "SELECT set_config('maintenance_work_mem', '512MB', true) "
+            "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) "
+            "< pg_size_bytes('512MB')"
+        ).format(),
+        hnsw_index(q.names),
+    ]
+
+
+def stage_owned(q: Queries) -> Stmt:
+    """The first staged key whose live row in the table belongs to another scope, and its
+    line (``_seq``): a row belongs to its scope, and an import is a write like any other."""
+    query = sql.SQL(
+        "SELECT s.key, s._seq FROM {s} AS s JOIN {t} AS m "
+        "ON m.namespace = %(ns)s AND m.key = s.key AND m.deleted_at IS NULL "
+        "AND m.session_id IS DISTINCT FROM s.session_id ORDER BY s._seq LIMIT 1"
+    ).format(s=_STAGE, t=q.t)
+    return Stmt(query, {"ns": q.ns})
+
+
+def stage_id_clash(q: Queries) -> Stmt:
+    """The first staged line whose ``id`` another key holds (an earlier line of the file, or
+    a row of the table that the import does not rewrite), that id and that key."""
+    query = sql.SQL(
+        "WITH s AS (SELECT _seq, id, key, "
+        "first_value(key) OVER (PARTITION BY id ORDER BY _seq) AS first_key FROM {s}) "
+        "SELECT s._seq, s.id, CASE WHEN s.first_key <> s.key THEN s.first_key ELSE m.key END "
+        "FROM s LEFT JOIN {t} AS m ON m.namespace = %(ns)s AND m.id = s.id AND m.key <> s.key "
+        "AND NOT EXISTS (SELECT 1 FROM {s} AS x WHERE x.key = m.key) "
+        "WHERE s.first_key <> s.key OR m.key IS NOT NULL ORDER BY s._seq LIMIT 1"
+    ).format(s=_STAGE, t=q.t)
+    return Stmt(query, {"ns": q.ns})
+
+
+def stage_merge(q: Queries) -> Stmt:
+    """Upsert the staged rows into the table in file order; a repeated key's last line wins.
+
+    New rows of a session get their predecessors as context
+    (:func:`~memory_inject.storage.postgres.context.merge_with_context`).
+    """
+    query = merge_with_context(q.t, _STAGE, COLUMNS, q.assignments(()))
+    return Stmt(query, {"ns": q.ns}, rows=False)
+
+
+def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

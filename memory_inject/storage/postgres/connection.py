@@ -1,0 +1,348 @@
+"""Connection plumbing for :class:`~memory_inject.storage.postgres.PostgresStore`.
+
+:class:`PostgresConnections` is the store's connection half: the sync and async
+pools and their lifecycle, and the two drivers (:meth:`~PostgresConnections._run`,
+:meth:`~PostgresConnections._arun`) that run one operation's statements in a
+transaction. Around it: translating driver and pool errors into the library's
+:class:`~memory_inject.exceptions.StorageError` tree, and closing an async pool
+from outside the event loop it belongs to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTimeout
+
+from memory_inject.exceptions import (
+    RecallWaitError,
+    StorageError,
+    StoreLockedError,
+    StoreMissingError,
+)
+from memory_inject.storage._base import PersistentStore
+from memory_inject.storage.postgres.queries import Stmt
+from memory_inject.storage.postgres.schema import TableNames
+
+__all__ = [
+    "PostgresConnections",
+    "Steps",
+    "close_async_pool",
+    "rowcount_of",
+    "rows_of",
+    "session_options",
+    "translate_errors",
+    "unavailable",
+]
+
+T = TypeVar("T")
+#: One operation: a generator that yields statements and is sent back their results.
+Steps = Generator[Stmt, Any, T]
+
+
+def rows_of(stmt: Stmt) -> Steps[list[tuple[Any, ...]]]:
+    """One statement's operation: its rows."""
+    rows = yield stmt
+    return list(rows)
+
+
+def rowcount_of(stmt: Stmt) -> Steps[int]:
+    """One statement's operation: its rowcount (a ``rows=False`` statement)."""
+    n = yield stmt
+    return int(n)
+
+
+def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
+    """The ``options`` every pooled connection starts with, after the DSN's own.
+
+    Session settings travel in the startup packet, not in a configure
+    callback: a pool then never runs a query of its own in the background.
+    ``lock_timeout`` (``timeout``) plays SQLite's busy_timeout: a locked row
+    or table fails the call (StoreLockedError) instead of hanging the turn.
+    """
+    options = [
+        str(conninfo_to_dict(dsn).get("options") or ""),
+        "-c TimeZone=UTC",
+        f"-c lock_timeout={max(1, round(timeout * 1000))}",
+    ]
+    if vectors:
+        options.append("-c hnsw.iterative_scan=relaxed_order")
+    return " ".join(o for o in options if o)
+
+
+def unavailable(message: str) -> StorageError:
+    """A :class:`StorageError` with ``reason`` ``"unavailable"``: no connection could be had."""
+    err = StorageError(message)
+    err.reason = "unavailable"
+    return err
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Translate driver and pool errors into the library's StorageError tree."""
+    try:
+        yield
+    except PoolTimeout as exc:
+        raise unavailable(f"postgres {action}: no connection available ({exc})") from exc
+    except PoolClosed as exc:
+        raise StorageError(f"postgres {action}: the store is closed") from exc
+    except psycopg.errors.UniqueViolation as exc:
+        detail = exc.diag.message_detail or exc.diag.message_primary or str(exc)
+        raise ValueError(f"postgres {action}: duplicate id or key ({detail})") from exc
+    except (
+        psycopg.errors.LockNotAvailable,
+        psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure,
+    ) as exc:
+        raise StoreLockedError(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        err = StorageError(f"postgres {action}: {_first_line(exc)}")
+        err.reason = "timeout"
+        raise err from exc
+    except psycopg.errors.InvalidCatalogName as exc:
+        raise StoreMissingError(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.OperationalError as exc:
+        # A refused login carries no SQLSTATE; libpq's message is all there is.
+        if exc.sqlstate == "3D000" or _NO_DATABASE.search(str(exc)):
+            raise StoreMissingError(f"postgres {action}: {_first_line(exc)}") from exc
+        raise unavailable(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.Error as exc:
+        raise StorageError(f"postgres {action}: {_first_line(exc)}") from exc
+
+
+_NO_DATABASE = re.compile(r'database ".*" does not exist')
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def close_async_pool(pool: AsyncConnectionPool[Any], loop: asyncio.AbstractEventLoop) -> None:
+    """Close an async pool from outside its loop, as well as that loop's state allows."""
+    if loop.is_closed():
+        return  # its workers died with the loop; its connections close when collected
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        task = loop.create_task(pool.close())
+        _PENDING.add(task)
+        task.add_done_callback(_PENDING.discard)
+    elif loop.is_running():  # in another thread: ask it, without blocking this one
+        asyncio.run_coroutine_threadsafe(pool.close(), loop)
+    elif running is None:
+        loop.run_until_complete(pool.close())
+
+
+_PENDING: set[asyncio.Task[None]] = set()
+
+
+class PostgresConnections(PersistentStore):
+    """How ``PostgresStore`` talks to the server: its pools, their lifecycle, the drivers.
+
+    ``PostgresStore.__init__`` opens the sync pool and sets the attributes
+    below; the async pool is opened by the first ``arecall`` on its loop.
+    """
+
+    _names: TableNames
+    _dsn: str
+    _timeout: float
+    _min_size: int
+    _max_size: int
+    _connect_kwargs: dict[str, Any]
+    _pool: ConnectionPool[Any]
+    _apool: AsyncConnectionPool[Any] | None
+    _aloop: asyncio.AbstractEventLoop | None
+    _alock: threading.Lock
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
+        super().close()
+        self._pool.close()
+        with self._alock:
+            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+        if apool is not None and loop is not None:
+            close_async_pool(apool, loop)
+
+    async def aclose(self) -> None:
+        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
+
+        Awaited on another loop, it closes that pool as :meth:`close` does.
+        """
+        with self._alock:
+            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+        if apool is not None:
+            if loop is asyncio.get_running_loop():
+                await apool.close()
+            elif loop is not None:
+                close_async_pool(apool, loop)
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- the drivers --------------------------------------------------------------
+
+    def _run(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
+        """Drive ``steps`` in one transaction on a pooled connection.
+
+        ``deadline`` (a ``perf_counter`` value) bounds the wait for a connection.
+        """
+        self._check_open(action)
+        with (
+            translate_errors(action),
+            self._connection(deadline) as conn,
+            conn.cursor() as cur,
+        ):
+            try:
+                stmt = next(steps)
+                while True:
+                    cur.execute(stmt.query, stmt.params)
+                    result = cur.fetchall() if stmt.rows else cur.rowcount
+                    stmt = steps.send(result)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+
+    async def _arun(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
+        """The async twin of :meth:`_run`."""
+        with translate_errors(action):
+            async with self._aconnection(deadline) as conn, conn.cursor() as cur:
+                try:
+                    stmt = next(steps)
+                    while True:
+                        await cur.execute(stmt.query, stmt.params)
+                        result = await cur.fetchall() if stmt.rows else cur.rowcount
+                        stmt = steps.send(result)
+                except StopIteration as stop:
+                    return stop.value  # type: ignore[no-any-return]
+
+    def _wait_for(self, deadline: float | None) -> float:
+        """How long a call may wait for a pooled connection: ``timeout``, less by the deadline."""
+        if deadline is None:
+            return self._timeout
+        return max(0.0, min(self._timeout, deadline - time.perf_counter()))
+
+    def _exhausted(self, stats: dict[str, int], waited: float, deadline: float | None) -> bool:
+        """True when the pool had no connection because all are in use (not an outage).
+
+        Then the turn waited for one within its deadline: :class:`RecallWaitError`
+        names the wait, and no connection is opened past ``max_size``.
+        """
+        busy = stats.get("pool_size", 0) - stats.get("pool_available", 0)
+        if busy < max(1, self._max_size):
+            return False
+        raise RecallWaitError(
+            f"pool_wait: all {self._max_size} connections of the pool stayed busy for "
+            f"{waited:.3f}s"
+            + (" (the turn's deadline)" if deadline is not None else "")
+            + "; the recall never started"
+        )
+
+    @contextmanager
+    def _connection(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection in a transaction (committed on success, rolled back on error).
+
+        The wait for one ends at ``deadline``. When every connection is in use
+        past it, :class:`RecallWaitError`. After an outage the pool reconnects
+        with growing back-off, so it can lag a restarted server by seconds;
+        when it has nothing to give within ``timeout``, one direct connection
+        tells at once whether the server is back.
+        """
+        t0 = time.perf_counter()
+        try:
+            conn = self._pool.getconn(timeout=self._wait_for(deadline))
+        except PoolTimeout:
+            self._exhausted(self._pool.get_stats(), time.perf_counter() - t0, deadline)
+            with psycopg.connect(self._dsn, **self._connect_kwargs) as direct:
+                yield direct
+            return
+        try:
+            with conn:
+                yield conn
+        finally:
+            self._pool.putconn(conn)
+
+    @asynccontextmanager
+    async def _aconnection(
+        self, deadline: float | None = None
+    ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """The async twin of :meth:`_connection`."""
+        pool = await self._async_pool()
+        t0 = time.perf_counter()
+        try:
+            conn = await pool.getconn(timeout=self._wait_for(deadline))
+        except PoolTimeout:
+            self._exhausted(pool.get_stats(), time.perf_counter() - t0, deadline)
+            async with await psycopg.AsyncConnection.connect(
+                self._dsn, **self._connect_kwargs
+            ) as direct:
+                yield direct
+            return
+        try:
+            async with conn:
+                yield conn
+        finally:
+            await pool.putconn(conn)
+
+    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+        """The async pool of the running loop, opened on first use.
+
+        A pool belongs to one event loop; when a later call comes from a new
+        loop (a second ``asyncio.run``), the old loop's pool is abandoned. The
+        pool opens without waiting to fill: each call waits for its own
+        connection (within its deadline), so a burst of turns on a new pool is
+        served as connections arrive.
+        """
+        self._check_open("recall")
+        loop = asyncio.get_running_loop()
+        with self._alock:
+            pool = self._apool
+            if pool is not None and self._aloop is loop:
+                fresh = False
+            else:
+                fresh = True
+                stale, stale_loop = self._apool, self._aloop
+                pool = AsyncConnectionPool(
+                    self._dsn,
+                    kwargs=self._connect_kwargs,
+                    min_size=max(1, self._min_size),
+                    max_size=max(1, self._min_size, self._max_size),
+                    open=False,
+                    check=AsyncConnectionPool.check_connection,
+                    timeout=self._timeout,
+                    name=f"memory_inject.{self._names.table}.async",
+                )
+                self._apool, self._aloop = pool, loop
+                if stale is not None and stale_loop is not None:
+                    close_async_pool(stale, stale_loop)
+        try:
+            # Not wait=True: that waits until the pool is full *and idle*, which under a
+            # burst of turns lasts as long as the burst. A turn waits for its connection
+            # in getconn instead, within its deadline.
+            await pool.open()  # a no-op once open
+        except BaseException:
+            if fresh:
+                with self._alock:
+                    if self._apool is pool:
+                        self._apool = self._aloop = None
+                close_async_pool(pool, loop)  # its workers must not outlive the loop
+            raise
+        return pool

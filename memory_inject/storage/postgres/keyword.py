@@ -1,0 +1,100 @@
+"""The keyword stage's SQL on PostgreSQL: ``ts_rank_cd`` ranking and the word statistics read.
+
+:func:`keyword_query` is the text of the keyword statement, in its two forms:
+every match of the prompt's tsquery ranked, or (``selective``) candidates
+selected by the query's rarest lexemes within a row budget, every query word
+still counting in the rank. Each row also says which query lexemes it holds
+and, once per statement, how many rows of the table match each query word.
+:func:`term_stats_query` reads ANALYZE's common lexemes for that budget
+(``terms``). Building the text does no I/O; :class:`~memory_inject.storage.postgres.queries.Queries`
+caches it and adds the parameters.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+from memory_inject.storage.postgres.context import RANK_WEIGHTS
+from memory_inject.storage.postgres.schema import RECALL_COLUMNS
+from memory_inject.storage.postgres.terms import EXACT_ROWS
+
+__all__ = ["keyword_query", "term_stats_query"]
+
+
+def keyword_query(
+    t: sql.Identifier, cols: sql.Composable, where: sql.Composable, *, selective: bool
+) -> sql.Composed:
+    """The keyword statement on table ``t``, selecting ``cols`` of the live rows ``where`` says.
+
+    Its parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
+    ``selective`` also ``words``, ``clex``, ``crows`` and ``budget`` (see
+    :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`).
+    """
+    rank = sql.SQL("ts_rank_cd({w}::float4[], tsv, tq.q)").format(w=sql.Literal(RANK_WEIGHTS))
+    if not selective:
+        head: sql.Composable = sql.SQL("")
+        inner = sql.SQL(
+            "SELECT {cols}, tsv, {rank} AS rank "
+            "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
+            "WHERE {where} AND tsv @@ tq.q ORDER BY rank DESC, id LIMIT %(lim)s"
+        ).format(cols=cols, rank=rank, t=t, where=where)
+    else:
+        head = sql.SQL(
+            "WITH lex AS ("
+            " SELECT l, coalesce(c.n, 0) AS n"
+            " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
+            " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
+            " ON c.lexeme = l"
+            "), kept AS ("
+            " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
+            " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
+            " WHERE r.cum <= %(budget)s OR r.rn = 1"
+            "), tq AS ("
+            " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
+            "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+            " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
+            ") "
+        ).format()
+        inner = sql.SQL(
+            "SELECT {cols}, tsv, {rank} AS rank FROM {t}, tq "
+            "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
+        ).format(cols=cols, rank=rank, t=t, where=where)
+    # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
+    extra = sql.SQL(
+        ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
+        "WHERE d.tsv @@ x.q LIMIT %(cap)s) AS c) "
+        "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
+    ).format(t=t)
+    return sql.SQL(
+        "{head}SELECT {kcols}, k.rank, ARRAY(SELECT k.tsv @@ x.q "
+        "FROM unnest(%(probe)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i){extra} "
+        "FROM ({inner}) AS k ORDER BY k.rank DESC, k.id"
+    ).format(
+        head=head,
+        kcols=sql.SQL(", ").join(sql.Identifier("k", c) for c in RECALL_COLUMNS),
+        extra=extra,
+        inner=inner,
+    )
+
+
+def term_stats_query(t: sql.Identifier) -> sql.Composed:
+    """ANALYZE's common lexemes of ``t``'s ``tsv`` with their row estimates, and its rows.
+
+    The last column is the exact row count when the table is small (or was
+    never analyzed), else NULL. Its one parameter, ``rel``, is the table's name.
+    """
+    return sql.SQL(
+        "SELECT coalesce(array_agg(m.e ORDER BY m.e) FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
+        " coalesce(array_agg(m.f * c.reltuples ORDER BY m.e)"
+        " FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
+        " max(c.reltuples),"
+        " CASE WHEN coalesce(max(c.reltuples), -1) < {exact}"
+        " THEN (SELECT count(*) FROM {t}) END"
+        " FROM pg_class AS c"
+        " JOIN pg_namespace AS ns ON ns.oid = c.relnamespace"
+        " LEFT JOIN pg_stats AS s ON s.schemaname = ns.nspname AND s.tablename = c.relname"
+        " AND s.attname = 'tsv'"
+        " LEFT JOIN LATERAL unnest(s.most_common_elems::text::text[],"
+        " s.most_common_elem_freqs) AS m(e, f) ON true"
+        " WHERE c.oid = to_regclass(%(rel)s)"
+    ).format(exact=sql.Literal(EXACT_ROWS), t=t)

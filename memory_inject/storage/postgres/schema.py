@@ -1,0 +1,310 @@
+"""Schema, migrations and row conversion for :class:`~memory_inject.storage.postgres.PostgresStore`.
+
+The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope``
+as ``jsonb``, the embedding as exact ``double precision[]``), a generated
+``tsvector`` with a GIN index for lexical recall and, when pgvector is present
+and an embedder is configured, a generated ``vector(dim)`` copy of the
+embedding with an HNSW index for semantic recall. Schema 2 adds the context
+columns (``context``) to the tsvector. The vector column is derived
+data, so the exact embedding still round-trips through export.
+
+Migrations are ordered and forward-only; they run under a transaction-level
+advisory lock, so any number of processes may open the same table at once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from memory_inject.embedders import embedder_dim, embedder_name
+from memory_inject.exceptions import EmbedderError, SchemaMismatchError
+from memory_inject.records import COLUMN_FIELDS
+from memory_inject.storage.postgres.context import add_context
+from memory_inject.storage.postgres.pgvector import check_pgvector
+from memory_inject.storage.records import MemoryRecord
+
+__all__ = [
+    "COLUMNS",
+    "LOCK_CLASS",
+    "MIGRATIONS",
+    "RECALL_COLUMNS",
+    "TableNames",
+    "ensure_vectors",
+    "hnsw_index",
+    "migrate",
+    "record_params",
+    "required_dim",
+    "row_to_record",
+]
+
+#: Every record field, in ``MemoryRecord`` order; this is also the column order. zeroclaw's
+#: entry fields (``records.IN_METADATA``) have no column: they live in ``metadata``.
+COLUMNS: tuple[str, ...] = COLUMN_FIELDS
+#: What recall reads: everything but the (large, unused by recall) embedding.
+RECALL_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c != "embedding")
+
+_LIST = "text[] NOT NULL DEFAULT '{}'"
+_TYPES: dict[str, str] = {
+    "key": "text NOT NULL",
+    "content": "text NOT NULL",
+    "category": "text NOT NULL",
+    "timestamp": "timestamptz NOT NULL",
+    "id": "text NOT NULL",
+    "updated_at": "timestamptz NOT NULL",
+    "session_id": "text",
+    "namespace": "text NOT NULL",
+    "importance": "double precision",
+    "confidence": "double precision",
+    "status": "text NOT NULL DEFAULT 'active'",
+    "tags": _LIST,
+    "source": "text",
+    "entity_ids": _LIST,
+    "profile_id": "text",
+    "scope": "jsonb",
+    "applies_when": _LIST,
+    "does_not_apply_when": _LIST,
+    "known_exceptions": _LIST,
+    "rule_type": "text",
+    "memory_kind": "text",
+    "layer": "text",
+    "supersedes": _LIST,
+    "superseded_by": "text",
+    "times_used": "integer NOT NULL DEFAULT 0",
+    "last_used_at": "timestamptz",
+    "expires_at": "timestamptz",
+    "deleted_at": "timestamptz",
+    "metadata": "jsonb",
+    "embedding": "double precision[]",
+}
+_LISTS = frozenset(c for c, t in _TYPES.items() if t.startswith("text[]"))
+
+#: First key of every advisory lock this library takes (``pg_advisory_xact_lock(int, int)``).
+LOCK_CLASS = 0x6D656D  # "mem"
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
+_HNSW_MAX_DIM = 2000
+
+
+@attrs.frozen
+class TableNames:
+    """The identifiers that belong to one memory table (all derived from its name)."""
+
+    table: str
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.table, str) or not _IDENT.fullmatch(self.table):
+            raise ValueError(
+                "'table' must be a plain SQL identifier of at most 40 characters "
+                f"(got {self.table!r})"
+            )
+
+    def ident(self, suffix: str = "") -> sql.Identifier:
+        """The SQL identifier ``table + suffix``."""
+        return sql.Identifier(self.table + suffix)
+
+    @property
+    def versions(self) -> sql.Identifier:
+        """The table's schema-version table, ``<table>_schema_version``."""
+        return self.ident("_schema_version")
+
+    @property
+    def hnsw(self) -> sql.Identifier:
+        """The table's HNSW index, ``<table>_embedding_hnsw``."""
+        return self.ident("_embedding_hnsw")
+
+
+def _create_base(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    if _relation_exists(conn, names.table):
+        raise SchemaMismatchError(
+            f"table {names.table!r} exists but has no memory_inject schema version; "
+            "it is not ours (pass another 'table')"
+        )
+    columns = sql.SQL(",\n  ").join(
+        sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_TYPES[c])) for c in COLUMNS
+    )
+    q = sql.Identifier
+    statements = [
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}(text[]) RETURNS text LANGUAGE sql "
+            "IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_string($1, ' ') $$"
+        ),
+        sql.SQL(
+            "CREATE TABLE {t} (\n  {columns},\n"
+            "  rid bigint GENERATED ALWAYS AS IDENTITY,\n"
+            "  tsv tsvector GENERATED ALWAYS AS ("
+            "setweight(to_tsvector('english'::regconfig, {key}), 'A') || "
+            "setweight(to_tsvector('english'::regconfig, {content}), 'B') || "
+            "setweight(to_tsvector('english'::regconfig, {fn}({tags})), 'C')) STORED,\n"
+            "  PRIMARY KEY ({namespace}, {id}),\n"
+            "  UNIQUE ({namespace}, {key})\n)"
+        ),
+        sql.SQL("CREATE INDEX {tsv_idx} ON {t} USING gin (tsv)"),
+        sql.SQL(
+            "CREATE INDEX {recent_idx} ON {t} ({namespace}, {updated_at} DESC) "
+            "WHERE {deleted_at} IS NULL"
+        ),
+        sql.SQL("CREATE INDEX {session_idx} ON {t} ({namespace}, {session_id}, {timestamp})"),
+        sql.SQL("CREATE INDEX {time_idx} ON {t} ({namespace}, {timestamp} DESC)"),
+    ]
+    params = {
+        "t": names.ident(),
+        "fn": names.ident("_tags_text"),
+        "columns": columns,
+        "tsv_idx": names.ident("_tsv_idx"),
+        "recent_idx": names.ident("_recent_idx"),
+        "session_idx": names.ident("_session_idx"),
+        "time_idx": names.ident("_time_idx"),
+        **{c: q(c) for c in COLUMNS},
+    }
+    for stmt in statements:
+        conn.execute(stmt.format(**params))
+
+
+def _add_pi_records(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """``metadata`` (an imported record's fields without a column) and the standing index.
+
+    New tables already have the column (``_create_base`` writes every field).
+    """
+    conn.execute(
+        sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS metadata jsonb").format(names.ident())
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, layer, rule_type, confidence) "
+            "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
+        ).format(names.ident("_standing_idx"), names.ident())
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} (namespace, category, updated_at) "
+            "WHERE deleted_at IS NULL AND superseded_by IS NULL AND status = 'active'"
+        ).format(names.ident("_standing_cat_idx"), names.ident())
+    )
+
+
+#: Ordered, forward-only migrations: ``(version, description, apply)``.
+MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames], None]], ...] = (
+    (1, "memories table, tsvector + GIN, recency, time and session indexes", _create_base),
+    (2, "context expansion: ctx_prev, ctx_prev2, ctx_day in the tsvector", add_context),
+    (3, "PI records: metadata column, standing-context index", _add_pi_records),
+)
+
+
+def _relation_exists(conn: psycopg.Connection[Any], name: str) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (sql.Identifier(name).as_string(),))
+    found = row.fetchone()
+    return bool(found and found[0])
+
+
+def migrate(conn: psycopg.Connection[Any], names: TableNames) -> int:
+    """Bring the table to the newest version; the caller owns the transaction. Returns it."""
+    conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_CLASS, names.table))
+    conn.execute(
+        sql.SQL(
+            "CREATE TABLE IF NOT EXISTS {} (version integer PRIMARY KEY, "
+            "description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        ).format(names.versions)
+    )
+    row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(names.versions)).fetchone()
+    current = int(row[0]) if row and row[0] is not None else 0
+    newest = MIGRATIONS[-1][0]
+    if current > newest:
+        raise SchemaMismatchError(
+            f"table {names.table!r} is at schema version {current}, newer than this "
+            f"library's {newest}; upgrade memory_inject"
+        )
+    for version, description, apply in MIGRATIONS:
+        if version <= current:
+            continue
+        apply(conn, names)
+        conn.execute(
+            sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(names.versions),
+            (version, description),
+        )
+    return newest
+
+
+def required_dim(embedder: object) -> int:
+    """The embedder's ``dim``, which the ``vector(dim)`` column needs (else ``EmbedderError``)."""
+    dim = embedder_dim(embedder)
+    if dim is None:
+        raise EmbedderError(f"embedder {embedder_name(embedder)!r} has no 'dim'")
+    return dim
+
+
+def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -> bool:
+    """Add the ``vector(dim)`` column and its HNSW index if pgvector can be had.
+
+    Runs inside :func:`migrate`'s transaction (under its lock). Returns False,
+    leaving the table lexical-only, when the extension is not installed on the
+    server or this role may not create it. Raises
+    :class:`~memory_inject.exceptions.PgvectorUnusableError` when the extension
+    is there but fails its smoke query (:func:`check_pgvector`).
+    """
+    if not _has_vector_extension(conn):
+        try:
+            with conn.transaction():
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except psycopg.Error:
+            return False
+    # Before any vector column or index exists: a pgvector that cannot run
+    # fails here, once and by name, not on every later insert.
+    check_pgvector(conn)
+    row = conn.execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = to_regclass(%s) AND attname = 'embedding_vec' AND NOT attisdropped",
+        (names.ident().as_string(),),
+    ).fetchone()
+    want = f"vector({dim})"
+    if row is None:
+        conn.execute(
+            sql.SQL(
+                "ALTER TABLE {t} ADD COLUMN embedding_vec vector({dim}) GENERATED ALWAYS AS "
+                "(CASE WHEN array_length({emb}, 1) = {dim} "
+                "THEN {emb}::vector({dim}) END) STORED"
+            ).format(t=names.ident(), dim=sql.Literal(dim), emb=sql.Identifier("embedding"))
+        )
+    elif row[0] != want:
+        raise SchemaMismatchError(
+            f"table {names.table!r} has an embedding column of type {row[0]} but the "
+            f"embedder makes {dim}-dimensional vectors; use another 'table' or the same embedder"
+        )
+    if dim <= _HNSW_MAX_DIM:
+        conn.execute(hnsw_index(names))
+    return True
+
+
+def hnsw_index(names: TableNames) -> sql.Composed:
+    """The (idempotent) statement creating the table's HNSW cosine index."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {idx} ON {t} USING hnsw (embedding_vec vector_cosine_ops)"
+    ).format(idx=names.hnsw, t=names.ident())
+
+
+def _has_vector_extension(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return row is not None
+
+
+def record_params(record: MemoryRecord) -> list[Any]:
+    """The record's values in :data:`COLUMNS` order, adapted for psycopg."""
+    out: list[Any] = []
+    for name in COLUMNS:
+        value: Any = record.stored_metadata if name == "metadata" else getattr(record, name)
+        if name in _LISTS or (name == "embedding" and value is not None):
+            value = list(value)
+        elif name in ("scope", "metadata") and value is not None:
+            value = Jsonb(dict(value))
+        out.append(value)
+    return out
+
+
+def row_to_record(row: Sequence[Any], columns: Sequence[str] = COLUMNS) -> MemoryRecord:
+    """Build a record from a row selected with ``columns``."""
+    return MemoryRecord(**dict(zip(columns, row, strict=True)))

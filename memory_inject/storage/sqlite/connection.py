@@ -1,0 +1,350 @@
+"""The connection layer of :class:`~memory_inject.storage.sqlite.SQLiteStore`.
+
+One SQLite file behind one write connection and a small pool of read
+connections. Writes run on the write connection under a lock, one at a time,
+in ``BEGIN IMMEDIATE`` transactions. Reads take a read connection of the pool
+(:class:`~.pool.ReadPool`, at most ``readers`` of them, opened as needed): under WAL
+readers never wait for a writer or for each other, and SQLite releases the
+GIL while it works, so many turns read at once. A read waits for a free
+connection only when all are busy; under a deadline that wait ends at the
+deadline with :class:`~memory_inject.exceptions.RecallWaitError`
+(``connection_wait: ...``). A locked database is retried once after
+:data:`LOCK_RETRY_DELAY_S` (founder-os), then reported as
+:class:`~memory_inject.exceptions.StoreLockedError`; other driver errors leave
+as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from memory_inject.exceptions import RecallInterruptedError, RecallWaitError, StoreMissingError
+from memory_inject.storage._base import PersistentStore
+from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.sqlite.codec import fetch
+from memory_inject.storage.sqlite.errors import is_locked, wrap_error
+from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.locks import wal_lock_note
+from memory_inject.storage.sqlite.migrations import connect, prepare
+from memory_inject.storage.sqlite.pool import ReadPool
+
+__all__ = ["DEFAULT_READERS", "LOCK_RETRY_DELAY_S", "PROGRESS_STEPS", "SQLiteConnections"]
+
+T = TypeVar("T")
+
+#: One retry after this pause when the database is locked (founder-os's rule).
+LOCK_RETRY_DELAY_S = 0.3
+#: Under a deadline, the clock is read every this many SQLite VM steps (a few
+#: tens of microseconds of work), so a statement stops that soon after it.
+PROGRESS_STEPS = 10_000
+#: Read connections per store unless ``readers=`` says otherwise: one per core (at
+#: least 2, at most 8). More only add GIL hand-offs (on a small store, where the
+#: in-process keyword mirror does most of a recall, 4 readers served 16 threads at
+#: 0.7x the rate of 1); fewer serialise the big stores' FTS5 work, which runs without
+#: the GIL (50k rows, 16 threads: 1 reader 0.89x one thread, 2 readers 1.49x).
+DEFAULT_READERS = min(8, max(2, os.cpu_count() or 2))
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of the file at ``path``, None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class _Until:
+    """``with store.interrupt_at(until):`` for this thread (nested ones keep the earlier)."""
+
+    __slots__ = ("_local", "_prev", "_until")
+
+    def __init__(self, local: threading.local, until: float) -> None:
+        self._local = local
+        self._until = until
+        self._prev: float | None = None
+
+    def __enter__(self) -> None:
+        self._prev = getattr(self._local, "until", None)
+        self._local.until = self._until if self._prev is None else min(self._prev, self._until)
+
+    def __exit__(self, *exc: object) -> None:
+        self._local.until = self._prev
+
+
+class SQLiteConnections(PersistentStore):
+    """How ``SQLiteStore`` talks to its file: opening, locks, the one retry, transactions.
+
+    One connection guarded by a lock serves every thread's writes; reads take
+    a connection of the :class:`~.pool.ReadPool` (a ``:memory:`` database has one
+    connection, so there reads share the writer's, under its lock).
+    ``SQLiteStore.__init__`` sets ``_path`` and calls :meth:`_open`.
+    """
+
+    _path: str
+    _lock: threading.RLock
+    _conn: sqlite3.Connection
+    _readers: ReadPool | None
+    _shared_stats: TermStats
+    _busy_now: dict[sqlite3.Connection, int]
+    _busy_ms: int
+    _local: threading.local
+    _file: str | None
+    _file_id: tuple[int, int] | None
+
+    # -- opening --------------------------------------------------------------
+
+    def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str, readers: int) -> None:
+        self._lock = threading.RLock()
+        self._busy_ms = busy_timeout_ms
+        self._file = None if self._path == ":memory:" else os.path.abspath(self._path)
+        self._local = threading.local()
+        self._conn = connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
+        try:
+            self._retry(self._prepare_schema(create, synchronous), "open")
+        except BaseException:
+            self._conn.close()
+            raise
+        # The file the connections hold: a write checks it is still the one at the path.
+        self._file_id = None if self._file is None else _file_id(self._file)
+        # Reads get connections of their own: under WAL they never wait for a
+        # writer, so a write stuck behind another process's lock cannot stall
+        # the renders of this store, and they run side by side. (":memory:"
+        # has one database per connection, so there reads share the writer's.)
+        path = self._path
+        self._readers = (
+            None
+            if path == ":memory:"
+            else ReadPool(
+                path,
+                readers,
+                lambda: connect(path, create=False, busy_timeout_ms=busy_timeout_ms),
+            )
+        )
+        # The shared connection's index statistics (":memory:"), cached until the data changes.
+        self._shared_stats = TermStats()
+        # Each connection's busy_timeout where it is not the store's own (ms).
+        self._busy_now: dict[sqlite3.Connection, int] = {}
+
+    def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
+        def run() -> None:
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            prepare(self._conn, create=create, label=self._path)
+
+        return run
+
+    # -- plumbing -------------------------------------------------------------
+
+    @property
+    def path(self) -> str:
+        """The database file (``:memory:`` for a private in-process database)."""
+        return self._path
+
+    @property
+    def recall_slots(self) -> int:
+        """How many recalls may run on recall threads at once (with an embedder).
+
+        As many as there are read connections and cores: more only fight for
+        the GIL and the connections, and make every turn slower.
+        """
+        readers = self._readers.size if self._readers is not None else 1
+        return max(1, min(readers, os.cpu_count() or 2))
+
+    def stall_note(self) -> str | None:
+        """Why a recall of this store may be waiting past its deadline, if a cause is
+        seen: another process holding the file's WAL-index lock (``wal_lock: ...``,
+        from ``/proc/locks`` on Linux). The render adds it to the recall event."""
+        if self._file is None:
+            return None
+        return wal_lock_note(self._file)
+
+    def interrupt_at(self, until: float) -> _Until:
+        """Reads this thread makes inside stop by ``until`` (a ``perf_counter`` value).
+
+        A statement still running then is interrupted (a progress handler),
+        the read lock and a locked database are waited for no longer, and the
+        call raises :class:`~memory_inject.exceptions.RecallInterruptedError`:
+        nothing is left running that holds the store.
+        """
+        return _Until(self._local, until)
+
+    def _read_until(self, op: Callable[[sqlite3.Connection], T], what: str, until: float) -> T:
+        for attempt in (1, 2):
+            conn, lock = self._take_reader(until, what)
+            try:
+                self._check_open(what)
+                left = until - time.perf_counter()
+                conn.set_progress_handler(lambda: time.perf_counter() > until, PROGRESS_STEPS)
+                self._busy_within(conn, max(1, min(self._busy_ms, int(left * 1000.0))))
+                try:
+                    return op(conn)
+                finally:
+                    conn.set_progress_handler(None, 0)
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+            except sqlite3.OperationalError as exc:
+                if "interrupt" in str(exc).lower():
+                    raise RecallInterruptedError(
+                        f"{self._path}: {what}: stopped at the deadline"
+                    ) from exc
+                late = until - time.perf_counter() <= LOCK_RETRY_DELAY_S
+                if attempt == 1 and is_locked(exc) and not late:
+                    time.sleep(LOCK_RETRY_DELAY_S)
+                    continue
+                raise wrap_error(exc, f"{self._path}: {what}") from exc
+            except sqlite3.Error as exc:
+                raise wrap_error(exc, f"{self._path}: {what}") from exc
+            finally:
+                self._give_reader(conn, lock)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _busy_within(self, conn: sqlite3.Connection, most: int) -> None:
+        """Make SQLite's lock waits on ``conn`` end within ``most`` ms (and not much sooner).
+
+        The pragma is a statement, and every statement lets another thread take
+        the GIL, so it runs only when the current value is too long, or less
+        than half of what is allowed; a read without a deadline puts the
+        store's own value back.
+        """
+        now = self._busy_now.get(conn, self._busy_ms)
+        if now > most or now < most // 2:
+            # Rounded down to 100 ms, so the next turns' slightly shorter deadlines
+            # do not each need the pragma again.
+            most = most - most % 100 if most >= 200 else most
+            conn.execute(f"PRAGMA busy_timeout = {most}")
+            self._busy_now[conn] = most
+
+    def _take_reader(
+        self, until: float | None, what: str
+    ) -> tuple[sqlite3.Connection, threading.RLock | None]:
+        """A read connection and the lock taken for it (``:memory:``: the writer's)."""
+        readers = self._readers
+        if readers is not None:
+            return readers.take(until), None
+        lock = self._lock
+        left = None if until is None else until - time.perf_counter()
+        if left is not None and (left <= 0.0 or not lock.acquire(timeout=left)):
+            raise RecallWaitError(
+                f"connection_wait: the connection of {self._path} stayed busy until the "
+                "turn's deadline; the recall never started"
+            )
+        if left is None:
+            lock.acquire()
+        return self._conn, lock
+
+    def _give_reader(self, conn: sqlite3.Connection, lock: threading.RLock | None) -> None:
+        if lock is not None:
+            lock.release()
+        elif self._readers is not None:
+            self._readers.give(conn)
+
+    def _stats_of(self, conn: sqlite3.Connection) -> TermStats:
+        """The index statistics cached for ``conn`` (each read connection has its own)."""
+        readers = self._readers
+        if readers is None:
+            return self._shared_stats
+        return readers.stats.get(conn) or self._shared_stats
+
+    def _retry(self, op: Callable[[], T], what: str) -> T:
+        """``op`` under the write lock, retried once when the database is locked."""
+
+        def locked() -> T:
+            with self._lock:
+                self._check_open(what)
+                return op()
+
+        return self._once_more_if_locked(locked, what)
+
+    def _once_more_if_locked(self, op: Callable[[], T], what: str) -> T:
+        """``op``, retried once after :data:`LOCK_RETRY_DELAY_S` when the database is locked."""
+        for attempt in (1, 2):
+            try:
+                return op()
+            except sqlite3.IntegrityError as exc:
+                raise ValueError(f"{what}: {exc}") from exc
+            except sqlite3.Error as exc:
+                if attempt == 1 and is_locked(exc):
+                    time.sleep(LOCK_RETRY_DELAY_S)
+                    continue
+                raise wrap_error(exc, f"{self._path}: {what}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        def run() -> T:
+            conn = self._conn
+            self._check_same_file(what)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = op(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            return result
+
+        return self._retry(run, what)
+
+    def _check_same_file(self, what: str) -> None:
+        """Refuse a write when the file at the path is gone or another one (F6).
+
+        SQLite keeps writing to the file it opened; once that file is deleted or
+        replaced (a restore, a ``mv``), those writes land in an unlinked inode and
+        are lost at the next open, although each one returned.
+        """
+        if self._file is None or self._file_id is None:
+            return
+        if _file_id(self._file) != self._file_id:
+            raise StoreMissingError(
+                f"{self._path}: {what}: the database file was deleted or replaced while the "
+                "store was open; nothing was written (open the store again)"
+            )
+
+    def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        """``op`` on a read connection (retried once when the database is locked).
+
+        Inside :meth:`interrupt_at` the wait for a connection, the statements
+        and SQLite's lock waits all end at the deadline.
+        """
+        until = getattr(self._local, "until", None)
+        if until is not None:
+            return self._read_until(op, what, until)
+
+        def once() -> T:
+            conn, lock = self._take_reader(None, what)
+            try:
+                self._check_open(what)
+                if self._busy_now.get(conn, self._busy_ms) != self._busy_ms:
+                    self._busy_within(conn, self._busy_ms)
+                return op(conn)
+            finally:
+                if lock is None and conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                self._give_reader(conn, lock)
+
+        return self._once_more_if_locked(once, what)
+
+    def _fetch(
+        self, conn: sqlite3.Connection, where: str, params: Sequence[Any]
+    ) -> builtins.list[MemoryRecord]:
+        return fetch(conn, self._namespace, where, params)
+
+    def close(self) -> None:
+        """Close the connections; later calls raise :class:`StorageError`.
+
+        A read running now finishes; its connection is closed when it is given back.
+        """
+        with self._lock:
+            super().close()
+            conn, self._conn = self._conn, None  # type: ignore[assignment]
+        if self._readers is not None:
+            self._readers.close()
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,347 @@
+"""A small store's keyword index, mirrored in process: BM25 and coverage without FTS5 calls.
+
+On a store of a few hundred records a keyword recall through FTS5 costs about
+three bare FTS5 queries: the ranking statement over seven weighted columns,
+then ``highlight()`` over the hits (it re-tokenises every column of each hit,
+the long context columns included) for the calibrated score. Both answers
+follow from a few numbers per (token, row): the token's weighted count in the
+row, the columns it is in, and the row's length. :class:`KeywordMirror` keeps
+those in process, so a query is a few dictionary walks and one statement,
+the one that applies the store's scope to the best rows and reads them.
+
+It answers exactly what :func:`~memory_inject.storage.sqlite.keyword_rank.keyword_hits`
+answers, computed the way FTS5 computes it: ``bm25()``'s idf over all rows,
+its column weights, row length and average length, summed over the query's
+phrases in order (so scores are bit-for-bit FTS5's whole-query bm25, the
+exact order the SQL path approximates on large stores), ties by id, and
+:func:`~memory_inject.storage.calibration.coverage` from the columns each
+word is in. A test holds the two together on random stores.
+
+**When.** Only for an index of at most :data:`MAX_ROWS` rows, only once the
+store has made :data:`AFTER_RECALLS` keyword recalls in this process (a
+one-shot process never reads anything for it), and only for queries of plain
+words (a ``word*`` prefix or a word that tokenises to several tokens goes to
+the SQL path). Otherwise the caller uses the SQL path.
+
+**What is read.** Every row's id, length (``memories_fts_docsize``) and
+scope token, about 5 us a row; a token's postings the first time a query
+holds it, from the index itself (``fts5vocab`` instances: the tokens FTS5
+stored, so they are exact by construction). Prompts share most of their
+words (names, places, the topics of the store), so after a few turns most
+tokens are held; memory grows with the prompts' vocabulary, capped at
+:data:`MAX_TOKENS`.
+
+**Kept current** like the vector matrix: ``PRAGMA data_version`` and the read
+connection's ``total_changes`` (each read connection's own) say something
+changed, ``memories_log`` which rows; a changed row is tokenised by a private
+FTS5 table with the index's tokenizer. It only ranks: the store's scope,
+applied in SQL when the rows are read, still decides which rows a recall may
+return. The index itself and FTS5's arithmetic over it live in
+:mod:`.keyword_index`; this module decides when to use it, keeps it current
+and reads the best rows through the scope.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.sqlite.changes import LogPosition, logged_since
+from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
+from memory_inject.storage.sqlite.keyword_index import (
+    MirrorIndex,
+    best_rows,
+    bm25_scores,
+    present_weight,
+)
+from memory_inject.storage.sqlite.keyword_terms import (
+    FTS_COLUMNS,
+    RowTokenizer,
+    corpus_size,
+    ensure_vocab,
+    tokens_of,
+    varints,
+)
+
+__all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
+
+#: Indexes of at most this many rows are mirrored: past it a common word's first read costs
+#: more than the mirror saves (``benchmarks/keyword_sizes.py``, docs/performance.md).
+MAX_ROWS = 2000
+#: The mirror is built on this keyword recall of the process, not the first.
+AFTER_RECALLS = 4
+#: Past this many changed rows the mirror is read again rather than patched.
+PATCH_MAX = 256
+#: Past this many loaded tokens the postings are dropped and read again as asked for.
+MAX_TOKENS = 50_000
+#: Past this many postings (a token in a row) held in all, the postings are
+#: dropped and read again as asked for: about 150 bytes each, so the
+#: postings never hold much more than 30 MB.
+MAX_POSTINGS = 200_000
+#: A query whose unloaded tokens occur more often than this in the index (all
+#: rows, all columns) goes to the SQL path: reading their instances here
+#: costs about a microsecond each (a 10 MB row holding the word: seconds),
+#: where FTS5 reads a row's matches in C.
+MAX_LOAD_INSTANCES = 50_000
+#: A changed row longer than this (bytes, every indexed column) is not
+#: tokenised into the mirror: the mirror is read again instead (ids, lengths
+#: and scopes only), which costs the same whatever the rows hold.
+PATCH_MAX_BYTES = 1 << 20
+#: After a build fails (a deadline, a locked file), this many recalls use SQL first.
+BACKOFF = 64
+
+_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
+_ID = ENTRY_COLUMNS.index("id")
+
+#: The change log's head and the connection's ``data_version``, in one statement.
+_HEAD_AND_VERSION = (
+    "SELECT (SELECT max(seq) FROM memories_log), "
+    "(SELECT stamp FROM memories_log ORDER BY seq DESC LIMIT 1), "
+    "(SELECT data_version FROM pragma_data_version)"
+)
+#: A token's instances in the store's index (``_build`` creates the vocab table).
+_INSTANCES = "SELECT term, doc, col FROM temp.memories_instances WHERE term = ?"
+#: Every indexed column's length in bytes, summed (``m`` is ``memories``).
+_ROW_BYTES = " + ".join(
+    f"ifnull(length(CAST(m.{c} AS BLOB)), 0)" for c in FTS_COLUMNS.replace(" ", "").split(",")
+)
+
+
+class KeywordMirror:
+    """One store's mirrored keyword index (see the module docstring), shared by its
+    read connections; one recall uses it at a time (it is a few dictionary walks)."""
+
+    def __init__(self, *, max_rows: int = MAX_ROWS, after: int = AFTER_RECALLS) -> None:
+        """Nothing is read until :meth:`keyword_hits` decides a mirror pays."""
+        self.max_rows = max_rows
+        self.after = after
+        self.builds = 0  # how many times the index was read whole (tests, benchmarks)
+        self._lock = threading.Lock()
+        self._index: MirrorIndex | None = None
+        # (data_version, total_changes) per read connection when it last saw the index current.
+        self._seen: dict[int, tuple[int, int]] = {}
+        self._calls = 0
+        self._not_before = 0
+        self._tokenizer = RowTokenizer()
+
+    def clear(self) -> None:
+        """Forget the mirror (the next recall that needs one reads the index again)."""
+        with self._lock:
+            self._index = None
+            self._seen.clear()
+
+    def keyword_hits(
+        self,
+        conn: sqlite3.Connection,
+        where: tuple[str, str, Sequence[Any]],
+        words: Sequence[tuple[str, bool]],
+        k: int,
+        *,
+        scope_tokens: Sequence[str] | None = None,
+        rows: dict[str, tuple[Any, ...]] | None = None,
+    ) -> list[tuple[str, float, float]] | None:
+        """What ``keyword_rank.keyword_hits`` returns, from the mirror; None to use SQL.
+
+        ``where`` is ``(namespace, scope, params)``, ``scope_tokens`` the
+        session's ``ctx_scope`` tokens (``ddl.scope_tokens``), and
+        ``rows`` receives the hits' entry columns by id. Runs inside the
+        recall's read transaction.
+        """
+        phrases = []
+        for word, star in words:
+            tokens = tokens_of(word)
+            if not tokens:
+                continue
+            if star or len(tokens) > 1:
+                return None
+            phrases.append(tokens[0])
+        if not phrases:
+            return []
+        with self._lock:
+            index = self._current(conn)
+            if index is None:
+                return None
+            return _hits(conn, index, where, phrases, k, scope_tokens, rows)
+
+    # -- keeping the index current ------------------------------------------
+
+    def _current(self, conn: sqlite3.Connection) -> MirrorIndex | None:
+        self._calls += 1
+        index = self._index
+        if index is None and (self._calls < self.after or self._calls < self._not_before):
+            return None
+        # Reading the log first opens the read snapshot: the version read next is its own.
+        # One statement (each one lets another thread take the GIL): the log's head,
+        # which opens the read snapshot, and this connection's data_version.
+        head_row, stamp, dv = conn.execute(_HEAD_AND_VERSION).fetchone()
+        head: LogPosition = (0, None) if head_row is None else (int(head_row), stamp)
+        version = (int(dv), conn.total_changes)
+        # Each read connection has its own data_version: the index is current for
+        # this one when nothing changed since it last looked and the log agrees.
+        if self._seen.get(id(conn)) == version and (index is None or index.seq == head):
+            return index  # unchanged since the last look (None: the index is too big)
+        try:
+            index = self._refreshed(conn, index, head)
+        except sqlite3.Error:
+            self._index = None
+            self._seen.clear()
+            self._not_before = self._calls + BACKOFF
+            raise
+        if index is not self._index:
+            self._seen.clear()
+        self._index = index
+        self._seen[id(conn)] = version
+        return index
+
+    def _refreshed(
+        self, conn: sqlite3.Connection, index: MirrorIndex | None, head: LogPosition
+    ) -> MirrorIndex | None:
+        if index is not None:
+            rids = logged_since(conn, index.seq, head, PATCH_MAX)
+            if rids is not None and self._patch(conn, index, rids, head):
+                return index if len(index.ids) <= self.max_rows else None
+        if corpus_size(conn) > self.max_rows:
+            return None
+        return self._build(conn, head)
+
+    def _build(self, conn: sqlite3.Connection, head: LogPosition) -> MirrorIndex:
+        """Every row's id, scope and length; no postings yet (see :class:`MirrorIndex`)."""
+        sizes = {
+            int(rid): sum(varints(bytes(sz)))
+            for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
+        }
+        index = MirrorIndex(head)
+        for rid, key, scope in conn.execute("SELECT rid, id, ctx_scope FROM memories"):
+            tokens = frozenset(tokens_of(str(scope))) if scope else frozenset()
+            index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens)
+        self.builds += 1
+        return index
+
+    def _patch(
+        self, conn: sqlite3.Connection, index: MirrorIndex, rids: list[int], head: LogPosition
+    ) -> bool:
+        """Bring ``index`` to ``head``; False (nothing changed) when a changed row is too
+        long to tokenise here (:data:`PATCH_MAX_BYTES`): the caller reads it again."""
+        if rids:
+            listed = json.dumps(rids)
+            longest = conn.execute(
+                f"SELECT max({_ROW_BYTES}) FROM memories AS m "  # noqa: S608 - constants
+                "WHERE m.rid IN (SELECT value FROM json_each(?))",
+                (listed,),
+            ).fetchone()[0]
+            if longest is not None and int(longest) > PATCH_MAX_BYTES:
+                return False
+        for rid in rids:
+            index.remove(rid)
+        if rids:
+            found = conn.execute(
+                f"SELECT rid, id, {FTS_COLUMNS} FROM memories "  # noqa: S608 - constants
+                "WHERE rid IN (SELECT value FROM json_each(?))",
+                (listed,),
+            ).fetchall()
+            counts, sizes = self._tokenizer.tokenise([(row[0], *row[2:]) for row in found])
+            for row in found:
+                rid = int(row[0])
+                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
+        index.seq = head
+        return True
+
+
+def _hits(
+    conn: sqlite3.Connection,
+    index: MirrorIndex,
+    where: tuple[str, str, Sequence[Any]],
+    phrases: Sequence[str],
+    k: int,
+    scope_tokens: Sequence[str] | None,
+    rows: dict[str, tuple[Any, ...]] | None,
+) -> list[tuple[str, float, float]] | None:
+    """``keyword_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic;
+    None when the query's tokens are too common to read here (the SQL path answers).
+
+    A word in at least half of the rows (``bm25()`` floors its idf at 1e-6)
+    neither draws nor adds, as on the SQL path, unless fewer than ``k`` rows
+    of the scope hold another word: then the whole query ranks.
+    """
+    missing = [t for t in dict.fromkeys(phrases) if t not in index.postings]
+    if missing:
+        # Each read connection has its own temp schema (only queries that load a token get here).
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
+            "USING fts5vocab(main, memories_fts, instance)"
+        )
+        ensure_vocab(conn)
+        marks = ", ".join("?" * len(missing))
+        counts = conn.execute(
+            f"SELECT sum(cnt) FROM temp.memories_vocab WHERE term IN ({marks})",  # noqa: S608
+            missing,
+        ).fetchone()[0]
+        incoming = int(counts or 0)
+        if incoming > MAX_LOAD_INSTANCES:
+            return None  # FTS5 answers (see MAX_LOAD_INSTANCES)
+        if len(index.postings) + len(missing) > MAX_TOKENS or index.held + incoming > MAX_POSTINGS:
+            index.drop_postings()
+            missing = list(dict.fromkeys(phrases))  # this query's held ones went too
+        for token in missing:
+            index.load(token, conn.execute(_INSTANCES, (token,)))
+    n = len(index.ids)
+    postings = index.postings
+    df = [len(postings.get(t, ())) for t in phrases]
+    allowed = None if scope_tokens is None else index.in_scope(tuple(scope_tokens))
+    draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
+    scores = bm25_scores(index, draw, allowed)
+    kept = _pick(conn, index, where, scores, k, rows)
+    if len(kept) < k and len(draw) < len(phrases):
+        scores = bm25_scores(index, phrases, allowed)
+        kept = _pick(conn, index, where, scores, k, rows)
+    weights = [term_weight(n, d) for d in df]
+    out = []
+    for rid in kept:
+        present = [present_weight(postings.get(t, {}).get(rid)) for t in phrases]
+        out.append((index.ids[rid], coverage(weights, present), scores[rid]))
+    return out
+
+
+def _pick(
+    conn: sqlite3.Connection,
+    index: MirrorIndex,
+    where: tuple[str, str, Sequence[Any]],
+    scores: dict[int, float],
+    k: int,
+    rows: dict[str, tuple[Any, ...]] | None,
+) -> list[int]:
+    """The ``k`` best rows (or fewer) in the store's scope, by score then id.
+
+    The scope is SQL's: the best rows are read with it in batches (the first
+    just over ``k``, then four times more), so a row the scope drops is
+    replaced by the next.
+    """
+    namespace, scope, params = where
+    ids = index.ids
+    sql = (
+        f"SELECT m.rid, {_ENTRY} FROM memories AS m "  # noqa: S608 - our fragments
+        f"WHERE m.rid IN (SELECT value FROM json_each(?)) AND m.namespace = ? AND {scope}"
+    )
+    kept: list[int] = []
+    done = 0
+    batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
+    while len(kept) < k and done < len(scores):
+        top = best_rows(scores, ids, done + batch)
+        chunk = top[done:]
+        done = len(top)
+        found = {
+            int(r[0]): r[1:]
+            for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
+        }
+        for rid in chunk:
+            entry = found.get(rid)
+            if entry is not None:
+                kept.append(rid)
+                if rows is not None:
+                    rows[entry[_ID]] = entry
+        batch *= 4
+    return kept[:k]

@@ -1,0 +1,154 @@
+"""The phrases of a keyword query and what FTS5 says a row holds of them.
+
+Shared by the keyword stage (:mod:`.keyword_rank`) and the in-process mirror
+(:mod:`.keyword_mirror`): the ``bm25()`` column weights, the coverage weights
+of the text columns, a query's phrases and hits, each phrase's share of a
+hit's ``bm25()`` asked of FTS5, which phrases a column too long to highlight
+holds, and a row's coverage from its marked tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+from attrs import define
+
+from memory_inject.storage.calibration import coverage
+from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
+
+__all__ = [
+    "BM25_ARGS",
+    "BM25_WEIGHTS",
+    "COVERAGE_WEIGHTS",
+    "K1",
+    "PREFIX_MARK",
+    "TEXT_COLUMNS",
+    "TEXT_COLUMN_NAMES",
+    "B",
+    "Hit",
+    "Marked",
+    "MarkedRow",
+    "Phrase",
+    "add_bm25",
+    "coverage_of",
+    "held_in_long",
+    "holds",
+]
+
+#: bm25() column weights for key, content, tags, the two previous records of
+#: the session, the day words and the scope token: a key hit counts double,
+#: context hits less, the scope (a filter, never a query word) nothing.
+BM25_WEIGHTS = (2.0, 1.0, 1.0, 0.5, 0.25, 1.0, 0.0)
+BM25_ARGS = ", ".join(str(w) for w in BM25_WEIGHTS)
+#: What a hit in each indexed column proves for :func:`coverage`.
+COVERAGE_WEIGHTS = (1.0, 1.0, 1.0, 0.5, 0.25, 1.0)
+#: FTS5's bm25() constants.
+K1, B = 1.2, 0.75
+#: The columns a query word can be found in (the scope token never is one).
+TEXT_COLUMNS = len(COVERAGE_WEIGHTS)
+TEXT_COLUMN_NAMES = tuple(FTS_COLUMNS.replace(" ", "").split(","))[:TEXT_COLUMNS]
+#: Marks a prefix phrase found in a long column: ``holds`` sees a token that
+#: starts with the prefix, and no whole word equals it.
+PREFIX_MARK = "\x00"
+
+
+@define
+class Phrase:
+    """One phrase of the query as MATCH reads it, its index tokens, and how many rows hold it."""
+
+    text: str  # as written in MATCH
+    tokens: tuple[str, ...]
+    prefix: bool
+    df: int  # rows holding it (single words; the rarest token's otherwise)
+
+    @property
+    def simple(self) -> bool:
+        """True for one whole word (no prefix, one token)."""
+        return len(self.tokens) == 1 and not self.prefix
+
+
+@define
+class Hit:
+    """A candidate row: its id, its rowid and its BM25 so far."""
+
+    key: str
+    rid: int
+    score: float  # BM25 (higher is better) over the phrases counted so far
+
+
+MarkedRow = list[list[str]]
+Marked = dict[int, MarkedRow]
+
+
+def held_in_long(
+    conn: sqlite3.Connection, too_long: dict[int, list[int]], phrases: Sequence[Phrase]
+) -> list[tuple[int, int, Phrase]]:
+    """``(rowid, column, phrase)`` for each phrase each long column holds.
+
+    One statement, a branch per phrase and column, each a column-filtered
+    MATCH over just those rows: FTS5 walks the phrase's matches, never
+    copying the text.
+    """
+    arms: list[str] = []
+    args: list[str] = []
+    who: list[tuple[int, Phrase]] = []
+    for c, rids in sorted(too_long.items()):
+        listed = json.dumps(rids)
+        for p in phrases:
+            arms.append(
+                f"SELECT rowid, {len(who)} FROM memories_fts WHERE memories_fts MATCH ? "  # noqa: S608
+                "AND +rowid IN (SELECT value FROM json_each(?))"
+            )
+            args += [f"{TEXT_COLUMN_NAMES[c]} : {p.text}", listed]
+            who.append((c, p))
+    found = conn.execute(" UNION ALL ".join(arms), args).fetchall()
+    return [(int(rid), who[i][0], who[i][1]) for rid, i in found]
+
+
+def add_bm25(conn: sqlite3.Connection, extra: Sequence[Phrase], hits: Sequence[Hit]) -> None:
+    """Add the ``extra`` phrases' share of FTS5's bm25() to each hit's score, in place.
+
+    A phrase's share of a row's bm25() is what bm25() gives the phrase alone
+    (the same idf, column weights, row length and average), so FTS5 computes
+    it: one statement, a branch per phrase, each scanning its phrase's rows
+    once and scoring only the hits (``+rowid``: a pushed-down rowid would
+    re-open the query, and recount the idf, once per hit).
+    """
+    if not hits:
+        return
+    by_rid = {h.rid: h for h in hits}
+    rids = json.dumps(list(by_rid))
+    arm = (
+        f"SELECT rowid, -bm25(memories_fts, {BM25_ARGS}) FROM memories_fts "  # noqa: S608
+        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+    )
+    sql = " UNION ALL ".join([arm] * len(extra))
+    for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids)]):
+        by_rid[int(rid)].score += float(share)
+
+
+def coverage_of(phrases: Sequence[Phrase], weights: Sequence[float], cols: MarkedRow) -> float:
+    """The row's :func:`coverage` of the query from its marked tokens per column."""
+    best: dict[str, float] = {}  # each marked token's best column weight
+    for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
+        for t in toks:
+            if best.get(t, 0.0) < weight:
+                best[t] = weight
+    present = [0.0] * len(phrases)
+    for i, p in enumerate(phrases):
+        if p.simple:
+            present[i] = best.get(p.tokens[0], 0.0)
+            continue
+        for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
+            if toks and present[i] < weight and holds(set(toks), p.tokens, p.prefix):
+                present[i] = weight
+    return coverage(weights, present)
+
+
+def holds(tokens: set[str], term: tuple[str, ...], prefix: bool) -> bool:
+    """True when ``tokens`` hold every token of ``term`` (as a prefix when ``prefix``)."""
+    if prefix:
+        return all(any(t.startswith(p) for t in tokens) for p in term)
+    return all(t in tokens for t in term)

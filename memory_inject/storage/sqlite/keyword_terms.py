@@ -1,0 +1,255 @@
+"""Query-term statistics for calibrated keyword scores on the SQLite store.
+
+FTS5's ``bm25()`` is a sum over the query's phrases of ``idf * tf-part``; it
+is comparable between rows of one query, not between queries. Dividing it by
+the query's *ideal* (:func:`memory_inject.storage.calibration.keyword_score`)
+needs each phrase's idf, which needs the phrase's tokens exactly as the
+index's ``porter unicode61`` tokenizer makes them ("Deploys" -> ``deploi``,
+``foo_bar`` -> ``foo bar``). SQLite is the only faithful tokenizer at hand, so
+a private in-memory FTS5 table tokenises each query word once (cached), and
+the store's own index answers document frequencies through an ``fts5vocab``
+table and the row count through FTS5's averages record.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
+
+__all__ = [
+    "COLUMN_NAMES",
+    "FTS_COLUMNS",
+    "RowTokenizer",
+    "TermStats",
+    "corpus_size",
+    "document_frequencies",
+    "tokens_of",
+    "varints",
+]
+
+#: The index's columns, in order.
+COLUMN_NAMES = tuple(c.strip() for c in FTS_COLUMNS.split(","))
+_COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
+
+_tok_lock = threading.Lock()
+_tok_conn: sqlite3.Connection | None = None
+
+
+def _tokenizer() -> sqlite3.Connection:
+    global _tok_conn  # noqa: PLW0603 - one private connection per process, made on first use
+    if _tok_conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+        _tok_conn = conn
+    return _tok_conn
+
+
+#: Words up to this long are cached: a prompt's real words are short, and a cache keyed by
+#: words of any length kept megabytes per distinct long prompt, for good (issue 25). With
+#: at most :data:`_CACHED` entries the cache holds a few tens of MB at the very most.
+_CACHED_WORD = 64
+_CACHED = 65536
+
+
+def tokens_of(word: str) -> tuple[str, ...]:
+    """The index tokens of one query word, in order (empty when it has none)."""
+    if len(word) > _CACHED_WORD:
+        return _tokenize(word)
+    return _cached_tokens(word)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _cached_tokens(word: str) -> tuple[str, ...]:
+    return _tokenize(word)
+
+
+def _tokenize(word: str) -> tuple[str, ...]:
+    with _tok_lock:
+        conn = _tokenizer()
+        conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (word,))
+        try:
+            rows = conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
+        finally:
+            conn.execute("DELETE FROM t")
+    return tuple(str(r[0]) for r in rows)
+
+
+#: ``{rid: {token: instances per column}}``: rows as the index's tokenizer sees them.
+RowTokens = dict[int, dict[str, list[int]]]
+
+
+def instance_counts(rows: Iterable[tuple[Any, ...]]) -> RowTokens:
+    """:data:`RowTokens` from ``fts5vocab`` instance rows ``(term, doc, col)``."""
+    out: RowTokens = {}
+    width = len(COLUMN_NAMES)
+    for term, doc, col in rows:
+        per_row = out.get(doc)
+        if per_row is None:
+            per_row = out[doc] = {}
+        per_col = per_row.get(term)
+        if per_col is None:
+            per_col = per_row[term] = [0] * width
+        per_col[_COL[col]] += 1
+    return out
+
+
+class RowTokenizer:
+    """Rows tokenised as the store's index tokenises them: a private FTS5 table, same tokenizer.
+
+    For caches that follow writes: a changed row's tokens without re-reading the index.
+    """
+
+    def __init__(self) -> None:
+        """Nothing is opened until the first :meth:`tokenise`."""
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    def tokenise(self, rows: Sequence[tuple[Any, ...]]) -> tuple[RowTokens, dict[int, int]]:
+        """``(tokens, lengths)`` of ``rows``, each ``(rid, *the index's column texts)``."""
+        with self._lock:
+            if self._conn is None:
+                conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                conn.execute(
+                    f"CREATE VIRTUAL TABLE t USING fts5({FTS_COLUMNS}, tokenize='porter unicode61')"
+                )
+                conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
+                self._conn = conn
+            conn = self._conn
+            marks = ", ".join("?" * (1 + len(COLUMN_NAMES)))
+            conn.executemany(
+                f"INSERT INTO t(rowid, {FTS_COLUMNS}) VALUES ({marks})",  # noqa: S608 - constants
+                rows,
+            )
+            try:
+                counts = instance_counts(conn.execute("SELECT term, doc, col FROM v"))
+                sizes = {
+                    int(rid): sum(varints(bytes(sz)))
+                    for rid, sz in conn.execute("SELECT id, sz FROM t_docsize")
+                }
+            finally:
+                conn.execute("DELETE FROM t")
+        return counts, sizes
+
+
+def ensure_vocab(conn: sqlite3.Connection) -> None:
+    """Create this connection's ``temp.memories_vocab`` view of the index (idempotent)."""
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab "
+        "USING fts5vocab(main, memories_fts, row)"
+    )
+
+
+def document_frequencies(conn: sqlite3.Connection, tokens: Sequence[str]) -> dict[str, int]:
+    """``{token: rows containing it}`` for the tokens the index holds (absent ones are 0)."""
+    wanted = sorted(set(tokens))
+    if not wanted:
+        return {}
+    marks = ", ".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT term, doc FROM temp.memories_vocab WHERE term IN ({marks})",  # noqa: S608
+        wanted,
+    ).fetchall()
+    return {str(t): int(d) for t, d in rows}
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """SQLite's varint (big-endian 7-bit groups, a full 9th byte) at ``pos``."""
+    value = 0
+    for i in range(9):
+        if pos + i >= len(data):
+            raise ValueError("truncated varint")
+        byte = data[pos + i]
+        if i == 8:
+            return (value << 8) | byte, pos + 9
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, pos + i + 1
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def varints(data: bytes) -> list[int]:
+    """Every varint of ``data``, in order (an FTS5 averages or docsize record)."""
+    out, pos = [], 0
+    while pos < len(data):
+        value, pos = _varint(data, pos)
+        out.append(value)
+    return out
+
+
+def corpus_size(conn: sqlite3.Connection) -> int:
+    """The row count FTS5's ``bm25()`` uses (the first varint of its averages record)."""
+    row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0
+    return _varint(bytes(row[0]), 0)[0]
+
+
+#: Forget cached document frequencies past this many tokens (a bound, not a tuning knob).
+_MAX_CACHED = 50_000
+#: Longer tokens are never cached, so the cache holds at most about 50,000 x 64 characters.
+_MAX_CACHED_CHARS = 64
+
+
+class TermStats:
+    """One read connection's index statistics, kept while the database does not change.
+
+    ``rows`` and ``avgdl`` are what FTS5's ``bm25()`` uses (its averages
+    record); document frequencies come from ``fts5vocab`` (which counts a
+    word's rows by walking its whole doclist, so common words cost
+    milliseconds) and are cached per token. :meth:`refresh`, called inside
+    each read transaction, drops the cache when ``PRAGMA data_version`` says
+    another connection (another process, or this store's writer) committed, or
+    when this connection changed rows itself (``total_changes``). (Counting a
+    write's new rows into the cache instead, from ``memories_log``, was
+    measured and dropped: re-reading the prompt's frequencies costs less than
+    tokenising the new rows.)
+    """
+
+    def __init__(self) -> None:
+        """An empty cache; the first :meth:`refresh` fills ``rows`` and ``avgdl``."""
+        self.rows = 0
+        self.avgdl = 0.0
+        self._df: dict[str, int] = {}
+        self._version: tuple[int, int] | None = None
+        self._vocab = False
+
+    def refresh(self, conn: sqlite3.Connection) -> None:
+        """Re-read the averages and forget cached frequencies if the snapshot changed.
+
+        Reading the averages first opens the read snapshot, so the version read
+        next is the snapshot's.
+        """
+        row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        if version == self._version:
+            return
+        self._version = version
+        self._df.clear()
+        values = varints(bytes(row[0])) if row is not None and row[0] else []
+        self.rows = values[0] if values else 0
+        self.avgdl = sum(values[1:]) / self.rows if self.rows else 0.0
+        if not self._vocab:
+            ensure_vocab(conn)
+            self._vocab = True
+
+    def document_frequencies(
+        self, conn: sqlite3.Connection, tokens: Sequence[str]
+    ) -> dict[str, int]:
+        """``{token: rows containing it}`` like :func:`document_frequencies`, cached."""
+        df = self._df
+        missing = [t for t in set(tokens) if t not in df]
+        if not missing:
+            return {t: df[t] for t in tokens}
+        if len(df) > _MAX_CACHED:
+            df.clear()
+        found = document_frequencies(conn, missing)
+        # Only word-sized tokens are kept: a prompt's 1 MB run of letters is one
+        # token, and keeping it would make the cache's size the prompts' size.
+        df.update({t: found.get(t, 0) for t in missing if len(t) <= _MAX_CACHED_CHARS})
+        return {t: df[t] if t in df else found.get(t, 0) for t in tokens}

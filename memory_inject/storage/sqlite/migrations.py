@@ -1,0 +1,128 @@
+"""Opening a SQLite file, checking that it is ours and current, and bringing it forward.
+
+The schema version lives in ``PRAGMA user_version`` and our files carry
+``PRAGMA application_id`` so that a database of another program (founder-os
+also keeps a ``memories`` table in ``.memory/memory.db``) is refused rather
+than migrated. Migrations (:data:`~.ddl.MIGRATIONS`) only ever run forward,
+each in its own ``BEGIN IMMEDIATE`` transaction together with the version bump.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from pathlib import Path
+
+from memory_inject.exceptions import SchemaMismatchError, StoreCorruptError, StoreMissingError
+from memory_inject.storage.sqlite.ddl import MIGRATIONS, SCHEMA_VERSION
+from memory_inject.storage.sqlite.errors import wrap_error
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "connect", "migrate", "prepare"]
+
+#: "MINJ": marks a file as ours, next to the version in ``user_version``.
+APPLICATION_ID = 0x4D494E4A
+
+_REQUIRED_TABLES = ("memories", "memories_fts")
+
+
+def connect(path: str, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open ``path`` in autocommit mode for use from any thread (callers hold a lock).
+
+    Parent directories are created when ``create`` is true; with ``create``
+    false the file is opened ``mode=rw`` so SQLite cannot create it either.
+    """
+    timeout = busy_timeout_ms / 1000.0
+    if path == ":memory:":
+        return sqlite3.connect(
+            ":memory:", timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+    p = Path(path)
+    if p.is_dir():
+        raise StoreMissingError(f"{path}: is a directory, not a database file")
+    if not p.exists():
+        if not create:
+            raise StoreMissingError(f"{path}: no such database (create=False)")
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreMissingError(f"{path}: cannot create its directory: {exc}") from exc
+    mode = "rwc" if create else "rw"
+    uri = f"file:{urllib.parse.quote(str(p.absolute()))}?mode={mode}"
+    try:
+        return sqlite3.connect(
+            uri, timeout=timeout, isolation_level=None, check_same_thread=False, uri=True
+        )
+    except sqlite3.Error as exc:
+        raise wrap_error(exc, f"{path}: cannot open") from exc
+
+
+def _pragma(conn: sqlite3.Connection, name: str) -> int:
+    return int(conn.execute(f"PRAGMA {name}").fetchone()[0])
+
+
+def _tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the file forward to ``target``, one transaction per step; returns the version.
+
+    The version is re-read under the write lock, so two processes opening a
+    new file at once apply each step once.
+    """
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _pragma(conn, "user_version")
+            if version >= target:
+                conn.execute("COMMIT")
+                return version
+            for statement in MIGRATIONS[version]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version + 1}")
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
+    """Check that the file is ours and current, migrating it forward if it is older.
+
+    Raises :class:`SchemaMismatchError` for a newer schema or another program's
+    database, :class:`StoreMissingError` for an empty file when ``create`` is
+    false, :class:`StoreCorruptError` when our tables are missing afterwards.
+    """
+    version = _pragma(conn, "user_version")
+    if version > SCHEMA_VERSION:
+        raise SchemaMismatchError(
+            f"{label}: schema version {version} is newer than this memory-inject "
+            f"supports ({SCHEMA_VERSION}); upgrade memory-inject"
+        )
+    if version == 0:
+        tables = _tables(conn)
+        if tables:
+            raise SchemaMismatchError(
+                f"{label}: not a memory-inject database (it has tables "
+                f"{', '.join(tables[:5])} and no memory-inject schema version)"
+            )
+        if not create:
+            raise StoreMissingError(f"{label}: the database is empty and create=False")
+    elif _pragma(conn, "application_id") != APPLICATION_ID:
+        raise SchemaMismatchError(
+            f"{label}: not a memory-inject database "
+            f"(application_id {_pragma(conn, 'application_id'):#x}, user_version {version})"
+        )
+    if version < SCHEMA_VERSION:
+        migrate(conn)
+    missing = [t for t in _REQUIRED_TABLES if t not in _tables(conn)]
+    if missing:
+        raise StoreCorruptError(
+            f"{label}: schema incomplete, missing table(s) {', '.join(missing)}"
+        )

@@ -1,0 +1,265 @@
+"""The scored half of ``SQLiteStore.recall``: keyword, vector and LIKE stages (spec 7.4).
+
+Runs on a connection the store has already locked, inside one read
+transaction so every stage sees the same snapshot. The query vector is
+computed by the store beforehand, outside the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from memory_inject.embedders import cosine_top_k, numpy_or_none
+from memory_inject.models import MemoryEntry
+from memory_inject.storage._substring import SubstringQuery
+from memory_inject.storage.calibration import vector_score
+from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
+from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.sqlite.codec import (
+    ENTRY_COLUMNS,
+    decode_vector,
+    fetch,
+    fetch_entries,
+    row_to_entry,
+)
+from memory_inject.storage.sqlite.ddl import tokens_match
+from memory_inject.storage.sqlite.errors import is_locked
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
+from memory_inject.storage.sqlite.keyword_rank import keyword_hits
+from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
+
+__all__ = ["scored_recall"]
+
+_ID = ENTRY_COLUMNS.index("id")
+
+
+def scored_recall(
+    conn: sqlite3.Connection,
+    *,
+    namespace: str,
+    query: str,
+    limit: int,
+    scope: str,
+    params: Sequence[Any],
+    query_vec: Sequence[float] | None,
+    fusion: Fusion,
+    degraded: str | None,
+    narrow: bool = False,
+    calibration: tuple[float, float] = (0.0, 1.0),
+    stats: TermStats | None = None,
+    vectors: tuple[VectorCache, VectorScope] | None = None,
+    scope_tokens: Sequence[str] | None = None,
+    mirror: KeywordMirror | None = None,
+) -> tuple[list[MemoryEntry], RecallInfo]:
+    """Ranked entries and what happened; ``scope`` is the store's live-row filter.
+
+    ``narrow`` says the scope keeps few rows (a session or time filter), so
+    the keyword stage filters before ranking rather than after.
+    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
+    ``stats`` the connection's cached index statistics (a fresh cache if None);
+    ``vectors`` the store's cached matrices and the same scope for them
+    (None scans the stored vectors); ``scope_tokens`` the session's index
+    tokens for the keyword stage (``ddl.scope_tokens``); ``mirror``
+    the store's :class:`~.keyword_mirror.KeywordMirror` (keyword hits without
+    FTS5 calls on small stores; None always asks FTS5).
+    """
+    conn.execute("BEGIN")
+    try:
+        return _run(
+            conn,
+            namespace,
+            query,
+            limit,
+            scope,
+            params,
+            query_vec,
+            fusion,
+            degraded,
+            narrow,
+            calibration,
+            stats or TermStats(),
+            vectors,
+            (scope_tokens, mirror),
+        )
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _run(
+    conn: sqlite3.Connection,
+    namespace: str,
+    query: str,
+    limit: int,
+    scope: str,
+    params: Sequence[Any],
+    query_vec: Sequence[float] | None,
+    fusion: Fusion,
+    degraded: str | None,
+    narrow: bool,
+    calibration: tuple[float, float],
+    stats: TermStats,
+    vectors: tuple[VectorCache, VectorScope] | None,
+    keyword_scope: tuple[Sequence[str] | None, KeywordMirror | None],
+) -> tuple[list[MemoryEntry], RecallInfo]:
+    scope_tokens, mirror = keyword_scope
+    keyword: list[tuple[str, float]] = []
+    vector: list[tuple[str, float]] = []
+    bm25: dict[str, float] = {}
+    rows: dict[str, tuple[Any, ...]] = {}
+    hits: ScopeVectors | None = None
+    if query_vec is not None:
+        vector, hits, skipped = _vector_stage(
+            conn, namespace, scope, params, query_vec, limit * 2, vectors
+        )
+        if skipped:
+            note = (
+                f"nonfinite_vectors: {skipped} stored vectors of this scope are not finite "
+                "numbers; those rows were searched by keyword only"
+            )
+            degraded = f"{degraded}; {note}" if degraded else note
+    nearest = len(vector)
+    # "embedding" mode skips the keyword stage only while the vector stage is live.
+    if query_vec is None or fusion.search_mode != "embedding":
+        words = content_words(query)
+        if words:
+            try:
+                where = (namespace, scope, params)
+                ranked = None
+                if mirror is not None:
+                    try:
+                        ranked = mirror.keyword_hits(
+                            conn, where, words, limit * 2, scope_tokens=scope_tokens, rows=rows
+                        )
+                    except sqlite3.OperationalError as exc:
+                        if is_locked(exc) or "interrupt" in str(exc).lower():
+                            raise
+                        # A mirror that cannot be read backs off; FTS5 answers this recall.
+                if ranked is None:
+                    ranked = keyword_hits(
+                        conn,
+                        stats,
+                        where,
+                        words,
+                        limit * 2,
+                        window=not narrow,
+                        scope_match=None if scope_tokens is None else tokens_match(scope_tokens),
+                        rows=rows,
+                    )
+                keyword = [(i, score) for i, score, _ in ranked]
+                bm25 = {i: b for i, _, b in ranked}
+            except sqlite3.OperationalError as exc:
+                if is_locked(exc) or "interrupt" in str(exc).lower():
+                    raise  # locked: retried by the store; interrupted: the deadline passed
+                degraded = degraded or f"fts_failed: {exc}"
+    vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
+    fused = fuse(keyword, vector, fusion, limit, scores)
+    if fused:
+        unread = [i for i, _ in fused if i not in rows]
+        if unread:
+            # The scope again: a hit the cached matrix let through is still never shown.
+            by_id = f"{scope} AND id IN (SELECT value FROM json_each(?))"  # noqa: S608
+            for row in fetch_entries(conn, namespace, by_id, (*params, json.dumps(unread))):
+                rows[row[_ID]] = row
+        entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
+        strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
+        return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
+    found = _like_stage(conn, namespace, scope, params, query, limit)
+    strategy = "like" if found else "none"
+    return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded)
+
+
+def _vector_stage(
+    conn: sqlite3.Connection,
+    namespace: str,
+    scope: str,
+    params: Sequence[Any],
+    query_vec: Sequence[float],
+    k: int,
+    vectors: tuple[VectorCache, VectorScope] | None,
+) -> tuple[list[tuple[str, float]], ScopeVectors | None, int]:
+    """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0,
+    and how many rows of the scope hold a vector that is not finite (never scored).
+
+    With a :class:`VectorCache` (and numpy) the cosines come from the cached
+    matrix and the whole scope's cosines are returned too; otherwise every
+    vector of the scope is read and scanned.
+    """
+    if vectors is not None:
+        found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
+        if found is not None:
+            return [(i, c) for i, c in found.top(k) if c > 0.0], found, found.skipped
+    dim = len(query_vec)
+    # Rows embedded by a model of another size are not comparable: skip them.
+    sql = (
+        f"SELECT id, embedding FROM memories WHERE namespace = ? AND {scope} "  # noqa: S608
+        "AND embedding IS NOT NULL AND length(embedding) = ?"
+    )
+    rows = conn.execute(sql, (namespace, *params, 4 * dim)).fetchall()
+    if not rows:
+        return [], None, 0
+    matrix: Any
+    _np = numpy_or_none()
+    if _np is not None:
+        blob = b"".join(r[1] for r in rows)
+        matrix = _np.frombuffer(blob, dtype="<f4").reshape(len(rows), dim)
+        finite = _np.isfinite(matrix).all(axis=1)
+        skipped = int((~finite).sum())
+        if skipped:
+            rows = [r for r, ok in zip(rows, finite.tolist(), strict=True) if ok]
+            matrix = matrix[finite]
+            if not rows:
+                return [], None, skipped
+    else:  # pragma: no cover - exercised only without numpy
+        matrix = [decode_vector(r[1]) for r in rows]
+        skipped = 0
+    top = cosine_top_k(query_vec, matrix, k)
+    return [(str(rows[i][0]), s) for i, s in top if s > 0.0], None, skipped
+
+
+def _fusion_inputs(
+    vector: list[tuple[str, float]],
+    hits: ScopeVectors | None,
+    bm25: dict[str, float],
+    fusion: Fusion,
+    calibration: tuple[float, float],
+) -> tuple[list[tuple[str, float]], RawScores | None]:
+    """Calibrated vector scores for :func:`fuse`, and the raw scores ``"minmax"`` ranks by.
+
+    For ``"minmax"`` the keyword hits' own cosines join the vector list, so a
+    hit both stages support reports both, whether or not it was among the
+    nearest rows.
+    """
+    raw: RawScores | None = None
+    if fusion.mode == "minmax" and hits is not None and vector:
+        cos = dict(vector)
+        extra = hits.cosines(k for k in bm25 if k not in cos)
+        cos.update(extra)
+        vector = [*vector, *extra.items()]
+        raw = RawScores(bm25=bm25, cosine=cos, low=hits.low, high=hits.high)
+    return [(i, vector_score(c, calibration)) for i, c in vector], raw
+
+
+def _like_stage(
+    conn: sqlite3.Connection,
+    namespace: str,
+    scope: str,
+    params: Sequence[Any],
+    query: str,
+    limit: int,
+) -> list[tuple[MemoryRecord, float]]:
+    """Rows holding query words as substrings, newest first, scored (:class:`SubstringQuery`)."""
+    sub = SubstringQuery.of(query)
+    if not sub.words:
+        return []
+    patterns = [p for p in sub.patterns() for _ in (0, 1)]
+    cond = " OR ".join(["content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\'"] * len(sub.words))
+    where = f"{scope} AND ({cond}) ORDER BY updated_at DESC, rid DESC LIMIT ?"
+    rows = fetch(conn, namespace, where, (*params, *patterns, limit))
+    scored = [(r, sub.score(r.key, r.content)) for r in rows]
+    scored.sort(key=lambda p: -p[1])
+    return scored

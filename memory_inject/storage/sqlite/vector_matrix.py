@@ -1,0 +1,224 @@
+"""One namespace's embedded rows as a numpy matrix: unit vectors, scope columns, slots.
+
+:class:`VectorMatrix` is what :class:`~.vectors.VectorCache` keeps per
+namespace and vector size; :class:`VectorScope` says which rows a recall may
+return, with the rules of the store's SQL scope, applied to the matrix's
+scope columns in numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from attrs import frozen
+
+from memory_inject.embedders import numpy_or_none
+from memory_inject.storage.sqlite.changes import LogPosition
+
+__all__ = ["MATRIX_ROW", "VectorMatrix", "VectorScope", "set_text", "unit_rows"]
+
+
+@frozen(slots=True)
+class VectorScope:
+    """Which rows a recall may return, as the store's SQL scope says it.
+
+    Live at ``now`` (not superseded, not expired; forgotten rows are never
+    cached); with ``session_id``, that session's rows plus the sessionless
+    rows of the ``shared`` categories; ``since`` / ``until`` bound the
+    timestamp. Timestamps are the store's fixed-width UTC text.
+    """
+
+    now: str
+    session_id: str | None = None
+    shared: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+
+
+#: The columns a matrix row is built from (the build and the patch read the same).
+MATRIX_ROW = "rid, id, embedding, session_id, category, timestamp, expires_at, superseded_by"
+
+
+class VectorMatrix:
+    """The embedded, not forgotten rows of one namespace: unit vectors and scope columns.
+
+    Rows sit in slots; a row that changes or goes is dropped from its slot
+    (``live`` false, vector zeroed) and a changed row that is still in the
+    namespace takes a free slot, so a write costs the changed rows, not a new
+    matrix. Sessions and categories are kept as integer codes of the exact
+    strings (numpy text arrays drop trailing NULs, which would let a session
+    ``"alice\\x00"`` match ``"alice"``). ``seq`` is the ``memories_log``
+    position the matrix is current at.
+    """
+
+    __slots__ = (
+        "by_rid",
+        "category",
+        "codes",
+        "dim",
+        "expires",
+        "free",
+        "gen",
+        "has_session",
+        "ids",
+        "live",
+        "matrix",
+        "n",
+        "nonfinite",
+        "position",
+        "rids",
+        "seq",
+        "session",
+        "superseded",
+        "timestamp",
+    )
+
+    def __init__(self, rows: list[Any], dim: int, seq: LogPosition) -> None:
+        """``rows`` hold ``MATRIX_ROW``: rid, id, embedding and the scope columns."""
+        _np = numpy_or_none()
+        self.dim = dim
+        self.seq = seq
+        self.gen = 0  # moves with every patch: slots may hold other rows after it
+        self.n = len(rows)
+        self.codes: dict[str, int] = {}
+        self.ids: list[str | None] = [str(r[1]) for r in rows]
+        self.rids = [int(r[0]) for r in rows]
+        self.position = {key: i for i, key in enumerate(self.ids) if key is not None}
+        self.by_rid = {rid: i for i, rid in enumerate(self.rids)}
+        self.free: list[int] = []
+        if rows:
+            raw = _np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(self.n, dim)
+            finite = _np.isfinite(raw).all(axis=1)
+            # A stored vector that is not finite (written around the checks) is never
+            # scored: its row keeps its slot and scope columns, so it can be counted.
+            self.matrix = unit_rows(_np.where(finite[:, None], raw, 0.0))
+        else:
+            finite = _np.ones(0, dtype=bool)
+            self.matrix = _np.zeros((0, dim), dtype=_np.float32)
+        self.nonfinite = ~finite
+        self.live = finite.copy()
+        self.has_session = _np.array([r[3] is not None for r in rows], dtype=bool)
+        self.session = _np.array([self._code(r[3]) for r in rows], dtype=_np.int64)
+        self.category = _np.array([self._code(r[4]) for r in rows], dtype=_np.int64)
+        self.timestamp = _np.array([r[5] or "" for r in rows], dtype=str)
+        self.expires = _np.array([r[6] or "" for r in rows], dtype=str)
+        self.superseded = _np.array([r[7] is not None for r in rows], dtype=bool)
+
+    def _code(self, value: str | None) -> int:
+        return self.codes.setdefault("" if value is None else str(value), len(self.codes))
+
+    def mask(self, scope: VectorScope) -> Any:
+        """True for the rows ``scope`` keeps (the store's SQL scope, in numpy)."""
+        return self.live & self.in_scope(scope)
+
+    def skipped(self, scope: VectorScope) -> int:
+        """How many rows of ``scope`` hold a vector that is not finite (never scored)."""
+        if not self.nonfinite.any():
+            return 0
+        return int((self.nonfinite & self.in_scope(scope)).sum())
+
+    def in_scope(self, scope: VectorScope) -> Any:
+        """True for the slots whose scope columns ``scope`` keeps, live or not."""
+        _np = numpy_or_none()
+        keep = ~self.superseded & ((self.expires == "") | (self.expires > scope.now))
+        if scope.session_id is not None:
+            code = self.codes.get(scope.session_id)
+            if code is None:
+                mine = _np.zeros(self.n, dtype=bool)
+            else:
+                mine = self.has_session & (self.session == code)
+            shared = [self.codes[c] for c in scope.shared if c in self.codes]
+            if shared:
+                mine |= ~self.has_session & _np.isin(self.category, shared)
+            keep &= mine
+        if scope.since is not None:
+            keep &= self.timestamp >= scope.since
+        if scope.until is not None:
+            keep &= self.timestamp <= scope.until
+        return keep
+
+    def patch(self, rows: list[Any], rids: Sequence[int], namespace: str, seq: LogPosition) -> None:
+        """Apply the changed rows: ``rows`` are what ``rids`` now hold (``MATRIX_ROW``,
+        namespace, deleted_at); a rid with no row was deleted."""
+        for rid in rids:
+            slot = self.by_rid.get(rid)
+            if slot is not None:
+                self._drop(slot)
+        for r in rows:
+            blob = r[2]
+            if r[8] != namespace or r[9] is not None or blob is None or len(blob) != 4 * self.dim:
+                continue
+            moved = self.position.get(str(r[1]))
+            if moved is not None:  # the same id under another rid: the newer row wins
+                self._drop(moved)
+            self._put(r)
+        self.seq = seq
+        self.gen += 1
+
+    def _drop(self, slot: int) -> None:
+        self.live[slot] = False
+        self.nonfinite[slot] = False
+        self.matrix[slot] = 0.0
+        key = self.ids[slot]
+        if key is not None and self.position.get(key) == slot:
+            del self.position[key]
+        if self.by_rid.get(self.rids[slot]) == slot:
+            del self.by_rid[self.rids[slot]]
+        self.ids[slot] = None
+        self.free.append(slot)
+
+    def _put(self, r: Any) -> None:
+        _np = numpy_or_none()
+        if not self.free:
+            self._grow()
+        slot = self.free.pop()
+        raw = _np.frombuffer(r[2], dtype="<f4").reshape(1, self.dim)
+        finite = bool(_np.isfinite(raw).all())
+        self.matrix[slot] = unit_rows(raw)[0] if finite else 0.0
+        key, rid = str(r[1]), int(r[0])
+        self.ids[slot], self.rids[slot] = key, rid
+        self.position[key] = slot
+        self.by_rid[rid] = slot
+        self.live[slot] = finite
+        self.nonfinite[slot] = not finite
+        self.has_session[slot] = r[3] is not None
+        self.session[slot] = self._code(r[3])
+        self.category[slot] = self._code(r[4])
+        self.timestamp = set_text(self.timestamp, slot, r[5] or "")
+        self.expires = set_text(self.expires, slot, r[6] or "")
+        self.superseded[slot] = r[7] is not None
+
+    def _grow(self) -> None:
+        """Free slots at the end, a quarter more at a time (numpy arrays are copied)."""
+        _np = numpy_or_none()
+        extra = max(64, self.n // 4)
+        self.matrix = _np.concatenate([self.matrix, _np.zeros((extra, self.dim), _np.float32)])
+        self.live = _np.concatenate([self.live, _np.zeros(extra, dtype=bool)])
+        self.nonfinite = _np.concatenate([self.nonfinite, _np.zeros(extra, dtype=bool)])
+        self.has_session = _np.concatenate([self.has_session, _np.zeros(extra, dtype=bool)])
+        self.session = _np.concatenate([self.session, _np.zeros(extra, dtype=_np.int64)])
+        self.category = _np.concatenate([self.category, _np.zeros(extra, dtype=_np.int64)])
+        self.timestamp = _np.concatenate([self.timestamp, _np.zeros(extra, self.timestamp.dtype)])
+        self.expires = _np.concatenate([self.expires, _np.zeros(extra, self.expires.dtype)])
+        self.superseded = _np.concatenate([self.superseded, _np.zeros(extra, dtype=bool)])
+        self.ids.extend([None] * extra)
+        self.rids.extend([-1] * extra)
+        self.free.extend(range(self.n + extra - 1, self.n - 1, -1))  # lowest slot first
+        self.n += extra
+
+
+def unit_rows(raw: Any) -> Any:
+    """``raw``'s rows scaled to length 1 (a zero row stays zero), as contiguous float32."""
+    _np = numpy_or_none()
+    norms = _np.linalg.norm(raw, axis=1, keepdims=True)
+    norms[norms == 0.0] = 1.0
+    return _np.ascontiguousarray(raw / norms, dtype=_np.float32)
+
+
+def set_text(arr: Any, slot: int, value: str) -> Any:
+    """``arr[slot] = value``, widening the array first if the text would be cut."""
+    if len(value) > arr.dtype.itemsize // 4:
+        arr = arr.astype(f"<U{len(value)}")
+    arr[slot] = value
+    return arr

@@ -1,0 +1,276 @@
+"""The SQLite store's in-memory vector matrix: one float32 array per namespace and size.
+
+Reading every stored vector of the scope on every hybrid recall cost more
+than the rest of the recall together: at 10k rows, walking the rows to apply
+the scope alone took tens of milliseconds, the blobs, a fresh array and the
+norms as much again. The namespace's embedded rows are read once, kept as
+unit vectors with the few columns the scope reads (session, category,
+timestamp, expiry, superseded), and kept current. A change is seen through
+two counters, read on the connection that recalls:
+
+* ``PRAGMA data_version``, which changes when *another* connection (this
+  store's writer, another store or another process) commits; each read
+  connection has its own, so the cache remembers the value each connection
+  last saw it current at;
+* the store's own write count, for a ``:memory:`` database whose reads share
+  the writer's connection (there ``data_version`` does not move on its own
+  commits).
+
+The store's read connections share one cache. A matrix is patched, read and
+scored under the cache's lock; a query's cosines and scope mask are its own
+arrays, and a later look at them (:meth:`ScopeVectors.top`,
+:meth:`ScopeVectors.cosines`) sees whether a patch moved rows meanwhile and
+scores again if so.
+
+When either moved, the matrix is patched from ``memories_log`` (schema 6:
+triggers log the rid of every inserted, updated and deleted row, whoever
+wrote it): only the rows logged since the matrix was current are read. A
+matrix further behind than the log keeps (or than :data:`PATCH_MAX` rows) is
+read again. Before the log, every write meant reading every vector again:
+about 100 ms for the next hybrid recall at 10k rows.
+
+The scope is applied to those columns in numpy (:class:`VectorScope`, the
+same rules as the store's SQL scope; a test holds the two together). The
+matrix itself (slots, patches, the scope mask) is :mod:`.vector_matrix`'s;
+the change log's reads are :mod:`.changes`'. This module owns the cache and
+a query's scores over it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memory_inject.embedders import numpy_or_none
+from memory_inject.storage.sqlite.changes import LogPosition, log_position, logged_since
+from memory_inject.storage.sqlite.vector_matrix import MATRIX_ROW, VectorMatrix, VectorScope
+
+__all__ = [
+    "MAX_MATRIX_BYTES",
+    "PATCH_MAX",
+    "ScopeVectors",
+    "VectorCache",
+    "VectorScope",
+    "row_bytes",
+]
+
+#: A namespace's matrix is kept only while it holds at most this many bytes
+#: (:func:`row_bytes` a row: about 340,000 rows of 384 dimensions); a larger
+#: one is not kept, and its recalls read the scope's vectors from the file.
+MAX_MATRIX_BYTES = 256 << 20
+
+
+#: Past this many changed rows a matrix is read again rather than patched.
+PATCH_MAX = 1024
+
+
+class ScopeVectors:
+    """One query's cosines over the rows of its scope, from the cached matrix.
+
+    ``low`` and ``high`` are the least and greatest cosine in the scope (0.0
+    for an empty scope); :meth:`top` the best rows; :meth:`cosines` the cosine
+    of given ids (the keyword stage's hits), for fusions that need both. The
+    matrix may be patched by another read connection after this was scored:
+    each look takes the cache's lock and scores again if it was.
+    """
+
+    __slots__ = (
+        "_gen",
+        "_keep",
+        "_lock",
+        "_m",
+        "_q",
+        "_scope",
+        "_sims",
+        "count",
+        "high",
+        "low",
+        "skipped",
+    )
+
+    def __init__(
+        self, m: VectorMatrix, q: Any, scope: VectorScope, lock: threading.RLock | None = None
+    ) -> None:
+        """Score the unit query ``q`` over ``m`` within ``scope`` (the caller holds ``lock``)."""
+        self._m = m
+        self._q = q
+        self._scope = scope
+        self._lock = lock if lock is not None else threading.RLock()
+        self._score()
+        #: Rows of the scope whose stored vector is not finite (never scored).
+        self.skipped = m.skipped(scope)
+        keep, sims = self._keep, self._sims
+        self.count = int(keep.sum())
+        inside = sims[keep]
+        self.low = float(inside.min()) if self.count else 0.0
+        self.high = float(inside.max()) if self.count else 0.0
+
+    def _score(self) -> None:
+        _np = numpy_or_none()
+        m = self._m
+        # einsum, not ``@``: a matrix-vector product through BLAS may start a
+        # thread pool, whose spinning threads cost 10+ ms on a busy machine.
+        if self._q is not None:
+            self._sims = _np.einsum("ij,j->i", m.matrix, self._q)
+        else:
+            self._sims = _np.zeros(m.n, dtype=_np.float32)
+        self._keep = m.mask(self._scope)
+        self._gen = m.gen
+
+    def _current(self) -> None:
+        if self._gen != self._m.gen:
+            self._score()
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
+        _np = numpy_or_none()
+        with self._lock:
+            self._current()
+            if k <= 0 or not self._keep.any():
+                return []
+            rows = _np.nonzero(self._keep)[0]
+            sims = self._sims[rows]
+            if k < len(rows):
+                part = _np.argpartition(-sims, k - 1)[:k]
+                # Widen to every row tied with the k-th so the id tie-break is exact.
+                part = _np.nonzero(sims >= sims[part].min())[0]
+            else:
+                part = _np.arange(len(rows))
+            ids = self._m.ids
+            # Only live slots are kept, and a live slot always has its id.
+            pairs = [(str(ids[int(rows[i])]), float(sims[i])) for i in part.tolist()]
+        pairs.sort(key=lambda p: (-p[1], p[0]))
+        return pairs[:k]
+
+    def cosines(self, ids: Iterable[str]) -> dict[str, float]:
+        """The cosine of each of ``ids`` that is in the scope and embedded."""
+        with self._lock:
+            self._current()
+            position, keep, sims = self._m.position, self._keep, self._sims
+            out = {}
+            for key in ids:
+                i = position.get(key)
+                if i is not None and keep[i]:
+                    out[key] = float(sims[i])
+        return out
+
+
+class VectorCache:
+    """Per-store cache of :class:`VectorMatrix` objects, rebuilt when the file changed.
+
+    ``bump()`` is called by the store after each of its own commits; the
+    cache compares ``(data_version, bumps)`` with the pair it was built at.
+    """
+
+    def __init__(self, max_bytes: int = MAX_MATRIX_BYTES) -> None:
+        """An empty cache; matrices are read on first use."""
+        self.max_bytes = max_bytes
+        self._lock = threading.RLock()
+        self._bumps = 0
+        self._matrices: dict[tuple[str, int], VectorMatrix] = {}
+        # (namespace, dim) whose matrix would hold more than max_bytes.
+        self._big: set[tuple[str, int]] = set()
+        # (data_version, bumps) per (read connection, matrix) when it last saw the matrix current.
+        self._seen: dict[tuple[int, str, int], tuple[int, int]] = {}
+
+    def bump(self) -> None:
+        """Note a commit made by this store (needed where reads share the writer's connection)."""
+        with self._lock:
+            self._bumps += 1
+
+    def clear(self) -> None:
+        """Drop every matrix (the next recall reads the vectors again)."""
+        with self._lock:
+            self._matrices.clear()
+            self._big.clear()
+            self._seen.clear()
+
+    def scope(
+        self,
+        conn: sqlite3.Connection,
+        namespace: str,
+        scope: VectorScope,
+        query_vec: Sequence[float],
+    ) -> ScopeVectors | None:
+        """The query's cosines over the scope's embedded rows; None without numpy.
+
+        Runs inside the recall's read transaction, so the version read here
+        and the rows read here are of the same snapshot.
+        """
+        _np = numpy_or_none()
+        if _np is None:  # pragma: no cover - exercised only without numpy
+            return None
+        dim = len(query_vec)
+        q = _np.asarray(query_vec, dtype=_np.float32)
+        qn = float(_np.linalg.norm(q))
+        with self._lock:
+            m = self._matrix(conn, namespace, dim)
+            if m is None:
+                return None
+            return ScopeVectors(m, q / qn if qn > 0.0 else None, scope, self._lock)
+
+    def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> VectorMatrix | None:
+        """The current matrix for this connection's snapshot (the caller holds the lock);
+        None when it would hold more than :attr:`max_bytes` (the caller scans instead)."""
+        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), self._bumps)
+        seen = (id(conn), namespace, dim)
+        key = (namespace, dim)
+        cached = self._matrices.get(key)
+        if self._seen.get(seen) == version and (cached is not None or key in self._big):
+            return cached
+        head = log_position(conn)
+        built: VectorMatrix | None
+        if cached is not None and _patched(conn, cached, namespace, head):
+            built = cached
+        else:
+            self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
+            count = conn.execute(
+                "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL "
+                "AND embedding IS NOT NULL AND length(embedding) = ?",
+                (namespace, 4 * dim),
+            ).fetchone()[0]
+            if int(count) * row_bytes(dim) > self.max_bytes:
+                built = None
+            else:
+                rows = conn.execute(
+                    f"SELECT {MATRIX_ROW} FROM memories WHERE namespace = ? "  # noqa: S608 - constants
+                    "AND deleted_at IS NULL AND embedding IS NOT NULL AND length(embedding) = ? "
+                    "ORDER BY rid",
+                    (namespace, 4 * dim),
+                ).fetchall()
+                built = VectorMatrix(rows, dim, head)
+        if built is not None and len(built.rids) * row_bytes(dim) > self.max_bytes:
+            built = None  # grown past the bound by patches
+        if built is None:
+            self._matrices.pop(key, None)
+            self._big.add(key)
+        else:
+            self._matrices[key] = built
+            self._big.discard(key)
+        self._seen[seen] = version
+        return built
+
+
+def row_bytes(dim: int) -> int:
+    """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
+    id and rid, and its scope columns."""
+    return 4 * dim + 200
+
+
+def _patched(conn: sqlite3.Connection, m: VectorMatrix, namespace: str, head: LogPosition) -> bool:
+    """Bring ``m`` to ``head`` from the log; False when it must be read again instead."""
+    rids = logged_since(conn, m.seq, head, PATCH_MAX)
+    if rids is None:
+        return False
+    if not rids:
+        return True
+    rows = conn.execute(
+        f"SELECT {MATRIX_ROW}, namespace, deleted_at FROM memories "  # noqa: S608 - constants
+        "WHERE rid IN (SELECT value FROM json_each(?))",
+        (json.dumps(rids),),
+    ).fetchall()
+    m.patch(rows, rids, namespace, head)
+    return True
