@@ -18,7 +18,6 @@ __all__ = [
     "FILTER_WINDOW_CAP",
     "both_statuses",
     "keeps",
-    "only_statuses",
     "ranked_of",
     "restricted",
     "status_of",
@@ -61,12 +60,6 @@ def keeps(
         return (None if owner is None or owner == "" else owner) in owners
 
     return keep
-
-
-def only_statuses(entries: Sequence[MemoryEntry], statuses: Sequence[str]) -> list[MemoryEntry]:
-    """The entries whose status (:func:`status_of`) is one of ``statuses``, in order."""
-    allowed = frozenset(s.strip().lower() for s in statuses)
-    return [e for e in entries if status_of(e) in allowed]
 
 
 def windows(limit: int) -> Iterator[int]:

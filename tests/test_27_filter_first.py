@@ -11,7 +11,6 @@ from memory_inject._filter_first import (
     FILTER_WINDOW_CAP,
     both_statuses,
     keeps,
-    only_statuses,
     ranked_of,
     restricted,
     windows,
@@ -41,10 +40,12 @@ def test_keeps_reads_status_and_profile_as_the_governance_stages_do() -> None:
     assert keeps(None, None) is None
 
 
-def test_only_statuses_and_both_statuses() -> None:
+def test_a_status_restriction_and_both_statuses() -> None:
     rows = [_entry("a", status="confirmed"), _entry("b", status="pending"), _entry("c")]
-    assert ["a"] == [e.key for e in only_statuses(rows, ["confirmed"])]
-    assert ["c"] == [e.key for e in only_statuses(rows, ["active"])]
+    confirmed, active = keeps(["confirmed"], None), keeps(["active"], None)
+    assert confirmed is not None and active is not None
+    assert ["a"] == [e.key for e in rows if confirmed(e)]
+    assert ["c"] == [e.key for e in rows if active(e)]
     assert both_statuses(None, None) is None
     assert ("x",) == both_statuses(["x"], None)
     assert ("active",) == both_statuses(None, ["active"])
