@@ -71,12 +71,12 @@ def measure(
     out: dict[str, Any] = {}
     with SQLiteStore(db, fusion=Fusion(), synchronous="OFF") as mirrored:
         mirrored.import_jsonl(as_jsonl(rows))
-        mirrored._mirror = KeywordMirror(after=1, max_rows=10**9)
+        mirrored._engine._mirror = KeywordMirror(after=1, max_rows=10**9)
         t = time.perf_counter()
         mirrored.recall("hello", 10)
         out["build"] = (time.perf_counter() - t) * 1000.0
         with SQLiteStore(db, fusion=Fusion(), synchronous="OFF") as plain:
-            plain._mirror = None
+            plain._engine._mirror = None
             for name, store in (("mirror", mirrored), ("fts5 path", plain)):
 
                 def before(i: int, store: SQLiteStore = store, name: str = name) -> None:

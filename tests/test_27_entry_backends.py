@@ -256,11 +256,11 @@ class TestSqlStores:
         """SQLite keeps the fields in ``metadata`` (no new column, no migration)."""
         with SQLiteStore(tmp_path / "m.db") as store:
             seed(store)
-            raw = store._read(
+            raw = store._engine.connections.read(
                 lambda c: c.execute("SELECT metadata FROM memories WHERE key = 'pref'").fetchone(),
                 "raw",
             )
-            columns = store._read(
+            columns = store._engine.connections.read(
                 lambda c: [r[1] for r in c.execute("PRAGMA table_info(memories)")], "columns"
             )
         assert (PREF_FIELDS, set()) == (
@@ -272,13 +272,13 @@ class TestSqlStores:
         """Recall's row decoder builds the same entry as ``row_to_record(...).to_entry``."""
         with SQLiteStore(tmp_path / "m.db") as store:
             seed(store)
-            full = store._read(
+            full = store._engine.connections.read(
                 lambda c: c.execute(
                     f"SELECT {sqlite_schema.SELECT} FROM memories WHERE key = 'pref'"
                 ).fetchone(),
                 "full",
             )
-            short = store._read(
+            short = store._engine.connections.read(
                 lambda c: sqlite_schema.fetch_entries(c, "default", "key = 'pref'", ())[0], "short"
             )
         fast = sqlite_schema.row_to_entry(short, 0.5)
@@ -290,7 +290,7 @@ class TestSqlStores:
         with SQLiteStore(tmp_path / "m.db") as store:
             seed(store)
             bad = json.dumps({"owner": "ops", ENTRY_KEY: {"kind": "bogus"}})
-            store._write(
+            store._engine.write(
                 lambda c: c.execute(
                     "UPDATE memories SET metadata = ? WHERE key = 'deploy'", (bad,)
                 ),

@@ -5,8 +5,11 @@ and agree on everything else, which lives here once: the namespace, closed and
 ownership checks, the embedding checks (shape, dimension, NaN/inf rejected
 with :class:`~memory_inject.exceptions.EmbedderError`, vectors rounded to
 float32 so a returned record equals what ``get`` reads back), and the
-``store``/``upsert``/``supersede``/``mark_used`` front halves. A subclass
-implements the ``_write_*`` methods against its engine.
+``store``/``upsert``/``supersede``/``mark_used`` front halves. The engine half
+is an object the store holds, not a layer it inherits: anything with the
+:class:`StoreEngine` methods (read, write, search, close). ``SQLiteStore`` and
+``PostgresStore`` each build theirs (:class:`~.sqlite.engine.SQLiteEngine`,
+:class:`~.postgres.engine.PostgresEngine`) and add their own public extras.
 
 The checks themselves (ownership, forget scopes, namespaces, vectors) are in
 :mod:`._store_checks` and re-exported here.
@@ -16,9 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import attrs
 
@@ -42,9 +45,11 @@ from memory_inject.storage.records import MemoryRecord, store_draft
 __all__ = [
     "PersistentStore",
     "RecallQuery",
+    "StoreEngine",
     "VectorEmbedder",
     "answer_of",
     "check_namespace",
+    "check_open",
     "float32",
     "forget_scope",
     "owned",
@@ -52,13 +57,74 @@ __all__ = [
 ]
 
 
+def check_open(closed: bool, what: str) -> None:
+    """:class:`StorageError` naming ``what`` when the engine was closed."""
+    if closed:
+        raise StorageError(f"{what}: the store is closed")
+
+
+class StoreEngine(Protocol):
+    """What a persistent store asks of its database: read, write, search, close.
+
+    Every method works in the store's namespace; the checks (closed, ownership
+    of the record's namespace, embeddings) are done by the store before it asks.
+    """
+
+    def get(self, key: str) -> MemoryRecord | None:
+        """The live record under ``key``, or None."""
+        ...
+
+    def list(
+        self, category: str | None, session_id: str | None, limit: int | None
+    ) -> builtins.list[MemoryRecord]:
+        """Live records, newest first by creation time, optionally filtered."""
+        ...
+
+    def write_draft(
+        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
+    ) -> MemoryRecord:
+        """Upsert ``draft``, carrying over what ``store`` keeps (see ``carry_over``)."""
+        ...
+
+    def write_record(self, record: MemoryRecord, move: bool) -> MemoryRecord:
+        """Write ``record`` as given (``move``: take the key over from another scope)."""
+        ...
+
+    def write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        """Write ``new`` and mark ``old_key`` superseded by it, in one transaction."""
+        ...
+
+    def write_usage(self, ids: builtins.list[str]) -> int:
+        """Count one use of each id; returns the live rows touched."""
+        ...
+
+    def ranked(self, q: RecallQuery) -> RecallAnswer:
+        """A ranked recall, of one modality when ``q.mode`` says so."""
+        ...
+
+    async def aranked(self, q: RecallQuery) -> RecallAnswer:
+        """The async twin of :meth:`ranked` (the event loop never waits on the engine)."""
+        ...
+
+    def tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        """A plan's entity or source query: rows by tag (``score`` None)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections; later calls raise ``StorageError`` (see :func:`check_open`)."""
+        ...
+
+
 class PersistentStore:
-    """The engine-independent half of a persistent store (see the module docstring)."""
+    """The engine-independent half of a persistent store (see the module docstring).
+
+    ``_engine`` is set by the concrete store's constructor before any call.
+    """
 
     _namespace: str
     _name: str
     _embedder: VectorEmbedder | None
-    _closed: bool = False
+    _engine: StoreEngine
     #: Waits for a connection end at ``RecallQuery.deadline`` and are reported
     #: (:class:`~memory_inject.exceptions.RecallWaitError`).
     honours_deadline = True
@@ -88,13 +154,9 @@ class PersistentStore:
 
     def close(self) -> None:
         """Release the engine's connections; later calls raise :class:`StorageError`."""
-        self._closed = True
+        self._engine.close()
 
     # -- checks ---------------------------------------------------------------
-
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise StorageError(f"{what}: the store is closed")
 
     def _own(self, record: MemoryRecord) -> None:
         if not isinstance(record, MemoryRecord):
@@ -154,7 +216,7 @@ class PersistentStore:
             now=datetime.now(UTC),
         )
         [draft] = self._embedded([draft])
-        return self._write_draft(draft, fields, timestamp)
+        return self._engine.write_draft(draft, fields, timestamp)
 
     def upsert(self, record: MemoryRecord, *, move: bool = False) -> MemoryRecord:
         """Write ``record`` exactly as given, replacing the row with the same key.
@@ -166,7 +228,7 @@ class PersistentStore:
         """
         self._own(record)
         [record] = self._embedded([record])
-        return self._write_record(record, move)
+        return self._engine.write_record(record, move)
 
     def supersede(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         """Write ``new`` and mark the row under ``old_key`` superseded by it, atomically."""
@@ -174,20 +236,20 @@ class PersistentStore:
         if new.key == old_key:
             raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
         [new] = self._embedded([new])
-        return self._write_superseding(old_key, new)
+        return self._engine.write_superseding(old_key, new)
 
     def mark_used(self, ids: Iterable[str]) -> int:
         """Count one use of each id with ONE statement; returns the live rows touched."""
         wanted = [ids] if isinstance(ids, str) else sorted(set(ids))
         if not wanted:
             return 0
-        return self._write_usage(wanted)
+        return self._engine.write_usage(wanted)
 
     # -- reads ----------------------------------------------------------------
 
     def get(self, key: str) -> MemoryRecord | None:
         """The live record under ``key`` (superseded and expired ones too), or None."""
-        return self._get(key)
+        return self._engine.get(key)
 
     def list(
         self,
@@ -197,7 +259,7 @@ class PersistentStore:
         limit: int | None = None,
     ) -> builtins.list[MemoryRecord]:
         """Live records, newest first by creation time, optionally filtered."""
-        return self._list(category, session_id, limit)
+        return self._engine.list(category, session_id, limit)
 
     def recall(
         self,
@@ -270,19 +332,19 @@ class PersistentStore:
         if query.filtered:
             mine = keeps(None, query.profiles)  # statuses are the tag query's own SQL
             if mine is None:
-                return RecallAnswer(self._tagged(query))
+                return RecallAnswer(self._engine.tagged(query))
 
             def tagged(n: int) -> builtins.list[MemoryEntry]:
-                return self._tagged(attrs.evolve(query, limit=n))
+                return self._engine.tagged(attrs.evolve(query, limit=n))
 
             _, kept, over = restricted(tagged, list, query.limit, mine)
             return RecallAnswer(kept, passed_over=over)
         why = keeps(query.statuses, query.profiles)
         if why is None:
-            return self._ranked(query)
+            return self._engine.ranked(query)
 
         def ranked(n: int) -> RecallAnswer:
-            return self._ranked(attrs.evolve(query, limit=n, statuses=None, profiles=None))
+            return self._engine.ranked(attrs.evolve(query, limit=n, statuses=None, profiles=None))
 
         found, kept, over = restricted(ranked, lambda a: a.entries, query.limit, why)
         return attrs.evolve(found, entries=kept, passed_over=over)
@@ -290,46 +352,5 @@ class PersistentStore:
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; the event loop never waits on the engine."""
         if query.filtered or query.restricted:
-            return await self._athread(self.answer, query)
-        return await self._aranked(query)
-
-    # -- the engine's half ----------------------------------------------------
-
-    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        """A plan's entity or source query: rows by tag (``score`` None)."""
-        raise NotImplementedError
-
-    def _ranked(self, q: RecallQuery) -> RecallAnswer:
-        """A ranked recall, of one modality when ``q.mode`` says so."""
-        raise NotImplementedError
-
-    async def _aranked(self, q: RecallQuery) -> RecallAnswer:
-        return await self._athread(self._ranked, q)
-
-    async def _athread(
-        self, fn: Callable[[RecallQuery], RecallAnswer], q: RecallQuery
-    ) -> RecallAnswer:
-        return await asyncio.to_thread(fn, q)
-
-    def _get(self, key: str) -> MemoryRecord | None:
-        raise NotImplementedError
-
-    def _list(
-        self, category: str | None, session_id: str | None, limit: int | None
-    ) -> builtins.list[MemoryRecord]:
-        raise NotImplementedError
-
-    def _write_draft(
-        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
-    ) -> MemoryRecord:
-        """Upsert ``draft``, carrying over what ``store`` keeps (see ``carry_over``)."""
-        raise NotImplementedError
-
-    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
-        raise NotImplementedError
-
-    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
-        raise NotImplementedError
-
-    def _write_usage(self, ids: builtins.list[str]) -> int:
-        raise NotImplementedError
+            return await asyncio.to_thread(self.answer, query)
+        return await self._engine.aranked(query)

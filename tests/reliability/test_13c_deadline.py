@@ -25,6 +25,7 @@ from memory_inject import MemoryInjectConfig, arender_memory_context, render_mem
 from memory_inject.exceptions import RecallInterruptedError
 from memory_inject.storage.fusion import RecallInfo
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite.engine import SQLiteEngine
 from memory_inject.testing import recording
 
 #: A statement that runs for minutes unless something stops it.
@@ -35,15 +36,27 @@ ENDLESS = (
 DEADLINE = MemoryInjectConfig(deadline_ms=100)
 
 
+class SlowEngine(SQLiteEngine):
+    """The engine of a :class:`SlowSQLite`: its recall runs an endless statement."""
+
+    owner: SlowSQLite
+
+    def _recall(self, *args: Any, **kwargs: Any) -> tuple[list[Any], RecallInfo]:
+        self.owner.threads.append(threading.current_thread().name)
+        self.connections.read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+        return [], RecallInfo()
+
+
 class SlowSQLite(SQLiteStore):
     """A real SQLite store whose recall runs an endless statement on its read connection."""
 
     threads: list[str]
+    _engine: SlowEngine
 
-    def _recall(self, *args: Any, **kwargs: Any) -> tuple[list[Any], RecallInfo]:
-        self.threads.append(threading.current_thread().name)
-        self._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
-        return [], RecallInfo()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._engine.__class__ = SlowEngine
+        self._engine.owner = self
 
 
 @pytest.fixture
@@ -60,7 +73,7 @@ def lock_is_free(store: SQLiteStore, wait: float = 2.0) -> bool:
     (A recall left running would hold one.)
     """
     got: list[bool] = []
-    pool = store._readers
+    pool = store._engine.connections._readers
     assert pool is not None
 
     def probe() -> None:
@@ -105,6 +118,8 @@ def test_the_next_renders_are_served_after_a_stopped_recall(tmp_path: Path) -> N
         render_memory_context(store, "deploy", config=DEADLINE)
         fine = SQLiteStore.__new__(SQLiteStore)  # the same file and connections, normal recall
         fine.__dict__.update(store.__dict__)
+        fine._engine = SQLiteEngine.__new__(SQLiteEngine)  # the same caches, normal recall
+        fine._engine.__dict__.update(store._engine.__dict__)
         with recording() as rec:
             results = [render_memory_context(fine, "deploy", config=DEADLINE) for _ in range(5)]
     assert all("prod-3" in r.text for r in results)
@@ -154,7 +169,7 @@ def test_busy_read_connections_are_waited_for_no_longer_than_the_deadline(
     says it waited for a connection (its recall never started: no 'deadline' abandonment)."""
     with SQLiteStore(tmp_path / "m.db", readers=2) as store:
         store.store("fact", "deploys go to prod-3")
-        pool = store._readers
+        pool = store._engine.connections._readers
         assert pool is not None
         held = [pool.take(), pool.take()]
         try:
@@ -189,12 +204,15 @@ def test_interrupt_at_raises_a_typed_error_and_leaves_no_transaction(tmp_path: P
             store.interrupt_at(time.perf_counter() + 0.05),
             pytest.raises(RecallInterruptedError, match="stopped at the deadline"),
         ):
-            store._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
-        assert store._readers is not None
-        assert not any(c.in_transaction for c in store._readers.connections())
+            store._engine.connections.read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+        readers = store._engine.connections._readers
+        assert readers is not None
+        assert not any(c.in_transaction for c in readers.connections())
         # Outside the block the store is back to normal: no handler, its busy timeout.
-        assert [(1,)] == store._read(lambda c: c.execute("SELECT 1").fetchall(), "probe")
-        assert 5000 == store._read(
+        assert [(1,)] == store._engine.connections.read(
+            lambda c: c.execute("SELECT 1").fetchall(), "probe"
+        )
+        assert 5000 == store._engine.connections.read(
             lambda c: c.execute("PRAGMA busy_timeout").fetchone()[0], "probe"
         )
 
@@ -207,7 +225,7 @@ def test_nested_deadlines_keep_the_earlier(tmp_path: Path) -> None:
             store.interrupt_at(soon + 3600),
             pytest.raises(RecallInterruptedError),
         ):
-            store._read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
+            store._engine.connections.read(lambda c: c.execute(ENDLESS).fetchall(), "recall")
 
 
 class _Plain:

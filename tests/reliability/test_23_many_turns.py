@@ -37,6 +37,7 @@ from memory_inject.pipeline import RenderResult
 from memory_inject.signals import MemoryRecall, memory_recall
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite.engine import SQLiteEngine
 
 TURNS = 32
 QUESTION = "which colour do I prefer for the dashboards?"
@@ -253,7 +254,7 @@ def test_busy_sqlite_read_connections_are_a_named_wait(
     deadline and says it waited for a connection, not that its recall ran out of time."""
     cfg = MemoryInjectConfig(deadline_ms=150)
     with fill(SQLiteStore(tmp_path / "m.db", readers=2)) as store:
-        pool = store._readers
+        pool = store._engine.connections._readers
         assert pool is not None
         held = [pool.take(), pool.take()]
         try:
@@ -286,15 +287,15 @@ def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> N
     store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
     try:
         if mode == "sync":
-            conn = store._pool.getconn()
+            conn = store._engine.connections.pool.getconn()
             try:
                 result = render_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
             finally:
-                store._pool.putconn(conn)
+                store._engine.connections.pool.putconn(conn)
         else:
 
             async def run() -> RenderResult:
-                pool = await store._async_pool()
+                pool = await store._engine.connections.async_pool()
                 held = await pool.getconn()
                 try:
                     return await arender_memory_context(
@@ -534,16 +535,15 @@ def test_two_processes_of_eight_threads_share_one_postgres_database(pg_dsn: str)
         store.close()
 
 
-class _Stalling(SQLiteStore):
-    """A keyword-only SQLite store whose recall stalls (an endless statement) when told to."""
+class _StallingEngine(SQLiteEngine):
+    """The engine of a :class:`_Stalling` store, whose ``stall`` it obeys."""
 
-    stall = False
-    threads: list[str]
+    owner: _Stalling
 
     def _recall(self, *args: Any, **kwargs: Any) -> Any:
-        self.threads.append(threading.current_thread().name)
-        if self.stall:
-            self._read(
+        self.owner.threads.append(threading.current_thread().name)
+        if self.owner.stall:
+            self.connections.read(
                 lambda c: c.execute(
                     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
                     "WHERE x < 1e12) SELECT count(*) FROM c"
@@ -551,6 +551,19 @@ class _Stalling(SQLiteStore):
                 "recall",
             )
         return super()._recall(*args, **kwargs)
+
+
+class _Stalling(SQLiteStore):
+    """A keyword-only SQLite store whose recall stalls (an endless statement) when told to."""
+
+    stall = False
+    threads: list[str]
+    _engine: _StallingEngine
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._engine.__class__ = _StallingEngine
+        self._engine.owner = self
 
 
 def test_a_fast_keyword_store_recalls_on_the_loop_until_it_stalls_twice(
@@ -609,7 +622,8 @@ def test_the_pool_and_readers_come_from_the_agent_file(tmp_path: Path) -> None:
     store = open_store(agent)
     assert isinstance(store, SQLiteStore)
     try:
-        assert store._readers is not None and 3 == store._readers.size
+        readers = store._engine.connections._readers
+        assert readers is not None and 3 == readers.size
     finally:
         store.close()
     bad = tmp_path / "b.yaml"

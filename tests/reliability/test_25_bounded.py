@@ -118,12 +118,12 @@ def test_the_mirror_never_reads_a_huge_rows_instances(tmp_path: Path) -> None:
         for i in range(20):
             store.store(f"n{i}", f"alpha note {i}", "core")
         answers = [[e.key for e in store.recall("alpha", 5)] for _ in range(8)]
-        mirror = store._mirror
+        mirror = store._engine._mirror
         assert mirror is not None
         index = mirror._index
         assert index is not None  # the mirror was built (ids and lengths) ...
         assert "alpha" not in index.postings  # ... but never read the word's 120,000 instances
-        store._mirror = None
+        store._engine._mirror = None
         plain = [e.key for e in store.recall("alpha", 5)]
     assert [plain] * 8 == answers
 
@@ -139,8 +139,8 @@ def test_the_mirrors_postings_stay_under_their_bound(
         for q in ["word0", "word1 word2", "common0", "common1 common2", "word3 word4 word5"]:
             for _ in range(5):
                 store.recall(q, 5)
-            assert store._mirror is not None and store._mirror._index is not None
-            index = store._mirror._index
+            assert store._engine._mirror is not None and store._engine._mirror._index is not None
+            index = store._engine._mirror._index
             held.append(index.held)
             assert index.held == sum(len(p) for p in index.postings.values())
     # One query's postings may pass the bound alone; never the sum of several.
@@ -189,10 +189,10 @@ def test_the_vector_matrix_is_not_kept_past_its_byte_bound(tmp_path: Path) -> No
             store.store(f"k{i}", f"note {i} about {['deploys', 'lunch', 'budgets'][i % 3]}")
         prompts = ["deploys", "lunch plans", "budget review", "deploys and lunch"]
         cached = [[e.key for e in store.recall(p, 5)] for p in prompts]
-        assert store._vectors is not None and store._vectors._matrices
-        store._vectors = VectorCache(max_bytes=1000)
+        assert store._engine._vectors is not None and store._engine._vectors._matrices
+        store._engine._vectors = VectorCache(max_bytes=1000)
         bounded = [[e.key for e in store.recall(p, 5)] for p in prompts]
-        assert not store._vectors._matrices
+        assert not store._engine._vectors._matrices
     assert cached == bounded
 
 
@@ -205,7 +205,7 @@ def test_long_tokens_are_never_kept_in_the_frequency_cache(tmp_path: Path) -> No
             stats.refresh(conn)
             return stats.document_frequencies(conn, ["alpha", "x" * 5000])
 
-        found = store._read(probe, "test")
+        found = store._engine.connections.read(probe, "test")
     assert {"alpha": 1, "x" * 5000: 0} == found
     assert ["alpha"] == list(stats._df)
 

@@ -577,8 +577,8 @@ class TestDiskFull:
         populate(db)
         with SQLiteStore(db) as s:
             # The page limit lives on the store's own connection (a test-only reach-in).
-            pages = s._conn.execute("PRAGMA page_count").fetchone()[0]
-            s._conn.execute(f"PRAGMA max_page_count = {pages + 4}")
+            pages = s._engine.connections._conn.execute("PRAGMA page_count").fetchone()[0]
+            s._engine.connections._conn.execute(f"PRAGMA max_page_count = {pages + 4}")
             acked, error = [], None
             for i in range(1000):
                 try:
@@ -590,7 +590,7 @@ class TestDiskFull:
             result, events = render(s, "deploy server", "sync")
             assert (True, 4) == (only_event(events).success, len(result.entries))
             assert "database or disk is full" in str(error)
-            s._conn.execute("PRAGMA max_page_count = 4294967294")
+            s._engine.connections._conn.execute("PRAGMA max_page_count = 4294967294")
             s.store("after", "room again")
             assert all(s.get(k) is not None for k in acked)
             assert ROWS + len(acked) + 1 == s.count()

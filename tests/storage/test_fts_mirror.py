@@ -32,13 +32,13 @@ _SESSIONS = (None, "s1", "s2", "s1\x00", "s1 ", "ünï")
 
 def _mirrored(path: Path | str, **kw: Any) -> SQLiteStore:
     store = SQLiteStore(path, fusion=Fusion(), **kw)
-    store._mirror = KeywordMirror(after=1)
+    store._engine._mirror = KeywordMirror(after=1)
     return store
 
 
 def _plain(path: Path | str) -> SQLiteStore:
     store = SQLiteStore(path, fusion=Fusion())
-    store._mirror = None
+    store._engine._mirror = None
     return store
 
 
@@ -97,7 +97,7 @@ class TestSameAnswersAsFts5:
             for session in (None, "s1", "s1\x00", "ünï"):
                 seen += len(_same_as_fts5(mirrored, plain, query, session))
         assert seen > 500  # the queries do find rows
-        assert 1 == mirrored._mirror.builds  # type: ignore[union-attr]
+        assert 1 == mirrored._engine._mirror.builds  # type: ignore[union-attr]
         mirrored.close()
         plain.close()
 
@@ -183,7 +183,7 @@ class TestKeptCurrent:
                 _same_as_fts5(mirrored, plain, query, None)
                 _same_as_fts5(mirrored, plain, query, rng.choice(["s1", "s2", "s1\x00"]))
         # Patched from the log all along, never read whole again.
-        assert 1 == mirrored._mirror.builds  # type: ignore[union-attr]
+        assert 1 == mirrored._engine._mirror.builds  # type: ignore[union-attr]
         other.close()
         mirrored.close()
         plain.close()
@@ -211,7 +211,7 @@ class TestKeptCurrent:
         other.execute("COMMIT")
         other.close()
         assert ["a", "b"] == sorted(_same_as_fts5(store, plain, "alpha", None))
-        assert 2 == store._mirror.builds  # type: ignore[union-attr]
+        assert 2 == store._engine._mirror.builds  # type: ignore[union-attr]
         store.close()
         plain.close()
 
@@ -226,7 +226,7 @@ class TestKeptCurrent:
         lines = [json.dumps({"key": f"n{i}", "content": "alpha beta"}) for i in range(5)]
         store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
         assert 6 == len(_same_as_fts5(store, plain, "alpha", None))
-        assert 2 == store._mirror.builds  # type: ignore[union-attr]
+        assert 2 == store._engine._mirror.builds  # type: ignore[union-attr]
         store.close()
         plain.close()
 
@@ -243,7 +243,7 @@ class TestKeptCurrent:
             _same_as_fts5(mirrored, plain, _query(rng), rng.choice([None, "s2"]))
             if step % 5 == 0:
                 host_write(mirrored, f"k{rng.randrange(50)}", _text(rng), session_id="s2")
-        index = mirrored._mirror._index  # type: ignore[union-attr]
+        index = mirrored._engine._mirror._index  # type: ignore[union-attr]
         assert index is not None
         assert len(index.postings) <= 4 + 3  # a query's own words may pass the bound
         mirrored.close()
@@ -255,7 +255,7 @@ class TestWhenItApplies:
         """A one-shot process (one recall) never pays for reading the index."""
         store = SQLiteStore(tmp_path / "m.db", fusion=Fusion())
         store.store("a", "alpha")
-        mirror = store._mirror
+        mirror = store._engine._mirror
         assert mirror is not None
         for _ in range(_fts_mirror.AFTER_RECALLS - 1):
             store.recall("alpha", 5)
@@ -267,16 +267,16 @@ class TestWhenItApplies:
     def test_a_store_past_max_rows_uses_fts5(self, tmp_path: Path) -> None:
         db = tmp_path / "m.db"
         store = SQLiteStore(db, fusion=Fusion())
-        store._mirror = KeywordMirror(after=1, max_rows=5)
+        store._engine._mirror = KeywordMirror(after=1, max_rows=5)
         for i in range(5):
             store.store(f"k{i}", "alpha")
         assert 5 == len(store.recall("alpha", 10))
-        assert 1 == store._mirror.builds
+        assert 1 == store._engine._mirror.builds
         store.store("k5", "alpha beta")  # past the bound: dropped, answered by FTS5
         assert 6 == len(store.recall("alpha", 10))
-        assert store._mirror._index is None
+        assert store._engine._mirror._index is None
         assert ["k5"] == [e.key for e in store.recall("beta", 10)]
-        assert 1 == store._mirror.builds
+        assert 1 == store._engine._mirror.builds
         store.close()
 
     @pytest.mark.parametrize("query", ["alph*", "alpha_beta"])
@@ -297,7 +297,7 @@ class TestWhenItApplies:
         db = tmp_path / "m.db"
         store = _mirrored(db)
         store.store("a", "alpha")
-        mirror = store._mirror
+        mirror = store._engine._mirror
         assert mirror is not None
         calls = []
 

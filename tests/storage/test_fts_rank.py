@@ -31,7 +31,7 @@ def _sentence(rng: random.Random) -> str:
 @pytest.fixture(autouse=True)
 def _fts5_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """These are tests of the FTS5 path: the stores made here never mirror their index."""
-    monkeypatch.setattr("memory_inject.storage.sqlite.store.KeywordMirror", lambda: None)
+    monkeypatch.setattr("memory_inject.storage.sqlite.engine.KeywordMirror", lambda: None)
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +211,7 @@ class TestTermStats:
                 stats.refresh(conn)
                 return stats.document_frequencies(conn, ["appl"])
 
-            assert {"appl": 2} == store._read(fresh, "stats")
+            assert {"appl": 2} == store._engine.connections.read(fresh, "stats")
         assert {"a", "b", "c"} == {e.key for e in again}
 
     def test_random_writes_keep_counts_exact(self, tmp_path: Path) -> None:

@@ -205,7 +205,7 @@ class TestVectors:
     ) -> None:
         """A big import into an empty table builds HNSW afterwards; later ones insert into it."""
         store = open_store(embedder=HashingEmbedder(32))
-        monkeypatch.setattr(store, "_hnsw_rebuild_at", 50)
+        monkeypatch.setattr(store._engine, "hnsw_rebuild_at", 50)
         oid = "SELECT 'memories_embedding_hnsw'::regclass::oid"
         before = _scalar(db, oid)
         rows = [{"key": f"k{i}", "content": f"filler note number {i}"} for i in range(200)]

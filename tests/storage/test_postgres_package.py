@@ -14,6 +14,7 @@ ENGINE = ROOT / "memory_inject" / "storage" / "postgres"
 #: The jobs of issue 28's engine folder, one module each (split further where a job outgrew 400).
 JOBS = {
     "store",
+    "engine",
     "connection",
     "bulk",
     "schema",

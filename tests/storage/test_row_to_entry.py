@@ -59,10 +59,12 @@ def records(draw: st.DrawFn) -> MemoryRecord:
 def test_row_to_entry_matches_the_record_path(record: MemoryRecord, score: float | None) -> None:
     with tempfile.TemporaryDirectory() as tmp, SQLiteStore(Path(tmp) / "m.db") as store:
         store.upsert(record)
-        full = store._read(
+        full = store._engine.connections.read(
             lambda c: c.execute(f"SELECT {schema.SELECT} FROM memories").fetchone(), "full"
         )
-        short = store._read(lambda c: schema.fetch_entries(c, "default", "1 = 1", ())[0], "short")
+        short = store._engine.connections.read(
+            lambda c: schema.fetch_entries(c, "default", "1 = 1", ())[0], "short"
+        )
     fast = schema.row_to_entry(short, score)
     slow = schema.row_to_record(full).to_entry(score)
     assert fast == slow

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import ast
 import inspect
+import io
 from pathlib import Path
+
+import pytest
 
 import memory_inject.storage
 import memory_inject.storage.sqlite as engine
+from memory_inject.exceptions import StorageError
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ENGINE = ROOT / "memory_inject" / "storage" / "sqlite"
 #: The jobs of issue 28's engine folder, one module each (split further where a job outgrew 400).
 JOBS = {
     "store",
+    "engine",
     "connection",
     "pool",
     "bulk",
@@ -82,3 +87,42 @@ class TestPublicFace:
         assert ["LOCK_RETRY_DELAY_S", "SQLiteStore"] == engine.__all__
         assert set(engine.__all__) == public
         assert LOCK_RETRY_DELAY_S == engine.LOCK_RETRY_DELAY_S
+
+
+class TestComposition:
+    def test_the_store_holds_an_engine_over_plain_connections(self, tmp_path: Path) -> None:
+        """Issue 28: one level over PersistentStore; the engine and its connections inherit
+        nothing; the bulk paths are functions of the store (no class in ``bulk``)."""
+        from memory_inject.storage._base import PersistentStore
+        from memory_inject.storage.sqlite import bulk
+        from memory_inject.storage.sqlite.connection import SQLiteConnection
+        from memory_inject.storage.sqlite.engine import SQLiteEngine
+
+        assert (PersistentStore,) == engine.SQLiteStore.__bases__
+        assert ((object,), (object,)) == (SQLiteEngine.__bases__, SQLiteConnection.__bases__)
+        assert [] == [
+            n
+            for n, v in vars(bulk).items()
+            if inspect.isclass(v) and v.__module__ == bulk.__name__ and not n.startswith("_")
+        ]
+        with engine.SQLiteStore(tmp_path / "m.db") as store:
+            assert isinstance(store._engine, SQLiteEngine)
+            assert isinstance(store._engine.connections, SQLiteConnection)
+            store.store("k", "the prod-3 deploy window is Friday")
+            out = io.StringIO()
+            assert 1 == bulk.export_jsonl(store, out) == len(out.getvalue().splitlines())
+
+    def test_a_closed_store_refuses_through_its_engine(self, tmp_path: Path) -> None:
+        """The closed state is the engine's; every path names what was refused."""
+        store = engine.SQLiteStore(tmp_path / "m.db")
+        store.store("k", "the prod-3 deploy window is Friday")
+        store.close()
+        calls = [
+            lambda: store.store("k2", "x"),
+            lambda: store.get("k"),
+            lambda: store.recall("prod-3", 5),
+            store.count,
+        ]
+        for call in calls:
+            with pytest.raises(StorageError, match="the store is closed"):
+                call()

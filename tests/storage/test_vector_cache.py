@@ -57,7 +57,7 @@ class TestVectorCache:
         for i, text in enumerate(["apple banana", "banana", "cherry dog", "apple apple dog"]):
             store.store(f"k{i}", text)
         cached = store.recall("apple dog", 10)
-        store._vectors = None
+        store._engine._vectors = None
         scanned = store.recall("apple dog", 10)
         assert [e.key for e in scanned] == [e.key for e in cached]
         assert [pytest.approx(e.score, abs=1e-6) for e in scanned] == [e.score for e in cached]
@@ -92,7 +92,7 @@ class TestVectorCache:
         conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key = 'k0'")
         conn.close()
         cached = store.recall("apple", 100, session_id=session_id, since=since, until=until)
-        store._vectors = None
+        store._engine._vectors = None
         scanned = store.recall("apple", 100, session_id=session_id, since=since, until=until)
         assert sorted(e.key for e in scanned) == sorted(e.key for e in cached)
         store.close()
@@ -158,7 +158,7 @@ class TestVectorCache:
         store = semantic(db)
         store.store("a", "apple")
         cache = VectorCache()
-        store._vectors = cache
+        store._engine._vectors = cache
         store.recall("apple", 10)
         first = next(iter(cache._matrices.values()))
         seq = first.seq
@@ -172,11 +172,11 @@ class TestVectorCache:
 
 
 def _same_as_a_scan(store: SQLiteStore, query: str, **scope: str | None) -> list[str]:
-    cache = store._vectors
+    cache = store._engine._vectors
     cached = [(e.key, e.score) for e in store.recall(query, 100, **scope)]
-    store._vectors = None
+    store._engine._vectors = None
     scanned = [(e.key, e.score) for e in store.recall(query, 100, **scope)]
-    store._vectors = cache
+    store._engine._vectors = cache
     # Ties may come in another order (the scan keeps row order, the matrix sorts by id).
     assert sorted(k for k, _ in scanned) == sorted(k for k, _ in cached), (query, scope)
     assert pytest.approx(dict(scanned), abs=1e-6) == dict(cached), (query, scope)
@@ -223,7 +223,7 @@ class TestPatchedMatrix:
                 query = rng.choice(words)
                 _same_as_a_scan(store, query)
                 _same_as_a_scan(store, query, session_id=rng.choice(["s1", "s2", "s1\x00"]))
-        assert 1 == len(store._vectors._matrices)  # type: ignore[union-attr]
+        assert 1 == len(store._engine._vectors._matrices)  # type: ignore[union-attr]
         other.close()
         store.close()
 
@@ -242,7 +242,7 @@ class TestPatchedMatrix:
         store.store("a", "apple")
         store.store("b", "banana")
         assert ["a"] == _same_as_a_scan(store, "apple")
-        first = next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
+        first = next(iter(store._engine._vectors._matrices.values()))  # type: ignore[union-attr]
         other = sqlite3.connect(db, isolation_level=None)
         other.execute("BEGIN")
         for i in range(schema.LOG_KEEP + 1):  # one log entry per update of b
@@ -253,7 +253,7 @@ class TestPatchedMatrix:
         other.execute("COMMIT")
         other.close()
         assert {"a", "b"} == set(_same_as_a_scan(store, "apple"))
-        assert first is not next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
+        assert first is not next(iter(store._engine._vectors._matrices.values()))  # type: ignore[union-attr]
         store.close()
 
     def test_many_changed_rows_read_again(self, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -262,11 +262,11 @@ class TestPatchedMatrix:
         store = semantic(db)
         store.store("a", "apple")
         _same_as_a_scan(store, "apple")
-        first = next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
+        first = next(iter(store._engine._vectors._matrices.values()))  # type: ignore[union-attr]
         lines = [json.dumps({"key": f"n{i}", "content": "apple dog"}) for i in range(5)]
         store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
         assert 6 == len(_same_as_a_scan(store, "apple"))
-        assert first is not next(iter(store._vectors._matrices.values()))  # type: ignore[union-attr]
+        assert first is not next(iter(store._engine._vectors._matrices.values()))  # type: ignore[union-attr]
         store.store("z", "apple")
         assert 7 == len(_same_as_a_scan(store, "apple"))
         store.close()
@@ -301,7 +301,7 @@ def test_a_non_finite_stored_vector_never_reaches_the_fusion(tmp_path: Path, cac
     def open_store(path: Path) -> SQLiteStore:
         store = SQLiteStore(path, embedder=HashingEmbedder(dim=16), fusion=Fusion(mode="minmax"))
         if not cached:
-            store._vectors = None
+            store._engine._vectors = None
         return store
 
     texts = {

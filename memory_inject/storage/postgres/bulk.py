@@ -1,34 +1,43 @@
 """The bulk paths of :class:`~memory_inject.storage.postgres.PostgresStore`: JSONL in and out.
 
-Export streams the namespace through a server-side cursor. Import is all or
-nothing: records are COPYed into a temporary staging table a batch at a time
-and merged by one ``INSERT ... ON CONFLICT``; an initial load with vectors
-rebuilds the HNSW index after the merge instead of inserting into it. The
-staging and index statements are here with the code that runs them.
+Plain functions that take the store (``PostgresStore.export_jsonl`` and
+``import_jsonl`` call them): the store embeds the imported records, its
+engine's connections run the statements. Export streams the namespace
+through a server-side cursor. Import is all or nothing: records are COPYed
+into a temporary staging table a batch at a time and merged by one
+``INSERT ... ON CONFLICT``; an initial load with vectors rebuilds the HNSW
+index after the merge instead of inserting into it. The staging and index
+statements are here with the code that runs them.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import sql
 
 from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
-from memory_inject.storage.postgres.connection import PostgresConnections, translate_errors
+from memory_inject.storage.postgres.connection import translate_errors
 from memory_inject.storage.postgres.context import merge_with_context
 from memory_inject.storage.postgres.queries import Queries, Stmt
 from memory_inject.storage.postgres.schema import COLUMNS, hnsw_index, record_params, row_to_record
 
+if TYPE_CHECKING:
+    from memory_inject.storage.postgres.engine import PostgresEngine
+    from memory_inject.storage.postgres.store import PostgresStore
+
 __all__ = [
-    "PostgresBulk",
+    "BATCH",
     "any_rows",
+    "export_jsonl",
     "hnsw_drop",
     "hnsw_present",
     "hnsw_rebuild",
+    "import_jsonl",
     "stage_copy",
     "stage_create",
     "stage_merge",
@@ -36,106 +45,98 @@ __all__ = [
 
 T = TypeVar("T")
 
-_BATCH = 1000
+#: Rows per COPY batch of an import, and per fetch of an export's cursor.
+BATCH = 1000
 _STAGE = sql.Identifier("memory_inject_stage")
 
 
-class PostgresBulk(PostgresConnections):
-    """``PostgresStore``'s ``export_jsonl`` and ``import_jsonl``."""
-
-    #: The smallest import that rebuilds the HNSW index instead of inserting into it.
-    _hnsw_rebuild_at = 20_000
-
-    _q: Queries
-    _vectors: bool
-
-    def _stats_changed(self) -> None:
-        """Called before a write: the store forgets statistics the write makes stale."""
-
-    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
-        """Write every row of this namespace, forgotten and superseded ones included."""
-        stmt = self._q.export()
-        with (
-            translate_errors("export"),
-            self._connection() as conn,
-            conn.cursor(name="memory_inject_export") as cur,
-        ):
-            cur.itersize = _BATCH
-            cur.execute(stmt.query, stmt.params)
-            return write_jsonl(dst, (row_to_record(row) for row in cur))
-
-    def import_jsonl(
-        self,
-        src: str | os.PathLike[str] | IO[str],
-        *,
-        progress: Callable[[int], object] | None = None,
-        batch_size: int = _BATCH,
-        rebuild_index: bool | None = None,
-    ) -> int:
-        """Upsert one record per JSON line into this namespace; returns how many.
-
-        All or nothing: rows are COPYed into a temporary table ``batch_size``
-        at a time and merged by one ``INSERT ... ON CONFLICT`` at the end, so a
-        bad line (``ValueError`` with its line number) leaves the table as it
-        was. A key repeated in the file keeps its last line; each line's
-        ``namespace`` is replaced by this store's.
-
-        With vectors, an import of at least 20,000 rows into an empty table
-        (the initial load) drops the HNSW index and builds it after the merge,
-        several times faster than inserting into it; other sessions' reads of
-        the table then wait (up to ``timeout``) until the import commits.
-        ``rebuild_index`` forces that choice either way.
-        """
-        n = 0
-        lines = read_jsonl(src)
-        with translate_errors("import"), self._connection() as conn, conn.cursor() as cur:
-            for stmt in stage_create(self._q):
-                cur.execute(stmt)
-            for batch in _batched((r for _, r in lines), max(1, batch_size)):
-                records = self._embedded([r.evolve(namespace=self._namespace) for r in batch])
-                with cur.copy(stage_copy(self._q)) as copy:
-                    for i, record in enumerate(records, start=n):
-                        copy.write_row([*record_params(record), i])
-                n += len(records)
-                if progress is not None:
-                    progress(n)
-            owned_check = stage_owned(self._q)
-            cur.execute(owned_check.query, owned_check.params)
-            taken = cur.fetchone()
-            if taken is not None:  # all or nothing: the transaction rolls back
-                raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
-            clash_check = stage_id_clash(self._q)
-            cur.execute(clash_check.query, clash_check.params)
-            clash = cur.fetchone()
-            if clash is not None:
-                raise ValueError(
-                    f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
-                    f"key {clash[2]!r} (an id names one memory); nothing was written"
-                )
-            rebuild = self._vectors and self._rebuild_wanted(cur, n, rebuild_index)
-            if rebuild:
-                cur.execute(hnsw_drop(self._q))
-            merge = stage_merge(self._q)
-            cur.execute(merge.query, merge.params)
-            if rebuild:
-                for stmt in hnsw_rebuild(self._q):
-                    cur.execute(stmt)
-        self._stats_changed()
-        return n
-
-    def _rebuild_wanted(self, cur: psycopg.Cursor[Any], n: int, wanted: bool | None) -> bool:
-        if wanted is False or (wanted is None and n < self._hnsw_rebuild_at):
-            return False
-        cur.execute(hnsw_present(self._q))
-        present = cur.fetchone()
-        if not present or not present[0]:
-            return False
-        if wanted:
-            return True
-        stmt = any_rows(self._q)
+def export_jsonl(store: PostgresStore, dst: str | os.PathLike[str] | IO[str]) -> int:
+    """Write every row of ``store``'s namespace, forgotten and superseded ones included."""
+    engine = store._engine
+    stmt = engine.q.export()
+    with (
+        translate_errors("export"),
+        engine.connections.connection() as conn,
+        conn.cursor(name="memory_inject_export") as cur,
+    ):
+        cur.itersize = BATCH
         cur.execute(stmt.query, stmt.params)
-        row = cur.fetchone()
-        return row is not None and not row[0]
+        return write_jsonl(dst, (row_to_record(row) for row in cur))
+
+
+def import_jsonl(
+    store: PostgresStore,
+    src: str | os.PathLike[str] | IO[str],
+    *,
+    progress: Callable[[int], object] | None = None,
+    batch_size: int = BATCH,
+    rebuild_index: bool | None = None,
+) -> int:
+    """Upsert one record per JSON line into ``store``'s namespace; returns how many.
+
+    See ``PostgresStore.import_jsonl``: all or nothing, through a staging
+    table, the HNSW index rebuilt after an initial load (``rebuild_index``
+    forces that choice either way).
+    """
+    engine = store._engine
+    q = engine.q
+    n = 0
+    lines = read_jsonl(src)
+    with (
+        translate_errors("import"),
+        engine.connections.connection() as conn,
+        conn.cursor() as cur,
+    ):
+        for stmt in stage_create(q):
+            cur.execute(stmt)
+        for batch in _batched((r for _, r in lines), max(1, batch_size)):
+            records = store._embedded([r.evolve(namespace=store.namespace) for r in batch])
+            with cur.copy(stage_copy(q)) as copy:
+                for i, record in enumerate(records, start=n):
+                    copy.write_row([*record_params(record), i])
+            n += len(records)
+            if progress is not None:
+                progress(n)
+        owned_check = stage_owned(q)
+        cur.execute(owned_check.query, owned_check.params)
+        taken = cur.fetchone()
+        if taken is not None:  # all or nothing: the transaction rolls back
+            raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
+        clash_check = stage_id_clash(q)
+        cur.execute(clash_check.query, clash_check.params)
+        clash = cur.fetchone()
+        if clash is not None:
+            raise ValueError(
+                f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
+                f"key {clash[2]!r} (an id names one memory); nothing was written"
+            )
+        rebuild = engine.vectors and _rebuild_wanted(engine, cur, n, rebuild_index)
+        if rebuild:
+            cur.execute(hnsw_drop(q))
+        merge = stage_merge(q)
+        cur.execute(merge.query, merge.params)
+        if rebuild:
+            for stmt in hnsw_rebuild(q):
+                cur.execute(stmt)
+    engine.stats_changed()
+    return n
+
+
+def _rebuild_wanted(
+    engine: PostgresEngine, cur: psycopg.Cursor[Any], n: int, wanted: bool | None
+) -> bool:
+    if wanted is False or (wanted is None and n < engine.hnsw_rebuild_at):
+        return False
+    cur.execute(hnsw_present(engine.q))
+    present = cur.fetchone()
+    if not present or not present[0]:
+        return False
+    if wanted:
+        return True
+    stmt = any_rows(engine.q)
+    cur.execute(stmt.query, stmt.params)
+    row = cur.fetchone()
+    return row is not None and not row[0]
 
 
 # -- the statements: COPY into a temp table, then one merge --------------------------

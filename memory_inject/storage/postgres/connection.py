@@ -1,8 +1,10 @@
 """Connection plumbing for :class:`~memory_inject.storage.postgres.PostgresStore`.
 
-:class:`PostgresConnections` is the store's connection half: the sync and async
-pools and their lifecycle, and the two drivers (:meth:`~PostgresConnections._run`,
-:meth:`~PostgresConnections._arun`) that run one operation's statements in a
+:class:`PostgresConnections` is what the engine
+(:class:`~memory_inject.storage.postgres.engine.PostgresEngine`) holds to talk
+to the server: the sync and async pools, their lifecycle and the closed state,
+and the two drivers (:meth:`~PostgresConnections.run`,
+:meth:`~PostgresConnections.arun`) that run one operation's statements in a
 transaction. Around it: translating driver and pool errors into the library's
 :class:`~memory_inject.exceptions.StorageError` tree, and closing an async pool
 from outside the event loop it belongs to.
@@ -16,8 +18,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -29,7 +30,7 @@ from memory_inject.exceptions import (
     StoreLockedError,
     StoreMissingError,
 )
-from memory_inject.storage._base import PersistentStore
+from memory_inject.storage._base import check_open
 from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import TableNames
 
@@ -148,39 +149,62 @@ def close_async_pool(pool: AsyncConnectionPool[Any], loop: asyncio.AbstractEvent
 _PENDING: set[asyncio.Task[None]] = set()
 
 
-class PostgresConnections(PersistentStore):
-    """How ``PostgresStore`` talks to the server: its pools, their lifecycle, the drivers.
+class PostgresConnections:
+    """How the engine talks to the server: its pools, their lifecycle, the drivers.
 
-    ``PostgresStore.__init__`` opens the sync pool and sets the attributes
-    below; the async pool is opened by the first ``arecall`` on its loop.
+    The constructor opens the sync pool on ``dsn`` with ``connect_kwargs``
+    (``min_size`` to ``max_size`` connections, waits bounded by ``timeout``);
+    the async pool is opened by the first ``arecall`` on its loop. ``names``
+    are the table's names (the pools are named after it). After :meth:`close`
+    every call raises :class:`StorageError` (:func:`check_open`).
     """
 
-    _names: TableNames
-    _dsn: str
-    _timeout: float
-    _min_size: int
-    _max_size: int
-    _connect_kwargs: dict[str, Any]
-    _pool: ConnectionPool[Any]
-    _apool: AsyncConnectionPool[Any] | None
-    _aloop: asyncio.AbstractEventLoop | None
-    _alock: threading.Lock
+    def __init__(
+        self,
+        dsn: str,
+        names: TableNames,
+        connect_kwargs: dict[str, Any],
+        *,
+        min_size: int,
+        max_size: int,
+        timeout: float,
+    ) -> None:
+        self.names = names
+        self.dsn = dsn
+        self.timeout = timeout
+        self.min_size, self.max_size = min_size, max_size
+        self.connect_kwargs = connect_kwargs
+        self.closed = False
+        self._apool: AsyncConnectionPool[Any] | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+        self._alock = threading.Lock()
+        self.pool: ConnectionPool[Any] = ConnectionPool(
+            dsn,
+            kwargs=connect_kwargs,
+            min_size=min_size,
+            max_size=max_size,
+            open=True,
+            check=ConnectionPool.check_connection,
+            timeout=timeout,
+            name=f"memory_inject.{names.table}",
+        )
 
     # -- lifecycle --------------------------------------------------------------
 
     def close(self) -> None:
-        """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
-        super().close()
-        self._pool.close()
+        """Close both pools. After an ``arecall``, prefer awaiting :meth:`aclose_pool` first."""
+        self.closed = True
+        self.pool.close()
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
         if apool is not None and loop is not None:
             close_async_pool(apool, loop)
 
-    async def aclose(self) -> None:
-        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
+    async def aclose_pool(self) -> None:
+        """Close the async pool, awaiting its close on the loop ``arecall`` opened it on.
 
-        Awaited on another loop, it closes that pool as :meth:`close` does.
+        Awaited on another loop, it closes that pool as :meth:`close` does. The
+        sync pool stays open: ``PostgresStore.aclose`` closes the store next.
         """
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
@@ -189,27 +213,18 @@ class PostgresConnections(PersistentStore):
                 await apool.close()
             elif loop is not None:
                 close_async_pool(apool, loop)
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     # -- the drivers --------------------------------------------------------------
 
-    def _run(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
+    def run(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
         """Drive ``steps`` in one transaction on a pooled connection.
 
         ``deadline`` (a ``perf_counter`` value) bounds the wait for a connection.
         """
-        self._check_open(action)
+        check_open(self.closed, action)
         with (
             translate_errors(action),
-            self._connection(deadline) as conn,
+            self.connection(deadline) as conn,
             conn.cursor() as cur,
         ):
             try:
@@ -221,10 +236,10 @@ class PostgresConnections(PersistentStore):
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
 
-    async def _arun(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
-        """The async twin of :meth:`_run`."""
+    async def arun(self, action: str, steps: Steps[T], deadline: float | None = None) -> T:
+        """The async twin of :meth:`run`."""
         with translate_errors(action):
-            async with self._aconnection(deadline) as conn, conn.cursor() as cur:
+            async with self.aconnection(deadline) as conn, conn.cursor() as cur:
                 try:
                     stmt = next(steps)
                     while True:
@@ -237,8 +252,8 @@ class PostgresConnections(PersistentStore):
     def _wait_for(self, deadline: float | None) -> float:
         """How long a call may wait for a pooled connection: ``timeout``, less by the deadline."""
         if deadline is None:
-            return self._timeout
-        return max(0.0, min(self._timeout, deadline - time.perf_counter()))
+            return self.timeout
+        return max(0.0, min(self.timeout, deadline - time.perf_counter()))
 
     def _exhausted(self, stats: dict[str, int], waited: float, deadline: float | None) -> bool:
         """True when the pool had no connection because all are in use (not an outage).
@@ -247,17 +262,17 @@ class PostgresConnections(PersistentStore):
         names the wait, and no connection is opened past ``max_size``.
         """
         busy = stats.get("pool_size", 0) - stats.get("pool_available", 0)
-        if busy < max(1, self._max_size):
+        if busy < max(1, self.max_size):
             return False
         raise RecallWaitError(
-            f"pool_wait: all {self._max_size} connections of the pool stayed busy for "
+            f"pool_wait: all {self.max_size} connections of the pool stayed busy for "
             f"{waited:.3f}s"
             + (" (the turn's deadline)" if deadline is not None else "")
             + "; the recall never started"
         )
 
     @contextmanager
-    def _connection(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
+    def connection(self, deadline: float | None = None) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection in a transaction (committed on success, rolled back on error).
 
         The wait for one ends at ``deadline``. When every connection is in use
@@ -268,31 +283,31 @@ class PostgresConnections(PersistentStore):
         """
         t0 = time.perf_counter()
         try:
-            conn = self._pool.getconn(timeout=self._wait_for(deadline))
+            conn = self.pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
-            self._exhausted(self._pool.get_stats(), time.perf_counter() - t0, deadline)
-            with psycopg.connect(self._dsn, **self._connect_kwargs) as direct:
+            self._exhausted(self.pool.get_stats(), time.perf_counter() - t0, deadline)
+            with psycopg.connect(self.dsn, **self.connect_kwargs) as direct:
                 yield direct
             return
         try:
             with conn:
                 yield conn
         finally:
-            self._pool.putconn(conn)
+            self.pool.putconn(conn)
 
     @asynccontextmanager
-    async def _aconnection(
+    async def aconnection(
         self, deadline: float | None = None
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """The async twin of :meth:`_connection`."""
-        pool = await self._async_pool()
+        """The async twin of :meth:`connection`."""
+        pool = await self.async_pool()
         t0 = time.perf_counter()
         try:
             conn = await pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
             self._exhausted(pool.get_stats(), time.perf_counter() - t0, deadline)
             async with await psycopg.AsyncConnection.connect(
-                self._dsn, **self._connect_kwargs
+                self.dsn, **self.connect_kwargs
             ) as direct:
                 yield direct
             return
@@ -302,7 +317,7 @@ class PostgresConnections(PersistentStore):
         finally:
             await pool.putconn(conn)
 
-    async def _async_pool(self) -> AsyncConnectionPool[Any]:
+    async def async_pool(self) -> AsyncConnectionPool[Any]:
         """The async pool of the running loop, opened on first use.
 
         A pool belongs to one event loop; when a later call comes from a new
@@ -311,7 +326,7 @@ class PostgresConnections(PersistentStore):
         connection (within its deadline), so a burst of turns on a new pool is
         served as connections arrive.
         """
-        self._check_open("recall")
+        check_open(self.closed, "recall")
         loop = asyncio.get_running_loop()
         with self._alock:
             pool = self._apool
@@ -321,14 +336,14 @@ class PostgresConnections(PersistentStore):
                 fresh = True
                 stale, stale_loop = self._apool, self._aloop
                 pool = AsyncConnectionPool(
-                    self._dsn,
-                    kwargs=self._connect_kwargs,
-                    min_size=max(1, self._min_size),
-                    max_size=max(1, self._min_size, self._max_size),
+                    self.dsn,
+                    kwargs=self.connect_kwargs,
+                    min_size=max(1, self.min_size),
+                    max_size=max(1, self.min_size, self.max_size),
                     open=False,
                     check=AsyncConnectionPool.check_connection,
-                    timeout=self._timeout,
-                    name=f"memory_inject.{self._names.table}.async",
+                    timeout=self.timeout,
+                    name=f"memory_inject.{self.names.table}.async",
                 )
                 self._apool, self._aloop = pool, loop
                 if stale is not None and stale_loop is not None:

@@ -2,7 +2,7 @@
 
 :func:`recall_steps` is a generator: it yields statements
 (:class:`~memory_inject.storage.postgres.queries.Stmt`) and is sent back their rows,
-so the sync and the async store drive the very same logic.
+so the engine's sync and async drivers run the very same logic.
 User text never reaches ``to_tsquery`` syntax: the prompt is reduced to
 ``\\w+`` tokens, each single-quoted, OR-ed (``'tok1' | 'tok2'``).
 
@@ -37,7 +37,7 @@ from memory_inject.storage.postgres.terms import (
     to_count,
 )
 
-__all__ = ["Plan", "like_patterns", "recall_steps", "tsquery_text"]
+__all__ = ["RecallRun", "like_patterns", "recall_steps", "tsquery_text"]
 
 _MAX_TERMS = 64
 #: The keyword stage ranks at least this many hits by ts_rank_cd before they
@@ -47,14 +47,14 @@ _ID = RECALL_COLUMNS.index("id")
 
 
 @define
-class Plan:
+class RecallRun:
     """One recall's inputs; ``query=None`` is a time-only recall.
 
     ``rank_budget`` caps the keyword stage's ranking work (see
     :meth:`Queries.keyword`); ``terms`` are the statistics it needs, or None
-    to read them first (the store caches them between recalls).
+    to read them first (the engine caches them between recalls).
     ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair and
-    ``lexemes`` the store's cache of query words' lexemes (``terms``).
+    ``lexemes`` the engine's cache of query words' lexemes (``terms``).
     """
 
     q: Queries
@@ -98,80 +98,80 @@ def vector_literal(vector: Sequence[float]) -> str:
 Outcome = tuple[list[MemoryEntry], RecallInfo]
 
 
-def recall_steps(plan: Plan) -> Generator[Stmt, Any, Outcome]:
+def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     """The recall contract, statement by statement (see the module docstring)."""
-    q = plan.q
-    if plan.query is None:
-        rows = yield q.recent(plan.scope, plan.limit)
+    q = run.q
+    if run.query is None:
+        rows = yield q.recent(run.scope, run.limit)
         entries = [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
         return entries, RecallInfo(strategy="recent")
 
-    fetch = plan.limit * 2
+    fetch = run.limit * 2
     # Rows become records only once fused: building one costs more than its SQL.
     records: dict[str, Sequence[Any]] = {}
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
-    if plan.vector is not None and any(plan.vector):
-        for row in (yield q.nearest(plan.scope, vector_literal(plan.vector), fetch)):
+    if run.vector is not None and any(run.vector):
+        for row in (yield q.nearest(run.scope, vector_literal(run.vector), fetch)):
             sim = row[-1]
             if sim is None or not math.isfinite(sim) or sim <= 0.0:
                 continue
             rid = str(row[_ID])
             records[rid] = row[:-1]
-            vector.append((rid, vector_score(float(sim), plan.calibration)))
+            vector.append((rid, vector_score(float(sim), run.calibration)))
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    if plan.vector is None or plan.fusion.search_mode != "embedding":
-        found = yield from _keyword_steps(plan, max(fetch, _KEYWORD_WINDOW))
+    if run.vector is None or run.fusion.search_mode != "embedding":
+        found = yield from _keyword_steps(run, max(fetch, _KEYWORD_WINDOW))
         for row, score in found:
             rid = str(row[_ID])
             records[rid] = row
             keyword.append((rid, score))
-    fused = fuse(keyword, vector, plan.fusion, plan.limit)
+    fused = fuse(keyword, vector, run.fusion, run.limit)
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         entries = [
             row_to_record(records[i], RECALL_COLUMNS).to_entry(min(1.0, max(0.0, float(s))))
             for i, s in fused
         ]
-        return entries, RecallInfo(strategy, len(keyword), len(vector), plan.degraded)
-    sub = SubstringQuery.of(plan.query)
+        return entries, RecallInfo(strategy, len(keyword), len(vector), run.degraded)
+    sub = SubstringQuery.of(run.query)
     patterns = sub.patterns()
-    rows = (yield q.like(plan.scope, patterns, plan.limit)) if patterns else []
+    rows = (yield q.like(run.scope, patterns, run.limit)) if patterns else []
     like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
     scored = sorted(((r, sub.score(r.key, r.content)) for r in like_hits), key=lambda p: -p[1])
     entries = [rec.to_entry(score) for rec, score in scored]
-    return entries, RecallInfo("like" if entries else "none", 0, 0, plan.degraded)
+    return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded)
 
 
 def _keyword_steps(
-    plan: Plan, fetch: int
+    run: RecallRun, fetch: int
 ) -> Generator[Stmt, Any, list[tuple[Sequence[Any], float]]]:
     """The keyword hits' rows in ts_rank_cd order, each with its calibrated score."""
-    q = plan.q
-    words = content_words(plan.query or "", max_terms=_MAX_TERMS)
+    q = run.q
+    words = content_words(run.query or "", max_terms=_MAX_TERMS)
     if not words:
         return []
-    missing = [w for w, _ in words if w not in plan.lexemes]
+    missing = [w for w, _ in words if w not in run.lexemes]
     if missing:
-        remember(plan.lexemes, (yield Stmt(lexeme_stmt(), (missing,))))
-    terms = terms_of(words, plan.lexemes)
+        remember(run.lexemes, (yield Stmt(lexeme_stmt(), (missing,))))
+    terms = terms_of(words, run.lexemes)
     if not terms:
         return []
-    if plan.terms is None:
+    if run.terms is None:
         [(lexemes, rows, table_rows, counted)] = yield q.term_stats()
-        plan.terms = TermStats.build(lexemes, rows, table_rows, plan.rank_budget, counted)
-        plan.terms_read = True
-    tsq = _tsquery([w for w in words if plan.lexemes.get(w[0])]) or ""
+        run.terms = TermStats.build(lexemes, rows, table_rows, run.rank_budget, counted)
+        run.terms_read = True
+    tsq = _tsquery([w for w in words if run.lexemes.get(w[0])]) or ""
     ranked = None
-    if plan.rank_budget is not None and ":*" not in tsq and plan.terms.lexemes:
+    if run.rank_budget is not None and ":*" not in tsq and run.terms.lexemes:
         ranked = " ".join(w for w, _ in words)
-    wanted = to_count(terms, plan.terms)
+    wanted = to_count(terms, run.terms)
     stmt = q.keyword(
-        plan.scope,
+        run.scope,
         tsq,
         fetch,
         ranked,
-        plan.terms,
+        run.terms,
         probes=probes(terms),
         frequencies=frequency_queries(wanted),
     )
@@ -180,5 +180,5 @@ def _keyword_steps(
         return []
     width = len(RECALL_COLUMNS)
     counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
-    scores = score_hits(terms, counted, plan.terms, [r[width + 1] for r in rows])
+    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows])
     return [(r[:width], score) for r, score in zip(rows, scores, strict=True)]

@@ -12,68 +12,42 @@ lexical only and still keeps every embedding exactly (rounded to float32 on
 write, as on SQLite: see ``_base``).
 
 Sync and async share one private core: each operation is a generator that
-yields statements and receives their results; :meth:`PostgresStore._run` drives
-it on a ``ConnectionPool`` connection and :meth:`PostgresStore._arun` on an
+yields statements and receives their results;
+:meth:`~memory_inject.storage.postgres.connection.PostgresConnections.run`
+drives it on a ``ConnectionPool`` connection and ``arun`` on an
 ``AsyncConnectionPool`` one. Every driver error leaves as a
 :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
 
-The store is built in layers: the pools, their lifecycle and those two drivers
-live in ``connection``; JSONL import/export in ``bulk``; the statements in
-``queries`` (``keyword``, ``standing``), the write steps in ``writes`` and the
-recall logic in ``recall``; this module owns the constructor, the reads and
-writes, the recall plan and a recall plan's filtered queries.
+The store holds an engine, it does not inherit one: ``PostgresStore`` is
+:class:`~memory_inject.storage._base.PersistentStore` (the checks and the
+write path's front half) over a
+:class:`~memory_inject.storage.postgres.engine.PostgresEngine` (the table,
+its connections, reads, writes and recall) that its constructor builds. This
+module owns the constructor's argument checks and the public extras, each
+forwarded to the engine or to the bulk functions of ``bulk``.
 """
 
 from __future__ import annotations
 
 import builtins
-import math
-import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from types import TracebackType
+from typing import IO, Self
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
-
-from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import similarity_calibration
-from memory_inject.exceptions import EmbedderError, StorageError
-from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.models import MemoryEntry
+from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage._base import VectorEmbedder as _Embedder
-from memory_inject.storage._base import answer_of, check_namespace, forget_scope
-from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve_mentions
 from memory_inject.storage.fusion import Fusion
-from memory_inject.storage.postgres import recall as rq
-from memory_inject.storage.postgres.bulk import PostgresBulk
-from memory_inject.storage.postgres.connection import (
-    rowcount_of,
-    rows_of,
-    session_options,
-    translate_errors,
-)
-from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
-from memory_inject.storage.postgres.schema import (
-    RECALL_COLUMNS,
-    TableNames,
-    ensure_vectors,
-    migrate,
-    required_dim,
-    row_to_record,
-)
-from memory_inject.storage.postgres.standing import standing_statement
-from memory_inject.storage.postgres.writes import supersede_steps, upsert_steps
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, standing_pick
+from memory_inject.storage.postgres import bulk
+from memory_inject.storage.postgres.engine import PostgresEngine
+from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = ["PostgresStore"]
 
-#: How long the keyword stage trusts its copy of the table's word statistics.
-_TERMS_TTL_S = 60.0
 
-
-class PostgresStore(PostgresBulk):
+class PostgresStore(PersistentStore):
     """A memory store in one PostgreSQL table, shared by any number of namespaces.
 
     ``vectors``: ``None`` uses pgvector when the server has it and an embedder
@@ -122,48 +96,22 @@ class PostgresStore(PostgresBulk):
         ``vectors=True`` finds no pgvector; :class:`PgvectorUnusableError` when
         pgvector is there but broken.
         """
-        self._names = TableNames(table)
+        names = TableNames(table)
         self._namespace = check_namespace(namespace)
         self._name = name
         self._embedder = embedder
-        self._fusion = fusion if fusion is not None else Fusion()
-        self._dsn = dsn
-        self._timeout = timeout
-        self._min_size, self._max_size = min_size, max_size
-        self._connect_kwargs: dict[str, Any] = {}
-        if "connect_timeout" not in conninfo_to_dict(dsn):
-            self._connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
-        self._closed = False
-        self._apool = None
-        self._aloop = None
-        self._alock = threading.Lock()
-        self._writes = 0
-        self._rank_budget = rank_budget
-        self._terms: tuple[float, TermStats] | None = None
-        self._lexemes: dict[str, tuple[str, ...]] = {}
-        self._calibration = similarity_calibration(embedder)
-
-        dim = required_dim(embedder) if embedder is not None and vectors is not False else 0
-        with translate_errors("open"), psycopg.connect(dsn, **self._connect_kwargs) as conn:
-            migrate(conn, self._names)
-            self._vectors = (
-                embedder is not None
-                and vectors is not False
-                and ensure_vectors(conn, self._names, dim)
-            )
-        if vectors and embedder is not None and not self._vectors:
-            raise StorageError("'vectors=True' but the server has no pgvector extension")
-        self._connect_kwargs["options"] = session_options(dsn, timeout, vectors=self._vectors)
-        self._q = Queries(self._names, namespace, tuple(str(c) for c in shared_categories))
-        self._pool = ConnectionPool(
+        self._engine: PostgresEngine = PostgresEngine(
             dsn,
-            kwargs=self._connect_kwargs,
+            names,
+            namespace,
+            embedder=embedder,
+            fusion=fusion if fusion is not None else Fusion(),
             min_size=min_size,
             max_size=max_size,
-            open=True,
-            check=ConnectionPool.check_connection,
+            vectors=vectors,
             timeout=timeout,
-            name=f"memory_inject.{table}",
+            shared_categories=shared_categories,
+            rank_budget=rank_budget,
         )
 
     # -- identity ---------------------------------------------------------------
@@ -171,37 +119,40 @@ class PostgresStore(PostgresBulk):
     @property
     def recall_slots(self) -> int:
         """How many sync recalls may run on recall threads at once: the pool's size."""
-        return max(1, self._max_size)
+        return max(1, self._engine.connections.max_size)
 
     @property
     def vectors_enabled(self) -> bool:
         """True when recall runs the pgvector stage."""
-        return self._vectors
+        return self._engine.vectors
 
     def __repr__(self) -> str:
-        return f"PostgresStore(table={self._names.table!r}, namespace={self._namespace!r})"
+        table = self._engine.q.names.table
+        return f"PostgresStore(table={table!r}, namespace={self._namespace!r})"
 
-    # -- writes -----------------------------------------------------------------
+    # -- lifecycle --------------------------------------------------------------
 
-    def _stats_changed(self) -> None:
-        """A write of ours: forget the term statistics if they counted the rows exactly."""
-        self._writes += 1
-        cached = self._terms
-        if cached is not None and cached[1].exact:
-            self._terms = None
+    def close(self) -> None:
+        """Close both pools. After an ``arecall``, prefer ``await aclose()``."""
+        self._engine.close()
 
-    def _write_draft(
-        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
-    ) -> MemoryRecord:
-        self._stats_changed()
-        keep = [c for c in CARRIED_ON_STORE if c not in fields]
-        if timestamp is None:
-            keep.append("timestamp")
-        return self._run("store", upsert_steps(self._q, draft, keep))
+    async def aclose(self) -> None:
+        """Close both pools, awaiting the async pool's close on the loop ``arecall`` opened it on.
 
-    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
-        self._stats_changed()
-        return self._run("upsert", upsert_steps(self._q, record, (), move))
+        Awaited on another loop, it closes that pool as :meth:`close` does.
+        """
+        await self._engine.connections.aclose_pool()
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- the PostgreSQL extras --------------------------------------------------
 
     def forget(
         self,
@@ -212,109 +163,21 @@ class PostgresStore(PostgresBulk):
     ) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten (``sessions`` and
         ``shared_sources`` limit which, in the same statement: see ``SQLiteStore.forget``)."""
-        scope = forget_scope(sessions, shared_sources)
-        if scope is not None and not scope[0] and not scope[1]:
-            return False
-        self._writes += 1
-        return self._run("forget", rowcount_of(self._q.forget(key, scope))) > 0
-
-    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
-        self._stats_changed()
-        return self._run("supersede", supersede_steps(self._q, old_key, new))
-
-    def _write_usage(self, ids: builtins.list[str]) -> int:
-        return self._run("mark_used", rowcount_of(self._q.mark_used(ids)))
-
-    # -- reads ------------------------------------------------------------------
-
-    def _get(self, key: str) -> MemoryRecord | None:
-        rows = self._run("get", rows_of(self._q.get(key)))
-        return row_to_record(rows[0]) if rows else None
-
-    def _list(
-        self, category: str | None, session_id: str | None, limit: int | None
-    ) -> builtins.list[MemoryRecord]:
-        rows = self._run("list", rows_of(self._q.listing(category, session_id, limit)))
-        return [row_to_record(r) for r in rows]
+        return self._engine.forget(key, forget_scope(sessions, shared_sources))
 
     def count(self) -> int:
         """How many rows of this namespace are not forgotten (superseded and expired ones count)."""
-        rows = self._run("count", rows_of(self._q.count()))
-        return int(rows[0][0])
-
-    def _ranked(self, q: RecallQuery) -> RecallAnswer:
-        plan, early = self._ranked_plan(q)
-        if plan is None:
-            return early
-        entries, info = self._run("recall", rq.recall_steps(plan), q.deadline)
-        self._keep_terms(plan)
-        return answer_of(entries, info)
-
-    async def _aranked(self, q: RecallQuery) -> RecallAnswer:
-        # On an AsyncConnectionPool of the running loop (see the class docstring).
-        plan, early = self._ranked_plan(q)
-        if plan is None:
-            return early
-        entries, info = await self._arun("recall", rq.recall_steps(plan), q.deadline)
-        self._keep_terms(plan)
-        return answer_of(entries, info)
-
-    def _ranked_plan(self, q: RecallQuery) -> tuple[rq.Plan | None, RecallAnswer]:
-        """The recall's plan, or None and the answer when there is nothing to ask the server.
-
-        ``q.mode`` forces one modality, as on SQLite: ``"semantic"`` (the
-        pgvector stage; none without an embedder and pgvector, said so in the
-        answer) or ``"lexical"`` (the keyword stage).
-        """
-        forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
-        if forced == "embedding" and not self._vectors:
-            return None, RecallAnswer(degraded=("embedder_failed: no vector search configured",))
-        plan = self._plan(q)
-        if plan is None:
-            return None, RecallAnswer()
-        if forced is not None:
-            f = self._fusion
-            plan.fusion = Fusion(
-                mode=f.mode,
-                vector_weight=f.vector_weight,
-                keyword_weight=f.keyword_weight,
-                rrf_k=f.rrf_k,
-                search_mode=forced,
-            )
-            if forced == "bm25":
-                plan.vector = None
-        return plan, RecallAnswer()
-
-    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        if q.limit <= 0:
-            return []
-        stmt = self._q.tagged(
-            Scope(session_id=q.session_id),
-            int(q.limit),
-            entity_id=q.entity_id,
-            source=q.source,
-            statuses=None if q.statuses is None else builtins.list(q.statuses),
-        )
-        rows = self._run("recall_where", rows_of(stmt), q.deadline)
-        return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
+        return self._engine.count()
 
     def known_entities(self) -> dict[str, str]:
         """``{display name: entity id}`` for every entity id in use (see ``SQLiteStore``)."""
-        rows = self._run("entities", rows_of(self._q.entity_ids()))
-        return entity_names(str(r[0]) for r in rows)
+        return self._engine.known_entities()
 
     def entities_mentioned(
         self, mentions: Sequence[str], *, prefix: str = "company:"
     ) -> dict[str, str]:
         """``{mention: entity id}`` for the mentions whose rows name them (see ``SQLiteStore``)."""
-
-        def rows(mention: str) -> list[tuple[str, str]]:
-            found = self._run(
-                "entities", rows_of(self._q.mentioning(prefix, mention, MENTION_ROWS))
-            )
-            return [(str(e), str(c)) for e, c in found]
-
-        return resolve_mentions(mentions, rows, prefix)
+        return self._engine.entities_mentioned(mentions, prefix)
 
     # -- standing context (PI's hard rules and L1, every turn) ------------------
 
@@ -326,7 +189,7 @@ class PostgresStore(PostgresBulk):
         are seen when the standing-context cache entry ages out
         (:data:`memory_inject.standing.MAX_AGE_S`).
         """
-        return self._writes
+        return self._engine.writes
 
     def standing_records(
         self,
@@ -341,55 +204,36 @@ class PostgresStore(PostgresBulk):
         One statement on the ``_standing_idx`` partial index; at most ``limit``
         of each. See :class:`~memory_inject.contract.SupportsStandingContext`.
         """
-        if limit <= 0:
-            return []
-        rows = self._run(
-            "standing_records",
-            rows_of(standing_statement(self._q, profile_id, limit, min_confidence, categories)),
-        )
-        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
-        picked = standing_pick(records, limit, min_confidence, categories)
-        return [r.to_entry(None) for r in picked]
+        return self._engine.standing_records(profile_id, limit, min_confidence, categories)
 
-    # -- the shared core ----------------------------------------------------------
+    # -- bulk -------------------------------------------------------------------
 
-    def _plan(self, q: RecallQuery) -> rq.Plan | None:
-        query, limit, since, until = q.query, q.limit, q.since, q.until
-        if not isinstance(query, str):
-            raise TypeError(f"'query' must be a string (got {type(query).__name__})")
-        if limit <= 0:
-            return None
-        scope = Scope(
-            session_id=q.session_id,
-            since=None if since is None else parse_timestamp(since),
-            until=None if until is None else parse_timestamp(until),
-        )
-        if is_time_only(query):
-            return rq.Plan(self._q, scope, int(limit), self._fusion)
-        cached = self._terms
-        terms = cached[1] if cached is not None and cached[0] > time.monotonic() else None
-        vector: tuple[float, ...] | None = None
-        degraded: str | None = None
-        # Embedded before a connection is taken: a slow model must not hold one.
-        if self._embedder is not None and self._fusion.search_mode != "bm25":
-            try:
-                vector = self._embed([query])[0]
-            except EmbedderError as exc:
-                degraded = f"embedder_failed: {exc}"
-        return rq.Plan(
-            self._q,
-            scope,
-            int(limit),
-            self._fusion,
-            query=query,
-            vector=vector if self._vectors else None,
-            degraded=degraded,
-            rank_budget=self._rank_budget,
-            terms=terms,
-            calibration=self._calibration,
-            lexemes=self._lexemes,
-        )
+    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
+        """Write every row of this namespace, forgotten and superseded ones included."""
+        return bulk.export_jsonl(self, dst)
 
-    def _keep_terms(self, plan: rq.Plan) -> None:
-        if plan.terms_read and plan.terms is not None:
-            self._terms = (time.monotonic() + _TERMS_TTL_S, plan.terms)
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        progress: Callable[[int], object] | None = None,
+        batch_size: int = bulk.BATCH,
+        rebuild_index: bool | None = None,
+    ) -> int:
+        """Upsert one record per JSON line into this namespace; returns how many.
+
+        All or nothing: rows are COPYed into a temporary table ``batch_size``
+        at a time and merged by one ``INSERT ... ON CONFLICT`` at the end, so a
+        bad line (``ValueError`` with its line number) leaves the table as it
+        was. A key repeated in the file keeps its last line; each line's
+        ``namespace`` is replaced by this store's.
+
+        With vectors, an import of at least 20,000 rows into an empty table
+        (the initial load) drops the HNSW index and builds it after the merge,
+        several times faster than inserting into it; other sessions' reads of
+        the table then wait (up to ``timeout``) until the import commits.
+        ``rebuild_index`` forces that choice either way.
+        """
+        return bulk.import_jsonl(
+            self, src, progress=progress, batch_size=batch_size, rebuild_index=rebuild_index
+        )

@@ -1,7 +1,7 @@
 """The single-row writes of :class:`~memory_inject.storage.postgres.PostgresStore`, as steps.
 
 Each is a generator of statements (:data:`~memory_inject.storage.postgres.connection.Steps`)
-that the store's sync driver runs in one transaction: the upsert that refuses
+that the engine's sync driver runs in one transaction: the upsert that refuses
 a live row of another scope, and supersede, which locks the old row, writes
 the new one and points the old one at it.
 """

@@ -3,10 +3,12 @@
 Only :class:`SQLiteStore` and :data:`LOCK_RETRY_DELAY_S` are public; every
 other module of this package is the engine's machinery, each owning one job:
 
-* ``store``: the store (constructor, reads, writes, recall), over
-  ``connection`` (the write connection, locks, the one retry) and ``pool``
-  (the read connections), ``bulk`` (JSONL import/export, embedding back-fill),
-  ``queries`` (the statements) and ``context`` (entities, standing records);
+* ``store``: the store (its constructor and public extras), which holds an
+  ``engine`` (reads, writes, recall) over ``connection`` (the write
+  connection, locks, the one retry, the closed state) and ``pool`` (the read
+  connections); ``bulk`` (JSONL import/export, embedding back-fill: functions
+  of the store), ``queries`` (the statements) and ``context`` (entities,
+  standing records);
 * the file: ``ddl`` (tables, index, triggers), ``migrations`` (opening, the
   schema check, forward migrations), ``codec`` (rows and vectors), ``errors``
   (driver errors, damaged rows), ``changes`` (the change log), ``locks`` (who

@@ -1,4 +1,4 @@
-"""The connection layer of :class:`~memory_inject.storage.sqlite.SQLiteStore`.
+"""The connection layer of the SQLite engine (:class:`~.engine.SQLiteEngine` holds one).
 
 One SQLite file behind one write connection and a small pool of read
 connections. Writes run on the write connection under a lock, one at a time,
@@ -16,25 +16,22 @@ as :class:`~memory_inject.exceptions.StorageError` (``from`` the original).
 
 from __future__ import annotations
 
-import builtins
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError, StoreMissingError
-from memory_inject.storage._base import PersistentStore
-from memory_inject.storage.records import MemoryRecord
-from memory_inject.storage.sqlite.codec import fetch
+from memory_inject.storage._base import check_open
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.locks import wal_lock_note
 from memory_inject.storage.sqlite.migrations import connect, prepare
 from memory_inject.storage.sqlite.pool import ReadPool
 
-__all__ = ["DEFAULT_READERS", "LOCK_RETRY_DELAY_S", "PROGRESS_STEPS", "SQLiteConnections"]
+__all__ = ["DEFAULT_READERS", "LOCK_RETRY_DELAY_S", "PROGRESS_STEPS", "SQLiteConnection"]
 
 T = TypeVar("T")
 
@@ -78,29 +75,22 @@ class _Until:
         self._local.until = self._prev
 
 
-class SQLiteConnections(PersistentStore):
-    """How ``SQLiteStore`` talks to its file: opening, locks, the one retry, transactions.
+class SQLiteConnection:
+    """How the SQLite engine talks to its file: opening, locks, the one retry, transactions.
 
     One connection guarded by a lock serves every thread's writes; reads take
     a connection of the :class:`~.pool.ReadPool` (a ``:memory:`` database has one
-    connection, so there reads share the writer's, under its lock).
-    ``SQLiteStore.__init__`` sets ``_path`` and calls :meth:`_open`.
+    connection, so there reads share the writer's, under its lock). It owns the
+    closed state: after :meth:`close` every read and write raises
+    :class:`~memory_inject.exceptions.StorageError` (``_base.check_open``).
     """
 
-    _path: str
-    _lock: threading.RLock
-    _conn: sqlite3.Connection
-    _readers: ReadPool | None
-    _shared_stats: TermStats
-    _busy_now: dict[sqlite3.Connection, int]
-    _busy_ms: int
-    _local: threading.local
-    _file: str | None
-    _file_id: tuple[int, int] | None
-
-    # -- opening --------------------------------------------------------------
-
-    def _open(self, *, create: bool, busy_timeout_ms: int, synchronous: str, readers: int) -> None:
+    def __init__(
+        self, path: str, *, create: bool, busy_timeout_ms: int, synchronous: str, readers: int
+    ) -> None:
+        """Open (and migrate) the database at ``path``: ``SQLiteStore``'s arguments, checked."""
+        self._path = path
+        self._closed = False
         self._lock = threading.RLock()
         self._busy_ms = busy_timeout_ms
         self._file = None if self._path == ":memory:" else os.path.abspath(self._path)
@@ -179,7 +169,7 @@ class SQLiteConnections(PersistentStore):
         for attempt in (1, 2):
             conn, lock = self._take_reader(until, what)
             try:
-                self._check_open(what)
+                check_open(self._closed, what)
                 left = until - time.perf_counter()
                 conn.set_progress_handler(lambda: time.perf_counter() > until, PROGRESS_STEPS)
                 self._busy_within(conn, max(1, min(self._busy_ms, int(left * 1000.0))))
@@ -245,7 +235,7 @@ class SQLiteConnections(PersistentStore):
         elif self._readers is not None:
             self._readers.give(conn)
 
-    def _stats_of(self, conn: sqlite3.Connection) -> TermStats:
+    def stats_of(self, conn: sqlite3.Connection) -> TermStats:
         """The index statistics cached for ``conn`` (each read connection has its own)."""
         readers = self._readers
         if readers is None:
@@ -257,7 +247,7 @@ class SQLiteConnections(PersistentStore):
 
         def locked() -> T:
             with self._lock:
-                self._check_open(what)
+                check_open(self._closed, what)
                 return op()
 
         return self._once_more_if_locked(locked, what)
@@ -276,7 +266,10 @@ class SQLiteConnections(PersistentStore):
                 raise wrap_error(exc, f"{self._path}: {what}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+    def write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+        """``op`` in a ``BEGIN IMMEDIATE`` transaction on the write connection, committed
+        (rolled back if it raises), retried once when the database is locked."""
+
         def run() -> T:
             conn = self._conn
             self._check_same_file(what)
@@ -307,7 +300,7 @@ class SQLiteConnections(PersistentStore):
                 "store was open; nothing was written (open the store again)"
             )
 
-    def _read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
+    def read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
         """``op`` on a read connection (retried once when the database is locked).
 
         Inside :meth:`interrupt_at` the wait for a connection, the statements
@@ -320,7 +313,7 @@ class SQLiteConnections(PersistentStore):
         def once() -> T:
             conn, lock = self._take_reader(None, what)
             try:
-                self._check_open(what)
+                check_open(self._closed, what)
                 if self._busy_now.get(conn, self._busy_ms) != self._busy_ms:
                     self._busy_within(conn, self._busy_ms)
                 return op(conn)
@@ -331,18 +324,13 @@ class SQLiteConnections(PersistentStore):
 
         return self._once_more_if_locked(once, what)
 
-    def _fetch(
-        self, conn: sqlite3.Connection, where: str, params: Sequence[Any]
-    ) -> builtins.list[MemoryRecord]:
-        return fetch(conn, self._namespace, where, params)
-
     def close(self) -> None:
         """Close the connections; later calls raise :class:`StorageError`.
 
         A read running now finishes; its connection is closed when it is given back.
         """
         with self._lock:
-            super().close()
+            self._closed = True
             conn, self._conn = self._conn, None  # type: ignore[assignment]
         if self._readers is not None:
             self._readers.close()

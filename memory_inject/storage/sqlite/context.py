@@ -1,6 +1,6 @@
 """The SQLite store's reads for a turn's context: entities in use, mentions, standing records.
 
-Functions over the store's read (``SQLiteStore._read``: an operation on a
+Functions over the engine's read (``SQLiteConnection.read``: an operation on a
 read connection, retried once when the file is locked, stopped at a
 deadline), so :class:`~.store.SQLiteStore` keeps only their signatures and
 documentation; the entity statements are :mod:`.queries`', the standing

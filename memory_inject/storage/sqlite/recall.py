@@ -1,8 +1,9 @@
 """The scored half of ``SQLiteStore.recall``: keyword, vector and LIKE stages (spec 7.4).
 
-Runs on a connection the store has already locked, inside one read
-transaction so every stage sees the same snapshot. The query vector is
-computed by the store beforehand, outside the lock.
+Runs on a connection the engine has already taken, inside one read
+transaction so every stage sees the same snapshot. What to run is one value,
+a :class:`RecallRun` the engine builds (``SQLiteEngine._recall``); the query
+vector in it is computed beforehand, outside the connection.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
+
+import attrs
 
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
@@ -32,89 +35,67 @@ from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
 
-__all__ = ["scored_recall"]
+__all__ = ["RecallRun", "scored_recall"]
 
 _ID = ENTRY_COLUMNS.index("id")
 
 
-def scored_recall(
-    conn: sqlite3.Connection,
-    *,
-    namespace: str,
-    query: str,
-    limit: int,
-    scope: str,
-    params: Sequence[Any],
-    query_vec: Sequence[float] | None,
-    fusion: Fusion,
-    degraded: str | None,
-    narrow: bool = False,
-    calibration: tuple[float, float] = (0.0, 1.0),
-    stats: TermStats | None = None,
-    vectors: tuple[VectorCache, VectorScope] | None = None,
-    scope_tokens: Sequence[str] | None = None,
-    mirror: KeywordMirror | None = None,
-) -> tuple[list[MemoryEntry], RecallInfo]:
-    """Ranked entries and what happened; ``scope`` is the store's live-row filter.
+@attrs.frozen
+class RecallRun:
+    """One scored recall: the query, the live-row scope and the store's caches to use.
 
-    ``narrow`` says the scope keeps few rows (a session or time filter), so
-    the keyword stage filters before ranking rather than after.
-    ``calibration`` is the embedder's ``(unrelated, related)`` cosine pair;
-    ``stats`` the connection's cached index statistics (a fresh cache if None);
-    ``vectors`` the store's cached matrices and the same scope for them
-    (None scans the stored vectors); ``scope_tokens`` the session's index
-    tokens for the keyword stage (``ddl.scope_tokens``); ``mirror``
-    the store's :class:`~.keyword_mirror.KeywordMirror` (keyword hits without
-    FTS5 calls on small stores; None always asks FTS5).
+    ``scope`` (with its ``params``) is the store's live-row filter of ``namespace``;
+    ``query_vec`` the query's embedding (None: keyword stages only) and ``degraded``
+    what already went wrong computing it. ``narrow`` says the scope keeps few rows
+    (a session or time filter), so the keyword stage filters before ranking rather
+    than after. ``calibration`` is the embedder's ``(unrelated, related)`` cosine
+    pair; ``stats`` the connection's cached index statistics (a fresh cache if
+    None); ``vectors`` the store's cached matrices and the same scope for them
+    (None scans the stored vectors); ``scope_tokens`` the session's index tokens
+    for the keyword stage (``ddl.scope_tokens``); ``mirror`` the store's
+    :class:`~.keyword_mirror.KeywordMirror` (keyword hits without FTS5 calls on
+    small stores; None always asks FTS5).
     """
+
+    namespace: str
+    query: str
+    limit: int
+    scope: str
+    params: Sequence[Any]
+    query_vec: Sequence[float] | None
+    fusion: Fusion
+    degraded: str | None
+    narrow: bool = False
+    calibration: tuple[float, float] = (0.0, 1.0)
+    stats: TermStats | None = None
+    vectors: tuple[VectorCache, VectorScope] | None = None
+    scope_tokens: Sequence[str] | None = None
+    mirror: KeywordMirror | None = None
+
+
+def scored_recall(conn: sqlite3.Connection, run: RecallRun) -> tuple[list[MemoryEntry], RecallInfo]:
+    """Ranked entries and what happened for ``run`` (see :class:`RecallRun`)."""
     conn.execute("BEGIN")
     try:
-        return _run(
-            conn,
-            namespace,
-            query,
-            limit,
-            scope,
-            params,
-            query_vec,
-            fusion,
-            degraded,
-            narrow,
-            calibration,
-            stats or TermStats(),
-            vectors,
-            (scope_tokens, mirror),
-        )
+        return _run(conn, run, run.stats or TermStats())
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")
 
 
 def _run(
-    conn: sqlite3.Connection,
-    namespace: str,
-    query: str,
-    limit: int,
-    scope: str,
-    params: Sequence[Any],
-    query_vec: Sequence[float] | None,
-    fusion: Fusion,
-    degraded: str | None,
-    narrow: bool,
-    calibration: tuple[float, float],
-    stats: TermStats,
-    vectors: tuple[VectorCache, VectorScope] | None,
-    keyword_scope: tuple[Sequence[str] | None, KeywordMirror | None],
+    conn: sqlite3.Connection, run: RecallRun, stats: TermStats
 ) -> tuple[list[MemoryEntry], RecallInfo]:
-    scope_tokens, mirror = keyword_scope
+    namespace, scope, params, limit = run.namespace, run.scope, run.params, run.limit
+    degraded = run.degraded
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
     bm25: dict[str, float] = {}
     rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
-    if query_vec is not None:
+    if run.query_vec is not None:
         vector, hits, skipped = _vector_stage(
-            conn, namespace, scope, params, query_vec, limit * 2, vectors
+            conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
         )
         if skipped:
             note = (
@@ -124,16 +105,17 @@ def _run(
             degraded = f"{degraded}; {note}" if degraded else note
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    if query_vec is None or fusion.search_mode != "embedding":
-        words = content_words(query)
+    if run.query_vec is None or run.fusion.search_mode != "embedding":
+        words = content_words(run.query)
         if words:
             try:
                 where = (namespace, scope, params)
                 ranked = None
+                tokens, mirror = run.scope_tokens, run.mirror
                 if mirror is not None:
                     try:
                         ranked = mirror.keyword_hits(
-                            conn, where, words, limit * 2, scope_tokens=scope_tokens, rows=rows
+                            conn, where, words, limit * 2, scope_tokens=tokens, rows=rows
                         )
                     except sqlite3.OperationalError as exc:
                         if is_locked(exc) or "interrupt" in str(exc).lower():
@@ -146,8 +128,8 @@ def _run(
                         where,
                         words,
                         limit * 2,
-                        window=not narrow,
-                        scope_match=None if scope_tokens is None else tokens_match(scope_tokens),
+                        window=not run.narrow,
+                        scope_match=None if tokens is None else tokens_match(tokens),
                         rows=rows,
                     )
                 keyword = [(i, score) for i, score, _ in ranked]
@@ -156,8 +138,8 @@ def _run(
                 if is_locked(exc) or "interrupt" in str(exc).lower():
                     raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
-    vector, scores = _fusion_inputs(vector, hits, bm25, fusion, calibration)
-    fused = fuse(keyword, vector, fusion, limit, scores)
+    vector, scores = _fusion_inputs(vector, hits, bm25, run.fusion, run.calibration)
+    fused = fuse(keyword, vector, run.fusion, limit, scores)
     if fused:
         unread = [i for i, _ in fused if i not in rows]
         if unread:
@@ -168,7 +150,7 @@ def _run(
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
-    found = _like_stage(conn, namespace, scope, params, query, limit)
+    found = _like_stage(conn, namespace, scope, params, run.query, limit)
     strategy = "like" if found else "none"
     return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded)
 

@@ -9,46 +9,39 @@ with ``synchronous=FULL`` by default, so a write that returned survives a
 power cut. A locked database is retried once after 300 ms (founder-os), then
 reported as :class:`~memory_inject.exceptions.StoreLockedError`.
 
-The store is built in layers: the connections, locks and that retry live in
-:mod:`.connection` (the read connections in :mod:`.pool`); JSONL import/export
-and the embedding back-fill in :mod:`.bulk`; the scored recall in
-:mod:`.recall`; the statements of the reads and writes in :mod:`.queries`;
-the entity and standing-context reads in :mod:`.context`. This module has the
-constructor, reads, writes and recall.
+The store holds an engine rather than inheriting layers: its constructor
+checks the arguments and builds a :class:`~.engine.SQLiteEngine` (reads,
+writes, recall; it holds the connections, locks and that retry of
+:mod:`.connection`, the read connections of :mod:`.pool`, and builds the scored
+recall of :mod:`.recall`); the JSONL import/export and the embedding back-fill
+are functions of the store in :mod:`.bulk`; the entity and standing-context
+reads are functions in :mod:`.context`. This module has the constructor and
+the public extras, each a line or two over those.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
 import os
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import IO
 
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import Embedder, similarity_calibration
-from memory_inject.exceptions import EmbedderError
-from memory_inject.models import MemoryEntry, is_time_only
-from memory_inject.storage._base import answer_of, check_namespace, forget_scope, refuse_owned
-from memory_inject.storage._jsonl import format_ts
-from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
-from memory_inject.storage.records import MemoryRecord, carry_over
-from memory_inject.storage.sqlite import context, queries
-from memory_inject.storage.sqlite.bulk import SQLiteBulk
-from memory_inject.storage.sqlite.changes import log_position
-from memory_inject.storage.sqlite.codec import UPSERT, record_to_row
-from memory_inject.storage.sqlite.connection import DEFAULT_READERS, LOCK_RETRY_DELAY_S
-from memory_inject.storage.sqlite.ddl import scope_tokens
-from memory_inject.storage.sqlite.errors import take_damaged, with_damaged
-from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
-from memory_inject.storage.sqlite.recall import scored_recall
-from memory_inject.storage.sqlite.vectors import VectorCache
+from memory_inject.embedders import Embedder
+from memory_inject.models import MemoryEntry
+from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
+from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.sqlite import bulk, context
+from memory_inject.storage.sqlite.connection import (
+    DEFAULT_READERS,
+    LOCK_RETRY_DELAY_S,
+    SQLiteConnection,
+    _Until,
+)
+from memory_inject.storage.sqlite.engine import SQLiteEngine
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
-
-T = TypeVar("T")
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -57,7 +50,7 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class SQLiteStore(SQLiteBulk):
+class SQLiteStore(PersistentStore):
     """Memories in one SQLite file, scoped to ``namespace``.
 
     One object serves any number of threads and tasks at once: reads run side
@@ -67,6 +60,8 @@ class SQLiteStore(SQLiteBulk):
     may be lowered to ``"NORMAL"`` for speed: under WAL that keeps the file
     consistent but may lose the last writes on power loss.
     """
+
+    _engine: SQLiteEngine
 
     def __init__(
         self,
@@ -102,63 +97,74 @@ class SQLiteStore(SQLiteBulk):
             readers = DEFAULT_READERS
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
             raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
-        self._path = str(path)
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
-        self._calibration = similarity_calibration(embedder)
-        self._fusion = default_fusion(embedder) if fusion is None else fusion
-        self._vectors: VectorCache | None = VectorCache()
-        self._mirror: KeywordMirror | None = KeywordMirror()
-        self._shared = tuple(str(c) for c in shared_categories)
         self._name = name
-        self._writes = 0
-        self._open(
-            create=create,
-            busy_timeout_ms=busy_timeout_ms,
-            synchronous=synchronous.upper(),
-            readers=readers,
+        shared = tuple(str(c) for c in shared_categories)
+        self._engine = SQLiteEngine(
+            SQLiteConnection(
+                str(path),
+                create=create,
+                busy_timeout_ms=busy_timeout_ms,
+                synchronous=synchronous.upper(),
+                readers=readers,
+            ),
+            namespace=self._namespace,
+            embedder=embedder,
+            fusion=fusion,
+            shared=shared,
         )
 
-    # -- plumbing -------------------------------------------------------------
-
     def __repr__(self) -> str:
-        return f"SQLiteStore({self._path!r}, namespace={self._namespace!r})"
+        return f"SQLiteStore({self.path!r}, namespace={self._namespace!r})"
 
-    # -- writes ---------------------------------------------------------------
+    # -- the file -------------------------------------------------------------
 
-    def _write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
-        # Every commit of this store moves the vector cache's version (a
-        # ":memory:" database reads on the writer's connection, where
-        # ``data_version`` does not see its own commits).
-        try:
-            return super()._write(op, what)
-        finally:
-            self._writes += 1
-            if self._vectors is not None:
-                self._vectors.bump()
+    @property
+    def path(self) -> str:
+        """The database file (``:memory:`` for a private in-process database)."""
+        return self._engine.connections.path
 
-    def _write_draft(
-        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
-    ) -> MemoryRecord:
-        def op(conn: sqlite3.Connection) -> MemoryRecord:
-            old = self._fetch(conn, "key = ?", (draft.key,))
-            # In the write's own transaction: no other writer can slip in between.
-            refuse_owned(old[0] if old else None, draft.session_id, draft.key, "store")
-            record = carry_over(draft, old[0], fields, timestamp) if old else draft
-            conn.execute(UPSERT, record_to_row(record))
-            return record
+    @property
+    def recall_slots(self) -> int:
+        """How many recalls may run on recall threads at once (with an embedder).
 
-        return self._write(op, "store")
+        As many as there are read connections and cores: more only fight for
+        the GIL and the connections, and make every turn slower.
+        """
+        return self._engine.connections.recall_slots
 
-    def _write_record(self, record: MemoryRecord, move: bool = False) -> MemoryRecord:
-        def op(conn: sqlite3.Connection) -> None:
-            if not move:
-                old = self._fetch(conn, "key = ?", (record.key,))
-                refuse_owned(old[0] if old else None, record.session_id, record.key, "upsert")
-            conn.execute(UPSERT, record_to_row(record))
+    def stall_note(self) -> str | None:
+        """Why a recall of this store may be waiting past its deadline, if a cause is
+        seen: another process holding the file's WAL-index lock (``wal_lock: ...``,
+        from ``/proc/locks`` on Linux). The render adds it to the recall event."""
+        return self._engine.connections.stall_note()
 
-        self._write(op, "upsert")
-        return record
+    def interrupt_at(self, until: float) -> _Until:
+        """Reads this thread makes inside stop by ``until`` (a ``perf_counter`` value).
+
+        A statement still running then is interrupted (a progress handler),
+        the read lock and a locked database are waited for no longer, and the
+        call raises :class:`~memory_inject.exceptions.RecallInterruptedError`:
+        nothing is left running that holds the store.
+        """
+        return self._engine.connections.interrupt_at(until)
+
+    @property
+    def interrupts_in_place(self) -> bool:
+        """True only for a private ``:memory:`` database without an embedder.
+
+        :meth:`interrupt_at` stops SQLite's statements and lock waits at the
+        deadline, but not the wait for a file's WAL-index lock (another process
+        in WAL recovery, a backup tool, a stuck file system), which SQLite
+        retries for about ten seconds outside its busy and progress handlers;
+        nor a model's query embedding. So a file's recalls run on a recall
+        thread, which the render leaves at its deadline (:meth:`stall_note`
+        then says why).
+        """
+        return self._embedder is None and self.path == ":memory:"
+
+    # -- writes and counts -----------------------------------------------------
 
     def forget(
         self,
@@ -174,56 +180,11 @@ class SQLiteStore(SQLiteBulk):
         when that is given): one statement, so a row written under the key by
         another scope meanwhile is never the one forgotten.
         """
-        scope = forget_scope(sessions, shared_sources)
-        statement = queries.forget_statement(self._namespace, key, format_ts(_now()), scope)
-        if statement is None:
-            return False
-        sql, params = statement
-        cur = self._write(lambda c: c.execute(sql, params), "forget")
-        return cur.rowcount > 0
-
-    def _write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
-        def op(conn: sqlite3.Connection) -> MemoryRecord:
-            old = self._fetch(conn, "key = ? AND deleted_at IS NULL", (old_key,))
-            if not old:
-                raise KeyError(old_key)
-            refuse_owned(old[0], new.session_id, old_key, "supersede")
-            held = self._fetch(conn, "key = ?", (new.key,))
-            refuse_owned(held[0] if held else None, new.session_id, new.key, "supersede")
-            links = new.supersedes if old[0].id in new.supersedes else (*new.supersedes, old[0].id)
-            record = new.evolve(supersedes=links)
-            conn.execute(UPSERT, record_to_row(record))
-            conn.execute(
-                "UPDATE memories SET superseded_by = ? WHERE namespace = ? AND key = ?",
-                (record.id, self._namespace, old_key),
-            )
-            return record
-
-        return self._write(op, "supersede")
-
-    def _write_usage(self, ids: builtins.list[str]) -> int:
-        params = (format_ts(_now()), self._namespace, json.dumps(ids))
-        cur = self._write(lambda c: c.execute(queries.MARK_USED, params), "mark_used")
-        return int(cur.rowcount)
-
-    # -- reads ----------------------------------------------------------------
-
-    def _get(self, key: str) -> MemoryRecord | None:
-        found = self._read(
-            lambda c: self._fetch(c, "key = ? AND deleted_at IS NULL", (key,)), "get"
-        )
-        return found[0] if found else None
-
-    def _list(
-        self, category: str | None, session_id: str | None, limit: int | None
-    ) -> builtins.list[MemoryRecord]:
-        sql, params = queries.list_where(category, session_id, limit)
-        return self._read(lambda c: self._fetch(c, sql, params), "list")
+        return self._engine.forget(key, forget_scope(sessions, shared_sources))
 
     def count(self) -> int:
         """How many rows of this namespace are not forgotten (superseded and expired ones count)."""
-        ns = (self._namespace,)
-        return int(self._read(lambda c: c.execute(queries.COUNT, ns).fetchone()[0], "count"))
+        return self._engine.count()
 
     # -- recall ---------------------------------------------------------------
 
@@ -234,105 +195,6 @@ class SQLiteStore(SQLiteBulk):
         with self.interrupt_at(query.deadline):
             return super().answer(query)
 
-    def _ranked(self, q: RecallQuery) -> RecallAnswer:
-        forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
-        if forced == "embedding" and self._embedder is None:
-            return RecallAnswer(degraded=("embedder_failed: no embedder configured",))
-        fusion = self._fusion
-        if forced is not None:
-            fusion = Fusion(
-                mode=fusion.mode,
-                vector_weight=fusion.vector_weight,
-                keyword_weight=fusion.keyword_weight,
-                rrf_k=fusion.rrf_k,
-                search_mode=forced,
-            )
-        return answer_of(*self._recall(q.query, q.limit, q.session_id, q.since, q.until, fusion))
-
-    def _recall(
-        self,
-        query: str,
-        limit: int,
-        session_id: str | None,
-        since: datetime | str | None,
-        until: datetime | str | None,
-        fusion: Fusion,
-    ) -> tuple[builtins.list[MemoryEntry], RecallInfo]:
-        if limit <= 0:
-            return [], RecallInfo()
-        scope, params = self._scope(session_id, since, until)
-        take_damaged()  # notes of earlier calls in this thread are not this recall's
-        if is_time_only(query):
-            sql = f"{scope} ORDER BY updated_at DESC, rid DESC LIMIT ?"
-            rows = self._read(lambda c: self._fetch(c, sql, (*params, limit)), "recall")
-            return [r.to_entry(None) for r in rows], with_damaged(RecallInfo(strategy="recent"))
-        query_vec, degraded = self._query_vector(query, fusion)
-        entries, info = self._read(
-            lambda c: scored_recall(
-                c,
-                namespace=self._namespace,
-                query=query,
-                limit=limit,
-                scope=scope,
-                params=params,
-                query_vec=query_vec,
-                fusion=fusion,
-                degraded=degraded,
-                # A session alone is in the index (ctx_scope): rank inside it, windowed.
-                narrow=since is not None or until is not None,
-                scope_tokens=None if session_id is None else scope_tokens(session_id, self._shared),
-                mirror=self._mirror,
-                calibration=self._calibration,
-                stats=self._stats_of(c),
-                vectors=None
-                if self._vectors is None
-                else (
-                    self._vectors,
-                    queries.vector_scope(params[0], session_id, self._shared, since, until),
-                ),
-            ),
-            "recall",
-        )
-        return entries, with_damaged(info)
-
-    def _query_vector(
-        self, query: str, fusion: Fusion
-    ) -> tuple[tuple[float, ...] | None, str | None]:
-        # Embedded outside the lock: a slow model must not block writers.
-        if self._embedder is None or fusion.search_mode == "bm25":
-            return None, None
-        try:
-            return self._embed([query])[0], None
-        except EmbedderError as exc:
-            return None, f"embedder_failed: {exc}"
-
-    @property
-    def interrupts_in_place(self) -> bool:
-        """True only for a private ``:memory:`` database without an embedder.
-
-        :meth:`interrupt_at` stops SQLite's statements and lock waits at the
-        deadline, but not the wait for a file's WAL-index lock (another process
-        in WAL recovery, a backup tool, a stuck file system), which SQLite
-        retries for about ten seconds outside its busy and progress handlers;
-        nor a model's query embedding. So a file's recalls run on a recall
-        thread, which the render leaves at its deadline (:meth:`stall_note`
-        then says why).
-        """
-        return self._embedder is None and self._path == ":memory:"
-
-    def _scope(
-        self, session_id: str | None, since: datetime | str | None, until: datetime | str | None
-    ) -> tuple[str, builtins.list[Any]]:
-        return queries.scope_where(_now(), session_id, self._shared, since, until)
-
-    # -- multi-source recall (founder-os plans) ---------------------------------
-
-    def _tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
-        scope, params = self._scope(q.session_id, None, None)
-        sql, args = queries.tagged_where(scope, params, q.entity_id, q.source, q.statuses, q.limit)
-        rows = self._read(lambda c: self._fetch(c, sql, args), "recall_where")
-        return [r.to_entry(None) for r in rows]
-
     def known_entities(self) -> dict[str, str]:
         """``{display name: entity id}`` for every entity id in use.
 
@@ -340,7 +202,7 @@ class SQLiteStore(SQLiteBulk):
         spaces (``company:acme-corp`` -> ``acme corp``), which is what entity
         extraction matches against the turn's input.
         """
-        return context.known_entities(self._read, self._namespace)
+        return context.known_entities(self._engine.connections.read, self._namespace)
 
     def entities_mentioned(
         self, mentions: Sequence[str], *, prefix: str = "company:"
@@ -353,7 +215,9 @@ class SQLiteStore(SQLiteBulk):
         half of them (:func:`~memory_inject.storage._plan_rows.mentioned_entity`).
         A mention no row names, or an ambiguous one, is left out.
         """
-        return context.entities_mentioned(self._read, self._namespace, mentions, prefix)
+        return context.entities_mentioned(
+            self._engine.connections.read, self._namespace, mentions, prefix
+        )
 
     # -- standing context (PI's hard rules and L1, every turn) ----------------
 
@@ -368,7 +232,7 @@ class SQLiteStore(SQLiteBulk):
         own commits. The head entry's random stamp (schema 7) tells a restored
         copy of the file whose history diverged from the one it replaced.
         """
-        return self._read(log_position, "data_version"), self._writes
+        return self._engine.data_version
 
     def standing_records(
         self,
@@ -385,7 +249,7 @@ class SQLiteStore(SQLiteBulk):
         :class:`~memory_inject.contract.SupportsStandingContext`.
         """
         return context.standing_entries(
-            self._read,
+            self._engine.connections.read,
             self._namespace,
             _now(),
             profile_id,
@@ -393,3 +257,30 @@ class SQLiteStore(SQLiteBulk):
             min_confidence=min_confidence,
             categories=categories,
         )
+
+    # -- bulk (functions of the store in :mod:`.bulk`) ---------------------------
+
+    def import_jsonl(
+        self,
+        src: str | os.PathLike[str] | IO[str],
+        *,
+        progress: Callable[[int], object] | None = None,
+        batch_size: int = 1000,
+    ) -> int:
+        """Upsert one record per JSON line into this namespace; returns how many.
+
+        Rows are committed ``batch_size`` at a time, so a bad line (reported as
+        ``ValueError`` with its line number) leaves the earlier batches in
+        place; re-running the fixed file is safe because writes are upserts.
+        Each line's ``namespace`` is replaced by this store's, so an export of
+        one agent can seed another.
+        """
+        return bulk.import_jsonl(self, src, progress=progress, batch_size=batch_size)
+
+    def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
+        """Write every row of this namespace, forgotten and superseded ones included."""
+        return bulk.export_jsonl(self, dst)
+
+    def embed_missing(self, *, batch_size: int = 256) -> int:
+        """Embed the live rows that have no vector yet (written before an embedder was set)."""
+        return bulk.embed_missing(self, batch_size=batch_size)

@@ -1,0 +1,321 @@
+"""``PostgresEngine``: what :class:`~memory_inject.storage.postgres.PostgresStore` holds.
+
+The engine is the store's database half (the
+:class:`~memory_inject.storage._base.StoreEngine` methods: read, write,
+search, close) plus the PostgreSQL extras the store forwards to it (count,
+forget, entities, standing context). It opens the table (create or migrate,
+pgvector when wanted), holds the connections
+(:class:`~memory_inject.storage.postgres.connection.PostgresConnections`), the
+statements (:class:`~memory_inject.storage.postgres.queries.Queries`) and the
+recall's caches (the keyword stage's term statistics and the query words'
+lexemes), and builds each recall's :class:`~memory_inject.storage.postgres.recall.RecallRun`.
+Every operation is a generator of statements
+(``writes``, ``recall``, ``connection.rows_of``) that the connections drive,
+sync or async. The store does the checks before it asks (closed aside: the
+connections own that state).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from memory_inject.contract import RecallAnswer, RecallQuery
+from memory_inject.embedders import similarity_calibration
+from memory_inject.exceptions import EmbedderError, StorageError
+from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
+from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve_mentions
+from memory_inject.storage._store_checks import embed_checked
+from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.postgres import recall as rq
+from memory_inject.storage.postgres.connection import (
+    PostgresConnections,
+    rowcount_of,
+    rows_of,
+    session_options,
+    translate_errors,
+)
+from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
+from memory_inject.storage.postgres.schema import (
+    RECALL_COLUMNS,
+    TableNames,
+    ensure_vectors,
+    migrate,
+    required_dim,
+    row_to_record,
+)
+from memory_inject.storage.postgres.standing import standing_statement
+from memory_inject.storage.postgres.writes import supersede_steps, upsert_steps
+from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, standing_pick
+
+__all__ = ["PostgresEngine"]
+
+#: How long the keyword stage trusts its copy of the table's word statistics.
+_TERMS_TTL_S = 60.0
+
+
+class PostgresEngine:
+    """One namespace of one PostgreSQL table: its connections, statements and recall caches.
+
+    The constructor takes ``PostgresStore``'s arguments, already checked
+    (``dsn``, ``names``, ``namespace``, ``embedder``, ``fusion``, ``min_size``,
+    ``max_size``, ``vectors``, ``timeout``, ``shared_categories``,
+    ``rank_budget``: see ``PostgresStore.__init__``), connects once to create
+    or migrate the table, then opens the pool.
+    """
+
+    #: The smallest import that rebuilds the HNSW index instead of inserting into it.
+    hnsw_rebuild_at = 20_000
+
+    def __init__(
+        self,
+        dsn: str,
+        names: TableNames,
+        namespace: str,
+        *,
+        embedder: VectorEmbedder | None,
+        fusion: Fusion,
+        min_size: int,
+        max_size: int,
+        vectors: bool | None,
+        timeout: float,
+        shared_categories: Sequence[str],
+        rank_budget: int | None,
+    ) -> None:
+        self.embedder = embedder
+        self.fusion = fusion
+        connect_kwargs: dict[str, Any] = {}
+        if "connect_timeout" not in conninfo_to_dict(dsn):
+            connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
+        #: This engine's write count (``PostgresStore.data_version``).
+        self.writes = 0
+        self.rank_budget = rank_budget
+        self._terms: tuple[float, TermStats] | None = None
+        self._lexemes: dict[str, tuple[str, ...]] = {}
+        self.calibration = similarity_calibration(embedder)
+
+        dim = required_dim(embedder) if embedder is not None and vectors is not False else 0
+        with translate_errors("open"), psycopg.connect(dsn, **connect_kwargs) as conn:
+            migrate(conn, names)
+            self.vectors: bool = (
+                embedder is not None and vectors is not False and ensure_vectors(conn, names, dim)
+            )
+        if vectors and embedder is not None and not self.vectors:
+            raise StorageError("'vectors=True' but the server has no pgvector extension")
+        connect_kwargs["options"] = session_options(dsn, timeout, vectors=self.vectors)
+        self.q = Queries(names, namespace, tuple(str(c) for c in shared_categories))
+        self.connections = PostgresConnections(
+            dsn, names, connect_kwargs, min_size=min_size, max_size=max_size, timeout=timeout
+        )
+
+    def close(self) -> None:
+        """Close both pools; later calls raise :class:`StorageError`."""
+        self.connections.close()
+
+    # -- writes -----------------------------------------------------------------
+
+    def stats_changed(self) -> None:
+        """A write of ours: count it, and forget the term statistics if they were exact."""
+        self.writes += 1
+        cached = self._terms
+        if cached is not None and cached[1].exact:
+            self._terms = None
+
+    def write_draft(
+        self, draft: MemoryRecord, fields: Mapping[str, Any], timestamp: datetime | str | None
+    ) -> MemoryRecord:
+        """Upsert ``draft``, keeping the carried-over columns that ``fields`` does not name."""
+        self.stats_changed()
+        keep = [c for c in CARRIED_ON_STORE if c not in fields]
+        if timestamp is None:
+            keep.append("timestamp")
+        return self.connections.run("store", upsert_steps(self.q, draft, keep))
+
+    def write_record(self, record: MemoryRecord, move: bool) -> MemoryRecord:
+        """Write ``record`` as given (``move``: take the key over from another scope)."""
+        self.stats_changed()
+        return self.connections.run("upsert", upsert_steps(self.q, record, (), move))
+
+    def write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
+        """Write ``new`` and mark ``old_key`` superseded by it, in one transaction."""
+        self.stats_changed()
+        return self.connections.run("supersede", supersede_steps(self.q, old_key, new))
+
+    def write_usage(self, ids: builtins.list[str]) -> int:
+        """Count one use of each id; returns the live rows touched."""
+        return self.connections.run("mark_used", rowcount_of(self.q.mark_used(ids)))
+
+    def forget(
+        self, key: str, scope: tuple[builtins.list[str], bool, tuple[str, ...] | None] | None
+    ) -> bool:
+        """Soft-delete ``key`` within ``scope`` (:func:`~._store_checks.forget_scope`'s value)."""
+        if scope is not None and not scope[0] and not scope[1]:
+            return False
+        self.writes += 1
+        return self.connections.run("forget", rowcount_of(self.q.forget(key, scope))) > 0
+
+    # -- reads ------------------------------------------------------------------
+
+    def get(self, key: str) -> MemoryRecord | None:
+        """The live record under ``key``, or None."""
+        rows = self.connections.run("get", rows_of(self.q.get(key)))
+        return row_to_record(rows[0]) if rows else None
+
+    def list(
+        self, category: str | None, session_id: str | None, limit: int | None
+    ) -> builtins.list[MemoryRecord]:
+        """Live records, newest first by creation time, optionally filtered."""
+        rows = self.connections.run("list", rows_of(self.q.listing(category, session_id, limit)))
+        return [row_to_record(r) for r in rows]
+
+    def count(self) -> int:
+        """How many rows of this namespace are not forgotten."""
+        rows = self.connections.run("count", rows_of(self.q.count()))
+        return int(rows[0][0])
+
+    def known_entities(self) -> dict[str, str]:
+        """``{display name: entity id}`` for every entity id in use."""
+        rows = self.connections.run("entities", rows_of(self.q.entity_ids()))
+        return entity_names(str(r[0]) for r in rows)
+
+    def entities_mentioned(self, mentions: Sequence[str], prefix: str) -> dict[str, str]:
+        """``{mention: entity id}`` for the mentions whose rows name them."""
+
+        def rows(mention: str) -> builtins.list[tuple[str, str]]:
+            found = self.connections.run(
+                "entities", rows_of(self.q.mentioning(prefix, mention, MENTION_ROWS))
+            )
+            return [(str(e), str(c)) for e, c in found]
+
+        return resolve_mentions(mentions, rows, prefix)
+
+    def standing_records(
+        self,
+        profile_id: str | None,
+        limit: int,
+        min_confidence: float,
+        categories: Mapping[str, datetime | None] | None,
+    ) -> builtins.list[MemoryEntry]:
+        """The profile's standing context in one statement (see ``PostgresStore``)."""
+        if limit <= 0:
+            return []
+        rows = self.connections.run(
+            "standing_records",
+            rows_of(standing_statement(self.q, profile_id, limit, min_confidence, categories)),
+        )
+        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
+        picked = standing_pick(records, limit, min_confidence, categories)
+        return [r.to_entry(None) for r in picked]
+
+    # -- recall -----------------------------------------------------------------
+
+    def ranked(self, q: RecallQuery) -> RecallAnswer:
+        """A ranked recall, of one modality when ``q.mode`` says so."""
+        run, early = self._ranked_run(q)
+        if run is None:
+            return early
+        entries, info = self.connections.run("recall", rq.recall_steps(run), q.deadline)
+        self._keep_terms(run)
+        return answer_of(entries, info)
+
+    async def aranked(self, q: RecallQuery) -> RecallAnswer:
+        """The async twin of :meth:`ranked`, on the async pool of the running loop."""
+        run, early = self._ranked_run(q)
+        if run is None:
+            return early
+        entries, info = await self.connections.arun("recall", rq.recall_steps(run), q.deadline)
+        self._keep_terms(run)
+        return answer_of(entries, info)
+
+    def tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
+        """A plan's entity or source query: rows by tag (``score`` None)."""
+        if q.limit <= 0:
+            return []
+        stmt = self.q.tagged(
+            Scope(session_id=q.session_id),
+            int(q.limit),
+            entity_id=q.entity_id,
+            source=q.source,
+            statuses=None if q.statuses is None else builtins.list(q.statuses),
+        )
+        rows = self.connections.run("recall_where", rows_of(stmt), q.deadline)
+        return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
+
+    def _ranked_run(self, q: RecallQuery) -> tuple[rq.RecallRun | None, RecallAnswer]:
+        """The recall's inputs (a run), or None and the answer when the server need not be asked.
+
+        ``q.mode`` forces one modality, as on SQLite: ``"semantic"`` (the
+        pgvector stage; none without an embedder and pgvector, said so in the
+        answer) or ``"lexical"`` (the keyword stage).
+        """
+        forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
+        if forced == "embedding" and not self.vectors:
+            return None, RecallAnswer(degraded=("embedder_failed: no vector search configured",))
+        run = self._run_of(q)
+        if run is None:
+            return None, RecallAnswer()
+        if forced is not None:
+            f = self.fusion
+            run.fusion = Fusion(
+                mode=f.mode,
+                vector_weight=f.vector_weight,
+                keyword_weight=f.keyword_weight,
+                rrf_k=f.rrf_k,
+                search_mode=forced,
+            )
+            if forced == "bm25":
+                run.vector = None
+        return run, RecallAnswer()
+
+    def _run_of(self, q: RecallQuery) -> rq.RecallRun | None:
+        query, limit, since, until = q.query, q.limit, q.since, q.until
+        if not isinstance(query, str):
+            raise TypeError(f"'query' must be a string (got {type(query).__name__})")
+        if limit <= 0:
+            return None
+        scope = Scope(
+            session_id=q.session_id,
+            since=None if since is None else parse_timestamp(since),
+            until=None if until is None else parse_timestamp(until),
+        )
+        if is_time_only(query):
+            return rq.RecallRun(self.q, scope, int(limit), self.fusion)
+        cached = self._terms
+        terms = cached[1] if cached is not None and cached[0] > time.monotonic() else None
+        vector: tuple[float, ...] | None = None
+        degraded: str | None = None
+        # Embedded before a connection is taken: a slow model must not hold one.
+        if self.embedder is not None and self.fusion.search_mode != "bm25":
+            try:
+                vector = embed_checked(self.embedder, [query])[0]
+            except EmbedderError as exc:
+                degraded = f"embedder_failed: {exc}"
+        return rq.RecallRun(
+            self.q,
+            scope,
+            int(limit),
+            self.fusion,
+            query=query,
+            vector=vector if self.vectors else None,
+            degraded=degraded,
+            rank_budget=self.rank_budget,
+            terms=terms,
+            calibration=self.calibration,
+            lexemes=self._lexemes,
+        )
+
+    def _keep_terms(self, run: rq.RecallRun) -> None:
+        if run.terms_read and run.terms is not None:
+            self._terms = (time.monotonic() + _TERMS_TTL_S, run.terms)
+
+
+#: mypy proves the engine is a :class:`StoreEngine` (no base class needed).
+_: type[StoreEngine] = PostgresEngine
