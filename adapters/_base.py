@@ -94,14 +94,14 @@ class Adapter:
         """This adapter's turn metadata, with a fresh turn id unless one is given."""
         return TurnMeta(self.channel, self.agent_alias, turn_id or _core.new_turn_id())
 
-    def _sourced(self, req: _core.Request) -> _core.Request:
+    def _sourced(self, req: _core.TurnInput) -> _core.TurnInput:
         """``req`` with this adapter's ``source`` unless the request names its own."""
         if req.source is not None or self.source is None:
             return req
         return attrs.evolve(req, source=self.source)
 
     def _serve(
-        self, req: _core.Request, save: _core.Save | None = None, tools: Sequence[str] = ()
+        self, req: _core.TurnInput, save: _core.Save | None = None, tools: Sequence[str] = ()
     ) -> _core.Injection:
         """Policy and render for ``req``, then ``save`` (when this adapter autosaves), then
         the turn's session row with ``tools`` (when the config records sessions)."""
@@ -112,7 +112,7 @@ class Adapter:
         return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd)
 
     async def _aserve(
-        self, req: _core.Request, save: _core.Save | None = None, tools: Sequence[str] = ()
+        self, req: _core.TurnInput, save: _core.Save | None = None, tools: Sequence[str] = ()
     ) -> _core.Injection:
         """The async twin of :meth:`_serve`."""
         injection = await _core.arun(

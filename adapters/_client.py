@@ -114,10 +114,10 @@ class Prepared:
 
 
 @frozen
-class _Plan:
+class _Decision:
     prints: dict[int, str]
     idx: int | None
-    req: _core.Request | None  # None: nothing to render, ``done`` is the answer
+    req: _core.TurnInput | None  # None: nothing to render, ``done`` is the answer
     done: Prepared | None = None
 
 
@@ -180,8 +180,8 @@ class ClientMemory(Adapter):
         mark = _MARKS.get(active.turn_id)
         return mark is None or mark.fingerprint not in set(fingerprints)
 
-    def _request(self, messages: Sequence[Any], idx: int, nested: bool) -> _core.Request:
-        return _core.Request(
+    def _request(self, messages: Sequence[Any], idx: int, nested: bool) -> _core.TurnInput:
+        return _core.TurnInput(
             origin=TurnOrigin.SUB_TURN if nested else self.origin,
             query=message_text(messages[idx]),
             sessions=self.sessions,
@@ -233,11 +233,11 @@ class ClientMemory(Adapter):
             parent = mark.parent
             CURRENT.set(parent if parent is not None and parent.live else None)
 
-    def _plan(self, messages: Sequence[Any], api: Api) -> _Plan:
+    def _decide(self, messages: Sequence[Any], api: Api) -> _Decision:
         check_api(api)
         idx, problem = find_user_message(messages, api=api)
         if problem is not None:
-            req = _core.Request(
+            req = _core.TurnInput(
                 origin=TurnOrigin.SUB_TURN if active_turn() else self.origin,
                 query="",
                 sessions=self.sessions,
@@ -245,13 +245,13 @@ class ClientMemory(Adapter):
                 turn=self._meta(None),
             )
             injection = _core.unreadable(self.store, self.agent_config, req, problem)
-            return _Plan({}, None, None, Prepared(list(messages), injection, None))
+            return _Decision({}, None, None, Prepared(list(messages), injection, None))
         if idx is None:
-            return _Plan({}, None, None, Prepared(list(messages), None, None))
+            return _Decision({}, None, None, Prepared(list(messages), None, None))
         prints = self._fingerprints(messages, idx, api)
         if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
-            return _Plan(prints, idx, None, self._placed(messages, prints, idx, None))
-        return _Plan(prints, idx, self._request(messages, idx, self._nested(prints.values())))
+            return _Decision(prints, idx, None, self._placed(messages, prints, idx, None))
+        return _Decision(prints, idx, self._request(messages, idx, self._nested(prints.values())))
 
     def _placed(
         self,
@@ -320,25 +320,25 @@ class ClientMemory(Adapter):
         ``caller`` is the frame of the host code making the call: the turn this
         call opens stays open only while that frame runs (default: the caller of
         ``prepare``)."""
-        plan = self._plan(messages, api)
-        if plan.req is None:
-            return plan.done or Prepared(list(messages), None, None)
-        injection = self._serve(plan.req, self._save(plan.req), tool_names(messages))
+        decision = self._decide(messages, api)
+        if decision.req is None:
+            return decision.done or Prepared(list(messages), None, None)
+        injection = self._serve(decision.req, self._save(decision.req), tool_names(messages))
         where = caller if caller is not None else sys._getframe(1)
-        return self._placed(messages, plan.prints, plan.idx, injection, where)
+        return self._placed(messages, decision.prints, decision.idx, injection, where)
 
     async def aprepare(
         self, messages: Sequence[Any], *, api: Api, caller: FrameType | None = None
     ) -> Prepared:
         """The async twin of :meth:`prepare`."""
         where = caller if caller is not None else sys._getframe(1)
-        plan = self._plan(messages, api)
-        if plan.req is None:
-            return plan.done or Prepared(list(messages), None, None)
-        injection = await self._aserve(plan.req, self._save(plan.req), tool_names(messages))
-        return self._placed(messages, plan.prints, plan.idx, injection, where)
+        decision = self._decide(messages, api)
+        if decision.req is None:
+            return decision.done or Prepared(list(messages), None, None)
+        injection = await self._aserve(decision.req, self._save(decision.req), tool_names(messages))
+        return self._placed(messages, decision.prints, decision.idx, injection, where)
 
-    def _save(self, req: _core.Request) -> _core.Save:
+    def _save(self, req: _core.TurnInput) -> _core.Save:
         first = next((s for s in self.sessions if s is not None), None)
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
 

@@ -1,14 +1,15 @@
 """The one seam every adapter calls: policy, then render, then (maybe) autosave.
 
-An adapter maps its host's event to a :class:`Request` (origin, query,
-session scopes, suppress, turn metadata) and hands it here. This module owns
-no policy of its own either: :func:`~memory_inject.policy.resolve_inject_policy`
-decides, :func:`~memory_inject.pipeline.render_memory_context` renders. What
+An adapter maps its host's event to a :class:`~memory_inject.TurnInput`
+(origin, query, session scopes, suppress, turn metadata, source) and hands it
+here; it reaches :func:`~memory_inject.pipeline.render_turn` as it is. This
+module owns no policy of its own either:
+:func:`~memory_inject.policy.resolve_inject_policy` decides, the render renders. What
 it adds is the guarantee that an adapter never raises because of memory: a
 render or an autosave that fails is logged and reported on the result.
 
 Sync and async are twins over the pure :func:`decide` and :func:`_finish`.
-The request and injection values are in :mod:`._request`, the autosave and
+The injection value is in :mod:`._request`, the autosave and
 the session row in :mod:`._autosave`; this module re-exports them, so
 adapters call one seam.
 """
@@ -17,13 +18,13 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
 
 import attrs
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
-from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
+from memory_inject.models import TurnOrigin
+from memory_inject.pipeline import RenderResult, arender_turn, render_turn
 from memory_inject.policy import (
     AUTOSAVE_MIN_CHARS,
     AUTOSAVE_ORIGINS,
@@ -34,14 +35,14 @@ from memory_inject.policy import (
 )
 
 from ._autosave import Save, aautosave, arecord_turn, autosave, profile_fields, record_turn
-from ._request import Injection, Request, describe, new_turn_id, scopes
+from ._request import Injection, TurnInput, describe, new_turn_id, scopes
 
 __all__ = [
     "AUTOSAVE_MIN_CHARS",
     "AUTOSAVE_ORIGINS",
     "Injection",
-    "Request",
     "Save",
+    "TurnInput",
     "aautosave",
     "arecord_turn",
     "arun",
@@ -59,10 +60,17 @@ __all__ = [
 _log = logging.getLogger("memory_inject.adapters")
 
 
-def decide(config: AgentConfig, req: Request) -> InjectPolicy:
+def _origin(req: TurnInput) -> TurnOrigin:
+    """The request's origin; every adapter sets one (None is a direct call's, not an adapter's)."""
+    if req.origin is None:
+        raise TypeError("an adapter's TurnInput needs an 'origin'")
+    return req.origin
+
+
+def decide(config: AgentConfig, req: TurnInput) -> InjectPolicy:
     """The core's policy for this request (``query`` feeds the trivial-prompt filter)."""
     return resolve_inject_policy(
-        req.origin,
+        _origin(req),
         has_session=has_session(req.sessions),
         suppress=req.suppress,
         config=config.memory,
@@ -70,23 +78,11 @@ def decide(config: AgentConfig, req: Request) -> InjectPolicy:
     )
 
 
-def _render_kwargs(
-    req: Request, policy: InjectPolicy, cwd: str | os.PathLike[str] | None
-) -> dict[str, Any]:
-    return {
-        "policy": policy,
-        "sessions": req.sessions,
-        "turn": req.turn,
-        "cwd": cwd,
-        "source": req.source,
-    }
-
-
 def _finish(
-    req: Request, policy: InjectPolicy, result: RenderResult | None, error: str | None
+    req: TurnInput, policy: InjectPolicy, result: RenderResult | None, error: str | None
 ) -> Injection:
     return Injection(
-        origin=req.origin,
+        origin=_origin(req),
         query=req.query,
         sessions=req.sessions,
         turn=req.turn,
@@ -99,7 +95,7 @@ def _finish(
 def run(
     store: Memory | None,
     config: AgentConfig,
-    req: Request,
+    req: TurnInput,
     *,
     cwd: str | os.PathLike[str] | None = None,
 ) -> Injection:
@@ -112,7 +108,7 @@ def run(
     if store is None:
         return _finish(req, policy, None, "render_failed: no store" if policy.inject else None)
     try:
-        result = render_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
+        result = render_turn(store, req, policy=policy, cwd=cwd)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {describe(exc)}")
@@ -122,7 +118,7 @@ def run(
 async def arun(
     store: Memory | None,
     config: AgentConfig,
-    req: Request,
+    req: TurnInput,
     *,
     cwd: str | os.PathLike[str] | None = None,
 ) -> Injection:
@@ -131,7 +127,7 @@ async def arun(
     if store is None:
         return _finish(req, policy, None, "render_failed: no store" if policy.inject else None)
     try:
-        result = await arender_memory_context(store, req.query, **_render_kwargs(req, policy, cwd))
+        result = await arender_turn(store, req, policy=policy, cwd=cwd)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         _log.exception("memory_inject: render failed for turn %s", req.turn.turn_id)
         return _finish(req, policy, None, f"render_failed: {describe(exc)}")
@@ -142,7 +138,7 @@ async def arun(
 UNREADABLE = "unreadable_message"
 
 
-def unreadable(store: Memory, config: AgentConfig, req: Request, problem: str) -> Injection:
+def unreadable(store: Memory, config: AgentConfig, req: TurnInput, problem: str) -> Injection:
     """A turn whose messages cannot be read: nothing placed, one ``memory_skipped`` event.
 
     The reason is ``unreadable_message`` (or the policy's own reason when it
@@ -158,7 +154,7 @@ HOST_FAILED = "host_callback_failed"
 
 
 def host_failed(
-    store: Memory, config: AgentConfig, req: Request, what: str, exc: BaseException
+    store: Memory, config: AgentConfig, req: TurnInput, what: str, exc: BaseException
 ) -> Injection:
     """A turn whose host callback ``what`` raised: no block, one ``memory_skipped`` event.
 
@@ -172,7 +168,7 @@ def host_failed(
 
 
 def _skip_failed(
-    store: Memory, config: AgentConfig, req: Request, reason: str, error: str
+    store: Memory, config: AgentConfig, req: TurnInput, reason: str, error: str
 ) -> Injection:
     """The turn skipped with ``reason`` (``error`` as the event's ``detail``) unless its
     policy skipped it anyway; one ``memory_skipped`` event, no store call."""
@@ -182,7 +178,7 @@ def _skip_failed(
             policy, inject=False, exclude_conversation=False, reason=reason, detail=error
         )
     try:
-        result = render_memory_context(store, "", **_render_kwargs(req, policy, None))
+        result = render_turn(store, attrs.evolve(req, query=""), policy=policy)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _finish(req, policy, None, f"{error}; render_failed: {describe(exc)}")
     return _finish(req, policy, result, error)

@@ -121,7 +121,7 @@ class FrameworkAdapter(Adapter):
             return _core.scopes(self.sessions(run_context))
         return tuple(self.sessions)
 
-    def _request(self, text: str, run_context: Any) -> tuple[_core.Request, BaseException | None]:
+    def _request(self, text: str, run_context: Any) -> tuple[_core.TurnInput, BaseException | None]:
         """The run's request: ``sub_turn`` inside any marked turn, else ``interactive``;
         and what the host's ``sessions`` function raised, if it did (the request is then
         sessionless and must not be rendered)."""
@@ -131,7 +131,7 @@ class FrameworkAdapter(Adapter):
             sessions = self._scopes(run_context)
         except Exception as exc:  # noqa: BLE001 - a host bug is reported on the turn
             sessions, failed = (), exc
-        req = _core.Request(
+        req = _core.TurnInput(
             origin=TurnOrigin.SUB_TURN if nested else TurnOrigin.INTERACTIVE,
             query=text,
             sessions=sessions,
@@ -139,7 +139,7 @@ class FrameworkAdapter(Adapter):
         )
         return req, failed
 
-    def _save(self, req: _core.Request) -> _core.Save:
+    def _save(self, req: _core.TurnInput) -> _core.Save:
         first = next((s for s in req.sessions if s is not None), None)
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
 

@@ -1,11 +1,11 @@
-"""The values of the adapters' seam: a :class:`Request` in, an :class:`Injection` out.
+"""The values of the adapters' seam: a :class:`TurnInput` in, an :class:`Injection` out.
 
-This module owns what travels between an adapter and :mod:`._core`: the
-request an adapter builds for one turn (origin, query, session scopes,
-suppress, turn metadata, source), the injection it gets back (policy, render,
+An adapter builds the core's :class:`~memory_inject.TurnInput` for one turn
+(origin, query, session scopes, suppress, turn metadata, source) and
+:mod:`._core` passes it through to :func:`~memory_inject.pipeline.render_turn`
+unchanged. This module owns the injection it gets back (policy, render,
 autosave and session-row results, error), and the small helpers every
-adapter uses to build one (:func:`new_turn_id`, :func:`scopes`,
-:func:`describe`).
+adapter uses (:func:`new_turn_id`, :func:`scopes`, :func:`describe`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from attrs import field, frozen
+from attrs import frozen
 
 from memory_inject.models import TurnMeta, TurnOrigin
-from memory_inject.pipeline import RenderResult
+from memory_inject.pipeline import RenderResult, TurnInput
 from memory_inject.policy import InjectPolicy
 from memory_inject.signals import MemoryRecall, MemorySkipped
 
-__all__ = ["Injection", "Request", "describe", "new_turn_id", "scopes"]
+__all__ = ["Injection", "TurnInput", "describe", "new_turn_id", "scopes"]
 
 
 def new_turn_id() -> str:
@@ -33,19 +33,6 @@ def scopes(sessions: Iterable[str | None]) -> tuple[str | None, ...]:
     if isinstance(sessions, str):
         raise TypeError(f"'sessions' must be a list of session ids (got {sessions!r})")
     return tuple(sessions)
-
-
-@frozen(kw_only=True)
-class Request:
-    """What an entry point asks for one turn; adapters build one, nothing else does."""
-
-    origin: TurnOrigin = field(converter=TurnOrigin)
-    query: str
-    sessions: tuple[str | None, ...] = field(default=(), converter=scopes)
-    suppress: bool = False
-    turn: TurnMeta = field(factory=TurnMeta)
-    #: The calling plugin or agent id (founder-os ``P01``...): a recall plan's ``plugin`` query.
-    source: str | None = None
 
 
 @frozen(kw_only=True)

@@ -39,8 +39,8 @@ class AgentDirectAdapter(Adapter):
 
     default_channel = "api"
 
-    def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.Request:
-        return _core.Request(
+    def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.TurnInput:
+        return _core.TurnInput(
             origin=TurnOrigin.AGENT_DIRECT,
             query=text,
             sessions=(session_id,),
@@ -62,7 +62,7 @@ class AgentDirectAdapter(Adapter):
         ).inject
 
     @staticmethod
-    def _save(req: _core.Request, session_id: str | None) -> _core.Save:
+    def _save(req: _core.TurnInput, session_id: str | None) -> _core.Save:
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, session_id)
 
     def request(

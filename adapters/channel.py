@@ -196,8 +196,8 @@ class ChannelAdapter(Adapter):
         """The channel this adapter serves (stamped on every turn's ``TurnMeta``)."""
         return self.channel
 
-    def _request(self, message: InboundMessage, turn_id: str | None) -> _core.Request:
-        return _core.Request(
+    def _request(self, message: InboundMessage, turn_id: str | None) -> _core.TurnInput:
+        return _core.TurnInput(
             origin=TurnOrigin.CHANNEL,
             query=message.text,
             sessions=session_scopes(message),

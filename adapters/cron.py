@@ -3,7 +3,7 @@
 The core policy gives cron turns a block without conversation memory. A job
 with ``uses_memory: false`` is memory-free end to end (zeroclaw issue 8695):
 the turn is suppressed, the store is never called (no recall; one memory_skipped) and
-the run is bound to no memory at all (:attr:`CronTurn.memory` is None, so
+the run is bound to no memory at all (:attr:`CronTurn.store` is None, so
 the host offers the job no memory tools either). Cron turns never autosave.
 
 The jobs file and :class:`CronJob` belong to :mod:`memory_inject.config`, so a
@@ -32,10 +32,10 @@ def cron_query(job: CronJob) -> str:
 
 @frozen(kw_only=True)
 class CronTurn(_core.Injection):
-    """The job's run: ``prompt`` is what the model gets; ``memory`` the store bound to it."""
+    """The job's run: ``prompt`` is what the model gets; ``store`` the store bound to it."""
 
     job: CronJob
-    memory: Memory | None = None
+    store: Memory | None = None
 
 
 class CronAdapter(Adapter):
@@ -44,8 +44,8 @@ class CronAdapter(Adapter):
     default_channel = "cron"
     autosaves = False
 
-    def _request(self, job: CronJob, turn_id: str | None) -> _core.Request:
-        return _core.Request(
+    def _request(self, job: CronJob, turn_id: str | None) -> _core.TurnInput:
+        return _core.TurnInput(
             origin=TurnOrigin.CRON,
             query=cron_query(job),
             suppress=not job.uses_memory,
@@ -53,7 +53,7 @@ class CronAdapter(Adapter):
         )
 
     def _turn(self, job: CronJob, injection: _core.Injection) -> CronTurn:
-        return turn_of(CronTurn, injection, job=job, memory=self.store if job.uses_memory else None)
+        return turn_of(CronTurn, injection, job=job, store=self.store if job.uses_memory else None)
 
     def run(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The job's prompt with its block; never raises because of memory.

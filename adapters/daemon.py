@@ -34,8 +34,8 @@ class DaemonAdapter(Adapter):
     default_channel = "daemon"
     autosaves = False
 
-    def _request(self, query: str, turn_id: str | None) -> _core.Request:
-        return _core.Request(origin=TurnOrigin.DAEMON, query=query, turn=self._meta(turn_id))
+    def _request(self, query: str, turn_id: str | None) -> _core.TurnInput:
+        return _core.TurnInput(origin=TurnOrigin.DAEMON, query=query, turn=self._meta(turn_id))
 
     def _run(self, query: str, turn_id: str | None) -> DaemonTurn:
         return turn_of(DaemonTurn, self._serve(self._request(query, turn_id)))

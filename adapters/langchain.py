@@ -172,7 +172,7 @@ def memory_step(
 
     def failed(messages: list[Any], exc: Exception) -> list[Any]:
         nested = current_turn() is not None
-        req = _core.Request(
+        req = _core.TurnInput(
             origin=TurnOrigin.SUB_TURN if nested else TurnOrigin(origin),
             query="",
             turn=loop._meta(None),

@@ -95,11 +95,11 @@ class TurnOptions(TypedDict, total=False):
 
 
 @frozen
-class _Plan:
+class _Decision:
     """What ``inject`` must do before any I/O (shared by the sync and async twins)."""
 
     turn: LoopTurn
-    req: _core.Request | None  # None: nothing to render (reuse, no user message, already placed)
+    req: _core.TurnInput | None  # None: nothing to render (reuse, no user message, already placed)
     user_text: str | None
     problem: str | None = None  # the messages could not be read: report, place nothing
 
@@ -223,7 +223,7 @@ class MemoryLoop(Adapter):
 
     # -- preparing a request ------------------------------------------------------
 
-    def _plan(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Plan:
+    def _decide(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Decision:
         idx, problem = find_user_message(messages, api=self.api)
         active = active_turn()
         if active is not None and active.owner is self and self._own(active, messages, idx):
@@ -236,27 +236,27 @@ class MemoryLoop(Adapter):
             turn = self._marked(given)
         if problem is not None:
             if turn.injection is not None:  # the turn has had its event: leave the list be
-                return _Plan(turn, None, None, problem)
-            req = _core.Request(
+                return _Decision(turn, None, None, problem)
+            req = _core.TurnInput(
                 origin=turn.origin,
                 query="",
                 sessions=turn.sessions,
                 suppress=turn.suppress,
                 turn=self._meta(turn.turn_id),
             )
-            return _Plan(turn, req, None, problem)
+            return _Decision(turn, req, None, problem)
         if turn.injection is not None or idx is None or has_block(messages, api=self.api):
-            return _Plan(turn, None, None)
+            return _Decision(turn, None, None)
         text = message_text(messages[idx])
         turn.user_text = text
-        req = _core.Request(
+        req = _core.TurnInput(
             origin=turn.origin,
             query=text if query is None else query,
             sessions=turn.sessions,
             suppress=turn.suppress,
             turn=self._meta(turn.turn_id),
         )
-        return _Plan(turn, req, text)
+        return _Decision(turn, req, text)
 
     def _own(self, turn: LoopTurn, messages: Sequence[Any], idx: int | None) -> bool:
         """Whether ``messages`` are the turn's own conversation: before its first
@@ -266,15 +266,15 @@ class MemoryLoop(Adapter):
         return message_text(messages[idx]) == turn.user_text or has_block(messages, api=self.api)
 
     def _place(
-        self, messages: Sequence[Any], plan: _Plan, injection: _core.Injection | None
+        self, messages: Sequence[Any], decision: _Decision, injection: _core.Injection | None
     ) -> LoopInjection:
         if injection is not None:
-            plan.turn.injection = injection
-        if plan.problem is not None:  # unreadable: the list goes out as it came
+            decision.turn.injection = injection
+        if decision.problem is not None:  # unreadable: the list goes out as it came
             return LoopInjection(
-                messages=list(messages), injection=plan.turn.injection, placed=False
+                messages=list(messages), injection=decision.turn.injection, placed=False
             )
-        current = plan.turn.injection
+        current = decision.turn.injection
         out = inject_block(
             messages, current.block if current else "", placement=self.placement, api=self.api
         )
@@ -285,26 +285,26 @@ class MemoryLoop(Adapter):
             or any(a is not b for a, b in zip(out, messages, strict=False)),
         )
 
-    def _unreadable(self, plan: _Plan) -> _core.Injection:
-        assert plan.req is not None and plan.problem is not None  # noqa: S101 - by _plan
-        return _core.unreadable(self.store, self.agent_config, plan.req, plan.problem)
+    def _unreadable(self, decision: _Decision) -> _core.Injection:
+        assert decision.req is not None and decision.problem is not None  # noqa: S101 - by _decide
+        return _core.unreadable(self.store, self.agent_config, decision.req, decision.problem)
 
     @staticmethod
-    def _save(plan: _Plan) -> _core.Save | None:
+    def _save(decision: _Decision) -> _core.Save | None:
         """The user's message, keyed by turn, in the turn's first session scope."""
-        if plan.user_text is None:
+        if decision.user_text is None:
             return None
-        first = next((s for s in plan.turn.sessions if s is not None), None)
-        return _core.Save(f"user_msg_{plan.turn.turn_id}", plan.user_text, first)
+        first = next((s for s in decision.turn.sessions if s is not None), None)
+        return _core.Save(f"user_msg_{decision.turn.turn_id}", decision.user_text, first)
 
     @staticmethod
     def _new_tools(
-        plan: _Plan, messages: Sequence[Any]
+        decision: _Decision, messages: Sequence[Any]
     ) -> tuple[_core.Injection, tuple[str, ...]] | None:
         """A tool-loop step of a turn whose session row was recorded: the turn's injection
         and the tools called so far, when some are new (the row gets them), else None."""
-        turn, injection = plan.turn, plan.turn.injection
-        if plan.problem is not None or injection is None or not injection.session_key:
+        turn, injection = decision.turn, decision.turn.injection
+        if decision.problem is not None or injection is None or not injection.session_key:
             return None
         tools = tool_names(messages)
         if set(tools) <= set(turn.tools):
@@ -320,19 +320,19 @@ class MemoryLoop(Adapter):
         **turn: Unpack[TurnOptions],
     ) -> LoopInjection:
         """Like :meth:`prepare`, also returning the policy, block and event of the turn."""
-        plan = self._plan(messages, query, turn)
-        if plan.req is None:
-            step = self._new_tools(plan, messages)
+        decision = self._decide(messages, query, turn)
+        if decision.req is None:
+            step = self._new_tools(decision, messages)
             if step is not None:
-                plan.turn.injection = _core.record_turn(
+                decision.turn.injection = _core.record_turn(
                     self.store, step[0], tools=step[1], cwd=self.cwd
                 )
-            return self._place(messages, plan, None)
-        if plan.problem is not None:
-            return self._place(messages, plan, self._unreadable(plan))
-        plan.turn.tools = tool_names(messages)
-        served = self._serve(plan.req, self._save(plan), plan.turn.tools)
-        return self._place(messages, plan, served)
+            return self._place(messages, decision, None)
+        if decision.problem is not None:
+            return self._place(messages, decision, self._unreadable(decision))
+        decision.turn.tools = tool_names(messages)
+        served = self._serve(decision.req, self._save(decision), decision.turn.tools)
+        return self._place(messages, decision, served)
 
     async def ainject(
         self,
@@ -342,19 +342,19 @@ class MemoryLoop(Adapter):
         **turn: Unpack[TurnOptions],
     ) -> LoopInjection:
         """The async twin of :meth:`inject`."""
-        plan = self._plan(messages, query, turn)
-        if plan.req is None:
-            step = self._new_tools(plan, messages)
+        decision = self._decide(messages, query, turn)
+        if decision.req is None:
+            step = self._new_tools(decision, messages)
             if step is not None:
-                plan.turn.injection = await _core.arecord_turn(
+                decision.turn.injection = await _core.arecord_turn(
                     self.store, step[0], tools=step[1], cwd=self.cwd
                 )
-            return self._place(messages, plan, None)
-        if plan.problem is not None:
-            return self._place(messages, plan, self._unreadable(plan))
-        plan.turn.tools = tool_names(messages)
-        served = await self._aserve(plan.req, self._save(plan), plan.turn.tools)
-        return self._place(messages, plan, served)
+            return self._place(messages, decision, None)
+        if decision.problem is not None:
+            return self._place(messages, decision, self._unreadable(decision))
+        decision.turn.tools = tool_names(messages)
+        served = await self._aserve(decision.req, self._save(decision), decision.turn.tools)
+        return self._place(messages, decision, served)
 
     def prepare(
         self,

@@ -33,7 +33,7 @@ def main() -> int:
                 run = cron.run(job)
             print(
                 f"job {job.id} (uses_memory={job.uses_memory}): {len(rec.events)} recall "
-                f"event(s), memory bound: {run.memory is not None}, policy: {run.policy}"
+                f"event(s), memory bound: {run.store is not None}, policy: {run.policy}"
             )
             print("  prompt:", repr(run.prompt))
             if "chat" in run.block:  # scheduled runs never see conversations

@@ -2,7 +2,8 @@
 
 One policy keyed on who started the turn (:func:`resolve_inject_policy`) and
 one pipeline that recalls, filters, budgets and renders the block
-(:func:`render_memory_context`), announcing each render on
+(:func:`render_memory_context`, or :func:`render_turn` with the turn's inputs
+as one :class:`TurnInput`), announcing each render on
 :data:`memory_inject.signals.memory_recall` (a skipped turn on ``memory_skipped``).
 ``__all__`` is the README quickstart's vocabulary: ``open_store(agent)`` opens the
 store an agent file names (``SQLiteStore`` by default).
@@ -26,7 +27,14 @@ from memory_inject.defaults import (
 )
 from memory_inject.exceptions import ConfigError, MemoryInjectError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, MemoryKind, TurnMeta, TurnOrigin
-from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
+from memory_inject.pipeline import (
+    RenderResult,
+    TurnInput,
+    arender_memory_context,
+    arender_turn,
+    render_memory_context,
+    render_turn,
+)
 from memory_inject.policy import InjectPolicy, resolve_inject_policy
 from memory_inject.render import MEMORY_CONTEXT_CLOSE, MEMORY_CONTEXT_OPEN
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
@@ -64,15 +72,18 @@ __all__ = [
     "SQLiteStore",
     "StageTrace",
     "StorageError",
+    "TurnInput",
     "TurnMeta",
     "TurnOrigin",
     "arender_memory_context",
+    "arender_turn",
     "heuristic_importance",
     "load_agent_config",
     "memory_recall",
     "memory_skipped",
     "open_store",
     "render_memory_context",
+    "render_turn",
     "resolve_inject_policy",
 ]
 

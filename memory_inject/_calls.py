@@ -48,8 +48,8 @@ class _Entities:
     empty batch.
     """
 
-    def __init__(self, memory: Memory, query: str, seam: Seam, deadline: float | None) -> None:
-        self._memory = memory
+    def __init__(self, store: Memory, query: str, seam: Seam, deadline: float | None) -> None:
+        self._memory = store
         self._query = query
         self._seam = seam
         self._deadline = deadline
@@ -57,14 +57,14 @@ class _Entities:
 
     def ids(self) -> list[str]:
         if self._ids is None:
-            memory = self._memory
-            names = dict(memory.known_entities()) if self._seam.entities else {}  # type: ignore[attr-defined]
+            store = self._memory
+            names = dict(store.known_entities()) if self._seam.entities else {}  # type: ignore[attr-defined]
             found = extract_entities(self._query, names.keys())
             ids = [names[c] for c in found.companies]
             mentions = company_mentions(self._query, found) if self._seam.mentions else ()
             if mentions:
                 # founder-os resolves a company the input names by the rows that name it.
-                resolved = memory.entities_mentioned(mentions)  # type: ignore[attr-defined]
+                resolved = store.entities_mentioned(mentions)  # type: ignore[attr-defined]
                 ids.extend(str(v) for v in dict(resolved).values())
             self._ids = ids
         return self._ids
@@ -117,7 +117,7 @@ def _confidence_of(entry: MemoryEntry) -> float:
 
 
 def build_calls(
-    memory: Memory,
+    store: Memory,
     query: str,
     limit: int,
     scopes: tuple[str | None, ...],
@@ -137,10 +137,10 @@ def build_calls(
     (a governed turn's) restrict every query, so stores filter first and rank
     then; a plan's own statuses narrow them further.
     """
-    seam = seam_of(memory)
+    seam = seam_of(store)
 
     def call(sid: str | None, src: str, q: RecallQuery) -> Call:
-        return Call(sid, src, seam.ask(memory, q), seam.aask(memory, q) if asynchronous else None)
+        return Call(sid, src, seam.ask(store, q), seam.aask(store, q) if asynchronous else None)
 
     def default(sid: str | None, n: int) -> RecallQuery:
         return RecallQuery(
@@ -152,7 +152,7 @@ def build_calls(
     only = both_statuses(plan.statuses, statuses)
     calls: list[Call] = []
     # The entity lookup is a store call too: it runs inside the calls, under the deadline.
-    entities = _Entities(memory, query, seam, deadline)
+    entities = _Entities(store, query, seam, deadline)
     for sid in scopes:
         for q in plan.queries:
             if q.source in ("semantic", "lexical"):
@@ -182,5 +182,5 @@ def build_calls(
                     deadline=deadline,
                     profiles=profiles,
                 )
-                calls.append(Call(sid, q.source, seam.ask(memory, rq)))
+                calls.append(Call(sid, q.source, seam.ask(store, rq)))
     return calls

@@ -76,15 +76,15 @@ _IDLE = 16
 _ASYNC_POLL_S = 0.002
 
 
-def slots_of(memory: object) -> int:
-    """How many calls of ``memory`` may run on recall threads at once.
+def slots_of(store: object) -> int:
+    """How many calls of ``store`` may run on recall threads at once.
 
     A store says so with an integer ``recall_slots`` (the built-in stores: about
     what their connections and the cores can serve; more only fight for the
     GIL or a connection); otherwise, and at most, :data:`MAX_RUNNING_PER_STORE`.
     """
     try:
-        n = getattr(memory, "recall_slots", None)
+        n = getattr(store, "recall_slots", None)
     except Exception:  # noqa: BLE001 - a store's attribute must not fail the turn
         n = None
     if isinstance(n, int) and not isinstance(n, bool) and n >= 1:
@@ -92,10 +92,10 @@ def slots_of(memory: object) -> int:
     return MAX_RUNNING_PER_STORE
 
 
-def wait_note(kind: str, waited: float, memory: object = None) -> str:
+def wait_note(kind: str, waited: float, store: object = None) -> str:
     """The event's line for a turn whose deadline passed while it waited (``kind``:
     ``"store"`` for the store's slots, ``"threads"`` for any recall thread)."""
-    return waited_store_note(waited, slots_of(memory)) if kind == "store" else waited_note(waited)
+    return waited_store_note(waited, slots_of(store)) if kind == "store" else waited_note(waited)
 
 
 class _Threads:
@@ -167,9 +167,9 @@ def _submit(job: Job, run: Callable[[], None], until: float, t0: float) -> None:
 
 
 def hand_off(
-    memory: Memory, work: Callable[[], None], deadline: float, *, grace: float = 0.0
+    store: Memory, work: Callable[[], None], deadline: float, *, grace: float = 0.0
 ) -> bool:
-    """Run ``work`` (the calls to ``memory``) on a recall thread and wait up to ``deadline`` s.
+    """Run ``work`` (the calls to ``store``) on a recall thread and wait up to ``deadline`` s.
 
     The wait for a free thread is part of the deadline. ``grace`` is added
     to the final wait only, for stores that stop their own work at the
@@ -180,9 +180,9 @@ def hand_off(
     t0 = time.perf_counter()
     until = t0 + deadline
     try:
-        job = admit(memory, until, slots_of(memory))
+        job = admit(store, until, slots_of(store))
     except Full:
-        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(memory))) from None
+        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(store))) from None
     # A plain lock as the completion flag: acquiring it with a timeout is a
     # single C call, cheaper than an Event's or a Future's condition variable.
     done = threading.Lock()
@@ -203,7 +203,7 @@ def hand_off(
 
 
 async def arun_in_thread(
-    memory: Memory,
+    store: Memory,
     fn: Callable[[], Any],
     until: float | None = None,
     waiting: Callable[[str | None], None] | None = None,
@@ -219,9 +219,9 @@ async def arun_in_thread(
     """
     t0 = time.perf_counter()
     try:
-        job = await aadmit(memory, until, slots_of(memory), waiting)
+        job = await aadmit(store, until, slots_of(store), waiting)
     except Full:
-        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(memory))) from None
+        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(store))) from None
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
 

@@ -126,7 +126,7 @@ def _drive(steps: Steps) -> None:
 
 
 def _work(
-    memory: Memory, seam: Seam, calls: list[Call], res: Results, until: float | None
+    store: Memory, seam: Seam, calls: list[Call], res: Results, until: float | None
 ) -> Callable[[], None]:
     """The whole recall of a render as one piece of work, for this thread or a recall thread.
 
@@ -135,7 +135,7 @@ def _work(
     """
     if until is None or not seam.interrupts:
         return lambda: _drive(_steps(calls, res))
-    stopper: SupportsInterrupt = memory  # type: ignore[assignment]
+    stopper: SupportsInterrupt = store  # type: ignore[assignment]
 
     def bounded() -> None:
         with stopper.interrupt_at(until):
@@ -144,7 +144,7 @@ def _work(
     return bounded
 
 
-async def _adrive(steps: Steps, memory: Memory, res: Results, until: float | None) -> None:
+async def _adrive(steps: Steps, store: Memory, res: Results, until: float | None) -> None:
     """Run the steps, awaiting each call's awaitable twin, else a recall thread for that call."""
     try:
         call = next(steps)
@@ -154,9 +154,9 @@ async def _adrive(steps: Steps, memory: Memory, res: Results, until: float | Non
                     batch = await call.afn()
                     if _lazy(batch):
                         # Iterated on a recall thread, under the deadline, never on the loop.
-                        batch = await _athread(memory, partial(_materialise, batch), res, until)
+                        batch = await _athread(store, partial(_materialise, batch), res, until)
                 else:
-                    batch = await _athread(memory, partial(_made, call.fn), res, until)
+                    batch = await _athread(store, partial(_made, call.fn), res, until)
             except (Busy, Waited):
                 return
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
@@ -167,14 +167,14 @@ async def _adrive(steps: Steps, memory: Memory, res: Results, until: float | Non
         return
 
 
-async def _athread(memory: Memory, fn: Callable[[], Any], res: Results, until: float | None) -> Any:
+async def _athread(store: Memory, fn: Callable[[], Any], res: Results, until: float | None) -> Any:
     """``fn`` on a recall thread; a turn that could not start one says why (and re-raises)."""
 
     def waiting(kind: str | None) -> None:
         res.waiting = kind
 
     try:
-        return await arun_in_thread(memory, fn, until, waiting)
+        return await arun_in_thread(store, fn, until, waiting)
     except (Busy, Waited) as exc:
         with res.lock:
             res.abandoned = True
@@ -188,7 +188,7 @@ async def _athread(memory: Memory, fn: Callable[[], Any], res: Results, until: f
 
 
 def run_sync(
-    memory: Memory,
+    store: Memory,
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
@@ -201,15 +201,15 @@ def run_sync(
     t0 = time.perf_counter()
     if deadline is not None and until is None:
         until = t0 + deadline
-    seam = seam_of(memory)
-    work = _work(memory, seam, calls, res, until)
-    in_place = seam.interrupts and bool(getattr(memory, "interrupts_in_place", False))
+    seam = seam_of(store)
+    work = _work(store, seam, calls, res, until)
+    in_place = seam.interrupts and bool(getattr(store, "interrupts_in_place", False))
     if deadline is None or until is None or in_place:
         work()
     else:
         try:
             finished = hand_off(
-                memory,
+                store,
                 work,
                 max(0.0, until - time.perf_counter()),
                 grace=GRACE_S if seam.reports_waits else 0.0,
@@ -222,15 +222,15 @@ def run_sync(
             if not finished:
                 with res.lock:
                     res.abandoned = res.timed_out = True
-        _note_stall(memory, res)
+        _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
 
 
-def _note_stall(memory: Memory, res: Results) -> None:
+def _note_stall(store: Memory, res: Results) -> None:
     """Add the store's own account of a recall left waiting (``stall_note``), if any."""
     if not (res.timed_out or res.busy is not None or res.wait is not None):
         return
-    explain = getattr(memory, "stall_note", None)
+    explain = getattr(store, "stall_note", None)
     if not callable(explain):
         return
     try:
@@ -243,7 +243,7 @@ def _note_stall(memory: Memory, res: Results) -> None:
 
 
 async def run_async(
-    memory: Memory,
+    store: Memory,
     calls: list[Call],
     deadline: float | None,
     plan: RecallPlan | None,
@@ -254,18 +254,18 @@ async def run_async(
     t0 = time.perf_counter()
     if deadline is not None and until is None:
         until = t0 + deadline
-    seam = seam_of(memory)
-    if until is not None and _inline(memory, seam):
+    seam = seam_of(store)
+    if until is not None and _inline(store, seam):
         # A store that stops itself at the deadline and has been answering in a
         # few milliseconds: its recall runs here, with no thread hop.
-        _work(memory, seam, calls, res, until)()
-        _note_inline(memory, time.perf_counter() - t0)
+        _work(store, seam, calls, res, until)()
+        _note_inline(store, time.perf_counter() - t0)
         return collect(res, time.perf_counter() - t0, plan, deadline)
     if seam.interrupts or all(c.afn is None for c in calls):
         # One thread hop for the whole recall, not one per call.
-        job: Awaitable[Any] = _athread(memory, _work(memory, seam, calls, res, until), res, until)
+        job: Awaitable[Any] = _athread(store, _work(store, seam, calls, res, until), res, until)
     else:
-        job = _adrive(_steps(calls, res), memory, res, until)
+        job = _adrive(_steps(calls, res), store, res, until)
     task = asyncio.ensure_future(job)
     timeout = None
     if until is not None:
@@ -285,11 +285,11 @@ async def run_async(
         task.add_done_callback(_forget)
         with res.lock:
             if res.waiting is not None:
-                res.wait = wait_note(res.waiting, time.perf_counter() - t0, memory)
+                res.wait = wait_note(res.waiting, time.perf_counter() - t0, store)
             elif res.wait is None and res.busy is None:
                 res.timed_out = True
             res.abandoned = True
-    _note_stall(memory, res)
+    _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
 
 
@@ -303,7 +303,7 @@ INLINE_BACKOFF_S = 30.0
 _inline_state: dict[int, list[float]] = {}
 
 
-def _inline(memory: Memory, seam: Seam) -> bool:
+def _inline(store: Memory, seam: Seam) -> bool:
     """True when an async render may make its recall on the event loop itself.
 
     Only for a store whose calls stop themselves in place at the deadline
@@ -314,14 +314,14 @@ def _inline(memory: Memory, seam: Seam) -> bool:
     single hiccup of a busy machine) send the store's async recalls to recall
     threads for :data:`INLINE_BACKOFF_S`.
     """
-    if not (seam.interrupts and getattr(memory, "interrupts_in_place", False) is True):
+    if not (seam.interrupts and getattr(store, "interrupts_in_place", False) is True):
         return False
-    state = _inline_state.get(id(memory))
+    state = _inline_state.get(id(store))
     return state is None or time.perf_counter() >= state[1]
 
 
-def _note_inline(memory: Memory, took: float) -> None:
-    key = id(memory)
+def _note_inline(store: Memory, took: float) -> None:
+    key = id(store)
     state = _inline_state.get(key)
     if took <= INLINE_MAX_S:
         if state is not None:

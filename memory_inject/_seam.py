@@ -64,17 +64,17 @@ class Seam:
     reports_waits: bool
     mentions: bool = False
 
-    def ask(self, memory: Memory, q: RecallQuery) -> Callable[[], Any]:
+    def ask(self, store: Memory, q: RecallQuery) -> Callable[[], Any]:
         """The call that answers ``q`` (a ``RecallAnswer``, or a raw batch from ``recall``).
 
         The store's method is read now, so a store whose method cannot be read
         fails the render here, named on its event.
         """
         if self.answers:
-            return partial(memory.answer, q)  # type: ignore[attr-defined]
-        recall = memory.recall
+            return partial(store.answer, q)  # type: ignore[attr-defined]
+        recall = store.recall
         if q.filtered or q.mode is not None or q.restricted:
-            return partial(_legacy_where, memory, q, self.filtered)
+            return partial(_legacy_where, store, q, self.filtered)
         return partial(
             recall,
             q.query,
@@ -84,13 +84,13 @@ class Seam:
             until=q.until,  # type: ignore[arg-type]
         )
 
-    def aask(self, memory: Memory, q: RecallQuery) -> Callable[[], Awaitable[Any]] | None:
+    def aask(self, store: Memory, q: RecallQuery) -> Callable[[], Awaitable[Any]] | None:
         """The awaitable twin of :meth:`ask`, or None when the store has none for ``q``."""
         if self.aanswers:
-            return partial(memory.aanswer, q)  # type: ignore[attr-defined]
+            return partial(store.aanswer, q)  # type: ignore[attr-defined]
         if self.async_recall and not q.filtered and q.mode is None and not self.answers:
             return partial(
-                memory.arecall,  # type: ignore[attr-defined]
+                store.arecall,  # type: ignore[attr-defined]
                 q.query,
                 q.limit,
                 session_id=q.session_id,
@@ -100,7 +100,7 @@ class Seam:
         return None
 
 
-def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Any:
+def _legacy_where(store: Memory, q: RecallQuery, filtered: bool) -> Any:
     """A plan's or a governed turn's query on a store without ``answer``.
 
     ``recall_where`` when the store has it, else Python filters over
@@ -109,14 +109,14 @@ def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Any:
     it passed over travel on the answer, as a store's own would.
     """
     only: dict[str, Any] = {} if q.statuses is None else {"statuses": q.statuses}
-    where: Any = getattr(memory, "recall_where", None) if filtered else None
+    where: Any = getattr(store, "recall_where", None) if filtered else None
     fetch: Callable[[int], Sequence[MemoryEntry]]
     if q.filtered:
         field, value = (
             ("entity_id", q.entity_id) if q.entity_id is not None else ("source", q.source)
         )
         if where is None:
-            return _scan(memory, q, field, str(value))
+            return _scan(store, q, field, str(value))
 
         def fetch(n: int) -> Sequence[MemoryEntry]:
             return where(None, n, session_id=q.session_id, **{field: value}, **only)  # type: ignore[no-any-return]
@@ -131,7 +131,7 @@ def _legacy_where(memory: Memory, q: RecallQuery, filtered: bool) -> Any:
     else:
 
         def fetch(n: int) -> Sequence[MemoryEntry]:
-            return memory.recall(q.query, n, session_id=q.session_id)
+            return store.recall(q.query, n, session_id=q.session_id)
 
         keep = keeps(q.statuses, q.profiles)
     if keep is None:
@@ -146,10 +146,10 @@ def _listed(batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
     return [e for e in batch if isinstance(e, MemoryEntry)]
 
 
-def _scan(memory: Memory, q: RecallQuery, field: str, value: str) -> list[MemoryEntry]:
+def _scan(store: Memory, q: RecallQuery, field: str, value: str) -> list[MemoryEntry]:
     """Rows whose ``extra[field]`` holds ``value`` (and of ``q``'s statuses and profiles),
     best confidence first."""
-    rows = memory.recall("*", max(q.limit * 20, 200), session_id=q.session_id)
+    rows = store.recall("*", max(q.limit * 20, 200), session_id=q.session_id)
     keep = keeps(q.statuses, q.profiles)
     hits = []
     for e in rows:
@@ -162,33 +162,33 @@ def _scan(memory: Memory, q: RecallQuery, field: str, value: str) -> list[Memory
     return hits[: q.limit]
 
 
-def _probe(memory: Memory) -> Seam:
+def _probe(store: Memory) -> Seam:
     return Seam(
-        answers=supports(memory, SupportsAnswer),
-        aanswers=supports(memory, SupportsAsyncAnswer),
-        async_recall=supports(memory, SupportsAsyncRecall),
-        filtered=supports(memory, SupportsFilteredRecall),
-        entities=supports(memory, SupportsEntities),
-        mentions=supports(memory, SupportsMentions),
-        interrupts=supports(memory, SupportsInterrupt),
-        reports_waits=getattr(type(memory), "honours_deadline", False) is True,
+        answers=supports(store, SupportsAnswer),
+        aanswers=supports(store, SupportsAsyncAnswer),
+        async_recall=supports(store, SupportsAsyncRecall),
+        filtered=supports(store, SupportsFilteredRecall),
+        entities=supports(store, SupportsEntities),
+        mentions=supports(store, SupportsMentions),
+        interrupts=supports(store, SupportsInterrupt),
+        reports_waits=getattr(type(store), "honours_deadline", False) is True,
     )
 
 
 _SEAMS: weakref.WeakKeyDictionary[Any, Seam] = weakref.WeakKeyDictionary()
 
 
-def seam_of(memory: Memory) -> Seam:
+def seam_of(store: Memory) -> Seam:
     """The store's :class:`Seam`, probed on first use (every use, for a store that
     cannot be weakly referenced or hashed)."""
     try:
-        seam = _SEAMS.get(memory)
+        seam = _SEAMS.get(store)
     except TypeError:
-        return _probe(memory)
+        return _probe(store)
     if seam is None:
-        seam = _probe(memory)
+        seam = _probe(store)
         with contextlib.suppress(TypeError):
-            _SEAMS[memory] = seam
+            _SEAMS[store] = seam
     return seam
 
 

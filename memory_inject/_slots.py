@@ -147,10 +147,10 @@ def stuck_total() -> int:
     return _STUCK.total
 
 
-def stuck_calls(memory: object) -> int:
-    """How many calls to ``memory`` are running past their turn's deadline now."""
+def stuck_calls(store: object) -> int:
+    """How many calls to ``store`` are running past their turn's deadline now."""
     with _lock:
-        return _STUCK.per_store.get(id(memory), 0)
+        return _STUCK.per_store.get(id(store), 0)
 
 
 class Job:
@@ -216,14 +216,14 @@ def _hand_on(key: int) -> None:
         _STUCK.running[key] = running
 
 
-def _claim(memory: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
+def _claim(store: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
     """``(key, slots, None)`` with one of the store's ``slots`` taken, or a waiter queued
     for one (the lock is held).
 
     :class:`Busy` when the store is hung: as many of its calls are stuck past
     their deadline as may be (:data:`MAX_STUCK_PER_STORE`, or all its slots).
     """
-    key = id(memory)
+    key = id(store)
     n = _STUCK.per_store.get(key, 0)
     if n >= min(MAX_STUCK_PER_STORE, slots):
         raise Busy(_store_busy(n))
@@ -234,14 +234,14 @@ def _claim(memory: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
     return key, slots, _Waiter()
 
 
-def admit(memory: Memory, until: float | None, slots: int) -> Job:
-    """A job holding one of ``memory``'s ``slots``, waiting in line for one until ``until``.
+def admit(store: Memory, until: float | None, slots: int) -> Job:
+    """A job holding one of ``store``'s ``slots``, waiting in line for one until ``until``.
 
     :class:`Busy` when the store is hung; :class:`Full` when no slot came
     before ``until``.
     """
     with _lock:
-        key, _slots, waiter = _claim(memory, slots)
+        key, _slots, waiter = _claim(store, slots)
         if waiter is None:
             return Job(key)
         waiter.lock = threading.Lock()
@@ -267,7 +267,7 @@ def _drop_waiter(key: int, waiter: _Waiter) -> None:
 
 
 async def aadmit(
-    memory: Memory,
+    store: Memory,
     until: float | None,
     slots: int,
     waiting: Callable[[str | None], None] | None,
@@ -276,7 +276,7 @@ async def aadmit(
     the loop. Cancelled while it waits, it leaves the line (or passes on a slot it got)."""
     loop = asyncio.get_running_loop()
     with _lock:
-        key, _slots, waiter = _claim(memory, slots)
+        key, _slots, waiter = _claim(store, slots)
         if waiter is None:
             return Job(key)
         waiter.loop, waiter.future = loop, loop.create_future()

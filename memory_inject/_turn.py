@@ -1,9 +1,11 @@
 """The turn's preparation: everything one render knows before it recalls.
 
-Owns :class:`Turn` (built once per render, read by every step) and
-:func:`prepare`, which checks the query, normalises the session scopes once,
-resolves the policy, the profile and the deadline, and builds the store calls
-(``memory_inject._calls``). ``memory_inject.pipeline`` runs what it prepared.
+Owns :class:`TurnInput` (the turn's inputs as one value: origin, query,
+sessions, suppress, turn metadata, source, clock; checked and normalised once,
+when it is built), :class:`Turn` (built once per render, read by every step)
+and :func:`prepare`, which resolves the policy, the profile and the deadline
+and builds the store calls (``memory_inject._calls``).
+``memory_inject.pipeline`` runs what it prepared.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
 
-from attrs import define
+from attrs import define, field, frozen
 
 from memory_inject._calls import STANDING, Call, build_calls
 from memory_inject._recalled import describe
@@ -29,35 +31,37 @@ from memory_inject.stages import governed, recall_restriction
 from memory_inject.standing import standing_fetch
 from memory_inject.trivial import has_query_terms
 
-__all__ = ["Turn", "describe_fault", "prepare"]
+__all__ = ["Turn", "TurnInput", "describe_fault", "prepare", "session_scopes"]
 
 _NO_QUERY_TERMS = "no_query_terms"
 
 
 def _policy(
-    policy: InjectPolicy | None,
-    config: MemoryInjectConfig | None,
-    origin: TurnOrigin | str | None,
-    scopes: tuple[str | None, ...],
+    policy: InjectPolicy | None, config: MemoryInjectConfig | None, inp: TurnInput
 ) -> InjectPolicy:
-    """The turn's policy: the one given, else resolved from ``config`` and ``origin``."""
+    """The turn's policy: the one given (it decided for the input's origin), else resolved
+    from ``config`` and the input's origin."""
     if policy is not None:
-        if config is not None or origin is not None:
+        if config is not None:
             raise TypeError("pass either 'policy' or 'config'/'origin', not both")
         return policy
-    if origin is None:
+    if inp.origin is None:
+        if inp.suppress:
+            return InjectPolicy(False, reason="suppressed", config=direct_policy(config).config)
         return direct_policy(config)
-    return resolve_inject_policy(origin, has_session=has_session(scopes), config=config)
+    return resolve_inject_policy(
+        inp.origin, has_session=has_session(inp.sessions), suppress=inp.suppress, config=config
+    )
 
 
-def _scopes(sessions: Iterable[str | None] | None) -> tuple[str | None, ...]:
-    """The render's session scopes; a wrong shape is the caller's bug, a ``TypeError`` here.
+def session_scopes(sessions: Iterable[str | None] | None) -> tuple[str | None, ...]:
+    """Session ids as a tuple; a wrong shape is the caller's bug, a ``TypeError`` here.
 
-    ``None`` and an empty list are one unscoped recall. A bare string is
-    refused: iterating it would recall one scope per letter.
+    ``None`` is no session. A bare string is refused: iterating it would
+    recall one scope per letter.
     """
     if sessions is None:
-        return (None,)
+        return ()
     if isinstance(sessions, str | bytes):
         raise TypeError(
             f"'sessions' must be a list of session ids, not a {type(sessions).__name__} "
@@ -75,7 +79,44 @@ def _scopes(sessions: Iterable[str | None] | None) -> tuple[str | None, ...]:
             raise TypeError(
                 f"'sessions' items must be str or None (got {type(scope).__name__} at index {i})"
             )
-    return scopes or (None,)
+    return scopes
+
+
+def _query(_: object, __: object, value: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"'query' must be a str (got {type(value).__name__})")
+
+
+def _origin(value: TurnOrigin | str | None) -> TurnOrigin | None:
+    return None if value is None else TurnOrigin(value)
+
+
+@frozen(kw_only=True)
+class TurnInput:
+    """One turn's inputs as one value: what every entry point hands the pipeline.
+
+    ``query`` is the user's text; ``origin`` who started the turn (None: a
+    direct call, injected with the config as given); ``sessions`` the session
+    ids whose memories the turn may see (none: one unscoped recall);
+    ``suppress`` the spawn-site opt-out; ``turn`` the correlation metadata put
+    on the event; ``source`` the calling plugin or agent (a recall plan's
+    ``plugin`` query); ``now`` pins the clock (decay, recency). Checked and
+    normalised once, here: a wrong type is a ``TypeError`` naming the field, an
+    unknown origin a ``ValueError``.
+    """
+
+    query: str = field(validator=_query)
+    origin: TurnOrigin | None = field(default=None, converter=_origin)
+    sessions: tuple[str | None, ...] = field(default=(), converter=session_scopes)
+    suppress: bool = False
+    turn: TurnMeta = field(factory=TurnMeta)
+    source: str | None = None
+    now: datetime | None = None
+
+    @property
+    def scopes(self) -> tuple[str | None, ...]:
+        """The recall's scopes: the sessions, or one unscoped recall when there are none."""
+        return self.sessions or (None,)
 
 
 def describe_fault(exc: BaseException) -> str:
@@ -98,7 +139,7 @@ class Turn:
     on the hot path; nothing assigns to it after ``_prepare``.
     """
 
-    memory: Memory
+    store: Memory
     query: str
     scopes: tuple[str | None, ...]
     policy: InjectPolicy
@@ -132,27 +173,19 @@ class Turn:
 
 
 def prepare(
-    memory: Memory,
-    query: str,
-    sessions: Iterable[str | None] | None,
+    store: Memory,
+    inp: TurnInput,
     policy: InjectPolicy | None,
     config: MemoryInjectConfig | None,
-    origin: TurnOrigin | str | None,
-    turn: TurnMeta | None,
-    now: datetime | None,
-    source: str | None,
     cwd: str | os.PathLike[str] | None,
     profile: ProfileIdentity | str | None,
     *,
     asynchronous: bool = False,
 ) -> Turn:
-    """The turn's :class:`Turn`: the query checked, the scopes normalised, the policy
-    resolved and the store calls built (a store that breaks while they are built is
-    ``failed``, never raised)."""
-    if not isinstance(query, str):
-        raise TypeError(f"'query' must be a str (got {type(query).__name__})")
-    scopes = _scopes(sessions)
-    pol = _policy(policy, config, origin, scopes)
+    """The turn's :class:`Turn`: the policy resolved and the store calls built (a store
+    that breaks while they are built is ``failed``, never raised)."""
+    query, scopes, source, now = inp.query, inp.scopes, inp.source, inp.now
+    pol = _policy(policy, config, inp)
     cfg = pol.config
     plan = plan_for(cfg) if pol.inject else None
     contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
@@ -170,7 +203,7 @@ def prepare(
         statuses, profiles = recall_restriction(cfg, who.profile_id) if who else (None, None)
         rebuild = partial(
             build_calls,
-            memory,
+            store,
             query,
             source=source,
             asynchronous=asynchronous,
@@ -182,15 +215,15 @@ def prepare(
             calls = rebuild(recall_limit_for(cfg), scopes, plan)
         except Exception as exc:  # noqa: BLE001 - e.g. a store whose `recall` raises on access
             failed = f"recall_failed: {describe_fault(exc)}"
-    meta = turn if turn is not None else TurnMeta()
+    meta = inp.turn
     abstained = _NO_QUERY_TERMS if contentless else None
     if pol.inject and cfg.standing.enabled and failed is None:
         # PI's standing context comes whatever the prompt says (contentless too).
         who = who or turn_profile(cfg.governance.profile_id, cwd, profile)
-        calls.append(Call(None, STANDING, standing_fetch(memory, cfg, who.profile_id, now)))
+        calls.append(Call(None, STANDING, standing_fetch(store, cfg, who.profile_id, now)))
         abstained = None
     return Turn(
-        memory,
+        store,
         query,
         scopes,
         pol,

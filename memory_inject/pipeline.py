@@ -31,7 +31,7 @@ from memory_inject._recall import run_async, run_sync
 from memory_inject._recalled import Recalled
 from memory_inject._refill import Withholding
 from memory_inject._text import scrub_credentials, scrubbed_summary
-from memory_inject._turn import Turn, describe_fault, prepare
+from memory_inject._turn import Turn, TurnInput, describe_fault, prepare
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
@@ -41,7 +41,14 @@ from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
 from memory_inject.stages import StageContext, StageTrace, governed, stages_for
 
-__all__ = ["RenderResult", "arender_memory_context", "render_memory_context"]
+__all__ = [
+    "RenderResult",
+    "TurnInput",
+    "arender_memory_context",
+    "arender_turn",
+    "render_memory_context",
+    "render_turn",
+]
 
 _log = logging.getLogger("memory_inject")
 _QUERY_SUMMARY_CHARS = 200
@@ -72,11 +79,11 @@ class RenderResult:
         return isinstance(self.event, MemorySkipped)
 
 
-def _backend_name(memory: Memory) -> str:
+def _backend_name(store: Memory) -> str:
     try:
-        return str(memory.name)
+        return str(store.name)
     except Exception:  # noqa: BLE001 - a broken store must not break the turn
-        return type(memory).__name__
+        return type(store).__name__
 
 
 def _failed(reason: str) -> Recalled:
@@ -91,10 +98,10 @@ def _recall(t: Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        rec = run_sync(t.memory, t.calls, t.deadline, t.plan, t.until)
+        rec = run_sync(t.store, t.calls, t.deadline, t.plan, t.until)
         held = Withholding.of(t, rec)
         while held is not None and (ask := held.ask()) is not None:
-            held.take(run_sync(t.memory, ask[0], t.deadline, ask[1], t.until))
+            held.take(run_sync(t.store, ask[0], t.deadline, ask[1], t.until))
         return rec if held is None else held.result()
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {describe_fault(exc)}")
@@ -107,17 +114,17 @@ async def _arecall(t: Turn) -> Recalled:
     if t.failed is not None:
         return _failed(t.failed)
     try:
-        rec = await run_async(t.memory, t.calls, t.deadline, t.plan, t.until)
+        rec = await run_async(t.store, t.calls, t.deadline, t.plan, t.until)
         held = Withholding.of(t, rec)
         while held is not None and (ask := held.ask()) is not None:
-            held.take(await run_async(t.memory, ask[0], t.deadline, ask[1], t.until))
+            held.take(await run_async(t.store, ask[0], t.deadline, ask[1], t.until))
         return rec if held is None else held.result()
     except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
         return _failed(f"recall_failed: {describe_fault(exc)}")
 
 
 def render_memory_context(
-    memory: Memory,
+    store: Memory,
     query: str,
     *,
     policy: InjectPolicy | None = None,
@@ -132,28 +139,25 @@ def render_memory_context(
 ) -> RenderResult:
     """Recall for each session scope and render one block. Never raises because of the store.
 
-    ``policy`` is the turn's decision (:func:`resolve_inject_policy`), carrying
-    the origin's resolved config; a skip policy renders nothing, touches no
-    store and sends ``memory_skipped``. Instead of a policy, ``config`` and
-    ``origin`` resolve one here (without ``origin``: inject, keep
-    conversation, ``config`` as given). ``now`` pins the clock (decay,
-    recency) for reproducible renders. ``source`` names the calling plugin for
-    a recall plan's ``plugin`` query. ``cwd`` and ``profile`` feed the
-    governance stages (the profile is resolved from ``cwd`` when not given).
-    Sends exactly one signal: ``memory_recall`` or ``memory_skipped``.
+    The keyword form of :func:`render_turn` for direct calls: the turn's
+    inputs (``query``, ``origin``, ``sessions``, ``turn``, ``source``, ``now``)
+    become one :class:`TurnInput`. ``policy`` is the turn's decision
+    (:func:`resolve_inject_policy`), carrying the origin's resolved config; a
+    skip policy renders nothing, touches no store and sends ``memory_skipped``.
+    Instead of a policy, ``config`` and ``origin`` resolve one here (without
+    ``origin``: inject, keep conversation, ``config`` as given). ``now`` pins
+    the clock (decay, recency) for reproducible renders. ``source`` names the
+    calling plugin for a recall plan's ``plugin`` query. ``cwd`` and
+    ``profile`` feed the governance stages (the profile is resolved from
+    ``cwd`` when not given). Sends exactly one signal: ``memory_recall`` or
+    ``memory_skipped``.
     """
-    t = prepare(memory, query, sessions, policy, config, origin, turn, now, source, cwd, profile)
-    if not t.policy.inject:
-        return _skipped(t)
-    recalled = _recall(t)
-    result = _finish(t, recalled)
-    if t.plan is not None and t.plan.track_usage and result.entries:
-        _mark_used(memory, result.entries)
-    return result
+    inp = _input(query, origin, sessions, turn, source, now, policy)
+    return render_turn(store, inp, policy=policy, config=config, cwd=cwd, profile=profile)
 
 
 async def arender_memory_context(
-    memory: Memory,
+    store: Memory,
     query: str,
     *,
     policy: InjectPolicy | None = None,
@@ -167,37 +171,80 @@ async def arender_memory_context(
     profile: ProfileIdentity | str | None = None,
 ) -> RenderResult:
     """The async twin: awaits ``arecall`` (or runs ``recall`` in a thread)."""
-    t = prepare(
-        memory,
-        query,
-        sessions,
-        policy,
-        config,
-        origin,
-        turn,
-        now,
-        source,
-        cwd,
-        profile,
-        asynchronous=True,
+    inp = _input(query, origin, sessions, turn, source, now, policy)
+    return await arender_turn(store, inp, policy=policy, config=config, cwd=cwd, profile=profile)
+
+
+def _input(
+    query: str,
+    origin: TurnOrigin | str | None,
+    sessions: Iterable[str | None] | None,
+    turn: TurnMeta | None,
+    source: str | None,
+    now: datetime | None,
+    policy: InjectPolicy | None,
+) -> TurnInput:
+    if policy is not None and origin is not None:
+        raise TypeError("pass either 'policy' or 'config'/'origin', not both")
+    meta = turn if turn is not None else TurnMeta()
+    return TurnInput(
+        query=query, origin=origin, sessions=sessions, turn=meta, source=source, now=now
     )
+
+
+def render_turn(
+    store: Memory,
+    turn: TurnInput,
+    *,
+    policy: InjectPolicy | None = None,
+    config: MemoryInjectConfig | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
+) -> RenderResult:
+    """Render one turn from its inputs as one value; never raises because of the store.
+
+    ``policy``, ``config``, ``cwd`` and ``profile`` are as for
+    :func:`render_memory_context`; without a policy, ``turn.suppress`` skips
+    with reason ``suppressed``. Sends exactly one signal.
+    """
+    t = prepare(store, turn, policy, config, cwd, profile)
+    if not t.policy.inject:
+        return _skipped(t)
+    recalled = _recall(t)
+    result = _finish(t, recalled)
+    if t.plan is not None and t.plan.track_usage and result.entries:
+        _mark_used(store, result.entries)
+    return result
+
+
+async def arender_turn(
+    store: Memory,
+    turn: TurnInput,
+    *,
+    policy: InjectPolicy | None = None,
+    config: MemoryInjectConfig | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    profile: ProfileIdentity | str | None = None,
+) -> RenderResult:
+    """The async twin of :func:`render_turn`: awaits ``arecall`` (or ``recall`` in a thread)."""
+    t = prepare(store, turn, policy, config, cwd, profile, asynchronous=True)
     if not t.policy.inject:
         return _skipped(t)
     recalled = await _arecall(t)
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         try:
-            await asyncio.to_thread(_mark_used, memory, result.entries)
+            await asyncio.to_thread(_mark_used, store, result.entries)
         except Exception:  # noqa: BLE001 - e.g. no thread to run it in; counters are best-effort
             _log.warning("memory_inject: could not update usage counters", exc_info=True)
     return result
 
 
-def _mark_used(memory: Memory, entries: Sequence[MemoryEntry]) -> None:
+def _mark_used(store: Memory, entries: Sequence[MemoryEntry]) -> None:
     try:
-        if not supports(memory, SupportsUsage):
+        if not supports(store, SupportsUsage):
             return
-        memory.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
+        store.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
     except Exception:  # noqa: BLE001 - usage counters never fail the turn
         _log.warning("memory_inject: could not update usage counters", exc_info=True)
 
@@ -242,7 +289,7 @@ def _skipped(t: Turn) -> RenderResult:
         turn_id=t.meta.turn_id,
         detail=None if t.policy.detail is None else scrub_credentials(t.policy.detail),
     )
-    _send(memory_skipped, t.memory, event)
+    _send(memory_skipped, t.store, event)
     return RenderResult("", (), (), event)
 
 
@@ -309,7 +356,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         query_summary=None if query == "" else scrubbed_summary(query, _QUERY_SUMMARY_CHARS),
         duration=rec.duration,
         num_entries=len(rec.entries),
-        backend=_backend_name(t.memory),
+        backend=_backend_name(t.store),
         success=success,
         channel=t.meta.channel,
         agent_alias=t.meta.agent_alias,
@@ -327,7 +374,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         tokenizer=cfg.budget.tokenizer,
         text=text,
     )
-    _send(memory_recall, t.memory, event)
+    _send(memory_recall, t.store, event)
     return RenderResult(text, rendered, event.trace, event)
 
 

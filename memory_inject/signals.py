@@ -1,7 +1,9 @@
 """The signal catalog (Flask style): what a turn announces.
 
-Exactly one event per call of ``render_memory_context`` (and so per adapter
-turn), sent with ``receiver(sender, event=...)``:
+Exactly one event per render (``render_turn`` or ``render_memory_context``, and
+so per adapter turn), sent with ``receiver(sender, event=...)``. Each signal is
+named after the event it carries (``memory_recall`` sends ``MemoryRecall``,
+``memory_skipped`` sends ``MemorySkipped``); the sender is the store:
 
 - ``memory_recall`` with :class:`MemoryRecall` when the policy said inject:
   also when nothing was recalled, when every recall failed and when a stage

@@ -32,10 +32,10 @@ from memory_inject.storage.sqlite import SQLiteStore
 # type checkers read the folder, which has no such mapping.
 if TYPE_CHECKING:
     from adapters import AgentDirectAdapter
-    from adapters._core import Request
+    from adapters._core import TurnInput
 else:
     from memory_inject.adapters import AgentDirectAdapter
-    from memory_inject.adapters._core import Request
+    from memory_inject.adapters._core import TurnInput
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2026, 3, 11, 9, 0, tzinfo=UTC)
@@ -120,7 +120,7 @@ class TestPluginThroughAdapters:
         """``Request.source`` is the field the adapters fill; it wins over the adapter's."""
         agent = AgentConfig(agent="f", memory=founder_config())
         adapter = AgentDirectAdapter(plugin_store(), agent, source="P01")
-        req = Request(origin="agent_direct", query="draft the weekly status", source="P09")
+        req = TurnInput(origin="agent_direct", query="draft the weekly status", source="P09")
         assert "bullet format for P09" in adapter._serve(req).block
 
 

@@ -47,7 +47,7 @@ MOVED = [
     (
         "memory_inject.adapters._core",
         "memory_inject.adapters._request",
-        ("Injection", "Request", "new_turn_id", "scopes"),
+        ("Injection", "TurnInput", "new_turn_id", "scopes"),
     ),
     ("memory_inject.adapters.loop", "memory_inject.adapters._turns", ("LoopTurn", "current_turn")),
     ("memory_inject.cli", "memory_inject.cli._init", ("defaults_text",)),

@@ -80,7 +80,7 @@ class TestRun:
             ev.sessions,
             ev.dropped.get("chat"),
         )
-        assert turn.memory is store
+        assert turn.store is store
 
     def test_a_job_without_memory_never_touches_the_store(self, store: SQLiteStore) -> None:
         """uses_memory false: no recall, no event, no memory bound to the run."""
@@ -95,7 +95,7 @@ class TestRun:
             aturn = asyncio.run(adapter.arun(job))
         assert Counter() == counting.used
         assert [] == rec.events
-        assert (None, None) == (turn.memory, aturn.memory)
+        assert (None, None) == (turn.store, aturn.store)
         assert ("suppressed", "") == (turn.policy.reason, turn.block)
         assert "[cron:ping Uptime] curl the prod-3 health check" == turn.prompt
 

@@ -337,8 +337,8 @@ class TestRenderBugs:
         def broken(*args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("stage bug")
 
-        monkeypatch.setattr(_core, "render_memory_context", broken)
-        monkeypatch.setattr(_core, "arender_memory_context", broken)
+        monkeypatch.setattr(_core, "render_turn", broken)
+        monkeypatch.setattr(_core, "arender_turn", broken)
         history = [user(QUESTIONS[0])]
         loop = MemoryLoop(store, agent)
         result = call(loop, "inject", history)

@@ -98,7 +98,7 @@ def render(
     console = make_console(stderr=True)
     with opened_store(db, agent_path, create=False) as (store, agent):
         recorder = recorder_for(store)
-        req = _core.Request(
+        req = _core.TurnInput(
             origin=TurnOrigin(origin),
             query=text,
             sessions=tuple(sessions),
