@@ -15,6 +15,10 @@ are rendered against every store:
 * ``offtopic_prompts.txt`` (git, SQL, tax forms, ...: nothing the chats
   cover): the **false-injection rate**, the fraction of (prompt, store) pairs
   whose render injects at least one entry;
+* ``nearmiss_prompts.txt`` (``--nearmiss``; "when is my dentist
+  appointment?", "what did my landlord say about the rent?"): personal
+  questions that share words with a person's chats but that a store of
+  someone else's chats cannot answer: the same false-injection rate, apart;
 * ``contentless_prompts.jsonl`` (``""``, ``"ok"``, ``"👍"``, ...): the same
   rate, reported apart.
 
@@ -53,8 +57,9 @@ start); the output says which method produced the numbers.
 
 Run: ``python benchmarks/relevance.py [--data DIR] [--floors 0,0.1,...]
 [--json out.json] [--exact] [--embedder hashing|sentence-transformers|minilm-onnx]
-[--fusion default|weighted|minmax] [--backend postgres]`` (PostgreSQL: one
-table per store, on a private server unless ``--dsn``).
+[--fusion default|weighted|minmax] [--backend postgres] [--offtopic FILE]
+[--nearmiss FILE] [--layout stream|none|shuffled]`` (PostgreSQL: one table
+per store, on a private server unless ``--dsn``).
 """
 
 from __future__ import annotations
@@ -97,6 +102,8 @@ OFFTOPIC = HERE / "offtopic_prompts.txt"
 #: Written after the default floor was chosen on OFFTOPIC; only ever used to check it.
 HELDOUT = HERE / "offtopic_heldout.txt"
 CONTENTLESS = HERE / "contentless_prompts.jsonl"
+#: Personal questions sharing words with the chats that the chats cannot answer (issue 29).
+NEARMISS = HERE / "nearmiss_prompts.txt"
 DEFAULT_FLOORS = tuple(round(0.05 * i, 2) for i in range(21))
 #: The chain under which a floor can be applied to a floor-0 render's scores (module docstring).
 FILTERABLE_CHAIN = (
@@ -169,13 +176,14 @@ def block_recall(keys: Sequence[str], evidence: Sequence[str]) -> float:
 
 @frozen
 class CurvePoint:
-    """The three numbers of one floor of the operating curve."""
+    """The numbers of one floor of the operating curve."""
 
     floor: float
     block_recall: float
     questions_injected: float
     offtopic_injected: float
     contentless_injected: float
+    nearmiss_injected: float = 0.0
 
 
 def operating_curve(
@@ -183,8 +191,9 @@ def operating_curve(
     offtopic: Sequence[Blocks],
     contentless: Sequence[Blocks],
     floors: Iterable[float],
+    nearmiss: Sequence[Blocks] = (),
 ) -> list[CurvePoint]:
-    """Per floor: mean block recall of ``(blocks, evidence)`` and the three injection rates."""
+    """Per floor: mean block recall of ``(blocks, evidence)`` and the injection rates."""
     return [
         CurvePoint(
             f,
@@ -192,6 +201,7 @@ def operating_curve(
             injection_rate(b[f] for b, _ in questions),
             injection_rate(b[f] for b in offtopic),
             injection_rate(b[f] for b in contentless),
+            injection_rate(b[f] for b in nearmiss),
         )
         for f in floors
     ]
@@ -229,7 +239,7 @@ class SweepMismatchError(Exception):
 class Prompt:
     """One prompt to render against a store, and what the answer should hold."""
 
-    kind: str  # "question", "offtopic" or "contentless"
+    kind: str  # "question", "offtopic", "nearmiss" or "contentless"
     text: str
     evidence: tuple[str, ...] = ()
     category: str = ""
@@ -308,10 +318,12 @@ def measure(
     layout: str = "stream",
     offtopic_file: Path = OFFTOPIC,
     fusion: str = "default",
+    nearmiss_file: Path = NEARMISS,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
     offtopic, contentless = read_offtopic(offtopic_file), read_contentless()
+    nearmiss = read_offtopic(nearmiss_file)
     base = MemoryInjectConfig()
     floors = tuple(sorted({*floors, base.min_relevance_score}))
     sweeper = Sweeper(floors, base, fast=False, verify_every=verify_every)
@@ -319,7 +331,9 @@ def measure(
     method = "filtered" if sweeper.fast else "rendered per floor"
     mismatch: str | None = None
     try:
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion, layout)
+        raw = _run(
+            records, queries, offtopic, contentless, sweeper, embedder, fusion, layout, nearmiss
+        )
     except SweepMismatchError as exc:
         print(
             f"filtered sweep disagreed with a render, rendering per floor: {exc}", file=sys.stderr
@@ -327,8 +341,11 @@ def measure(
         method = "rendered per floor (filtering disagreed with a render: see 'mismatch')"
         mismatch = str(exc)
         sweeper = Sweeper(floors, base, fast=False, verify_every=0)
-        raw = _run(records, queries, offtopic, contentless, sweeper, embedder, fusion, layout)
+        raw = _run(
+            records, queries, offtopic, contentless, sweeper, embedder, fusion, layout, nearmiss
+        )
     rep = _summarise(raw, floors, base, sweeper, method, records, queries, offtopic, contentless)
+    rep["nearmiss_prompts"] = len(nearmiss)
     rep["sweep"]["mismatch"] = mismatch
     return rep
 
@@ -359,6 +376,7 @@ def _run(
     embedder: str,
     fusion_name: str = "default",
     layout: str = "stream",
+    nearmiss: Sequence[str] = (),
 ) -> dict[str, Any]:
     model = make_embedder(embedder)
     # The store's default for that embedder: Fusion() (keyword-only without an
@@ -381,6 +399,7 @@ def _run(
                 if q["conversation"] == conv
             ]
             prompts += [Prompt("offtopic", t) for t in offtopic]
+            prompts += [Prompt("nearmiss", t) for t in nearmiss]
             prompts += [Prompt("contentless", t) for t in contentless]
             try:
                 for p in prompts:
@@ -455,6 +474,7 @@ def _summarise(
         [r["blocks"] for r in by_kind["offtopic"]],
         [r["blocks"] for r in by_kind["contentless"]],
         floors,
+        [r["blocks"] for r in by_kind["nearmiss"]],
     )
     return {
         "stores": len(records),
@@ -471,6 +491,9 @@ def _summarise(
             "offtopic_injected": injection_rate(keys(r) for r in by_kind["offtopic"]),
             "offtopic_renders": len(by_kind["offtopic"]),
             "offtopic_mean_entries": mean(len(r["default"]) for r in by_kind["offtopic"]),
+            "nearmiss_injected": injection_rate(keys(r) for r in by_kind["nearmiss"]),
+            "nearmiss_renders": len(by_kind["nearmiss"]),
+            "nearmiss_mean_entries": mean(len(r["default"]) for r in by_kind["nearmiss"]),
             "contentless_injected": injection_rate(keys(r) for r in by_kind["contentless"]),
             "contentless_renders": len(by_kind["contentless"]),
             "contentless_injecting": {t: n for t, n in contentless_hits.items() if n},
@@ -505,8 +528,10 @@ def print_report(rep: dict[str, Any]) -> None:
     print(
         f"LoCoMo dev ({rep.get('backend', 'sqlite')}): {rep['records']} records in "
         f"{rep['stores']} stores, "
-        f"{rep['questions']} questions; {rep['offtopic_prompts']} off-topic and "
-        f"{rep['contentless_prompts']} contentless prompts, each against every store\n"
+        f"{rep['questions']} questions; {rep['offtopic_prompts']} off-topic, "
+        f"{rep.get('nearmiss_prompts', 0)} near-miss and "
+        f"{rep['contentless_prompts']} contentless prompts, each against every store "
+        f"(layout {rep.get('layout', 'stream')})\n"
     )
     print(
         f"### Default config (min_relevance_score {d['min_relevance_score']}, "
@@ -521,6 +546,11 @@ def print_report(rep: dict[str, Any]) -> None:
         f"(of {d['offtopic_renders']}) |"
     )
     print(f"| off-topic mean entries injected | {d['offtopic_mean_entries']:.2f} |")
+    print(
+        f"| near-miss false-injection rate | {d['nearmiss_injected']:.3f} "
+        f"(of {d['nearmiss_renders']}) |"
+    )
+    print(f"| near-miss mean entries injected | {d['nearmiss_mean_entries']:.2f} |")
     print(
         f"| contentless injection rate | {d['contentless_injected']:.3f} "
         f"(of {d['contentless_renders']}) |"
@@ -541,13 +571,14 @@ def print_report(rep: dict[str, Any]) -> None:
     print("\n### Operating curve (min_relevance_score swept, everything else default)\n")
     print(
         "| floor | block recall | questions with a block | off-topic false injection "
-        "| contentless injection |\n|---:|---:|---:|---:|---:|"
+        "| near-miss false injection | contentless injection |\n|---:|---:|---:|---:|---:|---:|"
     )
     for p in rep["curve"]:
         mark = " (default)" if p["floor"] == d["min_relevance_score"] else ""
         print(
             f"| {p['floor']:.2f}{mark} | {p['block_recall']:.3f} | {p['questions_injected']:.3f} "
-            f"| {p['offtopic_injected']:.3f} | {p['contentless_injected']:.3f} |"
+            f"| {p['offtopic_injected']:.3f} | {p['nearmiss_injected']:.3f} "
+            f"| {p['contentless_injected']:.3f} |"
         )
     inj = d["contentless_injecting"]
     stores = rep["stores"]
@@ -601,6 +632,7 @@ def main() -> None:
         "ids, or one session in random order (context expansion fed unrelated neighbours)",
     )
     ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
+    ap.add_argument("--nearmiss", type=Path, default=NEARMISS, help="near-miss prompts file")
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", default=None, help="postgres: an existing server (default: private)")
     args = ap.parse_args()
@@ -615,6 +647,7 @@ def main() -> None:
             layout=args.layout,
             offtopic_file=args.offtopic,
             fusion=args.fusion,
+            nearmiss_file=args.nearmiss,
         )
     rep["backend"] = args.backend
     rep["layout"] = args.layout
