@@ -14,7 +14,10 @@ import asyncio
 import inspect
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -147,6 +150,50 @@ class TestAclose:
         with pytest.raises(StorageError):
             opened.count()
         assert (True, 1) == (opened._engine.connections.pool.closed, opened.closes)
+
+
+class TestLoopShutdown:
+    def test_the_loops_pool_is_closed_when_asyncio_run_ends(self, store: PostgresStore) -> None:
+        """A render's ``asyncio.run`` that never called ``aclose`` still closes the async pool
+        it opened: its shutdown cancels the pool's closer, which closes the pool (a worker that
+        lost its cancellation then stops too, instead of holding the shutdown for ever)."""
+        store.store("k", "the deploy runbook")
+
+        async def run() -> tuple[Any, list[str]]:
+            keys = [e.key for e in await store.arecall("deploy runbook", 3)]
+            return await store._engine.connections.async_pool(), keys
+
+        pool, keys = asyncio.run(run())
+        assert (["k"], True) == (keys, pool.closed)
+        assert ["k"] == [e.key for e in asyncio.run(store.arecall("deploy runbook", 3))]
+
+    def test_renders_abandoned_at_their_deadline_never_hang_the_loops_shutdown(
+        self, db: str, tmp_path: Path
+    ) -> None:
+        """Many ``asyncio.run`` renders whose recall is abandoned at a 3-10 ms deadline, in a
+        child process with a time limit: before the closer, one of 100 hung at shutdown."""
+        script = tmp_path / "renders.py"
+        script.write_text(
+            "import asyncio, sys\n"
+            "from memory_inject import MemoryInjectConfig, arender_memory_context\n"
+            "from memory_inject.storage.postgres import PostgresStore\n"
+            "store = PostgresStore(sys.argv[1])\n"
+            "store.store('deploy_target', 'Production deploys go to prod-3.', 'core')\n"
+            "for i in range(60):\n"
+            "    cfg = MemoryInjectConfig(deadline_ms=3 + i % 8)\n"
+            "    asyncio.run(arender_memory_context(store, 'where do deploys go?', config=cfg))\n"
+            "store.close()\n"
+            "print('done')\n",
+            encoding="utf-8",
+        )
+        done = subprocess.run(
+            [sys.executable, str(script), db],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert (0, "done") == (done.returncode, done.stdout.strip()), done.stderr[-2000:]
 
 
 class TestWriteCount:

@@ -31,13 +31,18 @@ from memory_inject.exceptions import (
     StoreMissingError,
 )
 from memory_inject.storage._base import check_open
+from memory_inject.storage.postgres.loop_pools import (
+    cancel_closer,
+    close_async_pool,
+    close_at_shutdown,
+    keep,
+)
 from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = [
     "PostgresConnections",
     "Steps",
-    "close_async_pool",
     "rowcount_of",
     "rows_of",
     "session_options",
@@ -128,27 +133,6 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def close_async_pool(pool: AsyncConnectionPool[Any], loop: asyncio.AbstractEventLoop) -> None:
-    """Close an async pool from outside its loop, as well as that loop's state allows."""
-    if loop.is_closed():
-        return  # its workers died with the loop; its connections close when collected
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        task = loop.create_task(pool.close())
-        _PENDING.add(task)
-        task.add_done_callback(_PENDING.discard)
-    elif loop.is_running():  # in another thread: ask it, without blocking this one
-        asyncio.run_coroutine_threadsafe(pool.close(), loop)
-    elif running is None:
-        loop.run_until_complete(pool.close())
-
-
-_PENDING: set[asyncio.Task[None]] = set()
-
-
 class PostgresConnections:
     """How the engine talks to the server: its pools, their lifecycle, the drivers.
 
@@ -177,6 +161,7 @@ class PostgresConnections:
         self.closed = False
         self._apool: AsyncConnectionPool[Any] | None = None
         self._aloop: asyncio.AbstractEventLoop | None = None
+        self._aguard: asyncio.Task[None] | None = None
         self._alock = threading.Lock()
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
@@ -197,8 +182,10 @@ class PostgresConnections:
         self.pool.close()
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+            guard, self._aguard = self._aguard, None
         if apool is not None and loop is not None:
             close_async_pool(apool, loop)
+        cancel_closer(guard)
 
     async def aclose_pool(self) -> None:
         """Close the async pool, awaiting its close on the loop ``arecall`` opened it on.
@@ -208,11 +195,13 @@ class PostgresConnections:
         """
         with self._alock:
             apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
+            guard, self._aguard = self._aguard, None
         if apool is not None:
             if loop is asyncio.get_running_loop():
                 await apool.close()
             elif loop is not None:
                 close_async_pool(apool, loop)
+        cancel_closer(guard)
 
     # -- the drivers --------------------------------------------------------------
 
@@ -353,6 +342,12 @@ class PostgresConnections:
             # burst of turns lasts as long as the burst. A turn waits for its connection
             # in getconn instead, within its deadline.
             await pool.open()  # a no-op once open
+            if fresh:
+                guard = loop.create_task(close_at_shutdown(pool), name=f"{pool.name}-closer")
+                keep(guard)
+                with self._alock:
+                    stale_guard, self._aguard = self._aguard, guard
+                cancel_closer(stale_guard)
         except BaseException:
             if fresh:
                 with self._alock:
