@@ -1,46 +1,63 @@
-"""Keyword recall by store size: the mirrored index, the FTS5 path and bare FTS5.
+"""Keyword recall by store size, side by side with bare FTS5, in one run.
 
-    python benchmarks/keyword_sizes.py                    # 500 1000 2000 4000 8000 records
-    python benchmarks/keyword_sizes.py 550 4000 --writes  # one write before every query
+    python benchmarks/keyword_sizes.py 1000 10000 30000 100000            # default store
+    python benchmarks/keyword_sizes.py 1000 10000 30000 100000 --layout none
+    python benchmarks/keyword_sizes.py --paths                            # mirror vs FTS5 path
+    python benchmarks/keyword_sizes.py 550 4000 --paths --writes          # a write before each
 
-Where :data:`memory_inject.storage.sqlite.keyword_mirror.MAX_ROWS` comes from. For each
-size, the first ``n`` LoCoMo dev records (every conversation four times over,
-each copy its own session stream, as in ``peers.py``) go into one store,
-asked up to 300 of their conversations' questions once each, top 10, after
-20 warm-up questions. Three contenders on the same file:
+For each size, the first ``n`` LoCoMo dev records (every conversation copied as
+often as needed, each copy keyed ``id#i``, as in ``peers.py``) go into one
+store, written as chat session streams (``--layout stream``: each copy its own
+session, so each record's index row holds its two predecessors) or as facts
+without a session (``--layout none``, what ``remember()`` and the CLI write),
+and are asked up to 300 of their conversations' questions, top 10, after 20
+warm-up questions. The contenders run alternately ``--reps`` times, the
+library's on a store opened afresh each time with the process's tokenised
+words forgotten (every question is new to it); the table shows the median of
+their per-repetition p50 / p99 and the ratio to bare FTS5.
 
-* ``mirror``: ``SQLiteStore.recall`` with the mirrored index forced on at any
-  size (``KeywordMirror(after=1, max_rows=huge)``); ``build`` is its first
-  recall, the one that reads every row's id, length and scope;
-* ``fts5 path``: the same store with the mirror off;
+* ``library``: ``SQLiteStore.recall`` with default settings (the mirrored
+  index where it applies by default, :data:`~memory_inject.storage.sqlite.keyword_mirror.MAX_ROWS`);
 * ``bare FTS5``: one ``fts5(content)`` table, ``ORDER BY bm25(fts) LIMIT 10``
   with the library's OR query (no scoring, no row fetch), as in ``peers.py``.
 
-``--writes`` stores one memory (in the asked conversation's session) before
-each timed query of the library's contenders: the cost of the recall after a
-write, as an agent that remembers every turn sees it. The data is CC BY-NC
-and is read from ``../shared/data/locomo-dev``, never copied here.
+``--paths`` adds the two keyword paths at any size (where ``MAX_ROWS`` comes
+from): ``mirror``, the mirrored index forced on (``KeywordMirror(after=1,
+max_rows=huge)``, its first recall's ``build`` time shown), and ``fts5 path``,
+the mirror off. ``--optimize`` merges the store's FTS5 index into one segment
+after the import (the bare table, written in one transaction, has one; the
+store's import commits every 1,000 records). ``--writes`` stores one memory (in
+the asked conversation's session) before each timed query of the library's
+contenders: the cost of the recall after a write, as an agent that remembers
+every turn sees it. The data is CC BY-NC and is read from
+``../shared/data/locomo-dev``, never copied here.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import json
+import math
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo_data import DEFAULT_DATA, load
-from benchmarks.peers import _content, as_jsonl, copies
+from benchmarks.peers import _content, copies
 from memory_inject.storage import Fusion, SQLiteStore
 from memory_inject.storage.fusion import build_fts_query
+from memory_inject.storage.sqlite import keyword_terms as _terms
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
+
+LAYOUTS = ("stream", "none")
 
 
 def _p(times: list[float], q: float) -> float:
@@ -62,84 +79,159 @@ def _run(
     return times
 
 
+def as_jsonl(rows: Sequence[dict[str, Any]], layout: str) -> io.StringIO:
+    """The records as the store's JSONL import reads them: ``core``, one session per stream
+    (``layout`` ``"stream"``) or no session (``"none"``)."""
+    lines = [
+        json.dumps(
+            {
+                "key": r["id"],
+                "content": _content(r),
+                "category": "core",
+                "timestamp": r["timestamp"] + "Z",
+                "session_id": r["conversation"] if layout == "stream" else None,
+            }
+        )
+        for r in rows
+    ]
+    return io.StringIO("\n".join(lines) + "\n")
+
+
+def _bare(path: Path, rows: list[dict[str, Any]]) -> sqlite3.Connection:
+    bare = sqlite3.connect(path, isolation_level=None)
+    bare.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='porter unicode61')")
+    bare.execute("BEGIN")
+    bare.executemany(
+        "INSERT INTO fts(rowid, content) VALUES (?, ?)",
+        [(i + 1, _content(r)) for i, r in enumerate(rows)],
+    )
+    bare.execute("COMMIT")
+    return bare
+
+
+_BARE_SQL = "SELECT rowid, content FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10"
+
+
 def measure(
-    tmp: Path, rows: list[dict[str, Any]], questions: list[str], writes: bool
+    tmp: Path,
+    rows: list[dict[str, Any]],
+    questions: list[str],
+    *,
+    writes: bool,
+    layout: str,
+    paths: bool,
+    reps: int,
+    optimize: bool = False,
 ) -> dict[str, Any]:
-    """p50 / p99 per contender and the mirror's build time, for one store of ``rows``."""
+    """Per contender, the per-repetition latencies (ms); ``build``: the forced mirror's.
+
+    Each repetition of a library contender opens the store afresh and forgets
+    the process's tokenised words, so no question is ever asked of warm caches
+    twice (the bare FTS5 table has none).
+    """
     n = len(rows)
-    db = tmp / f"lib-{n}-{int(writes)}.db"
+    db = tmp / f"lib-{n}-{layout}-{int(writes)}.db"
+    with SQLiteStore(db, synchronous="OFF") as loader:
+        loader.import_jsonl(as_jsonl(rows, layout))
+    if optimize:  # one b-tree per index, as the bare table has (an experiment, not the store's)
+        with sqlite3.connect(db, isolation_level=None) as conn:
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
     out: dict[str, Any] = {}
-    with SQLiteStore(db, fusion=Fusion(), synchronous="OFF") as mirrored:
-        mirrored.import_jsonl(as_jsonl(rows))
-        mirrored._engine._mirror = KeywordMirror(after=1, max_rows=10**9)
+    bare = _bare(tmp / f"bare-{n}-{int(writes)}.db", rows)
+    session = rows[0]["conversation"] if layout == "stream" else None
+
+    def opened(name: str) -> SQLiteStore:
+        _terms._cached_tokens.cache_clear()
+        if name == "library":
+            return SQLiteStore(db)
+        store = SQLiteStore(db, fusion=Fusion(), synchronous="OFF")
+        if name == "fts5 path":
+            store._engine._mirror = None
+            return store
+        store._engine._mirror = KeywordMirror(after=1, max_rows=10**9)
         t = time.perf_counter()
-        mirrored.recall("hello", 10)
+        store.recall("hello", 10)
         out["build"] = (time.perf_counter() - t) * 1000.0
-        with SQLiteStore(db, fusion=Fusion(), synchronous="OFF") as plain:
-            plain._engine._mirror = None
-            for name, store in (("mirror", mirrored), ("fts5 path", plain)):
+        return store
 
-                def before(i: int, store: SQLiteStore = store, name: str = name) -> None:
-                    if writes:
-                        store.store(
-                            f"w-{name}-{i}",
-                            f"note {i} about the day",
-                            "core",
-                            session_id=rows[0]["conversation"],
-                        )
+    def contender(name: str) -> list[float]:
+        if name == "bare FTS5":
+            return _run(
+                lambda q: bare.execute(_BARE_SQL, (build_fts_query(q) or '"-"',)).fetchall(),
+                questions,
+                lambda i: None,
+            )
+        with opened(name) as store:
 
-                out[name] = _run(lambda q, s=store: s.recall(q, 10), questions, before)
-    bare = sqlite3.connect(tmp / f"bare-{n}-{int(writes)}.db", isolation_level=None)
+            def before(i: int) -> None:
+                if writes:
+                    key = f"w-{name}-{i}-{time.perf_counter_ns()}"
+                    store.store(key, f"note {i} about the day", "core", session_id=session)
+
+            return _run(lambda q: store.recall(q, 10), questions, before)
+
+    names = ["library", *(["mirror", "fts5 path"] if paths else []), "bare FTS5"]
     try:
-        bare.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='porter unicode61')")
-        bare.execute("BEGIN")
-        bare.executemany(
-            "INSERT INTO fts(rowid, content) VALUES (?, ?)",
-            [(i + 1, _content(r)) for i, r in enumerate(rows)],
-        )
-        bare.execute("COMMIT")
-        sql = "SELECT rowid, content FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10"
-        out["bare FTS5"] = _run(
-            lambda q: bare.execute(sql, (build_fts_query(q) or '"-"',)).fetchall(),
-            questions,
-            lambda i: None,
-        )
+        for rep in range(reps):
+            for name in names if rep % 2 == 0 else reversed(names):
+                out.setdefault(name, []).append(contender(name))
     finally:
         bare.close()
     return out
 
 
 def main() -> None:
+    """Print one Markdown row per size (see the module docstring)."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("sizes", nargs="*", type=int, default=[500, 1000, 2000, 4000, 8000])
+    parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10000, 30000, 100000])
     parser.add_argument("--writes", action="store_true", help="one write before every query")
+    parser.add_argument("--layout", choices=LAYOUTS, default="stream")
+    parser.add_argument("--paths", action="store_true", help="add the mirror and the FTS5 path")
+    parser.add_argument("--reps", type=int, default=3, help="alternating repetitions")
+    parser.add_argument(
+        "--optimize", action="store_true", help="merge the store's FTS5 segments after the import"
+    )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     args = parser.parse_args()
     records, queries = load(args.data)
-    every = copies(records, 4)
-    print(f"sqlite {sqlite3.sqlite_version}, top 10, writes: {args.writes}\n")
+    per_copy = sum(map(len, records.values()))
+    every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
+    names = ["library", *(["mirror", "fts5 path"] if args.paths else []), "bare FTS5"]
     print(
-        "| records | build (ms) | mirror p50 / p99 | FTS5 path p50 / p99 "
-        "| bare FTS5 p50 / p99 | mirror vs bare | FTS5 path vs bare |"
+        f"sqlite {sqlite3.sqlite_version}, top 10, layout: {args.layout}, "
+        f"writes: {args.writes}, optimize: {args.optimize}, {args.reps} reps "
+        "(median of per-rep p50 / p99, ms)\n"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| records |"
+        + (" build (ms) |" if args.paths else "")
+        + "".join(f" {k} p50 / p99 |" for k in names)
+        + "".join(f" {k} vs bare |" for k in names[:-1])
+    )
+    print("|---:|" + "---:|" * (int(args.paths) + 2 * len(names) - 1))
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             rows = every[:n]
             convs = {r["conversation"].split("#")[0] for r in rows}
             questions = [q["question"] for q in queries if q["conversation"] in convs][:300]
-            got = measure(Path(tmp), rows, questions, args.writes)
-            p50 = {k: statistics.median(v) for k, v in got.items() if k != "build"}
-            cells = " | ".join(
-                f"{p50[k]:.2f} / {_p(got[k], 0.99):.2f}"
-                for k in ("mirror", "fts5 path", "bare FTS5")
+            got = measure(
+                Path(tmp),
+                rows,
+                questions,
+                writes=args.writes,
+                layout=args.layout,
+                paths=args.paths,
+                reps=args.reps,
+                optimize=args.optimize,
             )
-            print(
-                f"| {n:,} | {got['build']:.0f} | {cells} | {p50['mirror'] / p50['bare FTS5']:.2f}x "
-                f"| {p50['fts5 path'] / p50['bare FTS5']:.2f}x |"
-            )
+            p50 = {k: statistics.median(statistics.median(t) for t in got[k]) for k in names}
+            p99 = {k: statistics.median(_p(t, 0.99) for t in got[k]) for k in names}
+            cells = "".join(f" {p50[k]:.2f} / {p99[k]:.2f} |" for k in names)
+            ratios = "".join(f" {p50[k] / p50['bare FTS5']:.2f}x |" for k in names[:-1])
+            build = f" {got['build']:.0f} |" if args.paths else ""
+            print(f"| {n:,} |{build}{cells}{ratios}", flush=True)
 
 
 if __name__ == "__main__":

@@ -80,7 +80,23 @@ def import_jsonl(
         done += _import_batch(store, batch, lines)
         if progress is not None:
             progress(done)
+    if done > batch_size:
+        _merge_keyword_index(store)
     return done
+
+
+def _merge_keyword_index(store: SQLiteStore) -> None:
+    """Merge the keyword index's segments into one after an import of several batches.
+
+    Each committed batch leaves FTS5 a segment of its own (7 to 16 after a
+    10k import), and every keyword query reads them all: merged, a 10k store
+    answered about 10% faster (issue 29). Hits and scores cannot change.
+    """
+
+    def op(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('optimize')")
+
+    store._engine.write(op, "import")
 
 
 def _import_batch(store: SQLiteStore, batch: list[MemoryRecord], lines: Sequence[int]) -> int:

@@ -11,13 +11,12 @@ reads it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
 from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_WEIGHTS, K1, B
-from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, instance_counts, tokens_of
+from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
 
 __all__ = [
     "SCOPE_COL",
@@ -47,6 +46,7 @@ class MirrorIndex:
 
     __slots__ = (
         "_scopes",
+        "_shares",
         "held",
         "ids",
         "loaded",
@@ -68,6 +68,8 @@ class MirrorIndex:
         self.held = 0  # postings held, every token
         self.loaded: dict[int, set[str]] = {}
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
+        # Each loaded token's bm25() term per row, while no row and no posting changes.
+        self._shares: dict[str, dict[int, float]] = {}
 
     def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
         """The rows whose ``ctx_scope`` holds one of ``scope_tokens`` (cached, kept current)."""
@@ -80,8 +82,37 @@ class MirrorIndex:
             cached = self._scopes[scope_tokens] = (wanted, rows)
         return cached[1]
 
+    def shares(self, token: str) -> dict[int, float]:
+        """``{rid: token's term of bm25()}`` for every row holding ``token`` (cached).
+
+        The term FTS5's ``fts5Bm25Function`` adds for the token's phrase: its idf
+        over every row times the row's weighted count over its length part, in
+        the same operations and order, so the sum over a query's phrases is
+        FTS5's to the bit. A changed row forgets every token's terms (the
+        idf, the lengths and the average move), a reloaded token its own, and
+        dropped postings theirs: at most one number per posting held.
+        """
+        cached = self._shares.get(token)
+        if cached is not None:
+            return cached
+        posting = self.postings.get(token)
+        if not posting:
+            return {}
+        n = len(self.ids)
+        size = self.size
+        avgdl = self.total / n if n else 1.0
+        idf = fts5_idf(n, len(posting))
+        cached = {
+            # bm25()'s length part is K1 * (1 - B + B * D / avgdl).
+            rid: idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * size[rid] / avgdl)))
+            for rid, (f, _) in posting.items()
+        }
+        self._shares[token] = cached
+        return cached
+
     def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
         """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
+        self._shares.clear()
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
@@ -90,10 +121,10 @@ class MirrorIndex:
         self.total += size
         self.scope[rid] = scope
 
-    def load(self, token: str, instances: Iterable[tuple[Any, ...]]) -> dict[int, Posting]:
-        """Keep ``token``'s postings from its ``(term, rid, column name)`` instances."""
-        per_row = instance_counts(instances)
-        posting = {rid: posting_of(tokens[token]) for rid, tokens in per_row.items()}
+    def load(self, token: str, per_row: Mapping[int, list[int]]) -> dict[int, Posting]:
+        """Keep ``token``'s postings from its instances per column in each row holding it."""
+        posting = {rid: posting_of(per_col) for rid, per_col in per_row.items()}
+        self._shares.pop(token, None)  # the other tokens' terms do not move
         self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
         for rid in posting:
@@ -115,6 +146,7 @@ class MirrorIndex:
         """Drop row ``rid`` (nothing if it is not held)."""
         if rid not in self.ids:
             return
+        self._shares.clear()
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
@@ -127,6 +159,7 @@ class MirrorIndex:
         """Forget every loaded token's postings (read again as queries ask for them)."""
         self.postings.clear()
         self.loaded.clear()
+        self._shares.clear()
         self.held = 0
 
 
@@ -150,20 +183,17 @@ def bm25_scores(
     every row of the index), so the scores are FTS5's to the bit. With
     ``allowed`` only those rows are scored (what ANDing the scope's MATCH does).
     """
-    n = len(index.ids)
-    size = index.size
-    avgdl = index.total / n if n else 1.0
     scores: dict[int, float] = {}
     get = scores.get
     for token in phrases:
-        posting = index.postings.get(token)
-        if not posting:
-            continue
-        idf = fts5_idf(n, len(posting))
-        for rid, (f, _) in posting.items():
-            if allowed is None or rid in allowed:
-                norm = K1 * (1.0 - B + B * size[rid] / avgdl)  # bm25()'s length part
-                scores[rid] = get(rid, 0.0) + idf * ((f * (K1 + 1.0)) / (f + norm))
+        shares = index.shares(token)
+        if allowed is None:
+            for rid, share in shares.items():
+                scores[rid] = get(rid, 0.0) + share
+        else:
+            for rid, share in shares.items():
+                if rid in allowed:
+                    scores[rid] = get(rid, 0.0) + share
     return scores
 
 

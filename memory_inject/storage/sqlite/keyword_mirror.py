@@ -61,9 +61,12 @@ from memory_inject.storage.sqlite.keyword_index import (
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
+    TermStats,
     corpus_size,
     ensure_vocab,
+    grouped_counts,
     tokens_of,
+    tokens_of_all,
     varints,
 )
 
@@ -103,8 +106,11 @@ _HEAD_AND_VERSION = (
     "(SELECT stamp FROM memories_log ORDER BY seq DESC LIMIT 1), "
     "(SELECT data_version FROM pragma_data_version)"
 )
-#: A token's instances in the store's index (``_build`` creates the vocab table).
-_INSTANCES = "SELECT term, doc, col FROM temp.memories_instances WHERE term = ?"
+#: Tokens' instances per row and column in the store's index (``_hits`` creates the table).
+_INSTANCES = (
+    "SELECT term, doc, col, count(*) FROM temp.memories_instances "
+    "WHERE term IN ({marks}) GROUP BY term, doc, col"
+)
 #: Every indexed column's length in bytes, summed (``m`` is ``memories``).
 _ROW_BYTES = " + ".join(
     f"ifnull(length(CAST(m.{c} AS BLOB)), 0)" for c in FTS_COLUMNS.replace(" ", "").split(",")
@@ -134,6 +140,15 @@ class KeywordMirror:
             self._index = None
             self._seen.clear()
 
+    def too_big(self, conn: sqlite3.Connection, stats: TermStats) -> bool:
+        """True when no mirror is held and the index is past ``max_rows`` rows (``stats``,
+        refreshed on ``conn`` in the recall's snapshot, count them as FTS5 does):
+        :meth:`keyword_hits` would answer None, so the caller asks FTS5 at once."""
+        if self._index is not None:
+            return False
+        stats.refresh(conn)
+        return stats.rows > self.max_rows
+
     def keyword_hits(
         self,
         conn: sqlite3.Connection,
@@ -152,8 +167,7 @@ class KeywordMirror:
         recall's read transaction.
         """
         phrases = []
-        for word, star in words:
-            tokens = tokens_of(word)
+        for (_, star), tokens in zip(words, tokens_of_all([w for w, _ in words]), strict=True):
             if not tokens:
                 continue
             if star or len(tokens) > 1:
@@ -286,8 +300,10 @@ def _hits(
         if len(index.postings) + len(missing) > MAX_TOKENS or index.held + incoming > MAX_POSTINGS:
             index.drop_postings()
             missing = list(dict.fromkeys(phrases))  # this query's held ones went too
+        sql = _INSTANCES.format(marks=", ".join("?" * len(missing)))
+        loaded = grouped_counts(conn.execute(sql, missing))
         for token in missing:
-            index.load(token, conn.execute(_INSTANCES, (token,)))
+            index.load(token, loaded.get(token, {}))
     n = len(index.ids)
     postings = index.postings
     df = [len(postings.get(t, ())) for t in phrases]
@@ -322,9 +338,11 @@ def _pick(
     """
     namespace, scope, params = where
     ids = index.ids
+    # CROSS JOIN: the listed rowids drive the lookups (the planner would otherwise
+    # walk the namespace's whole index and test each row against the list).
     sql = (
-        f"SELECT m.rid, {_ENTRY} FROM memories AS m "  # noqa: S608 - our fragments
-        f"WHERE m.rid IN (SELECT value FROM json_each(?)) AND m.namespace = ? AND {scope}"
+        f"SELECT m.rid, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - our fragments
+        f"CROSS JOIN memories AS m ON m.rid = j.value WHERE m.namespace = ? AND {scope}"
     )
     kept: list[int] = []
     done = 0

@@ -54,7 +54,7 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     coverage_of,
     held_in_long,
 )
-from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of, varints
+from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of, tokens_of_all, varints
 
 __all__ = [
     "HIGHLIGHT_MAX_BYTES",
@@ -88,10 +88,14 @@ HIGHLIGHT_MAX_BYTES = 16_384
 
 
 def marks(limit: int) -> str:
-    """The select list that highlights each text column of at most ``limit`` bytes (-1 else)."""
+    """The select list that highlights each text column of at most ``limit`` bytes (-1 else).
+
+    An empty (NULL) column is highlighted (to NULL), never taken for a long
+    one: asking FTS5 what it holds would cost a statement for nothing.
+    """
     return ", ".join(
-        f"CASE WHEN length(CAST(m.{name} AS BLOB)) <= {int(limit)} "
-        f"THEN highlight(memories_fts, {c}, ?, ?) ELSE -1 END"
+        f"CASE WHEN length(CAST(m.{name} AS BLOB)) > {int(limit)} "
+        f"THEN -1 ELSE highlight(memories_fts, {c}, ?, ?) END"
         for c, name in enumerate(TEXT_COLUMN_NAMES)
     )
 
@@ -123,8 +127,8 @@ def keyword_hits(
     stats.refresh(conn)
     phrases = [
         Phrase(f'"{w}"*' if star else f'"{w}"', ts, star, 0)
-        for w, star in words
-        if (ts := tokens_of(w))
+        for (w, star), ts in zip(words, tokens_of_all([w for w, _ in words]), strict=True)
+        if ts
     ]
     if not phrases:
         return []
@@ -300,6 +304,7 @@ def _highlights(
     )
     out: Marked = {}
     too_long: dict[int, list[int]] = {}  # column -> rowids
+    spans: dict[str, tuple[str, ...]] = {}  # the same words are marked in many rows
     for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
         if rows is not None:
             got = row[1 + TEXT_COLUMNS :]
@@ -312,7 +317,10 @@ def _highlights(
                 too_long.setdefault(c, []).append(rid)
             elif text and _OPEN in text:
                 for span in _SPAN.findall(text):
-                    marked.extend(tokens_of(span))
+                    toks = spans.get(span)
+                    if toks is None:
+                        toks = spans[span] = tokens_of(span)
+                    marked.extend(toks)
             cols.append(marked)
         out[rid] = cols
     if too_long:

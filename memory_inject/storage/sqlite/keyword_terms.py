@@ -28,7 +28,9 @@ __all__ = [
     "TermStats",
     "corpus_size",
     "document_frequencies",
+    "grouped_counts",
     "tokens_of",
+    "tokens_of_all",
     "varints",
 ]
 
@@ -64,19 +66,64 @@ def tokens_of(word: str) -> tuple[str, ...]:
     return _cached_tokens(word)
 
 
+def tokens_of_all(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """:func:`tokens_of` of each word; the cached-size words not seen before are
+    tokenised together first (a new prompt's words cost one round trip, not one each)."""
+    fresh = [w for w in dict.fromkeys(words) if len(w) <= _CACHED_WORD and w not in _seen]
+    if len(fresh) > 1:
+        _prefetched.tokens = dict(zip(fresh, _tokenize_many(fresh), strict=True))
+        try:
+            return [tokens_of(w) for w in words]
+        finally:
+            _prefetched.tokens = None
+    return [tokens_of(w) for w in words]
+
+
+#: The words handed to the cache so far (cleared with it in size): which of a prompt's
+#: words :func:`tokens_of_all` tokenises together. A word the cache has let go since is
+#: simply tokenised alone again.
+_seen: set[str] = set()
+#: This thread's words :func:`tokens_of_all` just tokenised, for :func:`_cached_tokens`.
+_prefetched = threading.local()
+
+
 @functools.lru_cache(maxsize=_CACHED)
 def _cached_tokens(word: str) -> tuple[str, ...]:
+    if len(_seen) >= _CACHED:
+        _seen.clear()
+    _seen.add(word)
+    ready = getattr(_prefetched, "tokens", None)
+    if ready is not None and word in ready:
+        return ready[word]  # type: ignore[no-any-return]
     return _tokenize(word)
+
+
+def _tokenize_many(words: Sequence[str]) -> list[tuple[str, ...]]:
+    """The index tokens of each of ``words``, in one round trip (see :func:`_tokenize`)."""
+    with _tok_lock:
+        conn = _tokenizer()
+        conn.execute("BEGIN")
+        try:
+            conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)", enumerate(words, 1))
+            rows = conn.execute("SELECT doc, term FROM v ORDER BY doc, offset").fetchall()
+        finally:
+            conn.execute("ROLLBACK")
+    out: list[list[str]] = [[] for _ in words]
+    for doc, term in rows:
+        out[int(doc) - 1].append(str(term))
+    return [tuple(t) for t in out]
 
 
 def _tokenize(word: str) -> tuple[str, ...]:
     with _tok_lock:
         conn = _tokenizer()
-        conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (word,))
+        # Rolled back, not deleted: half the cost (FTS5 re-tokenises a deleted row).
+        conn.execute("BEGIN")
         try:
+            conn.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", (word,))
             rows = conn.execute("SELECT term FROM v ORDER BY offset").fetchall()
         finally:
-            conn.execute("DELETE FROM t")
+            conn.execute("ROLLBACK")
     return tuple(str(r[0]) for r in rows)
 
 
@@ -96,6 +143,22 @@ def instance_counts(rows: Iterable[tuple[Any, ...]]) -> RowTokens:
         if per_col is None:
             per_col = per_row[term] = [0] * width
         per_col[_COL[col]] += 1
+    return out
+
+
+def grouped_counts(rows: Iterable[tuple[Any, ...]]) -> dict[str, dict[int, list[int]]]:
+    """``{term: {rid: instances per column}}`` from ``(term, doc, col, instances)`` rows
+    (``fts5vocab`` instance rows grouped by term, doc and column)."""
+    out: dict[str, dict[int, list[int]]] = {}
+    width = len(COLUMN_NAMES)
+    for term, doc, col, n in rows:
+        per_term = out.get(term)
+        if per_term is None:
+            per_term = out[term] = {}
+        per_col = per_term.get(doc)
+        if per_col is None:
+            per_col = per_term[doc] = [0] * width
+        per_col[_COL[col]] += n
     return out
 
 

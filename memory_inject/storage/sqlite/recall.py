@@ -112,7 +112,7 @@ def _run(
                 where = (namespace, scope, params)
                 ranked = None
                 tokens, mirror = run.scope_tokens, run.mirror
-                if mirror is not None:
+                if mirror is not None and not mirror.too_big(conn, stats):
                     try:
                         ranked = mirror.keyword_hits(
                             conn, where, words, limit * 2, scope_tokens=tokens, rows=rows
