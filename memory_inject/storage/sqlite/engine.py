@@ -53,7 +53,8 @@ class SQLiteEngine:
     ``embedder`` embeds the query of a recall (the records' vectors come from
     the store); ``fusion`` says how keyword and vector hits combine (None:
     :func:`~memory_inject.storage.fusion.default_fusion` of the embedder); a
-    session's recall also sees the sessionless rows of ``shared``.
+    session's recall also sees the sessionless rows of ``shared``;
+    ``vector_index`` is :class:`~.vectors.VectorCache`'s ``index``.
     """
 
     def __init__(
@@ -64,13 +65,14 @@ class SQLiteEngine:
         embedder: VectorEmbedder | None,
         fusion: Fusion | None,
         shared: tuple[str, ...],
+        vector_index: str = "auto",
     ) -> None:
         self.connections = connections
         self.namespace = namespace
         self.embedder = embedder
         self._calibration = similarity_calibration(embedder)
         self._fusion = default_fusion(embedder) if fusion is None else fusion
-        self._vectors: VectorCache | None = VectorCache()
+        self._vectors: VectorCache | None = VectorCache(index=vector_index)
         self._mirror: KeywordMirror | None = KeywordMirror()
         self._shared = shared
         self._writes = 0
@@ -248,7 +250,7 @@ class SQLiteEngine:
                     calibration=self._calibration,
                     stats=self.connections.stats_of(conn),
                     vectors=None
-                    if self._vectors is None
+                    if self._vectors is None or query_vec is None
                     else (
                         self._vectors,
                         queries.vector_scope(params[0], session_id, self._shared, since, until),

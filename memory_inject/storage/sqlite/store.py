@@ -40,6 +40,7 @@ from memory_inject.storage.sqlite.connection import (
     _Until,
 )
 from memory_inject.storage.sqlite.engine import SQLiteEngine
+from memory_inject.storage.sqlite.vectors import INDEX_CHOICES
 
 __all__ = ["LOCK_RETRY_DELAY_S", "SQLiteStore"]
 
@@ -76,6 +77,7 @@ class SQLiteStore(PersistentStore):
         synchronous: str = "FULL",
         shared_categories: Sequence[str] = ("core", "daily"),
         readers: int | None = None,
+        vector_index: str = "auto",
     ) -> None:
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
@@ -87,7 +89,11 @@ class SQLiteStore(PersistentStore):
         ``readers`` is how many read connections may be open at once (reads run
         side by side on them; writes are serialised on one more); None: one per
         core, at least 2 and at most 8 (:data:`DEFAULT_READERS`).
-        ``ValueError`` for a bad ``synchronous``, ``namespace`` or ``readers``; the
+        ``vector_index="auto"`` keeps an approximate nearest-neighbour index next to
+        a large namespace's vectors when ``usearch`` is installed (the ``ann``
+        extra; :mod:`.vector_ann`), ``"exact"`` always scans them.
+        ``ValueError`` for a bad ``synchronous``, ``namespace``, ``readers`` or
+        ``vector_index``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a
         database, not ours or newer than this library.
         """
@@ -97,6 +103,9 @@ class SQLiteStore(PersistentStore):
             readers = DEFAULT_READERS
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
             raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
+        if vector_index not in INDEX_CHOICES:
+            choices = INDEX_CHOICES
+            raise ValueError(f"'vector_index' must be one of {choices} (got {vector_index!r})")
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
         self._name = name
@@ -113,6 +122,7 @@ class SQLiteStore(PersistentStore):
             embedder=embedder,
             fusion=fusion,
             shared=shared,
+            vector_index=vector_index,
         )
 
     def __repr__(self) -> str:

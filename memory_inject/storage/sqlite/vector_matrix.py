@@ -3,7 +3,8 @@
 :class:`VectorMatrix` is what :class:`~.vectors.VectorCache` keeps per
 namespace and vector size; :class:`VectorScope` says which rows a recall may
 return, with the rules of the store's SQL scope, applied to the matrix's
-scope columns in numpy.
+scope columns in numpy. A matrix also says which of its slots changed
+(``touched``) to an approximate index kept next to it (:mod:`.vector_ann`).
 """
 
 from __future__ import annotations
@@ -46,8 +47,11 @@ class VectorMatrix:
     Rows sit in slots; a row that changes or goes is dropped from its slot
     (``live`` false, vector zeroed) and a changed row that is still in the
     namespace takes a free slot, so a write costs the changed rows, not a new
-    matrix. Sessions and categories are kept as integer codes of the exact
-    strings (numpy text arrays drop trailing NULs, which would let a session
+    matrix. ``touched`` is None until an index next to the matrix asks to
+    follow it; then every slot a patch drops or fills is added to it until the
+    index has taken it (:meth:`.vector_ann.AnnIndex.sync`). Sessions and
+    categories are kept as integer codes of the exact strings (numpy text
+    arrays drop trailing NULs, which would let a session
     ``"alice\\x00"`` match ``"alice"``). ``seq`` is the ``memories_log``
     position the matrix is current at.
     """
@@ -72,6 +76,7 @@ class VectorMatrix:
         "session",
         "superseded",
         "timestamp",
+        "touched",
     )
 
     def __init__(self, rows: list[Any], dim: int, seq: LogPosition) -> None:
@@ -87,6 +92,7 @@ class VectorMatrix:
         self.position = {key: i for i, key in enumerate(self.ids) if key is not None}
         self.by_rid = {rid: i for i, rid in enumerate(self.rids)}
         self.free: list[int] = []
+        self.touched: set[int] | None = None
         if rows:
             raw = _np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(self.n, dim)
             finite = _np.isfinite(raw).all(axis=1)
@@ -118,25 +124,55 @@ class VectorMatrix:
             return 0
         return int((self.nonfinite & self.in_scope(scope)).sum())
 
-    def in_scope(self, scope: VectorScope) -> Any:
-        """True for the slots whose scope columns ``scope`` keeps, live or not."""
+    def in_scope(self, scope: VectorScope, rows: Any = None) -> Any:
+        """True for the slots whose scope columns ``scope`` keeps, live or not; with
+        ``rows`` (an array of slots), for those slots only, in their order."""
         _np = numpy_or_none()
-        keep = ~self.superseded & ((self.expires == "") | (self.expires > scope.now))
+
+        def col(a: Any) -> Any:
+            return a if rows is None else a[rows]
+
+        expires = col(self.expires)
+        keep = ~col(self.superseded) & ((expires == "") | (expires > scope.now))
         if scope.session_id is not None:
             code = self.codes.get(scope.session_id)
+            has_session = col(self.has_session)
             if code is None:
-                mine = _np.zeros(self.n, dtype=bool)
+                mine = _np.zeros(len(keep), dtype=bool)
             else:
-                mine = self.has_session & (self.session == code)
+                mine = has_session & (col(self.session) == code)
             shared = [self.codes[c] for c in scope.shared if c in self.codes]
             if shared:
-                mine |= ~self.has_session & _np.isin(self.category, shared)
+                mine |= ~has_session & _np.isin(col(self.category), shared)
             keep &= mine
         if scope.since is not None:
-            keep &= self.timestamp >= scope.since
+            keep &= col(self.timestamp) >= scope.since
         if scope.until is not None:
-            keep &= self.timestamp <= scope.until
+            keep &= col(self.timestamp) <= scope.until
         return keep
+
+    def session_rows(self, scope: VectorScope) -> Any:
+        """The live slots a session scope may keep (its session's rows and the
+        sessionless rows of its shared categories), before expiry and time bounds;
+        every live slot for a scope without a session. Integer compares only: the
+        text columns are read just for the rows found."""
+        _np = numpy_or_none()
+        if scope.session_id is None:
+            return _np.flatnonzero(self.live)
+        picked = []
+        code = self.codes.get(scope.session_id)
+        if code is not None:
+            found = _np.flatnonzero(self.session == code)
+            picked.append(found[self.has_session[found]])
+        for name in scope.shared:
+            shared = self.codes.get(name)
+            if shared is not None:
+                found = _np.flatnonzero(self.category == shared)
+                picked.append(found[~self.has_session[found]])
+        if not picked:
+            return _np.zeros(0, dtype=_np.int64)
+        rows = _np.unique(_np.concatenate(picked))
+        return rows[self.live[rows]]
 
     def patch(self, rows: list[Any], rids: Sequence[int], namespace: str, seq: LogPosition) -> None:
         """Apply the changed rows: ``rows`` are what ``rids`` now hold (``MATRIX_ROW``,
@@ -157,6 +193,8 @@ class VectorMatrix:
         self.gen += 1
 
     def _drop(self, slot: int) -> None:
+        if self.touched is not None:
+            self.touched.add(slot)
         self.live[slot] = False
         self.nonfinite[slot] = False
         self.matrix[slot] = 0.0
@@ -173,6 +211,8 @@ class VectorMatrix:
         if not self.free:
             self._grow()
         slot = self.free.pop()
+        if self.touched is not None:
+            self.touched.add(slot)
         raw = _np.frombuffer(r[2], dtype="<f4").reshape(1, self.dim)
         finite = bool(_np.isfinite(raw).all())
         self.matrix[slot] = unit_rows(raw)[0] if finite else 0.0

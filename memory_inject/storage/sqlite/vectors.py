@@ -33,7 +33,15 @@ The scope is applied to those columns in numpy (:class:`VectorScope`, the
 same rules as the store's SQL scope; a test holds the two together). The
 matrix itself (slots, patches, the scope mask) is :mod:`.vector_matrix`'s;
 the change log's reads are :mod:`.changes`'. This module owns the cache and
-a query's scores over it.
+a query's exact scores over it.
+
+Past :data:`~.vector_ann.ANN_THRESHOLD` rows, with ``usearch`` installed (the
+``ann`` extra) and ``index="auto"``, the cache keeps an HNSW graph next to a
+matrix (:mod:`.vector_ann`) and a broad scope's nearest rows come from it; a
+narrow scope (a session's rows) is scored exactly over its own rows only.
+The matrix is then kept up to :data:`ANN_MAX_BYTES` instead of
+:data:`MAX_MATRIX_BYTES`: a 1M-row namespace read from the file on every
+recall costs seconds, its matrix in memory about 1.2 GB at 256 dimensions.
 """
 
 from __future__ import annotations
@@ -46,11 +54,22 @@ from typing import Any
 
 from memory_inject.embedders import numpy_or_none
 from memory_inject.storage.sqlite.changes import LogPosition, log_position, logged_since
+from memory_inject.storage.sqlite.vector_ann import (
+    ANN_THRESHOLD,
+    NARROW_ROWS,
+    AnnIndex,
+    AnnScope,
+    Scored,
+    usearch_or_none,
+)
 from memory_inject.storage.sqlite.vector_matrix import MATRIX_ROW, VectorMatrix, VectorScope
 
 __all__ = [
+    "ANN_MAX_BYTES",
+    "INDEX_CHOICES",
     "MAX_MATRIX_BYTES",
     "PATCH_MAX",
+    "ExactScope",
     "ScopeVectors",
     "VectorCache",
     "VectorScope",
@@ -62,19 +81,38 @@ __all__ = [
 #: one is not kept, and its recalls read the scope's vectors from the file.
 MAX_MATRIX_BYTES = 256 << 20
 
+#: The bound when an approximate index is kept next to the matrix (about 1.7M
+#: rows of 256 dimensions, 1.2M of 384).
+ANN_MAX_BYTES = 2 << 30
+
+#: ``index`` of :class:`VectorCache`: ``"auto"`` keeps an approximate index past
+#: its threshold when ``usearch`` is installed, ``"exact"`` never does.
+INDEX_CHOICES = ("auto", "exact")
+
+#: What the recall reads of one query's cosines: :class:`ExactScope` or
+#: :class:`~.vector_ann.AnnScope`.
+ScopeVectors = Scored
+
+
+#: A session scope keeping less than this share of a namespace's rows is scanned
+#: exactly over its own rows rather than through the approximate index (which
+#: would have to oversample past :data:`~.vector_ann.MAX_CANDIDATES`).
+NARROW_SHARE = 0.05
 
 #: Past this many changed rows a matrix is read again rather than patched.
 PATCH_MAX = 1024
 
 
-class ScopeVectors:
-    """One query's cosines over the rows of its scope, from the cached matrix.
+class ExactScope:
+    """One query's exact cosines over the rows of its scope, from the cached matrix.
 
     ``low`` and ``high`` are the least and greatest cosine in the scope (0.0
     for an empty scope); :meth:`top` the best rows; :meth:`cosines` the cosine
     of given ids (the keyword stage's hits), for fusions that need both. The
     matrix may be patched by another read connection after this was scored:
-    each look takes the cache's lock and scores again if it was.
+    each look takes the cache's lock and scores again if it was. ``narrow``
+    scores only the rows a session scope may keep
+    (:meth:`~.vector_matrix.VectorMatrix.session_rows`) rather than every row.
     """
 
     __slots__ = (
@@ -82,7 +120,9 @@ class ScopeVectors:
         "_keep",
         "_lock",
         "_m",
+        "_narrow",
         "_q",
+        "_rows",
         "_scope",
         "_sims",
         "count",
@@ -92,13 +132,21 @@ class ScopeVectors:
     )
 
     def __init__(
-        self, m: VectorMatrix, q: Any, scope: VectorScope, lock: threading.RLock | None = None
+        self,
+        m: VectorMatrix,
+        q: Any,
+        scope: VectorScope,
+        lock: threading.RLock | None = None,
+        *,
+        narrow: bool = False,
     ) -> None:
         """Score the unit query ``q`` over ``m`` within ``scope`` (the caller holds ``lock``)."""
         self._m = m
         self._q = q
         self._scope = scope
         self._lock = lock if lock is not None else threading.RLock()
+        self._narrow = narrow
+        self._rows: Any = None
         self._score()
         #: Rows of the scope whose stored vector is not finite (never scored).
         self.skipped = m.skipped(scope)
@@ -111,14 +159,22 @@ class ScopeVectors:
     def _score(self) -> None:
         _np = numpy_or_none()
         m = self._m
+        if self._narrow:
+            rows = self._rows = m.session_rows(self._scope)
+            matrix, keep = m.matrix[rows], m.in_scope(self._scope, rows)
+        else:
+            matrix, keep = m.matrix, m.mask(self._scope)
         # einsum, not ``@``: a matrix-vector product through BLAS may start a
         # thread pool, whose spinning threads cost 10+ ms on a busy machine.
         if self._q is not None:
-            self._sims = _np.einsum("ij,j->i", m.matrix, self._q)
+            self._sims = _np.einsum("ij,j->i", matrix, self._q)
         else:
-            self._sims = _np.zeros(m.n, dtype=_np.float32)
-        self._keep = m.mask(self._scope)
+            self._sims = _np.zeros(len(keep), dtype=_np.float32)
+        self._keep = keep
         self._gen = m.gen
+
+    def _slot(self, i: int) -> int:
+        return i if self._rows is None else int(self._rows[i])
 
     def _current(self) -> None:
         if self._gen != self._m.gen:
@@ -141,18 +197,22 @@ class ScopeVectors:
                 part = _np.arange(len(rows))
             ids = self._m.ids
             # Only live slots are kept, and a live slot always has its id.
-            pairs = [(str(ids[int(rows[i])]), float(sims[i])) for i in part.tolist()]
+            pairs = [(str(ids[self._slot(int(rows[i]))]), float(sims[i])) for i in part.tolist()]
         pairs.sort(key=lambda p: (-p[1], p[0]))
         return pairs[:k]
 
     def cosines(self, ids: Iterable[str]) -> dict[str, float]:
         """The cosine of each of ``ids`` that is in the scope and embedded."""
+        _np = numpy_or_none()
         with self._lock:
             self._current()
-            position, keep, sims = self._m.position, self._keep, self._sims
+            position, keep, sims, rows = self._m.position, self._keep, self._sims, self._rows
             out = {}
             for key in ids:
                 i = position.get(key)
+                if i is not None and rows is not None:
+                    at = int(_np.searchsorted(rows, i))
+                    i = at if at < len(rows) and int(rows[at]) == i else None
                 if i is not None and keep[i]:
                     out[key] = float(sims[i])
         return out
@@ -163,11 +223,31 @@ class VectorCache:
 
     ``bump()`` is called by the store after each of its own commits; the
     cache compares ``(data_version, bumps)`` with the pair it was built at.
+    ``index`` (:data:`INDEX_CHOICES`) says whether a matrix of at least
+    ``ann_threshold`` live rows gets an approximate index (:mod:`.vector_ann`),
+    built on a daemon thread unless ``background`` is false; ``max_bytes``
+    (None: :data:`ANN_MAX_BYTES` when such an index can be kept, else
+    :data:`MAX_MATRIX_BYTES`) bounds a kept matrix.
     """
 
-    def __init__(self, max_bytes: int = MAX_MATRIX_BYTES) -> None:
-        """An empty cache; matrices are read on first use."""
+    def __init__(
+        self,
+        max_bytes: int | None = None,
+        *,
+        index: str = "auto",
+        ann_threshold: int = ANN_THRESHOLD,
+        background: bool = True,
+    ) -> None:
+        """An empty cache; matrices are read on first use. ``ValueError`` for a bad ``index``."""
+        if index not in INDEX_CHOICES:
+            raise ValueError(f"'vector_index' must be one of {INDEX_CHOICES} (got {index!r})")
+        self.ann = index == "auto" and usearch_or_none() is not None
+        self.ann_threshold = ann_threshold
+        self.background = background
+        if max_bytes is None:
+            max_bytes = ANN_MAX_BYTES if self.ann else MAX_MATRIX_BYTES
         self.max_bytes = max_bytes
+        self._indexes: dict[tuple[str, int], AnnIndex] = {}
         self._lock = threading.RLock()
         self._bumps = 0
         self._matrices: dict[tuple[str, int], VectorMatrix] = {}
@@ -187,6 +267,9 @@ class VectorCache:
             self._matrices.clear()
             self._big.clear()
             self._seen.clear()
+            for ann in self._indexes.values():
+                ann.stop()
+            self._indexes.clear()
 
     def scope(
         self,
@@ -210,7 +293,38 @@ class VectorCache:
             m = self._matrix(conn, namespace, dim)
             if m is None:
                 return None
-            return ScopeVectors(m, q / qn if qn > 0.0 else None, scope, self._lock)
+            unit = q / qn if qn > 0.0 else None
+            ann = self._index(namespace, m)
+            if ann is None or unit is None:
+                return ExactScope(m, unit, scope, self._lock)
+            if scope.session_id is None:
+                share = 1.0
+            else:
+                rows = len(m.session_rows(scope))
+                share = rows / max(len(ann), 1)
+                if rows <= NARROW_ROWS or share < NARROW_SHARE:
+                    return ExactScope(m, unit, scope, self._lock, narrow=True)
+            return AnnScope(
+                ann, unit, scope, self._lock, share, lambda: ExactScope(m, unit, scope, self._lock)
+            )
+
+    def _index(self, namespace: str, m: VectorMatrix) -> AnnIndex | None:
+        """The ready approximate index of ``m``, started here when ``m`` is big enough;
+        None while it builds, below the threshold, or without ``usearch`` (the caller
+        holds the lock)."""
+        if not self.ann:
+            return None
+        key = (namespace, m.dim)
+        ann = self._indexes.get(key)
+        if ann is not None and ann.matrix is not m:
+            ann.stop()  # the matrix was read again: its slots are not the graph's
+            ann = None
+        if ann is None:
+            if int(m.live.sum()) < self.ann_threshold:
+                self._indexes.pop(key, None)
+                return None
+            ann = self._indexes[key] = AnnIndex(m, background=self.background)
+        return ann if ann.ready else None
 
     def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> VectorMatrix | None:
         """The current matrix for this connection's snapshot (the caller holds the lock);
@@ -247,6 +361,9 @@ class VectorCache:
         if built is None:
             self._matrices.pop(key, None)
             self._big.add(key)
+            dropped = self._indexes.pop(key, None)
+            if dropped is not None:
+                dropped.stop()
         else:
             self._matrices[key] = built
             self._big.discard(key)
