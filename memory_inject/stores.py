@@ -105,6 +105,7 @@ def _open_backend(
     keyword_weight: float = 0.3,
     rrf_k: int = 60,
     readers: int | None = None,
+    vector_index: str = "auto",
     pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
@@ -145,4 +146,11 @@ def _open_backend(
     p = Path(path)
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p
-    return SQLiteStore(p, namespace=namespace, embedder=emb, fusion=fus, readers=readers)
+    return SQLiteStore(
+        p,
+        namespace=namespace,
+        embedder=emb,
+        fusion=fus,
+        readers=readers,
+        vector_index=vector_index,
+    )

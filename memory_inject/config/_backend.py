@@ -89,6 +89,13 @@ class BackendConfig:
         le=64,
         nullable=True,
     )
+    vector_index: str = setting(
+        "auto",
+        "str",
+        "SQLite: auto (an HNSW graph past 50k embedded rows when the ann extra is installed) "
+        "or exact (always scan the vectors)",
+        choices=("auto", "exact"),
+    )
     pool: PoolConfig = group(PoolConfig, check=_check_pool)
     missing: str = setting(
         "create",

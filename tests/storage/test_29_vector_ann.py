@@ -320,6 +320,21 @@ class TestChoosingTheIndex:
         assert {} == cache._indexes
         store.close()
 
+    def test_installed_but_not_importable_scans_exactly(
+        self, db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """usearch found on disk but failing to import: the cache falls back to the exact
+        scan for good, and the recall still answers."""
+        cache = VectorCache(ann_threshold=10, background=False)
+        assert cache.ann
+        monkeypatch.setattr(_vectors, "usearch_or_none", lambda: None)
+        store = SQLiteStore(db, embedder=RandomEmbedder(), fusion=SEMANTIC)
+        store._engine._vectors = cache
+        assert isinstance(scope_of(store, "row 1", VectorScope(now=NOW)), ExactScope)
+        assert (False, {}) == (cache.ann, cache._indexes)
+        assert store.recall("row 1", 3)
+        store.close()
+
     def test_exact_setting_and_bounds(self, db: Path) -> None:
         """``vector_index="exact"`` never builds a graph; ``"auto"`` raises the matrix bound."""
         assert ANN_MAX_BYTES == VectorCache().max_bytes
@@ -392,3 +407,28 @@ def test_the_graph_module_loads_onnxruntime_first_so_the_embedder_still_imports(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert (0, "both loaded") == (done.returncode, done.stdout.strip()), done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("choice", ["auto", "exact"])
+def test_the_agent_file_chooses_the_vector_index(tmp_path: Path, choice: str) -> None:
+    """``memory.backend.vector_index`` reaches the store an agent file opens; a wrong value
+    is a config error naming the file and the key."""
+    from memory_inject import load_agent_config, open_store
+    from memory_inject.exceptions import ConfigError
+
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        f"agent: a\nmemory:\n  backend:\n    kind: sqlite\n    vector_index: {choice}\n",
+        encoding="utf-8",
+    )
+    store = open_store(load_agent_config(agent), tmp_path)
+    assert isinstance(store, SQLiteStore)
+    try:
+        assert store._engine._vectors is not None
+        assert choice == store._engine._vectors.index
+    finally:
+        store.close()
+    agent.write_text("agent: a\nmemory:\n  backend:\n    vector_index: hnsw\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_agent_config(agent)
+    assert "vector_index" in str(caught.value) and str(agent) in str(caught.value)

@@ -49,6 +49,7 @@ __all__ = [
     "AnnIndex",
     "AnnScope",
     "Scored",
+    "usearch_installed",
     "usearch_or_none",
 ]
 
@@ -66,6 +67,15 @@ OVERSAMPLE = 4
 MAX_CANDIDATES = 4096
 
 _CHUNK = 4096
+
+
+def usearch_installed() -> bool:
+    """True when the ``ann`` extra is installed, without importing it (a store's constructor
+    asks; the import waits for the first matrix past :data:`ANN_THRESHOLD`)."""
+    try:
+        return importlib.util.find_spec("usearch") is not None
+    except (ImportError, ValueError):  # a broken or None entry in sys.modules
+        return False
 
 
 def usearch_or_none() -> Any:

@@ -60,6 +60,7 @@ from memory_inject.storage.sqlite.vector_ann import (
     AnnIndex,
     AnnScope,
     Scored,
+    usearch_installed,
     usearch_or_none,
 )
 from memory_inject.storage.sqlite.vector_matrix import MATRIX_ROW, VectorMatrix, VectorScope
@@ -241,7 +242,8 @@ class VectorCache:
         """An empty cache; matrices are read on first use. ``ValueError`` for a bad ``index``."""
         if index not in INDEX_CHOICES:
             raise ValueError(f"'vector_index' must be one of {INDEX_CHOICES} (got {index!r})")
-        self.ann = index == "auto" and usearch_or_none() is not None
+        self.index = index
+        self.ann = index == "auto" and usearch_installed()
         self.ann_threshold = ann_threshold
         self.background = background
         if max_bytes is None:
@@ -322,6 +324,9 @@ class VectorCache:
         if ann is None:
             if int(m.live.sum()) < self.ann_threshold:
                 self._indexes.pop(key, None)
+                return None
+            if usearch_or_none() is None:  # installed but not importable: scan exactly
+                self.ann = False
                 return None
             ann = self._indexes[key] = AnnIndex(m, background=self.background)
         return ann if ann.ready else None
