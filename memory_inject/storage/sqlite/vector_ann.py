@@ -4,8 +4,9 @@ The exact vector stage scores every row of the namespace: about 0.3 ms at
 10k rows of 256 dimensions, 2 ms at 50k, 4 ms at 100k and 40 ms (plus 13 ms
 for the scope's text columns) at 1M. Past :data:`ANN_THRESHOLD` rows the
 cache keeps an HNSW graph over the matrix's live slots (``usearch``, the
-optional ``ann`` extra: a wheel with no compiler needed, 8-bit vectors in the
-graph), and a recall whose scope is broad asks it for candidates:
+optional ``ann`` extra: a wheel with no compiler needed; f16 vectors, 32 links
+a node: at 100k rows 8-bit vectors and 16 links found 0.89 of the exact top 10,
+these 0.96), and a recall whose scope is broad asks it for candidates:
 
 * the graph is searched with the query for ``k`` times :data:`OVERSAMPLE`
   candidates divided by the share of rows the scope may keep, and the
@@ -137,9 +138,9 @@ class AnnIndex:
         self._index = usearch_or_none().Index(
             ndim=m.dim,
             metric="cos",
-            dtype="i8",
-            connectivity=16,
-            expansion_add=64,
+            dtype="f16",
+            connectivity=32,
+            expansion_add=128,
             expansion_search=256,
         )
         m.touched = set()
