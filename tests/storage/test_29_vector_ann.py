@@ -432,3 +432,51 @@ def test_the_agent_file_chooses_the_vector_index(tmp_path: Path, choice: str) ->
     with pytest.raises(ConfigError) as caught:
         load_agent_config(agent)
     assert "vector_index" in str(caught.value) and str(agent) in str(caught.value)
+
+
+def test_32_turns_at_once_while_the_graph_builds_and_rows_arrive(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """32 threads recall on one store (three sessions and none) while the graph builds on
+    its thread and a writer adds rows: every turn gets its 5 rows, none from another
+    session, and the graph ends ready and current."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(_vectors, "NARROW_ROWS", 0)  # session scopes use the graph too
+    store = SQLiteStore(db, embedder=RandomEmbedder(), fusion=SEMANTIC)
+    cache = VectorCache(ann_threshold=THRESHOLD, background=True)
+    store._engine._vectors = cache
+    done = threading.Event()
+
+    def writer() -> None:
+        for i in range(40):
+            store.store(f"new{i}", f"fresh note {i}", "conversation", session_id="s0")
+        done.set()
+
+    def turn(t: int) -> list[tuple[str | None, list[str]]]:
+        out = []
+        for j in range(8):
+            session = None if t % 4 == 3 else f"s{t % 3}"
+            got = store.recall_where(QUERIES[(t + j) % len(QUERIES)], 5, session_id=session)
+            out.append((session, [e.key for e in got]))
+        return out
+
+    try:
+        with ThreadPoolExecutor(33) as pool:
+            wrote = pool.submit(writer)
+            results = [r for f in [pool.submit(turn, t) for t in range(32)] for r in f.result()]
+            wrote.result()
+        assert done.is_set() and 256 == len(results)
+        allowed = {s: _allowed(db, s) for s in (None, "s0", "s1", "s2")}
+        assert [] == [(s, keys) for s, keys in results if len(keys) != 5]
+        assert [] == [(s, k) for s, keys in results for k in keys if k not in allowed[s]]
+        deadline = time.monotonic() + 60
+        while not any(a.ready for a in cache._indexes.values()) and time.monotonic() < deadline:
+            store.recall_where("row 1", 5)
+            time.sleep(0.05)
+        assert any(a.ready for a in cache._indexes.values())
+        latest = {e.key for e in store.recall_where("fresh note 3", 50, session_id="s0")}
+        assert latest <= allowed["s0"]
+    finally:
+        store.close()
