@@ -104,8 +104,9 @@ class SQLiteStore(PersistentStore):
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
             raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
         if vector_index not in INDEX_CHOICES:
-            choices = INDEX_CHOICES
-            raise ValueError(f"'vector_index' must be one of {choices} (got {vector_index!r})")
+            raise ValueError(
+                f"'vector_index' must be one of {INDEX_CHOICES} (got {vector_index!r})"
+            )
         self._namespace = check_namespace(namespace)
         self._embedder = embedder
         self._name = name
