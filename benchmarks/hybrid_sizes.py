@@ -37,6 +37,16 @@ stage returns (``recall_where(..., mode="semantic")``), the approximate index's
 recall@10. ``--keep DIR`` writes the stores there once and reuses them (a 1M
 store takes minutes to write). The data is CC BY-NC and is read from
 ``../shared/data/locomo-dev``, never copied here.
+
+``--backend postgres`` measures ``PostgresStore.recall`` (default settings: the
+HNSW index pgvector builds, ``Fusion()``) on the same records and vectors, on a
+private PostgreSQL unless ``--dsn`` names a server (a scratch database there),
+against the bare tsvector query of ``keyword_sizes.py`` (``LIMIT 20``) plus
+``ORDER BY embedding <=> q LIMIT 20`` on the same table, ``bare exact`` (a
+sequential scan) and ``bare HNSW`` (pgvector's HNSW index, its defaults, as
+the library's): see ``_pg_sizes.py``. ``import`` is the library's
+``import_jsonl`` of every row with its vector, HNSW build included; ``--keep``
+then keeps only the vectors.
 """
 
 from __future__ import annotations
@@ -234,7 +244,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="alternating repetitions")
     parser.add_argument("--keep", type=Path, help="write the stores here once and reuse them")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     args = parser.parse_args()
+    if args.backend == "postgres":
+        main_postgres(args)
+        return
     records, queries = load(args.data)
     per_copy = sum(map(len, records.values()))
     every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
@@ -274,6 +289,58 @@ def main() -> None:
             print(
                 f"| {n:,} | {build_s} | {got['overlap']:.3f} |{cells} "
                 f"{p50['library'] / p50['bare']:.2f}x |",
+                flush=True,
+            )
+
+
+def _vectors(where: Path | None, rows: list[dict[str, Any]], texts: list[str]) -> Any:
+    """The records' vectors, read from ``where`` when a SQLite run kept them there."""
+    kept = None if where is None else where / f"vec-{len(rows)}.npy"
+    if kept is not None and kept.exists():
+        return np.load(kept)
+    matrix = np.asarray(HashingEmbedder(DIM).embed(texts), dtype=np.float32)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        np.save(kept, matrix)
+    return matrix
+
+
+def main_postgres(args: argparse.Namespace) -> None:
+    """``--backend postgres``: ``PostgresStore`` against bare tsvector + pgvector."""
+    from benchmarks import _pg_sizes as pg
+
+    records, queries = load(args.data)
+    per_copy = sum(map(len, records.values()))
+    every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
+    names = ["library", "bare exact", "bare HNSW"]
+    with pg.database(args.dsn) as dsn:
+        print(
+            f"{pg.describe(dsn)}, HashingEmbedder({DIM}), top 10, no session, "
+            f"{args.reps} reps (median of per-rep p50 / p99, ms)\n"
+        )
+        print(
+            "| records | library import (s) | bare HNSW build (s) | ANN recall@10 |"
+            + "".join(f" {k} p50 / p99 |" for k in names)
+            + " library vs bare exact | library vs bare HNSW |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in args.sizes:
+            rows = every[:n]
+            convs = {r["conversation"].split("#")[0] for r in rows}
+            questions = list(
+                dict.fromkeys(q["question"] for q in queries if q["conversation"] in convs)
+            )[:300]
+            qvecs = np.asarray(HashingEmbedder(DIM).embed(questions), dtype=np.float32)
+            texts = texts_of(rows)
+            matrix = _vectors(args.keep, rows, texts)
+            given = Given({q: v.tolist() for q, v in zip(questions, qvecs, strict=True)})
+            got = pg.hybrid_measure(dsn, rows, texts, matrix, questions, qvecs, given, args.reps)
+            p50, p99 = pg.summary(got, names, _p)
+            cells = "".join(f" {p50[k]:.2f} / {p99[k]:.2f} |" for k in names)
+            print(
+                f"| {n:,} | {got['import']:.1f} | {got['hnsw']:.1f} | {got['overlap']:.3f} |"
+                f"{cells} {p50['library'] / p50['bare exact']:.2f}x |"
+                f" {p50['library'] / p50['bare HNSW']:.2f}x |",
                 flush=True,
             )
 

@@ -31,6 +31,13 @@ the asked conversation's session) before each timed query of the library's
 contenders: the cost of the recall after a write, as an agent that remembers
 every turn sees it. The data is CC BY-NC and is read from
 ``../shared/data/locomo-dev``, never copied here.
+
+``--backend postgres`` measures ``PostgresStore.recall`` (default settings,
+the table ``VACUUM ANALYZE``d after the import) against ``bare tsvector``: one
+table with a GIN-indexed ``to_tsvector('english', content)``, the library's OR
+tsquery, ``ORDER BY ts_rank_cd LIMIT 10``, the key only (``_pg_sizes.py``), on
+a private PostgreSQL unless ``--dsn`` names a server (a scratch database is
+made there and dropped). ``--paths`` and ``--optimize`` are SQLite's own.
 """
 
 from __future__ import annotations
@@ -194,7 +201,14 @@ def main() -> None:
         "--optimize", action="store_true", help="merge the store's FTS5 segments after the import"
     )
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     args = parser.parse_args()
+    if args.backend == "postgres":
+        if args.paths or args.optimize:
+            parser.error("--paths and --optimize are SQLite's; drop them with --backend postgres")
+        main_postgres(args)
+        return
     records, queries = load(args.data)
     per_copy = sum(map(len, records.values()))
     every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
@@ -232,6 +246,41 @@ def main() -> None:
             ratios = "".join(f" {p50[k] / p50['bare FTS5']:.2f}x |" for k in names[:-1])
             build = f" {got['build']:.0f} |" if args.paths else ""
             print(f"| {n:,} |{build}{cells}{ratios}", flush=True)
+
+
+def _questions(queries: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[str]:
+    convs = {r["conversation"].split("#")[0] for r in rows}
+    return [q["question"] for q in queries if q["conversation"] in convs][:300]
+
+
+def main_postgres(args: argparse.Namespace) -> None:
+    """``--backend postgres``: the library's store against a bare tsvector table."""
+    from benchmarks import _pg_sizes as pg
+
+    records, queries = load(args.data)
+    per_copy = sum(map(len, records.values()))
+    every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
+    names = ["library", "bare tsvector"]
+    with pg.database(args.dsn) as dsn:
+        print(
+            f"{pg.describe(dsn)}, top 10, layout: {args.layout}, writes: {args.writes}, "
+            f"{args.reps} reps (median of per-rep p50 / p99, ms)\n"
+        )
+        print("| records |" + "".join(f" {k} p50 / p99 |" for k in names) + " library vs bare |")
+        print("|---:|---:|---:|---:|")
+        for n in args.sizes:
+            rows = every[:n]
+            got = pg.keyword_measure(
+                dsn,
+                rows,
+                _questions(queries, rows),
+                layout=args.layout,
+                writes=args.writes,
+                reps=args.reps,
+            )
+            p50, p99 = pg.summary(got, names, _p)
+            cells = "".join(f" {p50[k]:.2f} / {p99[k]:.2f} |" for k in names)
+            print(f"| {n:,} |{cells} {p50['library'] / p50['bare tsvector']:.2f}x |", flush=True)
 
 
 if __name__ == "__main__":
