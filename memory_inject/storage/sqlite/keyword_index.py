@@ -11,7 +11,7 @@ reads it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
@@ -19,6 +19,7 @@ from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_
 from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
 
 __all__ = [
+    "POSTINGS_SELECT",
     "SCOPE_COL",
     "MirrorIndex",
     "Posting",
@@ -121,9 +122,9 @@ class MirrorIndex:
         self.total += size
         self.scope[rid] = scope
 
-    def load(self, token: str, per_row: Mapping[int, list[int]]) -> dict[int, Posting]:
-        """Keep ``token``'s postings from its instances per column in each row holding it."""
-        posting = {rid: posting_of(per_col) for rid, per_col in per_row.items()}
+    def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
+        """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
+        same pair computed in SQL: :data:`POSTINGS_SELECT`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
         self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
@@ -161,6 +162,21 @@ class MirrorIndex:
         self.loaded.clear()
         self._shares.clear()
         self.held = 0
+
+
+#: :func:`posting_of` of every (token, row) of an ``fts5vocab`` instance table, in SQL:
+#: ``(term, doc, weighted count, text-column mask)``, one row per token and row, so a
+#: common word's postings reach Python as pairs rather than as instances. The weights
+#: are dyadic, so the sum is exactly :func:`posting_of`'s whatever the order; the
+#: mask is the sum of the distinct column bits. ``{table}`` and ``{marks}`` are
+#: filled in by the caller.
+POSTINGS_SELECT = (
+    "SELECT term, doc, sum(CASE col "  # noqa: S608 - constants
+    + " ".join(f"WHEN '{c}' THEN {BM25_WEIGHTS[i]!r}" for i, c in enumerate(COLUMN_NAMES))
+    + " END), sum(DISTINCT CASE col "
+    + " ".join(f"WHEN '{c}' THEN {1 << i}" for i, c in enumerate(COLUMN_NAMES) if c != "ctx_scope")
+    + " ELSE 0 END) FROM {table} WHERE term IN ({marks}) GROUP BY term, doc"
+)
 
 
 def posting_of(per_col: list[int]) -> Posting:

@@ -53,7 +53,9 @@ from memory_inject.storage.calibration import coverage, term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.keyword_index import (
+    POSTINGS_SELECT,
     MirrorIndex,
+    Posting,
     best_rows,
     bm25_scores,
     present_weight,
@@ -64,7 +66,6 @@ from memory_inject.storage.sqlite.keyword_terms import (
     TermStats,
     corpus_size,
     ensure_vocab,
-    grouped_counts,
     tokens_of,
     tokens_of_all,
     varints,
@@ -105,11 +106,6 @@ _HEAD_AND_VERSION = (
     "SELECT (SELECT max(seq) FROM memories_log), "
     "(SELECT stamp FROM memories_log ORDER BY seq DESC LIMIT 1), "
     "(SELECT data_version FROM pragma_data_version)"
-)
-#: Tokens' instances per row and column in the store's index (``_hits`` creates the table).
-_INSTANCES = (
-    "SELECT term, doc, col, count(*) FROM temp.memories_instances "
-    "WHERE term IN ({marks}) GROUP BY term, doc, col"
 )
 #: Every indexed column's length in bytes, summed (``m`` is ``memories``).
 _ROW_BYTES = " + ".join(
@@ -300,10 +296,16 @@ def _hits(
         if len(index.postings) + len(missing) > MAX_TOKENS or index.held + incoming > MAX_POSTINGS:
             index.drop_postings()
             missing = list(dict.fromkeys(phrases))  # this query's held ones went too
-        sql = _INSTANCES.format(marks=", ".join("?" * len(missing)))
-        loaded = grouped_counts(conn.execute(sql, missing))
+        # Each token's (weighted count, column mask) per row, computed in SQL
+        # (:data:`~.keyword_index.POSTINGS_SELECT`): one Python row per posting.
+        sql = POSTINGS_SELECT.format(
+            table="temp.memories_instances", marks=", ".join("?" * len(missing))
+        )
+        loaded: dict[str, dict[int, Posting]] = {t: {} for t in missing}
+        for term, doc, f, mask in conn.execute(sql, missing):
+            loaded[term][doc] = (f, mask)
         for token in missing:
-            index.load(token, loaded.get(token, {}))
+            index.load(token, loaded[token])
     n = len(index.ids)
     postings = index.postings
     df = [len(postings.get(t, ())) for t in phrases]

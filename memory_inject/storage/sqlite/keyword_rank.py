@@ -114,6 +114,7 @@ def keyword_hits(
     window: bool = True,
     scope_match: str | None = None,
     rows: dict[str, tuple[Any, ...]] | None = None,
+    refresh: bool = True,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -123,8 +124,10 @@ def keyword_hits(
     only ranks rows whose scope token fits; ``where`` still decides.
     ``rows``, when given, receives the :data:`~.codec.ENTRY_COLUMNS`
     of hits read on the way (by id), so the caller need not read them again.
+    ``refresh`` false says ``stats`` were refreshed in this read transaction already.
     """
-    stats.refresh(conn)
+    if refresh:
+        stats.refresh(conn)
     phrases = [
         Phrase(f'"{w}"*' if star else f'"{w}"', ts, star, 0)
         for (w, star), ts in zip(words, tokens_of_all([w for w, _ in words]), strict=True)

@@ -69,6 +69,9 @@ def tokens_of(word: str) -> tuple[str, ...]:
 def tokens_of_all(words: Sequence[str]) -> list[tuple[str, ...]]:
     """:func:`tokens_of` of each word; the cached-size words not seen before are
     tokenised together first (a new prompt's words cost one round trip, not one each)."""
+    if _cached_tokens.cache_info().currsize < len(_seen):
+        # The cache was cleared (``cache_clear``): what it held is not seen any more.
+        _seen.clear()
     fresh = [w for w in dict.fromkeys(words) if len(w) <= _CACHED_WORD and w not in _seen]
     if len(fresh) > 1:
         _prefetched.tokens = dict(zip(fresh, _tokenize_many(fresh), strict=True))
@@ -79,9 +82,10 @@ def tokens_of_all(words: Sequence[str]) -> list[tuple[str, ...]]:
     return [tokens_of(w) for w in words]
 
 
-#: The words handed to the cache so far (cleared with it in size): which of a prompt's
-#: words :func:`tokens_of_all` tokenises together. A word the cache has let go since is
-#: simply tokenised alone again.
+#: The words handed to the cache so far (cleared with it in size, and when the cache
+#: was cleared: it never holds fewer words than this set unless ``cache_clear`` ran):
+#: which of a prompt's words :func:`tokens_of_all` tokenises together. A word the
+#: cache has let go since is simply tokenised alone again.
 _seen: set[str] = set()
 #: This thread's words :func:`tokens_of_all` just tokenised, for :func:`_cached_tokens`.
 _prefetched = threading.local()
@@ -259,6 +263,14 @@ _MAX_CACHED = 50_000
 _MAX_CACHED_CHARS = 64
 
 
+#: FTS5's averages record, then the connection's ``data_version``: one statement, whose
+#: first read opens the snapshot the version is then read in.
+_AVERAGES_AND_VERSION = (
+    "SELECT (SELECT block FROM memories_fts_data WHERE id = 1), "
+    "(SELECT data_version FROM pragma_data_version)"
+)
+
+
 class TermStats:
     """One read connection's index statistics, kept while the database does not change.
 
@@ -288,13 +300,13 @@ class TermStats:
         Reading the averages first opens the read snapshot, so the version read
         next is the snapshot's.
         """
-        row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
-        version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+        block, dv = conn.execute(_AVERAGES_AND_VERSION).fetchone()
+        version = (int(dv), conn.total_changes)
         if version == self._version:
             return
         self._version = version
         self._df.clear()
-        values = varints(bytes(row[0])) if row is not None and row[0] else []
+        values = varints(bytes(block)) if block else []
         self.rows = values[0] if values else 0
         self.avgdl = sum(values[1:]) / self.rows if self.rows else 0.0
         if not self._vocab:

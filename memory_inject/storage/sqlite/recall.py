@@ -112,7 +112,9 @@ def _run(
                 where = (namespace, scope, params)
                 ranked = None
                 tokens, mirror = run.scope_tokens, run.mirror
-                if mirror is not None and not mirror.too_big(conn, stats):
+                # too_big true has refreshed the stats in this snapshot already.
+                fresh = mirror is not None and mirror.too_big(conn, stats)
+                if mirror is not None and not fresh:
                     try:
                         ranked = mirror.keyword_hits(
                             conn, where, words, limit * 2, scope_tokens=tokens, rows=rows
@@ -131,6 +133,7 @@ def _run(
                         window=not run.narrow,
                         scope_match=None if tokens is None else tokens_match(tokens),
                         rows=rows,
+                        refresh=not fresh,
                     )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}

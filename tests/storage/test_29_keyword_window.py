@@ -1,0 +1,94 @@
+"""Issue 29, second pass: cheaper keyword recalls with the same answers.
+
+A token's postings summed in SQL (what the mirror loads), one statistics read
+per FTS5 recall, and a prompt's words tokenised together again after the
+token cache was cleared.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_terms as _terms
+from memory_inject.storage.sqlite.keyword_index import POSTINGS_SELECT, posting_of
+from memory_inject.storage.sqlite.keyword_terms import grouped_counts
+
+_WORDS = [f"w{i}" for i in range(120)]
+
+
+def _store(path: Path, seed: int) -> SQLiteStore:
+    """Rows of Zipf-like words, some in sessions (context columns), some forgotten."""
+    rng = random.Random(seed)
+    store = SQLiteStore(path, synchronous="OFF")
+    for i in range(200):
+        text = " ".join(_WORDS[min(119, int(rng.paretovariate(0.8)) - 1)] for _ in range(8))
+        store.store(f"k{i}", text, "core", session_id="s1" if i % 4 == 0 else None)
+    for i in range(0, 200, 7):
+        store.forget(f"k{i}")
+    return store
+
+
+class TestPostingsSummedInSql:
+    def test_the_pairs_are_posting_of_the_instances(self, tmp_path: Path) -> None:
+        """``(weighted count, mask)`` per token and row from SQL equal :func:`posting_of`
+        of the instances counted per column, to the bit."""
+        store = _store(tmp_path / "m.db", 11)
+        store.store("rep", "w0 w0 w1, w0: w1 w2", "core", session_id="s1", tags=["w0"])
+        conn = sqlite3.connect(tmp_path / "m.db")
+        conn.execute("CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, memories_fts, instance)")
+        terms = [t for (t,) in conn.execute("SELECT DISTINCT term FROM temp.inst")]
+        marks = ", ".join("?" * len(terms))
+        grouped = grouped_counts(
+            conn.execute(
+                f"SELECT term, doc, col, count(*) FROM temp.inst WHERE term IN ({marks}) "
+                "GROUP BY term, doc, col",
+                terms,
+            )
+        )
+        want = {(t, d): posting_of(c) for t, per in grouped.items() for d, c in per.items()}
+        got = {
+            (t, d): (f, m)
+            for t, d, f, m in conn.execute(
+                POSTINGS_SELECT.format(table="temp.inst", marks=marks), terms
+            )
+        }
+        assert {k: repr(v) for k, v in want.items()} == {k: repr(v) for k, v in got.items()}
+        assert any(f > 2.0 for f, _ in got.values())
+        conn.close()
+        store.close()
+
+
+class TestOneStatisticsRead:
+    def test_a_recall_past_the_mirror_reads_the_averages_once(self, tmp_path: Path) -> None:
+        """The mirror's size check refreshes the statistics; the FTS5 stage does not again."""
+        store = SQLiteStore(tmp_path / "m.db")
+        for i in range(30):
+            store.store(f"k{i}", f"note {i} about hiking", "core")
+        mirror = store._engine._mirror
+        assert mirror is not None
+        mirror.max_rows = 5
+        seen: list[str] = []
+        store._engine.connections.read(lambda c: c.set_trace_callback(seen.append), "test")
+        assert store.recall("hiking note", 5)
+        assert 1 == sum("memories_fts_data WHERE id = 1" in s for s in seen)
+        store.close()
+
+
+class TestTokenCacheCleared:
+    def test_words_forgotten_by_cache_clear_are_tokenised_together(self) -> None:
+        """After ``cache_clear`` a prompt's words, seen before, cost one round trip again."""
+        words = ["cleared29a", "cleared29b", "cleared29c"]
+        _terms.tokens_of_all(words)
+        _terms._cached_tokens.cache_clear()
+        trips: list[str] = []
+        conn = _terms._tokenizer()
+        conn.set_trace_callback(lambda sql: trips.append(sql) if sql == "BEGIN" else None)
+        try:
+            got = _terms.tokens_of_all(words)
+        finally:
+            conn.set_trace_callback(None)
+        assert [("cleared29a",), ("cleared29b",), ("cleared29c",)] == got
+        assert 1 == len(trips)
