@@ -39,12 +39,13 @@ store takes minutes to write). The data is CC BY-NC and is read from
 ``../shared/data/locomo-dev``, never copied here.
 
 ``--backend postgres`` measures ``PostgresStore.recall`` (default settings: the
-HNSW index pgvector builds, ``Fusion()``) on the same records and vectors, on a
+HNSW index pgvector builds, searched with ``hnsw.ef_search`` 100, and the fusion
+for a model embedder, ``MODEL_FUSION``, as on SQLite) on the same records and vectors, on a
 private PostgreSQL unless ``--dsn`` names a server (a scratch database there),
 against the bare tsvector query of ``keyword_sizes.py`` (``LIMIT 20``) plus
 ``ORDER BY embedding <=> q LIMIT 20`` on the same table, ``bare exact`` (a
-sequential scan) and ``bare HNSW`` (pgvector's HNSW index, its defaults, as
-the library's): see ``_pg_sizes.py``. ``import`` is the library's
+sequential scan) and ``bare HNSW`` (pgvector's HNSW index at its defaults,
+``ef_search`` 40): see ``_pg_sizes.py``. ``import`` is the library's
 ``import_jsonl`` of every row with its vector, HNSW build included; ``--keep``
 then keeps only the vectors.
 """

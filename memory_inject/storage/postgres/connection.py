@@ -41,6 +41,7 @@ from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = [
+    "TUNABLE",
     "PostgresConnections",
     "Steps",
     "rowcount_of",
@@ -67,15 +68,24 @@ def rowcount_of(stmt: Stmt) -> Steps[int]:
     return int(n)
 
 
+#: Defaults of a store with vectors that a DSN's ``options`` override. pgvector's
+#: ``ef_search`` 40 found 0.66 of the exact top 10 on a 100k store, 100 found 0.83
+#: at the same p50 of the vector stage (docs/performance.md, issue 29).
+TUNABLE = ("-c hnsw.ef_search=100",)
+
+
 def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
-    """The ``options`` every pooled connection starts with, after the DSN's own.
+    """The ``options`` every pooled connection starts with, around the DSN's own.
 
     Session settings travel in the startup packet, not in a configure
     callback: a pool then never runs a query of its own in the background.
-    ``lock_timeout`` (``timeout``) plays SQLite's busy_timeout: a locked row
-    or table fails the call (StoreLockedError) instead of hanging the turn.
+    The last of a setting wins: :data:`TUNABLE` comes before the DSN's
+    ``options``, what the store rests on after them. ``lock_timeout``
+    (``timeout``) plays SQLite's busy_timeout: a locked row or table fails the
+    call (StoreLockedError) instead of hanging the turn.
     """
     options = [
+        *(TUNABLE if vectors else ()),
         str(conninfo_to_dict(dsn).get("options") or ""),
         "-c TimeZone=UTC",
         f"-c lock_timeout={max(1, round(timeout * 1000))}",

@@ -22,22 +22,30 @@ __all__ = ["keyword_query", "term_stats_query"]
 
 
 def keyword_query(
-    t: sql.Identifier, cols: sql.Composable, where: sql.Composable, *, selective: bool
+    t: sql.Identifier,
+    cols: sql.Composable,
+    where: sql.Composable,
+    *,
+    selective: bool,
+    cosine: bool = False,
 ) -> sql.Composed:
     """The keyword statement on table ``t``, selecting ``cols`` of the live rows ``where`` says.
 
     Its parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
-    ``selective`` also ``words``, ``clex``, ``crows`` and ``budget`` (see
-    :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`).
+    ``selective`` also ``words``, ``clex``, ``crows`` and ``budget``; with
+    ``cosine`` also ``vec``, and each row ends with its cosine to it (NULL
+    without a vector): see
+    :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`.
     """
+    vec = sql.SQL(", embedding_vec" if cosine else "")
     rank = sql.SQL("ts_rank_cd({w}::float4[], tsv, tq.q)").format(w=sql.Literal(RANK_WEIGHTS))
     if not selective:
         head: sql.Composable = sql.SQL("")
         inner = sql.SQL(
-            "SELECT {cols}, tsv, {rank} AS rank "
+            "SELECT {cols}, tsv{vec}, {rank} AS rank "
             "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
             "WHERE {where} AND tsv @@ tq.q ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=cols, rank=rank, t=t, where=where)
+        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where)
     else:
         head = sql.SQL(
             "WITH lex AS ("
@@ -56,15 +64,17 @@ def keyword_query(
             ") "
         ).format()
         inner = sql.SQL(
-            "SELECT {cols}, tsv, {rank} AS rank FROM {t}, tq "
+            "SELECT {cols}, tsv{vec}, {rank} AS rank FROM {t}, tq "
             "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=cols, rank=rank, t=t, where=where)
+        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where)
     # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
     extra = sql.SQL(
         ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
         "WHERE d.tsv @@ x.q LIMIT %(cap)s) AS c) "
         "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
     ).format(t=t)
+    if cosine:
+        extra += sql.SQL(", 1 - (k.embedding_vec <=> %(vec)s::vector)")
     return sql.SQL(
         "{head}SELECT {kcols}, k.rank, ARRAY(SELECT k.tsv @@ x.q "
         "FROM unnest(%(probe)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i){extra} "

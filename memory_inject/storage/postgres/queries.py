@@ -1,11 +1,9 @@
 """Every statement :class:`~memory_inject.storage.postgres.PostgresStore` runs, as :class:`Stmt`.
 
-:class:`Queries` builds them for one table and namespace: the live-row filter
-that every recall statement shares, the recall stages' statements (recent,
-keyword, nearest, LIKE), and the reads and writes of single rows. Building a
-statement does no I/O; the keyword statement's text is ``keyword``'s, the
-bulk import's own statements live with it in ``bulk``, and the order recall
-runs them in is ``recall``'s.
+:class:`Queries` builds them for one table and namespace: the live-row filter every
+recall statement shares, the recall stages' statements (recent, keyword, nearest, LIKE),
+the reads and writes of single rows. No I/O; the keyword statement's text is
+``keyword``'s, the bulk import's statements are ``bulk``'s, their order ``recall``'s.
 """
 
 from __future__ import annotations
@@ -115,15 +113,16 @@ class Queries:
         *,
         probes: Sequence[str] = (),
         frequencies: Sequence[str] = (),
+        vector: str | None = None,
     ) -> Stmt:
         """Rank matches of ``tsquery`` with ts_rank_cd, and say which query lexemes each holds.
 
         Each row ends with its rank, whether it matches each of the tsqueries
-        ``probes`` (which labels of its tsvector hold a query lexeme), then
-        how many rows of the whole table match each of the tsqueries
-        ``frequencies``, capped at ``DF_CAP`` (the same on every
-        row, computed once). Only parameters vary, so psycopg prepares the
-        statement after a few runs and the planning cost goes.
+        ``probes`` (which labels of its tsvector hold a query lexeme), how many
+        rows of the whole table match each of the tsqueries ``frequencies``,
+        capped at ``DF_CAP`` (the same on every row, computed once), and with
+        ``vector`` its cosine similarity to it (``"minmax"`` fusion). Only
+        parameters vary, so psycopg prepares the statement after a few runs.
 
         ts_rank_cd costs a few microseconds a row and ignores how common a
         word is, so a prompt holding a word found in half the table ranks half
@@ -143,23 +142,26 @@ class Queries:
             "dfq": list(frequencies),
             "cap": DF_CAP,
         }
+        if vector is not None:
+            params["vec"] = vector
         selective = not (words is None or terms is None or not terms.lexemes)
         if words is not None and terms is not None and selective:
-            params.update(
-                words=words, clex=list(terms.lexemes), crows=list(terms.rows), budget=terms.budget
-            )
-        # The text depends only on the scope's shape and the branch: composed once, then
-        # reused (composing it, and psycopg turning the composition into bytes, cost about
-        # 0.3 ms of Python per recall).
+            params.update(words=words, budget=terms.budget)
+            params.update(clex=terms.lexemes_text, crows=terms.rows_text)
+        # The text depends only on the scope's shape and the branch: composed once (composing
+        # it and turning it into bytes cost about 0.3 ms of Python per recall).
         shape = (
             scope.session_id is not None,
             scope.since is not None,
             scope.until is not None,
             selective,
+            vector is not None,
         )
         cached = self._keywords.get(shape)
         if cached is None:
-            text = keyword_query(self.t, self.rec, where, selective=selective)
+            text = keyword_query(
+                self.t, self.rec, where, selective=selective, cosine=vector is not None
+            )
             cached = self._keywords[shape] = sql.SQL(text.as_string(None))
         return Stmt(cached, params)
 
@@ -171,18 +173,26 @@ class Queries:
         """
         return Stmt(term_stats_query(self.t), {"rel": self.t.as_string()})
 
-    def nearest(self, scope: Scope, vector: str, limit: int) -> Stmt:
+    def nearest(self, scope: Scope, vector: str, limit: int, far: str | None = None) -> Stmt:
         """Live rows with a vector, nearest to ``vector`` first, each with its cosine similarity.
 
         ``vector`` is a :func:`~memory_inject.storage.postgres.recall.vector_literal`.
+        With ``far`` (``-vector``) each row ends with the cosine of the scope's
+        row farthest from ``vector``: nearest ``far`` by the same index, as
+        SQLite's graph finds it (``"minmax"`` fusion's low end).
         """
         where, params = self._live(scope)
+        far_sql = (
+            ", (SELECT 1 - (f.embedding_vec <=> %(vec)s::vector) FROM {t} AS f WHERE {where} "
+            "AND f.embedding_vec IS NOT NULL ORDER BY f.embedding_vec <=> %(far)s::vector LIMIT 1)"
+        )
+        low = sql.SQL(far_sql if far is not None else "").format(t=self.t, where=where)
         query = sql.SQL(
-            "SELECT {cols}, 1 - (embedding_vec <=> %(vec)s::vector) AS sim FROM {t} "
+            "SELECT {cols}, 1 - (embedding_vec <=> %(vec)s::vector) AS sim{low} FROM {t} "
             "WHERE {where} AND embedding_vec IS NOT NULL "
             "ORDER BY embedding_vec <=> %(vec)s::vector LIMIT %(lim)s"
-        ).format(cols=self.rec, t=self.t, where=where)
-        return Stmt(query, {**params, "vec": vector, "lim": limit})
+        ).format(cols=self.rec, low=low, t=self.t, where=where)
+        return Stmt(query, {**params, "vec": vector, "lim": limit, "far": far})
 
     def like(self, scope: Scope, patterns: list[str], limit: int) -> Stmt:
         """Live rows whose key or content ILIKE-matches any of ``patterns``, newest update first.

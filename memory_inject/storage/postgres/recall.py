@@ -10,7 +10,9 @@ Every path scores on the calibrated scale of
 :mod:`memory_inject.storage.calibration`, as the SQLite store does: keyword
 hits are ranked by ``ts_rank_cd`` and scored by their coverage of the query
 (``terms``), vector hits by :func:`vector_score`, both fused by
-:func:`fuse`, and LIKE hits by :func:`substring_score`.
+:func:`fuse`, and LIKE hits by :func:`substring_score`. ``"minmax"`` fusion
+(:data:`~memory_inject.storage.fusion.MODEL_FUSION`, a model embedder's default
+on both engines) ranks by raw scores gathered in :class:`Raw` on the way.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from attrs import define, field
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage.calibration import vector_score
-from memory_inject.storage.fusion import Fusion, RecallInfo, content_words, fuse
+from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.postgres.queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS, row_to_record
 from memory_inject.storage.postgres.terms import (
@@ -37,7 +39,7 @@ from memory_inject.storage.postgres.terms import (
     to_count,
 )
 
-__all__ = ["RecallRun", "like_patterns", "recall_steps", "tsquery_text"]
+__all__ = ["Raw", "RecallRun", "like_patterns", "recall_steps", "tsquery_text"]
 
 _MAX_TERMS = 64
 #: The keyword stage ranks at least this many hits by ts_rank_cd before they
@@ -98,6 +100,60 @@ def vector_literal(vector: Sequence[float]) -> str:
 Outcome = tuple[list[MemoryEntry], RecallInfo]
 
 
+@define
+class Raw:
+    """What ``"minmax"`` fusion ranks by, gathered while the stages run (:class:`RawScores`).
+
+    ``low``/``high`` start from the scope's farthest row and nearest rows
+    (pgvector's index, as SQLite's graph finds them) and widen to every
+    cosine seen, so no candidate falls outside them.
+    """
+
+    cosine: dict[str, float] = field(factory=dict)
+    keyword: dict[str, float] = field(factory=dict)
+    hit_cosine: dict[str, float] = field(factory=dict)
+    low: float = math.inf
+    high: float = -math.inf
+
+    def span(self, *cosines: float | None) -> None:
+        """Widen ``low``/``high`` to the finite ``cosines``."""
+        for c in cosines:
+            if c is not None and math.isfinite(c):
+                self.low, self.high = min(self.low, float(c)), max(self.high, float(c))
+
+    def window(
+        self, found: list[tuple[Sequence[Any], float]], width: int, size: int
+    ) -> list[tuple[Sequence[Any], float]]:
+        """The ``size`` best keyword hits by score (ties in rank order), their raw scores noted.
+
+        SQLite's window is the ``size`` best by BM25, and BM25 is its raw keyword
+        score. PostgreSQL has no BM25 and ``ts_rank_cd`` knows no idf, so the raw
+        score here is the hit's coverage of the query: it weighs each query word
+        by its idf as BM25 does, and is the same number on both engines.
+        """
+        kept = sorted(found, key=lambda p: -p[1])[:size]
+        for row, score in kept:
+            rid = str(row[_ID])
+            self.keyword[rid] = score
+            cos = row[width + 3]
+            if cos is not None and math.isfinite(cos):
+                self.hit_cosine[rid] = float(cos)
+                self.span(cos)
+        return kept
+
+    def unseen(self, keyword: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+        """The cosines of keyword hits the vector stage did not return (they join its list)."""
+        out = [(i, self.hit_cosine[i]) for i, _ in keyword if i in self.hit_cosine]
+        out = [(i, c) for i, c in out if i not in self.cosine]
+        self.cosine.update(out)
+        return out
+
+    def scores(self) -> RawScores:
+        """The raw scores for :func:`fuse`."""
+        low, high = (self.low, self.high) if self.low <= self.high else (0.0, 0.0)
+        return RawScores(bm25=self.keyword, cosine=self.cosine, low=low, high=high)
+
+
 def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     """The recall contract, statement by statement (see the module docstring)."""
     q = run.q
@@ -111,22 +167,33 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     records: dict[str, Sequence[Any]] = {}
     keyword: list[tuple[str, float]] = []
     vector: list[tuple[str, float]] = []
-    if run.vector is not None and any(run.vector):
-        for row in (yield q.nearest(run.scope, vector_literal(run.vector), fetch)):
-            sim = row[-1]
+    live = run.vector is not None and any(run.vector)
+    raw = Raw() if live and run.fusion.mode == "minmax" else None
+    if run.vector is not None and live:
+        far = None if raw is None else vector_literal([-x for x in run.vector])
+        rows = yield q.nearest(run.scope, vector_literal(run.vector), fetch, far)
+        width = len(RECALL_COLUMNS)
+        for row in rows:
+            sim = row[width]
+            if raw is not None:
+                raw.span(sim, row[width + 1])
             if sim is None or not math.isfinite(sim) or sim <= 0.0:
                 continue
             rid = str(row[_ID])
-            records[rid] = row[:-1]
+            records[rid] = row[:width]
             vector.append((rid, vector_score(float(sim), run.calibration)))
+            if raw is not None:
+                raw.cosine[rid] = float(sim)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if run.vector is None or run.fusion.search_mode != "embedding":
-        found = yield from _keyword_steps(run, max(fetch, _KEYWORD_WINDOW))
+        found = yield from _keyword_steps(run, max(fetch, _KEYWORD_WINDOW), raw)
         for row, score in found:
             rid = str(row[_ID])
             records[rid] = row
             keyword.append((rid, score))
-    fused = fuse(keyword, vector, run.fusion, run.limit)
+    if raw is not None and vector:
+        vector += [(i, vector_score(c, run.calibration)) for i, c in raw.unseen(keyword)]
+    fused = fuse(keyword, vector, run.fusion, run.limit, None if raw is None else raw.scores())
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         entries = [
@@ -144,9 +211,14 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
 
 
 def _keyword_steps(
-    run: RecallRun, fetch: int
+    run: RecallRun, fetch: int, raw: Raw | None = None
 ) -> Generator[Stmt, Any, list[tuple[Sequence[Any], float]]]:
-    """The keyword hits' rows in ts_rank_cd order, each with its calibrated score."""
+    """The keyword hits' rows in ts_rank_cd order, each with its calibrated score.
+
+    With ``raw`` (``"minmax"``), only the ``2 * limit`` best by that score, as
+    SQLite's window holds the ``2 * limit`` best by BM25; their raw scores and
+    cosines are noted in ``raw``.
+    """
     q = run.q
     words = content_words(run.query or "", max_terms=_MAX_TERMS)
     if not words:
@@ -174,6 +246,7 @@ def _keyword_steps(
         run.terms,
         probes=probes(terms),
         frequencies=frequency_queries(wanted),
+        vector=None if raw is None or run.vector is None else vector_literal(run.vector),
     )
     rows = list((yield stmt))
     if not rows:
@@ -181,4 +254,7 @@ def _keyword_steps(
     width = len(RECALL_COLUMNS)
     counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
     scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows])
-    return [(r[:width], score) for r, score in zip(rows, scores, strict=True)]
+    found = list(zip(rows, scores, strict=True))
+    if raw is not None:
+        found = raw.window(found, width, run.limit * 2)
+    return [(r[:width], score) for r, score in found]

@@ -39,7 +39,7 @@ from typing import IO, Self
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage._base import VectorEmbedder as _Embedder
-from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.fusion import Fusion, default_fusion
 from memory_inject.storage.postgres import bulk
 from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.schema import TableNames
@@ -90,7 +90,8 @@ class PostgresStore(PersistentStore):
         The pool holds ``min_size`` to ``max_size`` connections. ``namespace`` is
         this agent's share of the table and ``name`` the store's
         name on the recall event; ``embedder`` gives each record a vector, and
-        ``fusion`` says how keyword and vector hits combine (default :class:`Fusion`).
+        ``fusion`` says how keyword and vector hits combine (by default
+        :func:`~memory_inject.storage.fusion.default_fusion` of the embedder, as on SQLite).
         ``ValueError`` for a bad ``namespace`` or ``table``; a :class:`StorageError`
         when the server cannot be reached, the table is not ours or is newer, or
         ``vectors=True`` finds no pgvector; :class:`PgvectorUnusableError` when
@@ -105,7 +106,7 @@ class PostgresStore(PersistentStore):
             names,
             namespace,
             embedder=embedder,
-            fusion=fusion if fusion is not None else Fusion(),
+            fusion=fusion if fusion is not None else default_fusion(embedder),
             min_size=min_size,
             max_size=max_size,
             vectors=vectors,
