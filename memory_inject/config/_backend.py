@@ -92,9 +92,10 @@ class BackendConfig:
     vector_index: str = setting(
         "auto",
         "str",
-        "SQLite: auto (an HNSW graph past 50k embedded rows when the ann extra is installed) "
+        "SQLite: auto (an HNSW graph past 50k embedded rows when the ann extra is installed, "
+        "saved next to the database file), memory (the same graph, never saved) "
         "or exact (always scan the vectors)",
-        choices=("auto", "exact"),
+        choices=("auto", "memory", "exact"),
     )
     pool: PoolConfig = group(PoolConfig, check=_check_pool)
     missing: str = setting(

@@ -409,7 +409,7 @@ def test_the_graph_module_loads_onnxruntime_first_so_the_embedder_still_imports(
     assert (0, "both loaded") == (done.returncode, done.stdout.strip()), done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("choice", ["auto", "exact"])
+@pytest.mark.parametrize("choice", ["auto", "memory", "exact"])
 def test_the_agent_file_chooses_the_vector_index(tmp_path: Path, choice: str) -> None:
     """``memory.backend.vector_index`` reaches the store an agent file opens; a wrong value
     is a config error naming the file and the key."""
@@ -426,6 +426,7 @@ def test_the_agent_file_chooses_the_vector_index(tmp_path: Path, choice: str) ->
     try:
         assert store._engine._vectors is not None
         assert choice == store._engine._vectors.index
+        assert (choice == "auto") == store._engine._vectors.persist
     finally:
         store.close()
     agent.write_text("agent: a\nmemory:\n  backend:\n    vector_index: hnsw\n", encoding="utf-8")

@@ -91,7 +91,9 @@ class SQLiteStore(PersistentStore):
         core, at least 2 and at most 8 (:data:`DEFAULT_READERS`).
         ``vector_index="auto"`` keeps an approximate nearest-neighbour index next to
         a large namespace's vectors when ``usearch`` is installed (the ``ann``
-        extra; :mod:`.vector_ann`), ``"exact"`` always scans them.
+        extra; :mod:`.vector_ann`) and saves its graph next to the file for the
+        next process (:mod:`.vector_ann_file`), ``"memory"`` keeps the graph in
+        memory only, ``"exact"`` always scans them.
         ``ValueError`` for a bad ``synchronous``, ``namespace``, ``readers`` or
         ``vector_index``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a

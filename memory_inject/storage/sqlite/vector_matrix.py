@@ -4,20 +4,33 @@
 namespace and vector size; :class:`VectorScope` says which rows a recall may
 return, with the rules of the store's SQL scope, applied to the matrix's
 scope columns in numpy. A matrix also says which of its slots changed
-(``touched``) to an approximate index kept next to it (:mod:`.vector_ann`).
+(``touched``) to an approximate index kept next to it (:mod:`.vector_ann`), and
+:func:`patch_from_log` brings it up to date from ``memories_log``.
+:class:`Scored` is what a recall reads of one query's cosines over a matrix,
+exact (:class:`~.vectors.ExactScope`) or not (:class:`~.vector_ann.AnnScope`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 from attrs import frozen
 
 from memory_inject.embedders import numpy_or_none
-from memory_inject.storage.sqlite.changes import LogPosition
+from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 
-__all__ = ["MATRIX_ROW", "VectorMatrix", "VectorScope", "set_text", "unit_rows"]
+__all__ = [
+    "MATRIX_ROW",
+    "Scored",
+    "VectorMatrix",
+    "VectorScope",
+    "patch_from_log",
+    "set_text",
+    "unit_rows",
+]
 
 
 @frozen(slots=True)
@@ -35,6 +48,28 @@ class VectorScope:
     shared: tuple[str, ...] = ()
     since: str | None = None
     until: str | None = None
+
+
+class Scored(Protocol):
+    """What the recall reads of one query's cosines over its scope (exact or not)."""
+
+    @property
+    def skipped(self) -> int:
+        """Rows of the scope whose stored vector is not finite (never scored)."""
+
+    @property
+    def low(self) -> float:
+        """The least cosine of the scope (0.0 when it is empty)."""
+
+    @property
+    def high(self) -> float:
+        """The greatest cosine of the scope (0.0 when it is empty)."""
+
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
+
+    def cosines(self, ids: Iterable[str]) -> dict[str, float]:
+        """The cosine of each of ``ids`` that is in the scope and embedded."""
 
 
 #: The columns a matrix row is built from (the build and the patch read the same).
@@ -262,3 +297,22 @@ def set_text(arr: Any, slot: int, value: str) -> Any:
         arr = arr.astype(f"<U{len(value)}")
     arr[slot] = value
     return arr
+
+
+def patch_from_log(
+    conn: sqlite3.Connection, m: VectorMatrix, namespace: str, head: LogPosition, cap: int
+) -> bool:
+    """Bring ``m`` to ``head`` from ``memories_log``; False when it must be read again
+    instead (the log does not reach back, or more than ``cap`` rows changed)."""
+    rids = logged_since(conn, m.seq, head, cap)
+    if rids is None:
+        return False
+    if not rids:
+        return True
+    rows = conn.execute(
+        f"SELECT {MATRIX_ROW}, namespace, deleted_at FROM memories "  # noqa: S608 - constants
+        "WHERE rid IN (SELECT value FROM json_each(?))",
+        (json.dumps(rids),),
+    ).fetchall()
+    m.patch(rows, rids, namespace, head)
+    return True

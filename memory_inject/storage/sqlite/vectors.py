@@ -37,7 +37,8 @@ a query's exact scores over it.
 
 Past :data:`~.vector_ann.ANN_THRESHOLD` rows, with ``usearch`` installed (the
 ``ann`` extra) and ``index="auto"``, the cache keeps an HNSW graph next to a
-matrix (:mod:`.vector_ann`) and a broad scope's nearest rows come from it; a
+matrix (:mod:`.vector_ann`; saved next to the file and loaded by the next
+process, :mod:`.vector_ann_file`) and a broad scope's nearest rows come from it; a
 narrow scope (a session's rows) is scored exactly over its own rows only.
 The matrix is then kept up to :data:`ANN_MAX_BYTES` instead of
 :data:`MAX_MATRIX_BYTES`: a 1M-row namespace read from the file on every
@@ -46,14 +47,13 @@ recall costs seconds, its matrix in memory about 1.2 GB at 256 dimensions.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.embedders import numpy_or_none
-from memory_inject.storage.sqlite.changes import LogPosition, log_position, logged_since
+from memory_inject.storage.sqlite.changes import log_position
 from memory_inject.storage.sqlite.vector_ann import (
     ANN_THRESHOLD,
     NARROW_ROWS,
@@ -63,7 +63,13 @@ from memory_inject.storage.sqlite.vector_ann import (
     usearch_installed,
     usearch_or_none,
 )
-from memory_inject.storage.sqlite.vector_matrix import MATRIX_ROW, VectorMatrix, VectorScope
+from memory_inject.storage.sqlite.vector_ann_file import graph_path
+from memory_inject.storage.sqlite.vector_matrix import (
+    MATRIX_ROW,
+    VectorMatrix,
+    VectorScope,
+    patch_from_log,
+)
 
 __all__ = [
     "ANN_MAX_BYTES",
@@ -87,8 +93,10 @@ MAX_MATRIX_BYTES = 256 << 20
 ANN_MAX_BYTES = 2 << 30
 
 #: ``index`` of :class:`VectorCache`: ``"auto"`` keeps an approximate index past
-#: its threshold when ``usearch`` is installed, ``"exact"`` never does.
-INDEX_CHOICES = ("auto", "exact")
+#: its threshold when ``usearch`` is installed and saves its graph next to the
+#: database file, ``"memory"`` keeps it in memory only (each process builds its
+#: own), ``"exact"`` never keeps one.
+INDEX_CHOICES = ("auto", "memory", "exact")
 
 #: What the recall reads of one query's cosines: :class:`ExactScope` or
 #: :class:`~.vector_ann.AnnScope`.
@@ -226,7 +234,10 @@ class VectorCache:
     cache compares ``(data_version, bumps)`` with the pair it was built at.
     ``index`` (:data:`INDEX_CHOICES`) says whether a matrix of at least
     ``ann_threshold`` live rows gets an approximate index (:mod:`.vector_ann`),
-    built on a daemon thread unless ``background`` is false; ``max_bytes``
+    built on a daemon thread unless ``background`` is false, and saved next to
+    the database file unless ``persist`` is false or ``index`` is ``"memory"``
+    (:mod:`.vector_ann_file`: the
+    next process loads it rather than building it again); ``max_bytes``
     (None: :data:`ANN_MAX_BYTES` when such an index can be kept, else
     :data:`MAX_MATRIX_BYTES`) bounds a kept matrix.
     """
@@ -238,14 +249,16 @@ class VectorCache:
         index: str = "auto",
         ann_threshold: int = ANN_THRESHOLD,
         background: bool = True,
+        persist: bool = True,
     ) -> None:
         """An empty cache; matrices are read on first use. ``ValueError`` for a bad ``index``."""
         if index not in INDEX_CHOICES:
             raise ValueError(f"'vector_index' must be one of {INDEX_CHOICES} (got {index!r})")
         self.index = index
-        self.ann = index == "auto" and usearch_installed()
+        self.ann = index != "exact" and usearch_installed()
         self.ann_threshold = ann_threshold
         self.background = background
+        self.persist = persist and index == "auto"
         if max_bytes is None:
             max_bytes = ANN_MAX_BYTES if self.ann else MAX_MATRIX_BYTES
         self.max_bytes = max_bytes
@@ -296,7 +309,7 @@ class VectorCache:
             if m is None:
                 return None
             unit = q / qn if qn > 0.0 else None
-            ann = self._index(namespace, m)
+            ann = self._index(conn, namespace, m)
             if ann is None or unit is None:
                 return ExactScope(m, unit, scope, self._lock)
             if scope.session_id is None:
@@ -310,7 +323,7 @@ class VectorCache:
                 ann, unit, scope, self._lock, share, lambda: ExactScope(m, unit, scope, self._lock)
             )
 
-    def _index(self, namespace: str, m: VectorMatrix) -> AnnIndex | None:
+    def _index(self, conn: sqlite3.Connection, namespace: str, m: VectorMatrix) -> AnnIndex | None:
         """The ready approximate index of ``m``, started here when ``m`` is big enough;
         None while it builds, below the threshold, or without ``usearch`` (the caller
         holds the lock)."""
@@ -328,7 +341,8 @@ class VectorCache:
             if usearch_or_none() is None:  # installed but not importable: scan exactly
                 self.ann = False
                 return None
-            ann = self._indexes[key] = AnnIndex(m, background=self.background)
+            path = graph_path(conn, namespace, m.dim) if self.persist else None
+            ann = self._indexes[key] = AnnIndex(m, background=self.background, path=path)
         return ann if ann.ready else None
 
     def _matrix(self, conn: sqlite3.Connection, namespace: str, dim: int) -> VectorMatrix | None:
@@ -342,7 +356,7 @@ class VectorCache:
             return cached
         head = log_position(conn)
         built: VectorMatrix | None
-        if cached is not None and _patched(conn, cached, namespace, head):
+        if cached is not None and patch_from_log(conn, cached, namespace, head, PATCH_MAX):
             built = cached
         else:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
@@ -380,19 +394,3 @@ def row_bytes(dim: int) -> int:
     """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
     id and rid, and its scope columns."""
     return 4 * dim + 200
-
-
-def _patched(conn: sqlite3.Connection, m: VectorMatrix, namespace: str, head: LogPosition) -> bool:
-    """Bring ``m`` to ``head`` from the log; False when it must be read again instead."""
-    rids = logged_since(conn, m.seq, head, PATCH_MAX)
-    if rids is None:
-        return False
-    if not rids:
-        return True
-    rows = conn.execute(
-        f"SELECT {MATRIX_ROW}, namespace, deleted_at FROM memories "  # noqa: S608 - constants
-        "WHERE rid IN (SELECT value FROM json_each(?))",
-        (json.dumps(rids),),
-    ).fetchall()
-    m.patch(rows, rids, namespace, head)
-    return True
