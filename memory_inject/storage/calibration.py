@@ -9,9 +9,11 @@ terms the row holds, mapped so that the measured operating point reads as
 the default floor (:data:`OPERATING_POINT`). Each term weighs
 :func:`term_weight`, its idf among the store's rows (at least 1), so a rare
 word counts more than a common one and a prompt about something the store
-never mentions scores low even when one common word matches ("where do
-production deploys go?" against "Bob likes to go hiking on weekends": a share
-of 0.33, a score of 0.28). A term found in the row's key, content, tags
+never mentions scores low even when one common word matches. A term no row
+holds weighs :data:`ABSENT_WEIGHT` times more: the store cannot answer a
+question about something it never mentions ("where do production deploys
+go?" against "Bob likes to go hiking on weekends": "go" weighs 1, the two
+absent words 1.5 each, a share and score of 0.25). A term found in the row's key, content, tags
 or day words counts fully; found only in the record written just before it
 in its session, half; two records back, a quarter. The stores still *rank*
 keyword hits by BM25 (ties in coverage keep that order): coverage says
@@ -37,6 +39,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = [
+    "ABSENT_WEIGHT",
     "MAX_SUBSTRING_CHARS",
     "MIN_SUBSTRING_CHARS",
     "OPERATING_POINT",
@@ -72,21 +75,31 @@ def smoothed_idf(rows: int, containing: int) -> float:
     return math.log(1.0 + (rows - containing + 0.5) / (containing + 0.5))
 
 
+#: How much more a query term that no row holds counts than one a single row holds.
+#: A word the store never mentions ("dentist" against someone's chats) says the
+#: store cannot answer the question, so a hit on the prompt's other words scores
+#: lower (benchmarks/relevance.py: near-miss and off-topic injections fall, block
+#: recall holds; docs/performance.md).
+ABSENT_WEIGHT = 1.5
+
+
 def term_weight(rows: int, containing: int) -> float:
     """How much a query term counts: its idf among ``rows``, at least 1.
 
-    A term no row holds is weighed as if one did (its absence already says
-    the memory cannot hold it); the floor of 1 keeps a term that most rows
-    of a small store share (a project's name) from counting for nothing.
+    A term no row holds weighs :data:`ABSENT_WEIGHT` times the weight of a
+    term one row holds; the floor of 1 keeps a term that most rows of a small
+    store share (a project's name) from counting for nothing.
     """
-    return max(1.0, smoothed_idf(rows, max(containing, 1)))
+    weight = max(1.0, smoothed_idf(rows, max(containing, 1)))
+    return weight * ABSENT_WEIGHT if containing <= 0 else weight
 
 
-#: The measured operating point: a weighted share of 0.45 of the query's terms
+#: The measured operating point: a weighted share of 0.40 of the query's terms
 #: is where showing a hit starts to pay (benchmarks/relevance.py, docs/performance.md),
 #: and it reads as 0.4, the spec's default floor, so the default config keeps
-#: zeroclaw's floor for stores whose scores are given.
-OPERATING_POINT = (0.45, 0.40)
+#: zeroclaw's floor for stores whose scores are given (the exponent is 1: the
+#: score is the share itself).
+OPERATING_POINT = (0.40, 0.40)
 _EXPONENT = math.log(OPERATING_POINT[1]) / math.log(OPERATING_POINT[0])
 
 
@@ -96,8 +109,8 @@ def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
     The share is ``sum(weight * present) / sum(weight)``; ``present`` is 1 for a
     term in the row's own text, less for a term only in its context (see the
     module docstring), 0 for a missing term. The share is then raised to the
-    power that maps :data:`OPERATING_POINT` onto the default floor (about
-    1.15): monotone, 0 stays 0 and a hit holding the whole query scores 1.
+    power that maps :data:`OPERATING_POINT` onto the default floor (1 at
+    the shipped point): monotone, 0 stays 0 and a hit holding the whole query scores 1.
     """
     total = sum(weights)
     if total <= 0.0:

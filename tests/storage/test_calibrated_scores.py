@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from memory_inject.contract import RecallQuery
-from memory_inject.storage.calibration import coverage
+from memory_inject.storage.calibration import ABSENT_WEIGHT, coverage
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import schema as _pg_schema
 from memory_inject.storage.postgres.schema import COLUMNS, TableNames, migrate, record_params
@@ -140,8 +140,25 @@ class TestStability:
         for i in range(40):
             store.store(f"noise{i}", f"Invoice {i} was paid by the accounting department.")
         assert before == _scores(store, prompt)
-        half = coverage([1.0] * 4, [1.0, 1.0, 0.0, 0.0])
+        # "volcano" is in no row: it weighs ABSENT_WEIGHT; "bees" is in Ann's row.
+        half = coverage([1.0, 1.0, 1.0, ABSENT_WEIGHT], [1.0, 1.0, 0.0, 0.0])
         assert half == pytest.approx(before["bob"], abs=TOLERANCE)
+
+    @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+    def test_a_word_no_row_holds_weighs_more(
+        self, engines: Callable[[], tuple[Any, PostgresStore]], engine: str
+    ) -> None:
+        """A prompt word the store never mentions lowers a hit more than one another row holds."""
+        store = dict(zip(("sqlite", "postgres"), engines(), strict=True))[engine]
+        store.store("bob", "Bob likes hiking on weekends.")
+        store.store("ann", "Ann keeps bees in the garden.")
+        held_elsewhere = _scores(store, "hiking bees")["bob"]
+        never_held = _scores(store, "hiking volcano")["bob"]
+        assert held_elsewhere == pytest.approx(coverage([1.0, 1.0], [1.0, 0.0]), abs=TOLERANCE)
+        assert never_held == pytest.approx(
+            coverage([1.0, ABSENT_WEIGHT], [1.0, 0.0]), abs=TOLERANCE
+        )
+        assert never_held < held_elsewhere
 
     @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
     def test_top_hit_is_not_one(

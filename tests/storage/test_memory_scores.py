@@ -39,9 +39,13 @@ class TestCalibratedScores:
         assert 1.0 == score_of(mem, "where do production deploys go?", "deploy")
 
     def test_a_better_match_elsewhere_does_not_lower_a_score(self) -> None:
-        """The score is not divided by the batch's best: another, better hit leaves it alone."""
+        """The score is not divided by the batch's best: another, better hit leaves it alone.
+
+        Both stores hold "oolong" in some row, so it weighs the same in each (a word no
+        row holds would weigh ABSENT_WEIGHT); only the better hit differs.
+        """
         alone = store_of(
-            ("tea", "the user drinks green tea"), ("noise", "meeting notes from monday")
+            ("tea", "the user drinks green tea"), ("noise", "oolong prices at the market")
         )
         crowded = store_of(
             ("tea", "the user drinks green tea"), ("both", "green tea and oolong tea tasting")
@@ -51,6 +55,7 @@ class TestCalibratedScores:
         assert a is not None and b is not None
         assert 0.0 < a < 1.0
         assert a == pytest.approx(b, abs=0.05)
+        assert score_of(alone, query, "noise") == pytest.approx(a, abs=0.05)
         assert 1.0 == score_of(crowded, query, "both")
 
     def test_rare_words_weigh_more_than_common_ones(self) -> None:
