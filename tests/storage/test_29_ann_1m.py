@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -257,6 +258,37 @@ class TestSavedGraph:
         conn.close()
         assert len(paths) == 2
         assert all(p is not None and p.exists() for p in paths)
+
+
+def build_in_a_process(db: str) -> list[list[str]]:
+    """A process of its own opens ``db``, builds (or loads) and saves the graph, recalls."""
+    store = open_ann(Path(db))
+    try:
+        return recall_keys(store, QUERIES)
+    finally:
+        store.close()
+
+
+class TestProcesses:
+    def test_four_processes_saving_at_once_leave_one_usable_graph(self, db: Path) -> None:
+        """Four processes build and save the same graph at once (temporary names, renames):
+        each recalls what a lone process does, no temporary file is left, and the pair of
+        files left behind is a graph the next process loads, or rebuilds and saves."""
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(4) as pool:
+            results = pool.map(build_in_a_process, [str(db)] * 4)
+        alone = open_ann(db, persist=False)
+        want = recall_keys(alone, QUERIES)
+        alone.close()
+        assert all(want == got for got in results)
+        assert [saved_file(db).name, saved_file(db).name + ".json"] == saved(db)
+        after = open_ann(db)
+        assert want == recall_keys(after, QUERIES)
+        after.close()
+        last = open_ann(db)
+        assert want == recall_keys(last, QUERIES)
+        assert graph_of(last).loaded
+        last.close()
 
 
 def spy_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
