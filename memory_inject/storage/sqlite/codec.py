@@ -126,6 +126,9 @@ _EXTRA_DECODE = tuple(
     for name in EXTRA_FIELDS
 )
 _I = _ENTRY_INDEX
+_KEY_KEY, _KEY_CONTENT, _KEY_CATEGORY = _I["key"], _I["content"], _I["category"]
+_KEY_TS, _KEY_SESSION, _KEY_IMPORTANCE = _I["timestamp"], _I["session_id"], _I["importance"]
+_KEY_ID, _KEY_NAMESPACE = _I["id"], _I["namespace"]
 _set = object.__setattr__
 #: Parsed timestamp texts (recall parses the same few rows over and over).
 _TS_CACHE: dict[str, datetime] = {}
@@ -183,36 +186,48 @@ def _row_to_entry(
     for name, i, kind in _EXTRA_DECODE:
         raw = row[i]
         if kind == "list":
-            value = () if raw is None or raw == "[]" else _json_or(raw, (), tolerant)
+            if raw is None or raw == "[]":  # most lists are empty: no decoder, no generator
+                extra[name] = ()
+                continue
+            value = _json_or(raw, (), tolerant)
             if tolerant and not isinstance(value, list | tuple):
                 value = ()
             extra[name] = tuple(str(v) for v in value)
+        elif raw is None:
+            extra[name] = None
         elif kind == "ts":
             extra[name] = _ts_or_none(raw, tolerant)
-        elif name == "scope" and raw is not None:
+        elif name == "scope":
             extra[name] = _json_or(raw, None, tolerant)
-        elif name == "metadata" and raw is not None:
-            extra[name] = (
-                _json_or(raw, None, tolerant) or None
-            )  # the record's converter: {} is None
+        elif name == "metadata":
+            # The record's converter: {} is None.
+            extra[name] = _json_or(raw, None, tolerant) or None
         else:
             extra[name] = raw
-    own = _entry_fields(extra, tolerant)
+    own = _entry_fields(extra, tolerant) if extra["metadata"] is not None else None
     entry = object.__new__(MemoryEntry)
-    _set(entry, "key", row[_I["key"]])
-    _set(entry, "content", row[_I["content"]])
-    _set(entry, "category", category_of(row[_I["category"]]))
-    _set(entry, "timestamp", _ts_or_none(row[_I["timestamp"]], tolerant))
-    _set(entry, "session_id", row[_I["session_id"]])
-    _set(entry, "score", None if score is None else float(score))
-    _set(entry, "importance", row[_I["importance"]])
-    _set(entry, "id", row[_I["id"]])
-    _set(entry, "namespace", row[_I["namespace"]])
-    _set(entry, "extra", extra)
-    for name, default in _ENTRY_DEFAULTS:
-        _set(entry, name, own.get(name, default))
+    timestamp = _ts_or_none(row[_KEY_TS], tolerant)
+    for attr, value in (
+        ("key", row[_KEY_KEY]),
+        ("content", row[_KEY_CONTENT]),
+        ("category", category_of(row[_KEY_CATEGORY])),
+        ("timestamp", timestamp),
+        ("session_id", row[_KEY_SESSION]),
+        ("score", None if score is None else float(score)),
+        ("importance", row[_KEY_IMPORTANCE]),
+        ("id", row[_KEY_ID]),
+        ("namespace", row[_KEY_NAMESPACE]),
+        ("extra", extra),
+    ):
+        _set(entry, attr, value)
+    if own:
+        for attr, default in _ENTRY_DEFAULTS:
+            _set(entry, attr, own.get(attr, default))
+    else:
+        for attr, default in _ENTRY_DEFAULTS:
+            _set(entry, attr, default)
     if extra["updated_at"] is None:
-        extra["updated_at"] = entry.timestamp
+        extra["updated_at"] = timestamp
     return entry
 
 
