@@ -28,6 +28,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -110,9 +111,20 @@ def test_a_long_columns_score_is_what_highlight_would_give(tmp_path: Path) -> No
     assert any(k == "long1" for k, _ in bounded[0])
 
 
-def test_the_mirror_never_reads_a_huge_rows_instances(tmp_path: Path) -> None:
+def test_the_mirror_never_reads_a_huge_rows_instances(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A word with more instances than the mirror may read goes to FTS5, every time,
-    with the same answer a store without a mirror gives."""
+    with the same answer a store without a mirror gives; the mirror stops reading
+    at its bound once and never tries the word again."""
+    reads: list[int] = []
+    stream = _fts_mirror.postings_of_instances
+
+    def counted(instances: Any, most: int) -> Any:
+        reads.append(most)
+        return stream(instances, most)
+
+    monkeypatch.setattr(_fts_mirror, "postings_of_instances", counted)
     with SQLiteStore(tmp_path / "m.db") as store:
         store.store("huge", "alpha " * 120_000, "core")
         for i in range(20):
@@ -122,7 +134,9 @@ def test_the_mirror_never_reads_a_huge_rows_instances(tmp_path: Path) -> None:
         assert mirror is not None
         index = mirror._index
         assert index is not None  # the mirror was built (ids and lengths) ...
-        assert "alpha" not in index.postings  # ... but never read the word's 120,000 instances
+        assert "alpha" not in index.postings  # ... but never kept the word's 120,000 instances
+        assert "alpha" in index.heavy
+        assert reads == [_fts_mirror.MAX_LOAD_INSTANCES]  # read to the bound once, not again
         store._engine._mirror = None
         plain = [e.key for e in store.recall("alpha", 5)]
     assert [plain] * 8 == answers

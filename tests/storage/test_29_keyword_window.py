@@ -13,7 +13,11 @@ from pathlib import Path
 
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_terms as _terms
-from memory_inject.storage.sqlite.keyword_index import POSTINGS_SELECT, posting_of
+from memory_inject.storage.sqlite.keyword_index import (
+    INSTANCES_SELECT,
+    posting_of,
+    postings_of_instances,
+)
 from memory_inject.storage.sqlite.keyword_terms import grouped_counts
 
 _WORDS = [f"w{i}" for i in range(120)]
@@ -33,8 +37,8 @@ def _store(path: Path, seed: int) -> SQLiteStore:
 
 class TestPostingsSummedInSql:
     def test_the_pairs_are_posting_of_the_instances(self, tmp_path: Path) -> None:
-        """``(weighted count, mask)`` per token and row from SQL equal :func:`posting_of`
-        of the instances counted per column, to the bit."""
+        """``(weighted count, mask)`` per token and row from the streamed instances equal
+        :func:`posting_of` of the instances counted per column, to the bit."""
         store = _store(tmp_path / "m.db", 11)
         store.store("rep", "w0 w0 w1, w0: w1 w2", "core", session_id="s1", tags=["w0"])
         conn = sqlite3.connect(tmp_path / "m.db")
@@ -49,12 +53,14 @@ class TestPostingsSummedInSql:
             )
         )
         want = {(t, d): posting_of(c) for t, per in grouped.items() for d, c in per.items()}
+        sql = INSTANCES_SELECT.format(table="temp.inst")
         got = {
-            (t, d): (f, m)
-            for t, d, f, m in conn.execute(
-                POSTINGS_SELECT.format(table="temp.inst", marks=marks), terms
-            )
+            (t, d): pair
+            for t in terms
+            for d, pair in (postings_of_instances(conn.execute(sql, (t,)), 10**6) or {}).items()
         }
+        # Past the bound: nothing (the caller asks FTS5).
+        assert postings_of_instances(conn.execute(sql, ("w0",)), 3) is None
         assert {k: repr(v) for k, v in want.items()} == {k: repr(v) for k, v in got.items()}
         assert any(f > 2.0 for f, _ in got.values())
         conn.close()

@@ -9,12 +9,15 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory_inject.contract import RecallQuery
 from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_arrays as _arrays
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
+from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
@@ -28,6 +31,14 @@ _WORDS = (
     "zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau december"
 ).split()
 _SESSIONS = (None, "s1", "s2", "s1\x00", "s1 ", "ünï")
+
+
+@pytest.fixture(autouse=True, params=["dicts", "arrays"])
+def ranking_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both rankings of the mirror: over dicts and over numpy arrays
+    (the shipped bound picks by the store's size; these stores are small)."""
+    monkeypatch.setattr(_arrays, "ARRAY_MIN_ROWS", 10**9 if request.param == "dicts" else 0)
+    return str(request.param)
 
 
 def _mirrored(path: Path | str, **kw: Any) -> SQLiteStore:
@@ -335,3 +346,47 @@ class TestScope:
         assert ["m"] == [e.key for e in mine.recall("alpha", 5)]
         theirs.close()
         mine.close()
+
+
+class TestRankings:
+    def test_the_ranking_follows_the_bound(self, tmp_path: Path, ranking_kind: str) -> None:
+        """The parametrisation is real: arrays are built only where the bound allows."""
+        store = _mirrored(tmp_path / "m.db")
+        _fill(store, random.Random(5), 30)
+        assert store.recall("alpha hiking", 5)
+        index = store._engine._mirror._index  # type: ignore[union-attr]
+        assert index is not None
+        assert bool(index._arrays) == (ranking_kind == "arrays")
+        store.close()
+
+    def test_both_rankings_agree_through_many_dropped_rows(self) -> None:
+        """Rows come and go past the slot renumbering; both rankings give the same rows,
+        scores (to the bit) and order, ties by id, with and without a scope."""
+        rng = random.Random(31)
+        index = MirrorIndex((0, None))
+        next_rid = 1
+        for _round in range(6):
+            for _ in range(700):
+                scope = frozenset(rng.sample(["s1", "s2", "s3"], rng.randrange(0, 2)))
+                index.set_row(next_rid, f"k{next_rid % 997:04d}", rng.randrange(1, 30), scope)
+                next_rid += 1
+            for rid in rng.sample(sorted(index.ids), len(index.ids) // 2 + 300):
+                index.remove(rid)
+            for token in ("alpha", "beta", "gamma"):
+                rows = rng.sample(sorted(index.ids), len(index.ids) // 3)
+                index.load(token, {r: (rng.choice([0.25, 1.0, 2.0, 3.5]), 2) for r in rows})
+            sessions: list[tuple[list[str], tuple[str, ...] | None]] = [
+                (["alpha"], None),
+                (["beta", "alpha", "beta"], ("s1",)),
+            ]
+            for phrases, session in sessions:
+                arrays = _arrays._ArrayRanking(index, phrases, session, np)
+                allowed = None if session is None else index.in_scope(session)
+                dicts = _arrays._DictRanking(bm25_scores(index, phrases, allowed), index.ids)
+                assert len(arrays) == len(dicts)
+                for m in (1, 7, 40, len(dicts) + 5):
+                    top = dicts.best(m)
+                    assert arrays.best(m) == top
+                    assert [arrays.score(r) for r in top] == [dicts.score(r) for r in top]
+        assert len(index.slot_rid) < 2 * len(index.ids) + 1024 + 700  # renumbered, not grown
+        assert index.slot == {r: i for i, r in enumerate(index.slot_rid)}

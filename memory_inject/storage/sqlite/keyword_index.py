@@ -2,16 +2,15 @@
 
 :class:`MirrorIndex` holds every row's id, length and scope tokens and the
 postings of the tokens asked for so far; :func:`bm25_scores` is ``bm25()``
-computed the way FTS5 computes it, :func:`best_rows` the order FTS5 gives
-(score, then id), :func:`present_weight` what a posting proves for the
-coverage score. :class:`~.keyword_mirror.KeywordMirror` builds, patches and
-reads it.
+computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
+:func:`present_weight` what a posting proves for the coverage score.
+:class:`~.keyword_mirror.KeywordMirror` builds, patches and reads it.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
@@ -19,13 +18,13 @@ from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_
 from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
 
 __all__ = [
-    "POSTINGS_SELECT",
+    "INSTANCES_SELECT",
     "SCOPE_COL",
     "MirrorIndex",
     "Posting",
-    "best_rows",
     "bm25_scores",
     "posting_of",
+    "postings_of_instances",
     "present_weight",
 ]
 
@@ -46,8 +45,11 @@ class MirrorIndex:
     """
 
     __slots__ = (
+        "_arrays",
+        "_masks",
         "_scopes",
         "_shares",
+        "heavy",
         "held",
         "ids",
         "loaded",
@@ -55,6 +57,8 @@ class MirrorIndex:
         "scope",
         "seq",
         "size",
+        "slot",
+        "slot_rid",
         "total",
     )
 
@@ -67,10 +71,17 @@ class MirrorIndex:
         self.total = 0
         self.postings: dict[str, dict[int, Posting]] = {}  # loaded tokens only
         self.held = 0  # postings held, every token
+        self.heavy: set[str] = set()  # tokens found too common to read (never read again)
         self.loaded: dict[int, set[str]] = {}
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
         # Each loaded token's bm25() term per row, while no row and no posting changes.
         self._shares: dict[str, dict[int, float]] = {}
+        # The same terms as (slots, terms) arrays, and the scopes' rows as slot masks
+        # (:mod:`.keyword_arrays`): a row keeps its slot while it is held.
+        self.slot: dict[int, int] = {}
+        self.slot_rid: list[int] = []
+        self._arrays: dict[str, tuple[Any, Any]] = {}
+        self._masks: dict[tuple[str, ...], Any] = {}
 
     def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
         """The rows whose ``ctx_scope`` holds one of ``scope_tokens`` (cached, kept current)."""
@@ -111,9 +122,47 @@ class MirrorIndex:
         self._shares[token] = cached
         return cached
 
+    def share_arrays(self, token: str, np: Any) -> tuple[Any, Any]:
+        """:meth:`shares` as two numpy arrays, the rows' slots and their terms (cached alike)."""
+        cached = self._arrays.get(token)
+        if cached is None:
+            shares = self.shares(token)
+            slot = self.slot
+            cached = (
+                np.fromiter((slot[r] for r in shares), np.intp, len(shares)),
+                np.fromiter(shares.values(), np.float64, len(shares)),
+            )
+            self._arrays[token] = cached
+        return cached
+
+    def scope_mask(self, scope_tokens: tuple[str, ...], np: Any) -> Any:
+        """:meth:`in_scope` as a boolean array over the slots (cached until a row changes)."""
+        mask = self._masks.get(scope_tokens)
+        if mask is None:
+            mask = np.zeros(len(self.slot_rid), dtype=bool)
+            rows = self.in_scope(scope_tokens)
+            slot = self.slot
+            mask[np.fromiter((slot[r] for r in rows), np.intp, len(rows))] = True
+            if len(self._masks) >= 64:
+                self._masks.clear()
+            self._masks[scope_tokens] = mask
+        return mask
+
+    def _forget_terms(self) -> None:
+        """Every token's cached terms and the slot masks go (a row changed)."""
+        self._shares.clear()
+        self._arrays.clear()
+        self._masks.clear()
+
     def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
         """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
-        self._shares.clear()
+        self._forget_terms()
+        if rid not in self.slot:
+            if len(self.slot_rid) > 2 * len(self.ids) + 1024:  # mostly dropped rows: renumber
+                self.slot = {r: i for i, r in enumerate(self.ids)}
+                self.slot_rid = list(self.ids)
+            self.slot[rid] = len(self.slot_rid)
+            self.slot_rid.append(rid)
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
@@ -124,8 +173,9 @@ class MirrorIndex:
 
     def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
         """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
-        same pair computed in SQL: :data:`POSTINGS_SELECT`)."""
+        same pair from its instances: :func:`postings_of_instances`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
+        self._arrays.pop(token, None)
         self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
         for rid in posting:
@@ -147,7 +197,7 @@ class MirrorIndex:
         """Drop row ``rid`` (nothing if it is not held)."""
         if rid not in self.ids:
             return
-        self._shares.clear()
+        self._forget_terms()
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
@@ -160,23 +210,38 @@ class MirrorIndex:
         """Forget every loaded token's postings (read again as queries ask for them)."""
         self.postings.clear()
         self.loaded.clear()
-        self._shares.clear()
+        self._forget_terms()
         self.held = 0
 
 
-#: :func:`posting_of` of every (token, row) of an ``fts5vocab`` instance table, in SQL:
-#: ``(term, doc, weighted count, text-column mask)``, one row per token and row, so a
-#: common word's postings reach Python as pairs rather than as instances. The weights
-#: are dyadic, so the sum is exactly :func:`posting_of`'s whatever the order; the
-#: mask is the sum of the distinct column bits. ``{table}`` and ``{marks}`` are
-#: filled in by the caller.
-POSTINGS_SELECT = (
-    "SELECT term, doc, sum(CASE col "  # noqa: S608 - constants
-    + " ".join(f"WHEN '{c}' THEN {BM25_WEIGHTS[i]!r}" for i, c in enumerate(COLUMN_NAMES))
-    + " END), sum(DISTINCT CASE col "
-    + " ".join(f"WHEN '{c}' THEN {1 << i}" for i, c in enumerate(COLUMN_NAMES) if c != "ctx_scope")
-    + " ELSE 0 END) FROM {table} WHERE term IN ({marks}) GROUP BY term, doc"
-)
+#: One token's instances, one row each: ``(doc, col)`` of an ``fts5vocab`` instance table
+#: (``{table}`` is filled in by the caller). Asking one token at a time, without the
+#: ``term`` column, halves the read: most of its cost is the columns' values.
+INSTANCES_SELECT = "SELECT doc, col FROM {table} WHERE term = ?"
+#: Per column name: its bm25() weight and its bit in a posting's text-column mask.
+_COLUMN_PAIR = {
+    c: (BM25_WEIGHTS[i], 0 if i == SCOPE_COL else 1 << i) for i, c in enumerate(COLUMN_NAMES)
+}
+
+
+def postings_of_instances(
+    instances: Iterable[tuple[int, str]], most: int
+) -> dict[int, Posting] | None:
+    """One token's postings, :func:`posting_of` per row to the bit, from the rows of
+    :data:`INSTANCES_SELECT`; None once more than ``most`` instances came (the
+    caller stops reading: FTS5 answers a query that common).
+
+    The weights are dyadic, so the sum is :func:`posting_of`'s whatever the order.
+    """
+    out: dict[int, Posting] = {}
+    pair = _COLUMN_PAIR
+    for seen, (doc, col) in enumerate(instances):
+        if seen >= most:
+            return None
+        weight, bit = pair[col]
+        old = out.get(doc)
+        out[doc] = (weight, bit) if old is None else (old[0] + weight, old[1] | bit)
+    return out
 
 
 def posting_of(per_col: list[int]) -> Posting:
@@ -211,18 +276,6 @@ def bm25_scores(
                 if rid in allowed:
                     scores[rid] = get(rid, 0.0) + share
     return scores
-
-
-def best_rows(scores: dict[int, float], ids: dict[int, str], m: int) -> list[int]:
-    """The ``m`` best rids by score then id (every row tied with the m-th weighed by id)."""
-    if len(scores) > 2 * m:
-        best = heapq.nlargest(m, scores.values())
-        cut = best[-1]
-        pool = [r for r, sc in scores.items() if sc >= cut]
-    else:
-        pool = list(scores)
-    pool.sort(key=lambda r: (-scores[r], ids[r]))
-    return pool[:m]
 
 
 #: What a hit in each text column proves (``COVERAGE_WEIGHTS``), per column mask.

@@ -52,12 +52,11 @@ from typing import Any
 from memory_inject.storage.calibration import coverage, term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
+from memory_inject.storage.sqlite.keyword_arrays import Ranking, ranking
 from memory_inject.storage.sqlite.keyword_index import (
-    POSTINGS_SELECT,
+    INSTANCES_SELECT,
     MirrorIndex,
-    Posting,
-    best_rows,
-    bm25_scores,
+    postings_of_instances,
     present_weight,
 )
 from memory_inject.storage.sqlite.keyword_terms import (
@@ -65,7 +64,6 @@ from memory_inject.storage.sqlite.keyword_terms import (
     RowTokenizer,
     TermStats,
     corpus_size,
-    ensure_vocab,
     tokens_of,
     tokens_of_all,
     varints,
@@ -73,9 +71,10 @@ from memory_inject.storage.sqlite.keyword_terms import (
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 
-#: Indexes of at most this many rows are mirrored: past it a common word's first read costs
-#: more than the mirror saves (``benchmarks/keyword_sizes.py``, docs/performance.md).
-MAX_ROWS = 2000
+#: Indexes of at most this many rows are mirrored: past it a common word's first read,
+#: and recomputing a common word's terms after each write, cost more than the mirror
+#: saves (``benchmarks/keyword_sizes.py --paths [--writes]``, docs/performance.md).
+MAX_ROWS = 5000
 #: The mirror is built on this keyword recall of the process, not the first.
 AFTER_RECALLS = 4
 #: Past this many changed rows the mirror is read again rather than patched.
@@ -86,10 +85,11 @@ MAX_TOKENS = 50_000
 #: dropped and read again as asked for: about 150 bytes each, so the
 #: postings never hold much more than 30 MB.
 MAX_POSTINGS = 200_000
-#: A query whose unloaded tokens occur more often than this in the index (all
-#: rows, all columns) goes to the SQL path: reading their instances here
-#: costs about a microsecond each (a 10 MB row holding the word: seconds),
-#: where FTS5 reads a row's matches in C.
+#: A query with an unloaded token that occurs more often than this in the index
+#: (all rows, all columns) goes to the SQL path: reading its instances here
+#: costs about a microsecond and a half each (a 10 MB row holding the word:
+#: seconds), where FTS5 reads a row's matches in C. The reading stops at the
+#: bound and the token is remembered as too common.
 MAX_LOAD_INSTANCES = 50_000
 #: A changed row longer than this (bytes, every indexed column) is not
 #: tokenised into the mirror: the mirror is read again instead (ids, lengths
@@ -278,57 +278,64 @@ def _hits(
     of the scope hold another word: then the whole query ranks.
     """
     missing = [t for t in dict.fromkeys(phrases) if t not in index.postings]
-    if missing:
-        # Each read connection has its own temp schema (only queries that load a token get here).
-        conn.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
-            "USING fts5vocab(main, memories_fts, instance)"
-        )
-        ensure_vocab(conn)
-        marks = ", ".join("?" * len(missing))
-        counts = conn.execute(
-            f"SELECT sum(cnt) FROM temp.memories_vocab WHERE term IN ({marks})",  # noqa: S608
-            missing,
-        ).fetchone()[0]
-        incoming = int(counts or 0)
-        if incoming > MAX_LOAD_INSTANCES:
-            return None  # FTS5 answers (see MAX_LOAD_INSTANCES)
-        if len(index.postings) + len(missing) > MAX_TOKENS or index.held + incoming > MAX_POSTINGS:
-            index.drop_postings()
-            missing = list(dict.fromkeys(phrases))  # this query's held ones went too
-        # Each token's (weighted count, column mask) per row, computed in SQL
-        # (:data:`~.keyword_index.POSTINGS_SELECT`): one Python row per posting.
-        sql = POSTINGS_SELECT.format(
-            table="temp.memories_instances", marks=", ".join("?" * len(missing))
-        )
-        loaded: dict[str, dict[int, Posting]] = {t: {} for t in missing}
-        for term, doc, f, mask in conn.execute(sql, missing):
-            loaded[term][doc] = (f, mask)
-        for token in missing:
-            index.load(token, loaded[token])
+    if missing and not _load(conn, index, missing, phrases):
+        return None  # FTS5 answers (see MAX_LOAD_INSTANCES)
     n = len(index.ids)
     postings = index.postings
     df = [len(postings.get(t, ())) for t in phrases]
-    allowed = None if scope_tokens is None else index.in_scope(tuple(scope_tokens))
+    scope = None if scope_tokens is None else tuple(scope_tokens)
     draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
-    scores = bm25_scores(index, draw, allowed)
-    kept = _pick(conn, index, where, scores, k, rows)
+    ranked = ranking(index, draw, scope)
+    kept = _pick(conn, where, ranked, k, rows)
     if len(kept) < k and len(draw) < len(phrases):
-        scores = bm25_scores(index, phrases, allowed)
-        kept = _pick(conn, index, where, scores, k, rows)
+        ranked = ranking(index, phrases, scope)
+        kept = _pick(conn, where, ranked, k, rows)
     weights = [term_weight(n, d) for d in df]
+    held = [postings.get(t, {}) for t in phrases]
     out = []
     for rid in kept:
-        present = [present_weight(postings.get(t, {}).get(rid)) for t in phrases]
-        out.append((index.ids[rid], coverage(weights, present), scores[rid]))
+        present = [present_weight(p.get(rid)) for p in held]
+        out.append((index.ids[rid], coverage(weights, present), ranked.score(rid)))
     return out
+
+
+def _load(
+    conn: sqlite3.Connection, index: MirrorIndex, missing: list[str], phrases: Sequence[str]
+) -> bool:
+    """Read the postings of the ``missing`` tokens of ``phrases`` into ``index``; False
+    (nothing read) when they are too common to read here (:data:`MAX_LOAD_INSTANCES`).
+
+    The instances stream in and stop at a token's bound, so no count is asked
+    first; a token found too common is remembered and never read again by
+    this index (a new index, after a rebuild, tries once more).
+    """
+    if not index.heavy.isdisjoint(missing):
+        return False
+    if len(index.postings) + len(missing) > MAX_TOKENS or index.held > MAX_POSTINGS:
+        index.drop_postings()
+        missing = list(dict.fromkeys(phrases))  # this query's held ones went too
+    # Each read connection has its own temp schema (only queries that load a token get here).
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
+        "USING fts5vocab(main, memories_fts, instance)"
+    )
+    sql = INSTANCES_SELECT.format(table="temp.memories_instances")
+    loaded = {}
+    for token in missing:
+        posting = postings_of_instances(conn.execute(sql, (token,)), MAX_LOAD_INSTANCES)
+        if posting is None:
+            index.heavy.add(token)
+            return False
+        loaded[token] = posting
+    for token, posting in loaded.items():
+        index.load(token, posting)
+    return True
 
 
 def _pick(
     conn: sqlite3.Connection,
-    index: MirrorIndex,
     where: tuple[str, str, Sequence[Any]],
-    scores: dict[int, float],
+    ranked: Ranking,
     k: int,
     rows: dict[str, tuple[Any, ...]] | None,
 ) -> list[int]:
@@ -339,7 +346,6 @@ def _pick(
     replaced by the next.
     """
     namespace, scope, params = where
-    ids = index.ids
     # CROSS JOIN: the listed rowids drive the lookups (the planner would otherwise
     # walk the namespace's whole index and test each row against the list).
     sql = (
@@ -349,8 +355,8 @@ def _pick(
     kept: list[int] = []
     done = 0
     batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
-    while len(kept) < k and done < len(scores):
-        top = best_rows(scores, ids, done + batch)
+    while len(kept) < k and done < len(ranked):
+        top = ranked.best(done + batch)
         chunk = top[done:]
         done = len(top)
         found = {
