@@ -356,7 +356,7 @@ class TestRankings:
         assert store.recall("alpha hiking", 5)
         index = store._engine._mirror._index  # type: ignore[union-attr]
         assert index is not None
-        assert bool(index._arrays) == (ranking_kind == "arrays")
+        assert (index.arrays is not None) == (ranking_kind == "arrays")
         store.close()
 
     def test_both_rankings_agree_through_many_dropped_rows(self) -> None:
@@ -375,18 +375,37 @@ class TestRankings:
             for token in ("alpha", "beta", "gamma"):
                 rows = rng.sample(sorted(index.ids), len(index.ids) // 3)
                 index.load(token, {r: (rng.choice([0.25, 1.0, 2.0, 3.5]), 2) for r in rows})
-            sessions: list[tuple[list[str], tuple[str, ...] | None]] = [
-                (["alpha"], None),
-                (["beta", "alpha", "beta"], ("s1",)),
-            ]
-            for phrases, session in sessions:
-                arrays = _arrays._ArrayRanking(index, phrases, session, np)
-                allowed = None if session is None else index.in_scope(session)
-                dicts = _arrays._DictRanking(bm25_scores(index, phrases, allowed), index.ids)
-                assert len(arrays) == len(dicts)
-                for m in (1, 7, 40, len(dicts) + 5):
-                    top = dicts.best(m)
-                    assert arrays.best(m) == top
-                    assert [arrays.score(r) for r in top] == [dicts.score(r) for r in top]
-        assert len(index.slot_rid) < 2 * len(index.ids) + 1024 + 700  # renumbered, not grown
-        assert index.slot == {r: i for i, r in enumerate(index.slot_rid)}
+            _rankings_agree(index)
+            # Written and dropped rows patch the held tokens' arrays in place.
+            for _ in range(60):
+                counts = {"alpha": [0, 1, 0, 0, 0, 0, 0], "beta": [1, 0, 0, 2, 0, 0, 0]}
+                index.add(next_rid, f"k{next_rid % 997:04d}", rng.randrange(1, 30), counts)
+                next_rid += 1
+            for rid in rng.sample(sorted(index.ids), 40):
+                index.remove(rid)
+            rewritten = rng.choice(sorted(index.ids))
+            index.remove(rewritten)
+            index.add(rewritten, "again", 7, {"alpha": [2, 0, 0, 0, 0, 0, 0]})
+            _rankings_agree(index)
+        assert index.arrays is not None
+        slot_rid = index.arrays.slot_rid
+        assert len(slot_rid) < 2 * len(index.ids) + 1024 + 700  # renumbered, not grown
+        assert index.arrays.slot == {r: i for i, r in enumerate(slot_rid)}
+
+
+def _rankings_agree(index: MirrorIndex) -> None:
+    sessions: list[tuple[list[str], tuple[str, ...] | None]] = [
+        (["alpha"], None),
+        (["beta", "alpha", "beta"], ("s1",)),
+    ]
+    if index.arrays is None:
+        index.arrays = _arrays.IndexArrays(index, np)
+    for phrases, session in sessions:
+        arrays = _arrays._ArrayRanking(index, index.arrays, phrases, session, np)
+        allowed = None if session is None else index.in_scope(session)
+        dicts = _arrays._DictRanking(bm25_scores(index, phrases, allowed), index.ids)
+        assert len(arrays) == len(dicts)
+        for m in (1, 7, 40, len(dicts) + 5):
+            top = dicts.best(m)
+            assert arrays.best(m) == top
+            assert [arrays.score(r) for r in top] == [dicts.score(r) for r in top]

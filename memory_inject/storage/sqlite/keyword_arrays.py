@@ -1,25 +1,29 @@
 """The mirror's ranking of one query: bm25() of the rows holding a query token, best first.
 
-:func:`ranking` adds up each token's cached bm25() terms
-(:meth:`~.keyword_index.MirrorIndex.shares`) and hands out the best rows in
-FTS5's order, score then id, as many as the caller asks for. With numpy the
-terms are summed over arrays of row slots (a few microseconds a token,
-whatever its number of rows) and the best rows found by a partition; without
-it, or on an index of fewer than :data:`ARRAY_MIN_ROWS` rows, over dicts.
-Both add the same terms in the same order, so the scores are the same to the
-bit (a test holds the two, and FTS5, together).
+:func:`ranking` adds up each token's bm25() terms and hands out the best rows
+in FTS5's order, score then id, as many as the caller asks for. With numpy
+(:class:`IndexArrays`) each row has a slot, each loaded token its slots and
+weighted counts as arrays kept current through writes, and its terms are
+computed over them (a few microseconds a token after a write, whatever its
+number of rows), summed, and the best rows found by a partition; without
+numpy, or on an index of fewer than :data:`ARRAY_MIN_ROWS` rows, the terms are
+:meth:`~.keyword_index.MirrorIndex.shares` dicts. Both compute the same
+terms with the same operations in the same order, so the scores are the same
+to the bit (a test holds the two, and FTS5, together).
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from memory_inject.embedders import numpy_or_none
+from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores
+from memory_inject.storage.sqlite.keyword_phrases import K1, B
 
-__all__ = ["ARRAY_MIN_ROWS", "Ranking", "ranking"]
+__all__ = ["ARRAY_MIN_ROWS", "IndexArrays", "Ranking", "ranking"]
 
 #: Indexes of fewer rows rank over dicts: numpy's fixed cost (tens of microseconds a
 #: query) is more than the dict walks it saves (``benchmarks/keyword_sizes.py``).
@@ -53,7 +57,132 @@ def ranking(
     if np is None:
         allowed = None if scope_tokens is None else index.in_scope(scope_tokens)
         return _DictRanking(bm25_scores(index, phrases, allowed), index.ids)
-    return _ArrayRanking(index, phrases, scope_tokens, np)
+    if index.arrays is None:
+        index.arrays = IndexArrays(index, np)
+    return _ArrayRanking(index, index.arrays, phrases, scope_tokens, np)
+
+
+class IndexArrays:
+    """A :class:`~.keyword_index.MirrorIndex` as numpy arrays, told of its every change.
+
+    A row keeps its slot while it is held (renumbered when dropped rows
+    outnumber the held ones); ``_sizes`` holds each slot's length. A token's
+    ``(slots, weighted counts)`` are built from its postings once and then
+    follow the rows added and dropped; its terms, which move with every row
+    (the idf, the average length), are recomputed from them after a change.
+    """
+
+    __slots__ = ("_masks", "_np", "_postings", "_sizes", "_terms", "slot", "slot_rid")
+
+    def __init__(self, index: MirrorIndex, np: Any) -> None:
+        """Slots for every row ``index`` holds; no token's arrays yet."""
+        self._np = np
+        self._postings: dict[str, tuple[Any, Any]] = {}
+        self._terms: dict[str, tuple[Any, Any]] = {}
+        self._masks: dict[tuple[str, ...], Any] = {}
+        self._renumber(index)
+
+    def _renumber(self, index: MirrorIndex) -> None:
+        self.slot = {r: i for i, r in enumerate(index.ids)}
+        self.slot_rid = list(index.ids)
+        self._sizes = self._np.zeros(max(64, 2 * len(self.slot_rid)), dtype=self._np.float64)
+        for i, rid in enumerate(self.slot_rid):
+            self._sizes[i] = index.size[rid]
+        self._postings.clear()
+        self._terms.clear()
+        self._masks.clear()
+
+    # -- told by the index -------------------------------------------------
+
+    def row_set(self, index: MirrorIndex, rid: int, size: int) -> None:
+        """Row ``rid`` was (re)written with length ``size``."""
+        self._terms.clear()
+        self._masks.clear()
+        if rid not in self.slot:
+            if len(self.slot_rid) > 2 * len(index.ids) + 1024:  # mostly dropped rows
+                self._renumber(index)  # (it holds ``rid`` already)
+                return
+            self.slot[rid] = len(self.slot_rid)
+            self.slot_rid.append(rid)
+            if len(self.slot_rid) > len(self._sizes):
+                grown = self._np.zeros(2 * len(self._sizes), dtype=self._np.float64)
+                grown[: len(self._sizes)] = self._sizes
+                self._sizes = grown
+        self._sizes[self.slot[rid]] = size
+
+    def row_removed(self, rid: int, tokens: Iterable[str]) -> None:
+        """Row ``rid`` was dropped from the postings of ``tokens``."""
+        self._terms.clear()
+        self._masks.clear()
+        at = self.slot.get(rid)
+        for token in tokens:
+            cached = self._postings.get(token)
+            if cached is not None:
+                keep = cached[0] != at
+                self._postings[token] = (cached[0][keep], cached[1][keep])
+
+    def posting_set(self, token: str, rid: int, weighted: float, new: bool) -> None:
+        """``token``'s posting of row ``rid`` is now ``weighted`` (``new``: it had none)."""
+        cached = self._postings.get(token)
+        if cached is None:
+            return
+        if not new:
+            del self._postings[token]  # read again from the postings when asked
+            return
+        np = self._np
+        self._postings[token] = (
+            np.append(cached[0], self.slot[rid]),
+            np.append(cached[1], weighted),
+        )
+
+    def token_loaded(self, token: str) -> None:
+        """``token``'s postings were read anew."""
+        self._postings.pop(token, None)
+        self._terms.pop(token, None)
+
+    def cleared(self) -> None:
+        """Every token's postings were dropped."""
+        self._postings.clear()
+        self._terms.clear()
+
+    # -- asked by the ranking ----------------------------------------------
+
+    def terms(self, index: MirrorIndex, token: str) -> tuple[Any, Any]:
+        """``token``'s slots and bm25() terms: :meth:`~.keyword_index.MirrorIndex.shares`
+        as arrays, computed with the same operations in the same order."""
+        cached = self._terms.get(token)
+        if cached is None:
+            np = self._np
+            held = self._postings.get(token)
+            if held is None:
+                posting = index.postings.get(token) or {}
+                slot = self.slot
+                held = self._postings[token] = (
+                    np.fromiter((slot[r] for r in posting), np.intp, len(posting)),
+                    np.fromiter((p[0] for p in posting.values()), np.float64, len(posting)),
+                )
+            slots, f = held
+            n = len(index.ids)
+            avgdl = index.total / n if n else 1.0
+            idf = fts5_idf(n, len(slots))
+            lengths = self._sizes[slots]
+            cached = (slots, idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * lengths / avgdl))))
+            self._terms[token] = cached
+        return cached
+
+    def scope_mask(self, index: MirrorIndex, scope_tokens: tuple[str, ...]) -> Any:
+        """:meth:`~.keyword_index.MirrorIndex.in_scope` as a boolean array over the slots."""
+        mask = self._masks.get(scope_tokens)
+        if mask is None:
+            np = self._np
+            mask = np.zeros(len(self.slot_rid), dtype=bool)
+            rows = index.in_scope(scope_tokens)
+            slot = self.slot
+            mask[np.fromiter((slot[r] for r in rows), np.intp, len(rows))] = True
+            if len(self._masks) >= 64:
+                self._masks.clear()
+            self._masks[scope_tokens] = mask
+        return mask
 
 
 class _DictRanking:
@@ -84,20 +213,25 @@ class _ArrayRanking:
     __slots__ = ("_ids", "_rid", "_scores", "_slots", "_values")
 
     def __init__(
-        self, index: MirrorIndex, phrases: Sequence[str], scope: tuple[str, ...] | None, np: Any
+        self,
+        index: MirrorIndex,
+        arrays: IndexArrays,
+        phrases: Sequence[str],
+        scope: tuple[str, ...] | None,
+        np: Any,
     ) -> None:
-        size = len(index.slot_rid)
+        size = len(arrays.slot_rid)
         total = np.zeros(size, dtype=np.float64)
         held = np.zeros(size, dtype=bool)
         for token in phrases:  # in order, as bm25_scores adds them: the same sums
-            slots, terms = index.share_arrays(token, np)
+            slots, terms = arrays.terms(index, token)
             total[slots] += terms
             held[slots] = True
         if scope is not None:
-            held &= index.scope_mask(scope, np)
+            held &= arrays.scope_mask(index, scope)
         self._slots = np.flatnonzero(held)
         self._values = total[self._slots]
-        self._rid = index.slot_rid
+        self._rid = arrays.slot_rid
         self._ids = index.ids
         self._scores: dict[int, float] = {}
 

@@ -10,12 +10,15 @@ computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
 from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_WEIGHTS, K1, B
 from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
+
+if TYPE_CHECKING:
+    from memory_inject.storage.sqlite.keyword_arrays import IndexArrays
 
 __all__ = [
     "INSTANCES_SELECT",
@@ -45,10 +48,9 @@ class MirrorIndex:
     """
 
     __slots__ = (
-        "_arrays",
-        "_masks",
         "_scopes",
         "_shares",
+        "arrays",
         "heavy",
         "held",
         "ids",
@@ -57,8 +59,6 @@ class MirrorIndex:
         "scope",
         "seq",
         "size",
-        "slot",
-        "slot_rid",
         "total",
     )
 
@@ -76,12 +76,9 @@ class MirrorIndex:
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
         # Each loaded token's bm25() term per row, while no row and no posting changes.
         self._shares: dict[str, dict[int, float]] = {}
-        # The same terms as (slots, terms) arrays, and the scopes' rows as slot masks
-        # (:mod:`.keyword_arrays`): a row keeps its slot while it is held.
-        self.slot: dict[int, int] = {}
-        self.slot_rid: list[int] = []
-        self._arrays: dict[str, tuple[Any, Any]] = {}
-        self._masks: dict[tuple[str, ...], Any] = {}
+        # The same numbers as numpy arrays, once a ranking asks (:mod:`.keyword_arrays`),
+        # told of every change below.
+        self.arrays: IndexArrays | None = None
 
     def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
         """The rows whose ``ctx_scope`` holds one of ``scope_tokens`` (cached, kept current)."""
@@ -122,47 +119,13 @@ class MirrorIndex:
         self._shares[token] = cached
         return cached
 
-    def share_arrays(self, token: str, np: Any) -> tuple[Any, Any]:
-        """:meth:`shares` as two numpy arrays, the rows' slots and their terms (cached alike)."""
-        cached = self._arrays.get(token)
-        if cached is None:
-            shares = self.shares(token)
-            slot = self.slot
-            cached = (
-                np.fromiter((slot[r] for r in shares), np.intp, len(shares)),
-                np.fromiter(shares.values(), np.float64, len(shares)),
-            )
-            self._arrays[token] = cached
-        return cached
-
-    def scope_mask(self, scope_tokens: tuple[str, ...], np: Any) -> Any:
-        """:meth:`in_scope` as a boolean array over the slots (cached until a row changes)."""
-        mask = self._masks.get(scope_tokens)
-        if mask is None:
-            mask = np.zeros(len(self.slot_rid), dtype=bool)
-            rows = self.in_scope(scope_tokens)
-            slot = self.slot
-            mask[np.fromiter((slot[r] for r in rows), np.intp, len(rows))] = True
-            if len(self._masks) >= 64:
-                self._masks.clear()
-            self._masks[scope_tokens] = mask
-        return mask
-
     def _forget_terms(self) -> None:
-        """Every token's cached terms and the slot masks go (a row changed)."""
+        """Every token's cached terms go (a row changed)."""
         self._shares.clear()
-        self._arrays.clear()
-        self._masks.clear()
 
     def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
         """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
         self._forget_terms()
-        if rid not in self.slot:
-            if len(self.slot_rid) > 2 * len(self.ids) + 1024:  # mostly dropped rows: renumber
-                self.slot = {r: i for i, r in enumerate(self.ids)}
-                self.slot_rid = list(self.ids)
-            self.slot[rid] = len(self.slot_rid)
-            self.slot_rid.append(rid)
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
@@ -170,12 +133,15 @@ class MirrorIndex:
         self.size[rid] = size
         self.total += size
         self.scope[rid] = scope
+        if self.arrays is not None:
+            self.arrays.row_set(self, rid, size)
 
     def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
         """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
         same pair from its instances: :func:`postings_of_instances`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
-        self._arrays.pop(token, None)
+        if self.arrays is not None:
+            self.arrays.token_loaded(token)
         self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
         for rid in posting:
@@ -188,8 +154,11 @@ class MirrorIndex:
         self.set_row(rid, key, size, scope)
         held = [t for t in counts if t in self.postings]
         for token in held:
-            self.held += rid not in self.postings[token]
-            self.postings[token][rid] = posting_of(counts[token])
+            new = rid not in self.postings[token]
+            self.held += new
+            pair = self.postings[token][rid] = posting_of(counts[token])
+            if self.arrays is not None:
+                self.arrays.posting_set(token, rid, pair[0], new)
         if held:
             self.loaded[rid] = set(held)
 
@@ -203,6 +172,8 @@ class MirrorIndex:
         del self.ids[rid]
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
+        if self.arrays is not None:
+            self.arrays.row_removed(rid, self.loaded.get(rid, ()))
         for token in self.loaded.pop(rid, ()):
             self.held -= self.postings[token].pop(rid, None) is not None
 
@@ -211,6 +182,8 @@ class MirrorIndex:
         self.postings.clear()
         self.loaded.clear()
         self._forget_terms()
+        if self.arrays is not None:
+            self.arrays.cleared()
         self.held = 0
 
 

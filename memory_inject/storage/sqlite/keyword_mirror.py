@@ -71,10 +71,11 @@ from memory_inject.storage.sqlite.keyword_terms import (
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 
-#: Indexes of at most this many rows are mirrored: past it a common word's first read,
-#: and recomputing a common word's terms after each write, cost more than the mirror
-#: saves (``benchmarks/keyword_sizes.py --paths [--writes]``, docs/performance.md).
-MAX_ROWS = 5000
+#: Indexes of at most this many rows are mirrored: up to it the mirror's mean cost per
+#: recall, common words' first reads included, is below the FTS5 path's, and its p50 a
+#: third of it; its p99 is 2-3x the FTS5 path's while prompts bring new common words
+#: (``benchmarks/keyword_sizes.py --paths [--writes]``, docs/performance.md).
+MAX_ROWS = 10_000
 #: The mirror is built on this keyword recall of the process, not the first.
 AFTER_RECALLS = 4
 #: Past this many changed rows the mirror is read again rather than patched.
