@@ -41,6 +41,7 @@ from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
 from memory_inject.storage.sqlite import keyword_rank as _fts_rank
+from memory_inject.storage.sqlite.keyword_index import postings_of_instances
 from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.locks import foreign_wal_lock
 from memory_inject.storage.sqlite.vectors import VectorCache
@@ -118,7 +119,7 @@ def test_the_mirror_never_reads_a_huge_rows_instances(
     with the same answer a store without a mirror gives; the mirror stops reading
     at its bound once and never tries the word again."""
     reads: list[int] = []
-    stream = _fts_mirror.postings_of_instances
+    stream = postings_of_instances
 
     def counted(instances: Any, most: int) -> Any:
         reads.append(most)
