@@ -20,8 +20,7 @@ from typing import Any, Protocol
 
 from memory_inject.embedders import numpy_or_none
 from memory_inject.storage.calibration import fts5_idf
-from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores
-from memory_inject.storage.sqlite.keyword_phrases import K1, B
+from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores, bm25_term
 
 __all__ = ["ARRAY_MIN_ROWS", "IndexArrays", "Ranking", "ranking"]
 
@@ -166,7 +165,7 @@ class IndexArrays:
             avgdl = index.total / n if n else 1.0
             idf = fts5_idf(n, len(slots))
             lengths = self._sizes[slots]
-            cached = (slots, idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * lengths / avgdl))))
+            cached = (slots, bm25_term(idf, f, lengths, avgdl))
             self._terms[token] = cached
         return cached
 

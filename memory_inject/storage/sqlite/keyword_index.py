@@ -10,7 +10,7 @@ computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
@@ -26,6 +26,7 @@ __all__ = [
     "MirrorIndex",
     "Posting",
     "bm25_scores",
+    "bm25_term",
     "posting_of",
     "postings_of_instances",
     "present_weight",
@@ -111,11 +112,7 @@ class MirrorIndex:
         size = self.size
         avgdl = self.total / n if n else 1.0
         idf = fts5_idf(n, len(posting))
-        cached = {
-            # bm25()'s length part is K1 * (1 - B + B * D / avgdl).
-            rid: idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * size[rid] / avgdl)))
-            for rid, (f, _) in posting.items()
-        }
+        cached = {rid: bm25_term(idf, f, size[rid], avgdl) for rid, (f, _) in posting.items()}
         self._shares[token] = cached
         return cached
 
@@ -226,6 +223,13 @@ def posting_of(per_col: list[int]) -> Posting:
             if col != SCOPE_COL:
                 mask |= 1 << col
     return f, mask
+
+
+def bm25_term(idf: Any, f: Any, length: Any, avgdl: float) -> Any:
+    """One phrase's term of FTS5's ``bm25()`` for a row: the same operations in the same
+    order as ``fts5Bm25Function``, on floats or elementwise on numpy arrays (the same
+    bits either way). The length part is ``K1 * (1 - B + B * D / avgdl)``."""
+    return idf * ((f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * length / avgdl)))
 
 
 def bm25_scores(
