@@ -116,13 +116,9 @@ class MirrorIndex:
         self._shares[token] = cached
         return cached
 
-    def _forget_terms(self) -> None:
-        """Every token's cached terms go (a row changed)."""
-        self._shares.clear()
-
     def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
         """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
-        self._forget_terms()
+        self._shares.clear()
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
@@ -163,7 +159,7 @@ class MirrorIndex:
         """Drop row ``rid`` (nothing if it is not held)."""
         if rid not in self.ids:
             return
-        self._forget_terms()
+        self._shares.clear()
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
@@ -178,7 +174,7 @@ class MirrorIndex:
         """Forget every loaded token's postings (read again as queries ask for them)."""
         self.postings.clear()
         self.loaded.clear()
-        self._forget_terms()
+        self._shares.clear()
         if self.arrays is not None:
             self.arrays.cleared()
         self.held = 0
