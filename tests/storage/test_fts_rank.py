@@ -182,6 +182,64 @@ class TestKeywordHits:
         assert ['"zucchini"', '"zucchini" OR "orchard"'] == seen
 
 
+class TestDrawCap:
+    """Past ``DRAW_ROWS`` matches the draw ranks only the newest (issue 29: 1M rows)."""
+
+    @staticmethod
+    def _store(path: Path) -> None:
+        with SQLiteStore(path) as store:
+            store.store("old", "apple apple apple", "core", session_id="early")
+            for i in range(30):
+                words = " ".join(["more"] * i)  # longer and longer: BM25 falls
+                store.store(f"n{i}", f"apple note {words}", "core", session_id="late")
+            for i in range(40):
+                store.store(f"f{i}", f"filler {i}", "core", session_id="fill")
+
+    def test_under_the_cap_the_best_row_of_all_is_found(self, tmp_path: Path) -> None:
+        self._store(tmp_path / "m.db")
+        with SQLiteStore(tmp_path / "m.db") as store:
+            found = store.recall("apple", 5)
+        assert "old" == found[0].key
+        assert 5 == len(found)
+
+    def test_past_the_cap_only_the_newest_matches_are_ranked(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The oldest row scores best but is not among the newest 20 apple rows; the best
+        of those (the shortest) come back in BM25 order."""
+        monkeypatch.setattr(_fts_rank, "DRAW_ROWS", 20)
+        self._store(tmp_path / "m.db")
+        with SQLiteStore(tmp_path / "m.db") as store:
+            found = store.recall("apple", 5)
+            newest = {f"n{i}" for i in range(10, 30)}
+            assert [f"n{i}" for i in range(10, 15)] == [e.key for e in found]
+            # The same rows and order as ranking those 20 alone by BM25.
+            conn = sqlite3.connect(tmp_path / "m.db")
+            alone = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT m.key FROM memories_fts "
+                    "JOIN memories AS m ON m.rid = memories_fts.rowid "
+                    "WHERE memories_fts MATCH 'apple' AND m.key IN "
+                    f"({', '.join('?' * len(newest))}) "
+                    "ORDER BY bm25(memories_fts, 2.0, 1.0, 1.0, 0.5, 0.25, 1.0), m.key LIMIT 5",
+                    sorted(newest),
+                )
+            ]
+            conn.close()
+        assert alone == [e.key for e in found]
+
+    def test_a_scope_keeps_its_old_rows_past_the_cap(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The cap counts the scope's matches: newer rows of other sessions never hide them."""
+        monkeypatch.setattr(_fts_rank, "DRAW_ROWS", 20)
+        self._store(tmp_path / "m.db")
+        with SQLiteStore(tmp_path / "m.db") as store:
+            found = store.recall("apple", 5, session_id="early")
+        assert ["old"] == [e.key for e in found]
+
+
 class TestTermStats:
     def test_another_connections_write_is_seen(self, tmp_path: Path) -> None:
         """Cached document frequencies are dropped when another connection commits."""

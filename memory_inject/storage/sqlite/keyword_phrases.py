@@ -24,6 +24,7 @@ __all__ = [
     "COVERAGE_WEIGHTS",
     "K1",
     "PREFIX_MARK",
+    "ROWID_SPAN",
     "TEXT_COLUMNS",
     "TEXT_COLUMN_NAMES",
     "B",
@@ -35,6 +36,7 @@ __all__ = [
     "coverage_of",
     "held_in_long",
     "holds",
+    "span_of",
 ]
 
 #: bm25() column weights for key, content, tags, the two previous records of
@@ -82,6 +84,18 @@ MarkedRow = list[list[str]]
 Marked = dict[int, MarkedRow]
 
 
+#: ANDed to a statement that reads a few known rows of a MATCH: FTS5 seeks to
+#: the first of them and stops after the last, instead of walking every
+#: phrase's whole doclist (the rows a recall reads are often close together:
+#: at 1M rows, 6 ms became 0.4). It filters nothing the rowid list keeps.
+ROWID_SPAN = "memories_fts.rowid BETWEEN ? AND ?"
+
+
+def span_of(rids: Sequence[int]) -> tuple[int, int]:
+    """The :data:`ROWID_SPAN` arguments for ``rids`` (not empty)."""
+    return min(rids), max(rids)
+
+
 def held_in_long(
     conn: sqlite3.Connection, too_long: dict[int, list[int]], phrases: Sequence[Phrase]
 ) -> list[tuple[int, int, Phrase]]:
@@ -92,16 +106,16 @@ def held_in_long(
     copying the text.
     """
     arms: list[str] = []
-    args: list[str] = []
+    args: list[str | int] = []
     who: list[tuple[int, Phrase]] = []
     for c, rids in sorted(too_long.items()):
         listed = json.dumps(rids)
         for p in phrases:
             arms.append(
                 f"SELECT rowid, {len(who)} FROM memories_fts WHERE memories_fts MATCH ? "  # noqa: S608
-                "AND +rowid IN (SELECT value FROM json_each(?))"
+                f"AND +rowid IN (SELECT value FROM json_each(?)) AND {ROWID_SPAN}"
             )
-            args += [f"{TEXT_COLUMN_NAMES[c]} : {p.text}", listed]
+            args += [f"{TEXT_COLUMN_NAMES[c]} : {p.text}", listed, *span_of(rids)]
             who.append((c, p))
     found = conn.execute(" UNION ALL ".join(arms), args).fetchall()
     return [(int(rid), who[i][0], who[i][1]) for rid, i in found]
@@ -122,10 +136,12 @@ def add_bm25(conn: sqlite3.Connection, extra: Sequence[Phrase], hits: Sequence[H
     rids = json.dumps(list(by_rid))
     arm = (
         f"SELECT rowid, -bm25(memories_fts, {BM25_ARGS}) FROM memories_fts "  # noqa: S608
-        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?))"
+        "WHERE memories_fts MATCH ? AND +rowid IN (SELECT value FROM json_each(?)) "
+        f"AND {ROWID_SPAN}"
     )
     sql = " UNION ALL ".join([arm] * len(extra))
-    for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids)]):
+    span = span_of(list(by_rid))
+    for rid, share in conn.execute(sql, [x for p in extra for x in (p.text, rids, *span)]):
         by_rid[int(rid)].score += float(share)
 
 

@@ -44,6 +44,7 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     BM25_WEIGHTS,
     K1,
     PREFIX_MARK,
+    ROWID_SPAN,
     TEXT_COLUMN_NAMES,
     TEXT_COLUMNS,
     B,
@@ -53,10 +54,12 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     add_bm25,
     coverage_of,
     held_in_long,
+    span_of,
 )
 from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of, tokens_of_all, varints
 
 __all__ = [
+    "DRAW_ROWS",
     "HIGHLIGHT_MAX_BYTES",
     "RANK_BUDGET",
     "SHARE_SCAN_ROWS",
@@ -69,6 +72,12 @@ __all__ = [
 WINDOW = 64
 #: The drawing phrases may hold about this many rows between them.
 RANK_BUDGET = 1000
+#: Past this many rows between them, only the drawing phrases' newest
+#: ``DRAW_ROWS`` matches (by rowid: write order) are ranked, at about a
+#: microsecond each: a bound for the tail (a rarest word in 100,000 rows of a
+#: 1M store took 100 ms), not the median: 2,000 would halve the 1M median but
+#: loses old evidence where it binds (docs/performance.md).
+DRAW_ROWS = 20_000
 #: Up to this many rows between them, FTS5 scores the scoring-only phrases'
 #: share itself (one scan of each phrase's rows); past it, marking the
 #: candidates with ``highlight()`` and adding the share in Python is cheaper.
@@ -179,9 +188,12 @@ def _ranked(
     def ranking(chosen: Sequence[Phrase]) -> str:
         return f"({_match(chosen)}) AND {scope_match}" if scope_match else _match(chosen)
 
+    def held(chosen: Sequence[Phrase]) -> int:  # at most (a prefix: its word's rows alone)
+        return min(stats.rows, sum(p.df for p in chosen))
+
     draw, extra = _split(phrases, stats.rows)
     while True:
-        hits, last = _candidates(conn, where, ranking(draw), k, window=window)
+        hits, last = _candidates(conn, where, ranking(draw), k, window=window, matches=held(draw))
         enough = len(hits) >= k
         if last is None:
             done = enough or not extra
@@ -209,7 +221,7 @@ def _ranked(
     # Too few hits even so (or a window the scope emptied): rank the whole query.
     every = list(phrases)
     if window:
-        hits, last = _candidates(conn, where, ranking(every), k, window=True)
+        hits, last = _candidates(conn, where, ranking(every), k, window=True, matches=held(every))
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
             return hits[:k], every, {}
@@ -244,6 +256,7 @@ def _candidates(
     *,
     window: bool,
     exact: bool = False,
+    matches: int = 0,
 ) -> tuple[list[Hit], float | None]:
     """Live rows by BM25 over ``match``, and the best score a live match left out may have.
 
@@ -251,22 +264,31 @@ def _candidates(
     best FTS hits are ranked on the index alone and only those are joined to
     their rows (joining every hit costs as much as ranking it); otherwise
     the join comes first. ``exact`` asks for the ``k`` best, complete.
+    ``matches`` (what ``match``'s phrases hold between them) past
+    :data:`DRAW_ROWS` ranks, with ``window``, only the newest ``DRAW_ROWS``
+    matches, and the older ones count as not left out (bound None).
     """
     namespace, scope, params = where
     size = k if exact else max(WINDOW, 4 * k)
     if window:
+        capped = matches > DRAW_ROWS
+        ranked = (
+            f"SELECT rowid AS rid, -bm25(memories_fts, {BM25_ARGS}) AS score "  # noqa: S608
+            "FROM memories_fts WHERE memories_fts MATCH ?"
+        )
+        if capped:  # the newest matches first; bm25() runs on just those
+            ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT {DRAW_ROWS})"  # noqa: S608
         # One statement: the best hits on the index alone, then each joined to
         # its row (None when the row is out of scope). The unary + keeps the
         # planner on the rowid lookups.
         top = conn.execute(
-            "SELECT t.rid, t.score, m.id FROM "  # noqa: S608 - our fragments
-            f"(SELECT rowid AS rid, -bm25(memories_fts, {BM25_ARGS}) AS score "
-            "FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score DESC LIMIT ?) AS t "
+            f"SELECT t.rid, t.score, m.id FROM ({ranked} ORDER BY score DESC LIMIT ?) AS t "  # noqa: S608
             f"LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? AND {scope}",
             (match, size, namespace, *params),
         ).fetchall()
         hits = [Hit(str(i), int(r), float(sc)) for r, sc, i in top if i is not None]
-        return hits, (min(float(sc) for _, sc, _ in top) if len(top) == size else None)
+        full = len(top) == size and not capped
+        return hits, (min(float(sc) for _, sc, _ in top) if full else None)
     sql = (
         f"SELECT m.id, -bm25(memories_fts, {BM25_ARGS}) AS score, m.rid "  # noqa: S608
         "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
@@ -303,12 +325,12 @@ def _highlights(
         f"SELECT memories_fts.rowid, {_MARKS}{entry} FROM memories_fts "  # noqa: S608
         "JOIN memories AS m ON m.rid = memories_fts.rowid "
         "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
-        "(SELECT value FROM json_each(?))"
+        f"(SELECT value FROM json_each(?)) AND {ROWID_SPAN}"
     )
     out: Marked = {}
     too_long: dict[int, list[int]] = {}  # column -> rowids
     spans: dict[str, tuple[str, ...]] = {}  # the same words are marked in many rows
-    for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)))):
+    for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)), *span_of(rids))):
         if rows is not None:
             got = row[1 + TEXT_COLUMNS :]
             rows[got[_ID]] = got
