@@ -1,0 +1,71 @@
+"""Keyword recall on a store ``hybrid_sizes.py --keep`` wrote (no embedder: lexical only).
+
+    python benchmarks/keyword_kept.py /tmp/hybrid-sizes/lib-1000000.db
+
+Asks up to 300 LoCoMo dev questions (after 20 warm-ups) with
+``SQLiteStore.recall(q, 10)`` and prints p50 / p90 / p99 / mean in ms.
+``--draw-rows N`` sets ``keyword_rank.DRAW_ROWS`` for the run (what a smaller
+or larger bound on the draw would cost or save); ``--profile`` prints
+cProfile's top entries instead of timing. Writing a 1M store takes about 15
+minutes, so this reuses one to compare code changes run after run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._locomo_data import DEFAULT_DATA, load
+from memory_inject.storage import SQLiteStore
+from memory_inject.storage.sqlite import keyword_rank
+
+
+def main() -> None:
+    """Time (or profile) the questions on the kept store (see the module docstring)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("store", type=Path, help="a lib-N.db file hybrid_sizes.py kept")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--draw-rows", type=int, help="keyword_rank.DRAW_ROWS for this run")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    if not args.store.exists():
+        parser.error(f"{args.store}: no such store (write one with hybrid_sizes.py --keep)")
+    if args.draw_rows is not None:
+        keyword_rank.DRAW_ROWS = args.draw_rows
+    _, queries = load(args.data)
+    questions = list(dict.fromkeys(q["question"] for q in queries))[:300]
+    with SQLiteStore(args.store) as store:
+        for q in questions[:20]:
+            store.recall(q, 10)
+        if args.profile:
+            prof = cProfile.Profile()
+            prof.enable()
+            for q in questions:
+                store.recall(q, 10)
+            prof.disable()
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+            return
+        times = []
+        for q in questions:
+            t = time.perf_counter()
+            store.recall(q, 10)
+            times.append((time.perf_counter() - t) * 1000.0)
+    times.sort()
+    print(
+        f"{args.store.name}: p50 {statistics.median(times):.2f} "
+        f"p90 {times[int(0.9 * len(times))]:.2f} p99 {times[int(0.99 * len(times))]:.2f} "
+        f"mean {statistics.mean(times):.2f} ms ({len(times)} questions)"
+    )
+
+
+if __name__ == "__main__":
+    main()
