@@ -261,6 +261,36 @@ class TestKeptCurrent:
         plain.close()
 
 
+    def test_the_least_recently_used_tokens_go_first(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Past the bound the tokens used longest ago go; one just used again stays, the
+        counts stay true and the answers stay FTS5's (the whole set went before)."""
+        monkeypatch.setattr(_fts_mirror, "MAX_TOKENS", 4)
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        words = ["alpha", "bravo", "golf", "delta", "echo", "kilo"]
+        for w in words:
+            for j in range(3):
+                mirrored.store(f"{w}{j}", f"{w} note number {j}", "core")
+        for w in ["alpha", "bravo", "golf", "alpha"]:
+            _same_as_fts5(mirrored, plain, w, None)
+        index = mirrored._engine._mirror._index  # type: ignore[union-attr]
+        assert index is not None
+        assert ["bravo", "golf", "alpha"] == list(index.postings)  # oldest used first
+        _same_as_fts5(mirrored, plain, "delta echo", None)  # 3 + 2 > 4: evict to 3 - 2
+        assert ["alpha", "delta", "echo"] == list(index.postings)
+        _same_as_fts5(mirrored, plain, "bravo kilo alpha", None)
+        assert {"alpha", "bravo", "kilo"} == set(index.postings)
+        assert index.held == sum(len(p) for p in index.postings.values())
+        want = {rid: {t for t, p in index.postings.items() if rid in p} for rid in index.ids}
+        assert {rid: t for rid, t in want.items() if t} == index.loaded
+        for w in words:
+            _same_as_fts5(mirrored, plain, w, None)
+        mirrored.close()
+        plain.close()
+
+
 class TestWhenItApplies:
     def test_not_before_the_nth_recall(self, tmp_path: Path) -> None:
         """A one-shot process (one recall) never pays for reading the index."""

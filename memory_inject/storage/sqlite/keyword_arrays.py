@@ -135,14 +135,9 @@ class IndexArrays:
         )
 
     def token_loaded(self, token: str) -> None:
-        """``token``'s postings were read anew."""
+        """``token``'s postings were read anew, or dropped."""
         self._postings.pop(token, None)
         self._terms.pop(token, None)
-
-    def cleared(self) -> None:
-        """Every token's postings were dropped."""
-        self._postings.clear()
-        self._terms.clear()
 
     # -- asked by the ranking ----------------------------------------------
 

@@ -9,7 +9,7 @@ computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.calibration import fts5_idf
@@ -170,14 +170,36 @@ class MirrorIndex:
         for token in self.loaded.pop(rid, ()):
             self.held -= self.postings[token].pop(rid, None) is not None
 
-    def drop_postings(self) -> None:
-        """Forget every loaded token's postings (read again as queries ask for them)."""
-        self.postings.clear()
-        self.loaded.clear()
-        self._shares.clear()
+    def touch(self, tokens: Iterable[str]) -> None:
+        """Mark the loaded ``tokens`` as just used: :meth:`evict` drops them last."""
+        postings = self.postings
+        for token in tokens:
+            posting = postings.pop(token, None)
+            if posting is not None:
+                postings[token] = posting  # to the end: ``postings`` is oldest-used first
+
+    def evict(self, keep: Collection[str], tokens: int, postings: int) -> None:
+        """Forget the least recently used tokens' postings but ``keep``'s until at most
+        ``tokens`` tokens and ``postings`` postings are held (or only ``keep``'s are)."""
+        for token in list(self.postings):
+            if len(self.postings) <= tokens and self.held <= postings:
+                return
+            if token not in keep:
+                self._drop(token)
+
+    def _drop(self, token: str) -> None:
+        posting = self.postings.pop(token)
+        self._shares.pop(token, None)
         if self.arrays is not None:
-            self.arrays.cleared()
-        self.held = 0
+            self.arrays.token_loaded(token)  # its arrays go with it
+        self.held -= len(posting)
+        loaded = self.loaded
+        for rid in posting:
+            held = loaded.get(rid)
+            if held is not None:
+                held.discard(token)
+                if not held:
+                    del loaded[rid]
 
 
 #: One token's instances, one row each: ``(doc, col)`` of an ``fts5vocab`` instance table

@@ -29,7 +29,8 @@ holds it, from the index itself (``fts5vocab`` instances: the tokens FTS5
 stored, so they are exact by construction). Prompts share most of their
 words (names, places, the topics of the store), so after a few turns most
 tokens are held; memory grows with the prompts' vocabulary, capped at
-:data:`MAX_TOKENS`.
+:data:`MAX_TOKENS` and :data:`MAX_POSTINGS` (past them the least recently used
+tokens go, so a wide vocabulary never reloads the common words at once).
 
 **Kept current** like the vector matrix: ``PRAGMA data_version`` and the read
 connection's ``total_changes`` (each read connection's own) say something
@@ -80,11 +81,11 @@ MAX_ROWS = 10_000
 AFTER_RECALLS = 4
 #: Past this many changed rows the mirror is read again rather than patched.
 PATCH_MAX = 256
-#: Past this many loaded tokens the postings are dropped and read again as asked for.
+#: Past this many loaded tokens the least recently used ones' postings are
+#: dropped (down to three quarters) and read again as asked for.
 MAX_TOKENS = 50_000
-#: Past this many postings (a token in a row) held in all, the postings are
-#: dropped and read again as asked for: about 150 bytes each, so the
-#: postings never hold much more than 30 MB.
+#: Past this many postings (a token in a row) held in all, the same: about
+#: 150 bytes each, so the postings never hold much more than 30 MB.
 MAX_POSTINGS = 200_000
 #: A query with an unloaded token that occurs more often than this in the index
 #: (all rows, all columns) goes to the SQL path: reading its instances here
@@ -281,6 +282,7 @@ def _hits(
     missing = [t for t in dict.fromkeys(phrases) if t not in index.postings]
     if missing and not _load(conn, index, missing, phrases):
         return None  # FTS5 answers (see MAX_LOAD_INSTANCES)
+    index.touch(phrases)
     n = len(index.ids)
     postings = index.postings
     df = [len(postings.get(t, ())) for t in phrases]
@@ -313,8 +315,9 @@ def _load(
     if not index.heavy.isdisjoint(missing):
         return False
     if len(index.postings) + len(missing) > MAX_TOKENS or index.held > MAX_POSTINGS:
-        index.drop_postings()
-        missing = list(dict.fromkeys(phrases))  # this query's held ones went too
+        # The least recently used go, to three quarters of the bounds (not one token
+        # a query); this query's own stay.
+        index.evict(set(phrases), 3 * MAX_TOKENS // 4 - len(missing), 3 * MAX_POSTINGS // 4)
     # Each read connection has its own temp schema (only queries that load a token get here).
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
