@@ -260,7 +260,6 @@ class TestKeptCurrent:
         mirrored.close()
         plain.close()
 
-
     def test_the_least_recently_used_tokens_go_first(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
