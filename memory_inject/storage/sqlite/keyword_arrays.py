@@ -134,8 +134,8 @@ class IndexArrays:
             np.append(cached[1], weighted),
         )
 
-    def token_loaded(self, token: str) -> None:
-        """``token``'s postings were read anew, or dropped."""
+    def token_changed(self, token: str) -> None:
+        """``token``'s postings were read anew or dropped: its arrays go."""
         self._postings.pop(token, None)
         self._terms.pop(token, None)
 

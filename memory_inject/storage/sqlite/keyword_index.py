@@ -134,7 +134,7 @@ class MirrorIndex:
         same pair from its instances: :func:`postings_of_instances`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
         if self.arrays is not None:
-            self.arrays.token_loaded(token)
+            self.arrays.token_changed(token)
         self.held += len(posting) - len(self.postings.get(token, ()))
         self.postings[token] = posting
         for rid in posting:
@@ -191,7 +191,7 @@ class MirrorIndex:
         posting = self.postings.pop(token)
         self._shares.pop(token, None)
         if self.arrays is not None:
-            self.arrays.token_loaded(token)  # its arrays go with it
+            self.arrays.token_changed(token)
         self.held -= len(posting)
         loaded = self.loaded
         for rid in posting:
