@@ -8,7 +8,7 @@ The neighbours are set once, when the row is inserted (an update of the row
 keeps them, and no older row is ever rewritten); the day is a generated column
 and follows the timestamp.
 
-The tsvector gives each part a weight label, chosen so that ``ts_rank_cd``
+The tsvector gives each part a weight label, chosen so that ``ts_rank``
 with :data:`RANK_WEIGHTS` weighs key : content, tags, day : prev : prev2 as
 2 : 1 : 0.5 : 0.25 (SQLite's bm25 column weights), and so that the label
 alone says what a hit proves for the calibrated score (:data:`PRESENCE`).
@@ -34,7 +34,7 @@ __all__ = [
     "merge_with_context",
 ]
 
-#: ``ts_rank_cd`` weights for labels D, C, B, A: prev2, prev, content/tags/day, key.
+#: ``ts_rank`` weights for labels D, C, B, A: prev2, prev, content/tags/day, key.
 RANK_WEIGHTS = "{0.125, 0.25, 0.5, 1.0}"
 #: What a query term found under these labels counts for ``coverage()``, best first.
 PRESENCE: tuple[tuple[str, float], ...] = (("AB", 1.0), ("C", 0.5), ("D", 0.25))

@@ -115,7 +115,7 @@ class Queries:
         frequencies: Sequence[str] = (),
         vector: str | None = None,
     ) -> Stmt:
-        """Rank matches of ``tsquery`` with ts_rank_cd, and say which query lexemes each holds.
+        """Rank matches of ``tsquery`` with ts_rank, and say which query lexemes each holds.
 
         Each row ends with its rank, whether it matches each of the tsqueries
         ``probes`` (which labels of its tsvector hold a query lexeme), how many
@@ -124,7 +124,7 @@ class Queries:
         ``vector`` its cosine similarity to it (``"minmax"`` fusion). Only
         parameters vary, so psycopg prepares the statement after a few runs.
 
-        ts_rank_cd costs a few microseconds a row and ignores how common a
+        ts_rank costs a few microseconds a row and ignores how common a
         word is, so a prompt holding a word found in half the table ranks half
         the table. With ``words`` and ``terms`` the candidates are selected
         by the query's rarest lexemes only, adding commoner ones while their

@@ -8,7 +8,7 @@ User text never reaches ``to_tsquery`` syntax: the prompt is reduced to
 
 Every path scores on the calibrated scale of
 :mod:`memory_inject.storage.calibration`, as the SQLite store does: keyword
-hits are ranked by ``ts_rank_cd`` and scored by their coverage of the query
+hits are ranked by ``ts_rank`` and scored by their coverage of the query
 (``terms``), vector hits by :func:`vector_score`, both fused by
 :func:`fuse`, and LIKE hits by :func:`substring_score`. ``"minmax"`` fusion
 (:data:`~memory_inject.storage.fusion.MODEL_FUSION`, a model embedder's default
@@ -42,8 +42,8 @@ from memory_inject.storage.postgres.terms import (
 __all__ = ["Raw", "RecallRun", "like_patterns", "recall_steps", "tsquery_text"]
 
 _MAX_TERMS = 64
-#: The keyword stage ranks at least this many hits by ts_rank_cd before they
-#: are ordered by their calibrated score (ts_rank_cd knows no idf).
+#: The keyword stage ranks at least this many hits by ts_rank before they
+#: are ordered by their calibrated score (ts_rank knows no idf).
 _KEYWORD_WINDOW = 64
 _ID = RECALL_COLUMNS.index("id")
 
@@ -127,7 +127,7 @@ class Raw:
         """The ``size`` best keyword hits by score (ties in rank order), their raw scores noted.
 
         SQLite's window is the ``size`` best by BM25, and BM25 is its raw keyword
-        score. PostgreSQL has no BM25 and ``ts_rank_cd`` knows no idf, so the raw
+        score. PostgreSQL has no BM25 and ``ts_rank`` knows no idf, so the raw
         score here is the hit's coverage of the query: it weighs each query word
         by its idf as BM25 does, and is the same number on both engines.
         """
@@ -213,7 +213,7 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
 def _keyword_steps(
     run: RecallRun, fetch: int, raw: Raw | None = None
 ) -> Generator[Stmt, Any, list[tuple[Sequence[Any], float]]]:
-    """The keyword hits' rows in ts_rank_cd order, each with its calibrated score.
+    """The keyword hits' rows in ts_rank order, each with its calibrated score.
 
     With ``raw`` (``"minmax"``), only the ``2 * limit`` best by that score, as
     SQLite's window holds the ``2 * limit`` best by BM25; their raw scores and

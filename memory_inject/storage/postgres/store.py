@@ -1,6 +1,6 @@
 """``PostgresStore``: memories in PostgreSQL.
 
-Lexical recall ranks with ``ts_rank_cd`` over a generated, weighted tsvector
+Lexical recall ranks with ``ts_rank`` over a generated, weighted tsvector
 (key A; content, tags and the day words B; the session's previous record C
 and the one before it D: ``context``) and an OR of the prompt's content
 words. A hit's score is its calibrated coverage of the query (``terms``),
