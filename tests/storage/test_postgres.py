@@ -25,7 +25,7 @@ from memory_inject.exceptions import (
 )
 from memory_inject.storage._base import float32
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres.connection import translate_errors
+from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.recall import like_patterns, tsquery_text
 from memory_inject.storage.postgres.schema import COLUMNS, MIGRATIONS
 from memory_inject.storage.records import MemoryRecord

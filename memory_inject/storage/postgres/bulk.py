@@ -21,8 +21,8 @@ from psycopg import sql
 
 from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
-from memory_inject.storage.postgres.connection import translate_errors
 from memory_inject.storage.postgres.context import merge_with_context
+from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Stmt
 from memory_inject.storage.postgres.schema import COLUMNS, hnsw_index, record_params, row_to_record
 

@@ -41,8 +41,8 @@ from memory_inject.storage.postgres.connection import (
     rowcount_of,
     rows_of,
     session_options,
-    translate_errors,
 )
+from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
@@ -166,24 +166,25 @@ class PostgresEngine:
 
     def get(self, key: str) -> MemoryRecord | None:
         """The live record under ``key``, or None."""
-        rows = self.connections.run("get", rows_of(self.q.get(key)))
+        rows = self.connections.run("get", rows_of(self.q.get(key)), read=True)
         return row_to_record(rows[0]) if rows else None
 
     def list(
         self, category: str | None, session_id: str | None, limit: int | None
     ) -> builtins.list[MemoryRecord]:
         """Live records, newest first by creation time, optionally filtered."""
-        rows = self.connections.run("list", rows_of(self.q.listing(category, session_id, limit)))
+        stmt = self.q.listing(category, session_id, limit)
+        rows = self.connections.run("list", rows_of(stmt), read=True)
         return [row_to_record(r) for r in rows]
 
     def count(self) -> int:
         """How many rows of this namespace are not forgotten."""
-        rows = self.connections.run("count", rows_of(self.q.count()))
+        rows = self.connections.run("count", rows_of(self.q.count()), read=True)
         return int(rows[0][0])
 
     def known_entities(self) -> dict[str, str]:
         """``{display name: entity id}`` for every entity id in use."""
-        rows = self.connections.run("entities", rows_of(self.q.entity_ids()))
+        rows = self.connections.run("entities", rows_of(self.q.entity_ids()), read=True)
         return entity_names(str(r[0]) for r in rows)
 
     def entities_mentioned(self, mentions: Sequence[str], prefix: str) -> dict[str, str]:
@@ -191,7 +192,7 @@ class PostgresEngine:
 
         def rows(mention: str) -> builtins.list[tuple[str, str]]:
             found = self.connections.run(
-                "entities", rows_of(self.q.mentioning(prefix, mention, MENTION_ROWS))
+                "entities", rows_of(self.q.mentioning(prefix, mention, MENTION_ROWS)), read=True
             )
             return [(str(e), str(c)) for e, c in found]
 
@@ -210,6 +211,7 @@ class PostgresEngine:
         rows = self.connections.run(
             "standing_records",
             rows_of(standing_statement(self.q, profile_id, limit, min_confidence, categories)),
+            read=True,
         )
         records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
         picked = standing_pick(records, limit, min_confidence, categories)
@@ -222,7 +224,7 @@ class PostgresEngine:
         run, early = self._ranked_run(q)
         if run is None:
             return early
-        entries, info = self.connections.run("recall", rq.recall_steps(run), q.deadline)
+        entries, info = self.connections.run("recall", rq.recall_steps(run), q.deadline, read=True)
         self._keep_terms(run)
         return answer_of(entries, info)
 
@@ -231,7 +233,9 @@ class PostgresEngine:
         run, early = self._ranked_run(q)
         if run is None:
             return early
-        entries, info = await self.connections.arun("recall", rq.recall_steps(run), q.deadline)
+        entries, info = await self.connections.arun(
+            "recall", rq.recall_steps(run), q.deadline, read=True
+        )
         self._keep_terms(run)
         return answer_of(entries, info)
 
@@ -246,7 +250,7 @@ class PostgresEngine:
             source=q.source,
             statuses=None if q.statuses is None else builtins.list(q.statuses),
         )
-        rows = self.connections.run("recall_where", rows_of(stmt), q.deadline)
+        rows = self.connections.run("recall_where", rows_of(stmt), q.deadline, read=True)
         return [row_to_record(r, RECALL_COLUMNS).to_entry(None) for r in rows]
 
     def _ranked_run(self, q: RecallQuery) -> tuple[rq.RecallRun | None, RecallAnswer]:

@@ -1,0 +1,69 @@
+"""Driver and pool errors, as the library's :class:`~memory_inject.exceptions.StorageError` tree.
+
+:func:`translate_errors` wraps every call that talks to the server (the
+drivers of :mod:`~memory_inject.storage.postgres.connection`, opening the
+store, bulk import and export), so a caller sees why a call failed
+(``reason``: ``unavailable``, ``timeout``, a lock, a missing database), never a
+psycopg class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import PoolClosed, PoolTimeout
+
+from memory_inject.exceptions import StorageError, StoreLockedError, StoreMissingError
+
+__all__ = ["translate_errors", "unavailable"]
+
+
+def unavailable(message: str) -> StorageError:
+    """A :class:`StorageError` with ``reason`` ``"unavailable"``: no connection could be had."""
+    err = StorageError(message)
+    err.reason = "unavailable"
+    return err
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Translate driver and pool errors into the library's StorageError tree."""
+    try:
+        yield
+    except PoolTimeout as exc:
+        raise unavailable(f"postgres {action}: no connection available ({exc})") from exc
+    except PoolClosed as exc:
+        raise StorageError(f"postgres {action}: the store is closed") from exc
+    except psycopg.errors.UniqueViolation as exc:
+        detail = exc.diag.message_detail or exc.diag.message_primary or str(exc)
+        raise ValueError(f"postgres {action}: duplicate id or key ({detail})") from exc
+    except (
+        psycopg.errors.LockNotAvailable,
+        psycopg.errors.DeadlockDetected,
+        psycopg.errors.SerializationFailure,
+    ) as exc:
+        raise StoreLockedError(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.errors.QueryCanceled as exc:
+        err = StorageError(f"postgres {action}: {_first_line(exc)}")
+        err.reason = "timeout"
+        raise err from exc
+    except psycopg.errors.InvalidCatalogName as exc:
+        raise StoreMissingError(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.OperationalError as exc:
+        # A refused login carries no SQLSTATE; libpq's message is all there is.
+        if exc.sqlstate == "3D000" or _NO_DATABASE.search(str(exc)):
+            raise StoreMissingError(f"postgres {action}: {_first_line(exc)}") from exc
+        raise unavailable(f"postgres {action}: {_first_line(exc)}") from exc
+    except psycopg.Error as exc:
+        raise StorageError(f"postgres {action}: {_first_line(exc)}") from exc
+
+
+_NO_DATABASE = re.compile(r'database ".*" does not exist')
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
