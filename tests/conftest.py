@@ -32,6 +32,15 @@ def pg_dsn() -> Iterator[str]:
         shutil.rmtree(private, ignore_errors=True)
 
 
+@pytest.fixture
+def pg_scratch_dsn(pg_dsn: str) -> Iterator[str]:
+    """The DSN of a fresh database on the test server, dropped after the test."""
+    from tests.storage._pg_backend import scratch_database
+
+    with scratch_database(pg_dsn) as dsn:
+        yield dsn
+
+
 def _needs_postgres(item: pytest.Item) -> bool:
     if "pg_dsn" in getattr(item, "fixturenames", ()):
         return True

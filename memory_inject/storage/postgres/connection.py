@@ -28,6 +28,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 from memory_inject.exceptions import RecallWaitError
 from memory_inject.storage._base import check_open
 from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.liveness import acheck, check
 from memory_inject.storage.postgres.loop_pools import (
     cancel_closer,
     close_async_pool,
@@ -131,7 +132,7 @@ class PostgresConnections:
             min_size=min_size,
             max_size=max_size,
             open=True,
-            check=ConnectionPool.check_connection,
+            check=check,
             timeout=timeout,
             name=f"memory_inject.{names.table}",
         )
@@ -327,7 +328,7 @@ class PostgresConnections:
                     min_size=max(1, self.min_size),
                     max_size=max(1, self.min_size, self.max_size),
                     open=False,
-                    check=AsyncConnectionPool.check_connection,
+                    check=acheck,
                     timeout=self.timeout,
                     name=f"memory_inject.{self.names.table}.async",
                 )
