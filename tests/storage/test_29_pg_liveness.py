@@ -17,9 +17,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from memory_inject.exceptions import StorageError, StoreLockedError
 from memory_inject.storage.postgres import PostgresStore, liveness
+from memory_inject.storage.postgres.queries import Stmt
 
 pytestmark = pytest.mark.postgres
 
@@ -136,3 +139,87 @@ class TestPools:
             assert first == second == ["k"]
             assert "async" not in quiet_probes  # a fresh connection needed no probe
             assert "async" in probes
+
+
+class TestFirstStatement:
+    """A backend killed before its FATAL reaches the socket: the poll vouches for a dead
+    connection (here forced: ``quiet`` always True), so the first statement finds out."""
+
+    @pytest.fixture
+    def blind(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(liveness, "quiet", lambda conn: True)
+
+    def test_a_read_runs_again_on_another_connection(self, dsn: str, blind: None) -> None:
+        with PostgresStore(dsn, min_size=2, max_size=2) as store:
+            store.store("k", "retried after a kill")
+            assert ["k"] == [e.key for e in store.recall("retried kill", 5)]
+            assert _kill_others(dsn) >= 1
+            time.sleep(0.2)
+            assert ["k"] == [e.key for e in store.recall("retried kill", 5)]
+
+    def test_a_write_runs_again_and_lands_once(self, dsn: str, blind: None) -> None:
+        with PostgresStore(dsn, min_size=2, max_size=2) as store:
+            store.store("a", "first write")
+            assert _kill_others(dsn) >= 1
+            time.sleep(0.2)
+            store.store("b", "second write after the kill")
+            assert ["a", "b"] == sorted(r.key for r in store.list())
+            assert 2 == store.count()
+
+    def test_an_async_read_runs_again(self, dsn: str, blind: None) -> None:
+        with PostgresStore(dsn, min_size=2, max_size=2) as store:
+            store.store("k", "async retried after a kill")
+
+            async def twice() -> list[str]:
+                await store.arecall("async retried", 5)
+                _kill_others(dsn)
+                await asyncio.sleep(0.2)
+                found = [e.key for e in await store.arecall("async retried", 5)]
+                await store.aclose()
+                return found
+
+            assert ["k"] == asyncio.run(twice())
+
+    @pytest.fixture
+    def sent(self, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+        """The text of every statement sent through a psycopg cursor."""
+        texts: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def counted(cur: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+            texts.append(query.as_string(cur) if isinstance(query, sql.Composable) else query)
+            return execute(cur, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+        return texts
+
+    def test_a_statement_error_is_not_run_again(
+        self, dsn: str, blind: None, sent: list[str]
+    ) -> None:
+        """Only a dead connection is tried again: a failing statement is sent once."""
+        with PostgresStore(dsn, min_size=1, max_size=1) as store:
+
+            def failing() -> Any:
+                yield Stmt(sql.SQL("SELECT 1 / 0"))
+
+            with pytest.raises(StorageError, match="division by zero"):
+                store._engine.connections.run("probe", failing(), read=True)
+        assert sent.count("SELECT 1 / 0") == 1
+
+    def test_a_live_connections_error_is_not_run_again(
+        self, dsn: str, blind: None, sent: list[str]
+    ) -> None:
+        """A lock wait past ``timeout`` is an OperationalError on a live connection: sent once."""
+        probe = "SELECT count(*) FROM memories"
+        with PostgresStore(dsn, min_size=1, max_size=1, timeout=0.3) as store:
+            store.store("k", "locked")
+
+            def counting() -> Any:
+                rows = yield Stmt(sql.SQL(probe))
+                return rows
+
+            with psycopg.connect(dsn) as locker:
+                locker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+                with pytest.raises(StoreLockedError):
+                    store._engine.connections.run("probe", counting(), read=True)
+        assert sent.count(probe) == 1

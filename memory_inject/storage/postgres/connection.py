@@ -91,6 +91,17 @@ def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
     return " ".join(o for o in options if o)
 
 
+#: How many connections an operation's first statement may try: a pooled connection is
+#: handed out unchecked while its socket is quiet, and a backend killed just before (its
+#: FATAL message not yet sent) fails that statement; then every one of them may be gone.
+FIRST_STATEMENT_TRIES = 3
+
+
+def _dead(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
+    """True when ``conn`` can no longer be used (its backend or socket is gone)."""
+    return bool(conn.closed or conn.broken)
+
+
 def _idle(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     """True when ``conn`` is open and between statements (it may leave autocommit)."""
     return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
@@ -176,36 +187,65 @@ class PostgresConnections:
         ``deadline`` (a ``perf_counter`` value) bounds the wait for a connection.
         ``read``: the statements only read, so each runs on its own, without the
         BEGIN and COMMIT round trips (see :meth:`connection`).
+
+        The pool hands out a connection whose socket is quiet without asking the
+        server (:mod:`~memory_inject.storage.postgres.liveness`), so the first
+        statement is where a backend killed a moment before shows: when that
+        statement fails and leaves its connection dead, nothing was done (no
+        result came back, no transaction committed), and it runs again on another
+        connection, at most :data:`FIRST_STATEMENT_TRIES` times in all.
         """
         check_open(self.closed, action)
-        with (
-            translate_errors(action),
-            self.connection(deadline, read=read) as conn,
-            conn.cursor() as cur,
-        ):
+        with translate_errors(action):
             try:
                 stmt = next(steps)
-                while True:
-                    cur.execute(stmt.query, stmt.params)
-                    result = cur.fetchall() if stmt.rows else cur.rowcount
-                    stmt = steps.send(result)
             except StopIteration as stop:
                 return stop.value  # type: ignore[no-any-return]
+            for attempt in range(1, FIRST_STATEMENT_TRIES + 1):
+                with self.connection(deadline, read=read) as conn, conn.cursor() as cur:
+                    try:
+                        cur.execute(stmt.query, stmt.params)
+                    except psycopg.OperationalError:
+                        if attempt < FIRST_STATEMENT_TRIES and _dead(conn):
+                            continue  # the connection was gone before the statement
+                        raise
+                    # Caught in the block: the transaction commits as the block ends.
+                    try:
+                        while True:
+                            result = cur.fetchall() if stmt.rows else cur.rowcount
+                            stmt = steps.send(result)
+                            cur.execute(stmt.query, stmt.params)
+                    except StopIteration as stop:
+                        done: T = stop.value
+                return done
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     async def arun(
         self, action: str, steps: Steps[T], deadline: float | None = None, *, read: bool = False
     ) -> T:
         """The async twin of :meth:`run`."""
         with translate_errors(action):
-            async with self.aconnection(deadline, read=read) as conn, conn.cursor() as cur:
-                try:
-                    stmt = next(steps)
-                    while True:
+            try:
+                stmt = next(steps)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+            for attempt in range(1, FIRST_STATEMENT_TRIES + 1):
+                async with self.aconnection(deadline, read=read) as conn, conn.cursor() as cur:
+                    try:
                         await cur.execute(stmt.query, stmt.params)
-                        result = await cur.fetchall() if stmt.rows else cur.rowcount
-                        stmt = steps.send(result)
-                except StopIteration as stop:
-                    return stop.value  # type: ignore[no-any-return]
+                    except psycopg.OperationalError:
+                        if attempt < FIRST_STATEMENT_TRIES and _dead(conn):
+                            continue
+                        raise
+                    try:
+                        while True:
+                            result = await cur.fetchall() if stmt.rows else cur.rowcount
+                            stmt = steps.send(result)
+                            await cur.execute(stmt.query, stmt.params)
+                    except StopIteration as stop:
+                        done: T = stop.value
+                return done
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _wait_for(self, deadline: float | None) -> float:
         """How long a call may wait for a pooled connection: ``timeout``, less by the deadline."""

@@ -14,10 +14,13 @@ way the socket becomes readable. So :func:`check` polls the socket without
 waiting and sends the empty query only when something is there (or the
 connection is not plainly idle); a quiet socket is handed out unchecked.
 
-What this cannot see, as the empty query could not either without waiting for
-TCP to give up: a host gone without closing its sockets, or a backend killed
-in the instant between the poll and the recall's first statement. Those fail
-the statement, which the store reports as it reports any statement failing.
+A backend terminated a moment before the poll, its FATAL message not sent
+yet, is handed out as alive: the operation's first statement then fails and
+leaves the connection dead, nothing having been done, and the driver runs it
+again on another connection (``PostgresConnections.run``,
+``FIRST_STATEMENT_TRIES``). What neither check can see without waiting for TCP
+to give up, a host gone without closing its sockets, fails the statement,
+which the store reports as it reports any statement failing.
 """
 
 from __future__ import annotations
