@@ -188,11 +188,20 @@ def _add_pi_records(conn: psycopg.Connection[Any], names: TableNames) -> None:
     )
 
 
+def _tsv_inline(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Keep ``tsv`` in the row (``STORAGE MAIN``): the keyword stage reads it for every row
+    it ranks, and TOAST had moved it out of line (a row with its vectors is past TOAST's
+    2 kB target), one more index lookup and page a row. Catalog only: rows written
+    before keep their stored form until rewritten (docs/storage.md)."""
+    conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN tsv SET STORAGE MAIN").format(names.ident()))
+
+
 #: Ordered, forward-only migrations: ``(version, description, apply)``.
 MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames], None]], ...] = (
     (1, "memories table, tsvector + GIN, recency, time and session indexes", _create_base),
     (2, "context expansion: ctx_prev, ctx_prev2, ctx_day in the tsvector", add_context),
     (3, "PI records: metadata column, standing-context index", _add_pi_records),
+    (4, "tsv kept in the row (STORAGE MAIN), not moved out of line by TOAST", _tsv_inline),
 )
 
 
