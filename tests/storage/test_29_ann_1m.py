@@ -291,36 +291,18 @@ class TestProcesses:
         last.close()
 
 
-def spy_searches(
-    monkeypatch: pytest.MonkeyPatch, queries: list[int] | None = None
-) -> list[tuple[int, int]]:
-    """Record ``(count, expansion_search)`` of every graph search from now on (and in
-    ``queries`` how many query vectors each searched for)."""
+def spy_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """Record ``(count, expansion_search)`` of every graph search from now on."""
     calls: list[tuple[int, int]] = []
     search = AnnIndex.search
 
     def spy(self: AnnIndex, q: Any, count: int, *, wide: int | None = None) -> Any:
         found = search(self, q, count, wide=wide)
         calls.append((count, self._index.expansion_search))
-        if queries is not None:
-            queries.append(1 if np.ndim(q) == 1 else len(q))
         return found
 
     monkeypatch.setattr(AnnIndex, "search", spy)
     return calls
-
-
-def exact_span(store: SQLiteStore, query: str) -> tuple[float, float]:
-    """``(low, high)`` of ``query``'s cosines over every row, from the rows' own vectors."""
-    conn = sqlite3.connect(store.path)
-    try:
-        blobs = [r[0] for r in conn.execute("SELECT embedding FROM memories")]
-    finally:
-        conn.close()
-    m = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1).astype(np.float64)
-    q = np.asarray(vector(query), dtype=np.float64)
-    sims = (m / np.linalg.norm(m, axis=1, keepdims=True)) @ (q / np.linalg.norm(q))
-    return float(sims.min()), float(sims.max())
 
 
 class TestSearchSettings:
@@ -362,110 +344,6 @@ class TestSearchSettings:
         assert [(80, _ann.EXPANSION_SEARCH_LARGE), (32, _ann.EXPANSION_SEARCH)] == calls
         store.close()
 
-    def test_top_with_span_searches_for_q_and_minus_q_in_one_call(
-        self, db: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """``top(k, span=True)``: one call of the graph for both queries, on two threads;
-        ``low`` and ``high`` then need no other search and are the scope's exact ones."""
-        monkeypatch.setattr(_ann, "LARGE_ROWS", 100)
-        store = open_ann(db, persist=False)
-        store.recall("row 1", 5)  # builds the graph
-        queries: list[int] = []
-        calls = spy_searches(monkeypatch, queries)
-        threads: list[int] = []
-        search = graph_of(store)._index.search
-
-        def counted(q: Any, count: int, **kw: Any) -> Any:
-            threads.append(kw["threads"])
-            return search(q, count, **kw)
-
-        monkeypatch.setattr(graph_of(store)._index, "search", counted)
-        for query in ("question 4", "row 77", "question 9"):
-            calls.clear()
-            queries.clear()
-            threads.clear()
-            found = scope_of(store, query, VectorScope(now=NOW))
-            assert isinstance(found, AnnScope)
-            top = found.top(20, span=True)
-            low, high = found.low, found.high
-            assert [(80, _ann.EXPANSION_SEARCH_LARGE)] == calls
-            assert [2] == queries
-            assert [_ann.PAIR_THREADS] == threads
-            assert high == top[0][1]
-            want_low, want_high = exact_span(store, query)
-            assert pytest.approx(want_low, abs=1e-5) == low
-            assert pytest.approx(want_high, abs=1e-5) == high
-            alone = scope_of(store, query, VectorScope(now=NOW))
-            assert top == alone.top(20)  # the same rows as the nearest rows' search alone
-        store.close()
-
-    def test_a_minmax_recall_gives_what_the_two_searches_gave(
-        self, db: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """A recall with ``"minmax"`` fusion (the model default) searches once and returns
-        the entries and scores of the two separate searches."""
-        from memory_inject.storage.fusion import MODEL_FUSION
-
-        def minmax(path: Path) -> SQLiteStore:
-            store = SQLiteStore(path, embedder=RandomEmbedder(), fusion=MODEL_FUSION)
-            store._engine._vectors = VectorCache(
-                ann_threshold=THRESHOLD, background=False, persist=False
-            )
-            return store
-
-        queries = ["question 3", "row 12", "note 40", "row 300 note", "question 8"]
-        store = minmax(db)
-        store.recall("row 1", 5)
-        seen: list[int] = []
-        spy_searches(monkeypatch, seen)
-        got = [[(e.key, e.score) for e in store.recall(q, 10)] for q in queries]
-        assert [2] * len(queries) == seen  # one search of the pair per recall
-        store.close()
-        monkeypatch.setattr(AnnScope, "_pair", lambda self, k: None)
-        seen.clear()
-        store = minmax(db)
-        want = [[(e.key, e.score) for e in store.recall(q, 10)] for q in queries]
-        assert [1, 1] * len(queries) == seen[-2 * len(queries) :]
-        store.close()
-        assert [[k for k, _ in r] for r in want] == [[k for k, _ in r] for r in got]
-        for w, g in zip(want, got, strict=True):
-            assert [pytest.approx(s, abs=1e-9) for _, s in w] == [s for _, s in g]
-
-    def test_what_the_pair_misses_is_searched_for_alone(
-        self, db: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Too few rows of the scope among the pair's (a narrow scope, a thin graph):
-        the nearest rows and the farthest are searched for alone, as without the pair."""
-        store = open_ann(db, persist=False)
-        store.recall("row 1", 5)
-        search = AnnIndex.search
-
-        def thin(self: AnnIndex, q: Any, count: int, *, wide: int | None = None) -> Any:
-            found = search(self, q, count, wide=wide)
-            return [found[0], found[1][:0]] if np.ndim(q) == 2 else found
-
-        monkeypatch.setattr(AnnIndex, "search", thin)
-        calls = spy_searches(monkeypatch)
-        found = scope_of(store, "question 5", VectorScope(now=NOW))
-        top = found.top(20, span=True)
-        assert (found.low, found.high) == pytest.approx(exact_span(store, "question 5"), abs=1e-5)
-        assert high_is_first(top, found.high)
-        assert [(80, _ann.EXPANSION_SEARCH), (32, _ann.EXPANSION_SEARCH)] == calls
-
-        def none_near(self: AnnIndex, q: Any, count: int, *, wide: int | None = None) -> Any:
-            found = search(self, q, count, wide=wide)
-            return [found[0][:3], found[1]] if np.ndim(q) == 2 else found
-
-        monkeypatch.setattr(AnnIndex, "search", none_near)
-        calls = spy_searches(monkeypatch)
-        found = scope_of(store, "question 6", VectorScope(now=NOW))
-        top = found.top(20, span=True)
-        assert len(top) == 20
-        assert (found.low, found.high) == pytest.approx(exact_span(store, "question 6"), abs=1e-5)
-        # The pair, then the nearest rows alone (k 20), then the farthest alone.
-        assert [80, 80, 32] == [count for count, _ in calls]
-        store.close()
-
     def test_a_patch_between_top_and_bounds_searches_again(
         self, db: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -480,8 +358,3 @@ class TestSearchSettings:
         assert found.high >= found.low
         assert [32, 80, 32, 32] == [count for count, _ in calls]
         store.close()
-
-
-def high_is_first(top: list[tuple[str, float]], high: float) -> bool:
-    """The scope's greatest cosine is the first row's."""
-    return bool(top) and top[0][1] == high

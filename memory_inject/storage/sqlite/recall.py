@@ -94,9 +94,8 @@ def _run(
     rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
     if run.query_vec is not None:
-        span = run.fusion.mode == "minmax"  # its low and high are read below
         vector, hits, skipped = _vector_stage(
-            conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors, span=span
+            conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
         )
         if skipped:
             note = (
@@ -167,22 +166,18 @@ def _vector_stage(
     query_vec: Sequence[float],
     k: int,
     vectors: tuple[VectorCache, VectorScope] | None,
-    *,
-    span: bool = False,
 ) -> tuple[list[tuple[str, float]], ScopeVectors | None, int]:
     """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0,
     and how many rows of the scope hold a vector that is not finite (never scored).
 
     With a :class:`VectorCache` (and numpy) the cosines come from the cached
     matrix and the whole scope's cosines are returned too; otherwise every
-    vector of the scope is read and scanned. ``span`` says the scope's least and
-    greatest cosines will be read (``"minmax"`` fusion): an approximate index
-    searches for the farthest rows with the nearest, at once.
+    vector of the scope is read and scanned.
     """
     if vectors is not None:
         found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
         if found is not None:
-            return [(i, c) for i, c in found.top(k, span=span) if c > 0.0], found, found.skipped
+            return [(i, c) for i, c in found.top(k) if c > 0.0], found, found.skipped
     dim = len(query_vec)
     # Rows embedded by a model of another size are not comparable: skip them.
     sql = (

@@ -21,10 +21,7 @@ for candidates:
 * ``low`` and ``high`` (what ``"minmax"`` fusion rescales by) are the exact
   cosines of the scope's farthest and nearest rows the graph finds: the
   farthest row from ``q`` is the nearest to ``-q`` (one more search), the
-  nearest is the best of the top rows' search (no other). A recall that will
-  ask for both (``top(k, span=True)``) searches for ``q`` and ``-q`` in one
-  call of the graph, on :data:`PAIR_THREADS` threads: on two free cores the
-  pair takes about the time of one search.
+  nearest is the best of the top rows' search (no other).
 
 A scope that keeps few rows (a session's, :data:`NARROW_ROWS`) is scanned
 exactly over those rows by the cache instead. The graph is built from the
@@ -41,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
@@ -70,7 +66,6 @@ __all__ = [
     "MAX_CANDIDATES",
     "NARROW_ROWS",
     "OVERSAMPLE",
-    "PAIR_THREADS",
     "AnnIndex",
     "AnnScope",
     "Scored",
@@ -102,8 +97,7 @@ CONNECTIVITY_LARGE = 48
 EXPANSION_ADD_LARGE = 192
 
 #: The candidates a search of the graph keeps (:func:`expansion_search`); the
-#: search for the scope's farthest row (min-max's ``low``) keeps this many when
-#: it is searched alone (searched with the nearest rows, it keeps as many as they).
+#: search for the scope's farthest row (min-max's ``low``) always keeps this many.
 EXPANSION_SEARCH = 256
 
 #: From this many rows the graph gets the ``_LARGE`` links and the nearest rows' search
@@ -111,12 +105,6 @@ EXPANSION_SEARCH = 256
 #: found 0.49 of the exact top 10 in 1.3 ms, 512 0.58 in 2.5 ms, 1024 0.66 in 4.9 ms.
 LARGE_ROWS = 500_000
 EXPANSION_SEARCH_LARGE = 512
-
-#: Threads that search the graph for ``q`` and ``-q`` at once, when a recall needs
-#: both the nearest rows and the farthest (``"minmax"`` fusion's ``low``): the
-#: two searches take about the time of one on two free cores (usearch searches
-#: in its own threads; one search alone holds the GIL).
-PAIR_THREADS = min(2, os.cpu_count() or 1)
 
 _CHUNK = 4096
 
@@ -265,24 +253,14 @@ class AnnIndex:
 
     def search(self, q: Any, count: int, *, wide: int | None = None) -> Any:
         """Up to ``count`` slots near the unit vector ``q``, nearest first (approximately),
-        keeping ``wide`` candidates (None: :func:`expansion_search` of the graph's size).
-
-        ``q`` may be a matrix of queries: they are searched together, one thread
-        each (up to :data:`PAIR_THREADS`, in usearch's own threads), and a list
-        of slot arrays comes back, one per query.
-        """
+        keeping ``wide`` candidates (None: :func:`expansion_search` of the graph's size)."""
         _np = numpy_or_none()
         index = self._index
         wide = expansion_search(len(index)) if wide is None else wide
         if index.expansion_search != wide:
             index.expansion_search = wide
-        if getattr(q, "ndim", 1) == 1:
-            found = index.search(q, count, threads=1)
-            return _np.asarray(found.keys, dtype=_np.int64)
-        found = index.search(q, count, threads=min(len(q), PAIR_THREADS))
-        keys = _np.asarray(found.keys, dtype=_np.int64).reshape(len(q), -1)
-        counts = _np.asarray(found.counts, dtype=_np.int64).reshape(len(q))
-        return [row[: int(n)] for row, n in zip(keys, counts, strict=True)]
+        found = index.search(q, count, threads=1)
+        return _np.asarray(found.keys, dtype=_np.int64)
 
 
 class AnnScope:
@@ -339,46 +317,20 @@ class AnnScope:
     def _nearest(self, q: Any, k: int, wide: int | None = None) -> list[tuple[int, float]] | None:
         """At least ``k`` ``(slot, exact cosine)`` of the scope near ``q`` (None: too few
         found); ``wide`` is :meth:`AnnIndex.search`'s."""
-        ann = self._ann
+        _np = numpy_or_none()
+        m, ann = self._ann.matrix, self._ann
         ann.sync()
-        count = self._count(k)
+        count = int(min(MAX_CANDIDATES, max(k * OVERSAMPLE / self._share, 4 * k, 32)))
         while True:
-            found = self._in_scope(ann.search(q, min(count, max(len(ann), 1)), wide=wide), self._q)
-            if len(found) >= k:
-                return found
+            slots = ann.search(q, min(count, max(len(ann), 1)), wide=wide)
+            slots = slots[m.live[slots]]
+            slots = slots[m.in_scope(self._scope, slots)]
+            if len(slots) >= k:
+                sims = _np.einsum("ij,j->i", m.matrix[slots], self._q)
+                return list(zip(slots.tolist(), sims.tolist(), strict=True))
             if count >= MAX_CANDIDATES or count >= len(ann):
                 return None
             count = min(MAX_CANDIDATES, count * 4)
-
-    def _count(self, k: int) -> int:
-        """Candidates to ask of the graph for ``k`` rows of the scope (the first try)."""
-        return int(min(MAX_CANDIDATES, max(k * OVERSAMPLE / self._share, 4 * k, 32)))
-
-    def _in_scope(self, slots: Any, q: Any) -> list[tuple[int, float]]:
-        """The live ``slots`` of the scope with their exact cosines to ``q``."""
-        _np = numpy_or_none()
-        m = self._ann.matrix
-        slots = slots[m.live[slots]]
-        slots = slots[m.in_scope(self._scope, slots)]
-        sims = _np.einsum("ij,j->i", m.matrix[slots], q)
-        return list(zip(slots.tolist(), sims.tolist(), strict=True))
-
-    def _pair(self, k: int) -> None:
-        """Search the graph for ``q`` and ``-q`` at once (:data:`PAIR_THREADS`), keeping the
-        nearest rows (:meth:`_near_q`'s) and the span when each found enough in scope;
-        what one did not find, :meth:`_near_q` and :meth:`_bounds` search for alone."""
-        _np = numpy_or_none()
-        ann = self._ann
-        ann.sync()
-        count = min(self._count(k), max(len(ann), 1))
-        near_slots, far_slots = ann.search(_np.stack([self._q, -self._q]), count)
-        near = self._in_scope(near_slots, self._q)
-        if len(near) < k:
-            return
-        self._near = (ann.matrix.gen, k, near)
-        far = self._in_scope(far_slots, self._q)
-        if far:
-            self._span = (min(c for _, c in far), max(c for _, c in near))
 
     def _near_q(self, k: int) -> list[tuple[int, float]] | None:
         """:meth:`_nearest` for ``q`` itself, kept while the matrix is unpatched: the
@@ -392,17 +344,11 @@ class AnnScope:
             self._near = (gen, k, found)
         return found
 
-    def top(self, k: int, *, span: bool = False) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id.
-
-        ``span`` says :attr:`low` and :attr:`high` will be asked too: the
-        farthest rows are searched for with the nearest, at once (:meth:`_pair`).
-        """
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
         if k <= 0:
             return []
         with self._lock:
-            if span and self._fallback is None and self._span is None and self._near is None:
-                self._pair(k)
             found = None if self._fallback is not None else self._near_q(k)
             if found is None:
                 return self._scan().top(k)

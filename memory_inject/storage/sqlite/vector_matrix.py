@@ -65,9 +65,8 @@ class Scored(Protocol):
     def high(self) -> float:
         """The greatest cosine of the scope (0.0 when it is empty)."""
 
-    def top(self, k: int, *, span: bool = False) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id;
-        ``span`` says :attr:`low` and :attr:`high` will be asked next."""
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
 
     def cosines(self, ids: Iterable[str]) -> dict[str, float]:
         """The cosine of each of ``ids`` that is in the scope and embedded."""

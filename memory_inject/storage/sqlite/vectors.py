@@ -189,9 +189,8 @@ class ExactScope:
         if self._gen != self._m.gen:
             self._score()
 
-    def top(self, k: int, *, span: bool = False) -> list[tuple[str, float]]:
-        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id
-        (``span``: nothing more to do, the scan has every cosine)."""
+    def top(self, k: int) -> list[tuple[str, float]]:
+        """The ``k`` best ``(id, cosine)`` pairs of the scope, best first, ties by id."""
         _np = numpy_or_none()
         with self._lock:
             self._current()
