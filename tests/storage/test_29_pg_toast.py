@@ -33,23 +33,24 @@ def dsn(pg_scratch_dsn: str) -> str:
     return pg_scratch_dsn
 
 
-def _write_stream(store: PostgresStore, rows: int, words: int = 60) -> None:
-    """``rows`` turns of one session, each of ``words`` random words: with the two
-    previous turns as context and a 512-dimension vector, every row is past 2 kB."""
-    rng = random.Random(rows)
+def _write_stream(store: PostgresStore, rows: int, prefix: str = "turn", seed: int = 0) -> None:
+    """``rows`` turns of one session (keys ``<prefix>-<i>``), each of 60 random words: with
+    the two previous turns as context and a 512-dimension vector, all but the first few
+    rows are past 2 kB."""
+    rng = random.Random(seed or rows)
     for i in range(rows):
-        text = " ".join(rng.choice(_WORDS) for _ in range(words))
-        store.store(f"turn-{i}", text, session_id="s")
+        text = " ".join(rng.choice(_WORDS) for _ in range(60))
+        store.store(f"{prefix}-{i}", text, session_id="s")
 
 
-def _column_storage(dsn: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+def _rows(dsn: str, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         return conn.execute(sql, params or None).fetchall()
 
 
 def _out_of_line(dsn: str, table: str, column: str) -> tuple[int, int]:
     """``(rows whose column is stored out of line, rows)``."""
-    [(out, total)] = _column_storage(
+    [(out, total)] = _rows(
         dsn,
         f"SELECT count(*) FILTER (WHERE pg_column_toast_chunk_id({column}) IS NOT NULL), "
         f"count(*) FROM {table}",
@@ -67,7 +68,7 @@ class TestTsvInTheRow:
         assert 40 == rows
         assert moved >= 30  # TOAST worked on these rows (the first ones have less context)
         assert (0, 40) == _out_of_line(dsn, "memories", "tsv")
-        [(storage,)] = _column_storage(
+        [(storage,)] = _rows(
             dsn,
             "SELECT attstorage FROM pg_attribute "
             "WHERE attrelid = 'memories'::regclass AND attname = 'tsv'",
@@ -96,15 +97,11 @@ class TestTsvInTheRow:
         before = _out_of_line(dsn, "memories", "tsv")
         assert before[0] > 0  # what schema 3 did: TOAST moved the tsvector out
         with PostgresStore(dsn, embedder=HashingEmbedder(512)) as store:
-            versions = _column_storage(dsn, "SELECT version FROM memories_schema_version")
+            versions = _rows(dsn, "SELECT version FROM memories_schema_version")
             assert [1, 2, 3, 4] == sorted(v for (v,) in versions)
-            rng = random.Random(7)
-            for i in range(20):
-                store.store(
-                    f"new-{i}", " ".join(rng.choice(_WORDS) for _ in range(60)), session_id="s"
-                )
+            _write_stream(store, 20, prefix="new", seed=7)
             assert 40 == store.count()
-        [(new_out,)] = _column_storage(
+        [(new_out,)] = _rows(
             dsn,
             "SELECT count(*) FROM memories WHERE key LIKE 'new-%' "
             "AND pg_column_toast_chunk_id(tsv) IS NOT NULL",
