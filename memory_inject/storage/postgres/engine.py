@@ -24,7 +24,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from memory_inject.contract import RecallAnswer, RecallQuery
@@ -47,8 +46,7 @@ from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
     TableNames,
-    ensure_vectors,
-    migrate,
+    open_table,
     required_dim,
     row_to_record,
 )
@@ -103,11 +101,8 @@ class PostgresEngine:
         self.calibration = similarity_calibration(embedder)
 
         dim = required_dim(embedder) if embedder is not None and vectors is not False else 0
-        with translate_errors("open"), psycopg.connect(dsn, **connect_kwargs) as conn:
-            migrate(conn, names)
-            self.vectors: bool = (
-                embedder is not None and vectors is not False and ensure_vectors(conn, names, dim)
-            )
+        with translate_errors("open"):
+            self.vectors: bool = open_table(dsn, connect_kwargs, names, dim)
         if vectors and embedder is not None and not self.vectors:
             raise StorageError("'vectors=True' but the server has no pgvector extension")
         connect_kwargs["options"] = session_options(dsn, timeout, vectors=self.vectors)

@@ -10,12 +10,22 @@ data, so the exact embedding still round-trips through export.
 
 Migrations are ordered and forward-only; they run under a transaction-level
 advisory lock, so any number of processes may open the same table at once.
+Opening a table that is up to date takes no lock on it. A statement that must
+change the table (a migration, the vector column or its index) waits at most
+:data:`LOCK_TIMEOUT_MS` for its lock: while it waits, every later writer of the
+table (every reader too, for ``ALTER TABLE``) queues behind it, so a long
+transaction elsewhere must not turn one process's start into a stall of every
+turn. :func:`open_table` retries such a wait for up to :data:`MIGRATION_WAIT_S`
+and then raises :class:`~memory_inject.exceptions.StoreLockedError` naming the
+sessions that hold the table.
 """
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -24,7 +34,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from memory_inject.embedders import embedder_dim, embedder_name
-from memory_inject.exceptions import EmbedderError, SchemaMismatchError
+from memory_inject.exceptions import EmbedderError, SchemaMismatchError, StoreLockedError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres.context import add_context
 from memory_inject.storage.postgres.pgvector import check_pgvector
@@ -33,12 +43,15 @@ from memory_inject.storage.records import MemoryRecord
 __all__ = [
     "COLUMNS",
     "LOCK_CLASS",
+    "LOCK_TIMEOUT_MS",
     "MIGRATIONS",
+    "MIGRATION_WAIT_S",
     "RECALL_COLUMNS",
     "TableNames",
     "ensure_vectors",
     "hnsw_index",
     "migrate",
+    "open_table",
     "record_params",
     "required_dim",
     "row_to_record",
@@ -89,6 +102,10 @@ _LISTS = frozenset(c for c, t in _TYPES.items() if t.startswith("text[]"))
 LOCK_CLASS = 0x6D656D  # "mem"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,39}")
 _HNSW_MAX_DIM = 2000
+#: How long one statement that changes the table waits for its lock (``lock_timeout``).
+LOCK_TIMEOUT_MS = 1000
+#: How long :func:`open_table` keeps retrying a change whose lock it could not take.
+MIGRATION_WAIT_S = 30.0
 
 
 @attrs.frozen
@@ -231,6 +248,7 @@ def migrate(conn: psycopg.Connection[Any], names: TableNames) -> int:
     for version, description, apply in MIGRATIONS:
         if version <= current:
             continue
+        _bound_lock_waits(conn)
         apply(conn, names)
         conn.execute(
             sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(names.versions),
@@ -272,6 +290,7 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
     ).fetchone()
     want = f"vector({dim})"
     if row is None:
+        _bound_lock_waits(conn)
         conn.execute(
             sql.SQL(
                 "ALTER TABLE {t} ADD COLUMN embedding_vec vector({dim}) GENERATED ALWAYS AS "
@@ -284,9 +303,63 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
             f"table {names.table!r} has an embedding column of type {row[0]} but the "
             f"embedder makes {dim}-dimensional vectors; use another 'table' or the same embedder"
         )
-    if dim <= _HNSW_MAX_DIM:
+    # Not CREATE INDEX IF NOT EXISTS on every open: it takes the table's SHARE lock
+    # before it looks, so it waits behind any open write and every writer waits behind it.
+    if dim <= _HNSW_MAX_DIM and not _relation_exists(conn, names.table + "_embedding_hnsw"):
+        _bound_lock_waits(conn)
         conn.execute(hnsw_index(names))
     return True
+
+
+def _bound_lock_waits(conn: psycopg.Connection[Any]) -> None:
+    """End this transaction's lock waits after :data:`LOCK_TIMEOUT_MS` (``LockNotAvailable``)."""
+    conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(LOCK_TIMEOUT_MS)))
+
+
+def open_table(
+    dsn: str, connect_kwargs: Mapping[str, Any], names: TableNames, vector_dim: int
+) -> bool:
+    """Create or migrate the table, and add its vector column when ``vector_dim`` is not 0.
+
+    Returns whether the table has its vector stage (:func:`ensure_vectors`). A change
+    whose lock another session holds is rolled back and retried, with jittered
+    backoff, for :data:`MIGRATION_WAIT_S`; then :class:`StoreLockedError` names the
+    sessions holding the table. Other driver errors propagate.
+    """
+    deadline = time.monotonic() + MIGRATION_WAIT_S
+    for attempt in range(1, 1_000_000):
+        try:
+            with psycopg.connect(dsn, **connect_kwargs) as conn:
+                migrate(conn, names)
+                return bool(vector_dim) and ensure_vectors(conn, names, vector_dim)
+        except psycopg.errors.LockNotAvailable as exc:
+            if time.monotonic() >= deadline:
+                raise StoreLockedError(
+                    f"postgres open: could not lock table {names.table!r} to change its schema "
+                    f"in {MIGRATION_WAIT_S:g} s ({attempt} tries): "
+                    f"{_holders(dsn, connect_kwargs, names)}; nothing was changed, the next "
+                    f"open tries again"
+                ) from exc
+            time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _holders(dsn: str, connect_kwargs: Mapping[str, Any], names: TableNames) -> str:
+    """Who holds a lock on the table, for the error message (best effort)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, **connect_kwargs) as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT a.pid, coalesce(a.state, '?') FROM pg_locks l "
+                "JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.relation = to_regclass(%s) AND l.granted AND a.pid <> pg_backend_pid() "
+                "ORDER BY 1 LIMIT 5",
+                (names.ident().as_string(),),
+            ).fetchall()
+    except psycopg.Error:
+        return "the sessions holding it could not be listed"
+    if not rows:
+        return "it was held by other sessions"
+    return "held by " + ", ".join(f"pid {pid} ({state})" for pid, state in rows)
 
 
 def hnsw_index(names: TableNames) -> sql.Composed:
