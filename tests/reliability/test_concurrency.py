@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from memory_inject import MemoryRecall, render_memory_context
+from memory_inject.config import MemoryInjectConfig
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 
@@ -105,8 +106,9 @@ def contents(path: Path) -> dict[str, str]:
 class Renderer:
     """One thread per store rendering until stopped; every event and failure is kept."""
 
-    def __init__(self, stores: list[SQLiteStore]) -> None:
+    def __init__(self, stores: list[SQLiteStore], config: MemoryInjectConfig | None = None) -> None:
         self.stores = stores
+        self.config = config
         self.events: list[MemoryRecall] = []
         self.failures: list[BaseException] = []
         self.stop = threading.Event()
@@ -118,7 +120,9 @@ class Renderer:
         while not self.stop.is_set():
             query = rng.choice(["deploy server", "imported deploy memory", "", "budget"])
             try:
-                out = render_memory_context(store, query, sessions=[f"s{rng.randrange(50)}"])
+                out = render_memory_context(
+                    store, query, sessions=[f"s{rng.randrange(50)}"], config=self.config
+                )
             except BaseException as exc:  # a render must never raise: keep it for the assert
                 with self.lock:
                     self.failures.append(exc)
@@ -235,11 +239,17 @@ class TestProcesses:
         assert "ok" == integrity(db)
 
     def test_renders_keep_working_during_a_bulk_import(self, db: Path) -> None:
-        """Renders from 3 threads while another process imports 24,000 rows: all succeed."""
+        """Renders from 3 threads while another process imports 24,000 rows: all succeed.
+
+        The renders' deadline is 30 s, not the default 2 s: a render the import blocked
+        would reach it, one slowed by a machine busy with other jobs (CI's, the
+        importer's) would not, and the test is about the first (it failed twice on a
+        loaded machine with a render cut at 2 s, no lock involved)."""
         with SQLiteStore(db) as seed:
             seed.store("seed", "deploy server seed row", session_id="s1")
         proc = spawn(BULK, db, 24, 1000)
-        with stores(db, 3) as readers, Renderer(readers) as renderer:
+        patient = MemoryInjectConfig(deadline_ms=30_000)
+        with stores(db, 3) as readers, Renderer(readers, patient) as renderer:
             assert proc.stdout is not None
             first = proc.stdout.readline()  # renders overlap the import from its first batch on
             lines = [first.strip(), *finish(proc)]
