@@ -10,7 +10,9 @@ merge are ``memory_inject.plan``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -21,6 +23,8 @@ from memory_inject._seam import Seam, seam_of
 from memory_inject.contract import Memory, RecallAnswer, RecallQuery
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, company_mentions, extract_entities
+from memory_inject.temporal import TimeWindow, time_window, without_phrase
+from memory_inject.trivial import has_query_terms
 
 __all__ = ["STANDING", "Call", "build_calls"]
 
@@ -116,6 +120,32 @@ def _confidence_of(entry: MemoryEntry) -> float:
     return float(value) if isinstance(value, int | float) else -1.0
 
 
+#: Words that, beside a time phrase, ask only "what went on then" ("what did we talk about
+#: yesterday?"): the ``time`` query then lists the window's rows instead of searching it.
+_ONLY_WHEN = frozenset(
+    "talk talked talking discuss discussed discussing say said tell told happen happened "
+    "happening do did done doing chat chatted chatting mention mentioned speak spoke spoken "
+    "go went going get got up anything something stuff things thing remind recap "
+    "summary summarise summarize conversation conversations".split()
+)
+
+
+_FILLER = re.compile(r"\b(?:" + "|".join(sorted(_ONLY_WHEN)) + r")\b", re.IGNORECASE)
+
+
+def _what(query: str, window: TimeWindow) -> str:
+    """The prompt without its time phrase and the words that only ask what went on then:
+    what the plan's text queries search ("what did Anna say yesterday?" -> "what Anna")."""
+    return " ".join(_FILLER.sub(" ", without_phrase(query, window)).split())
+
+
+def _grounded(query: str, plan: RecallPlan | None, now: datetime | None) -> TimeWindow | None:
+    """The time window of a plan with a ``time`` query, if the prompt names one."""
+    if plan is None or not any(q.source == "time" for q in plan.queries):
+        return None
+    return time_window(query, now if now is not None else datetime.now(UTC))
+
+
 def build_calls(
     store: Memory,
     query: str,
@@ -128,6 +158,7 @@ def build_calls(
     deadline: float | None = None,
     statuses: tuple[str, ...] | None = None,
     profiles: tuple[str | None, ...] | None = None,
+    now: datetime | None = None,
 ) -> list[Call]:
     """The store calls of one render, in the order their results take precedence.
 
@@ -135,7 +166,8 @@ def build_calls(
     store has one), for the async runner. ``deadline`` (a ``perf_counter``
     value) travels in each :class:`RecallQuery`. ``statuses`` and ``profiles``
     (a governed turn's) restrict every query, so stores filter first and rank
-    then; a plan's own statuses narrow them further.
+    then; a plan's own statuses narrow them further. ``now`` (default: the
+    clock) grounds a plan's ``time`` query (``memory_inject.plan``).
     """
     seam = seam_of(store)
 
@@ -151,11 +183,33 @@ def build_calls(
         return [call(sid, "default", default(sid, limit)) for sid in scopes]
     only = both_statuses(plan.statuses, statuses)
     calls: list[Call] = []
+    window = _grounded(query, plan, now)
+    searched = True
+    if window is not None:
+        # "yesterday" is when, not what: the text queries search the rest of the prompt,
+        # and none runs when the rest asks nothing but when.
+        query = _what(query, window)
+        searched = has_query_terms(query)  # else it asks only what went on then
     # The entity lookup is a store call too: it runs inside the calls, under the deadline.
     entities = _Entities(store, query, seam, deadline)
     for sid in scopes:
         for q in plan.queries:
-            if q.source in ("semantic", "lexical"):
+            if q.source == "time":
+                if window is not None:
+                    rq = RecallQuery(
+                        query if searched else "",
+                        q.limit,
+                        session_id=sid,
+                        since=window.since,
+                        until=window.until,
+                        statuses=only,
+                        deadline=deadline,
+                        profiles=profiles,
+                    )
+                    calls.append(call(sid, q.source, rq))
+            elif q.source in ("semantic", "lexical", "default") and not searched:
+                continue
+            elif q.source in ("semantic", "lexical"):
                 rq = RecallQuery(
                     query,
                     q.limit,

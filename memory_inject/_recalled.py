@@ -123,6 +123,7 @@ def collect(
     ]
     invalid: dict[str, str] = {}
     valid_batches: list[list[MemoryEntry]] = []
+    in_time: list[int] = []  # which of them a plan's ``time`` query answered
     raw = 0
     any_ok = False
     standing: list[MemoryEntry] = []
@@ -150,6 +151,8 @@ def collect(
                 invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
             else:
                 good.append(item)
+        if _call.source == "time":
+            in_time.append(len(valid_batches))
         valid_batches.append(good)
     degraded = notes
     if standing_ok and not any(c.source != STANDING for c, _ in (*batches, *failures)):
@@ -166,7 +169,7 @@ def collect(
                     seen.add(e.key)
                     entries.append(e)
     else:
-        entries, plan_dropped = merge_results(valid_batches, plan)
+        entries, plan_dropped = merge_results(valid_batches, plan, in_time)
     if standing:
         # A standing entry is shown whatever the query scored it: it replaces
         # recall's copy (keeping recall's place), so no relevance floor drops it.

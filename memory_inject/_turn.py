@@ -210,6 +210,7 @@ def prepare(
             deadline=until,
             statuses=statuses,
             profiles=profiles,
+            now=now,
         )
         try:
             calls = rebuild(recall_limit_for(cfg), scopes, plan)

@@ -5,7 +5,13 @@ A plan is a list of queries, each with a source and a limit:
 * ``default``  the store's own recall (hybrid when it has an embedder);
 * ``semantic`` / ``lexical``  recall forced to one modality (stores that support it);
 * ``entity``   rows tagged with an entity (company) resolved from the turn's input;
-* ``plugin``   rows written by the calling plugin/agent (``source``).
+* ``plugin``   rows written by the calling plugin/agent (``source``);
+* ``time``     rows written in the past time the prompt names ("yesterday", "last week",
+  "on 8 May 2023": :mod:`memory_inject.temporal`, resolved at the turn's ``now``). When
+  the rest of the prompt asks nothing but when ("what did we talk about yesterday?"),
+  the window's rows come newest first and unscored, as an entity's rows do; otherwise
+  the rest of the prompt is searched inside the window. Either way the plan's other
+  queries search the prompt without its time phrase. No time phrase: no query.
 
 Results are merged by id and ordered by the plan's priority rule: founder-os
 ranks ids returned by more queries first, then confidence, then relevance;
@@ -39,7 +45,7 @@ __all__ = [
     "recall_limit_for",
 ]
 
-SOURCES = ("default", "semantic", "lexical", "entity", "plugin")
+SOURCES = ("default", "semantic", "lexical", "entity", "plugin", "time")
 
 
 @frozen
@@ -219,7 +225,7 @@ def _confidence(e: MemoryEntry) -> float:
 
 
 def merge_results(
-    batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan
+    batches: Sequence[Sequence[MemoryEntry]], plan: RecallPlan, in_time: Sequence[int] = ()
 ) -> tuple[list[MemoryEntry], dict[str, str]]:
     """Union by id, filter by status, order by the plan's priority, cap.
 
@@ -227,8 +233,11 @@ def merge_results(
     An entry that an unscored query (entity, plugin) returned leaves unscored,
     whatever relevance another query gave it: it was chosen for its company or
     plugin, so the relevance floor must not drop it; its best relevance still
-    ranks it.
+    ranks it. ``in_time`` lists the batches a ``time`` query answered: their rows
+    were written when the prompt says, so they come before every other row (the
+    other queries search any time: what they add is the fallback).
     """
+    timely = {e.id for b in in_time for e in batches[b]}
     chosen: set[str] = set()
     hits: dict[str, int] = {}
     first: dict[str, MemoryEntry] = {}
@@ -255,10 +264,16 @@ def merge_results(
                     first[e.id] = e
     if plan.priority == "hits":
         ranked = sorted(
-            order, key=lambda i: (-hits[i], -_confidence(first[i]), -best_score.get(i, -1.0))
+            order,
+            key=lambda i: (
+                i not in timely,
+                -hits[i],
+                -_confidence(first[i]),
+                -best_score.get(i, -1.0),
+            ),
         )
     else:
-        ranked = sorted(order, key=lambda i: -best_score.get(i, -1.0))
+        ranked = sorted(order, key=lambda i: (i not in timely, -best_score.get(i, -1.0)))
     kept = [first[i].with_score(None) if i in chosen else first[i] for i in ranked[: plan.cap]]
     for i in ranked[plan.cap :]:
         dropped[first[i].key] = "plan:cap"

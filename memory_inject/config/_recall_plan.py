@@ -21,8 +21,8 @@ class PlanQueryConfig:
     source: str = setting(
         "default",
         "str",
-        "default, semantic, lexical, entity or plugin",
-        choices=("default", "semantic", "lexical", "entity", "plugin"),
+        "default, semantic, lexical, entity, plugin or time",
+        choices=("default", "semantic", "lexical", "entity", "plugin", "time"),
     )
     limit: int = setting(5, "int", "rows this query may contribute", ge=1, le=MAX_CANDIDATE_POOL)
 

@@ -1,0 +1,187 @@
+"""Temporal grounding on LoCoMo dev: "what did we talk about yesterday?" (issue 29, eighth round).
+
+For every session of the five dev conversations (after the first), the turn's clock is
+set to noon of a day after that session and the prompts below are rendered against a
+store holding the conversation up to that day (as it would have been then: no later
+session), with the default config and with a recall plan that adds the ``time`` query
+(``default`` 8, ``time`` 8, cap 4). The target rows of a prompt are the turns written on
+the day the phrase names (of the speaker it names, for "what did <speaker> say").
+
+* **hit rate**: prompts whose block holds at least one target row;
+* **precision**: target rows among all the rows rendered for these prompts;
+* **wrong-day rows**: rows rendered from another day, per prompt.
+
+Then the same two configs on what must not change: the dev questions' block recall and the
+off-topic, near-miss and contentless false-injection rates (``relevance.py``'s prompt
+sets, stores of whole conversations, clock one day after the last session).
+
+Reproduce: ``python benchmarks/temporal.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean
+
+from memory_inject import render_memory_context
+from memory_inject.config import MemoryInjectConfig, RecallPlanConfig
+from memory_inject.config._recall_plan import PlanQueryConfig
+from memory_inject.storage import Fusion
+
+HERE = Path(__file__).resolve().parent
+
+CONFIGS = {
+    "default config": MemoryInjectConfig(),
+    "plan: default": MemoryInjectConfig(
+        recall_plan=RecallPlanConfig(enabled=True, queries=[PlanQueryConfig("default", 8)], cap=4)
+    ),
+    "plan: default + time": MemoryInjectConfig(
+        recall_plan=RecallPlanConfig(
+            enabled=True,
+            queries=[PlanQueryConfig("default", 8), PlanQueryConfig("time", 8)],
+            cap=4,
+        )
+    ),
+}
+
+
+def _day(ts: str) -> str:
+    return ts[:10]
+
+
+def _prompts(day: datetime, speakers: Iterable[str]) -> list[tuple[str, datetime, str | None]]:
+    """``(prompt, now, speaker or None)`` naming ``day`` (a session's date) in five ways."""
+    noon = day.replace(hour=12, minute=0, second=0, microsecond=0)
+    after = noon + timedelta(days=1)
+    out: list[tuple[str, datetime, str | None]] = [
+        ("What did we talk about yesterday?", after, None),
+        ("Remind me what happened yesterday.", after, None),
+        ("What did we talk about 3 days ago?", noon + timedelta(days=3), None),
+        (f"What did we discuss on {day.day} {day:%B %Y}?", noon + timedelta(days=40), None),
+    ]
+    out += [(f"What did {s} say yesterday?", after, s) for s in speakers]
+    return out
+
+
+def grounding(records: dict[str, list[dict[str, Any]]], tmp: Path) -> dict[str, Any]:
+    """Per config: hit rate, precision, wrong-day rows per prompt."""
+    stats: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in CONFIGS}
+    for conv, rows in records.items():
+        speakers = sorted({r["speaker"] for r in rows})
+        days = sorted({_day(r["timestamp"]) for r in rows})
+        for i, day in enumerate(days[1:], start=1):
+            when = datetime.fromisoformat(day).replace(tzinfo=UTC)
+            known = [r for r in rows if _day(r["timestamp"]) <= day]
+            store = build_store(tmp / f"t-{conv}-{i}.db", known, "core", None, Fusion())
+            try:
+                for prompt, now, speaker in _prompts(when, speakers):
+                    target = {
+                        r["id"]
+                        for r in known
+                        if _day(r["timestamp"]) == day and speaker in (None, r["speaker"])
+                    }
+                    day_of = {r["id"]: _day(r["timestamp"]) for r in known}
+                    for name, cfg in CONFIGS.items():
+                        keys = [
+                            e.key
+                            for e in render_memory_context(
+                                store, prompt, config=cfg, now=now
+                            ).entries
+                        ]
+                        s = stats[name]
+                        s["hit"].append(float(bool(target & set(keys))))
+                        s["right"].append(float(len(target & set(keys))))
+                        s["shown"].append(float(len(keys)))
+                        s["wrong_day"].append(float(sum(day_of.get(k) != day for k in keys)))
+            finally:
+                store.close()
+    return {
+        name: {
+            "prompts": len(s["hit"]),
+            "hit_rate": mean(s["hit"]),
+            "precision": sum(s["right"]) / max(1.0, sum(s["shown"])),
+            "wrong_day_per_prompt": mean(s["wrong_day"]),
+        }
+        for name, s in stats.items()
+    }
+
+
+def _lines(path: Path) -> list[str]:
+    return [
+        t.strip()
+        for t in path.read_text(encoding="utf-8").splitlines()
+        if t.strip() and not t.startswith("#")
+    ]
+
+
+def unchanged(
+    records: dict[str, list[dict[str, Any]]], queries: list[dict[str, Any]], tmp: Path
+) -> dict[str, Any]:
+    """Per config: dev block recall and the false-injection rates."""
+    offtopic = _lines(HERE / "offtopic_prompts.txt")
+    nearmiss = _lines(HERE / "nearmiss_prompts.txt")
+    with (HERE / "contentless_prompts.jsonl").open(encoding="utf-8") as f:
+        contentless = [json.loads(line) for line in f if line.strip() and not line.startswith("#")]
+    out: dict[str, dict[str, list[float]]] = {c: defaultdict(list) for c in CONFIGS}
+    for conv, rows in records.items():
+        store = build_store(tmp / f"u-{conv}.db", rows, "core", None, Fusion())
+        now = evaluation_now(rows)
+        try:
+            for name, cfg in CONFIGS.items():
+
+                def keys(
+                    prompt: str, cfg: MemoryInjectConfig = cfg, store: Any = store, now: Any = now
+                ) -> list[str]:
+                    out = render_memory_context(store, prompt, config=cfg, now=now)
+                    return [e.key for e in out.entries]
+
+                for q in (q for q in queries if q["conversation"] == conv):
+                    ev = set(q["evidence"])
+                    got = set(keys(q["question"]))
+                    out[name]["block_recall"].append(len(ev & got) / len(ev) if ev else 0.0)
+                for kind, prompts in (
+                    ("offtopic", offtopic),
+                    ("nearmiss", nearmiss),
+                    ("contentless", contentless),
+                ):
+                    out[name][kind].extend(float(bool(keys(p))) for p in prompts)
+        finally:
+            store.close()
+    return {name: {k: mean(v) for k, v in s.items()} for name, s in out.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = ap.parse_args()
+    records, queries = load(args.data)
+    with tempfile.TemporaryDirectory() as tmp:
+        g = grounding(records, Path(tmp))
+        u = unchanged(records, queries, Path(tmp))
+    print("| config | prompts | hit rate | precision | wrong-day rows a prompt |")
+    print("|---|---:|---:|---:|---:|")
+    for name, s in g.items():
+        print(
+            f"| {name} | {s['prompts']} | {s['hit_rate']:.3f} | {s['precision']:.3f} | "
+            f"{s['wrong_day_per_prompt']:.2f} |"
+        )
+    print()
+    print("| config | dev block recall | off-topic | near-miss | contentless |")
+    print("|---|---:|---:|---:|---:|")
+    for name, s in u.items():
+        print(
+            f"| {name} | {s['block_recall']:.3f} | {s['offtopic']:.1%} | {s['nearmiss']:.1%} | "
+            f"{s['contentless']:.1%} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""Temporal grounding: the past time window a prompt names, resolved against the turn's clock.
+
+"What did we talk about yesterday?" shares no word with yesterday's memories, and its one
+content word, "yesterday", matches every memory that *says* yesterday, whenever it was
+written. :func:`time_window` finds such a phrase and turns it into the window of time it
+means for a turn at ``now``; a recall plan's ``time`` source (``memory_inject.plan``) then
+asks the store for the memories written inside it (the seam's ``since`` / ``until``).
+
+English phrases, day boundaries in ``now``'s time zone (UTC when ``now`` is naive):
+
+* ``today``, ``tonight``, ``this morning`` / ``afternoon`` / ``evening``, ``earlier today``:
+  from midnight to now; ``yesterday``; ``last night`` (yesterday noon to 6 am today);
+  ``the day before yesterday``; ``N days ago`` (``a``, ``one`` ... ``ten``, digits);
+* ``this week`` (Monday to now), ``last week`` / ``this past week`` (the calendar week
+  before), ``N weeks ago`` (that calendar week);
+* ``over the weekend`` / ``last weekend`` / ``this past weekend``: the weekend going on,
+  on a Saturday or Sunday (``last`` and ``this past``: the one before), else the last one;
+  ``this weekend`` on a weekday means the coming one and is not grounded;
+* ``last monday`` ... ``last sunday`` (``this past``, ``past``): the latest such day before
+  today;
+* ``this month`` (the first to now), ``last month``, ``N months ago`` (calendar months);
+* dates: ``8 May 2023``, ``May 8th, 2023``, ``2023-05-08``, and without a year the latest
+  such day not after today; months: ``May 2023``, ``in May`` (the latest May not after this
+  month).
+
+The future ("tomorrow", "next week", a date after today), a whole year and a bare weekday
+("on Monday" is as often the next one) are not grounded: the answer is None and the turn
+recalls as before. A date or month named outright wins over a relative phrase ("last
+Friday, on 23 January 2022" is about January); otherwise the first phrase in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, time, timedelta
+
+from attrs import frozen
+
+__all__ = ["TimeWindow", "time_window", "without_phrase"]
+
+
+@frozen
+class TimeWindow:
+    """``since`` <= a memory's time <= ``until`` (inclusive, aware datetimes), and where in the
+    text the phrase that named it was (``start``, ``end``; ``phrase`` as written)."""
+
+    since: datetime
+    until: datetime
+    phrase: str
+    start: int
+    end: int
+
+
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_MONTH_RE = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "a couple of": 2,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
+_COUNT = r"(\d{1,2}|a couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = r"(\d{4})"
+
+#: ``(name, pattern)``; each name has a resolver in ``_resolve``.
+_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(pattern, re.IGNORECASE))
+    for name, pattern in (
+        ("day_before_yesterday", r"\bthe day before yesterday\b"),
+        ("yesterday", r"\byesterday\b"),
+        ("last_night", r"\blast night\b"),
+        ("today", r"\b(?:earlier )?today\b|\btonight\b|\bthis (?:morning|afternoon|evening)\b"),
+        ("days_ago", rf"\b{_COUNT} days? ago\b"),
+        ("weeks_ago", rf"\b{_COUNT} weeks? ago\b"),
+        ("months_ago", rf"\b{_COUNT} months? ago\b"),
+        ("this_week", r"\b(?:earlier )?this week\b"),
+        ("last_week", r"\b(?:last|this past|the past) week\b"),
+        ("this_month", r"\b(?:earlier )?this month\b"),
+        ("last_month", r"\b(?:last|this past|the past) month\b"),
+        ("this_weekend", r"\bthis weekend\b"),
+        ("last_weekend", r"\b(?:over the|last|this past|the past) weekend\b"),
+        ("last_weekday", rf"\b(?:last|this past|past) ({'|'.join(_WEEKDAYS)})\b"),
+        ("iso_date", r"\b(\d{4})-(\d{2})-(\d{2})\b"),
+        ("day_month", rf"\b{_DAY}(?: of)? {_MONTH_RE}\b(?:,? {_YEAR}\b)?"),
+        ("month_day", rf"\b{_MONTH_RE} {_DAY}\b(?!:)(?:,? {_YEAR}\b)?"),
+        ("month_year", rf"\b{_MONTH_RE},? {_YEAR}\b"),
+        ("in_month", rf"\bin {_MONTH_RE}(?=\s*(?:[?.!,;]|$))"),
+    )
+)
+
+
+#: At most this many phrases are tried (a pasted log of dates stays cheap).
+_MAX_TRIED = 64
+_ABSOLUTE = frozenset({"iso_date", "day_month", "month_day", "month_year", "in_month"})
+
+
+def _midnight(day: date, tz: object) -> datetime:
+    return datetime.combine(day, time(0), tzinfo=tz)  # type: ignore[arg-type]
+
+
+def _month_start(year: int, month: int) -> date:
+    return date(year, month, 1)
+
+
+def _add_months(day: date, months: int) -> date:
+    index = day.year * 12 + day.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _month_of(name: str) -> int:
+    return next(i for i, m in enumerate(_MONTHS, start=1) if m.startswith(name.lower()[:3]))
+
+
+def _count(text: str) -> int | None:
+    value = _NUMBERS.get(text.lower())
+    if value is None and text.isdigit():
+        value = int(text)
+    return value if value is not None and 0 < value <= 99 else None
+
+
+def _latest_date(month: int, day: int, year: int | None, today: date) -> date | None:
+    """The date, or without a year the latest one not after ``today``; None if invalid."""
+    try:
+        if year is not None:
+            return date(year, month, day)
+        found = date(today.year, month, day)
+        return found if found <= today else date(today.year - 1, month, day)
+    except ValueError:
+        return None
+
+
+def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
+    tz = now.tzinfo
+    today = now.date()
+    day = timedelta(days=1)
+    start_of = _midnight
+    if name == "today":
+        return start_of(today, tz), now
+    if name in ("yesterday", "day_before_yesterday", "days_ago"):
+        back = {"yesterday": 1, "day_before_yesterday": 2}.get(name) or _count(m.group(1))
+        if back is None:
+            return None
+        first = today - back * day
+        return start_of(first, tz), start_of(first + day, tz)
+    if name == "last_night":
+        noon = start_of(today - day, tz) + timedelta(hours=12)
+        return noon, start_of(today, tz) + timedelta(hours=6)
+    monday = today - timedelta(days=today.weekday())
+    if name == "this_week":
+        return start_of(monday, tz), now
+    back = 1 if name.startswith("last_") else _count(m.group(1)) if name.endswith("_ago") else 0
+    if back is None:
+        return None
+    if name in ("last_week", "weeks_ago"):
+        first = monday - timedelta(weeks=back)
+        return start_of(first, tz), start_of(first + timedelta(weeks=1), tz)
+    month_start = _month_start(today.year, today.month)
+    if name == "this_month":
+        return start_of(month_start, tz), now
+    if name in ("last_month", "months_ago"):
+        first = _add_months(month_start, -back)
+        return start_of(first, tz), start_of(_add_months(first, 1), tz)
+    saturday = monday + timedelta(days=5)
+    if name == "this_weekend":
+        return (start_of(saturday, tz), now) if today >= saturday else None
+    if name == "last_weekend":
+        if today >= saturday and not m.group(0).lower().startswith(("last", "this past")):
+            return start_of(saturday, tz), now
+        first = saturday - timedelta(weeks=1)
+        return start_of(first, tz), start_of(first + 2 * day, tz)
+    if name == "last_weekday":
+        wanted = _WEEKDAYS.index(m.group(1).lower())
+        back = (today.weekday() - wanted) % 7 or 7
+        first = today - back * day
+        return start_of(first, tz), start_of(first + day, tz)
+    if name in ("iso_date", "day_month", "month_day"):
+        if name == "iso_date":
+            year, month, dd = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            found = _latest_date(month, dd, year, today) if 1 <= month <= 12 else None
+        else:
+            dd_text, month_text = (
+                (m.group(1), m.group(2)) if name == "day_month" else (m.group(2), m.group(1))
+            )
+            year_text = m.group(3)
+            found = _latest_date(
+                _month_of(month_text), int(dd_text), int(year_text) if year_text else None, today
+            )
+        if found is None or found > today:
+            return None
+        return start_of(found, tz), start_of(found + day, tz)
+    # month_year, in_month
+    month = _month_of(m.group(1))
+    year = int(m.group(2)) if name == "month_year" else today.year
+    if name == "in_month" and (year, month) > (today.year, today.month):
+        year -= 1
+    first = _month_start(year, month)
+    if first > today:
+        return None
+    return start_of(first, tz), start_of(_add_months(first, 1), tz)
+
+
+def time_window(text: str, now: datetime) -> TimeWindow | None:
+    """The past window the first time phrase of ``text`` names at ``now``, or None.
+
+    None when the text names no time, only a future one, or one this module does
+    not ground (see the module docstring). ``until`` is inclusive (one microsecond
+    before the next period starts, or ``now``).
+    """
+    if not isinstance(text, str) or not text:
+        return None
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    found: list[tuple[int, int, str, re.Match[str]]] = []
+    for name, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            found.append((m.start(), -(m.end() - m.start()), name, m))
+    # A date named outright wins over a relative phrase: in "last Friday, on 23 January
+    # 2022" the date is what "last Friday" counts from, not the turn's clock.
+    found.sort(key=lambda f: (f[2] not in _ABSOLUTE, f[0], f[1]))
+    refused: list[tuple[int, int]] = []  # a phrase not grounded hides the phrases inside it
+    for start, _, name, m in found[:_MAX_TRIED]:
+        if any(a <= start < b for a, b in refused):
+            continue
+        window = _resolve(name, m, now)
+        if window is None or window[0] > now:
+            refused.append((start, m.end()))
+            continue
+        since, end = window
+        until = min(end - timedelta(microseconds=1), now)
+        return TimeWindow(since, until, m.group(0), m.start(), m.end())
+    return None
+
+
+def without_phrase(text: str, window: TimeWindow) -> str:
+    """``text`` with the window's phrase cut out (what the prompt asks about, apart from when)."""
+    return (text[: window.start] + " " + text[window.end :]).strip()

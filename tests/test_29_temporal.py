@@ -1,0 +1,306 @@
+"""Temporal grounding (issue 29): a prompt's "yesterday" is a time window, not a word.
+
+Without it, "what did we talk about yesterday?" recalls the memories that *say*
+yesterday, whenever they were written. A recall plan's ``time`` query asks the store
+for the rows written inside the window the prompt names, resolved at the turn's
+``now`` (``memory_inject.temporal``), and the plan's text queries search the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject import arender_memory_context, render_memory_context
+from memory_inject.config import MemoryInjectConfig, RecallPlanConfig
+from memory_inject.config._recall_plan import PlanQueryConfig
+from memory_inject.config.loading import parse_agent_config
+from memory_inject.exceptions import ConfigError
+from memory_inject.storage import InMemoryStore, SQLiteStore
+from memory_inject.temporal import time_window, without_phrase
+
+#: A Friday evening.
+NOW = datetime(2026, 12, 4, 18, 0, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def _day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
+    start = datetime(y, m, d, tzinfo=UTC)
+    return start, start + timedelta(days=1) - _US
+
+
+def _span(a: tuple[int, int, int], b: tuple[int, int, int]) -> tuple[datetime, datetime]:
+    """From the first day's midnight to just before the second's."""
+    return datetime(*a, tzinfo=UTC), datetime(*b, tzinfo=UTC) - _US
+
+
+class TestTimeWindow:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("what did we talk about yesterday?", _day(2026, 12, 3)),
+            ("Yesterday", _day(2026, 12, 3)),
+            ("and the day before yesterday?", _day(2026, 12, 2)),
+            ("3 days ago", _day(2026, 12, 1)),
+            ("a couple of days ago", _day(2026, 12, 2)),
+            (
+                "last night",
+                (datetime(2026, 12, 3, 12, tzinfo=UTC), datetime(2026, 12, 4, 6, tzinfo=UTC) - _US),
+            ),
+            ("today", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
+            ("this morning", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
+            ("this week", (datetime(2026, 11, 30, tzinfo=UTC), NOW - _US)),
+            ("last week", _span((2026, 11, 23), (2026, 11, 30))),
+            ("two weeks ago", _span((2026, 11, 16), (2026, 11, 23))),
+            ("earlier this month", (datetime(2026, 12, 1, tzinfo=UTC), NOW - _US)),
+            ("last month", _span((2026, 11, 1), (2026, 12, 1))),
+            ("3 months ago", _span((2026, 9, 1), (2026, 10, 1))),
+            ("over the weekend", _span((2026, 11, 28), (2026, 11, 30))),
+            ("last tuesday", _day(2026, 12, 1)),
+            ("last friday", _day(2026, 11, 27)),  # today is a Friday: the one before
+            ("on 8 May 2023", _day(2023, 5, 8)),
+            ("May 8th, 2023", _day(2023, 5, 8)),
+            ("the 8th of May 2023", _day(2023, 5, 8)),
+            ("notes of 2023-05-08", _day(2023, 5, 8)),
+            ("on 28 november", _day(2026, 11, 28)),
+            ("on 28 december", _day(2025, 12, 28)),  # no year: the latest one not after today
+            ("what did we do in May?", _span((2026, 5, 1), (2026, 6, 1))),
+            ("May 2023", _span((2023, 5, 1), (2023, 6, 1))),
+            ("in December.", (datetime(2026, 12, 1, tzinfo=UTC), NOW)),
+            ("yesterday or last week", _day(2026, 12, 3)),  # the first phrase wins
+            ("what did Jo finish last Friday, on 23 January, 2022?", _day(2022, 1, 23)),
+            ("last week, not yesterday", _span((2026, 11, 23), (2026, 11, 30))),
+        ],
+    )
+    def test_phrases_resolve_to_their_window(
+        self, text: str, expected: tuple[datetime, datetime]
+    ) -> None:
+        window = time_window(text, NOW)
+        assert window is not None
+        assert expected == (window.since, window.until)
+        assert window.phrase.lower() in text.lower()
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "tomorrow",
+            "next week",
+            "this weekend",  # on a Friday: the coming one
+            "on Monday",  # the last or the next: not grounded
+            "I may have said so",
+            "at 10:30",
+            "March 3: notes",
+            "on 31 february",
+            "2023-13-01",
+            "on 28 december 2026",  # after today
+            "in 2023",  # a whole year
+            "",
+            "\x00\u202e👍 " * 50,
+            "what is the capital of Peru?",
+        ],
+    )
+    def test_no_past_window_is_none(self, text: str) -> None:
+        assert time_window(text, NOW) is None
+
+    def test_a_weekend_going_on_and_the_one_before(self) -> None:
+        sunday = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)
+        now_window = time_window("over the weekend", sunday)
+        last = time_window("last weekend", sunday)
+        this = time_window("this weekend", sunday)
+        assert now_window is not None and last is not None and this is not None
+        assert (datetime(2026, 12, 5, tzinfo=UTC), sunday - _US) == (
+            now_window.since,
+            now_window.until,
+        )
+        assert (datetime(2026, 11, 28, tzinfo=UTC), datetime(2026, 11, 30, tzinfo=UTC) - _US) == (
+            last.since,
+            last.until,
+        )
+        assert datetime(2026, 12, 5, tzinfo=UTC) == this.since
+
+    def test_days_begin_at_midnight_in_the_clock_s_zone(self) -> None:
+        """At 01:00 in UTC-5 (06:00 UTC) "yesterday" is the day before in that zone."""
+        zone = timezone(timedelta(hours=-5))
+        now = datetime(2026, 12, 4, 1, 0, tzinfo=zone)
+        window = time_window("what happened yesterday", now)
+        assert window is not None
+        assert datetime(2026, 12, 3, tzinfo=zone) == window.since
+        assert datetime(2026, 12, 3, 5, tzinfo=UTC) == window.since.astimezone(UTC)
+
+    def test_a_naive_clock_is_utc(self) -> None:
+        window = time_window("yesterday", NOW.replace(tzinfo=None))
+        assert window is not None
+        assert _day(2026, 12, 3) == (window.since, window.until)
+
+    def test_the_phrase_is_cut_from_the_prompt(self) -> None:
+        text = "what did Anna say yesterday about Lisbon?"
+        window = time_window(text, NOW)
+        assert window is not None
+        assert "what did Anna say  about Lisbon?".split() == without_phrase(text, window).split()
+
+    def test_a_log_of_future_dates_is_not_grounded(self) -> None:
+        """Thousands of phrases that cannot be grounded: None (a bounded number are tried)."""
+        assert time_window("on 28 december 2026, " * 5_000 + "yesterday", NOW) is None
+        assert time_window("on 28 december 2026, " * 3 + "yesterday", NOW) is not None
+
+    def test_a_long_hostile_prompt_is_read_once(self) -> None:
+        """200,000 characters of near-phrases: found, and the first real phrase is the answer."""
+        text = "5 dayz ago, last nite, may be " * 6_000 + " and 2 days ago"
+        window = time_window(text, NOW)
+        assert window is not None
+        assert _day(2026, 12, 2) == (window.since, window.until)
+
+
+def _plan(*queries: tuple[str, int], cap: int = 4) -> MemoryInjectConfig:
+    return MemoryInjectConfig(
+        recall_plan=RecallPlanConfig(
+            enabled=True, queries=[PlanQueryConfig(s, n) for s, n in queries], cap=cap
+        )
+    )
+
+
+TIME_PLAN = _plan(("default", 8), ("time", 8))
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    s: Any
+    if request.param == "sqlite":
+        s = SQLiteStore(tmp_path / "m.db")
+    elif request.param == "memory":
+        s = InMemoryStore()
+    else:
+        from memory_inject.storage.postgres import PostgresStore
+
+        s = PostgresStore(request.getfixturevalue("pg_scratch_dsn"))
+    rows = [
+        ("garden", "We planted tulips in the garden", "2026-12-03T10:00:00Z", "alice"),
+        ("tax", "Filed the tax return with Anna", "2026-12-03T15:00:00Z", "alice"),
+        ("old", "Yesterday we talked about moving to Lisbon", "2026-10-01T10:00:00Z", "alice"),
+        ("anna", "Anna said she loves Lisbon", "2026-11-20T10:00:00Z", "alice"),
+        ("bob-secret", "Bob's locker code is 4417", "2026-12-03T12:00:00Z", "bob"),
+    ]
+    for key, content, ts, session in rows:
+        s.store(key, content, "core", timestamp=ts, session_id=session)
+    try:
+        yield s
+    finally:
+        if not isinstance(s, InMemoryStore):
+            s.close()
+
+
+def _keys(
+    store: SQLiteStore | InMemoryStore, prompt: str, cfg: MemoryInjectConfig, **kw: object
+) -> list[str]:
+    kw.setdefault("sessions", ["alice"])
+    out = render_memory_context(store, prompt, config=cfg, now=NOW, **kw)  # type: ignore[arg-type]
+    assert out.success
+    return [e.key for e in out.entries]
+
+
+class TestTheTimeQuery:
+    def test_yesterday_is_the_rows_written_yesterday(
+        self, store: SQLiteStore | InMemoryStore
+    ) -> None:
+        """Not the old row that says "yesterday"; yesterday's rows, newest first."""
+        plain = _keys(store, "what did we talk about yesterday?", MemoryInjectConfig())
+        assert "old" in plain  # the word, not the day
+        assert not {"tax", "garden"} & set(plain)
+        assert ["tax", "garden"] == _keys(store, "what did we talk about yesterday?", TIME_PLAN)
+
+    def test_the_rest_of_the_prompt_is_searched_in_the_window_first(
+        self, store: SQLiteStore | InMemoryStore
+    ) -> None:
+        """ "Anna ... yesterday": yesterday's row with Anna first (both queries found it), then
+        what the plan's default query found for Anna at any time."""
+        keys = _keys(store, "what did Anna say yesterday?", TIME_PLAN)
+        assert "tax" == keys[0]
+        assert "anna" in keys
+        assert "garden" not in keys  # yesterday's, but not about Anna
+        only_time = _plan(("time", 8))
+        assert ["tax"] == _keys(store, "what did Anna say yesterday?", only_time)
+
+    def test_a_window_with_no_rows_injects_nothing(
+        self, store: SQLiteStore | InMemoryStore
+    ) -> None:
+        assert [] == _keys(store, "what happened last week?", TIME_PLAN)
+
+    def test_another_session_s_rows_stay_out(self, store: SQLiteStore | InMemoryStore) -> None:
+        """Bob's row of yesterday is in his session: a turn of alice's session never sees it."""
+        keys = _keys(
+            store, "what did we talk about yesterday?", TIME_PLAN, sessions=["alice", None]
+        )
+        assert "bob-secret" not in keys
+        assert {"tax", "garden"} == set(keys)
+        bob = _keys(store, "what did we talk about yesterday?", TIME_PLAN, sessions=["bob"])
+        assert ["bob-secret"] == bob
+
+    def test_prompts_without_a_past_time_are_as_without_the_query(
+        self, store: SQLiteStore | InMemoryStore
+    ) -> None:
+        default_only = _plan(("default", 8))
+        for prompt in (
+            "tell me about tulips",
+            "what did Anna say about Lisbon?",
+            "when is my dentist appointment tomorrow?",
+            "what is the capital of Peru?",
+        ):
+            assert _keys(store, prompt, default_only) == _keys(store, prompt, TIME_PLAN), prompt
+
+    def test_the_async_render_grounds_the_same(self, store: SQLiteStore | InMemoryStore) -> None:
+        out = asyncio.run(
+            arender_memory_context(
+                store,
+                "what did we talk about yesterday?",
+                config=TIME_PLAN,
+                now=NOW,
+                sessions=["alice"],
+            )
+        )
+        assert ["tax", "garden"] == [e.key for e in out.entries]
+
+    def test_without_now_the_clock_grounds_it(self, tmp_path: Path) -> None:
+        with SQLiteStore(tmp_path / "c.db") as s:
+            at = datetime.now(UTC) - timedelta(days=1)
+            s.store("then", "a note from yesterday", "core", timestamp=at.replace(hour=12))
+            s.store("older", "older note", "core", timestamp=at - timedelta(days=30))
+            out = render_memory_context(s, "what happened yesterday?", config=TIME_PLAN)
+            assert ["then"] == [e.key for e in out.entries]
+
+
+class TestTheConfigKey:
+    def test_yaml_accepts_the_time_source(self) -> None:
+        agent = parse_agent_config(
+            {
+                "agent": "a",
+                "memory": {
+                    "recall_plan": {
+                        "enabled": True,
+                        "queries": [
+                            {"source": "default", "limit": 6},
+                            {"source": "time", "limit": 4},
+                        ],
+                    }
+                },
+            }
+        )
+        assert ["default", "time"] == [q.source for q in agent.memory.recall_plan.queries]
+
+    def test_a_bad_source_names_the_choices_and_the_key(self) -> None:
+        with pytest.raises(ConfigError) as err:
+            parse_agent_config(
+                {
+                    "agent": "a",
+                    "memory": {"recall_plan": {"queries": [{"source": "when", "limit": 4}]}},
+                },
+                source="agent.yaml",
+            )
+        message = str(err.value)
+        assert "'time'" in message
+        assert "agent.yaml" in message
+        assert "recall_plan.queries[0]" in message
