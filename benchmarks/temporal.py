@@ -15,7 +15,8 @@ Then the same two configs on what must not change: the dev questions' block reca
 off-topic, near-miss and contentless false-injection rates (``relevance.py``'s prompt
 sets, stores of whole conversations, clock one day after the last session).
 
-Reproduce: ``python benchmarks/temporal.py`` (about a minute).
+Reproduce: ``python benchmarks/temporal.py [--backend postgres [--dsn DSN]]`` (20 s on
+SQLite).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _locomo_data import DEFAULT_DATA, build_store, evaluation_now, load, mean
+from _locomo_data import DEFAULT_DATA, backend, build_store, evaluation_now, load, mean
 
 from memory_inject import render_memory_context
 from memory_inject.config import MemoryInjectConfig, RecallPlanConfig
@@ -161,11 +162,14 @@ def unchanged(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     args = ap.parse_args()
     records, queries = load(args.data)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
         g = grounding(records, Path(tmp))
         u = unchanged(records, queries, Path(tmp))
+    print(f"backend: {args.backend}")
     print("| config | prompts | hit rate | precision | wrong-day rows a prompt |")
     print("|---|---:|---:|---:|---:|")
     for name, s in g.items():
