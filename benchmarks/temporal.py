@@ -16,14 +16,16 @@ off-topic, near-miss and contentless false-injection rates (``relevance.py``'s p
 sets, stores of whole conversations, clock one day after the last session).
 
 Reproduce: ``python benchmarks/temporal.py [--backend postgres [--dsn DSN]]`` (20 s on
-SQLite).
+SQLite); ``--cost`` prints what grounding a prompt costs, by its length.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
@@ -159,12 +161,39 @@ def unchanged(
     return {name: {k: mean(v) for k, v in s.items()} for name, s in out.items()}
 
 
+def cost() -> None:
+    """``time_window``'s cost per prompt (median of repeated calls), by prompt length."""
+    from memory_inject.temporal import time_window
+
+    now = datetime(2026, 12, 4, 18, tzinfo=UTC)
+    filler = "Please review this paragraph about deployment pipelines and caching. " * 300
+    prompts = {
+        "48 characters, no time": "how do I rebase a git branch onto main safely?",
+        "33 characters, yesterday": "what did we talk about yesterday?",
+        "2,000 characters, no time": filler[:2000],
+        "20,000 characters, no time": filler[:20000],
+    }
+    print("| prompt | time_window p50 (us) |")
+    print("|---|---:|")
+    for name, prompt in prompts.items():
+        times = []
+        for _ in range(2000 if len(prompt) < 5000 else 200):
+            t = time.perf_counter()
+            time_window(prompt, now)
+            times.append(time.perf_counter() - t)
+        print(f"| {name} | {statistics.median(times) * 1e6:.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
+    ap.add_argument("--cost", action="store_true", help="only time_window's cost per prompt")
     args = ap.parse_args()
+    if args.cost:
+        cost()
+        return
     records, queries = load(args.data)
     with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
         g = grounding(records, Path(tmp))

@@ -116,6 +116,30 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+_MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+#: What each pattern's match must contain (lowercased): the pattern runs only if one is there.
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "day_before_yesterday": ("yesterday",),
+    "yesterday": ("yesterday",),
+    "last_night": ("night",),
+    "today": ("today", "tonight", "this "),
+    "days_ago": ("ago",),
+    "weeks_ago": ("ago",),
+    "months_ago": ("ago",),
+    "this_week": ("week",),
+    "last_week": ("week",),
+    "this_month": ("month",),
+    "last_month": ("month",),
+    "this_weekend": ("weekend",),
+    "last_weekend": ("weekend",),
+    "last_weekday": _WEEKDAYS,
+    "iso_date": ("-",),
+    "day_month": _MONTH_STEMS,
+    "month_day": _MONTH_STEMS,
+    "month_year": _MONTH_STEMS,
+    "in_month": _MONTH_STEMS,
+}
+_NEEDS_ANY = frozenset(need for needs in _NEEDS.values() for need in needs)
 #: At most this many phrases are tried (a pasted log of dates stays cheap).
 _MAX_TRIED = 64
 _ABSOLUTE = frozenset({"iso_date", "day_month", "month_day", "month_year", "in_month"})
@@ -238,7 +262,13 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     found: list[tuple[int, int, str, re.Match[str]]] = []
+    lowered = text.lower()
+    # Each pattern runs only where a word it needs is in the text: a long prompt with no
+    # time in it costs a few substring tests, not nineteen scans.
+    held = {need for need in _NEEDS_ANY if need in lowered}
     for name, pattern in _PATTERNS:
+        if held.isdisjoint(_NEEDS[name]):
+            continue
         for m in pattern.finditer(text):
             found.append((m.start(), -(m.end() - m.start()), name, m))
     # A date named outright wins over a relative phrase: in "last Friday, on 23 January
