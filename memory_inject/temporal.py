@@ -17,14 +17,15 @@ English phrases, day boundaries in ``now``'s time zone (UTC when ``now`` is naiv
   on a Saturday or Sunday (``last`` and ``this past``: the one before), else the last one;
   ``this weekend`` on a weekday means the coming one and is not grounded;
 * ``last monday`` ... ``last sunday`` (``this past``, ``past``): the latest such day before
-  today;
+  today; ``on Monday`` in a prompt in the past tense ("what did we decide on Monday?"): the
+  latest Monday not after today;
 * ``this month`` (the first to now), ``last month``, ``N months ago`` (calendar months);
 * dates: ``8 May 2023``, ``May 8th, 2023``, ``2023-05-08``, and without a year the latest
   such day not after today; months: ``May 2023``, ``in May`` (the latest May not after this
   month).
 
-The future ("tomorrow", "next week", a date after today), a whole year and a bare weekday
-("on Monday" is as often the next one) are not grounded: the answer is None and the turn
+The future ("tomorrow", "next week", a date after today), a whole year and ``on Monday``
+in a prompt not in the past tense (the next one) are not grounded: the answer is None and the turn
 recalls as before. A date or month named outright wins over a relative phrase ("last
 Friday, on 23 January 2022" is about January); otherwise the first phrase in the text.
 """
@@ -107,6 +108,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("this_weekend", r"\bthis weekend\b"),
         ("last_weekend", r"\b(?:over the|last|this past|the past) weekend\b"),
         ("last_weekday", rf"\b(?:last|this past|past) ({'|'.join(_WEEKDAYS)})\b"),
+        ("on_weekday", rf"\bon ({'|'.join(_WEEKDAYS)})\b"),
         ("iso_date", r"\b(\d{4})-(\d{2})-(\d{2})\b"),
         ("day_month", rf"\b{_DAY}(?: of)? {_MONTH_RE}\b(?:,? {_YEAR}\b)?"),
         ("month_day", rf"\b{_MONTH_RE} {_DAY}\b(?!:)(?:,? {_YEAR}\b)?"),
@@ -116,6 +118,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 )
 
 
+#: A prompt in the past tense: "on Monday" in it is the last Monday.
+_PAST = re.compile(
+    r"\b(?:did|was|were|had|went|said|told|talked|discussed|decided|happened|met|saw|ate|"
+    r"made|agreed|mentioned|wrote|sent|got|asked|bought|paid|called)\b",
+    re.IGNORECASE,
+)
 _MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 #: What each pattern's match must contain (lowercased): the pattern runs only if one is there.
 _NEEDS: dict[str, tuple[str, ...]] = {
@@ -133,6 +141,7 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "this_weekend": ("weekend",),
     "last_weekend": ("weekend",),
     "last_weekday": _WEEKDAYS,
+    "on_weekday": _WEEKDAYS,
     "iso_date": ("-",),
     "day_month": _MONTH_STEMS,
     "month_day": _MONTH_STEMS,
@@ -219,9 +228,13 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
             return start_of(saturday, tz), now
         first = saturday - timedelta(weeks=1)
         return start_of(first, tz), start_of(first + 2 * day, tz)
-    if name == "last_weekday":
+    if name == "on_weekday" and not _PAST.search(m.string):
+        return None  # "what do I have on Monday?" is the next one
+    if name in ("last_weekday", "on_weekday"):
         wanted = _WEEKDAYS.index(m.group(1).lower())
-        back = (today.weekday() - wanted) % 7 or 7
+        back = (today.weekday() - wanted) % 7 or (7 if name == "last_weekday" else 0)
+        if back == 0:  # "what did we decide on Friday?", asked on a Friday
+            return start_of(today, tz), now
         first = today - back * day
         return start_of(first, tz), start_of(first + day, tz)
     if name in ("iso_date", "day_month", "month_day"):

@@ -63,6 +63,8 @@ class TestTimeWindow:
             ("over the weekend", _span((2026, 11, 28), (2026, 11, 30))),
             ("last tuesday", _day(2026, 12, 1)),
             ("last friday", _day(2026, 11, 27)),  # today is a Friday: the one before
+            ("what did we decide on Tuesday?", _day(2026, 12, 1)),
+            ("what was said on Friday?", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
             ("on 8 May 2023", _day(2023, 5, 8)),
             ("May 8th, 2023", _day(2023, 5, 8)),
             ("the 8th of May 2023", _day(2023, 5, 8)),
@@ -92,6 +94,7 @@ class TestTimeWindow:
             "next week",
             "this weekend",  # on a Friday: the coming one
             "on Monday",  # the last or the next: not grounded
+            "what do I have on Monday?",  # not in the past tense: the next one
             "I may have said so",
             "at 10:30",
             "March 3: notes",
