@@ -154,7 +154,7 @@ _MAX_TRIED = 64
 _ABSOLUTE = frozenset({"iso_date", "day_month", "month_day", "month_year", "in_month"})
 
 
-def _midnight(day: date, tz: object) -> datetime:
+def _start_of(day: date, tz: object) -> datetime:
     return datetime.combine(day, time(0), tzinfo=tz)  # type: ignore[arg-type]
 
 
@@ -193,50 +193,49 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     tz = now.tzinfo
     today = now.date()
     day = timedelta(days=1)
-    start_of = _midnight
     if name == "today":
-        return start_of(today, tz), now
+        return _start_of(today, tz), now
     if name in ("yesterday", "day_before_yesterday", "days_ago"):
         back = {"yesterday": 1, "day_before_yesterday": 2}.get(name) or _count(m.group(1))
         if back is None:
             return None
         first = today - back * day
-        return start_of(first, tz), start_of(first + day, tz)
+        return _start_of(first, tz), _start_of(first + day, tz)
     if name == "last_night":
-        noon = start_of(today - day, tz) + timedelta(hours=12)
-        return noon, start_of(today, tz) + timedelta(hours=6)
+        noon = _start_of(today - day, tz) + timedelta(hours=12)
+        return noon, _start_of(today, tz) + timedelta(hours=6)
     monday = today - timedelta(days=today.weekday())
     if name == "this_week":
-        return start_of(monday, tz), now
+        return _start_of(monday, tz), now
     back = 1 if name.startswith("last_") else _count(m.group(1)) if name.endswith("_ago") else 0
     if back is None:
         return None
     if name in ("last_week", "weeks_ago"):
         first = monday - timedelta(weeks=back)
-        return start_of(first, tz), start_of(first + timedelta(weeks=1), tz)
+        return _start_of(first, tz), _start_of(first + timedelta(weeks=1), tz)
     month_start = _month_start(today.year, today.month)
     if name == "this_month":
-        return start_of(month_start, tz), now
+        return _start_of(month_start, tz), now
     if name in ("last_month", "months_ago"):
         first = _add_months(month_start, -back)
-        return start_of(first, tz), start_of(_add_months(first, 1), tz)
+        return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
     saturday = monday + timedelta(days=5)
     if name == "this_weekend":
-        return (start_of(saturday, tz), now) if today >= saturday else None
+        return (_start_of(saturday, tz), now) if today >= saturday else None
     if name == "last_weekend":
         if today >= saturday and not m.group(0).lower().startswith(("last", "this past")):
-            return start_of(saturday, tz), now
+            return _start_of(saturday, tz), now
         first = saturday - timedelta(weeks=1)
-        return start_of(first, tz), start_of(first + 2 * day, tz)
+        return _start_of(first, tz), _start_of(first + 2 * day, tz)
     if name == "on_weekday" and not _PAST.search(m.string):
         return None  # "what do I have on Monday?" is the next one
     if name in ("last_weekday", "on_weekday"):
         wanted = _WEEKDAYS.index(m.group(1).lower())
         back = (today.weekday() - wanted) % 7 or (7 if name == "last_weekday" else 0)
         if back == 0:  # "what did we decide on Friday?", asked on a Friday
-            return start_of(today, tz), now
+            return _start_of(today, tz), now
         first = today - back * day
-        return start_of(first, tz), start_of(first + day, tz)
+        return _start_of(first, tz), _start_of(first + day, tz)
     if name in ("iso_date", "day_month", "month_day"):
         if name == "iso_date":
             year, month, dd = int(m.group(1)), int(m.group(2)), int(m.group(3))
@@ -251,7 +250,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
             )
         if found is None or found > today:
             return None
-        return start_of(found, tz), start_of(found + day, tz)
+        return _start_of(found, tz), _start_of(found + day, tz)
     # month_year, in_month
     month = _month_of(m.group(1))
     year = int(m.group(2)) if name == "month_year" else today.year
@@ -260,7 +259,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     first = _month_start(year, month)
     if first > today:
         return None
-    return start_of(first, tz), start_of(_add_months(first, 1), tz)
+    return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
 
 
 def time_window(text: str, now: datetime) -> TimeWindow | None:

@@ -137,7 +137,7 @@ class TableNames:
 
 
 def _create_base(conn: psycopg.Connection[Any], names: TableNames) -> None:
-    if _relation_exists(conn, names.table):
+    if _relation_exists(conn, names.ident()):
         raise SchemaMismatchError(
             f"table {names.table!r} exists but has no memory_inject schema version; "
             "it is not ours (pass another 'table')"
@@ -222,8 +222,8 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
 )
 
 
-def _relation_exists(conn: psycopg.Connection[Any], name: str) -> bool:
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (sql.Identifier(name).as_string(),))
+def _relation_exists(conn: psycopg.Connection[Any], ident: sql.Identifier) -> bool:
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (ident.as_string(),))
     found = row.fetchone()
     return bool(found and found[0])
 
@@ -305,7 +305,7 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
         )
     # Not CREATE INDEX IF NOT EXISTS on every open: it takes the table's SHARE lock
     # before it looks, so it waits behind any open write and every writer waits behind it.
-    if dim <= _HNSW_MAX_DIM and not _relation_exists(conn, names.table + "_embedding_hnsw"):
+    if dim <= _HNSW_MAX_DIM and not _relation_exists(conn, names.hnsw):
         _bound_lock_waits(conn)
         conn.execute(hnsw_index(names))
     return True
@@ -327,7 +327,9 @@ def open_table(
     sessions holding the table. Other driver errors propagate.
     """
     deadline = time.monotonic() + MIGRATION_WAIT_S
-    for attempt in range(1, 1_000_000):
+    attempt = 0
+    while True:
+        attempt += 1
         try:
             with psycopg.connect(dsn, **connect_kwargs) as conn:
                 migrate(conn, names)
@@ -341,7 +343,6 @@ def open_table(
                     f"open tries again"
                 ) from exc
             time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _holders(dsn: str, connect_kwargs: Mapping[str, Any], names: TableNames) -> str:
