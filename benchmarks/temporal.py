@@ -5,7 +5,8 @@ set to noon of a day after that session and the prompts below are rendered again
 store holding the conversation up to that day (as it would have been then: no later
 session), with the default config and with a recall plan that adds the ``time`` query
 (``default`` 8, ``time`` 8, cap 4). The target rows of a prompt are the turns written on
-the day the phrase names (of the speaker it names, for "what did <speaker> say").
+the day (or in the week) the phrase names, of the speaker it names for "what did
+<speaker> say".
 
 * **hit rate**: prompts whose block holds at least one target row;
 * **precision**: target rows among all the rows rendered for these prompts;
@@ -60,17 +61,29 @@ def _day(ts: str) -> str:
     return ts[:10]
 
 
-def _prompts(day: datetime, speakers: Iterable[str]) -> list[tuple[str, datetime, str | None]]:
-    """``(prompt, now, speaker or None)`` naming ``day`` (a session's date) in five ways."""
+def _prompts(
+    day: datetime, speakers: Iterable[str]
+) -> list[tuple[str, datetime, str | None, set[str]]]:
+    """``(prompt, now, speaker or None, the days it names)`` for ``day`` (a session's date)."""
     noon = day.replace(hour=12, minute=0, second=0, microsecond=0)
     after = noon + timedelta(days=1)
-    out: list[tuple[str, datetime, str | None]] = [
-        ("What did we talk about yesterday?", after, None),
-        ("Remind me what happened yesterday.", after, None),
-        ("What did we talk about 3 days ago?", noon + timedelta(days=3), None),
-        (f"What did we discuss on {day.day} {day:%B %Y}?", noon + timedelta(days=40), None),
+    that_day = {day.date().isoformat()}
+    monday = noon - timedelta(days=day.weekday())
+    week = {(monday + timedelta(days=i)).date().isoformat() for i in range(7)}
+    out: list[tuple[str, datetime, str | None, set[str]]] = [
+        ("What did we talk about yesterday?", after, None, that_day),
+        ("Remind me what happened yesterday.", after, None, that_day),
+        ("What did we talk about 3 days ago?", noon + timedelta(days=3), None, that_day),
+        (
+            f"What did we discuss on {day.day} {day:%B %Y}?",
+            noon + timedelta(days=40),
+            None,
+            that_day,
+        ),
+        (f"What did we decide on {day:%A}?", noon + timedelta(days=2), None, that_day),
+        ("What did we talk about last week?", monday + timedelta(days=9), None, week),
     ]
-    out += [(f"What did {s} say yesterday?", after, s) for s in speakers]
+    out += [(f"What did {s} say yesterday?", after, s, that_day) for s in speakers]
     return out
 
 
@@ -85,11 +98,11 @@ def grounding(records: dict[str, list[dict[str, Any]]], tmp: Path) -> dict[str, 
             known = [r for r in rows if _day(r["timestamp"]) <= day]
             store = build_store(tmp / f"t-{conv}-{i}.db", known, "core", None, Fusion())
             try:
-                for prompt, now, speaker in _prompts(when, speakers):
+                for prompt, now, speaker, named in _prompts(when, speakers):
                     target = {
                         r["id"]
                         for r in known
-                        if _day(r["timestamp"]) == day and speaker in (None, r["speaker"])
+                        if _day(r["timestamp"]) in named and speaker in (None, r["speaker"])
                     }
                     day_of = {r["id"]: _day(r["timestamp"]) for r in known}
                     for name, cfg in CONFIGS.items():
@@ -103,7 +116,7 @@ def grounding(records: dict[str, list[dict[str, Any]]], tmp: Path) -> dict[str, 
                         s["hit"].append(float(bool(target & set(keys))))
                         s["right"].append(float(len(target & set(keys))))
                         s["shown"].append(float(len(keys)))
-                        s["wrong_day"].append(float(sum(day_of.get(k) != day for k in keys)))
+                        s["wrong_day"].append(float(sum(day_of.get(k) not in named for k in keys)))
             finally:
                 store.close()
     return {

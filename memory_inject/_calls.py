@@ -126,6 +126,7 @@ _ONLY_WHEN = frozenset(
     "talk talked talking discuss discussed discussing say said tell told happen happened "
     "happening do did done doing chat chatted chatting mention mentioned speak spoke spoken "
     "go went going get got up anything something stuff things thing remind recap "
+    "decide decided agree agreed plan planned "
     "summary summarise summarize conversation conversations".split()
 )
 

@@ -215,6 +215,7 @@ class TestTheTimeQuery:
         assert "old" in plain  # the word, not the day
         assert not {"tax", "garden"} & set(plain)
         assert ["tax", "garden"] == _keys(store, "what did we talk about yesterday?", TIME_PLAN)
+        assert ["tax", "garden"] == _keys(store, "What did we decide on Thursday?", TIME_PLAN)
 
     def test_the_rest_of_the_prompt_is_searched_in_the_window_first(
         self, store: SQLiteStore | InMemoryStore
