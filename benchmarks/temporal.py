@@ -17,7 +17,8 @@ off-topic, near-miss and contentless false-injection rates (``relevance.py``'s p
 sets, stores of whole conversations, clock one day after the last session).
 
 Reproduce: ``python benchmarks/temporal.py [--backend postgres [--dsn DSN]]`` (20 s on
-SQLite); ``--cost`` prints what grounding a prompt costs, by its length.
+SQLite); ``--cost`` prints what grounding a prompt costs, by its length, and a render's p50
+under each config.
 """
 
 from __future__ import annotations
@@ -197,15 +198,45 @@ def cost() -> None:
         print(f"| {name} | {statistics.median(times) * 1e6:.1f} |")
 
 
+def render_cost(records: dict[str, list[dict[str, Any]]], tmp: Path) -> None:
+    """Render p50 per config on one conversation's store, a prompt with and one without a time."""
+    conv, rows = next(iter(records.items()))
+    store = build_store(tmp / f"r-{conv}.db", rows, "core", None, Fusion())
+    now = evaluation_now(rows)
+    prompts = {
+        "what did we talk about yesterday?": "what did we talk about yesterday?",
+        "a dev question (no time)": "What did Caroline research?",
+    }
+    print("| prompt | " + " | ".join(f"{n} p50 (ms)" for n in CONFIGS) + " |")
+    print("|---|" + "---:|" * len(CONFIGS))
+    try:
+        for label, prompt in prompts.items():
+            cells = []
+            for cfg in CONFIGS.values():
+                for _ in range(20):
+                    render_memory_context(store, prompt, config=cfg, now=now)
+                times = []
+                for _ in range(300):
+                    t = time.perf_counter()
+                    render_memory_context(store, prompt, config=cfg, now=now)
+                    times.append(time.perf_counter() - t)
+                cells.append(f"{statistics.median(times) * 1e3:.3f}")
+            print(f"| {label} | " + " | ".join(cells) + " |")
+    finally:
+        store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
-    ap.add_argument("--cost", action="store_true", help="only time_window's cost per prompt")
+    ap.add_argument("--cost", action="store_true", help="only what grounding and a render cost")
     args = ap.parse_args()
     if args.cost:
         cost()
+        with tempfile.TemporaryDirectory() as tmp:
+            render_cost(load(args.data)[0], Path(tmp))
         return
     records, queries = load(args.data)
     with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
