@@ -18,7 +18,7 @@ sets, stores of whole conversations, clock one day after the last session).
 
 Reproduce: ``python benchmarks/temporal.py [--backend postgres [--dsn DSN]]`` (20 s on
 SQLite); ``--cost`` prints what grounding a prompt costs, by its length, and a render's p50
-under each config.
+under each config; ``--about`` the memory-side prototype (rows that name a day).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from memory_inject import render_memory_context
 from memory_inject.config import MemoryInjectConfig, RecallPlanConfig
 from memory_inject.config._recall_plan import PlanQueryConfig
 from memory_inject.storage import Fusion
+from memory_inject.temporal import time_window
 
 HERE = Path(__file__).resolve().parent
 
@@ -177,8 +178,6 @@ def unchanged(
 
 def cost() -> None:
     """``time_window``'s cost per prompt (median of repeated calls), by prompt length."""
-    from memory_inject.temporal import time_window
-
     now = datetime(2026, 12, 4, 18, tzinfo=UTC)
     filler = "Please review this paragraph about deployment pipelines and caching. " * 300
     prompts = {
@@ -226,13 +225,77 @@ def render_cost(records: dict[str, list[dict[str, Any]]], tmp: Path) -> None:
         store.close()
 
 
+def about_probe(
+    records: dict[str, list[dict[str, Any]]], queries: list[dict[str, Any]], tmp: Path
+) -> None:
+    """Memory-side grounding, prototyped (not built): the rows that *name* a day.
+
+    Each temporal dev question whose answer is one day D ("When did Caroline go to the
+    support group?" -> 7 May 2023) becomes "What happened on 7 May 2023?". A: what the
+    plan renders (the rows written on D, newest first). B: first the rows written in the
+    8 days from D whose own time phrase, read at their timestamp, names D ("I went to the
+    support group yesterday", written on 8 May), then A's. Hit: evidence in the block.
+    """
+    cfg = CONFIGS["plan: default + time"]
+    asked = hit_a = hit_b = written_that_day = evidence = 0
+    for conv, rows in records.items():
+        store = build_store(tmp / f"a-{conv}.db", rows, "core", None, Fusion())
+        now = evaluation_now(rows)
+        stamp = {r["id"]: datetime.fromisoformat(r["timestamp"]).replace(tzinfo=UTC) for r in rows}
+        text = {r["id"]: r["content"] for r in rows}
+        try:
+            for q in (q for q in queries if q["conversation"] == conv):
+                named = (
+                    time_window(str(q["answer"]), now) if q["category_name"] == "temporal" else None
+                )
+                if named is None or named.until - named.since > timedelta(days=1):
+                    continue
+                day = named.since
+                shown = [
+                    e.key
+                    for e in render_memory_context(
+                        store, f"What happened on {day.day} {day:%B %Y}?", config=cfg, now=now
+                    ).entries
+                ]
+                noon = day + timedelta(hours=12)
+                about = sorted(
+                    (
+                        k
+                        for k in text
+                        if day <= stamp[k] < day + timedelta(days=8)
+                        and (w := time_window(text[k], stamp[k])) is not None
+                        and w.since <= noon <= w.until
+                    ),
+                    key=lambda k: stamp[k],
+                )
+                first = (about + [k for k in shown if k not in about])[:4]
+                ev = set(q["evidence"])
+                asked += 1
+                hit_a += bool(ev & set(shown))
+                hit_b += bool(ev & set(first))
+                evidence += len(ev)
+                written_that_day += sum(stamp[e].date() == day.date() for e in ev if e in stamp)
+        finally:
+            store.close()
+    print(
+        f"{asked} temporal questions answered by one day; evidence written that day "
+        f"{written_that_day} of {evidence}; evidence in the block: A (rows written that day) "
+        f"{hit_a / max(1, asked):.3f}, B (rows naming the day first) {hit_b / max(1, asked):.3f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     ap.add_argument("--cost", action="store_true", help="only what grounding and a render cost")
+    ap.add_argument("--about", action="store_true", help="only the memory-side prototype")
     args = ap.parse_args()
+    if args.about:
+        with tempfile.TemporaryDirectory() as tmp:
+            about_probe(*load(args.data), Path(tmp))
+        return
     if args.cost:
         cost()
         with tempfile.TemporaryDirectory() as tmp:
