@@ -228,59 +228,42 @@ def render_cost(records: dict[str, list[dict[str, Any]]], tmp: Path) -> None:
 def about_probe(
     records: dict[str, list[dict[str, Any]]], queries: list[dict[str, Any]], tmp: Path
 ) -> None:
-    """Memory-side grounding, prototyped (not built): the rows that *name* a day.
+    """Memory-side grounding: does "What happened on D?" find the turn that *said* D?
 
     Each temporal dev question whose answer is one day D ("When did Caroline go to the
-    support group?" -> 7 May 2023) becomes "What happened on 7 May 2023?". A: what the
-    plan renders (the rows written on D, newest first). B: first the rows written in the
-    8 days from D whose own time phrase, read at their timestamp, names D ("I went to the
-    support group yesterday", written on 8 May), then A's. Hit: evidence in the block.
+    support group?" -> 7 May 2023) becomes "What happened on 7 May 2023?", rendered with
+    the plan (the ``time`` query shows first the rows whose own time phrase, read at their
+    timestamp, names D: "I went to the support group yesterday", written on 8 May; then the
+    rows written on D). Hit: the question's evidence in the block.
     """
     cfg = CONFIGS["plan: default + time"]
-    asked = hit_a = hit_b = written_that_day = evidence = 0
+    asked = hits = written_that_day = evidence = 0
     for conv, rows in records.items():
         store = build_store(tmp / f"a-{conv}.db", rows, "core", None, Fusion())
         now = evaluation_now(rows)
-        stamp = {r["id"]: datetime.fromisoformat(r["timestamp"]).replace(tzinfo=UTC) for r in rows}
-        text = {r["id"]: r["content"] for r in rows}
+        stamp = {r["id"]: datetime.fromisoformat(r["timestamp"]).date() for r in rows}
         try:
             for q in (q for q in queries if q["conversation"] == conv):
-                named = (
-                    time_window(str(q["answer"]), now) if q["category_name"] == "temporal" else None
-                )
+                if q["category_name"] != "temporal":
+                    continue
+                named = time_window(str(q["answer"]), now)
                 if named is None or named.until - named.since > timedelta(days=1):
                     continue
                 day = named.since
-                shown = [
-                    e.key
-                    for e in render_memory_context(
-                        store, f"What happened on {day.day} {day:%B %Y}?", config=cfg, now=now
-                    ).entries
-                ]
-                noon = day + timedelta(hours=12)
-                about = sorted(
-                    (
-                        k
-                        for k in text
-                        if day <= stamp[k] < day + timedelta(days=8)
-                        and (w := time_window(text[k], stamp[k])) is not None
-                        and w.since <= noon <= w.until
-                    ),
-                    key=lambda k: stamp[k],
-                )
-                first = (about + [k for k in shown if k not in about])[:4]
+                prompt = f"What happened on {day.day} {day:%B %Y}?"
+                shown = {
+                    e.key for e in render_memory_context(store, prompt, config=cfg, now=now).entries
+                }
                 ev = set(q["evidence"])
                 asked += 1
-                hit_a += bool(ev & set(shown))
-                hit_b += bool(ev & set(first))
+                hits += bool(ev & shown)
                 evidence += len(ev)
-                written_that_day += sum(stamp[e].date() == day.date() for e in ev if e in stamp)
+                written_that_day += sum(stamp.get(e) == day.date() for e in ev)
         finally:
             store.close()
     print(
         f"{asked} temporal questions answered by one day; evidence written that day "
-        f"{written_that_day} of {evidence}; evidence in the block: A (rows written that day) "
-        f"{hit_a / max(1, asked):.3f}, B (rows naming the day first) {hit_b / max(1, asked):.3f}"
+        f"{written_that_day} of {evidence}; evidence in the block {hits / max(1, asked):.3f}"
     )
 
 
@@ -290,11 +273,12 @@ def main() -> None:
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     ap.add_argument("--cost", action="store_true", help="only what grounding and a render cost")
-    ap.add_argument("--about", action="store_true", help="only the memory-side prototype")
+    ap.add_argument("--about", action="store_true", help="only the rows that name a day")
     args = ap.parse_args()
     if args.about:
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
             about_probe(*load(args.data), Path(tmp))
+        print(f"backend: {args.backend}")
         return
     if args.cost:
         cost()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
+import attrs
 from attrs import frozen
 
 from memory_inject._filter_first import both_statuses
@@ -140,6 +141,63 @@ def _what(query: str, window: TimeWindow) -> str:
     return " ".join(_FILLER.sub(" ", without_phrase(query, window)).split())
 
 
+#: The words of a memory's relative time phrase (``memory_inject.temporal``); the ``time``
+#: query's second call asks the week after the window for rows holding one of them, or the
+#: window's weekday or month names (:func:`_time_words`).
+_RELATIVE_WORDS = "yesterday ago last week weekend month night tonight today morning"
+
+
+def _time_words(window: TimeWindow) -> str:
+    """:data:`_RELATIVE_WORDS` and the names of the window's weekdays and months."""
+    days = min(32, (window.until - window.since).days + 1)  # a month holds every weekday
+    names: dict[str, None] = {}
+    for i in range(days):
+        day = window.since + timedelta(days=i)
+        names.update(dict.fromkeys((f"{day:%A}".lower(), f"{day:%B}".lower())))
+    return " ".join([_RELATIVE_WORDS, *names])
+
+
+#: How far after the window a memory may still name it ("last Friday", a week on).
+_ABOUT_AFTER = timedelta(days=8)
+
+
+def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
+    """A filter for the ``time`` query's second call: the rows whose own time phrase, read
+    at their timestamp, names ``window``, oldest first. ``unscored`` (the prompt asks only
+    what went on) drops their scores, as for the rows written in the window; otherwise they
+    keep the score the rest of the prompt gave them, and the relevance floor applies."""
+
+    def names_it(e: Any) -> bool:
+        if not isinstance(e, MemoryEntry) or e.timestamp is None or not isinstance(e.content, str):
+            return False
+        said = time_window(e.content, e.timestamp)
+        return said is not None and said.since <= window.until and said.until >= window.since
+
+    def keep(got: Any) -> Any:
+        if isinstance(got, RecallAnswer):
+            return attrs.evolve(got, entries=keep(list(got.entries)))
+        rows = sorted((e for e in got if names_it(e)), key=lambda e: e.timestamp)
+        return [e.with_score(None) for e in rows] if unscored else rows
+
+    return keep
+
+
+def _filtered(fn: Callable[[], Any], keep: Callable[[Any], Any]) -> Callable[[], Any]:
+    return lambda: keep(fn())
+
+
+def _afiltered(
+    afn: Callable[[], Awaitable[Any]] | None, keep: Callable[[Any], Any]
+) -> Callable[[], Awaitable[Any]] | None:
+    if afn is None:
+        return None
+
+    async def run() -> Any:
+        return keep(await afn())
+
+    return run
+
+
 def _grounded(query: str, plan: RecallPlan | None, now: datetime | None) -> TimeWindow | None:
     """The time window of a plan with a ``time`` query, if the prompt names one."""
     if plan is None or not any(q.source == "time" for q in plan.queries):
@@ -184,7 +242,10 @@ def build_calls(
         return [call(sid, "default", default(sid, limit)) for sid in scopes]
     only = both_statuses(plan.statuses, statuses)
     calls: list[Call] = []
-    window = _grounded(query, plan, now)
+    clock = now if now is not None else datetime.now(UTC)
+    if clock.tzinfo is None:  # as time_window reads it
+        clock = clock.replace(tzinfo=UTC)
+    window = _grounded(query, plan, clock)
     searched = True
     if window is not None:
         # "yesterday" is when, not what: the text queries search the rest of the prompt,
@@ -197,6 +258,27 @@ def build_calls(
         for q in plan.queries:
             if q.source == "time":
                 if window is not None:
+                    # First the rows that name the window ("yesterday", written the day
+                    # after), then the rows written in it.
+                    about = RecallQuery(
+                        query if searched else _time_words(window),
+                        max(4 * q.limit, 32),
+                        session_id=sid,
+                        since=window.since,
+                        until=min(window.until + _ABOUT_AFTER, clock),
+                        statuses=only,
+                        deadline=deadline,
+                        profiles=profiles,
+                    )
+                    keep = _about(window, unscored=not searched)
+                    calls.append(
+                        Call(
+                            sid,
+                            q.source,
+                            _filtered(seam.ask(store, about), keep),
+                            _afiltered(seam.aask(store, about), keep) if asynchronous else None,
+                        )
+                    )
                     rq = RecallQuery(
                         query if searched else "",
                         q.limit,

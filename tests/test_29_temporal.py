@@ -170,24 +170,18 @@ def _plan(*queries: tuple[str, int], cap: int = 4) -> MemoryInjectConfig:
 TIME_PLAN = _plan(("default", 8), ("time", 8))
 
 
-@pytest.fixture(params=["sqlite", "memory", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    s: Any
+def _opened(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A store of the backend the fixture's parameter names."""
     if request.param == "sqlite":
-        s = SQLiteStore(tmp_path / "m.db")
-    elif request.param == "memory":
-        s = InMemoryStore()
-    else:
-        from memory_inject.storage.postgres import PostgresStore
+        return SQLiteStore(tmp_path / "m.db")
+    if request.param == "memory":
+        return InMemoryStore()
+    from memory_inject.storage.postgres import PostgresStore
 
-        s = PostgresStore(request.getfixturevalue("pg_scratch_dsn"))
-    rows = [
-        ("garden", "We planted tulips in the garden", "2026-12-03T10:00:00Z", "alice"),
-        ("tax", "Filed the tax return with Anna", "2026-12-03T15:00:00Z", "alice"),
-        ("old", "Yesterday we talked about moving to Lisbon", "2026-10-01T10:00:00Z", "alice"),
-        ("anna", "Anna said she loves Lisbon", "2026-11-20T10:00:00Z", "alice"),
-        ("bob-secret", "Bob's locker code is 4417", "2026-12-03T12:00:00Z", "bob"),
-    ]
+    return PostgresStore(request.getfixturevalue("pg_scratch_dsn"))
+
+
+def _filled(s: Any, rows: list[tuple[str, str, str, str]]) -> Iterator[Any]:
     for key, content, ts, session in rows:
         s.store(key, content, "core", timestamp=ts, session_id=session)
     try:
@@ -195,6 +189,18 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     finally:
         if not isinstance(s, InMemoryStore):
             s.close()
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    rows = [
+        ("garden", "We planted tulips in the garden", "2026-12-03T10:00:00Z", "alice"),
+        ("tax", "Filed the tax return with Anna", "2026-12-03T15:00:00Z", "alice"),
+        ("old", "Yesterday we talked about moving to Lisbon", "2026-10-01T10:00:00Z", "alice"),
+        ("anna", "Anna said she loves Lisbon", "2026-11-20T10:00:00Z", "alice"),
+        ("bob-secret", "Bob's locker code is 4417", "2026-12-03T12:00:00Z", "bob"),
+    ]
+    yield from _filled(_opened(request, tmp_path), rows)
 
 
 def _keys(
@@ -275,6 +281,44 @@ class TestTheTimeQuery:
             s.store("older", "older note", "core", timestamp=at - timedelta(days=30))
             out = render_memory_context(s, "what happened yesterday?", config=TIME_PLAN)
             assert ["then"] == [e.key for e in out.entries]
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def said_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Rows that *say* when: written on the 4th, about the 3rd (or about last week)."""
+    rows = [
+        ("garden", "We planted tulips in the garden", "2026-12-03T10:00:00Z", "alice"),
+        ("support", "I went to the support group yesterday", "2026-12-04T09:00:00Z", "alice"),
+        ("budget", "We talked last week about the budget", "2026-12-04T11:00:00Z", "alice"),
+        ("keys", "Yesterday I lost my keys", "2026-12-04T10:00:00Z", "bob"),
+    ]
+    yield from _filled(_opened(request, tmp_path), rows)
+
+
+class TestRowsThatNameTheDay:
+    """A memory's own "yesterday", read at its timestamp, names a day: it is shown for that
+    day first, before the rows written on it."""
+
+    @pytest.mark.parametrize("prompt", ["what happened yesterday?", "what happened on 3 December?"])
+    def test_the_row_that_said_yesterday_comes_first(self, said_store: Any, prompt: str) -> None:
+        assert ["support", "garden"] == _keys(said_store, prompt, TIME_PLAN)
+
+    def test_a_row_naming_another_time_or_in_another_session_stays_out(
+        self, said_store: Any
+    ) -> None:
+        keys = _keys(said_store, "what happened yesterday?", TIME_PLAN)
+        assert "budget" not in keys  # written after the 3rd, but about the week before
+        assert "keys" not in keys  # bob's
+        assert ["keys"] == _keys(
+            said_store, "what happened yesterday?", TIME_PLAN, sessions=["bob"]
+        )
+
+    def test_a_prompt_about_something_keeps_the_floor(self, said_store: Any) -> None:
+        """The rest of the prompt is searched: the row that names the day and matches it."""
+        keys = _keys(said_store, "what about the support group yesterday?", TIME_PLAN)
+        assert "support" == keys[0]
+        assert "garden" not in keys  # written that day, but not about the group
+        assert [] == _keys(said_store, "what about the tax return yesterday?", TIME_PLAN)
 
 
 class TestTheConfigKey:
