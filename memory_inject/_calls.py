@@ -157,6 +157,8 @@ def _time_words(window: TimeWindow) -> str:
     return " ".join([_RELATIVE_WORDS, *names])
 
 
+#: Phrases of a month, which cover a day without naming it (``memory_inject.temporal``).
+_VAGUE = frozenset({"this_month", "last_month", "months_ago", "month_year", "in_month"})
 #: How far after the window a memory may still name it ("last Friday", a week on).
 _ABOUT_AFTER = timedelta(days=8)
 
@@ -167,11 +169,20 @@ def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
     what went on) drops their scores, as for the rows written in the window; otherwise they
     keep the score the rest of the prompt gave them, and the relevance floor applies."""
 
+    # A memory's "this month" overlaps every day of it without naming one: for a window of
+    # a week or less only a phrase of a day or a week names it.
+    vague = _VAGUE if window.until - window.since <= timedelta(days=7) else frozenset()
+
     def names_it(e: Any) -> bool:
         if not isinstance(e, MemoryEntry) or e.timestamp is None or not isinstance(e.content, str):
             return False
         said = time_window(e.content, e.timestamp)
-        return said is not None and said.since <= window.until and said.until >= window.since
+        return (
+            said is not None
+            and said.kind not in vague
+            and said.since <= window.until
+            and said.until >= window.since
+        )
 
     def keep(got: Any) -> Any:
         if isinstance(got, RecallAnswer):

@@ -43,13 +43,15 @@ __all__ = ["TimeWindow", "time_window", "without_phrase"]
 @frozen
 class TimeWindow:
     """``since`` <= a memory's time <= ``until`` (inclusive, aware datetimes), and where in the
-    text the phrase that named it was (``start``, ``end``; ``phrase`` as written)."""
+    text the phrase that named it was (``start``, ``end``; ``phrase`` as written; ``kind``
+    the pattern's name: ``yesterday``, ``last_week``, ``day_month``, ...)."""
 
     since: datetime
     until: datetime
     phrase: str
     start: int
     end: int
+    kind: str = ""
 
 
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
@@ -296,7 +298,7 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
             continue
         since, end = window
         until = min(end - timedelta(microseconds=1), now)
-        return TimeWindow(since, until, m.group(0), m.start(), m.end())
+        return TimeWindow(since, until, m.group(0), m.start(), m.end(), name)
     return None
 
 

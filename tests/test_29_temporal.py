@@ -291,6 +291,7 @@ def said_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         ("support", "I went to the support group yesterday", "2026-12-04T09:00:00Z", "alice"),
         ("budget", "We talked last week about the budget", "2026-12-04T11:00:00Z", "alice"),
         ("keys", "Yesterday I lost my keys", "2026-12-04T10:00:00Z", "bob"),
+        ("busy", "This month has been busy", "2026-12-04T12:00:00Z", "alice"),
     ]
     yield from _filled(_opened(request, tmp_path), rows)
 
@@ -308,6 +309,7 @@ class TestRowsThatNameTheDay:
     ) -> None:
         keys = _keys(said_store, "what happened yesterday?", TIME_PLAN)
         assert "budget" not in keys  # written after the 3rd, but about the week before
+        assert "busy" not in keys  # its month holds the 3rd, but it does not name that day
         assert "keys" not in keys  # bob's
         assert ["keys"] == _keys(
             said_store, "what happened yesterday?", TIME_PLAN, sessions=["bob"]
