@@ -209,11 +209,11 @@ def _afiltered(
     return run
 
 
-def _grounded(query: str, plan: RecallPlan | None, now: datetime | None) -> TimeWindow | None:
+def _grounded(query: str, plan: RecallPlan | None, clock: datetime) -> TimeWindow | None:
     """The time window of a plan with a ``time`` query, if the prompt names one."""
     if plan is None or not any(q.source == "time" for q in plan.queries):
         return None
-    return time_window(query, now if now is not None else datetime.now(UTC))
+    return time_window(query, clock)
 
 
 def build_calls(
