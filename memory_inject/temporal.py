@@ -160,10 +160,6 @@ def _start_of(day: date, tz: object) -> datetime:
     return datetime.combine(day, time(0), tzinfo=tz)  # type: ignore[arg-type]
 
 
-def _month_start(year: int, month: int) -> date:
-    return date(year, month, 1)
-
-
 def _add_months(day: date, months: int) -> date:
     index = day.year * 12 + day.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
@@ -215,7 +211,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if name in ("last_week", "weeks_ago"):
         first = monday - timedelta(weeks=back)
         return _start_of(first, tz), _start_of(first + timedelta(weeks=1), tz)
-    month_start = _month_start(today.year, today.month)
+    month_start = date(today.year, today.month, 1)
     if name == "this_month":
         return _start_of(month_start, tz), now
     if name in ("last_month", "months_ago"):
@@ -258,7 +254,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     year = int(m.group(2)) if name == "month_year" else today.year
     if name == "in_month" and (year, month) > (today.year, today.month):
         year -= 1
-    first = _month_start(year, month)
+    first = date(year, month, 1)
     if first > today:
         return None
     return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
