@@ -57,8 +57,8 @@ start); the output says which method produced the numbers.
 
 Run: ``python benchmarks/relevance.py [--data DIR] [--floors 0,0.1,...]
 [--json out.json] [--exact] [--embedder hashing|sentence-transformers|minilm-onnx]
-[--fusion default|weighted|minmax] [--backend postgres] [--offtopic FILE]
-[--nearmiss FILE] [--layout stream|none|shuffled]`` (PostgreSQL: one table
+[--fusion default|weighted|minmax|max] [--dim N] [--raw-cosine] [--backend postgres]
+[--offtopic FILE] [--nearmiss FILE] [--layout stream|none|shuffled]`` (PostgreSQL: one table
 per store, on a private server unless ``--dsn``).
 """
 
@@ -92,8 +92,8 @@ from benchmarks._locomo_data import (
     recall_at,
 )
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
-from memory_inject.embedders import make_embedder
-from memory_inject.storage import MODEL_FUSION, Fusion
+from memory_inject.embedders import HashingEmbedder, make_embedder
+from memory_inject.storage import MODEL_FUSION, WEAK_FUSION, Fusion
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage.fusion import default_fusion
 
@@ -319,6 +319,8 @@ def measure(
     offtopic_file: Path = OFFTOPIC,
     fusion: str = "default",
     nearmiss_file: Path = NEARMISS,
+    dim: int | None = None,
+    raw_cosine: bool = False,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
@@ -330,10 +332,25 @@ def measure(
     sweeper.fast = not exact and chain_is_filterable([sweeper.zero, *sweeper.configs.values()])
     method = "filtered" if sweeper.fast else "rendered per floor"
     mismatch: str | None = None
-    try:
-        raw = _run(
-            records, queries, offtopic, contentless, sweeper, embedder, fusion, layout, nearmiss
+
+    def run(sw: Sweeper) -> dict[str, Any]:
+        # The sweeper is the one argument a mismatch replaces.
+        return _run(
+            records,
+            queries,
+            offtopic,
+            contentless,
+            sw,
+            embedder,
+            fusion,
+            layout,
+            nearmiss,
+            dim,
+            raw_cosine,
         )
+
+    try:
+        raw = run(sweeper)
     except SweepMismatchError as exc:
         print(
             f"filtered sweep disagreed with a render, rendering per floor: {exc}", file=sys.stderr
@@ -341,9 +358,7 @@ def measure(
         method = "rendered per floor (filtering disagreed with a render: see 'mismatch')"
         mismatch = str(exc)
         sweeper = Sweeper(floors, base, fast=False, verify_every=0)
-        raw = _run(
-            records, queries, offtopic, contentless, sweeper, embedder, fusion, layout, nearmiss
-        )
+        raw = run(sweeper)
     rep = _summarise(raw, floors, base, sweeper, method, records, queries, offtopic, contentless)
     rep["nearmiss_prompts"] = len(nearmiss)
     rep["sweep"]["mismatch"] = mismatch
@@ -353,11 +368,13 @@ def measure(
 class _Memo:
     """The embedder with a cache of single-text calls (one prompt is rendered once per floor)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, raw_cosine: bool = False) -> None:
         self._inner = inner
         self._seen: dict[str, list[float]] = {}
         self.name, self.dim = inner.name, inner.dim
-        self.calibration = getattr(inner, "calibration", (0.0, 1.0))
+        # --raw-cosine: the vector score is the cosine itself (HashingEmbedder's before issue
+        # 29's ninth round gave it a calibration).
+        self.calibration = (0.0, 1.0) if raw_cosine else getattr(inner, "calibration", (0.0, 1.0))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if len(texts) != 1:
@@ -377,14 +394,16 @@ def _run(
     fusion_name: str = "default",
     layout: str = "stream",
     nearmiss: Sequence[str] = (),
+    dim: int | None = None,
+    raw_cosine: bool = False,
 ) -> dict[str, Any]:
-    model = make_embedder(embedder)
+    model = HashingEmbedder(dim) if embedder == "hashing" and dim else make_embedder(embedder)
     # The store's default for that embedder: Fusion() (keyword-only without an
     # embedder), MODEL_FUSION for a model; --fusion overrides it.
-    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION}.get(fusion_name) or default_fusion(
-        model
-    )
-    emb = None if model is None else _Memo(model)
+    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION, "max": WEAK_FUSION}.get(
+        fusion_name
+    ) or default_fusion(model)
+    emb = None if model is None else _Memo(model, raw_cosine)
     default_floor = sweeper.base.min_relevance_score
     rows_out: list[dict[str, Any]] = []
     recalled: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -620,9 +639,16 @@ def main() -> None:
     )
     ap.add_argument(
         "--fusion",
-        choices=("default", "weighted", "minmax"),
+        choices=("default", "weighted", "minmax", "max"),
         default="default",
-        help="default: the store's for that embedder (MODEL_FUSION for a model)",
+        help="default: the store's for that embedder (MODEL_FUSION for a model, WEAK_FUSION "
+        "for hashing)",
+    )
+    ap.add_argument("--dim", type=int, default=None, help="hashing: vector size (default 256)")
+    ap.add_argument(
+        "--raw-cosine",
+        action="store_true",
+        help="score vectors by the raw cosine, ignoring the embedder's calibration",
     )
     ap.add_argument(
         "--layout",
@@ -648,12 +674,16 @@ def main() -> None:
             offtopic_file=args.offtopic,
             fusion=args.fusion,
             nearmiss_file=args.nearmiss,
+            dim=args.dim,
+            raw_cosine=args.raw_cosine,
         )
     rep["backend"] = args.backend
     rep["layout"] = args.layout
     rep["seconds"] = time.perf_counter() - t0
     rep["embedder"] = args.embedder
     rep["fusion"] = args.fusion
+    rep["dim"] = args.dim
+    rep["raw_cosine"] = args.raw_cosine
     print_report(rep)
     print(f"\n(ran in {rep['seconds']:.1f}s)", file=sys.stderr)
     if args.json is not None:

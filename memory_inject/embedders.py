@@ -79,6 +79,12 @@ def _bucket(gram: str, dim: int) -> tuple[int, float]:
     return (value >> 1) % dim, (1.0 if value & 1 else -1.0)
 
 
+#: HashingEmbedder's noise line, ``_NOISE_BASE + _NOISE_SCALE / sqrt(dim)`` (its ``calibration``).
+_NOISE_BASE, _NOISE_SCALE, _NOISE_CAP = 0.33, 2.11, 0.9
+#: How far above the noise line a hashing cosine scores 1.
+_RELATED_SPAN = 0.3
+
+
 class HashingEmbedder:
     """Signed feature hashing of character n-grams; deterministic and dependency-free.
 
@@ -109,6 +115,20 @@ class HashingEmbedder:
     def dim(self) -> int:
         """The vector length, ``dim`` as given."""
         return self._dim
+
+    @property
+    def calibration(self) -> tuple[float, float]:
+        """The ``(unrelated, related)`` cosine pair, by ``dim`` (see ``similarity_calibration``).
+
+        Hashed n-grams of unrelated texts still meet in common buckets, the
+        fewer the buckets the more: against a chat store an off-topic prompt's
+        best cosine is 0.71 at 32 dimensions, 0.55 at 64, 0.45 at 256 and 0.40
+        at 1,024 (99th percentile, LoCoMo dev). "Unrelated" is that noise
+        line, ``0.33 + 2.11 / sqrt(dim)`` (a fit of those figures, at most
+        0.9); "related" is 0.3 above it, at most 1.
+        """
+        lo = min(_NOISE_CAP, _NOISE_BASE + _NOISE_SCALE / math.sqrt(self._dim))
+        return (lo, min(1.0, lo + _RELATED_SPAN))
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One L2-normalised vector per text (all zeros for a text without words).

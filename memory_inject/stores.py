@@ -18,7 +18,7 @@ import attrs
 
 from memory_inject.config import AgentConfig
 from memory_inject.exceptions import MemoryInjectError, StoreMissingError
-from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.fusion import Fusion, default_fusion
 from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.none import NoneStore
@@ -100,7 +100,7 @@ def _open_backend(
     search_mode: str = "hybrid",
     embedder: str = "none",
     embedder_model: str | None = None,
-    fusion: str = "weighted",
+    fusion: str = "auto",
     vector_weight: float = 0.7,
     keyword_weight: float = 0.3,
     rrf_k: int = 60,
@@ -120,13 +120,18 @@ def _open_backend(
     from memory_inject.embedders import make_embedder
 
     emb = make_embedder(embedder, embedder_model)
-    fus = Fusion(
-        mode=fusion,
-        vector_weight=vector_weight,
-        keyword_weight=keyword_weight,
-        rrf_k=rrf_k,
-        search_mode=search_mode,
-    )
+    if fusion == "auto":
+        # What a store picks for its embedder when given none (default_fusion): the
+        # weights named below are for the modes named outright.
+        fus = attrs.evolve(default_fusion(emb), search_mode=search_mode)
+    else:
+        fus = Fusion(
+            mode=fusion,
+            vector_weight=vector_weight,
+            keyword_weight=keyword_weight,
+            rrf_k=rrf_k,
+            search_mode=search_mode,
+        )
     if kind == "memory":
         return InMemoryStore()
     if kind == "postgres":

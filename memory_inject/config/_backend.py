@@ -73,13 +73,18 @@ class BackendConfig:
     )
     embedder_model: str | None = setting(None, "str", "model name or local path", nullable=True)
     fusion: str = setting(
-        "weighted",
+        "auto",
         "str",
-        "weighted (zeroclaw), rrf or minmax",
-        choices=("weighted", "rrf", "minmax"),
+        "auto (the embedder's: minmax 0.5/0.5 for a model, max for hashing), "
+        "weighted (zeroclaw), rrf, minmax or max",
+        choices=("auto", "weighted", "rrf", "minmax", "max"),
     )
-    vector_weight: float = setting(0.7, "float", "weighted fusion: vector weight", ge=0, le=1)
-    keyword_weight: float = setting(0.3, "float", "weighted fusion: keyword weight", ge=0, le=1)
+    vector_weight: float = setting(
+        0.7, "float", "a named weighted, rrf or minmax fusion: vector weight", ge=0, le=1
+    )
+    keyword_weight: float = setting(
+        0.3, "float", "a named weighted, rrf or minmax fusion: keyword weight", ge=0, le=1
+    )
     rrf_k: int = setting(60, "int", "reciprocal-rank fusion constant", ge=1, le=100_000)
     readers: int | None = setting(
         None,

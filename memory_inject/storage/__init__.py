@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RecallInfo
+from memory_inject.storage.fusion import MODEL_FUSION, WEAK_FUSION, Fusion, RecallInfo
 from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.none import NoneStore
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MODEL_FUSION",
+    "WEAK_FUSION",
     "Fusion",
     "InMemoryStore",
     "MarkdownStore",

@@ -19,6 +19,7 @@ from memory_inject.storage.calibration import hybrid_score
 
 __all__ = [
     "MODEL_FUSION",
+    "WEAK_FUSION",
     "Fusion",
     "RawScores",
     "RecallInfo",
@@ -70,12 +71,16 @@ class Fusion:
     keyword hit, cosine min-max over every row of the scope; see
     :data:`MODEL_FUSION`) and also reports the calibrated weighted mean; a
     store that cannot give raw scores ranks it as ``"weighted"``.
-    ``search_mode`` picks the stages:
+    ``mode="max"`` reports and ranks by the larger of the two calibrated
+    scores (the weights are not used): the fusion of a weak embedder
+    (:data:`WEAK_FUSION`), whose cosine says little below its calibrated
+    "unrelated" line, so a keyword hit keeps its keyword score and the vector
+    stage adds only the rows it is sure of. ``search_mode`` picks the stages:
     ``"bm25"`` (keyword only), ``"embedding"`` (vector only, keyword when the
     embedder fails) or ``"hybrid"``. A store without an embedder is always keyword-only.
     """
 
-    mode: str = field(default="weighted", validator=_one_of("weighted", "rrf", "minmax"))
+    mode: str = field(default="weighted", validator=_one_of("weighted", "rrf", "minmax", "max"))
     vector_weight: float = field(default=0.7, converter=float, validator=_non_negative)
     keyword_weight: float = field(default=0.3, converter=float, validator=_non_negative)
     rrf_k: int = field(default=60, validator=_rrf_k)
@@ -95,16 +100,28 @@ class Fusion:
 #: that adds to the keyword stage (docs/storage.md has the figures).
 MODEL_FUSION: Fusion = Fusion(mode="minmax", vector_weight=0.5, keyword_weight=0.5)
 
+#: The fusion a store uses with :class:`~memory_inject.embedders.HashingEmbedder`:
+#: each hit scores the larger of its calibrated keyword and vector scores. Its
+#: character n-gram cosines are noise up to its ``calibration``'s "unrelated"
+#: line (which depends on ``dim``), and on LoCoMo dev a question's evidence sits
+#: below that line more often than not, so a weighted mean only pulled keyword
+#: hits under the floor: block recall 0.297 with ``Fusion()`` at 256 dimensions,
+#: 0.559 with this one, the same as without an embedder (docs/performance.md).
+WEAK_FUSION: Fusion = Fusion(mode="max")
+
 
 def default_fusion(embedder: object | None) -> Fusion:
-    """The fusion a store uses when none is given: :data:`MODEL_FUSION` for a model embedder.
+    """The fusion a store uses when none is given (and an agent file's ``fusion: auto``).
 
-    A store without an embedder, or with the character n-gram
-    :class:`~memory_inject.embedders.HashingEmbedder` (whose cosines are not
-    worth rescaling), keeps ``Fusion()``.
+    ``Fusion()`` (zeroclaw's weighted mean) without an embedder, where only
+    the keyword stage runs; :data:`WEAK_FUSION` with the character n-gram
+    :class:`~memory_inject.embedders.HashingEmbedder`; :data:`MODEL_FUSION`
+    with any other embedder (a sentence model).
     """
-    if embedder is None or isinstance(embedder, HashingEmbedder):
+    if embedder is None:
         return Fusion()
+    if isinstance(embedder, HashingEmbedder):
+        return WEAK_FUSION
     return MODEL_FUSION
 
 
@@ -151,7 +168,7 @@ def fuse(
     Returns ``(id, score)`` pairs, best first, at most ``limit`` of them; ties
     keep the inputs' order (keyword hits first, as ranked by the store). With
     one modality, its scores; with both, the weighted mean, a modality that
-    did not find an id counting 0.
+    did not find an id counting 0 (``mode="max"``: the larger of the two).
     ``mode="rrf"`` orders by reciprocal rank instead but reports the same
     calibrated score, so the floor keeps its meaning. ``mode="minmax"`` with
     ``raw`` orders by :func:`_minmax` over the union of both inputs and
@@ -192,8 +209,10 @@ def _weighted(kw: dict[str, float], vec: dict[str, float], fusion: Fusion) -> di
         return {k: _clamp(s) for k, s in kw.items()}
     if not kw:
         return {k: _clamp(s) for k, s in vec.items()}
-    kwt, vw = fusion.keyword_weight, fusion.vector_weight
     keys = list(kw) + [k for k in vec if k not in kw]
+    if fusion.mode == "max":
+        return {key: _clamp(max(kw.get(key, 0.0), vec.get(key, 0.0))) for key in keys}
+    kwt, vw = fusion.keyword_weight, fusion.vector_weight
     return {key: _clamp(hybrid_score(kw.get(key), vec.get(key), kwt, vw)) for key in keys}
 
 

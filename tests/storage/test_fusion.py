@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_inject.embedders import HashingEmbedder
-from memory_inject.storage.fusion import MODEL_FUSION, Fusion, RawScores, default_fusion, fuse
+from memory_inject.storage.fusion import (
+    MODEL_FUSION,
+    WEAK_FUSION,
+    Fusion,
+    RawScores,
+    default_fusion,
+    fuse,
+)
 
 W = Fusion()
 RRF = Fusion(mode="rrf")
@@ -91,7 +98,10 @@ class TestFusionOptions:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"mode": "sum"}, "'mode' must be one of 'weighted', 'rrf', 'minmax' (got 'sum')"),
+            (
+                {"mode": "sum"},
+                "'mode' must be one of 'weighted', 'rrf', 'minmax', 'max' (got 'sum')",
+            ),
             ({"search_mode": "fts"}, "'search_mode' must be one of"),
             ({"vector_weight": -0.1}, "'vector_weight' must be >= 0 (got -0.1)"),
             ({"vector_weight": 0, "keyword_weight": 0}, "must be > 0"),
@@ -166,7 +176,8 @@ class TestMinMax:
         assert fuse(kw, vec, weighted, 5) == fuse(kw, vec, MINMAX, 5)
 
     def test_model_embedders_get_model_fusion_by_default(self) -> None:
-        """No embedder or the hashing one keep Fusion(); any other embedder gets MODEL_FUSION."""
+        """No embedder keeps Fusion(), the hashing one gets WEAK_FUSION (``max``), any other
+        embedder MODEL_FUSION."""
 
         class Model:
             name, dim = "m", 2
@@ -174,8 +185,9 @@ class TestMinMax:
             def embed(self, texts: list[str]) -> list[list[float]]:
                 return [[1.0, 0.0] for _ in texts]
 
-        assert (Fusion(), Fusion(), MODEL_FUSION) == (
+        assert (Fusion(), WEAK_FUSION, MODEL_FUSION) == (
             default_fusion(None),
             default_fusion(HashingEmbedder()),
             default_fusion(Model()),
         )
+        assert "max" == WEAK_FUSION.mode
