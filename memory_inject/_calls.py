@@ -21,11 +21,12 @@ from attrs import frozen
 
 from memory_inject._filter_first import both_statuses
 from memory_inject._seam import Seam, seam_of
+from memory_inject._stopwords import STOPWORDS
 from memory_inject.contract import Memory, RecallAnswer, RecallQuery
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, company_mentions, extract_entities
 from memory_inject.temporal import TimeWindow, time_window, without_phrase
-from memory_inject.trivial import has_query_terms
+from memory_inject.trivial import CHITCHAT, has_query_terms
 
 __all__ = ["STANDING", "Call", "build_calls"]
 
@@ -193,6 +194,36 @@ def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
     return keep
 
 
+#: How many of a window's newest rows a prompt that asks only what went on then reads, to
+#: show the ones that say the most (:func:`_salient`); a chat day on LoCoMo holds 20 to 40.
+DAY_ROWS = 64
+
+_WORD = re.compile(r"\w+")
+
+
+def _says(e: Any) -> int:
+    """How much a row says: its distinct words of three letters or more that are neither
+    function words nor chit-chat ("Bye, talk soon!" says one: "soon")."""
+    if not isinstance(e, MemoryEntry) or not isinstance(e.content, str):
+        return 0
+    words = {w for w in _WORD.findall(e.content.lower()) if len(w) > 2}
+    return len(words - STOPWORDS - CHITCHAT)
+
+
+def _salient(limit: int) -> Callable[[Any], Any]:
+    """A filter keeping the ``limit`` rows that say the most, most first, ties newest first
+    (the store gives a window's rows newest first): a day's last turns are its goodbyes."""
+
+    def keep(got: Any) -> Any:
+        if isinstance(got, RecallAnswer):
+            return attrs.evolve(got, entries=keep(list(got.entries)))
+        rows = list(got)
+        order = sorted(range(len(rows)), key=lambda i: (-_says(rows[i]), i))
+        return [rows[i] for i in order[:limit]]
+
+    return keep
+
+
 def _filtered(fn: Callable[[], Any], keep: Callable[[Any], Any]) -> Callable[[], Any]:
     return lambda: keep(fn())
 
@@ -244,6 +275,11 @@ def build_calls(
     def call(sid: str | None, src: str, q: RecallQuery) -> Call:
         return Call(sid, src, seam.ask(store, q), seam.aask(store, q) if asynchronous else None)
 
+    def kept(sid: str | None, src: str, q: RecallQuery, keep: Callable[[Any], Any]) -> Call:
+        """:func:`call` with ``keep`` applied to what the store answers."""
+        ask, aask = seam.ask(store, q), seam.aask(store, q) if asynchronous else None
+        return Call(sid, src, _filtered(ask, keep), _afiltered(aask, keep))
+
     def default(sid: str | None, n: int) -> RecallQuery:
         return RecallQuery(
             query, n, session_id=sid, deadline=deadline, statuses=statuses, profiles=profiles
@@ -281,18 +317,10 @@ def build_calls(
                         deadline=deadline,
                         profiles=profiles,
                     )
-                    keep = _about(window, unscored=not searched)
-                    calls.append(
-                        Call(
-                            sid,
-                            q.source,
-                            _filtered(seam.ask(store, about), keep),
-                            _afiltered(seam.aask(store, about), keep) if asynchronous else None,
-                        )
-                    )
+                    calls.append(kept(sid, q.source, about, _about(window, not searched)))
                     rq = RecallQuery(
                         query if searched else "",
-                        q.limit,
+                        q.limit if searched else max(DAY_ROWS, q.limit),
                         session_id=sid,
                         since=window.since,
                         until=window.until,
@@ -300,7 +328,10 @@ def build_calls(
                         deadline=deadline,
                         profiles=profiles,
                     )
-                    calls.append(call(sid, q.source, rq))
+                    if searched:
+                        calls.append(call(sid, q.source, rq))
+                    else:  # the day's rows that say the most, not its goodbyes
+                        calls.append(kept(sid, q.source, rq, _salient(q.limit)))
             elif q.source in ("semantic", "lexical", "default") and not searched:
                 continue
             elif q.source in ("semantic", "lexical"):

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 
-__all__ = ["DEFAULT_ACKNOWLEDGEMENTS", "has_query_terms", "is_trivial_prompt"]
+__all__ = ["CHITCHAT", "DEFAULT_ACKNOWLEDGEMENTS", "has_query_terms", "is_trivial_prompt"]
 
 #: PI's list (spec 1.13) first, then common chat acknowledgements.
 DEFAULT_ACKNOWLEDGEMENTS: tuple[str, ...] = (
@@ -139,10 +139,10 @@ def is_trivial_prompt(
     return words in known
 
 
-# Words that carry no topic on their own: every word of an acknowledgement,
-# greetings, laughter and turn-taking. A prompt made only of these (and
-# function words) has nothing to recall by.
-_CHITCHAT = frozenset(w for phrase in DEFAULT_ACKNOWLEDGEMENTS for w in phrase.split()) | frozenset(
+#: Words that carry no topic on their own: every word of an acknowledgement,
+#: greetings, laughter and turn-taking. A prompt made only of these (and
+#: function words) has nothing to recall by.
+CHITCHAT = frozenset(w for phrase in DEFAULT_ACKNOWLEDGEMENTS for w in phrase.split()) | frozenset(
     (
         "hi hello hey heya hiya yo howdy morning evening night gm gn bye goodbye cya later "
         "lol lmao rofl haha hahaha hehe heh hmm hm mhm uh um umm oh ah aha wow oops sorry "
@@ -176,7 +176,7 @@ def has_query_terms(prompt: str) -> bool:
         word = word.casefold()
         if len(word) == 1 or (word.isdigit() and len(word) <= 2):
             continue
-        if word in STOPWORDS or word in _CHITCHAT or word in REQUEST_WORDS:
+        if word in STOPWORDS or word in CHITCHAT or word in REQUEST_WORDS:
             continue
         return True
     return False

@@ -216,7 +216,7 @@ class TestTheTimeQuery:
     def test_yesterday_is_the_rows_written_yesterday(
         self, store: SQLiteStore | InMemoryStore
     ) -> None:
-        """Not the old row that says "yesterday"; yesterday's rows, newest first."""
+        """Not the old row that says "yesterday"; yesterday's rows, the one that says more first."""
         plain = _keys(store, "what did we talk about yesterday?", MemoryInjectConfig())
         assert "old" in plain  # the word, not the day
         assert not {"tax", "garden"} & set(plain)
@@ -321,6 +321,68 @@ class TestRowsThatNameTheDay:
         assert "support" == keys[0]
         assert "garden" not in keys  # written that day, but not about the group
         assert [] == _keys(said_store, "what about the tax return yesterday?", TIME_PLAN)
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def day_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A chat day of alice's that ends in goodbyes, a row of bob's that says the most, and
+    two rows that say as much as each other."""
+    day = "2026-12-03T"
+    rows = [
+        ("hi", "Hey! How are you?", f"{day}09:00:00Z", "alice"),
+        (
+            "move",
+            "We signed the lease for the flat in Lisbon, moving in March with the cat",
+            f"{day}09:05:00Z",
+            "alice",
+        ),
+        ("job", "Anna starts her new job at the bakery on Monday", f"{day}09:10:00Z", "alice"),
+        ("tie-a", "Bought fresh bread", f"{day}09:15:00Z", "alice"),
+        ("tie-b", "Walked the big dog", f"{day}09:20:00Z", "alice"),
+        ("thanks", "Thanks, you too!", f"{day}20:55:00Z", "alice"),
+        ("bye", "Bye, talk soon!", f"{day}21:00:00Z", "alice"),
+        (
+            "bob-long",
+            "Bob wrote down the alarm code, the wifi password and the spare key's hiding place",
+            f"{day}12:00:00Z",
+            "bob",
+        ),
+    ]
+    yield from _filled(_opened(request, tmp_path), rows)
+
+
+class TestWhatADaySaid:
+    """ "What did we talk about yesterday?" shows the day's rows that say the most (a chat
+    day's newest rows are its goodbyes), among as many of its rows as ``DAY_ROWS``."""
+
+    def test_the_rows_that_say_the_most_not_the_last(self, day_store: Any) -> None:
+        assert ["move", "job"] == _keys(
+            day_store, "what did we talk about yesterday?", _plan(("time", 2))
+        )
+
+    def test_ties_keep_the_newest_first(self, day_store: Any) -> None:
+        keys = _keys(day_store, "what happened yesterday?", _plan(("time", 8), cap=8))
+        assert ["move", "job"] == keys[:2]
+        assert keys.index("tie-b") < keys.index("tie-a")  # 3 words each; tie-b is newer
+        assert "bob-long" not in keys  # says the most, in another session
+
+    def test_async_picks_the_same(self, day_store: Any) -> None:
+        out = asyncio.run(
+            arender_memory_context(
+                day_store,
+                "what did we talk about yesterday?",
+                config=_plan(("time", 2)),
+                now=NOW,
+                sessions=["alice"],
+            )
+        )
+        assert ["move", "job"] == [e.key for e in out.entries]
+
+    def test_a_prompt_about_something_is_ranked_by_it(self, day_store: Any) -> None:
+        """Only a prompt that asks what went on is picked by what rows say: the rest of a
+        prompt about something ranks that day's rows as before."""
+        keys = _keys(day_store, "what did we say about the dog yesterday?", _plan(("time", 2)))
+        assert "tie-b" == keys[0]
 
 
 class TestTheConfigKey:
