@@ -5,13 +5,16 @@ Plain functions that take the store (``PostgresStore.export_jsonl`` and
 engine's connections run the statements. Export streams the namespace
 through a server-side cursor. Import is all or nothing: records are COPYed
 into a temporary staging table a batch at a time and merged by one
-``INSERT ... ON CONFLICT``; an initial load with vectors rebuilds the HNSW
-index after the merge instead of inserting into it. The staging and index
-statements are here with the code that runs them.
+``INSERT ... ON CONFLICT``; an initial load with vectors drops the HNSW index
+before the merge and builds it again once the merge committed, both
+concurrently (no lock that another session's read or write waits for),
+instead of inserting into it. The staging and index statements are here
+with the code that runs them.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -24,7 +27,13 @@ from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.postgres.context import merge_with_context
 from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Stmt
-from memory_inject.storage.postgres.schema import COLUMNS, hnsw_index, record_params, row_to_record
+from memory_inject.storage.postgres.schema import (
+    COLUMNS,
+    hnsw_index,
+    index_valid,
+    record_params,
+    row_to_record,
+)
 
 if TYPE_CHECKING:
     from memory_inject.storage.postgres.engine import PostgresEngine
@@ -32,7 +41,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH",
+    "BUILD_WAIT_S",
     "any_rows",
+    "build_concurrently",
+    "drop_concurrently",
     "export_jsonl",
     "hnsw_drop",
     "hnsw_present",
@@ -44,6 +56,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+_log = logging.getLogger("memory_inject")
 
 #: Rows per COPY batch of an import, and per fetch of an export's cursor.
 BATCH = 1000
@@ -82,44 +95,68 @@ def import_jsonl(
     q = engine.q
     n = 0
     lines = read_jsonl(src)
-    with (
-        translate_errors("import"),
-        engine.connections.connection() as conn,
-        conn.cursor() as cur,
-    ):
-        for stmt in stage_create(q):
-            cur.execute(stmt)
-        for batch in _batched((r for _, r in lines), max(1, batch_size)):
-            records = store._embedded([r.evolve(namespace=store.namespace) for r in batch])
-            with cur.copy(stage_copy(q)) as copy:
-                for i, record in enumerate(records, start=n):
-                    copy.write_row([*record_params(record), i])
-            n += len(records)
-            if progress is not None:
-                progress(n)
-        owned_check = stage_owned(q)
-        cur.execute(owned_check.query, owned_check.params)
-        taken = cur.fetchone()
-        if taken is not None:  # all or nothing: the transaction rolls back
-            raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
-        clash_check = stage_id_clash(q)
-        cur.execute(clash_check.query, clash_check.params)
-        clash = cur.fetchone()
-        if clash is not None:
-            raise ValueError(
-                f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
-                f"key {clash[2]!r} (an id names one memory); nothing was written"
-            )
-        rebuild = engine.vectors and _rebuild_wanted(engine, cur, n, rebuild_index)
-        if rebuild:
-            cur.execute(hnsw_drop(q))
-        merge = stage_merge(q)
-        cur.execute(merge.query, merge.params)
-        if rebuild:
-            for stmt in hnsw_rebuild(q):
-                cur.execute(stmt)
+    dropped = False
+    with translate_errors("import"), engine.connections.connection() as conn:
+        try:
+            with conn.cursor() as cur:
+                for stmt in stage_create(q):
+                    cur.execute(stmt)
+                for batch in _batched((r for _, r in lines), max(1, batch_size)):
+                    records = store._embedded([r.evolve(namespace=store.namespace) for r in batch])
+                    with cur.copy(stage_copy(q)) as copy:
+                        for i, record in enumerate(records, start=n):
+                            copy.write_row([*record_params(record), i])
+                    n += len(records)
+                    if progress is not None:
+                        progress(n)
+                rebuild = engine.vectors and _rebuild_wanted(engine, cur, n, rebuild_index)
+            # The staged rows stay (the table is this session's); nothing holds the table.
+            conn.commit()
+            # An initial load drops the index first, without a lock a writer waits for,
+            # and builds it once the rows are in: inserting into it is several times slower.
+            dropped = rebuild and drop_concurrently(engine)
+            with conn.cursor() as cur:
+                _check_staged(q, cur)
+                merge = stage_merge(q)
+                cur.execute(merge.query, merge.params)
+            conn.commit()
+        finally:
+            _unstage(conn)
+            if dropped:
+                build_concurrently(engine)
     engine.stats_changed()
     return n
+
+
+def _check_staged(q: Queries, cur: psycopg.Cursor[Any]) -> None:
+    """Refuse the import (the caller's transaction rolls back) when a staged key's live row
+    belongs to another scope, or a staged id is another key's."""
+    owned_check = stage_owned(q)
+    cur.execute(owned_check.query, owned_check.params)
+    taken = cur.fetchone()
+    if taken is not None:
+        raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
+    clash_check = stage_id_clash(q)
+    cur.execute(clash_check.query, clash_check.params)
+    clash = cur.fetchone()
+    if clash is not None:
+        raise ValueError(
+            f"import line {int(clash[0]) + 1}: id {clash[1]!r} is already the id of "
+            f"key {clash[2]!r} (an id names one memory); nothing was written"
+        )
+
+
+def _unstage(conn: psycopg.Connection[Any]) -> None:
+    """Drop the staging table, so the pooled connection goes back as it came."""
+    if conn.closed or conn.broken:
+        return
+    try:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+            conn.rollback()
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {s}").format(s=_STAGE))
+        conn.commit()
+    except psycopg.Error:
+        pass  # the error that ended the import is the one to raise; the next import drops it
 
 
 def _rebuild_wanted(
@@ -139,15 +176,89 @@ def _rebuild_wanted(
     return row is not None and not row[0]
 
 
+def _own_connection(engine: PostgresEngine) -> psycopg.Connection[Any]:
+    """An autocommit connection outside the pool, waiting up to BUILD_WAIT_S for locks."""
+    pool = engine.connections
+    conn = psycopg.connect(pool.dsn, autocommit=True, **pool.connect_kwargs)
+    conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{BUILD_WAIT_S}s")))
+    return conn
+
+
+def drop_concurrently(engine: PostgresEngine) -> bool:
+    """Drop the table's HNSW index with ``DROP INDEX CONCURRENTLY`` (no lock that a read or
+    a write waits for); whether it was dropped. It waits for the transactions using the
+    index to end, at most :data:`BUILD_WAIT_S`; past that the import inserts into it."""
+    try:
+        with _own_connection(engine) as conn:
+            conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {idx}").format(idx=engine.q.names.hnsw)
+            )
+    except psycopg.Error as exc:
+        _log.warning(
+            "import into %s: the HNSW index was kept (%s); the rows go into it",
+            engine.q.names.table,
+            _first_line(exc),
+        )
+        return False
+    return True
+
+
+#: How long the index build after an initial load waits for older transactions to end
+#: (``CREATE INDEX CONCURRENTLY`` waits for every one that could still see the table).
+BUILD_WAIT_S = 30
+
+
+def build_concurrently(engine: PostgresEngine) -> bool:
+    """Build the table's HNSW index after an import committed, without locking out writers.
+
+    ``CREATE INDEX CONCURRENTLY`` on a connection of its own (outside any
+    transaction block; it takes no lock a write or a read waits for). Built
+    inside the import's transaction, the index kept every other session's
+    writes of the table waiting for the whole build (30,000 rows: 5.4 s, past
+    the default 5 s lock timeout; docs/performance.md). A build that fails (an
+    older transaction held past :data:`BUILD_WAIT_S`, the server's memory)
+    leaves an invalid index, which is dropped: the rows are in, vector recalls
+    scan the table, and the next store to open it builds the index. Returns
+    whether it was built.
+    """
+    names = engine.q.names
+    try:
+        with _own_connection(engine) as conn:
+            for stmt in hnsw_rebuild(engine.q, concurrently=True):
+                conn.execute(stmt)
+            return True
+    except psycopg.Error as exc:
+        try:
+            with _own_connection(engine) as conn:
+                if index_valid(conn, names.hnsw) is False:
+                    conn.execute(hnsw_drop(engine.q))
+        except psycopg.Error:
+            pass  # the next open drops an invalid index too
+        _log.warning(
+            "import into %s: the HNSW index could not be built (%s); vector recalls scan "
+            "the table until the next store opens it and builds it",
+            names.table,
+            _first_line(exc),
+        )
+        return False
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 # -- the statements: COPY into a temp table, then one merge --------------------------
 
 
 def stage_create(q: Queries) -> list[sql.Composed]:
-    """Create the import's staging table: temporary, dropped at commit, plus ``_seq``."""
+    """Create the import's staging table: temporary (the session's, dropped by the import
+    when it ends), plus ``_seq``."""
     return [
-        sql.SQL(
-            "CREATE TEMP TABLE {s} ON COMMIT DROP AS SELECT {cols} FROM {t} WITH NO DATA"
-        ).format(s=_STAGE, cols=q.all, t=q.t),
+        sql.SQL("DROP TABLE IF EXISTS {s}").format(s=_STAGE),
+        sql.SQL("CREATE TEMP TABLE {s} AS SELECT {cols} FROM {t} WITH NO DATA").format(
+            s=_STAGE, cols=q.all, t=q.t
+        ),
         sql.SQL("ALTER TABLE {s} ADD COLUMN _seq bigint").format(s=_STAGE),
     ]
 
@@ -174,19 +285,20 @@ def hnsw_drop(q: Queries) -> sql.Composed:
     return sql.SQL("DROP INDEX IF EXISTS {idx}").format(idx=q.names.hnsw)
 
 
-def hnsw_rebuild(q: Queries) -> list[sql.Composed]:
+def hnsw_rebuild(q: Queries, *, concurrently: bool = False) -> list[sql.Composed]:
     """Build the HNSW index again, first raising ``maintenance_work_mem`` to 512MB if lower.
 
-    The setting is raised for the current transaction only.
+    The setting is raised for the current transaction only, or with
+    ``concurrently`` (autocommit, a connection of its own) for the session.
     """
     return [
-        # Room for the graph in memory (only ever raised, and only for this transaction).
+        # Room for the graph in memory (only ever raised, and never for a pooled session).
         sql.SQL(
-            "SELECT set_config('maintenance_work_mem', '512MB', true) "
+            "SELECT set_config('maintenance_work_mem', '512MB', {local}) "
             "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) "
             "< pg_size_bytes('512MB')"
-        ).format(),
-        hnsw_index(q.names),
+        ).format(local=sql.SQL("false" if concurrently else "true")),
+        hnsw_index(q.names, concurrently=concurrently),
     ]
 
 

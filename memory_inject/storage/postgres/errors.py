@@ -10,15 +10,17 @@ psycopg class.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from memory_inject.exceptions import StorageError, StoreLockedError, StoreMissingError
 
-__all__ = ["translate_errors", "unavailable"]
+__all__ = ["lock_holders", "translate_errors", "unavailable"]
 
 
 def unavailable(message: str) -> StorageError:
@@ -67,3 +69,21 @@ _NO_DATABASE = re.compile(r'database ".*" does not exist')
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def lock_holders(dsn: str, connect_kwargs: Mapping[str, Any], table: sql.Identifier) -> str:
+    """Who holds a lock on the table, for the error message (best effort)."""
+    try:
+        with psycopg.connect(dsn, autocommit=True, **connect_kwargs) as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT a.pid, coalesce(a.state, '?') FROM pg_locks l "
+                "JOIN pg_stat_activity a ON a.pid = l.pid "
+                "WHERE l.relation = to_regclass(%s) AND l.granted AND a.pid <> pg_backend_pid() "
+                "ORDER BY 1 LIMIT 5",
+                (table.as_string(),),
+            ).fetchall()
+    except psycopg.Error:
+        return "the sessions holding it could not be listed"
+    if not rows:
+        return "it was held by other sessions"
+    return "held by " + ", ".join(f"pid {pid} ({state})" for pid, state in rows)

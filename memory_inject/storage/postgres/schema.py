@@ -37,6 +37,7 @@ from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, SchemaMismatchError, StoreLockedError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres.context import add_context
+from memory_inject.storage.postgres.errors import lock_holders
 from memory_inject.storage.postgres.pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
 
@@ -50,6 +51,7 @@ __all__ = [
     "TableNames",
     "ensure_vectors",
     "hnsw_index",
+    "index_valid",
     "migrate",
     "open_table",
     "record_params",
@@ -305,10 +307,22 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
         )
     # Not CREATE INDEX IF NOT EXISTS on every open: it takes the table's SHARE lock
     # before it looks, so it waits behind any open write and every writer waits behind it.
-    if dim <= _HNSW_MAX_DIM and not _relation_exists(conn, names.hnsw):
+    if dim <= _HNSW_MAX_DIM and (valid := index_valid(conn, names.hnsw)) is not True:
         _bound_lock_waits(conn)
+        if valid is False:  # left by a concurrent build that failed: no query uses it
+            conn.execute(sql.SQL("DROP INDEX {idx}").format(idx=names.hnsw))
         conn.execute(hnsw_index(names))
     return True
+
+
+def index_valid(conn: psycopg.Connection[Any], ident: sql.Identifier) -> bool | None:
+    """Whether the index exists and is valid; ``None`` when it does not exist. A
+    ``CREATE INDEX CONCURRENTLY`` that failed leaves an invalid index behind."""
+    row = conn.execute(
+        "SELECT i.indisvalid FROM pg_index AS i WHERE i.indexrelid = to_regclass(%s)",
+        (ident.as_string(),),
+    ).fetchone()
+    return None if row is None else bool(row[0])
 
 
 def _bound_lock_waits(conn: psycopg.Connection[Any]) -> None:
@@ -339,35 +353,18 @@ def open_table(
                 raise StoreLockedError(
                     f"postgres open: could not lock table {names.table!r} to change its schema "
                     f"in {MIGRATION_WAIT_S:g} s ({attempt} tries): "
-                    f"{_holders(dsn, connect_kwargs, names)}; nothing was changed, the next "
-                    f"open tries again"
+                    f"{lock_holders(dsn, connect_kwargs, names.ident())}; nothing was changed, "
+                    f"the next open tries again"
                 ) from exc
             time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
 
 
-def _holders(dsn: str, connect_kwargs: Mapping[str, Any], names: TableNames) -> str:
-    """Who holds a lock on the table, for the error message (best effort)."""
-    try:
-        with psycopg.connect(dsn, autocommit=True, **connect_kwargs) as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT a.pid, coalesce(a.state, '?') FROM pg_locks l "
-                "JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE l.relation = to_regclass(%s) AND l.granted AND a.pid <> pg_backend_pid() "
-                "ORDER BY 1 LIMIT 5",
-                (names.ident().as_string(),),
-            ).fetchall()
-    except psycopg.Error:
-        return "the sessions holding it could not be listed"
-    if not rows:
-        return "it was held by other sessions"
-    return "held by " + ", ".join(f"pid {pid} ({state})" for pid, state in rows)
-
-
-def hnsw_index(names: TableNames) -> sql.Composed:
-    """The (idempotent) statement creating the table's HNSW cosine index."""
+def hnsw_index(names: TableNames, *, concurrently: bool = False) -> sql.Composed:
+    """The (idempotent) statement creating the table's HNSW cosine index; ``concurrently``
+    builds it without locking out writers (outside a transaction block only)."""
     return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {idx} ON {t} USING hnsw (embedding_vec vector_cosine_ops)"
-    ).format(idx=names.hnsw, t=names.ident())
+        "CREATE INDEX {how}IF NOT EXISTS {idx} ON {t} USING hnsw (embedding_vec vector_cosine_ops)"
+    ).format(how=sql.SQL("CONCURRENTLY " if concurrently else ""), idx=names.hnsw, t=names.ident())
 
 
 def _has_vector_extension(conn: psycopg.Connection[Any]) -> bool:

@@ -231,9 +231,12 @@ class PostgresStore(PersistentStore):
 
         With vectors, an import of at least 20,000 rows into an empty table
         (the initial load) drops the HNSW index and builds it after the merge,
-        several times faster than inserting into it; other sessions' reads of
-        the table then wait (up to ``timeout``) until the import commits.
-        ``rebuild_index`` forces that choice either way.
+        several times faster than inserting into it: other sessions' writes of
+        the table wait for the merge (30,000 rows: about 1.5 s), and the index
+        is then built concurrently, once the rows are committed, locking
+        nothing out (vector recalls scan the table until it is ready; a build
+        that fails is logged and left to the next open). ``rebuild_index``
+        forces that choice either way.
         """
         return bulk.import_jsonl(
             self, src, progress=progress, batch_size=batch_size, rebuild_index=rebuild_index
