@@ -207,3 +207,21 @@ class TestAFailedBuild:
         open_store().close()
         assert True is _valid(db)
         assert ["a"] == [e.key for e in store.recall("alpha", 3)]
+
+    def test_an_index_being_built_is_left_to_its_builder(
+        self, open_store: Factory, db: str
+    ) -> None:
+        """An invalid index whose table another session holds (an import's concurrent build
+        does) is left alone: the open does not wait for the build, nor fail."""
+        open_store().store("a", "alpha note")
+        with psycopg.connect(db) as builder:
+            builder.execute(
+                "UPDATE pg_index SET indisvalid = false WHERE indexrelid = to_regclass(%s)",
+                (INDEX,),
+            )
+            builder.commit()
+            builder.execute("LOCK TABLE memories IN SHARE UPDATE EXCLUSIVE MODE")
+            open_store().close()  # no StoreLockedError: it did not wait for the table
+            assert False is _valid(db)
+        open_store().close()  # the table free again: the next open builds it
+        assert True is _valid(db)

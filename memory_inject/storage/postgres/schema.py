@@ -307,11 +307,20 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
         )
     # Not CREATE INDEX IF NOT EXISTS on every open: it takes the table's SHARE lock
     # before it looks, so it waits behind any open write and every writer waits behind it.
-    if dim <= _HNSW_MAX_DIM and (valid := index_valid(conn, names.hnsw)) is not True:
+    valid = index_valid(conn, names.hnsw) if dim <= _HNSW_MAX_DIM else True
+    if valid is None:
         _bound_lock_waits(conn)
-        if valid is False:  # left by a concurrent build that failed: no query uses it
-            conn.execute(sql.SQL("DROP INDEX {idx}").format(idx=names.hnsw))
         conn.execute(hnsw_index(names))
+    elif valid is False:
+        # Left by a concurrent build that died (no query uses it), or one runs now (an
+        # import's) and holds the table: the drop's lock wait ends, the open goes on.
+        _bound_lock_waits(conn)
+        try:
+            with conn.transaction():
+                conn.execute(sql.SQL("DROP INDEX {idx}").format(idx=names.hnsw))
+                conn.execute(hnsw_index(names))
+        except psycopg.errors.LockNotAvailable:
+            pass
     return True
 
 
