@@ -25,6 +25,7 @@ import pytest
 from psycopg import sql
 
 from memory_inject.embedders import HashingEmbedder
+from memory_inject.exceptions import KeyOwnedError
 from memory_inject.storage.postgres import PostgresStore, bulk
 
 pytestmark = pytest.mark.postgres
@@ -225,3 +226,25 @@ class TestAFailedBuild:
             assert False is _valid(db)
         open_store().close()  # the table free again: the next open builds it
         assert True is _valid(db)
+
+
+class TestARefusedLoad:
+    def test_nothing_is_written_and_the_index_is_built_again(
+        self, open_store: Factory, db: str
+    ) -> None:
+        """A forced rebuild whose import is refused (a key another session owns): the index
+        was dropped before the checks, so it is built again; no row was written."""
+        store = open_store()
+        store.store("k1", "alice's own note", session_id="alice")
+        lines = io.StringIO(
+            json.dumps({"key": "k0", "content": "fine", "session_id": "bob"})
+            + "\n"
+            + json.dumps({"key": "k1", "content": "bob takes it", "session_id": "bob"})
+        )
+        with pytest.raises(KeyOwnedError):
+            store.import_jsonl(lines, rebuild_index=True)
+        assert True is _valid(db)
+        assert 1 == store.count()
+        rec = store.get("k1")
+        assert rec is not None
+        assert "alice's own note" == rec.content

@@ -151,7 +151,8 @@ def _unstage(conn: psycopg.Connection[Any]) -> None:
     if conn.closed or conn.broken:
         return
     try:
-        if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        # A transaction still open here did not reach its commit: nothing of it stays.
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {s}").format(s=_STAGE))
         conn.commit()
