@@ -26,7 +26,7 @@ from psycopg import sql
 
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import KeyOwnedError
-from memory_inject.storage.postgres import PostgresStore, bulk
+from memory_inject.storage.postgres import PostgresStore, bulk, hnsw
 
 pytestmark = pytest.mark.postgres
 
@@ -69,16 +69,25 @@ def _valid(dsn: str) -> bool | None:
     return None if row is None else bool(row[0])
 
 
+def _table_locks(dsn: str) -> list[str]:
+    """The modes of the locks granted on the table right now."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT mode FROM pg_locks WHERE relation = to_regclass('memories') AND granted"
+        ).fetchall()
+    return [str(m) for (m,) in rows]
+
+
 def _slow_build(monkeypatch: pytest.MonkeyPatch, started: threading.Event) -> None:
     """The rebuild statements, with a sleep of BUILD_S first and ``started`` set before it."""
-    rebuild = bulk.hnsw_rebuild
+    rebuild = hnsw.rebuild_statements
 
-    def slow(q: Any, **kw: Any) -> list[sql.Composed]:
+    def slow(names: Any) -> list[sql.SQL | sql.Composed]:
         started.set()
         sleep = sql.SQL("SELECT pg_sleep({})").format(sql.Literal(BUILD_S))
-        return [sleep, *rebuild(q, **kw)]
+        return [sleep, *rebuild(names)]
 
-    monkeypatch.setattr(bulk, "hnsw_rebuild", slow)
+    monkeypatch.setattr(hnsw, "rebuild_statements", slow)
 
 
 def _import_beside_a_write(
@@ -135,11 +144,7 @@ class TestTheBuildLocksNoWriterOut:
         def look() -> None:
             started.wait(30)
             time.sleep(0.3)
-            with psycopg.connect(db, autocommit=True) as conn:
-                rows = conn.execute(
-                    "SELECT mode FROM pg_locks WHERE relation = to_regclass('memories') AND granted"
-                ).fetchall()
-            seen.extend(str(m) for (m,) in rows)
+            seen.extend(_table_locks(db))
 
         looker = threading.Thread(target=look)
         looker.start()
@@ -182,7 +187,7 @@ class TestAFailedBuild:
         """A build that fails is logged; the import's rows are in; the next open builds it."""
         loader = open_store()
         monkeypatch.setattr(loader._engine, "hnsw_rebuild_at", 50)
-        monkeypatch.setattr(bulk, "hnsw_rebuild", lambda q, **kw: [sql.SQL("SELECT 1 / 0")])
+        monkeypatch.setattr(hnsw, "rebuild_statements", lambda names: [sql.SQL("SELECT 1 / 0")])
         with caplog.at_level(logging.WARNING, logger="memory_inject"):
             assert 201 == loader.import_jsonl(_lines(200))
         assert "could not be built" in caplog.text
@@ -248,3 +253,53 @@ class TestARefusedLoad:
         rec = store.get("k1")
         assert rec is not None
         assert "alice's own note" == rec.content
+
+
+class TestAnOpenThatBuildsTheIndex:
+    def test_a_big_table_gets_its_index_without_locking_writers_out(
+        self, open_store: Factory, db: str, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """An open that finds no index on a table of CONCURRENT_AT rows or more builds it
+        concurrently after its transaction: a write meanwhile goes through (lock timeout
+        0.5 s), no session holds a SHARE or ACCESS EXCLUSIVE lock on the table, and the
+        index is valid after the open."""
+        monkeypatch.setattr(hnsw, "CONCURRENT_AT", 50)
+        first = open_store()
+        first.import_jsonl(_lines(100), rebuild_index=False)
+        other = open_store(namespace="other", timeout=0.5)
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(INDEX)))
+        started = threading.Event()
+        _slow_build(monkeypatch, started)
+        seen: list[str] = []
+        outcome: dict[str, Any] = {}
+
+        def meanwhile() -> None:
+            if not started.wait(30):
+                return
+            time.sleep(0.3)
+            seen.extend(_table_locks(db))
+            try:
+                other.store("w", "a note written while the index is built")
+                outcome["ok"] = True
+            except Exception as exc:
+                outcome["error"] = repr(exc)
+
+        side = threading.Thread(target=meanwhile)
+        side.start()
+        opened = open_store()
+        side.join(30)
+        assert started.is_set()  # built by the concurrent path, after the open's transaction
+        assert {"ok": True} == outcome
+        assert not {"ShareLock", "AccessExclusiveLock"} & set(seen)
+        assert True is _valid(db)
+        assert "db" == opened.recall("postgress", 3)[0].key
+
+    def test_a_small_table_gets_it_at_once(self, open_store: Factory, db: str) -> None:
+        """Below CONCURRENT_AT the open builds the missing index inside its transaction."""
+        open_store().store("a", "alpha note")
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(INDEX)))
+        assert None is _valid(db)
+        open_store().close()
+        assert True is _valid(db)

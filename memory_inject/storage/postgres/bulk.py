@@ -14,9 +14,8 @@ with the code that runs them.
 
 from __future__ import annotations
 
-import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -24,13 +23,13 @@ from psycopg import sql
 
 from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
+from memory_inject.storage.postgres import hnsw
 from memory_inject.storage.postgres.context import merge_with_context
 from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Stmt
 from memory_inject.storage.postgres.schema import (
     COLUMNS,
-    hnsw_index,
-    index_valid,
+    TableNames,
     record_params,
     row_to_record,
 )
@@ -41,14 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH",
-    "BUILD_WAIT_S",
     "any_rows",
-    "build_concurrently",
-    "drop_concurrently",
     "export_jsonl",
-    "hnsw_drop",
     "hnsw_present",
-    "hnsw_rebuild",
     "import_jsonl",
     "stage_copy",
     "stage_create",
@@ -56,7 +50,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_log = logging.getLogger("memory_inject")
 
 #: Rows per COPY batch of an import, and per fetch of an export's cursor.
 BATCH = 1000
@@ -114,7 +107,7 @@ def import_jsonl(
             conn.commit()
             # An initial load drops the index first, without a lock a writer waits for,
             # and builds it once the rows are in: inserting into it is several times slower.
-            dropped = rebuild and drop_concurrently(engine)
+            dropped = rebuild and hnsw.drop_concurrently(*_at(engine), "import into")
             with conn.cursor() as cur:
                 _check_staged(q, cur)
                 merge = stage_merge(q)
@@ -123,9 +116,14 @@ def import_jsonl(
         finally:
             _unstage(conn)
             if dropped:
-                build_concurrently(engine)
+                hnsw.build_concurrently(*_at(engine), "import into")
     engine.stats_changed()
     return n
+
+
+def _at(engine: PostgresEngine) -> tuple[str, Mapping[str, Any], TableNames]:
+    """Where the engine's index lives: its server, connection settings and table."""
+    return engine.connections.dsn, engine.connections.connect_kwargs, engine.q.names
 
 
 def _check_staged(q: Queries, cur: psycopg.Cursor[Any]) -> None:
@@ -177,78 +175,6 @@ def _rebuild_wanted(
     return row is not None and not row[0]
 
 
-def _own_connection(engine: PostgresEngine) -> psycopg.Connection[Any]:
-    """An autocommit connection outside the pool, waiting up to BUILD_WAIT_S for locks."""
-    pool = engine.connections
-    conn = psycopg.connect(pool.dsn, autocommit=True, **pool.connect_kwargs)
-    conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{BUILD_WAIT_S}s")))
-    return conn
-
-
-def drop_concurrently(engine: PostgresEngine) -> bool:
-    """Drop the table's HNSW index with ``DROP INDEX CONCURRENTLY`` (no lock that a read or
-    a write waits for); whether it was dropped. It waits for the transactions using the
-    index to end, at most :data:`BUILD_WAIT_S`; past that the import inserts into it."""
-    try:
-        with _own_connection(engine) as conn:
-            conn.execute(
-                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {idx}").format(idx=engine.q.names.hnsw)
-            )
-    except psycopg.Error as exc:
-        _log.warning(
-            "import into %s: the HNSW index was kept (%s); the rows go into it",
-            engine.q.names.table,
-            _first_line(exc),
-        )
-        return False
-    return True
-
-
-#: How long the index build after an initial load waits for older transactions to end
-#: (``CREATE INDEX CONCURRENTLY`` waits for every one that could still see the table).
-BUILD_WAIT_S = 30
-
-
-def build_concurrently(engine: PostgresEngine) -> bool:
-    """Build the table's HNSW index after an import committed, without locking out writers.
-
-    ``CREATE INDEX CONCURRENTLY`` on a connection of its own (outside any
-    transaction block; it takes no lock a write or a read waits for). Built
-    inside the import's transaction, the index kept every other session's
-    writes of the table waiting for the whole build (30,000 rows: 5.4 s, past
-    the default 5 s lock timeout; docs/performance.md). A build that fails (an
-    older transaction held past :data:`BUILD_WAIT_S`, the server's memory)
-    leaves an invalid index, which is dropped: the rows are in, vector recalls
-    scan the table, and the next store to open it builds the index. Returns
-    whether it was built.
-    """
-    names = engine.q.names
-    try:
-        with _own_connection(engine) as conn:
-            for stmt in hnsw_rebuild(engine.q, concurrently=True):
-                conn.execute(stmt)
-            return True
-    except psycopg.Error as exc:
-        try:
-            with _own_connection(engine) as conn:
-                if index_valid(conn, names.hnsw) is False:
-                    conn.execute(hnsw_drop(engine.q))
-        except psycopg.Error:
-            pass  # the next open drops an invalid index too
-        _log.warning(
-            "import into %s: the HNSW index could not be built (%s); vector recalls scan "
-            "the table until the next store opens it and builds it",
-            names.table,
-            _first_line(exc),
-        )
-        return False
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
-
-
 # -- the statements: COPY into a temp table, then one merge --------------------------
 
 
@@ -279,28 +205,6 @@ def hnsw_present(q: Queries) -> sql.Composed:
     return sql.SQL("SELECT to_regclass({name}) IS NOT NULL").format(
         name=sql.Literal(q.names.hnsw.as_string())
     )
-
-
-def hnsw_drop(q: Queries) -> sql.Composed:
-    """Drop the table's HNSW index if it exists."""
-    return sql.SQL("DROP INDEX IF EXISTS {idx}").format(idx=q.names.hnsw)
-
-
-def hnsw_rebuild(q: Queries, *, concurrently: bool = False) -> list[sql.Composed]:
-    """Build the HNSW index again, first raising ``maintenance_work_mem`` to 512MB if lower.
-
-    The setting is raised for the current transaction only, or with
-    ``concurrently`` (autocommit, a connection of its own) for the session.
-    """
-    return [
-        # Room for the graph in memory (only ever raised, and never for a pooled session).
-        sql.SQL(
-            "SELECT set_config('maintenance_work_mem', '512MB', {local}) "
-            "WHERE pg_size_bytes(current_setting('maintenance_work_mem')) "
-            "< pg_size_bytes('512MB')"
-        ).format(local=sql.SQL("false" if concurrently else "true")),
-        hnsw_index(q.names, concurrently=concurrently),
-    ]
 
 
 def stage_owned(q: Queries) -> Stmt:

@@ -36,8 +36,10 @@ from psycopg.types.json import Jsonb
 from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, SchemaMismatchError, StoreLockedError
 from memory_inject.records import COLUMN_FIELDS
+from memory_inject.storage.postgres import hnsw
 from memory_inject.storage.postgres.context import add_context
 from memory_inject.storage.postgres.errors import lock_holders
+from memory_inject.storage.postgres.hnsw import hnsw_index, index_valid
 from memory_inject.storage.postgres.pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
 
@@ -50,8 +52,6 @@ __all__ = [
     "RECALL_COLUMNS",
     "TableNames",
     "ensure_vectors",
-    "hnsw_index",
-    "index_valid",
     "migrate",
     "open_table",
     "record_params",
@@ -267,11 +267,15 @@ def required_dim(embedder: object) -> int:
     return dim
 
 
-def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -> bool:
+def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -> tuple[bool, bool]:
     """Add the ``vector(dim)`` column and its HNSW index if pgvector can be had.
 
-    Runs inside :func:`migrate`'s transaction (under its lock). Returns False,
-    leaving the table lexical-only, when the extension is not installed on the
+    Runs inside :func:`migrate`'s transaction (under its lock). Returns whether
+    the table has its vector stage, and whether its index is still to be built
+    concurrently once the transaction committed (a table of
+    :data:`~.hnsw.CONCURRENT_AT` rows or more: building it here would hold
+    every writer for the whole build). The vector stage is missing,
+    the table lexical-only, when the extension is not installed on the
     server or this role may not create it. Raises
     :class:`~memory_inject.exceptions.PgvectorUnusableError` when the extension
     is there but fails its smoke query (:func:`check_pgvector`).
@@ -281,7 +285,7 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error:
-            return False
+            return False, False
     # Before any vector column or index exists: a pgvector that cannot run
     # fails here, once and by name, not on every later insert.
     check_pgvector(conn)
@@ -308,30 +312,27 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
     # Not CREATE INDEX IF NOT EXISTS on every open: it takes the table's SHARE lock
     # before it looks, so it waits behind any open write and every writer waits behind it.
     valid = index_valid(conn, names.hnsw) if dim <= _HNSW_MAX_DIM else True
-    if valid is None:
-        _bound_lock_waits(conn)
-        conn.execute(hnsw_index(names))
-    elif valid is False:
+    if valid is False:
         # Left by a concurrent build that died (no query uses it), or one runs now (an
         # import's) and holds the table: the drop's lock wait ends, the open goes on.
         _bound_lock_waits(conn)
         try:
             with conn.transaction():
                 conn.execute(sql.SQL("DROP INDEX {idx}").format(idx=names.hnsw))
-                conn.execute(hnsw_index(names))
         except psycopg.errors.LockNotAvailable:
-            pass
-    return True
-
-
-def index_valid(conn: psycopg.Connection[Any], ident: sql.Identifier) -> bool | None:
-    """Whether the index exists and is valid; ``None`` when it does not exist. A
-    ``CREATE INDEX CONCURRENTLY`` that failed leaves an invalid index behind."""
-    row = conn.execute(
-        "SELECT i.indisvalid FROM pg_index AS i WHERE i.indexrelid = to_regclass(%s)",
-        (ident.as_string(),),
-    ).fetchone()
-    return None if row is None else bool(row[0])
+            return True, False
+        valid = None
+    if valid is None:
+        big = conn.execute(
+            sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {t} LIMIT {n}) AS s").format(
+                t=names.ident(), n=sql.Literal(hnsw.CONCURRENT_AT)
+            )
+        ).fetchone()
+        if big is not None and big[0] >= hnsw.CONCURRENT_AT:
+            return True, True  # built after this transaction, concurrently (open_table)
+        _bound_lock_waits(conn)
+        conn.execute(hnsw_index(names))
+    return True, False
 
 
 def _bound_lock_waits(conn: psycopg.Connection[Any]) -> None:
@@ -356,7 +357,12 @@ def open_table(
         try:
             with psycopg.connect(dsn, **connect_kwargs) as conn:
                 migrate(conn, names)
-                return bool(vector_dim) and ensure_vectors(conn, names, vector_dim)
+                vectors, later = (
+                    ensure_vectors(conn, names, vector_dim) if vector_dim else (False, False)
+                )
+            if later:
+                hnsw.build_concurrently(dsn, connect_kwargs, names, "open of")
+            return vectors
         except psycopg.errors.LockNotAvailable as exc:
             if time.monotonic() >= deadline:
                 raise StoreLockedError(
@@ -366,14 +372,6 @@ def open_table(
                     f"the next open tries again"
                 ) from exc
             time.sleep(min(2.0, 0.05 * 2**attempt) * random.uniform(0.5, 1.0))  # noqa: S311
-
-
-def hnsw_index(names: TableNames, *, concurrently: bool = False) -> sql.Composed:
-    """The (idempotent) statement creating the table's HNSW cosine index; ``concurrently``
-    builds it without locking out writers (outside a transaction block only)."""
-    return sql.SQL(
-        "CREATE INDEX {how}IF NOT EXISTS {idx} ON {t} USING hnsw (embedding_vec vector_cosine_ops)"
-    ).format(how=sql.SQL("CONCURRENTLY " if concurrently else ""), idx=names.hnsw, t=names.ident())
 
 
 def _has_vector_extension(conn: psycopg.Connection[Any]) -> bool:
