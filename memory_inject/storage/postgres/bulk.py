@@ -8,7 +8,7 @@ into a temporary staging table a batch at a time and merged by one
 ``INSERT ... ON CONFLICT``; an initial load with vectors drops the HNSW index
 before the merge and builds it again once the merge committed, both
 concurrently (no lock that another session's read or write waits for),
-instead of inserting into it. The staging and index statements are here
+instead of inserting into it (:mod:`.hnsw`). The staging statements are here
 with the code that runs them.
 """
 
@@ -42,7 +42,6 @@ __all__ = [
     "BATCH",
     "any_rows",
     "export_jsonl",
-    "hnsw_present",
     "import_jsonl",
     "stage_copy",
     "stage_create",
@@ -163,9 +162,7 @@ def _rebuild_wanted(
 ) -> bool:
     if wanted is False or (wanted is None and n < engine.hnsw_rebuild_at):
         return False
-    cur.execute(hnsw_present(engine.q))
-    present = cur.fetchone()
-    if not present or not present[0]:
+    if hnsw.index_valid(cur.connection, engine.q.names.hnsw) is None:
         return False
     if wanted:
         return True
@@ -198,13 +195,6 @@ def stage_copy(q: Queries) -> sql.Composed:
 def any_rows(q: Queries) -> Stmt:
     """Whether the table holds any row at all, in any namespace, forgotten ones too."""
     return Stmt(sql.SQL("SELECT EXISTS (SELECT 1 FROM {t})").format(t=q.t))
-
-
-def hnsw_present(q: Queries) -> sql.Composed:
-    """Whether the table's HNSW index exists."""
-    return sql.SQL("SELECT to_regclass({name}) IS NOT NULL").format(
-        name=sql.Literal(q.names.hnsw.as_string())
-    )
 
 
 def stage_owned(q: Queries) -> Stmt:
