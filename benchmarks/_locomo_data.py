@@ -88,10 +88,13 @@ def _open(path: Path, embedder: Any, fusion: Fusion) -> Any:
 
 
 #: How a store's records are written: ``stream`` (one chat = one session, in
-#: order: what a channel adapter stores), ``none`` (no session ids: unrelated
-#: facts, so no context expansion), ``shuffled`` (one session, random order:
-#: every record's "previous record" is an unrelated turn).
-LAYOUTS = ("stream", "none", "shuffled")
+#: order: what a channel adapter stores), ``none`` (no session ids; the turns of
+#: a session share its date, so each session is one *event* and its turns get
+#: their neighbours from it, SQLite schema 8), ``apart`` (no session ids, each
+#: turn stamped one second after the one before: facts written one by one, no
+#: neighbours), ``shuffled`` (one session, random order: every record's
+#: "previous record" is an unrelated turn).
+LAYOUTS = ("stream", "none", "apart", "shuffled")
 
 
 def build_store(
@@ -116,8 +119,13 @@ def build_store(
         rows = list(rows)
         random.Random(len(rows)).shuffle(rows)
     lines = []
+    seen: dict[str, int] = {}
     for r in rows:
         content = r["content"]
+        stamp = r["timestamp"]
+        if layout == "apart":  # the n-th turn of a session n seconds after its start
+            seen[stamp] = n = seen.get(stamp, -1) + 1
+            stamp = (datetime.fromisoformat(stamp) + timedelta(seconds=n)).isoformat()
         if r.get("image_caption"):
             content += f" [shared an image: {r['image_caption']}]"
         lines.append(
@@ -126,9 +134,9 @@ def build_store(
                     "key": r["id"],
                     "content": content,
                     "category": category,
-                    "timestamp": r["timestamp"] + "Z",
+                    "timestamp": stamp + "Z",
                     # One chat is one session stream, as a channel adapter stores it.
-                    "session_id": None if layout == "none" else r["conversation"],
+                    "session_id": None if layout in ("none", "apart") else r["conversation"],
                 }
             )
         )

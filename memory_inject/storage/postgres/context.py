@@ -8,6 +8,11 @@ The neighbours are set once, when the row is inserted (an update of the row
 keeps them, and no older row is ever rewritten); the day is a generated column
 and follows the timestamp.
 
+Sessionless records of one *event* (schema 5: one namespace, category and
+profile, none and blank alike, stamped with one timestamp, no PI ``layer``)
+are each other's context the same way, as in SQLite's schema 8 (where the
+reasons are).
+
 The tsvector gives each part a weight label, chosen so that ``ts_rank``
 with :data:`RANK_WEIGHTS` weighs key : content, tags, day : prev : prev2 as
 2 : 1 : 0.5 : 0.25 (SQLite's bm25 column weights), and so that the label
@@ -21,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from psycopg import sql
 
+from memory_inject.records import COLUMN_FIELDS
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -30,10 +37,13 @@ __all__ = [
     "PRESENCE",
     "RANK_WEIGHTS",
     "add_context",
+    "add_event_context",
+    "context_params",
     "context_values",
     "merge_with_context",
 ]
 
+_COL = {c: i for i, c in enumerate(COLUMN_FIELDS)}
 #: ``ts_rank`` weights for labels D, C, B, A: prev2, prev, content/tags/day, key.
 RANK_WEIGHTS = "{0.125, 0.25, 0.5, 1.0}"
 #: What a query term found under these labels counts for ``coverage()``, best first.
@@ -93,6 +103,42 @@ def _numbered(source: sql.Composable) -> sql.Composed:
     ).format(source=source)
 
 
+#: A row's stream as text: its session's, or for a sessionless row its event's
+#: (the first field keeps the two kinds apart). Over ``{r}`` with the namespace ``{ns}``.
+_STREAM = (
+    "CASE WHEN {r}.session_id IS NOT NULL THEN ROW('s', {ns}, {r}.session_id)::text "
+    "ELSE ROW('e', {ns}, {r}.category, coalesce({r}.profile_id, ''), {r}.\"timestamp\")::text END"
+)
+#: Whether a row has neighbours at all: a session's, or an event's (no PI ``layer``).
+_HAS_STREAM = "({r}.session_id IS NOT NULL OR {r}.layer IS NULL)"
+
+
+def add_event_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Schema 5: the event index, and existing sessionless rows' neighbours in their event."""
+    t = names.ident()
+    fill_source = sql.SQL(
+        "SELECT m.rid AS k, {s} AS s, m.rid AS ord, m.content, m.deleted_at IS NULL AS live "
+        "FROM {t} AS m WHERE m.session_id IS NULL AND m.layer IS NULL"
+    ).format(s=sql.SQL(_STREAM.format(r="m", ns="m.namespace")), t=t)
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX {idx} ON {t} (namespace, category, (coalesce(profile_id, '')), "
+            '"timestamp", rid) WHERE session_id IS NULL AND layer IS NULL'
+        ).format(idx=names.ident("_event_idx"), t=t)
+    )
+    # Statistics first: on a table never analyzed (a bulk load just before)
+    # the planner expects a handful of rows and joins them by nested loops: the
+    # fill of 100,000 rows had not ended after ten minutes; with them the whole
+    # migration took 11 s (the rows' tsvectors are computed again).
+    conn.execute(sql.SQL("ANALYZE {t}").format(t=t))
+    conn.execute(
+        sql.SQL(
+            "WITH {numbered} UPDATE {t} SET ctx_prev = ctx.prev, ctx_prev2 = ctx.prev2 "
+            "FROM ctx WHERE {t}.rid = ctx.k AND ctx.prev IS NOT NULL"
+        ).format(numbered=_numbered(fill_source), t=t)
+    )
+
+
 def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
     """Schema 2: the context columns, filled for existing rows, and the tsvector over them."""
     t = names.ident()
@@ -135,12 +181,37 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
         conn.execute(stmt)
 
 
-def context_values(t: sql.Identifier) -> sql.Composed:
-    """``ctx_prev, ctx_prev2`` subqueries for an INSERT's VALUES; 4 params: ns, session twice."""
+def context_params(params: Sequence[Any]) -> tuple[str, list[Any]]:
+    """Which neighbours a new row with ``params`` (one per column) gets, and their params.
+
+    ``"session"``, ``"event"`` or ``"none"`` (a sessionless PI record), for
+    :func:`context_values`.
+    """
+    ns, session = params[_COL["namespace"]], params[_COL["session_id"]]
+    if session is not None:
+        return "session", [ns, session] * 2
+    if params[_COL["layer"]] is not None:
+        return "none", []
+    event = [ns, params[_COL["category"]], params[_COL["profile_id"]], params[_COL["timestamp"]]]
+    return "event", event * 2
+
+
+def context_values(t: sql.Identifier, kind: str = "session") -> sql.Composable:
+    """``ctx_prev, ctx_prev2`` for an INSERT's VALUES, of :func:`context_params`'s ``kind``."""
+    if kind == "none":
+        return sql.SQL("NULL, NULL")
     one = (
         "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
         "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
     )
+    if kind == "event":
+        one = (
+            "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id IS NULL "
+            "AND p.layer IS NULL AND p.category = %s "
+            "AND coalesce(p.profile_id, '') = coalesce(%s::text, '') "
+            'AND p."timestamp" = %s::timestamptz AND p.deleted_at IS NULL '
+            "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+        )
     return sql.SQL(", ").join(sql.SQL(one).format(t=t, n=sql.Literal(n)) for n in (0, 1))
 
 
@@ -151,18 +222,26 @@ def merge_with_context(
 
     A staged row whose key the table holds is an update and keeps its
     neighbours; the new ones follow the last two live rows of their session
-    already in the table, and each other in file order.
+    (or event) already in the table, and each other in file order.
     """
+    stream = sql.SQL(_STREAM.format(r="f", ns="%(ns)s::text"))
     source = sql.SQL(
         "SELECT NULL::bigint AS k, m.s, -1 AS grp, m.rid AS ord, m.content, true AS live "
-        "FROM (SELECT DISTINCT f.session_id, ROW(%(ns)s::text, f.session_id)::text AS s "
-        "FROM fresh AS f) AS fs "
+        "FROM (SELECT DISTINCT f.session_id, {stream} AS s FROM fresh AS f "
+        "WHERE f.session_id IS NOT NULL) AS fs "
         "CROSS JOIN LATERAL (SELECT fs.s, p.rid, p.content FROM {t} AS p "
         "WHERE p.namespace = %(ns)s AND p.session_id = fs.session_id "
         "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 2) AS m "
-        "UNION ALL SELECT f._seq, ROW(%(ns)s::text, f.session_id)::text, 0, f._seq, "
+        "UNION ALL SELECT NULL::bigint, fs.s, -1, m.rid, m.content, true "
+        "FROM (SELECT DISTINCT f.category, coalesce(f.profile_id, '') AS pr, "
+        'f."timestamp" AS ts, {stream} AS s FROM fresh AS f WHERE f.session_id IS NULL) AS fs '
+        "CROSS JOIN LATERAL (SELECT p.rid, p.content FROM {t} AS p "
+        "WHERE p.namespace = %(ns)s AND p.session_id IS NULL AND p.layer IS NULL "
+        "AND p.category = fs.category AND coalesce(p.profile_id, '') = fs.pr "
+        'AND p."timestamp" = fs.ts AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 2) AS m '
+        "UNION ALL SELECT f._seq, {stream}, 0, f._seq, "
         "f.content, f.deleted_at IS NULL FROM fresh AS f"
-    ).format(t=t)
+    ).format(t=t, stream=stream)
     # (grp, ord) is the write order: the table's rows first, then the file's.
     numbered = _numbered(
         sql.SQL(
@@ -172,7 +251,7 @@ def merge_with_context(
     )
     return sql.SQL(
         'WITH last AS (SELECT DISTINCT ON ("key") * FROM {s} ORDER BY "key", _seq DESC), '
-        "fresh AS (SELECT l.* FROM last AS l WHERE l.session_id IS NOT NULL AND NOT EXISTS "
+        "fresh AS (SELECT l.* FROM last AS l WHERE {has_stream} AND NOT EXISTS "
         '(SELECT 1 FROM {t} AS e WHERE e.namespace = %(ns)s AND e."key" = l."key")), '
         "{numbered} "
         "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) "
@@ -182,6 +261,7 @@ def merge_with_context(
     ).format(
         s=stage,
         t=t,
+        has_stream=sql.SQL(_HAS_STREAM.format(r="l")),
         numbered=numbered,
         cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
         lcols=sql.SQL(", ").join(sql.Identifier("last", c) for c in columns),

@@ -16,15 +16,12 @@ from attrs import frozen
 from psycopg import sql
 
 from memory_inject.storage._plan_rows import like_pattern, like_prefix
-from memory_inject.storage.postgres.context import context_values
+from memory_inject.storage.postgres.context import context_params, context_values
 from memory_inject.storage.postgres.keyword import keyword_query, term_stats_query
 from memory_inject.storage.postgres.schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage.postgres.terms import DF_CAP, TermStats
 
 __all__ = ["Queries", "Scope", "Stmt", "TermStats"]
-
-_NAMESPACE = COLUMNS.index("namespace")
-_SESSION = COLUMNS.index("session_id")
 
 
 @frozen
@@ -318,12 +315,13 @@ class Queries:
         """Insert ``params`` (one per column), or update the row under its key; returns the row.
 
         The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
-        values on update. A new row of a session gets its two predecessors as
-        context (``context``); an update keeps the row's. A live row of
+        values on update. A new row of a session (or an event) gets its two
+        predecessors as context (:mod:`.context`); an update keeps the row's. A live row of
         another scope is not replaced (no row comes back) unless ``move``. The
         statement is built once per ``keep`` and ``move``.
         """
-        key = (*keep, "\x00move" if move else "")
+        kind, context = context_params(params)
+        key = (*keep, "\x00move" if move else "", kind)
         query = self._upserts.get(key)
         if query is None:
             guard = sql.SQL(
@@ -342,13 +340,12 @@ class Queries:
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
-                ctx=context_values(self.t),
+                ctx=context_values(self.t, kind),
                 assign=self.assignments(tuple(keep)),
                 guard=guard,
             )
             self._upserts[key] = query
-        stream = [params[_NAMESPACE], params[_SESSION]]
-        return Stmt(query, [*params, *stream, *stream])
+        return Stmt(query, [*params, *context])
 
     def forget(
         self,

@@ -56,6 +56,36 @@ _CTX_ASSIGN = (
     "ctx_prev2 = " + _NEIGHBOUR.replace("{n}", "1") + ", "
     "ctx_day = " + _DAY_WORDS
 )
+# The content of the n-th live record written before ``row`` in its *event*
+# (schema 8): the sessionless records of its namespace, category and profile
+# (none and blank alike) stamped with its very timestamp. A writer that stamps
+# rows with one moment (an import of a dated conversation, a batch of facts
+# from one source) declares them one event, an anonymous session, so they are
+# each other's context as a session's turns are. Records stamped apart (each
+# ``store()`` takes its own clock reading) are not: unrelated facts written a
+# second apart would otherwise be recalled for each other's words. A PI record
+# (one with a ``layer``) is a reviewed statement that stands alone. The
+# partial index ``memories_event`` finds the event's rows by seek.
+_EVENT_NEIGHBOUR = (
+    "(SELECT p.content FROM memories AS p "
+    "WHERE {row}.layer IS NULL AND p.session_id IS NULL AND p.layer IS NULL "
+    "AND p.namespace = {row}.namespace AND p.category = {row}.category "
+    "AND coalesce(p.profile_id, '') = coalesce({row}.profile_id, '') "
+    "AND p.timestamp = {row}.timestamp AND p.rid < {row}.rid AND p.deleted_at IS NULL "
+    "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+)
+_CTX_EVENT_ASSIGN = (
+    "ctx_prev = CASE WHEN {row}.session_id IS NULL THEN "
+    + _EVENT_NEIGHBOUR.replace("{n}", "0")
+    + " ELSE "
+    + _NEIGHBOUR.replace("{n}", "0")
+    + " END, ctx_prev2 = CASE WHEN {row}.session_id IS NULL THEN "
+    + _EVENT_NEIGHBOUR.replace("{n}", "1")
+    + " ELSE "
+    + _NEIGHBOUR.replace("{n}", "1")
+    + " END, ctx_day = "
+    + _DAY_WORDS
+)
 # The row's scope as one index token: "s" + hex of its session id (first 100
 # characters), or "g" + hex of its category for a sessionless row. Recall adds
 # the scope's tokens to MATCH so FTS5 intersects posting lists instead of
@@ -282,6 +312,29 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Where the log is now, stamped, so a cache built before any new write has a stamp.
         "INSERT INTO memories_log(rid, stamp) SELECT 0, random() WHERE EXISTS "
         "(SELECT 1 FROM memories)",
+    ),
+    # 8: the sessionless records of one event are each other's context
+    # (issue 29): a record without a session indexes the two live records
+    # written just before it in its event (``_EVENT_NEIGHBOUR``). Existing
+    # sessionless rows get theirs here; their index entries are replaced
+    # (removed with the old values, added with the new), no other row's.
+    (
+        "CREATE INDEX memories_event ON memories (namespace, category, "
+        "coalesce(profile_id, ''), timestamp, rid) WHERE session_id IS NULL AND layer IS NULL",
+        "DROP TRIGGER memories_fts_insert",
+        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            UPDATE memories SET {_CTX_EVENT_ASSIGN.format(row="new")},
+                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
+            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
+        END""",  # noqa: S608 - built from constants
+        f"INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
+        f"SELECT 'delete', rid, {FTS_COLUMNS} FROM memories "
+        "WHERE session_id IS NULL AND layer IS NULL",
+        f"UPDATE memories SET {_CTX_EVENT_ASSIGN.format(row='memories')} "  # noqa: S608
+        "WHERE session_id IS NULL AND layer IS NULL",
+        f"INSERT INTO memories_fts(rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
+        f"SELECT rid, {FTS_COLUMNS} FROM memories WHERE session_id IS NULL AND layer IS NULL",
     ),
 )
 
