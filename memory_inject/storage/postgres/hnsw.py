@@ -9,6 +9,8 @@ places that change the index on a table that may be big and busy: an initial bul
 :data:`CONCURRENT_AT` rows or more (``schema.open_table``). Each waits at most
 :data:`BUILD_WAIT_S` for older transactions; a build that fails leaves an invalid index,
 which is dropped (an open that finds one rebuilds it), and is logged.
+
+The column the index is over, ``embedding_vec``, is added by :func:`add_vector_column`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BUILD_WAIT_S",
     "CONCURRENT_AT",
+    "add_vector_column",
     "build_concurrently",
     "drop_concurrently",
     "hnsw_index",
@@ -129,3 +132,36 @@ def build_concurrently(
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def add_vector_column(conn: psycopg.Connection[Any], names: TableNames, dim: int) -> None:
+    """Add ``embedding_vec vector(dim)``, the pgvector copy of ``embedding``, kept by a trigger.
+
+    A plain column without a default changes the catalog only. The generated
+    column this used to add (tables made before keep theirs; both work alike)
+    made PostgreSQL rewrite the whole table under ACCESS EXCLUSIVE, which held
+    every reader and writer of the table (100,000 rows: 2.5 s; the first open
+    with an embedder). The trigger sets it on every insert and every update
+    of ``embedding``; the rows that already hold an embedding (written while
+    pgvector was missing) get theirs here.
+    """
+    copy = sql.SQL("CASE WHEN array_length({e}, 1) = {dim} THEN {e}::vector({dim}) END")
+    t, fn, d = names.ident(), names.ident("_embedding_vec"), sql.Literal(dim)
+    statements = (
+        sql.SQL("ALTER TABLE {t} ADD COLUMN embedding_vec vector({d})").format(t=t, d=d),
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN NEW.embedding_vec := {copy}; RETURN NEW; END $$"
+        ).format(fn=fn, copy=copy.format(e=sql.SQL("NEW.embedding"), dim=d)),
+        # Not CREATE OR REPLACE TRIGGER: PostgreSQL 13 has no such statement.
+        sql.SQL("DROP TRIGGER IF EXISTS {fn} ON {t}").format(t=t, fn=fn),
+        sql.SQL(
+            "CREATE TRIGGER {fn} BEFORE INSERT OR UPDATE OF embedding ON {t} "
+            "FOR EACH ROW EXECUTE FUNCTION {fn}()"
+        ).format(t=t, fn=fn),
+        sql.SQL("UPDATE {t} SET embedding_vec = {copy} WHERE embedding IS NOT NULL").format(
+            t=t, copy=copy.format(e=sql.Identifier("embedding"), dim=d)
+        ),
+    )
+    for stmt in statements:
+        conn.execute(stmt)

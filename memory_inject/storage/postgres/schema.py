@@ -3,10 +3,11 @@
 The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope``
 as ``jsonb``, the embedding as exact ``double precision[]``), a generated
 ``tsvector`` with a GIN index for lexical recall and, when pgvector is present
-and an embedder is configured, a generated ``vector(dim)`` copy of the
-embedding with an HNSW index for semantic recall. Schema 2 adds the context
-columns (``context``) to the tsvector. The vector column is derived
-data, so the exact embedding still round-trips through export.
+and an embedder is configured, a ``vector(dim)`` copy of the embedding (kept
+by a trigger: :func:`.hnsw.add_vector_column`) with an HNSW index for semantic
+recall. Schema 2 adds the context columns (``context``) to the tsvector. The
+vector column is derived data, so the exact embedding still round-trips through
+export.
 
 Migrations are ordered and forward-only; they run under a transaction-level
 advisory lock, so any number of processes may open the same table at once.
@@ -298,13 +299,7 @@ def ensure_vectors(conn: psycopg.Connection[Any], names: TableNames, dim: int) -
     want = f"vector({dim})"
     if row is None:
         _bound_lock_waits(conn)
-        conn.execute(
-            sql.SQL(
-                "ALTER TABLE {t} ADD COLUMN embedding_vec vector({dim}) GENERATED ALWAYS AS "
-                "(CASE WHEN array_length({emb}, 1) = {dim} "
-                "THEN {emb}::vector({dim}) END) STORED"
-            ).format(t=names.ident(), dim=sql.Literal(dim), emb=sql.Identifier("embedding"))
-        )
+        hnsw.add_vector_column(conn, names, dim)
     elif row[0] != want:
         raise SchemaMismatchError(
             f"table {names.table!r} has an embedding column of type {row[0]} but the "
