@@ -196,7 +196,19 @@ def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
 
 #: How many of a window's newest rows a prompt that asks only what went on then reads, to
 #: show the ones that say the most (:func:`_salient`); a chat day on LoCoMo holds 20 to 40.
+#: A longer window reads as many a day for up to :data:`SLICES` days.
 DAY_ROWS = 64
+#: How many parts a window longer than a day is cut into (one a day up to a week): the rows
+#: shown take turns among the parts, so "last week" is not the week's last day.
+SLICES = 7
+_DAY = timedelta(days=1)
+
+
+def _parts(window: TimeWindow) -> int:
+    """How many parts ``window`` is cut into: its days (the last may be part of one), at most
+    :data:`SLICES`."""
+    return max(1, min(SLICES, -(-(window.until - window.since) // _DAY)))
+
 
 _WORD = re.compile(r"\w+")
 
@@ -210,16 +222,35 @@ def _says(e: Any) -> int:
     return len(words - STOPWORDS - CHITCHAT)
 
 
-def _salient(limit: int) -> Callable[[Any], Any]:
+def _salient(limit: int, window: TimeWindow) -> Callable[[Any], Any]:
     """A filter keeping the ``limit`` rows that say the most, most first, ties newest first
-    (the store gives a window's rows newest first): a day's last turns are its goodbyes."""
+    (the store gives a window's rows newest first): a day's last turns are its goodbyes.
+
+    A window of several days is cut into :func:`_parts`; the rows are taken in turns, the
+    best of each part first (the part whose best says the most first), so a week shows its
+    days, not its one busiest day.
+    """
+    n = _parts(window)
+    width = (window.until - window.since) / n
+
+    def part(e: Any) -> int:
+        ts = getattr(e, "timestamp", None)
+        if n == 1 or not isinstance(ts, datetime) or ts.tzinfo is None:
+            return 0
+        return min(n - 1, max(0, int((ts - window.since) / width)))
 
     def keep(got: Any) -> Any:
         if isinstance(got, RecallAnswer):
             return attrs.evolve(got, entries=keep(list(got.entries)))
         rows = list(got)
         order = sorted(range(len(rows)), key=lambda i: (-_says(rows[i]), i))
-        return [rows[i] for i in order[:limit]]
+        parts: dict[int, list[int]] = {}
+        for i in order:  # each part's rows, best first; parts in the order of their best
+            parts.setdefault(part(rows[i]), []).append(i)
+        turns: list[int] = []
+        for r in range(max(map(len, parts.values()), default=0)):
+            turns.extend(p[r] for p in parts.values() if r < len(p))
+        return [rows[i] for i in turns[:limit]]
 
     return keep
 
@@ -320,7 +351,7 @@ def build_calls(
                     calls.append(kept(sid, q.source, about, _about(window, not searched)))
                     rq = RecallQuery(
                         query if searched else "",
-                        q.limit if searched else max(DAY_ROWS, q.limit),
+                        q.limit if searched else max(DAY_ROWS * _parts(window), q.limit),
                         session_id=sid,
                         since=window.since,
                         until=window.until,
@@ -331,7 +362,7 @@ def build_calls(
                     if searched:
                         calls.append(call(sid, q.source, rq))
                     else:  # the day's rows that say the most, not its goodbyes
-                        calls.append(kept(sid, q.source, rq, _salient(q.limit)))
+                        calls.append(kept(sid, q.source, rq, _salient(q.limit, window)))
             elif q.source in ("semantic", "lexical", "default") and not searched:
                 continue
             elif q.source in ("semantic", "lexical"):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from memory_inject import arender_memory_context, render_memory_context
@@ -383,6 +384,52 @@ class TestWhatADaySaid:
         prompt about something ranks that day's rows as before."""
         keys = _keys(day_store, "what did we say about the dog yesterday?", _plan(("time", 2)))
         assert "tie-b" == keys[0]
+
+
+def _week_rows(per_day: int) -> list[tuple[str, str, str, str]]:
+    """alice's chat from Monday 23 to Sunday 29 November 2026 ("last week" at NOW), ``per_day``
+    rows a day at ten-minute steps; Sunday's rows say the most, the others the day's number
+    of words and then less, and each day ends with a goodbye."""
+    rows = []
+    for day in range(23, 30):
+        for i in range(per_day):
+            n = 9 if day == 29 else max(1, 6 - i % 6)
+            words = " ".join(f"topic{day}x{i}w{k}" for k in range(n))
+            ts = f"2026-11-{day}T08:{0:02d}:00Z"
+            stamp = datetime.fromisoformat(ts) + timedelta(minutes=10 * i)
+            rows.append((f"d{day}-{i}", words, stamp.isoformat(), "alice"))
+        rows.append((f"bye{day}", "Bye, talk soon!", f"2026-11-{day}T23:00:00Z", "alice"))
+    return rows
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def week_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A week of 40 rows a day (more than DAY_ROWS a day, less than a week's worth)."""
+    yield from _filled(_opened(request, tmp_path), _week_rows(40))
+
+
+class TestWhatAWeekSaid:
+    """ "What did we talk about last week?" shows the week's days, not its busiest one nor its
+    last: a window of several days is read a day's worth a day and its rows taken in turns."""
+
+    def test_each_row_shown_is_from_another_day(self, week_store: Any) -> None:
+        keys = _keys(week_store, "what did we talk about last week?", _plan(("time", 4)))
+        assert 4 == len(keys)
+        assert keys[0].startswith("d29-")  # the day whose best says the most comes first
+        assert 4 == len({k.split("-")[0] for k in keys})
+        assert not any(k.startswith("bye") for k in keys)
+
+    def test_the_first_day_is_read_too(self, week_store: Any) -> None:
+        """280 rows in the window: the newest 64 would have been Saturday's and Sunday's."""
+        plan = _plan(("time", 7), cap=7)
+        cfg = attrs.evolve(plan, budget=attrs.evolve(plan.budget, max_entries=7))
+        keys = _keys(week_store, "what happened last week?", cfg)
+        assert {f"d{day}" for day in range(23, 30)} == {k.split("-")[0] for k in keys}
+
+    def test_a_day_is_still_one_part(self, week_store: Any) -> None:
+        """A one-day window takes the day's rows that say the most, as before."""
+        keys = _keys(week_store, "what did we talk about on 24 November?", _plan(("time", 3)))
+        assert ["d24-36", "d24-30", "d24-24"] == keys  # six words each, newest first
 
 
 class TestTheConfigKey:
