@@ -10,9 +10,8 @@ merge are ``memory_inject.plan``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -21,12 +20,21 @@ from attrs import frozen
 
 from memory_inject._filter_first import both_statuses
 from memory_inject._seam import Seam, seam_of
-from memory_inject._stopwords import STOPWORDS
+from memory_inject._window_rows import (
+    _ABOUT_AFTER,
+    DAY_ROWS,
+    _about,
+    _joined,
+    _salient,
+    _slices,
+    _time_words,
+    _what,
+)
 from memory_inject.contract import Memory, RecallAnswer, RecallQuery
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, company_mentions, extract_entities
-from memory_inject.temporal import TimeWindow, time_window, without_phrase
-from memory_inject.trivial import CHITCHAT, has_query_terms
+from memory_inject.temporal import TimeWindow, time_window
+from memory_inject.trivial import has_query_terms
 
 __all__ = ["STANDING", "Call", "build_calls"]
 
@@ -122,139 +130,6 @@ def _confidence_of(entry: MemoryEntry) -> float:
     return float(value) if isinstance(value, int | float) else -1.0
 
 
-#: Words that, beside a time phrase, ask only "what went on then" ("what did we talk about
-#: yesterday?"): the ``time`` query then lists the window's rows instead of searching it.
-_ONLY_WHEN = frozenset(
-    "talk talked talking discuss discussed discussing say said tell told happen happened "
-    "happening do did done doing chat chatted chatting mention mentioned speak spoke spoken "
-    "go went going get got up anything something stuff things thing remind recap "
-    "decide decided agree agreed plan planned "
-    "summary summarise summarize conversation conversations".split()
-)
-
-
-_FILLER = re.compile(r"\b(?:" + "|".join(sorted(_ONLY_WHEN)) + r")\b", re.IGNORECASE)
-
-
-def _what(query: str, window: TimeWindow) -> str:
-    """The prompt without its time phrase and the words that only ask what went on then:
-    what the plan's text queries search ("what did Anna say yesterday?" -> "what Anna")."""
-    return " ".join(_FILLER.sub(" ", without_phrase(query, window)).split())
-
-
-#: The words of a memory's relative time phrase (``memory_inject.temporal``); the ``time``
-#: query's second call asks the week after the window for rows holding one of them, or the
-#: window's weekday or month names (:func:`_time_words`).
-_RELATIVE_WORDS = "yesterday ago last week weekend month night tonight today morning"
-
-
-def _time_words(window: TimeWindow) -> str:
-    """:data:`_RELATIVE_WORDS` and the names of the window's weekdays and months."""
-    days = min(32, (window.until - window.since).days + 1)  # a month holds every weekday
-    names: dict[str, None] = {}
-    for i in range(days):
-        day = window.since + timedelta(days=i)
-        names.update(dict.fromkeys((f"{day:%A}".lower(), f"{day:%B}".lower())))
-    return " ".join([_RELATIVE_WORDS, *names])
-
-
-#: Phrases of a month, which cover a day without naming it (``memory_inject.temporal``).
-_VAGUE = frozenset({"this_month", "last_month", "months_ago", "month_year", "in_month"})
-#: How far after the window a memory may still name it ("last Friday", a week on).
-_ABOUT_AFTER = timedelta(days=8)
-
-
-def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
-    """A filter for the ``time`` query's second call: the rows whose own time phrase, read
-    at their timestamp, names ``window``, oldest first. ``unscored`` (the prompt asks only
-    what went on) drops their scores, as for the rows written in the window; otherwise they
-    keep the score the rest of the prompt gave them, and the relevance floor applies."""
-
-    # A memory's "this month" overlaps every day of it without naming one: for a window of
-    # a week or less only a phrase of a day or a week names it.
-    vague = _VAGUE if window.until - window.since <= timedelta(days=7) else frozenset()
-
-    def names_it(e: Any) -> bool:
-        if not isinstance(e, MemoryEntry) or e.timestamp is None or not isinstance(e.content, str):
-            return False
-        said = time_window(e.content, e.timestamp)
-        return (
-            said is not None
-            and said.kind not in vague
-            and said.since <= window.until
-            and said.until >= window.since
-        )
-
-    def keep(got: Any) -> Any:
-        if isinstance(got, RecallAnswer):
-            return attrs.evolve(got, entries=keep(list(got.entries)))
-        rows = sorted((e for e in got if names_it(e)), key=lambda e: e.timestamp)
-        return [e.with_score(None) for e in rows] if unscored else rows
-
-    return keep
-
-
-#: How many of a window's newest rows a prompt that asks only what went on then reads, to
-#: show the ones that say the most (:func:`_salient`); a chat day on LoCoMo holds 20 to 40.
-#: A longer window reads as many a day for up to :data:`SLICES` days.
-DAY_ROWS = 64
-#: How many parts a window longer than a day is cut into (one a day up to a week): the rows
-#: shown take turns among the parts, so "last week" is not the week's last day.
-SLICES = 7
-_DAY = timedelta(days=1)
-
-
-def _parts(window: TimeWindow) -> int:
-    """How many parts ``window`` is cut into: its days (the last may be part of one), at most
-    :data:`SLICES`."""
-    return max(1, min(SLICES, -(-(window.until - window.since) // _DAY)))
-
-
-_WORD = re.compile(r"\w+")
-
-
-def _says(e: Any) -> int:
-    """How much a row says: its distinct words of three letters or more that are neither
-    function words nor chit-chat ("Bye, talk soon!" says one: "soon")."""
-    if not isinstance(e, MemoryEntry) or not isinstance(e.content, str):
-        return 0
-    words = {w for w in _WORD.findall(e.content.lower()) if len(w) > 2}
-    return len(words - STOPWORDS - CHITCHAT)
-
-
-def _salient(limit: int, window: TimeWindow) -> Callable[[Any], Any]:
-    """A filter keeping the ``limit`` rows that say the most, most first, ties newest first
-    (the store gives a window's rows newest first): a day's last turns are its goodbyes.
-
-    A window of several days is cut into :func:`_parts`; the rows are taken in turns, the
-    best of each part first (the part whose best says the most first), so a week shows its
-    days, not its one busiest day.
-    """
-    n = _parts(window)
-    width = (window.until - window.since) / n
-
-    def part(e: Any) -> int:
-        ts = getattr(e, "timestamp", None)
-        if n == 1 or not isinstance(ts, datetime) or ts.tzinfo is None:
-            return 0
-        return min(n - 1, max(0, int((ts - window.since) / width)))
-
-    def keep(got: Any) -> Any:
-        if isinstance(got, RecallAnswer):
-            return attrs.evolve(got, entries=keep(list(got.entries)))
-        rows = list(got)
-        order = sorted(range(len(rows)), key=lambda i: (-_says(rows[i]), i))
-        parts: dict[int, list[int]] = {}
-        for i in order:  # each part's rows, best first; parts in the order of their best
-            parts.setdefault(part(rows[i]), []).append(i)
-        turns: list[int] = []
-        for r in range(max(map(len, parts.values()), default=0)):
-            turns.extend(p[r] for p in parts.values() if r < len(p))
-        return [rows[i] for i in turns[:limit]]
-
-    return keep
-
-
 def _filtered(fn: Callable[[], Any], keep: Callable[[Any], Any]) -> Callable[[], Any]:
     return lambda: keep(fn())
 
@@ -311,6 +186,22 @@ def build_calls(
         ask, aask = seam.ask(store, q), seam.aask(store, q) if asynchronous else None
         return Call(sid, src, _filtered(ask, keep), _afiltered(aask, keep))
 
+    def parted(sid: str | None, src: str, q: RecallQuery, keep: Callable[[Any], Any]) -> Call:
+        """:func:`kept` over each part of ``q``'s window (:func:`_slices`), as one call: a
+        busy window's newest rows would be its last part's."""
+        window = TimeWindow(q.since, q.until, "", 0, 0)  # type: ignore[arg-type]
+        qs = [attrs.evolve(q, since=a, until=b) for a, b in _slices(window)]
+        if len(qs) == 1:
+            return kept(sid, src, q, keep)
+        asks = [seam.ask(store, x) for x in qs]
+        aasks = [seam.aask(store, x) for x in qs] if asynchronous else []
+
+        async def together() -> Any:
+            return keep(_joined([await a() for a in aasks if a is not None]))
+
+        afn = together if aasks and all(a is not None for a in aasks) else None
+        return Call(sid, src, lambda: keep(_joined([ask() for ask in asks])), afn)
+
     def default(sid: str | None, n: int) -> RecallQuery:
         return RecallQuery(
             query, n, session_id=sid, deadline=deadline, statuses=statuses, profiles=profiles
@@ -351,7 +242,7 @@ def build_calls(
                     calls.append(kept(sid, q.source, about, _about(window, not searched)))
                     rq = RecallQuery(
                         query if searched else "",
-                        q.limit if searched else max(DAY_ROWS * _parts(window), q.limit),
+                        q.limit if searched else max(DAY_ROWS, q.limit),
                         session_id=sid,
                         since=window.since,
                         until=window.until,
@@ -362,7 +253,7 @@ def build_calls(
                     if searched:
                         calls.append(call(sid, q.source, rq))
                     else:  # the day's rows that say the most, not its goodbyes
-                        calls.append(kept(sid, q.source, rq, _salient(q.limit, window)))
+                        calls.append(parted(sid, q.source, rq, _salient(q.limit, window)))
             elif q.source in ("semantic", "lexical", "default") and not searched:
                 continue
             elif q.source in ("semantic", "lexical"):

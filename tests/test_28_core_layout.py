@@ -26,6 +26,11 @@ MAX_LINES = 400
 #: its parent (which re-exports it, or drives it) and anything above the parent.
 SPLITS = {
     "memory_inject._calls": {"memory_inject._recall", "memory_inject.pipeline"},
+    "memory_inject._window_rows": {
+        "memory_inject._calls",
+        "memory_inject._recall",
+        "memory_inject.pipeline",
+    },
     "memory_inject._recalled": {"memory_inject._recall", "memory_inject.pipeline"},
     "memory_inject._turn": {"memory_inject.pipeline", "memory_inject._refill"},
     "memory_inject._refill": {"memory_inject.pipeline"},

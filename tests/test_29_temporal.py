@@ -408,6 +408,30 @@ def week_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     yield from _filled(_opened(request, tmp_path), _week_rows(40))
 
 
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def month_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """Five rows on 2 November, 460 on the 29th."""
+    rows = [
+        (
+            f"early{i}",
+            f"Planted tulips{i} bulbs{i} by the fence",
+            f"2026-11-02T1{i}:00:00Z",
+            "alice",
+        )
+        for i in range(5)
+    ]
+    rows += [
+        (
+            f"late{i}",
+            f"Sorted invoice{i} and receipt{i} for the tax office",
+            f"2026-11-29T{i // 60:02d}:{i % 60:02d}:00Z",
+            "alice",
+        )
+        for i in range(460)
+    ]
+    yield from _filled(_opened(request, tmp_path), rows)
+
+
 class TestWhatAWeekSaid:
     """ "What did we talk about last week?" shows the week's days, not its busiest one nor its
     last: a window of several days is read a day's worth a day and its rows taken in turns."""
@@ -425,6 +449,21 @@ class TestWhatAWeekSaid:
         cfg = attrs.evolve(plan, budget=attrs.evolve(plan.budget, max_entries=7))
         keys = _keys(week_store, "what happened last week?", cfg)
         assert {f"d{day}" for day in range(23, 30)} == {k.split("-")[0] for k in keys}
+
+    def test_a_busy_end_of_the_month_does_not_hide_its_start(self, month_store: Any) -> None:
+        """Each part of the window is read for its own newest rows: 460 rows on the 29th
+        (more than the window's whole read before) leave the 2nd's rows in the block."""
+        keys = _keys(month_store, "what did we talk about in November?", _plan(("time", 4)))
+        assert any(k.startswith("early") for k in keys), keys
+        assert any(k.startswith("late") for k in keys), keys
+
+    def test_async_takes_the_same_rows(self, week_store: Any) -> None:
+        prompt, cfg = "what did we talk about last week?", _plan(("time", 4))
+        out = asyncio.run(
+            arender_memory_context(week_store, prompt, config=cfg, now=NOW, sessions=["alice"])
+        )
+        assert _keys(week_store, prompt, cfg) == [e.key for e in out.entries]
+        assert 4 == len({e.key.split("-")[0] for e in out.entries})
 
     def test_a_day_is_still_one_part(self, week_store: Any) -> None:
         """A one-day window takes the day's rows that say the most, as before."""
