@@ -186,10 +186,10 @@ def build_calls(
         ask, aask = seam.ask(store, q), seam.aask(store, q) if asynchronous else None
         return Call(sid, src, _filtered(ask, keep), _afiltered(aask, keep))
 
-    def parted(sid: str | None, src: str, q: RecallQuery, keep: Callable[[Any], Any]) -> Call:
-        """:func:`kept` over each part of ``q``'s window (:func:`_slices`), as one call: a
-        busy window's newest rows would be its last part's."""
-        window = TimeWindow(q.since, q.until, "", 0, 0)  # type: ignore[arg-type]
+    def parted(sid: str | None, q: RecallQuery, window: TimeWindow, n: int) -> Call:
+        """:func:`kept` with :func:`_salient` over each part of ``window`` (:func:`_slices`)
+        asked ``q``, as one call: a busy window's newest rows would be its last part's."""
+        src, keep = "time", _salient(n, window)
         qs = [attrs.evolve(q, since=a, until=b) for a, b in _slices(window)]
         if len(qs) == 1:
             return kept(sid, src, q, keep)
@@ -253,7 +253,7 @@ def build_calls(
                     if searched:
                         calls.append(call(sid, q.source, rq))
                     else:  # the day's rows that say the most, not its goodbyes
-                        calls.append(parted(sid, q.source, rq, _salient(q.limit, window)))
+                        calls.append(parted(sid, rq, window, q.limit))
             elif q.source in ("semantic", "lexical", "default") and not searched:
                 continue
             elif q.source in ("semantic", "lexical"):
