@@ -190,7 +190,9 @@ def build_calls(
         """:func:`kept` with :func:`_salient` over each part of ``window`` (:func:`_slices`)
         asked ``q``, as one call: a busy window's newest rows would be its last part's."""
         src, keep = "time", _salient(n, window)
-        qs = [attrs.evolve(q, since=a, until=b) for a, b in _slices(window)]
+        # Newest part first, so the joined rows are newest first as one read's are: a tie
+        # between parts goes to the later one, as within a part.
+        qs = [attrs.evolve(q, since=a, until=b) for a, b in reversed(_slices(window))]
         if len(qs) == 1:
             return kept(sid, src, q, keep)
         asks = [seam.ask(store, x) for x in qs]
