@@ -7,6 +7,7 @@ Split out of :mod:`memory_inject._calls`, which builds the calls from these.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -155,14 +156,13 @@ def _salient(limit: int, window: TimeWindow) -> Callable[[Any], Any]:
     best of each part first (the part whose best says the most first), so a week shows its
     days, not its one busiest day.
     """
-    n = _parts(window)
-    width = (window.until - window.since) / n
+    starts = [since for since, _ in _slices(window)]  # the parts the reads ask for
 
     def part(e: Any) -> int:
         ts = getattr(e, "timestamp", None)
-        if n == 1 or not isinstance(ts, datetime) or ts.tzinfo is None:
+        if len(starts) == 1 or not isinstance(ts, datetime) or ts.tzinfo is None:
             return 0
-        return min(n - 1, max(0, int((ts - window.since) / width)))
+        return max(0, bisect_right(starts, ts) - 1)
 
     def keep(got: Any) -> Any:
         if isinstance(got, RecallAnswer):
