@@ -204,6 +204,7 @@ def render_cost(records: dict[str, list[dict[str, Any]]], tmp: Path) -> None:
     now = evaluation_now(rows)
     prompts = {
         "what did we talk about yesterday?": "what did we talk about yesterday?",
+        "what did we talk about this year? (the whole chat)": "what did we talk about this year?",
         "a dev question (no time)": "What did Caroline research?",
     }
     print("| prompt | " + " | ".join(f"{n} p50 (ms)" for n in CONFIGS) + " |")

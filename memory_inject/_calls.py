@@ -21,9 +21,10 @@ from attrs import frozen
 from memory_inject._filter_first import both_statuses
 from memory_inject._seam import Seam, seam_of
 from memory_inject._window_rows import (
-    _ABOUT_AFTER,
     DAY_ROWS,
     _about,
+    _about_after,
+    _about_since,
     _joined,
     _salient,
     _slices,
@@ -235,8 +236,8 @@ def build_calls(
                         query if searched else _time_words(window),
                         max(4 * q.limit, 32),
                         session_id=sid,
-                        since=window.since,
-                        until=min(window.until + _ABOUT_AFTER, clock),
+                        since=_about_since(window),
+                        until=min(window.until + _about_after(window), clock),
                         statuses=only,
                         deadline=deadline,
                         profiles=profiles,

@@ -46,21 +46,47 @@ def _what(query: str, window: TimeWindow) -> str:
 #: The words of a memory's relative time phrase (``memory_inject.temporal``); the ``time``
 #: query's second call asks the week after the window for rows holding one of them, or the
 #: window's weekday or month names (:func:`_time_words`).
-_RELATIVE_WORDS = "yesterday ago last week weekend month night tonight today morning"
+_RELATIVE_WORDS = "yesterday ago last week weekend month year night tonight today morning"
 
 
 def _time_words(window: TimeWindow) -> str:
-    """:data:`_RELATIVE_WORDS` and the names of the window's weekdays and months."""
-    days = min(32, (window.until - window.since).days + 1)  # a month holds every weekday
+    """:data:`_RELATIVE_WORDS` and the names of the window's weekdays and months; for a
+    window of a year or more its years ("In 2025 we moved")."""
+    span = window.until - window.since
+    days = min(32, span.days + 1)  # a month holds every weekday
     names: dict[str, None] = {}
     for i in range(days):
         day = window.since + timedelta(days=i)
         names.update(dict.fromkeys((f"{day:%A}".lower(), f"{day:%B}".lower())))
+    if span >= _YEAR:
+        names.update(dict.fromkeys(str(y) for y in range(window.since.year, window.until.year + 1)))
     return " ".join([_RELATIVE_WORDS, *names])
+
+
+#: A window longer than this reads the rows that name it only after it: inside a long
+#: window a row's own "yesterday" is one of the window's rows, read with the others, not
+#: ahead of them (a year would otherwise open with every row that says "last week").
+_ABOUT_INSIDE = timedelta(days=31)
+_YEAR = timedelta(days=364)  # a calendar year's window, a microsecond short of 365 days
+
+
+def _about_after(window: TimeWindow) -> timedelta:
+    """How long after ``window`` a memory may still name it: :data:`_ABOUT_AFTER`, or for a
+    longer window as long as it lasts (a month's "last month", a year's "last year")."""
+    return max(_ABOUT_AFTER, window.until - window.since)
+
+
+def _about_since(window: TimeWindow) -> datetime:
+    """Where the ``time`` query's call for the rows that name ``window`` starts."""
+    if window.until - window.since <= _ABOUT_INSIDE:
+        return window.since
+    return window.until
 
 
 #: Phrases of a month, which cover a day without naming it (``memory_inject.temporal``).
 _VAGUE = frozenset({"this_month", "last_month", "months_ago", "month_year", "in_month"})
+#: Phrases of a year, which cover a day, a week or a month without naming it.
+_VAGUE_YEAR = frozenset({"this_year", "last_year", "years_ago", "in_year"})
 #: How far after the window a memory may still name it ("last Friday", a week on).
 _ABOUT_AFTER = timedelta(days=8)
 
@@ -72,8 +98,12 @@ def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
     keep the score the rest of the prompt gave them, and the relevance floor applies."""
 
     # A memory's "this month" overlaps every day of it without naming one: for a window of
-    # a week or less only a phrase of a day or a week names it.
-    vague = _VAGUE if window.until - window.since <= timedelta(days=7) else frozenset()
+    # a week or less only a phrase of a day or a week names it; a year's phrase names no
+    # window shorter than a year, and "since May" (on to the memory's time) none at all.
+    span = window.until - window.since
+    vague = (_VAGUE if span <= timedelta(days=7) else frozenset()) | (
+        _VAGUE_YEAR if span < _YEAR else frozenset()
+    )
 
     def names_it(e: Any) -> bool:
         if not isinstance(e, MemoryEntry) or e.timestamp is None or not isinstance(e.content, str):
@@ -82,6 +112,7 @@ def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
         return (
             said is not None
             and said.kind not in vague
+            and not said.kind.startswith("since_")
             and said.since <= window.until
             and said.until >= window.since
         )

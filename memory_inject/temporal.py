@@ -20,14 +20,21 @@ English phrases, day boundaries in ``now``'s time zone (UTC when ``now`` is naiv
   today; ``on Monday`` in a prompt in the past tense ("what did we decide on Monday?"): the
   latest Monday not after today;
 * ``this month`` (the first to now), ``last month``, ``N months ago`` (calendar months);
+* ``this year`` (1 January to now), ``last year`` / ``this past year``, ``N years ago``
+  (calendar years), and a year named after ``in``, ``during`` or ``throughout``
+  (``in 2023``: from 1970 to this year, this one up to now);
 * dates: ``8 May 2023``, ``May 8th, 2023``, ``2023-05-08``, and without a year the latest
   such day not after today; months: ``May 2023``, ``in May`` (the latest May not after this
-  month).
+  month);
+* ``since`` before any of these runs the window on to now ("since last week": from last
+  week's Monday); ``since Monday`` / ``since May`` start at the latest such day or month not
+  after today.
 
-The future ("tomorrow", "next week", a date after today), a whole year and ``on Monday``
-in a prompt not in the past tense (the next one) are not grounded: the answer is None and the turn
-recalls as before. A date or month named outright wins over a relative phrase ("last
-Friday, on 23 January 2022" is about January); otherwise the first phrase in the text.
+The future ("tomorrow", "next week", a date after today), a year with no ``in`` before it
+("the 2023 model") and ``on Monday`` in a prompt not in the past tense (the next one) are
+not grounded: the answer is None and the turn recalls as before. A date, month or year
+named outright wins over a relative phrase ("last Friday, on 23 January 2022" is about
+January); otherwise the first phrase in the text.
 """
 
 from __future__ import annotations
@@ -44,7 +51,8 @@ __all__ = ["TimeWindow", "time_window", "without_phrase"]
 class TimeWindow:
     """``since`` <= a memory's time <= ``until`` (inclusive, aware datetimes), and where in the
     text the phrase that named it was (``start``, ``end``; ``phrase`` as written; ``kind``
-    the pattern's name: ``yesterday``, ``last_week``, ``day_month``, ...)."""
+    the pattern's name: ``yesterday``, ``last_week``, ``day_month``, ...; ``since_`` before
+    it when the window runs on to now: ``since_last_week``, ``since_weekday``)."""
 
     since: datetime
     until: datetime
@@ -103,10 +111,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("days_ago", rf"\b{_COUNT} days? ago\b"),
         ("weeks_ago", rf"\b{_COUNT} weeks? ago\b"),
         ("months_ago", rf"\b{_COUNT} months? ago\b"),
+        ("years_ago", rf"\b{_COUNT} years? ago\b"),
         ("this_week", r"\b(?:earlier )?this week\b"),
         ("last_week", r"\b(?:last|this past|the past) week\b"),
         ("this_month", r"\b(?:earlier )?this month\b"),
         ("last_month", r"\b(?:last|this past|the past) month\b"),
+        ("this_year", r"\b(?:earlier )?this year\b"),
+        ("last_year", r"\b(?:last|this past|the past) year\b"),
         ("this_weekend", r"\bthis weekend\b"),
         ("last_weekend", r"\b(?:over the|last|this past|the past) weekend\b"),
         ("last_weekday", rf"\b(?:last|this past|past) ({'|'.join(_WEEKDAYS)})\b"),
@@ -116,6 +127,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("month_day", rf"\b{_MONTH_RE} {_DAY}\b(?!:)(?:,? {_YEAR}\b)?"),
         ("month_year", rf"\b{_MONTH_RE},? {_YEAR}\b"),
         ("in_month", rf"\bin {_MONTH_RE}(?=\s*(?:[?.!,;]|$))"),
+        ("in_year", rf"\b(?:in|during|throughout) {_YEAR}\b(?![-:/.]\d)"),
+        ("since_weekday", rf"\bsince ({'|'.join(_WEEKDAYS)})\b"),
+        ("since_month", rf"\bsince {_MONTH_RE}\b(?!,? \d)"),
     )
 )
 
@@ -136,10 +150,13 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "days_ago": ("ago",),
     "weeks_ago": ("ago",),
     "months_ago": ("ago",),
+    "years_ago": ("ago",),
     "this_week": ("week",),
     "last_week": ("week",),
     "this_month": ("month",),
     "last_month": ("month",),
+    "this_year": ("year",),
+    "last_year": ("year",),
     "this_weekend": ("weekend",),
     "last_weekend": ("weekend",),
     "last_weekday": _WEEKDAYS,
@@ -149,11 +166,20 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "month_day": _MONTH_STEMS,
     "month_year": _MONTH_STEMS,
     "in_month": _MONTH_STEMS,
+    "in_year": ("19", "20"),
+    "since_weekday": ("since",),
+    "since_month": ("since",),
 }
 _NEEDS_ANY = frozenset(need for needs in _NEEDS.values() for need in needs)
 #: At most this many phrases are tried (a pasted log of dates stays cheap).
 _MAX_TRIED = 64
-_ABSOLUTE = frozenset({"iso_date", "day_month", "month_day", "month_year", "in_month"})
+_ABSOLUTE = frozenset(
+    {"iso_date", "day_month", "month_day", "month_year", "in_month", "in_year", "since_month"}
+)
+#: The first year ``in_year`` grounds: no memory was written before the Unix epoch.
+_FIRST_YEAR = 1970
+#: "since" right before a phrase: the window runs on to now.
+_SINCE = re.compile(r"\bsince\s+$", re.IGNORECASE)
 
 
 def _start_of(day: date, tz: object) -> datetime:
@@ -217,6 +243,11 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     if name in ("last_month", "months_ago"):
         first = _add_months(month_start, -back)
         return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
+    if name in ("this_year", "last_year", "years_ago", "in_year"):
+        year = int(m.group(1)) if name == "in_year" else today.year - back
+        if not _FIRST_YEAR <= year <= today.year:
+            return None
+        return _start_of(date(year, 1, 1), tz), _start_of(date(year + 1, 1, 1), tz)
     saturday = monday + timedelta(days=5)
     if name == "this_weekend":
         return (_start_of(saturday, tz), now) if today >= saturday else None
@@ -227,7 +258,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _start_of(first, tz), _start_of(first + 2 * day, tz)
     if name == "on_weekday" and not _PAST.search(m.string):
         return None  # "what do I have on Monday?" is the next one
-    if name in ("last_weekday", "on_weekday"):
+    if name in ("last_weekday", "on_weekday", "since_weekday"):
         wanted = _WEEKDAYS.index(m.group(1).lower())
         back = (today.weekday() - wanted) % 7 or (7 if name == "last_weekday" else 0)
         if back == 0:  # "what did we decide on Friday?", asked on a Friday
@@ -249,10 +280,10 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         if found is None or found > today:
             return None
         return _start_of(found, tz), _start_of(found + day, tz)
-    # month_year, in_month
+    # month_year, in_month, since_month
     month = _month_of(m.group(1))
     year = int(m.group(2)) if name == "month_year" else today.year
-    if name == "in_month" and (year, month) > (today.year, today.month):
+    if name != "month_year" and (year, month) > (today.year, today.month):
         year -= 1
     first = date(year, month, 1)
     if first > today:
@@ -294,7 +325,13 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
             continue
         since, end = window
         until = min(end - timedelta(microseconds=1), now)
-        return TimeWindow(since, until, m.group(0), m.start(), m.end(), name)
+        begin, kind = m.start(), name
+        before = _SINCE.search(text, max(0, begin - 16), begin)
+        if before is not None:  # "since last week": on to now
+            until, begin, kind = now, before.start(), "since_" + name
+        elif name.startswith("since_"):
+            until = now
+        return TimeWindow(since, until, text[begin : m.end()], begin, m.end(), kind)
     return None
 
 

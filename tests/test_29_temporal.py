@@ -78,6 +78,23 @@ class TestTimeWindow:
             ("yesterday or last week", _day(2026, 12, 3)),  # the first phrase wins
             ("what did Jo finish last Friday, on 23 January, 2022?", _day(2022, 1, 23)),
             ("last week, not yesterday", _span((2026, 11, 23), (2026, 11, 30))),
+            ("what did we talk about in 2023?", _span((2023, 1, 1), (2024, 1, 1))),
+            ("during 2025", _span((2025, 1, 1), (2026, 1, 1))),
+            ("throughout 1970", _span((1970, 1, 1), (1971, 1, 1))),
+            ("in 2026", (datetime(2026, 1, 1, tzinfo=UTC), NOW)),
+            ("what happened last year?", _span((2025, 1, 1), (2026, 1, 1))),
+            ("this past year", _span((2025, 1, 1), (2026, 1, 1))),
+            ("earlier this year", (datetime(2026, 1, 1, tzinfo=UTC), NOW)),
+            ("two years ago", _span((2024, 1, 1), (2025, 1, 1))),
+            ("what did Jo say in May 2023?", _span((2023, 5, 1), (2023, 6, 1))),  # the month
+            ("since last week", (datetime(2026, 11, 23, tzinfo=UTC), NOW)),
+            ("what changed since yesterday?", (datetime(2026, 12, 3, tzinfo=UTC), NOW)),
+            ("since Tuesday", (datetime(2026, 12, 1, tzinfo=UTC), NOW)),
+            ("since Friday", (datetime(2026, 12, 4, tzinfo=UTC), NOW)),  # today is one
+            ("what did I decide since May?", (datetime(2026, 5, 1, tzinfo=UTC), NOW)),
+            ("since December", (datetime(2026, 12, 1, tzinfo=UTC), NOW)),
+            ("since 8 May 2023", (datetime(2023, 5, 8, tzinfo=UTC), NOW)),
+            ("Since  2 days ago", (datetime(2026, 12, 2, tzinfo=UTC), NOW)),
         ],
     )
     def test_phrases_resolve_to_their_window(
@@ -102,7 +119,14 @@ class TestTimeWindow:
             "on 31 february",
             "2023-13-01",
             "on 28 december 2026",  # after today
-            "in 2023",  # a whole year
+            "in 2027",  # a year to come
+            "during 1969",  # before any memory's time
+            "the 2023 model",  # a year with no "in": a name, not a time
+            "call 2023 now",
+            "in 2023-13-01",
+            "what did we do since then?",
+            "since 28 december 2026",  # after today
+            "since tomorrow",
             "",
             "\x00\u202e👍 " * 50,
             "what is the capital of Peru?",
@@ -110,6 +134,18 @@ class TestTimeWindow:
     )
     def test_no_past_window_is_none(self, text: str) -> None:
         assert time_window(text, NOW) is None
+
+    def test_since_is_part_of_the_phrase_and_its_kind(self) -> None:
+        """ "since" runs the window on to now: it is cut from the prompt with the phrase,
+        and the kind says so (a memory's "since May" names no one day)."""
+        text = "what did Anna say since last week about Lisbon?"
+        window = time_window(text, NOW)
+        assert window is not None
+        assert ("since last week", "since_last_week") == (window.phrase, window.kind)
+        assert "what did Anna say about Lisbon?".split() == without_phrase(text, window).split()
+        plain = time_window("what did Anna say last week?", NOW)
+        assert plain is not None
+        assert ("last week", "last_week") == (plain.phrase, plain.kind)
 
     def test_a_weekend_going_on_and_the_one_before(self) -> None:
         sunday = datetime(2026, 12, 6, 9, 0, tzinfo=UTC)
@@ -470,6 +506,92 @@ class TestWhatAWeekSaid:
         """A one-day window takes the day's rows that say the most, as before."""
         keys = _keys(week_store, "what did we talk about on 24 November?", _plan(("time", 3)))
         assert ["d24-36", "d24-30", "d24-24"] == keys  # six words each, newest first
+
+
+def _year_rows() -> list[tuple[str, str, str, str]]:
+    """alice's notes of 2025, one on the 10th of each month (each says as much), three
+    notes written in 2026 that name 2025 in their own words, one of 2026 that names a day of
+    2026, one of June 2025 that says "since May" and one of August 2025 that says
+    "yesterday"; a row of 3 January 2026 and two rows of the days after whose "this year"
+    and "since January" cover that day."""
+    rows = [
+        (f"m{month:02d}", f"note{month} about plan{month} and task{month}", "", "alice")
+        for month in range(1, 13)
+    ]
+    rows = [(k, c, f"2025-{k[1:]}-10T10:00:00Z", who) for k, c, _, who in rows]
+    rows += [
+        ("said-year", "Last year we moved the studio", "2026-01-05T10:00:00Z", "alice"),
+        ("said-in", "In 2025 the garden flooded twice", "2026-01-06T10:00:00Z", "alice"),
+        ("said-later", "Last year the roof leaked", "2026-03-01T10:00:00Z", "alice"),
+        ("said-other", "Yesterday we cleaned the attic", "2026-03-05T10:00:00Z", "alice"),
+        ("said-since", "I have been running since May", "2025-06-20T10:00:00Z", "alice"),
+        ("said-inside", "Yesterday we fixed the fence", "2025-08-20T10:00:00Z", "alice"),
+        ("jan3", "Painted the hallway blue", "2026-01-03T10:00:00Z", "alice"),
+        ("said-this-year", "This year the plan is to rest more", "2026-01-06T11:00:00Z", "alice"),
+        ("said-since-jan", "Since January I walk every day", "2026-01-08T10:00:00Z", "alice"),
+    ]
+    return sorted(rows, key=lambda r: r[2])  # written in time order
+
+
+def _wide(n: int) -> MemoryInjectConfig:
+    """A plan of one ``time`` query that shows ``n`` entries."""
+    plan = _plan(("time", n), cap=n)
+    return attrs.evolve(plan, budget=attrs.evolve(plan.budget, max_entries=n))
+
+
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
+def year_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from _filled(_opened(request, tmp_path), _year_rows())
+
+
+class TestWhatAYearSaid:
+    """ "What did we talk about last year?" is the calendar year before, read in parts like
+    a week: its rows come from across the year, not only from December."""
+
+    def test_the_year_s_rows_come_from_across_it(self, year_store: Any) -> None:
+        keys = _keys(year_store, "what did we talk about last year?", _wide(10))
+        assert ["said-year", "said-in", "said-later"] == keys[:3]  # they name it (below)
+        # Seven parts of about 52 days, one row of each (the newest of equals), not the
+        # year's newest rows. August's "yesterday" names a day of the year, but inside so
+        # long a window it is one of its rows, not ahead of them: its part shows m09.
+        assert ["m12", "m10", "m09", "m07", "m05", "m04", "m02"] == keys[3:]
+
+    def test_memories_that_name_the_year_are_shown_for_it(self, year_store: Any) -> None:
+        """Written in the year after it and naming it: first, oldest first; the year's own
+        rows after them. A row of that year naming another time is not one of them."""
+        keys = _keys(year_store, "what happened in 2025?", _wide(8))
+        assert ["said-year", "said-in", "said-later"] == keys[:3], keys
+        assert "said-other" not in keys
+        assert all(k.startswith(("m", "said-since", "said-inside")) for k in keys[3:]), keys
+
+    def test_a_year_phrase_does_not_name_a_day_nor_since_a_month(self, year_store: Any) -> None:
+        """A window of one day in 2025: the rows written that day, not the rows whose "last
+        year" or "since May" merely covers it."""
+        keys = _keys(year_store, "what happened on 10 June 2025?", TIME_PLAN)
+        assert ["m06"] == keys
+        keys = _keys(year_store, "what did we talk about in June 2025?", TIME_PLAN)
+        assert "said-since" in keys  # written in June
+        assert not {"said-year", "said-in"} & set(keys)
+
+    def test_a_memory_s_year_or_since_names_no_day(self, year_store: Any) -> None:
+        """Written days after 3 January and covering it ("this year", "since January"), but
+        naming no day of it: the day shows its own row alone."""
+        assert ["jan3"] == _keys(year_store, "what happened on 3 January 2026?", _wide(8))
+
+    def test_since_runs_to_now(self, year_store: Any) -> None:
+        plan = _wide(8)
+        assert [] == _keys(year_store, "what did we talk about since May?", plan)  # 2026's
+        assert {
+            "said-year",
+            "said-in",
+            "said-later",
+            "said-other",
+            "jan3",
+            "said-this-year",
+            "said-since-jan",
+        } == set(_keys(year_store, "what did we talk about since January?", plan))
+        keys = _keys(year_store, "what did we talk about since 1 November 2025?", plan)
+        assert {"m11", "m12", "said-year", "said-in"} <= set(keys), keys
 
 
 class TestTheConfigKey:
