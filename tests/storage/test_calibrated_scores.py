@@ -105,6 +105,22 @@ class TestEngineParity:
             asked = RecallQuery(prompt, 10)
             assert sqlite.answer(asked).strategy == pg.answer(asked).strategy
 
+    def test_a_short_row_comes_before_a_long_one_of_equal_score(
+        self, engines: Callable[[], tuple[Any, PostgresStore]]
+    ) -> None:
+        """Both rows hold the one query word (score 1.0 each); the long one twice. SQLite's
+        BM25 weighs a row's length down, and so does PostgreSQL's ts_rank (normalization
+        1): the short row first on both, not the row that says the word more often."""
+        filler = " ".join(f"word{i}" for i in range(150))
+        rows: list[Memory] = [
+            ("long", f"The kayak trip {filler} and the kayak again.", None, None),
+            ("short", "Bought a kayak.", None, None),
+            ("other", "Planted tomatoes.", None, None),
+        ]
+        for store in (_fill(s, rows) for s in engines()):
+            got = store.recall("kayak", 10)
+            assert [("short", 1.0), ("long", 1.0)] == [(e.key, e.score) for e in got]
+
     def test_context_counts_less(self, engines: Callable[[], tuple[Any, PostgresStore]]) -> None:
         """A term found only in the previous record counts half, two back a quarter."""
         sqlite, pg = (_fill(s, CHAT) for s in engines())
