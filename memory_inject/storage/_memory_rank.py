@@ -16,6 +16,7 @@ from datetime import datetime
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._lexical import stem, tokenize
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
+from memory_inject.storage.day_vote import day_key, pick_by_day
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord
 
@@ -81,7 +82,15 @@ def ranked(
         if cov > 0.0:
             hits.append((r, cov, bm25(tokens, terms, present, idf, avgdl)))
     hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
-    return [r.to_entry(cov) for r, cov, _ in hits[:limit]]
+    # As the SQL stores: the rows returned are chosen among twice as many with their
+    # day's vote (``day_vote``).
+    pool = {r.id: r for r, _, _ in hits[: 2 * limit]}
+    chosen = pick_by_day(
+        [(r.id, cov) for r, cov, _ in hits[: 2 * limit]],
+        lambda i: day_key(pool[i].session_id, pool[i].timestamp),
+        limit,
+    )
+    return [pool[i].to_entry(cov) for i, cov in chosen]
 
 
 def is_live(r: MemoryRecord, now: datetime) -> bool:

@@ -26,6 +26,7 @@ from attrs import define, field
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage.calibration import vector_score
+from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.postgres.queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS, row_to_record
@@ -46,6 +47,7 @@ _MAX_TERMS = 64
 #: are ordered by their calibrated score (ts_rank knows no idf).
 _KEYWORD_WINDOW = 64
 _ID = RECALL_COLUMNS.index("id")
+_SESSION, _TS = RECALL_COLUMNS.index("session_id"), RECALL_COLUMNS.index("timestamp")
 
 
 @define
@@ -193,7 +195,14 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             keyword.append((rid, score))
     if raw is not None and vector:
         vector += [(i, vector_score(c, run.calibration)) for i, c in raw.unseen(keyword)]
-    fused = fuse(keyword, vector, run.fusion, run.limit, None if raw is None else raw.scores())
+    # As on SQLite: the rows returned are chosen among twice as many with their day's vote.
+    voted = by_score(run.fusion, bool(keyword), bool(vector))
+    wanted = 2 * run.limit if voted else run.limit
+    fused = fuse(keyword, vector, run.fusion, wanted, None if raw is None else raw.scores())
+    if voted:
+        fused = pick_by_day(
+            fused, lambda i: day_key(records[i][_SESSION], records[i][_TS]), run.limit
+        )
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         entries = [

@@ -19,6 +19,7 @@ from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage.calibration import vector_score
+from memory_inject.storage.day_vote import by_score, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite.codec import (
@@ -38,6 +39,8 @@ from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, Vect
 __all__ = ["RecallRun", "scored_recall"]
 
 _ID = ENTRY_COLUMNS.index("id")
+# A row's day for pick_by_day: its session and the UTC date of its stored text (day_key).
+_SESSION, _TS = ENTRY_COLUMNS.index("session_id"), ENTRY_COLUMNS.index("timestamp")
 
 
 @attrs.frozen
@@ -142,7 +145,10 @@ def _run(
                     raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
     vector, scores = _fusion_inputs(vector, hits, bm25, run.fusion, run.calibration)
-    fused = fuse(keyword, vector, run.fusion, limit, scores)
+    # The window's best, twice what is asked: the rows returned are chosen among them
+    # with their day's vote (``day_vote``) where the fused order is the scores'.
+    voted = by_score(run.fusion, bool(keyword), bool(vector))
+    fused = fuse(keyword, vector, run.fusion, 2 * limit if voted else limit, scores)
     if fused:
         unread = [i for i, _ in fused if i not in rows]
         if unread:
@@ -150,6 +156,10 @@ def _run(
             by_id = f"{scope} AND id IN (SELECT value FROM json_each(?))"  # noqa: S608
             for row in fetch_entries(conn, namespace, by_id, (*params, json.dumps(unread))):
                 rows[row[_ID]] = row
+        if voted:
+            fused = [p for p in fused if p[0] in rows]
+            days = [(rows[i][_SESSION], str(rows[i][_TS])[:10]) for i, _ in fused]
+            fused = pick_by_day(fused, days, limit)
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
