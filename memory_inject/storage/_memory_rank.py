@@ -84,13 +84,11 @@ def ranked(
     hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))
     # As the SQL stores: the rows returned are chosen among twice as many with their
     # day's vote (``day_vote``).
-    pool = {r.id: r for r, _, _ in hits[: 2 * limit]}
-    chosen = pick_by_day(
-        [(r.id, cov) for r, cov, _ in hits[: 2 * limit]],
-        lambda i: day_key(pool[i].session_id, pool[i].timestamp),
-        limit,
-    )
-    return [pool[i].to_entry(cov) for i, cov in chosen]
+    window = hits[: 2 * limit]
+    by_id = {r.id: r for r, _, _ in window}
+    days = [day_key(r.session_id, r.timestamp) for r, _, _ in window]
+    chosen = pick_by_day([(r.id, cov) for r, cov, _ in window], days, limit)
+    return [by_id[i].to_entry(cov) for i, cov in chosen]
 
 
 def is_live(r: MemoryRecord, now: datetime) -> bool:

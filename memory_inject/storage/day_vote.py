@@ -23,7 +23,7 @@ measured (0.790, 0.800, 0.802, 0.802).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from datetime import UTC, datetime
 
 from memory_inject.storage.fusion import Fusion
@@ -53,24 +53,22 @@ def by_score(fusion: Fusion, keyword: bool, vector: bool) -> bool:
 
 def pick_by_day(
     ranked: Sequence[tuple[str, float]],
-    days: Callable[[str], Hashable] | Sequence[Hashable],
+    days: Sequence[Hashable],
     limit: int,
     weight: float | None = None,
 ) -> list[tuple[str, float]]:
     """``limit`` of ``ranked`` (``(id, score)``, best first), chosen with their day's vote.
 
     Returns them in ``ranked``'s order with their own scores. ``days`` is each row's day
-    key, in ``ranked``'s order, or a function of an id giving it; ``weight`` defaults to
-    :data:`DAY_VOTE`. Fewer than ``limit + 1`` candidates, no weight, one day or no
-    positive score: the first ``limit``, as before.
+    (:func:`day_key`), in ``ranked``'s order; ``weight`` defaults to :data:`DAY_VOTE`.
+    Fewer than ``limit + 1`` candidates, no weight, one day or no positive score: the
+    first ``limit``, as before.
     """
     if limit <= 0:
         return []
     weight = DAY_VOTE if weight is None else weight
     if len(ranked) <= limit or weight <= 0.0:
         return list(ranked[:limit])
-    if callable(days):
-        days = [days(i) for i, _ in ranked]
     total: dict[Hashable, float] = {}
     for day, (_, score) in zip(days, ranked, strict=True):
         total[day] = total.get(day, 0.0) + (score if score > 0.0 else 0.0)

@@ -94,17 +94,18 @@ class TestPickByDay:
     def test_the_best_half_stand_and_the_rest_follow_the_day(self) -> None:
         ranked = [("x", 0.9), ("y", 0.6), ("p", 0.5), ("q", 0.5), ("d1", 0.45), ("d2", 0.45)]
         days = {"x": 1, "y": 2, "p": 3, "q": 4, "d1": 5, "d2": 5}
-        got = pick_by_day(ranked, days.__getitem__, 3)
+        got = pick_by_day(ranked, [days[i] for i, _ in ranked], 3)
         # Day 5 sums 0.9 (as much as x's day): 0.45 + 0.2 beats 0.5 + 0.2 * 0.5 / 0.9.
         assert [("x", 0.9), ("y", 0.6), ("d1", 0.45)] == got
 
     def test_few_candidates_or_no_weight_change_nothing(self) -> None:
         ranked = [("a", 0.8), ("b", 0.3), ("c", 0.2)]
-        assert ranked == pick_by_day(ranked, lambda i: i, 3)
-        assert ranked[:2] == pick_by_day(ranked, lambda i: "same", 2, weight=0.0)
-        assert [] == pick_by_day(ranked, lambda i: i, 0)
+        assert ranked == pick_by_day(ranked, ["a", "b", "c"], 3)
+        assert ranked[:2] == pick_by_day(ranked, ["a", "b", "c"], 2, weight=0.0)
+        assert ranked[:2] == pick_by_day(ranked, ["same"] * 3, 2)
+        assert [] == pick_by_day(ranked, ["a", "b", "c"], 0)
         zero = [("a", 0.0), ("b", 0.0), ("c", 0.0)]
-        assert zero[:2] == pick_by_day(zero, lambda i: i, 2)
+        assert zero[:2] == pick_by_day(zero, ["a", "b", "c"], 2)
 
     @given(
         st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 4)), min_size=0, max_size=30).map(
@@ -117,7 +118,7 @@ class TestPickByDay:
     ) -> None:
         ranked = [(f"r{j}", s) for j, (s, _) in enumerate(reversed(rows))]
         days = {f"r{j}": d for j, (_, d) in enumerate(reversed(rows))}
-        got = pick_by_day(ranked, days.__getitem__, limit)
+        got = pick_by_day(ranked, [days[i] for i, _ in ranked], limit)
         assert len(got) == min(limit, len(ranked))
         assert got == [p for p in ranked if p in got]  # the store's order, own scores
         assert got[: (limit + 1) // 2] == ranked[: (limit + 1) // 2]

@@ -200,9 +200,8 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     wanted = 2 * run.limit if voted else run.limit
     fused = fuse(keyword, vector, run.fusion, wanted, None if raw is None else raw.scores())
     if voted:
-        fused = pick_by_day(
-            fused, lambda i: day_key(records[i][_SESSION], records[i][_TS]), run.limit
-        )
+        days = [day_key(records[i][_SESSION], records[i][_TS]) for i, _ in fused]
+        fused = pick_by_day(fused, days, run.limit)
     if fused:
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         entries = [

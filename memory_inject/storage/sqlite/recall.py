@@ -19,7 +19,7 @@ from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage.calibration import vector_score
-from memory_inject.storage.day_vote import by_score, pick_by_day
+from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite.codec import (
@@ -39,7 +39,6 @@ from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, Vect
 __all__ = ["RecallRun", "scored_recall"]
 
 _ID = ENTRY_COLUMNS.index("id")
-# A row's day for pick_by_day: its session and the UTC date of its stored text (day_key).
 _SESSION, _TS = ENTRY_COLUMNS.index("session_id"), ENTRY_COLUMNS.index("timestamp")
 
 
@@ -158,7 +157,7 @@ def _run(
                 rows[row[_ID]] = row
         if voted:
             fused = [p for p in fused if p[0] in rows]
-            days = [(rows[i][_SESSION], str(rows[i][_TS])[:10]) for i, _ in fused]
+            days = [day_key(rows[i][_SESSION], rows[i][_TS]) for i, _ in fused]
             fused = pick_by_day(fused, days, limit)
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
