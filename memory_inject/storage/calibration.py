@@ -115,8 +115,13 @@ def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
     total = sum(weights)
     if total <= 0.0:
         return 0.0
-    share = min(1.0, sum(w * p for w, p in zip(weights, present, strict=True)) / total)
-    return float(share**_EXPONENT)
+    return calibrated(sum(w * p for w, p in zip(weights, present, strict=True)), total)
+
+
+def calibrated(held: float, total: float) -> float:
+    """:func:`coverage` from its sums: ``held`` (the weights of what a row holds, times how
+    much) over ``total`` (every weight, > 0), for callers that sum each row themselves."""
+    return float(min(1.0, held / total) ** _EXPONENT)
 
 
 def vector_score(cosine: float, calibration: tuple[float, float] = (0.0, 1.0)) -> float:

@@ -50,7 +50,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.calibration import calibrated, term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.keyword_arrays import Ranking, ranking
@@ -294,11 +294,18 @@ def _hits(
         ranked = ranking(index, phrases, scope)
         kept = _pick(conn, where, ranked, k, rows)
     weights = [term_weight(n, d) for d in df]
-    held = [postings.get(t, {}) for t in phrases]
+    total = sum(weights)
+    if total <= 0.0:
+        return [(index.ids[rid], 0.0, ranked.score(rid)) for rid in kept]
+    held = list(zip(weights, (postings.get(t, {}) for t in phrases), strict=True))
     out = []
-    for rid in kept:
-        present = [present_weight(p.get(rid)) for p in held]
-        out.append((index.ids[rid], coverage(weights, present), ranked.score(rid)))
+    for rid in kept:  # coverage(weights, present), summed here: the hot loop of a recall
+        share = 0.0
+        for w, posting in held:
+            found = posting.get(rid)
+            if found is not None:
+                share += w * present_weight(found)
+        out.append((index.ids[rid], calibrated(share, total), ranked.score(rid)))
     return out
 
 
