@@ -45,7 +45,10 @@ PROGRESS_STEPS = 10_000
 #: in-process keyword mirror does most of a recall, 4 readers served 16 threads at
 #: 0.7x the rate of 1); fewer serialise the big stores' FTS5 work, which runs without
 #: the GIL (50k rows, 16 threads: 1 reader 0.89x one thread, 2 readers 1.49x).
-DEFAULT_READERS = min(8, max(2, os.cpu_count() or 2))
+#: The cores, read once: ``os.cpu_count()`` reads sysfs (about 6 µs), and
+#: :attr:`SQLiteConnection.recall_slots` is asked on every render's hand-off.
+_CORES = os.cpu_count() or 2
+DEFAULT_READERS = min(8, max(2, _CORES))
 
 
 def _file_id(path: str) -> tuple[int, int] | None:
@@ -145,7 +148,7 @@ class SQLiteConnection:
         the GIL and the connections, and make every turn slower.
         """
         readers = self._readers.size if self._readers is not None else 1
-        return max(1, min(readers, os.cpu_count() or 2))
+        return max(1, min(readers, _CORES))
 
     def stall_note(self) -> str | None:
         """Why a recall of this store may be waiting past its deadline, if a cause is
