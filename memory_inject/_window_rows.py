@@ -49,6 +49,19 @@ def _what(query: str, window: TimeWindow) -> str:
 _RELATIVE_WORDS = "yesterday ago last week weekend month year night tonight today morning"
 
 
+#: Phrases of a month, which cover a day without naming it (``memory_inject.temporal``).
+_VAGUE = frozenset({"this_month", "last_month", "months_ago", "month_year", "in_month"})
+#: Phrases of a year, which cover a day, a week or a month without naming it.
+_VAGUE_YEAR = frozenset({"this_year", "last_year", "years_ago", "in_year"})
+#: How far after the window a memory may still name it ("last Friday", a week on).
+_ABOUT_AFTER = timedelta(days=8)
+#: A window longer than this reads the rows that name it only after it: inside a long
+#: window a row's own "yesterday" is one of the window's rows, read with the others, not
+#: ahead of them (a year would otherwise open with every row that says "last week").
+_ABOUT_INSIDE = timedelta(days=31)
+_YEAR = timedelta(days=364)  # a calendar year's window, a microsecond short of 365 days
+
+
 def _time_words(window: TimeWindow) -> str:
     """:data:`_RELATIVE_WORDS` and the names of the window's weekdays and months; for a
     window of a year or more its years ("In 2025 we moved")."""
@@ -63,13 +76,6 @@ def _time_words(window: TimeWindow) -> str:
     return " ".join([_RELATIVE_WORDS, *names])
 
 
-#: A window longer than this reads the rows that name it only after it: inside a long
-#: window a row's own "yesterday" is one of the window's rows, read with the others, not
-#: ahead of them (a year would otherwise open with every row that says "last week").
-_ABOUT_INSIDE = timedelta(days=31)
-_YEAR = timedelta(days=364)  # a calendar year's window, a microsecond short of 365 days
-
-
 def _about_after(window: TimeWindow) -> timedelta:
     """How long after ``window`` a memory may still name it: :data:`_ABOUT_AFTER`, or for a
     longer window as long as it lasts (a month's "last month", a year's "last year")."""
@@ -81,14 +87,6 @@ def _about_since(window: TimeWindow) -> datetime:
     if window.until - window.since <= _ABOUT_INSIDE:
         return window.since
     return window.until
-
-
-#: Phrases of a month, which cover a day without naming it (``memory_inject.temporal``).
-_VAGUE = frozenset({"this_month", "last_month", "months_ago", "month_year", "in_month"})
-#: Phrases of a year, which cover a day, a week or a month without naming it.
-_VAGUE_YEAR = frozenset({"this_year", "last_year", "years_ago", "in_year"})
-#: How far after the window a memory may still name it ("last Friday", a week on).
-_ABOUT_AFTER = timedelta(days=8)
 
 
 def _about(window: TimeWindow, unscored: bool) -> Callable[[Any], Any]:
