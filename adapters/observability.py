@@ -71,6 +71,7 @@ def event_fields(event: MemoryRecall) -> dict[str, Any]:
         "origin": event.origin,
         "partial": event.partial,
         "abstained": event.abstained,
+        "prompt_similarity": event.prompt_similarity,
         "error": event.error,
         "dropped": sum(reasons.values()),
         "dropped_reasons": dict(sorted(reasons.items())),
@@ -217,6 +218,7 @@ class OpenTelemetryBridge(_Bridge):
             "origin": "memory_inject.origin",
             "partial": "memory_inject.partial",
             "abstained": "memory_inject.abstained",
+            "prompt_similarity": "memory_inject.prompt_similarity",
         }
         return {attr: fields[key] for key, attr in names.items() if fields[key] is not None}
 

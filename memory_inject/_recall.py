@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from functools import partial
@@ -55,6 +56,7 @@ def _steps(calls: list[Call], res: Results) -> Steps:
             return
         notes: tuple[str, ...] = ()
         over: Sequence[MemoryEntry] = ()
+        similarity: float | None = None
         try:
             batch = yield call
             answer = as_answer(batch)
@@ -64,6 +66,8 @@ def _steps(calls: list[Call], res: Results) -> Steps:
                 if notes and call.source == "semantic":
                     # founder-os: an embedder failure drops the semantic query only
                     raise RuntimeError("; ".join(notes))
+                similarity, bad = _told(answer.similarity)
+                notes += bad
                 batch = answer.entries
         except RecallWaitError as exc:
             # The deadline passed before the call could start: name the wait.
@@ -84,6 +88,18 @@ def _steps(calls: list[Call], res: Results) -> Steps:
                 res.batches.append((call, batch))
                 res.degraded.extend(notes)
                 res.passed_over.extend(e for e in over if isinstance(e, MemoryEntry))
+                if similarity is not None:
+                    was = res.similarity
+                    res.similarity = similarity if was is None else max(was, similarity)
+
+
+def _told(value: object) -> tuple[float | None, tuple[str, ...]]:
+    """A store's ``RecallAnswer.similarity`` clamped to 0..1, or None and why it is unusable."""
+    if value is None:
+        return None, ()
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None, (f"invalid_similarity: the store answered {value!r:.60}",)
+    return min(1.0, max(0.0, float(value))), ()
 
 
 def _lazy(batch: Any) -> bool:

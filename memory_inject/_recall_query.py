@@ -72,7 +72,10 @@ class RecallAnswer:
     of each stage. ``passed_over`` holds the rows a restricted query
     (``statuses``, ``profiles``) left out that ranked above the rows it kept:
     a governed turn's stages drop them by name (``status:deprecated``), so the
-    trace reads as PI's, and they never take a slot.
+    trace reads as PI's, and they never take a slot. ``similarity`` is how
+    close the searched scope's nearest row is to the query by the store's
+    embedder, on the calibrated 0..1 scale of its vector scores (None: no
+    vector stage ran); ``min_prompt_similarity`` gates a render on it.
     """
 
     entries: Sequence[MemoryEntry] = attrs.field(factory=list)
@@ -81,3 +84,4 @@ class RecallAnswer:
     keyword_hits: int = 0
     vector_hits: int = 0
     passed_over: Sequence[MemoryEntry] = ()
+    similarity: float | None = None

@@ -37,7 +37,8 @@ class Recalled:
     at the deadline or skipped because the store was busy. ``plan_dropped`` is
     ``{key: reason}`` for the entries a plan cut. ``passed_over`` are the rows
     the answers' restrictions left out (``RecallAnswer.passed_over``), once
-    each and none that an answer returned.
+    each and none that an answer returned. ``similarity`` is the greatest
+    ``RecallAnswer.similarity`` of the answers used (None: none told one).
     """
 
     entries: list[MemoryEntry]
@@ -50,6 +51,7 @@ class Recalled:
     partial: bool = False
     plan_dropped: dict[str, str] = attrs.Factory(dict)
     passed_over: list[MemoryEntry] = attrs.Factory(list)
+    similarity: float | None = None
 
 
 @define
@@ -72,6 +74,8 @@ class Results:
     degraded: list[str] = attrs.Factory(list)
     #: Rows the answers' restrictions passed over (``RecallAnswer.passed_over``).
     passed_over: list[MemoryEntry] = attrs.Factory(list)
+    #: The greatest similarity an answer used told (``RecallAnswer.similarity``).
+    similarity: float | None = None
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
 
@@ -106,6 +110,7 @@ def collect(
         failures = list(res.errors)
         notes = list(dict.fromkeys(res.degraded))
         passed_over = list(res.passed_over)
+        similarity = res.similarity
         partial = res.abandoned
         if res.busy is not None:
             notes.append(res.busy)
@@ -188,6 +193,7 @@ def collect(
         partial,
         plan_dropped,
         _passed_over(passed_over, entries),
+        similarity,
     )
 
 

@@ -39,7 +39,7 @@ from memory_inject.policy import InjectPolicy
 from memory_inject.profile import ProfileIdentity, turn_profile
 from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import StageContext, StageTrace, governed, stages_for
+from memory_inject.stages import UNRELATED_PROMPT, StageContext, StageTrace, governed, stages_for
 
 __all__ = [
     "RenderResult",
@@ -293,9 +293,10 @@ def _skipped(t: Turn) -> RenderResult:
     return RenderResult("", (), (), event)
 
 
-def _any_below_floor(traces: Sequence[StageTrace]) -> bool:
-    """True when a stage dropped an entry for scoring under the relevance floor."""
-    return any(r.startswith(_BELOW_RELEVANCE) for tr in traces for r in tr.dropped.values())
+def _abstention(traces: Sequence[StageTrace]) -> str | None:
+    """Why a render that rendered nothing abstained: the prompt gate, else the floor."""
+    reasons = {r.split(":", 1)[0] for tr in traces for r in tr.dropped.values()}
+    return next((w for w in (UNRELATED_PROMPT, _BELOW_RELEVANCE) if w in reasons), None)
 
 
 def _finish(t: Turn, rec: Recalled) -> RenderResult:
@@ -340,6 +341,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
             project_keys,
             text_ctx,
             sessions=t.scopes,
+            similarity=rec.similarity,
         )
         text, rendered, stage_traces = run_stages(ctx, recalled)
         traces.extend(stage_traces)
@@ -348,9 +350,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         text, rendered = "", ()
         errors.append(f"stage_failed: {describe_fault(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
-    abstained = t.abstained or (
-        _BELOW_RELEVANCE if success and not rendered and _any_below_floor(traces) else None
-    )
+    abstained = t.abstained or (_abstention(traces) if success and not rendered else None)
     query = t.query
     event = MemoryRecall(
         query_summary=None if query == "" else scrubbed_summary(query, _QUERY_SUMMARY_CHARS),
@@ -373,6 +373,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         abstained=abstained,
         tokenizer=cfg.budget.tokenizer,
         text=text,
+        prompt_similarity=rec.similarity,
     )
     _send(memory_recall, t.store, event)
     return RenderResult(text, rendered, event.trace, event)

@@ -67,8 +67,11 @@ class MemoryRecall:
     when the store returned garbage or when a stage raised), ``channel``,
     ``agent_alias``, ``turn_id``. ``abstained`` says why a render injected
     nothing on purpose: ``"no_query_terms"`` (the prompt has no content words,
-    so nothing was recalled) or ``"below_relevance"`` (entries were recalled
-    but none was relevant enough to show); None otherwise.
+    so nothing was recalled), ``"unrelated_prompt"`` (``min_prompt_similarity``:
+    the memory nearest the prompt, by the store's embedder, was not close
+    enough) or ``"below_relevance"`` (entries were recalled but none was
+    relevant enough to show); None otherwise. ``prompt_similarity`` is that
+    nearest memory's calibrated similarity (0..1) when the store told one.
     """
 
     query_summary: str | None
@@ -91,6 +94,7 @@ class MemoryRecall:
     abstained: str | None = None
     tokenizer: str = field(default="cl100k_base", repr=False)
     text: str = field(default="", repr=False)
+    prompt_similarity: float | None = None
 
     @functools.cached_property
     def rendered_tokens(self) -> int:

@@ -132,6 +132,7 @@ def render(
         why = {
             "no_query_terms": "the prompt has no content word, so nothing was recalled",
             "below_relevance": "every hit scored under min_relevance_score",
+            "unrelated_prompt": "no memory is near the prompt (min_prompt_similarity)",
         }
         abstained = event.abstained if event is not None else None
         console.print(f"(empty block: {why.get(abstained or '', 'nothing survived')})")

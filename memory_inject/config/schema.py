@@ -140,6 +140,7 @@ _OVERRIDABLE = (
     "enabled",
     "recall_limit",
     "min_relevance_score",
+    "min_prompt_similarity",
     "require_query_terms",
     "decay",
     "rerank",
@@ -193,6 +194,9 @@ class MemoryInjectConfig:
         le=MAX_CANDIDATE_POOL,
     )
     min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
+    min_prompt_similarity: float | None = setting(
+        None, "float", "similarity the nearest memory needs (null: off)", ge=0, le=1, nullable=True
+    )
     require_query_terms: bool = setting(
         True, "bool", "recall nothing for a prompt without content words (no_query_terms)"
     )

@@ -8,6 +8,8 @@ runs, in order, each configured at construction::
                             trace), the store asked again for as many (``threat.py``)
     session_scope           the scope rule (docs/storage.md): other sessions' rows,
                             and in a mixed list unshared sessionless rows
+    [prompt_gate]           min_prompt_similarity: every scored entry when the row
+                            nearest the prompt, by the store's embedder, is under it
     [governance stages]     memory.governance.enabled: status, profile, project,
                             positive applicability, negative scope (PI's reasons);
                             renderer sectioned alone: status and profile,
@@ -34,7 +36,9 @@ from memory_inject._cache import PerObject
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.stages._base import Stage, StageContext, StageResult, StageTrace, format_score
 from memory_inject.stages.filters import (
+    UNRELATED_PROMPT,
     Decay,
+    PromptGate,
     RelevanceFilter,
     conversation_exclusion,
     eligibility_reason,
@@ -48,8 +52,10 @@ from memory_inject.stages.rerank import Rerank
 from memory_inject.stages.threat import ThreatScan, threat_scan_for
 
 __all__ = [
+    "UNRELATED_PROMPT",
     "Decay",
     "NamedStage",
+    "PromptGate",
     "RelevanceFilter",
     "Rerank",
     "RoutedScope",
@@ -123,6 +129,8 @@ def recall_restriction(
 def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     """The named stages a render with ``config`` runs, in order (see the module docstring)."""
     chain = [NamedStage("session_scope", session_scope)]
+    if config.min_prompt_similarity is not None:
+        chain.append(NamedStage("prompt_gate", PromptGate(config.min_prompt_similarity)))
     gov = config.governance
     names = _governance_names(config)
     if names:

@@ -18,7 +18,9 @@ from memory_inject.stages._base import StageContext, StageResult, format_score
 
 __all__ = [
     "SHARED_CATEGORIES",
+    "UNRELATED_PROMPT",
     "Decay",
+    "PromptGate",
     "RelevanceFilter",
     "age_days",
     "conversation_exclusion",
@@ -155,6 +157,34 @@ class RelevanceFilter:
             else:
                 out.append(e)
         return StageResult(out, dropped)
+
+
+@frozen(slots=True)
+class PromptGate:
+    """Drop every scored entry when the prompt is unrelated to what the store holds.
+
+    ``ctx.similarity`` is the calibrated vector score of the row nearest the
+    prompt among those the recall searched (the store's embedder says how
+    close the closest memory is, whatever the keywords matched). Under
+    ``threshold`` the prompt is about nothing the store holds: each scored
+    entry goes as ``unrelated_prompt:<similarity>``. Unscored entries (standing,
+    tagged) stay, as under the relevance floor; with no similarity told (no
+    embedder, a failed one, a store that does not say) the gate passes all.
+    """
+
+    threshold: float
+
+    def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
+        similarity = ctx.similarity
+        if similarity is None or similarity >= self.threshold:
+            return StageResult(list(entries))
+        why = f"{UNRELATED_PROMPT}:{format_score(similarity)}"
+        out = [e for e in entries if e.score is None]
+        return StageResult(out, {e.key: why for e in entries if e.score is not None})
+
+
+#: The drop reason (and the recall event's ``abstained``) of :class:`PromptGate`.
+UNRELATED_PROMPT = "unrelated_prompt"
 
 
 #: The categories a sessionless row may have and still reach a session turn: the

@@ -347,7 +347,8 @@ class PersistentStore:
             return self._engine.ranked(attrs.evolve(query, limit=n, statuses=None, profiles=None))
 
         found, kept, over = restricted(ranked, lambda a: a.entries, query.limit, why)
-        return attrs.evolve(found, entries=kept, passed_over=over)
+        # The nearest row may be one the restriction hides: no similarity is told.
+        return attrs.evolve(found, entries=kept, passed_over=over, similarity=None)
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; the event loop never waits on the engine."""

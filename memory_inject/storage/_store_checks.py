@@ -95,6 +95,7 @@ def answer_of(entries: builtins.list[MemoryEntry], info: RecallInfo) -> RecallAn
         info.strategy,
         info.keyword_hits,
         info.vector_hits,
+        similarity=info.similarity,
     )
 
 

@@ -148,12 +148,15 @@ class RecallInfo:
     ``strategy`` is ``"recent"`` (time-only query), ``"keyword"``, ``"vector"``,
     ``"hybrid"``, ``"like"`` (substring fallback) or ``"none"``. ``degraded`` is
     ``None`` or a short reason such as ``"embedder_failed: <message>"``.
+    ``similarity`` is the calibrated vector score (0..1) of the scope's row
+    nearest the query, None when no vector stage ran or the scope held no vector.
     """
 
     strategy: str = "none"
     keyword_hits: int = 0
     vector_hits: int = 0
     degraded: str | None = None
+    similarity: float | None = None
 
 
 def fuse(

@@ -171,10 +171,14 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     vector: list[tuple[str, float]] = []
     live = run.vector is not None and any(run.vector)
     raw = Raw() if live and run.fusion.mode == "minmax" else None
+    similarity: float | None = None
     if run.vector is not None and live:
         far = None if raw is None else vector_literal([-x for x in run.vector])
         rows = yield q.nearest(run.scope, vector_literal(run.vector), fetch, far)
         width = len(RECALL_COLUMNS)
+        sims = [float(r[width]) for r in rows if r[width] is not None and math.isfinite(r[width])]
+        if sims:
+            similarity = vector_score(max(sims), run.calibration)
         for row in rows:
             sim = row[width]
             if raw is not None:
@@ -208,14 +212,14 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             row_to_record(records[i], RECALL_COLUMNS).to_entry(min(1.0, max(0.0, float(s))))
             for i, s in fused
         ]
-        return entries, RecallInfo(strategy, len(keyword), len(vector), run.degraded)
+        return entries, RecallInfo(strategy, len(keyword), len(vector), run.degraded, similarity)
     sub = SubstringQuery.of(run.query)
     patterns = sub.patterns()
     rows = (yield q.like(run.scope, patterns, run.limit)) if patterns else []
     like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
     scored = sorted(((r, sub.score(r.key, r.content)) for r in like_hits), key=lambda p: -p[1])
     entries = [rec.to_entry(score) for rec, score in scored]
-    return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded)
+    return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded, similarity)
 
 
 def _keyword_steps(

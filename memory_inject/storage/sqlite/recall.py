@@ -95,10 +95,13 @@ def _run(
     bm25: dict[str, float] = {}
     rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
+    similarity: float | None = None
     if run.query_vec is not None:
-        vector, hits, skipped = _vector_stage(
+        vector, hits, skipped, nearest_cos = _vector_stage(
             conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
         )
+        if nearest_cos is not None and any(run.query_vec):  # a zero vector says nothing
+            similarity = vector_score(nearest_cos, run.calibration)
         if skipped:
             note = (
                 f"nonfinite_vectors: {skipped} stored vectors of this scope are not finite "
@@ -161,10 +164,10 @@ def _run(
             fused = pick_by_day(fused, days, limit)
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
-        return entries, RecallInfo(strategy, len(keyword), nearest, degraded)
+        return entries, RecallInfo(strategy, len(keyword), nearest, degraded, similarity)
     found = _like_stage(conn, namespace, scope, params, run.query, limit)
     strategy = "like" if found else "none"
-    return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded)
+    return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded, similarity)
 
 
 def _vector_stage(
@@ -175,9 +178,10 @@ def _vector_stage(
     query_vec: Sequence[float],
     k: int,
     vectors: tuple[VectorCache, VectorScope] | None,
-) -> tuple[list[tuple[str, float]], ScopeVectors | None, int]:
+) -> tuple[list[tuple[str, float]], ScopeVectors | None, int, float | None]:
     """The ``k`` rows of the scope nearest ``query_vec`` as ``(id, cosine)``, cosine > 0,
-    and how many rows of the scope hold a vector that is not finite (never scored).
+    how many rows of the scope hold a vector that is not finite (never scored), and
+    the nearest row's cosine (None: the scope holds no vector).
 
     With a :class:`VectorCache` (and numpy) the cosines come from the cached
     matrix and the whole scope's cosines are returned too; otherwise every
@@ -186,7 +190,9 @@ def _vector_stage(
     if vectors is not None:
         found = vectors[0].scope(conn, namespace, vectors[1], query_vec)
         if found is not None:
-            return [(i, c) for i, c in found.top(k) if c > 0.0], found, found.skipped
+            top = found.top(k)
+            best = top[0][1] if top else None
+            return [(i, c) for i, c in top if c > 0.0], found, found.skipped, best
     dim = len(query_vec)
     # Rows embedded by a model of another size are not comparable: skip them.
     sql = (
@@ -195,7 +201,7 @@ def _vector_stage(
     )
     rows = conn.execute(sql, (namespace, *params, 4 * dim)).fetchall()
     if not rows:
-        return [], None, 0
+        return [], None, 0, None
     matrix: Any
     _np = numpy_or_none()
     if _np is not None:
@@ -207,12 +213,13 @@ def _vector_stage(
             rows = [r for r, ok in zip(rows, finite.tolist(), strict=True) if ok]
             matrix = matrix[finite]
             if not rows:
-                return [], None, skipped
+                return [], None, skipped, None
     else:  # pragma: no cover - exercised only without numpy
         matrix = [decode_vector(r[1]) for r in rows]
         skipped = 0
-    top = cosine_top_k(query_vec, matrix, k)
-    return [(str(rows[i][0]), s) for i, s in top if s > 0.0], None, skipped
+    nearest = cosine_top_k(query_vec, matrix, k)
+    best = nearest[0][1] if nearest else None
+    return [(str(rows[i][0]), s) for i, s in nearest if s > 0.0], None, skipped, best
 
 
 def _fusion_inputs(
