@@ -208,13 +208,17 @@ def operating_curve(
 
 
 def chain_is_filterable(configs: Iterable[MemoryInjectConfig]) -> bool:
-    """True when every config runs the chain under which a floor can be applied by filtering."""
+    """True when every config runs the chain under which a floor can be applied by filtering.
+
+    The prompt gate (``min_prompt_similarity``) may come after ``session_scope``: it does
+    not depend on the floor, so what it drops at floor 0 it drops at every floor.
+    """
     from memory_inject.stages import build_stages
 
-    return all(
-        tuple(s.name for s in build_stages(c)) == FILTERABLE_CHAIN and c.renderer.kind == "bracket"
-        for c in configs
-    )
+    def chain(c: MemoryInjectConfig) -> tuple[str, ...]:
+        return tuple(s.name for s in build_stages(c) if s.name != "prompt_gate")
+
+    return all(chain(c) == FILTERABLE_CHAIN and c.renderer.kind == "bracket" for c in configs)
 
 
 def filter_input_scores(result: RenderResult) -> list[float | None] | None:
@@ -321,12 +325,13 @@ def measure(
     nearmiss_file: Path = NEARMISS,
     dim: int | None = None,
     raw_cosine: bool = False,
+    gate: float | None = None,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
     offtopic, contentless = read_offtopic(offtopic_file), read_contentless()
     nearmiss = read_offtopic(nearmiss_file)
-    base = MemoryInjectConfig()
+    base = MemoryInjectConfig(min_prompt_similarity=gate)
     floors = tuple(sorted({*floors, base.min_relevance_score}))
     sweeper = Sweeper(floors, base, fast=False, verify_every=verify_every)
     sweeper.fast = not exact and chain_is_filterable([sweeper.zero, *sweeper.configs.values()])
@@ -400,9 +405,14 @@ def _run(
     model = HashingEmbedder(dim) if embedder == "hashing" and dim else make_embedder(embedder)
     # The store's default for that embedder: Fusion() (keyword-only without an
     # embedder), MODEL_FUSION for a model; --fusion overrides it.
-    fusion = {"weighted": Fusion(), "minmax": MODEL_FUSION, "max": WEAK_FUSION}.get(
-        fusion_name
-    ) or default_fusion(model)
+    fusion = {
+        "weighted": Fusion(),
+        "minmax": MODEL_FUSION,
+        "max": WEAK_FUSION,
+        # The keyword stage's scores and order alone; the vector stage still tells how
+        # near the nearest row is (for --gate).
+        "keyword": Fusion(vector_weight=0.0, keyword_weight=1.0),
+    }.get(fusion_name) or default_fusion(model)
     emb = None if model is None else _Memo(model, raw_cosine)
     default_floor = sweeper.base.min_relevance_score
     rows_out: list[dict[str, Any]] = []
@@ -554,7 +564,9 @@ def print_report(rep: dict[str, Any]) -> None:
     )
     print(
         f"### Default config (min_relevance_score {d['min_relevance_score']}, "
-        f"recall_limit {d['recall_limit']}, max_entries {d['max_entries']})\n"
+        f"recall_limit {d['recall_limit']}, max_entries {d['max_entries']}"
+        + (f", min_prompt_similarity {rep['gate']}" if rep.get("gate") is not None else "")
+        + ")\n"
     )
     p50 = rep["p50_render_ms"]
     print("| measure | value |\n|---|---:|")
@@ -639,7 +651,7 @@ def main() -> None:
     )
     ap.add_argument(
         "--fusion",
-        choices=("default", "weighted", "minmax", "max"),
+        choices=("default", "weighted", "minmax", "max", "keyword"),
         default="default",
         help="default: the store's for that embedder (MODEL_FUSION for a model, WEAK_FUSION "
         "for hashing)",
@@ -656,6 +668,12 @@ def main() -> None:
         default="stream",
         help="how records are written: one session stream per chat (default), no session "
         "ids, or one session in random order (context expansion fed unrelated neighbours)",
+    )
+    ap.add_argument(
+        "--gate",
+        type=float,
+        default=None,
+        help="min_prompt_similarity of the config (needs --embedder; default: none)",
     )
     ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
     ap.add_argument("--nearmiss", type=Path, default=NEARMISS, help="near-miss prompts file")
@@ -676,6 +694,7 @@ def main() -> None:
             nearmiss_file=args.nearmiss,
             dim=args.dim,
             raw_cosine=args.raw_cosine,
+            gate=args.gate,
         )
     rep["backend"] = args.backend
     rep["layout"] = args.layout
@@ -684,6 +703,7 @@ def main() -> None:
     rep["fusion"] = args.fusion
     rep["dim"] = args.dim
     rep["raw_cosine"] = args.raw_cosine
+    rep["gate"] = args.gate
     print_report(rep)
     print(f"\n(ran in {rep['seconds']:.1f}s)", file=sys.stderr)
     if args.json is not None:
