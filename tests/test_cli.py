@@ -116,6 +116,24 @@ class TestRender:
         assert "abstained=below_relevance" in weak.stderr
         assert "under min_relevance_score" in weak.stderr
 
+    def test_a_gated_render_says_no_memory_is_near(self, workdir: Path) -> None:
+        """With an embedder and min_prompt_similarity, stderr gives the prompt's similarity
+        and, when the gate closes, why the block is empty."""
+        gated = workdir / "gated.yaml"
+        gated.write_text(
+            "agent: gated\nmemory:\n  min_prompt_similarity: 1.0\n"
+            "  backend: {path: .memory/gated.db, embedder: hashing}\n",
+            encoding="utf-8",
+        )
+        add = run(
+            "add", "deploy_target", "Production deploys go to prod-3.", "--agent", "gated.yaml"
+        )
+        assert 0 == add.exit_code
+        result = run("render", "where do prod-3 deploys go?", "--agent", "gated.yaml")
+        assert ("", 0) == (result.stdout, result.exit_code)
+        assert "abstained=unrelated_prompt prompt_similarity=0." in result.stderr
+        assert "no memory is near the prompt (min_prompt_similarity)" in result.stderr
+
     def test_a_session_lets_the_conversation_in(self, workdir: Path) -> None:
         """With --session the session's conversation rows are rendered too."""
         seed()

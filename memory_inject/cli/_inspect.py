@@ -126,6 +126,11 @@ def render(
             f"recalled={event.num_entries} rendered={event.rendered_entries} "
             f"success={event.success}"
             + (f" abstained={event.abstained}" if event.abstained else "")
+            + (
+                f" prompt_similarity={event.prompt_similarity:.3f}"
+                if event.prompt_similarity is not None
+                else ""
+            )
             + (f" error={event.error}" if event.error else "")
         )
     if not injection.block:
