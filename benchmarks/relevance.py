@@ -326,12 +326,13 @@ def measure(
     dim: int | None = None,
     raw_cosine: bool = False,
     gate: float | None = None,
+    bypass: float | None = None,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
     offtopic, contentless = read_offtopic(offtopic_file), read_contentless()
     nearmiss = read_offtopic(nearmiss_file)
-    base = MemoryInjectConfig(min_prompt_similarity=gate)
+    base = MemoryInjectConfig(min_prompt_similarity=gate, prompt_gate_bypass_score=bypass)
     floors = tuple(sorted({*floors, base.min_relevance_score}))
     sweeper = Sweeper(floors, base, fast=False, verify_every=verify_every)
     sweeper.fast = not exact and chain_is_filterable([sweeper.zero, *sweeper.configs.values()])
@@ -566,6 +567,7 @@ def print_report(rep: dict[str, Any]) -> None:
         f"### Default config (min_relevance_score {d['min_relevance_score']}, "
         f"recall_limit {d['recall_limit']}, max_entries {d['max_entries']}"
         + (f", min_prompt_similarity {rep['gate']}" if rep.get("gate") is not None else "")
+        + (f", prompt_gate_bypass_score {rep['bypass']}" if rep.get("bypass") is not None else "")
         + ")\n"
     )
     p50 = rep["p50_render_ms"]
@@ -675,6 +677,9 @@ def main() -> None:
         default=None,
         help="min_prompt_similarity of the config (needs --embedder; default: none)",
     )
+    ap.add_argument(
+        "--bypass", type=float, default=None, help="prompt_gate_bypass_score (with --gate)"
+    )
     ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
     ap.add_argument("--nearmiss", type=Path, default=NEARMISS, help="near-miss prompts file")
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -695,6 +700,7 @@ def main() -> None:
             dim=args.dim,
             raw_cosine=args.raw_cosine,
             gate=args.gate,
+            bypass=args.bypass,
         )
     rep["backend"] = args.backend
     rep["layout"] = args.layout
@@ -704,6 +710,7 @@ def main() -> None:
     rep["dim"] = args.dim
     rep["raw_cosine"] = args.raw_cosine
     rep["gate"] = args.gate
+    rep["bypass"] = args.bypass
     print_report(rep)
     print(f"\n(ran in {rep['seconds']:.1f}s)", file=sys.stderr)
     if args.json is not None:

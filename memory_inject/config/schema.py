@@ -35,11 +35,7 @@ from memory_inject.config._constraints import (
 )
 from memory_inject.config._presets import PRESET_NAMES
 from memory_inject.config._recall_plan import RecallPlanConfig
-from memory_inject.config._renderer import (
-    RendererConfig,
-    check_renderer,
-    to_renderer,
-)
+from memory_inject.config._renderer import RendererConfig, check_renderer, to_renderer
 from memory_inject.config._turn_groups import (
     THREAT_RULE_IDS,
     GovernanceConfig,
@@ -141,6 +137,7 @@ _OVERRIDABLE = (
     "recall_limit",
     "min_relevance_score",
     "min_prompt_similarity",
+    "prompt_gate_bypass_score",
     "require_query_terms",
     "decay",
     "rerank",
@@ -196,6 +193,9 @@ class MemoryInjectConfig:
     min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
     min_prompt_similarity: float | None = setting(
         None, "float", "similarity the nearest memory needs (null: off)", ge=0, le=1, nullable=True
+    )
+    prompt_gate_bypass_score: float | None = setting(
+        None, "float", "an entry this strong passes the gate anyway", ge=0, le=1, nullable=True
     )
     require_query_terms: bool = setting(
         True, "bool", "recall nothing for a prompt without content words (no_query_terms)"

@@ -130,7 +130,8 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     """The named stages a render with ``config`` runs, in order (see the module docstring)."""
     chain = [NamedStage("session_scope", session_scope)]
     if config.min_prompt_similarity is not None:
-        chain.append(NamedStage("prompt_gate", PromptGate(config.min_prompt_similarity)))
+        gate = PromptGate(config.min_prompt_similarity, config.prompt_gate_bypass_score)
+        chain.append(NamedStage("prompt_gate", gate))
     gov = config.governance
     names = _governance_names(config)
     if names:

@@ -170,13 +170,18 @@ class PromptGate:
     entry goes as ``unrelated_prompt:<similarity>``. Unscored entries (standing,
     tagged) stay, as under the relevance floor; with no similarity told (no
     embedder, a failed one, a store that does not say) the gate passes all.
+    With ``bypass``, a turn whose best entry scores at least that passes too:
+    a match that strong is trusted whatever the embedder says.
     """
 
     threshold: float
+    bypass: float | None = None
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-        similarity = ctx.similarity
+        similarity, bypass = ctx.similarity, self.bypass
         if similarity is None or similarity >= self.threshold:
+            return StageResult(list(entries))
+        if bypass is not None and any(e.score is not None and e.score >= bypass for e in entries):
             return StageResult(list(entries))
         why = f"{UNRELATED_PROMPT}:{format_score(similarity)}"
         out = [e for e in entries if e.score is None]

@@ -194,6 +194,31 @@ class TestTheGate:
         untold = PromptGate(0.5)(attrs.evolve(ctx, similarity=None), [scored])
         assert [scored] == untold.survivors
 
+    def test_a_strong_match_bypasses_the_gate(self) -> None:
+        """With ``bypass``, a turn whose best entry scores at least that passes whatever
+        its similarity; under it, the gate closes as before."""
+        when = "2026-12-05T00:00:00Z"
+        strong = MemoryEntry(
+            id="1", key="a", content="x", category="core", timestamp=when, score=0.7
+        )
+        weak = MemoryEntry(id="2", key="b", content="y", category="core", timestamp=when, score=0.3)
+        ctx = StageContext(GATE, _now(), similarity=0.1)
+        assert [strong, weak] == PromptGate(0.5, bypass=0.7)(ctx, [strong, weak]).survivors
+        closed = PromptGate(0.5, bypass=0.71)(ctx, [strong, weak])
+        assert ([], {"a", "b"}) == (closed.survivors, set(closed.dropped))
+
+    def test_the_bypass_in_a_render(self, stores: Callable[..., Any]) -> None:
+        """ "zebra notes" matches one memory fully by keywords: a bypass at or under its
+        score lets it through the gate; the config keys build the stage."""
+        store = stores()
+        best = max(e.score for e in _render(store, UNRELATED, OPEN).entries)
+        opened = attrs.evolve(GATE, prompt_gate_bypass_score=best)
+        res = _render(store, UNRELATED, opened)
+        assert "zebra" in res.event.rendered_keys
+        assert res.event.abstained is None and res.event.prompt_similarity < 0.5
+        shut = attrs.evolve(GATE, prompt_gate_bypass_score=min(1.0, best + 0.01))
+        assert _render(store, UNRELATED, shut).event.abstained == UNRELATED_PROMPT
+
     def test_the_stage_runs_only_when_set(self) -> None:
         """The default chain is unchanged (zeroclaw's); the gate follows the scope rule."""
         assert "prompt_gate" not in [s.name for s in build_stages(OPEN)]
@@ -305,13 +330,18 @@ class TestTheAgentFile:
         from tests.test_config import problems_of, write
 
         text = (
-            "agent: a\nmemory:\n  min_prompt_similarity: 0.6\n"
+            "agent: a\nmemory:\n  min_prompt_similarity: 0.6\n  prompt_gate_bypass_score: 0.7\n"
             "  origins: {channel: {min_prompt_similarity: null}}\n"
         )
         cfg = load_agent_config(write(tmp_path, text)).memory
         assert (0.6, None) == (
             cfg.min_prompt_similarity,
             cfg.for_origin("channel").min_prompt_similarity,
+        )
+        assert cfg.prompt_gate_bypass_score == 0.7
+        bad = "agent: a\nmemory:\n  prompt_gate_bypass_score: -1\n"
+        assert ("'prompt_gate_bypass_score' must be >= 0 (got -1) @ $.memory",) == problems_of(
+            tmp_path, bad
         )
         expected = ("'min_prompt_similarity' must be <= 1 (got 1.5) @ $.memory",)
         assert expected == problems_of(
