@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -51,6 +52,10 @@ BULK = r"""
 import io, json, sys
 from memory_inject.storage.sqlite import SQLiteStore
 
+def ack(line):  # one write per line: a kill never leaves half a line (PYTHONUNBUFFERED)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
 path, batches, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with SQLiteStore(path) as store:
     for b in range(batches):
@@ -59,10 +64,10 @@ with SQLiteStore(path) as store:
             "session_id": f"s{i % 50}", "tags": ["import", f"batch{b}"],
         }) + "\n" for i in range(size))
         store.import_jsonl(io.StringIO(lines), batch_size=size)
-        print("BATCH", b, flush=True)
+        ack(f"BATCH {b}")
         single = f"single-{b}"
         store.store(single, f"one deploy write after batch {b}")
-        print("SINGLE", single, flush=True)
+        ack(f"SINGLE {single}")
 """
 
 
@@ -282,8 +287,11 @@ class TestCrash:
         """A writer killed mid-import: integrity ok, every acknowledged row there, no torn batch."""
         rng = random.Random(run)
         lines = kill_mid_import(db, rng.randint(2, 14), rng.random() * 0.05)
-        acked_batches = [int(line.split()[1]) for line in lines if line.startswith("BATCH")]
-        acked_singles = [line.split()[1] for line in lines if line.startswith("SINGLE")]
+        # Only whole lines acknowledge: a kill may cut the last one short.
+        acked_batches = [int(m[1]) for m in map(re.compile(r"BATCH (\d+)").fullmatch, lines) if m]
+        acked_singles = [
+            m[1] for m in map(re.compile(r"SINGLE (single-\d+)").fullmatch, lines) if m
+        ]
         assert "ok" == integrity(db)
         found = contents(db)
         per_batch: dict[int, int] = {}
