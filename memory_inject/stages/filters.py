@@ -159,6 +159,10 @@ class RelevanceFilter:
         return StageResult(out, dropped)
 
 
+#: The drop reason (and the recall event's ``abstained``) of :class:`PromptGate`.
+UNRELATED_PROMPT = "unrelated_prompt"
+
+
 @frozen(slots=True)
 class PromptGate:
     """Drop every scored entry when the prompt is unrelated to what the store holds.
@@ -186,10 +190,6 @@ class PromptGate:
         why = f"{UNRELATED_PROMPT}:{format_score(similarity)}"
         out = [e for e in entries if e.score is None]
         return StageResult(out, {e.key: why for e in entries if e.score is not None})
-
-
-#: The drop reason (and the recall event's ``abstained``) of :class:`PromptGate`.
-UNRELATED_PROMPT = "unrelated_prompt"
 
 
 #: The categories a sessionless row may have and still reach a session turn: the

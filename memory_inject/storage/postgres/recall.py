@@ -171,19 +171,19 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     vector: list[tuple[str, float]] = []
     live = run.vector is not None and any(run.vector)
     raw = Raw() if live and run.fusion.mode == "minmax" else None
-    similarity: float | None = None
+    nearest: float | None = None  # the scope's greatest cosine (RecallAnswer.similarity)
     if run.vector is not None and live:
         far = None if raw is None else vector_literal([-x for x in run.vector])
         rows = yield q.nearest(run.scope, vector_literal(run.vector), fetch, far)
         width = len(RECALL_COLUMNS)
-        sims = [float(r[width]) for r in rows if r[width] is not None and math.isfinite(r[width])]
-        if sims:
-            similarity = vector_score(max(sims), run.calibration)
         for row in rows:
             sim = row[width]
             if raw is not None:
                 raw.span(sim, row[width + 1])
-            if sim is None or not math.isfinite(sim) or sim <= 0.0:
+            if sim is None or not math.isfinite(sim):
+                continue
+            nearest = float(sim) if nearest is None else max(nearest, float(sim))
+            if sim <= 0.0:
                 continue
             rid = str(row[_ID])
             records[rid] = row[:width]
@@ -197,6 +197,7 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             rid = str(row[_ID])
             records[rid] = row
             keyword.append((rid, score))
+    similarity = None if nearest is None else vector_score(nearest, run.calibration)
     if raw is not None and vector:
         vector += [(i, vector_score(c, run.calibration)) for i, c in raw.unseen(keyword)]
     # As on SQLite: the rows returned are chosen among twice as many with their day's vote.
