@@ -28,11 +28,16 @@ from datetime import UTC, datetime
 
 from memory_inject.storage.fusion import Fusion
 
-__all__ = ["DAY_VOTE", "by_score", "day_key", "pick_by_day"]
+__all__ = ["DAY_VOTE", "NEAR_MINUTES", "by_score", "day_key", "pick_by_day"]
 
 #: How much a row's day weighs against its own score when the rows are chosen: the day's
 #: summed score over the best day's, times this.
 DAY_VOTE = 0.2
+#: How far back a sessionless record written alone (no session, no event)
+#: takes its *near* neighbours as context, on both engines (SQLite's
+#: ``ddl._NEAR_NEIGHBOUR``, PostgreSQL's ``context.fill_near``): the records
+#: of its namespace, category and profile written in the 30 minutes before it.
+NEAR_MINUTES = 30
 
 
 def day_key(session_id: object, timestamp: object) -> tuple[object, str]:

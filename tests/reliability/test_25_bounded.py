@@ -64,8 +64,9 @@ def _huge(i: int) -> str:
 def huge_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
     path = tmp_path_factory.mktemp("huge") / "m.db"
     with SQLiteStore(path) as store:
+        # A day apart: rows written alone within 30 minutes are each other's near context.
         for i in range(2):
-            store.store(f"huge{i}", _huge(i), "core")
+            store.store(f"huge{i}", _huge(i), "core", timestamp=f"2026-01-0{1 + i}T09:00:00Z")
         for i in range(30):
             store.store(f"note{i}", f"alpha note {i} about the deploys", "core")
         yield store
@@ -148,8 +149,11 @@ def test_the_mirrors_postings_stay_under_their_bound(
 ) -> None:
     monkeypatch.setattr(_fts_mirror, "MAX_POSTINGS", 60)
     with SQLiteStore(tmp_path / "m.db") as store:
-        for i in range(40):
-            store.store(f"n{i}", f"word{i % 7} word{i % 5} common{i % 3} note", "core")
+        for i in range(40):  # an hour apart: no near context, each row its own words
+            at = f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00Z"
+            store.store(
+                f"n{i}", f"word{i % 7} word{i % 5} common{i % 3} note", "core", timestamp=at
+            )
         held = []
         for q in ["word0", "word1 word2", "common0", "common1 common2", "word3 word4 word5"]:
             for _ in range(5):

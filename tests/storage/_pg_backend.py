@@ -24,10 +24,14 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memory_inject.exceptions import PgvectorUnusableError
+from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres import queries as pg_queries
+from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
 ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
@@ -206,3 +210,44 @@ def make_postgres_store(
 
 def database_of(dsn: str) -> str:
     return str(conninfo_to_dict(dsn).get("dbname", ""))
+
+
+def _context_params_5(params: list[Any]) -> tuple[str, list[Any]]:
+    """``context.context_params`` as the library of schema 5 had it (no near context)."""
+    cols = {c: i for i, c in enumerate(COLUMN_FIELDS)}
+    ns, session = params[cols["namespace"]], params[cols["session_id"]]
+    if session is not None:
+        return "session", [ns, session] * 2
+    if params[cols["layer"]] is not None:
+        return "none", []
+    event = [ns, params[cols["category"]], params[cols["profile_id"]], params[cols["timestamp"]]]
+    return "event", event * 2
+
+
+def _context_values_5(t: sql.Identifier, kind: str = "session") -> sql.Composable:
+    """``context.context_values`` as the library of schema 5 had it: two columns."""
+    if kind == "none":
+        return sql.SQL("NULL, NULL")
+    one = (
+        "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
+        "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+    )
+    if kind == "event":
+        one = (
+            "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id IS NULL "
+            "AND p.layer IS NULL AND p.category = %s "
+            "AND coalesce(p.profile_id, '') = coalesce(%s::text, '') "
+            'AND p."timestamp" = %s::timestamptz AND p.deleted_at IS NULL '
+            "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+        )
+    return sql.SQL(", ").join(sql.SQL(one).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+
+
+def old_schema(m: pytest.MonkeyPatch, version: int) -> None:
+    """Make ``PostgresStore`` a library of schema ``version``: its migrations, and before
+    schema 6 its writes (no ``ctx_near`` column yet)."""
+    m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:version])
+    if version < 6:
+        m.setattr(pg_queries, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
+        m.setattr(pg_queries, "context_params", _context_params_5)
+        m.setattr(pg_queries, "context_values", _context_values_5)

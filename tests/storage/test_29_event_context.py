@@ -9,10 +9,9 @@ Rows stamped apart (``store()`` without a timestamp) stay on their own text.
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +20,10 @@ import pytest
 
 from memory_inject.storage.calibration import coverage
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 from tests.storage import _pg_backend as pgb
 from tests.storage import _sqlite_schema as schema
-from tests.storage._sqlite_backend import make_sqlite_store
 
 AT = "2023-05-08T13:56:00Z"
 #: One event: the answer (turn 2) shares no word with the question about turn 1.
@@ -38,26 +35,6 @@ EVENT = [
 HALF = round(coverage([1.0], [0.5]), 4)
 QUARTER = round(coverage([1.0], [0.25]), 4)
 ENGINES = ["sqlite", "postgres"]
-
-_dirs = itertools.count()
-
-
-@pytest.fixture
-def open_store(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[[str], Any]]:
-    """``open_store(engine)``: an empty SQLite or PostgreSQL store."""
-    made: list[Any] = []
-
-    def factory(engine: str) -> Any:
-        if engine == "sqlite":
-            store: Any = make_sqlite_store(tmp_path / f"s{next(_dirs)}")
-        else:
-            store = pgb.make_postgres_store(request.getfixturevalue("pg_dsn"))
-        made.append(store)
-        return store
-
-    yield factory
-    for s in made:
-        s.close()
 
 
 def _scores(store: Any, prompt: str, **kw: Any) -> dict[str, float]:
@@ -76,19 +53,19 @@ def _jsonl(rows: list[dict[str, Any]]) -> io.StringIO:
 @pytest.mark.parametrize("engine", ENGINES)
 class TestOneEvent:
     def test_the_rows_after_a_match_follow_it_at_half_and_a_quarter(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """Found only through the row before (half) or two before (a quarter), as in a session."""
-        store = open_store(engine)
+        store = engine_store(engine)
         _write_event(store)
         assert {"e1": 1.0, "e2": HALF, "e3": QUARTER} == _scores(store, "LGBTQ support group")
 
     def test_rows_stamped_apart_stay_on_their_own_text(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """Unrelated facts stored one after another (each its own clock reading) are not
         recalled for each other's words, and a fact a second later is not in the event."""
-        store = open_store(engine)
+        store = engine_store(engine)
         store.store("server", "The deploy server for production is prod-eu-3")
         store.store("colour", "The user's favourite colour is blue")
         store.store("late", "The user walks the dog at noon", timestamp="2023-05-08T13:56:01Z")
@@ -97,11 +74,11 @@ class TestOneEvent:
         assert ["late"] == list(_scores(store, "dog walks at noon"))
 
     def test_category_profile_layer_and_session_bound_an_event(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """Another category, another profile, a PI record and a session row stamped the same
         moment are not in the event; none and blank profiles are one."""
-        store = open_store(engine)
+        store = engine_store(engine)
         store.store("q", "Alice: which trail did you pick for the weekend?", timestamp=AT)
         store.store("cat", "Bob: the ridge loop", "daily", timestamp=AT)
         store.store("prof", "Bob: the ridge loop", profile_id="project:a", timestamp=AT)
@@ -112,10 +89,10 @@ class TestOneEvent:
         assert {"q": 1.0, "blank": HALF} == found
 
     def test_a_forgotten_row_is_no_ones_context(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """The row after a forgotten one takes the live rows before it."""
-        store = open_store(engine)
+        store = engine_store(engine)
         store.store("e0", "Caroline: the LGBTQ group meets on Fridays.", timestamp=AT)
         store.store("gone", "Melanie: unrelated chatter", timestamp=AT)
         store.forget("gone")
@@ -125,19 +102,19 @@ class TestOneEvent:
         assert "gone" not in found
 
     def test_an_update_keeps_the_context_of_both_rows(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """Rewriting a row leaves its neighbours, and its successor's, as first written."""
-        store = open_store(engine)
+        store = engine_store(engine)
         _write_event(store)
         store.store("e1", "Caroline: I went to the library yesterday.", timestamp=AT)
         assert {"e2": HALF, "e3": QUARTER} == _scores(store, "LGBTQ support group")
 
     def test_an_import_gets_the_context_single_writes_get(
-        self, open_store: Callable[[str], Any], engine: str
+        self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
         """A file's event rows follow the event's rows already in the table, then each other."""
-        single, bulk = open_store(engine), open_store(engine)
+        single, bulk = engine_store(engine), engine_store(engine)
         single.store("e0", "Caroline: my LGBTQ group is on Friday.", timestamp=AT)
         _write_event(single)
         single.store("x", "Caroline: I love painting lakes.", timestamp=AT)
@@ -152,10 +129,10 @@ class TestOneEvent:
 
 class TestEngineParity:
     def test_both_engines_score_an_event_alike(
-        self, open_store: Callable[[str], Any], tmp_path: Path
+        self, engine_store: Callable[[str], Any], tmp_path: Path
     ) -> None:
         """The same event written to both engines, and imported into PostgreSQL, scores alike."""
-        sqlite, pg, imported = (open_store(e) for e in ("sqlite", "postgres", "postgres"))
+        sqlite, pg, imported = (engine_store(e) for e in ("sqlite", "postgres", "postgres"))
         for store in (sqlite, pg):
             store.store("before", "Melanie: the lake painting is done", timestamp=AT)
             _write_event(store)
@@ -209,7 +186,7 @@ class TestMigration:
         """Opening the table fills the event rows' neighbours; new rows follow them."""
         with pgb.scratch_database(pg_dsn) as dsn:
             with monkeypatch.context() as m:
-                m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:4])
+                pgb.old_schema(m, 4)
                 with PostgresStore(dsn) as old:
                     _write_event(old)
                     old.store("gone", "Melanie: LGBTQ typo", timestamp=AT)

@@ -23,6 +23,7 @@ from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import StoreLockedError
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import schema as pg_schema
+from tests.storage import _pg_backend as pgb
 
 pytestmark = pytest.mark.postgres
 
@@ -95,7 +96,7 @@ def _run_while(
 def _make_table(dsn: str, migrations: int | None = None) -> None:
     with pytest.MonkeyPatch.context() as m:
         if migrations is not None:
-            m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:migrations])
+            pgb.old_schema(m, migrations)
         with PostgresStore(dsn, embedder=HashingEmbedder(64)) as store:
             store.store("k0", "the first memory")
 

@@ -18,6 +18,7 @@ import pytest
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import schema as pg_schema
+from tests.storage import _pg_backend as pgb
 
 pytestmark = pytest.mark.postgres
 
@@ -91,7 +92,7 @@ class TestTsvInTheRow:
         """A table made by the previous schema gets STORAGE MAIN on open; its old rows keep
         their stored form until rewritten, the rows written after keep tsv in the row."""
         with monkeypatch.context() as m:
-            m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:3])
+            pgb.old_schema(m, 3)
             with PostgresStore(dsn, embedder=HashingEmbedder(512)) as old:
                 _write_stream(old, 20)
         before = _out_of_line(dsn, "memories", "tsv")

@@ -408,8 +408,8 @@ class TestWithMiniLM:
         keyword_scores = Fusion(vector_weight=0.0, keyword_weight=1.0)
         store = make_sqlite_store(tmp_path, embedder=OnnxMiniLMEmbedder(), fusion=keyword_scores)
         with store:
-            for key, content in self.NOTES:
-                store.store(key, content, "core")
+            for i, (key, content) in enumerate(self.NOTES):  # hours apart: no near context
+                store.store(key, content, "core", timestamp=f"2026-01-01T{9 + i:02d}:00:00Z")
             low = attrs.evolve(OPEN, min_relevance_score=0.25)
             gated = attrs.evolve(low, min_prompt_similarity=0.8)
             for prompt in self.RELATED:

@@ -112,10 +112,11 @@ class TestEngineParity:
         BM25 weighs a row's length down, and so does PostgreSQL's ts_rank (normalization
         1): the short row first on both, not the row that says the word more often."""
         filler = " ".join(f"word{i}" for i in range(150))
+        # Hours apart: each stands alone (no near context).
         rows: list[Memory] = [
-            ("long", f"The kayak trip {filler} and the kayak again.", None, None),
-            ("short", "Bought a kayak.", None, None),
-            ("other", "Planted tomatoes.", None, None),
+            ("long", f"The kayak trip {filler} and the kayak again.", None, "2026-01-01T09:00:00Z"),
+            ("short", "Bought a kayak.", None, "2026-01-01T12:00:00Z"),
+            ("other", "Planted tomatoes.", None, "2026-01-01T15:00:00Z"),
         ]
         for store in (_fill(s, rows) for s in engines()):
             got = store.recall("kayak", 10)
@@ -149,8 +150,9 @@ class TestStability:
     ) -> None:
         """Memories holding none of the prompt's words leave a memory's score as it was."""
         store = dict(zip(("sqlite", "postgres"), engines(), strict=True))[engine]
-        store.store("bob", "Bob likes hiking on weekends.")
-        store.store("ann", "Ann keeps bees in the garden.")
+        # Hours apart: rows written alone within 30 minutes are each other's near context.
+        store.store("bob", "Bob likes hiking on weekends.", timestamp="2026-01-01T09:00:00Z")
+        store.store("ann", "Ann keeps bees in the garden.", timestamp="2026-01-01T12:00:00Z")
         prompt = "hiking weekends bees volcano"
         before = _scores(store, prompt)
         for i in range(40):

@@ -258,10 +258,11 @@ class TestTermStats:
     def test_own_writes_on_one_connection_are_seen(self) -> None:
         """In ``:memory:`` reads share the writer's connection; its changes count too."""
         with SQLiteStore(":memory:") as store:
-            store.store("a", "apple pie", "core")
-            store.store("b", "banana bread", "core")
+            # Hours apart: rows written alone within 30 minutes are each other's context.
+            store.store("a", "apple pie", "core", timestamp="2026-01-01T09:00:00Z")
+            store.store("b", "banana bread", "core", timestamp="2026-01-01T12:00:00Z")
             store.recall("apple banana", 5)
-            store.store("c", "apple crumble", "core")
+            store.store("c", "apple crumble", "core", timestamp="2026-01-01T15:00:00Z")
             again = store.recall("apple banana", 5)
             stats = TermStats()
 

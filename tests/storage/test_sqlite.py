@@ -77,7 +77,7 @@ class TestFile:
         """Every MemoryRecord field is a column, next to the rowid and the index context."""
         with SQLiteStore(db), raw(db) as conn:
             cols = tuple(r[1] for r in conn.execute("PRAGMA table_info(memories)"))
-        context = ("ctx_prev", "ctx_prev2", "ctx_day", "ctx_scope")
+        context = ("ctx_prev", "ctx_prev2", "ctx_day", "ctx_scope", "ctx_near")
         assert sorted(("rid", *schema.COLUMNS, *context)) == sorted(cols)
 
     def test_reopening_keeps_the_data(self, db: Path) -> None:

@@ -24,7 +24,7 @@ from psycopg import sql
 from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.postgres import hnsw
-from memory_inject.storage.postgres.context import merge_with_context
+from memory_inject.storage.postgres.context import fill_near, merge_with_context
 from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Stmt
 from memory_inject.storage.postgres.schema import (
@@ -46,6 +46,7 @@ __all__ = [
     "stage_copy",
     "stage_create",
     "stage_merge",
+    "stage_near",
 ]
 
 T = TypeVar("T")
@@ -109,8 +110,13 @@ def import_jsonl(
             dropped = rebuild and hnsw.drop_concurrently(*_at(engine), "import into")
             with conn.cursor() as cur:
                 _check_staged(q, cur)
+                cur.execute(sql.SQL("SELECT coalesce(max(rid), 0) FROM {t}").format(t=q.t))
+                before = cur.fetchone()
                 merge = stage_merge(q)
                 cur.execute(merge.query, merge.params)
+                # The new sessionless rows with no event: their near neighbours.
+                near = stage_near(q, int(before[0]) if before else 0)
+                cur.execute(near.query, near.params)
             conn.commit()
         finally:
             _unstage(conn)
@@ -230,6 +236,15 @@ def stage_merge(q: Queries) -> Stmt:
     """
     query = merge_with_context(q.t, _STAGE, COLUMNS, q.assignments(()))
     return Stmt(query, {"ns": q.ns}, rows=False)
+
+
+def stage_near(q: Queries, before: int) -> Stmt:
+    """Near context for the rows the merge inserted (``rid`` past ``before``) that have
+    none, as a row-by-row write gives it (:func:`~.context.fill_near`)."""
+    where = sql.SQL(
+        "m.namespace = %(ns)s AND m.rid > %(before)s AND m.key IN (SELECT key FROM {s})"
+    ).format(s=_STAGE)
+    return Stmt(fill_near(q.t, where), {"ns": q.ns, "before": before}, rows=False)
 
 
 def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:

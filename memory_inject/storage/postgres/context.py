@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg import sql
 
 from memory_inject.records import COLUMN_FIELDS
+from memory_inject.storage.day_vote import NEAR_MINUTES
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,12 +35,15 @@ if TYPE_CHECKING:
     from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = [
+    "CONTEXT_COLUMNS",
     "PRESENCE",
     "RANK_WEIGHTS",
     "add_context",
     "add_event_context",
+    "add_near_context",
     "context_params",
     "context_values",
+    "fill_near",
     "merge_with_context",
 ]
 
@@ -181,11 +185,47 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
         conn.execute(stmt)
 
 
+#: The context columns a new row's INSERT sets (:func:`context_values`, in this order).
+CONTEXT_COLUMNS = "ctx_prev, ctx_prev2, ctx_near"
+#: How far back a sessionless record written alone looks for its near
+#: neighbours (``day_vote.NEAR_MINUTES``; SQLite's schema 9, here schema 6).
+NEAR_INTERVAL = f"interval '{NEAR_MINUTES} minutes'"
+#: The content of the n-th live record written just before a new one (by
+#: timestamp) in its namespace, category and profile, at most
+#: :data:`NEAR_INTERVAL` earlier; params: namespace, category, profile,
+#: timestamp (twice).
+_NEAR_ONE = (
+    "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id IS NULL "  # noqa: S608 - constants
+    "AND p.layer IS NULL AND p.category = %s "
+    "AND coalesce(p.profile_id, '') = coalesce(%s::text, '') "
+    'AND p."timestamp" >= %s::timestamptz - ' + NEAR_INTERVAL + " "
+    'AND p."timestamp" < %s::timestamptz AND p.deleted_at IS NULL '
+    'ORDER BY p."timestamp" DESC, p.rid DESC LIMIT 1 OFFSET {n})'
+)
+_EVENT_ONE = (
+    "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id IS NULL "
+    "AND p.layer IS NULL AND p.category = %s "
+    "AND coalesce(p.profile_id, '') = coalesce(%s::text, '') "
+    'AND p."timestamp" = %s::timestamptz AND p.deleted_at IS NULL '
+    "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+)
+_SESSION_ONE = (
+    "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
+    "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+)
+#: A sessionless row's context: its event's two rows before it, or, with no
+#: event, its near neighbours (``ctx_near`` true: a hit for its own words only).
+_SESSIONLESS = (
+    "coalesce({e0}, {n0}), CASE WHEN {e0} IS NOT NULL THEN {e1} ELSE {n1} END, "
+    "CASE WHEN {e0} IS NULL AND {n0} IS NOT NULL THEN true END"
+)
+
+
 def context_params(params: Sequence[Any]) -> tuple[str, list[Any]]:
     """Which neighbours a new row with ``params`` (one per column) gets, and their params.
 
-    ``"session"``, ``"event"`` or ``"none"`` (a sessionless PI record), for
-    :func:`context_values`.
+    ``"session"``, ``"event"`` (a sessionless row: its event's or its near
+    neighbours) or ``"none"`` (a sessionless PI record), for :func:`context_values`.
     """
     ns, session = params[_COL["namespace"]], params[_COL["session_id"]]
     if session is not None:
@@ -193,26 +233,51 @@ def context_params(params: Sequence[Any]) -> tuple[str, list[Any]]:
     if params[_COL["layer"]] is not None:
         return "none", []
     event = [ns, params[_COL["category"]], params[_COL["profile_id"]], params[_COL["timestamp"]]]
-    return "event", event * 2
+    near = [*event, params[_COL["timestamp"]]]
+    # The placeholders' order in _SESSIONLESS: e0 n0, e0 e1 n1, e0 n0.
+    return "event", [*event, *near, *event, *event, *near, *event, *near]
 
 
 def context_values(t: sql.Identifier, kind: str = "session") -> sql.Composable:
-    """``ctx_prev, ctx_prev2`` for an INSERT's VALUES, of :func:`context_params`'s ``kind``."""
+    """``ctx_prev, ctx_prev2, ctx_near`` for an INSERT's VALUES, of :func:`context_params`'s
+    ``kind``."""
     if kind == "none":
-        return sql.SQL("NULL, NULL")
-    one = (
-        "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
-        "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
-    )
-    if kind == "event":
-        one = (
-            "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id IS NULL "
-            "AND p.layer IS NULL AND p.category = %s "
-            "AND coalesce(p.profile_id, '') = coalesce(%s::text, '') "
-            'AND p."timestamp" = %s::timestamptz AND p.deleted_at IS NULL '
-            "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+        return sql.SQL("NULL, NULL, NULL")
+    if kind == "session":
+        return sql.SQL("{}, {}, NULL").format(
+            *(sql.SQL(_SESSION_ONE).format(t=t, n=sql.Literal(n)) for n in (0, 1))
         )
-    return sql.SQL(", ").join(sql.SQL(one).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+    e0, e1 = (sql.SQL(_EVENT_ONE).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+    n0, n1 = (sql.SQL(_NEAR_ONE).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+    return sql.SQL(_SESSIONLESS).format(e0=e0, e1=e1, n0=n0, n1=n1)
+
+
+def fill_near(t: sql.Identifier, where: sql.Composable) -> sql.Composed:
+    """Give the sessionless rows ``where`` picks that have no context yet their near
+    neighbours (the rows before them by ``rid``), as an insert would have."""
+    near = (
+        "(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "  # noqa: S608 - constants
+        "AND p.session_id IS NULL AND p.layer IS NULL AND p.category = m.category "
+        "AND coalesce(p.profile_id, '') = coalesce(m.profile_id, '') "
+        'AND p."timestamp" >= m."timestamp" - ' + NEAR_INTERVAL + " "
+        'AND p."timestamp" < m."timestamp" AND p.rid < m.rid AND p.deleted_at IS NULL '
+        'ORDER BY p."timestamp" DESC, p.rid DESC LIMIT 1 OFFSET {n})'
+    )
+    n0, n1 = (sql.SQL(near).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+    return sql.SQL(
+        "UPDATE {t} AS u SET ctx_prev = c.p0, ctx_prev2 = c.p1, ctx_near = true "
+        "FROM (SELECT m.rid, {n0} AS p0, {n1} AS p1 FROM {t} AS m "
+        "WHERE m.session_id IS NULL AND m.layer IS NULL AND m.ctx_prev IS NULL AND {where}) AS c "
+        "WHERE u.rid = c.rid AND c.p0 IS NOT NULL"
+    ).format(t=t, n0=n0, n1=n1, where=where)
+
+
+def add_near_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Schema 6: ``ctx_near``, and existing sessionless rows with no event their near
+    neighbours (SQLite's schema 9)."""
+    t = names.ident()
+    conn.execute(sql.SQL("ALTER TABLE {t} ADD COLUMN ctx_near boolean").format(t=t))
+    conn.execute(fill_near(t, sql.SQL("true")))
 
 
 def merge_with_context(

@@ -21,6 +21,12 @@ from memory_inject.storage.postgres.terms import EXACT_ROWS
 __all__ = ["keyword_query", "term_stats_query"]
 
 
+#: A row with near context (``ctx_near``) is a hit only when its own parts (key,
+#: content, tags and day: labels A and B) hold a query word, as SQLite's
+#: ``ddl.OWN_MATCH`` says.
+_OWN = sql.SQL("(ctx_near IS NULL OR ts_filter(tsv, '{a,b}') @@ tq.q)")
+
+
 def keyword_query(
     t: sql.Identifier,
     cols: sql.Composable,
@@ -48,8 +54,8 @@ def keyword_query(
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank "
             "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
-            "WHERE {where} AND tsv @@ tq.q ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where)
+            "WHERE {where} AND tsv @@ tq.q AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
+        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN)
     else:
         head = sql.SQL(
             "WITH lex AS ("
@@ -69,8 +75,8 @@ def keyword_query(
         ).format()
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank FROM {t}, tq "
-            "WHERE {where} AND tsv @@ tq.f ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where)
+            "WHERE {where} AND tsv @@ tq.f AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
+        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN)
     # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
     extra = sql.SQL(
         ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "

@@ -16,7 +16,11 @@ from attrs import frozen
 from psycopg import sql
 
 from memory_inject.storage._plan_rows import like_pattern, like_prefix
-from memory_inject.storage.postgres.context import context_params, context_values
+from memory_inject.storage.postgres.context import (
+    CONTEXT_COLUMNS,
+    context_params,
+    context_values,
+)
 from memory_inject.storage.postgres.keyword import keyword_query, term_stats_query
 from memory_inject.storage.postgres.schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage.postgres.terms import DF_CAP, TermStats
@@ -333,13 +337,14 @@ class Queries:
                 "OR {t}.session_id IS NOT DISTINCT FROM EXCLUDED.session_id "
             ).format(t=self.t)
             query = sql.SQL(
-                "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) VALUES ({ph}, {ctx}) "
+                "INSERT INTO {t} ({cols}, {ctx_cols}) VALUES ({ph}, {ctx}) "
                 'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} {guard}'
                 "RETURNING {cols}"
             ).format(
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
+                ctx_cols=sql.SQL(CONTEXT_COLUMNS),
                 ctx=context_values(self.t, kind),
                 assign=self.assignments(tuple(keep)),
                 guard=guard,

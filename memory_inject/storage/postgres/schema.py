@@ -38,7 +38,11 @@ from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, SchemaMismatchError, StoreLockedError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import hnsw
-from memory_inject.storage.postgres.context import add_context, add_event_context
+from memory_inject.storage.postgres.context import (
+    add_context,
+    add_event_context,
+    add_near_context,
+)
 from memory_inject.storage.postgres.errors import lock_holders
 from memory_inject.storage.postgres.hnsw import hnsw_index, index_valid
 from memory_inject.storage.postgres.pgvector import check_pgvector
@@ -223,6 +227,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
     (3, "PI records: metadata column, standing-context index", _add_pi_records),
     (4, "tsv kept in the row (STORAGE MAIN), not moved out of line by TOAST", _tsv_inline),
     (5, "event context: the sessionless rows of one moment are each other's", add_event_context),
+    (6, "near context: a sessionless row with no event, the rows just before it", add_near_context),
 )
 
 

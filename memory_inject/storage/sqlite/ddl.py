@@ -13,11 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory_inject.storage.sqlite.ddl_context import (
+    CTX_ASSIGN,
+    CTX_EVENT_ASSIGN,
+    CTX_NEAR_ASSIGN,
+    DAY_WORDS,
+    OWN_COLUMNS,
+    OWN_MATCH,
+    own_match,
+)
+
 __all__ = [
     "FTS_COLUMNS",
     "LOG_KEEP",
     "MIGRATIONS",
+    "OWN_COLUMNS",
+    "OWN_MATCH",
     "SCHEMA_VERSION",
+    "own_match",
     "scope_match",
     "scope_token",
     "scope_tokens",
@@ -25,67 +38,6 @@ __all__ = [
 ]
 
 
-# "8 May 2023" from a fixed-width UTC timestamp (``format_ts``), in SQL so the
-# triggers and the migration compute it the same way.
-_DAY_WORDS = (
-    "(CAST(CAST(substr({row}.timestamp, 9, 2) AS INTEGER) AS TEXT) || ' ' || "
-    "CASE substr({row}.timestamp, 6, 2) "
-    "WHEN '01' THEN 'January' "
-    "WHEN '02' THEN 'February' "
-    "WHEN '03' THEN 'March' "
-    "WHEN '04' THEN 'April' "
-    "WHEN '05' THEN 'May' "
-    "WHEN '06' THEN 'June' "
-    "WHEN '07' THEN 'July' "
-    "WHEN '08' THEN 'August' "
-    "WHEN '09' THEN 'September' "
-    "WHEN '10' THEN 'October' "
-    "WHEN '11' THEN 'November' "
-    "WHEN '12' THEN 'December' "
-    "ELSE '' END || ' ' || "
-    "substr({row}.timestamp, 1, 4))"
-)
-# The content of the n-th live record written before ``row`` in its session.
-_NEIGHBOUR = (
-    "(SELECT p.content FROM memories AS p WHERE {row}.session_id IS NOT NULL "
-    "AND p.namespace = {row}.namespace AND p.session_id = {row}.session_id "
-    "AND p.rid < {row}.rid AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
-)
-_CTX_ASSIGN = (
-    "ctx_prev = " + _NEIGHBOUR.replace("{n}", "0") + ", "
-    "ctx_prev2 = " + _NEIGHBOUR.replace("{n}", "1") + ", "
-    "ctx_day = " + _DAY_WORDS
-)
-# The content of the n-th live record written before ``row`` in its *event*
-# (schema 8): the sessionless records of its namespace, category and profile
-# (none and blank alike) stamped with its very timestamp. A writer that stamps
-# rows with one moment (an import of a dated conversation, a batch of facts
-# from one source) declares them one event, an anonymous session, so they are
-# each other's context as a session's turns are. Records stamped apart (each
-# ``store()`` takes its own clock reading) are not: unrelated facts written a
-# second apart would otherwise be recalled for each other's words. A PI record
-# (one with a ``layer``) is a reviewed statement that stands alone. The
-# partial index ``memories_event`` finds the event's rows by seek.
-_EVENT_NEIGHBOUR = (
-    "(SELECT p.content FROM memories AS p "
-    "WHERE {row}.layer IS NULL AND p.session_id IS NULL AND p.layer IS NULL "
-    "AND p.namespace = {row}.namespace AND p.category = {row}.category "
-    "AND coalesce(p.profile_id, '') = coalesce({row}.profile_id, '') "
-    "AND p.timestamp = {row}.timestamp AND p.rid < {row}.rid AND p.deleted_at IS NULL "
-    "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
-)
-_CTX_EVENT_ASSIGN = (
-    "ctx_prev = CASE WHEN {row}.session_id IS NULL THEN "
-    + _EVENT_NEIGHBOUR.replace("{n}", "0")
-    + " ELSE "
-    + _NEIGHBOUR.replace("{n}", "0")
-    + " END, ctx_prev2 = CASE WHEN {row}.session_id IS NULL THEN "
-    + _EVENT_NEIGHBOUR.replace("{n}", "1")
-    + " ELSE "
-    + _NEIGHBOUR.replace("{n}", "1")
-    + " END, ctx_day = "
-    + _DAY_WORDS
-)
 # The row's scope as one index token: "s" + hex of its session id (first 100
 # characters), or "g" + hex of its category for a sessionless row. Recall adds
 # the scope's tokens to MATCH so FTS5 intersects posting lists instead of
@@ -182,7 +134,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE memories ADD COLUMN ctx_prev2 TEXT",
         "ALTER TABLE memories ADD COLUMN ctx_day TEXT",
         "CREATE INDEX memories_stream ON memories (namespace, session_id, rid)",
-        f"UPDATE memories SET {_CTX_ASSIGN.format(row='memories')}",  # noqa: S608 - constants
+        f"UPDATE memories SET {CTX_ASSIGN.format(row='memories')}",  # noqa: S608 - constants
         "DROP TRIGGER memories_fts_insert",
         "DROP TRIGGER memories_fts_delete",
         "DROP TRIGGER memories_fts_update",
@@ -191,7 +143,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "key, content, tags, ctx_prev, ctx_prev2, ctx_day, content='memories', "
         "content_rowid='rid', tokenize='porter unicode61')",
         f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {_CTX_ASSIGN.format(row="new")} WHERE rid = new.rid;
+            UPDATE memories SET {CTX_ASSIGN.format(row="new")} WHERE rid = new.rid;
             INSERT INTO memories_fts(rowid, key, content, tags, ctx_prev, ctx_prev2, ctx_day)
             SELECT rid, key, content, tags, ctx_prev, ctx_prev2, ctx_day
             FROM memories WHERE rid = new.rid;
@@ -209,7 +161,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
                 ctx_prev, ctx_prev2, ctx_day)
             VALUES ('delete', old.rid, old.key, old.content, old.tags,
                 old.ctx_prev, old.ctx_prev2, old.ctx_day);
-            UPDATE memories SET ctx_day = {_DAY_WORDS.format(row="new")} WHERE rid = new.rid;
+            UPDATE memories SET ctx_day = {DAY_WORDS.format(row="new")} WHERE rid = new.rid;
             INSERT INTO memories_fts(rowid, key, content, tags, ctx_prev, ctx_prev2, ctx_day)
             SELECT rid, key, content, tags, ctx_prev, ctx_prev2, ctx_day
             FROM memories WHERE rid = new.rid;
@@ -228,7 +180,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"CREATE VIRTUAL TABLE memories_fts USING fts5({FTS_COLUMNS}, content='memories', "
         "content_rowid='rid', tokenize='porter unicode61')",
         f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {_CTX_ASSIGN.format(row="new")},
+            UPDATE memories SET {CTX_ASSIGN.format(row="new")},
                 ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
             INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
             SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
@@ -245,7 +197,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS})
             VALUES ('delete', old.rid, old.key, old.content, old.tags,
                 old.ctx_prev, old.ctx_prev2, old.ctx_day, old.ctx_scope);
-            UPDATE memories SET ctx_day = {_DAY_WORDS.format(row="new")},
+            UPDATE memories SET ctx_day = {DAY_WORDS.format(row="new")},
                 ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
             INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
             SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
@@ -323,7 +275,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "coalesce(profile_id, ''), timestamp, rid) WHERE session_id IS NULL AND layer IS NULL",
         "DROP TRIGGER memories_fts_insert",
         f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {_CTX_EVENT_ASSIGN.format(row="new")},
+            UPDATE memories SET {CTX_EVENT_ASSIGN.format(row="new")},
                 ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
             INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
             SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
@@ -331,10 +283,34 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
         f"SELECT 'delete', rid, {FTS_COLUMNS} FROM memories "
         "WHERE session_id IS NULL AND layer IS NULL",
-        f"UPDATE memories SET {_CTX_EVENT_ASSIGN.format(row='memories')} "  # noqa: S608
+        f"UPDATE memories SET {CTX_EVENT_ASSIGN.format(row='memories')} "  # noqa: S608
         "WHERE session_id IS NULL AND layer IS NULL",
         f"INSERT INTO memories_fts(rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
         f"SELECT rid, {FTS_COLUMNS} FROM memories WHERE session_id IS NULL AND layer IS NULL",
+    ),
+    # 9: a sessionless record written alone (no event) takes the two records
+    # written before it within NEAR_MINUTES as context (``_NEAR_NEIGHBOUR``),
+    # marked ``ctx_near``: recall returns it only for its own words
+    # (``OWN_MATCH``). Existing such rows (no context yet) get theirs here.
+    (
+        "ALTER TABLE memories ADD COLUMN ctx_near INTEGER",
+        "DROP TRIGGER memories_fts_insert",
+        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            UPDATE memories SET {CTX_NEAR_ASSIGN.format(row="new")},
+                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
+            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
+        END""",  # noqa: S608 - built from constants
+        "CREATE TEMP TABLE near_rows AS SELECT rid FROM memories "
+        "WHERE session_id IS NULL AND layer IS NULL AND ctx_prev IS NULL",
+        f"INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
+        f"SELECT 'delete', rid, {FTS_COLUMNS} FROM memories "
+        "WHERE rid IN (SELECT rid FROM temp.near_rows)",
+        f"UPDATE memories SET {CTX_NEAR_ASSIGN.format(row='memories')} "  # noqa: S608
+        "WHERE rid IN (SELECT rid FROM temp.near_rows)",
+        f"INSERT INTO memories_fts(rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
+        f"SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid IN (SELECT rid FROM temp.near_rows)",
+        "DROP TABLE temp.near_rows",
     ),
 )
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory_inject.storage.calibration import calibrated, term_weight
@@ -60,6 +60,7 @@ from memory_inject.storage.sqlite.keyword_index import (
     postings_of_instances,
     present_weight,
 )
+from memory_inject.storage.sqlite.keyword_phrases import OWN_MASK
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
@@ -288,11 +289,16 @@ def _hits(
     df = [len(postings.get(t, ())) for t in phrases]
     scope = None if scope_tokens is None else tuple(scope_tokens)
     draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
+    held_by = [postings.get(t, {}) for t in dict.fromkeys(phrases)]
+
+    def own(rid: int) -> bool:  # a query token in the row's own columns (``ddl.OWN_MATCH``)
+        return any(p is not None and p[1] & OWN_MASK for p in (h.get(rid) for h in held_by))
+
     ranked = ranking(index, draw, scope)
-    kept = _pick(conn, where, ranked, k, rows)
+    kept = _pick(conn, where, ranked, k, rows, own)
     if len(kept) < k and len(draw) < len(phrases):
         ranked = ranking(index, phrases, scope)
-        kept = _pick(conn, where, ranked, k, rows)
+        kept = _pick(conn, where, ranked, k, rows, own)
     weights = [term_weight(n, d) for d in df]
     total = sum(weights)
     if total <= 0.0:
@@ -349,18 +355,21 @@ def _pick(
     ranked: Ranking,
     k: int,
     rows: dict[str, tuple[Any, ...]] | None,
+    own: Callable[[int], bool],
 ) -> list[int]:
     """The ``k`` best rows (or fewer) in the store's scope, by score then id.
 
     The scope is SQL's: the best rows are read with it in batches (the first
     just over ``k``, then four times more), so a row the scope drops is
-    replaced by the next.
+    replaced by the next. A row with near context (``ctx_near``) is kept only
+    when ``own`` says a query token is in its own columns, as
+    ``ddl.OWN_MATCH`` says on the SQL path.
     """
     namespace, scope, params = where
     # CROSS JOIN: the listed rowids drive the lookups (the planner would otherwise
     # walk the namespace's whole index and test each row against the list).
     sql = (
-        f"SELECT m.rid, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - our fragments
+        f"SELECT m.rid, m.ctx_near, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - fragments
         f"CROSS JOIN memories AS m ON m.rid = j.value WHERE m.namespace = ? AND {scope}"
     )
     kept: list[int] = []
@@ -371,8 +380,9 @@ def _pick(
         chunk = top[done:]
         done = len(top)
         found = {
-            int(r[0]): r[1:]
+            int(r[0]): r[2:]
             for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
+            if r[1] is None or own(int(r[0]))
         }
         for rid in chunk:
             entry = found.get(rid)

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from attrs import define
 
 from memory_inject.storage.calibration import coverage
-from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
+from memory_inject.storage.sqlite.ddl import FTS_COLUMNS, OWN_COLUMNS
 
 __all__ = [
     "BM25_ARGS",
     "BM25_WEIGHTS",
     "COVERAGE_WEIGHTS",
     "K1",
+    "OWN_MASK",
     "PREFIX_MARK",
     "ROWID_SPAN",
     "TEXT_COLUMNS",
@@ -51,6 +52,8 @@ K1, B = 1.2, 0.75
 #: The columns a query word can be found in (the scope token never is one).
 TEXT_COLUMNS = len(COVERAGE_WEIGHTS)
 TEXT_COLUMN_NAMES = tuple(FTS_COLUMNS.replace(" ", "").split(","))[:TEXT_COLUMNS]
+#: The column bits (a mirror posting's mask) of a record's own columns (``ddl.OWN_COLUMNS``).
+OWN_MASK = sum(1 << c for c, name in enumerate(TEXT_COLUMN_NAMES) if name in OWN_COLUMNS)
 #: Marks a prefix phrase found in a long column: ``holds`` sees a token that
 #: starts with the prefix, and no whole word equals it.
 PREFIX_MARK = "\x00"

@@ -20,7 +20,14 @@ from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
-from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
+from memory_inject.storage.fusion import (
+    Fusion,
+    RawScores,
+    RecallInfo,
+    content_words,
+    fts_match,
+    fuse,
+)
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite.codec import (
     ENTRY_COLUMNS,
@@ -29,7 +36,7 @@ from memory_inject.storage.sqlite.codec import (
     fetch_entries,
     row_to_entry,
 )
-from memory_inject.storage.sqlite.ddl import tokens_match
+from memory_inject.storage.sqlite.ddl import OWN_MATCH, own_match, tokens_match
 from memory_inject.storage.sqlite.errors import is_locked
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
@@ -129,10 +136,13 @@ def _run(
                             raise
                         # A mirror that cannot be read backs off; FTS5 answers this recall.
                 if ranked is None:
+                    # A record with near context is a hit for its own words only
+                    # (the mirror checks its postings instead).
+                    own = own_match(fts_match(words) or '""')
                     ranked = keyword_hits(
                         conn,
                         stats,
-                        where,
+                        (namespace, f"{scope} AND {OWN_MATCH}", (*params, own)),
                         words,
                         limit * 2,
                         window=not run.narrow,
