@@ -8,10 +8,12 @@
 For each size, the first ``n`` LoCoMo dev records (every conversation copied as
 often as needed, each copy keyed ``id#i``, as in ``peers.py``) go into one
 store, written as chat session streams (``--layout stream``: each copy its own
-session, so each record's index row holds its two predecessors) or as facts
-without a session (``--layout none``, what ``remember()`` and the CLI write),
-and are asked up to 300 of their conversations' questions, top 10, after 20
-warm-up questions. The contenders run alternately ``--reps`` times, the
+session, so each record's index row holds its two predecessors), as facts
+without a session stamped with their session's date (``--layout none``: one
+event per session), or stamped a second apart (``--layout apart``: what
+``remember()`` and the CLI write, each row with its near context), and are
+asked up to 300 of their conversations' questions, top 10, after 20 warm-up
+questions. The contenders run alternately ``--reps`` times, the
 library's on a store opened afresh each time with the process's tokenised
 words forgotten (every question is new to it); the table shows the median of
 their per-repetition p50 / p99 and the ratio to bare FTS5.
@@ -54,6 +56,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +69,7 @@ from memory_inject.storage.fusion import build_fts_query
 from memory_inject.storage.sqlite import keyword_terms as _terms
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 
-LAYOUTS = ("stream", "none")
+LAYOUTS = ("stream", "none", "apart")
 
 
 def _p(times: list[float], q: float) -> float:
@@ -90,19 +93,27 @@ def _run(
 
 def as_jsonl(rows: Sequence[dict[str, Any]], layout: str) -> io.StringIO:
     """The records as the store's JSONL import reads them: ``core``, one session per stream
-    (``layout`` ``"stream"``) or no session (``"none"``)."""
-    lines = [
-        json.dumps(
-            {
-                "key": r["id"],
-                "content": _content(r),
-                "category": "core",
-                "timestamp": r["timestamp"] + "Z",
-                "session_id": r["conversation"] if layout == "stream" else None,
-            }
+    (``layout`` ``"stream"``) or no session (``"none"``: a session's turns share its
+    timestamp, one event; ``"apart"``: the n-th row of a timestamp n seconds after it, rows
+    written alone, each with its near context)."""
+    seen: dict[str, int] = {}
+    lines = []
+    for r in rows:
+        stamp = datetime.fromisoformat(r["timestamp"])
+        if layout == "apart":
+            seen[r["timestamp"]] = n = seen.get(r["timestamp"], -1) + 1
+            stamp += timedelta(seconds=n)
+        lines.append(
+            json.dumps(
+                {
+                    "key": r["id"],
+                    "content": _content(r),
+                    "category": "core",
+                    "timestamp": stamp.isoformat() + "Z",
+                    "session_id": r["conversation"] if layout == "stream" else None,
+                }
+            )
         )
-        for r in rows
-    ]
     return io.StringIO("\n".join(lines) + "\n")
 
 
