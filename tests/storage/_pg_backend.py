@@ -30,7 +30,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memory_inject.exceptions import PgvectorUnusableError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import queries as pg_queries
+from memory_inject.storage.postgres import context as pg_context
 from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
@@ -248,6 +248,6 @@ def old_schema(m: pytest.MonkeyPatch, version: int) -> None:
     schema 6 its writes (no ``ctx_near`` column yet)."""
     m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:version])
     if version < 6:
-        m.setattr(pg_queries, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
-        m.setattr(pg_queries, "context_params", _context_params_5)
-        m.setattr(pg_queries, "context_values", _context_values_5)
+        m.setattr(pg_context, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
+        m.setattr(pg_context, "context_params", _context_params_5)
+        m.setattr(pg_context, "context_values", _context_values_5)

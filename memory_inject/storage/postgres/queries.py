@@ -16,11 +16,7 @@ from attrs import frozen
 from psycopg import sql
 
 from memory_inject.storage._plan_rows import like_pattern, like_prefix
-from memory_inject.storage.postgres.context import (
-    CONTEXT_COLUMNS,
-    context_params,
-    context_values,
-)
+from memory_inject.storage.postgres import context as _ctx
 from memory_inject.storage.postgres.keyword import keyword_query, term_stats_query
 from memory_inject.storage.postgres.schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage.postgres.terms import DF_CAP, TermStats
@@ -324,7 +320,7 @@ class Queries:
         another scope is not replaced (no row comes back) unless ``move``. The
         statement is built once per ``keep`` and ``move``.
         """
-        kind, context = context_params(params)
+        kind, context = _ctx.context_params(params)
         key = (*keep, "\x00move" if move else "", kind)
         query = self._upserts.get(key)
         if query is None:
@@ -344,8 +340,8 @@ class Queries:
                 t=self.t,
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
-                ctx_cols=sql.SQL(CONTEXT_COLUMNS),
-                ctx=context_values(self.t, kind),
+                ctx_cols=sql.SQL(_ctx.CONTEXT_COLUMNS),
+                ctx=_ctx.context_values(self.t, kind),
                 assign=self.assignments(tuple(keep)),
                 guard=guard,
             )
