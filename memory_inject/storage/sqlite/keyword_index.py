@@ -9,12 +9,18 @@ computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
-from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_WEIGHTS, K1, B
+from memory_inject.storage.sqlite.keyword_phrases import (
+    BM25_WEIGHTS,
+    COVERAGE_WEIGHTS,
+    K1,
+    OWN_MASK,
+    B,
+)
 from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
 
 if TYPE_CHECKING:
@@ -56,6 +62,7 @@ class MirrorIndex:
         "held",
         "ids",
         "loaded",
+        "near",
         "postings",
         "scope",
         "seq",
@@ -69,6 +76,7 @@ class MirrorIndex:
         self.ids: dict[int, str] = {}
         self.size: dict[int, int] = {}  # tokens in the row, every column (bm25()'s D)
         self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
+        self.near: dict[int, bool] = {}  # whether a row has near context (``ctx_near``)
         self.total = 0
         self.postings: dict[str, dict[int, Posting]] = {}  # loaded tokens only
         self.held = 0  # postings held, every token
@@ -122,12 +130,30 @@ class MirrorIndex:
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
+        self.near.pop(rid, None)
         self.ids[rid] = key
         self.size[rid] = size
         self.total += size
         self.scope[rid] = scope
         if self.arrays is not None:
             self.arrays.row_set(self, rid, size)
+
+    def keeper(self, tokens: Sequence[str]) -> Callable[[int], bool]:
+        """Whether a recall of ``tokens`` (their postings held) may return a row: one
+        without near context, or one holding a token in its own columns (``ddl.OWN_MATCH``
+        on the SQL path)."""
+        near, held = self.near, [self.postings.get(t, {}) for t in dict.fromkeys(tokens)]
+
+        def keep(rid: int) -> bool:
+            if not near.get(rid):
+                return True
+            for posting in held:
+                p = posting.get(rid)
+                if p is not None and p[1] & OWN_MASK:
+                    return True
+            return False
+
+        return keep
 
     def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
         """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
@@ -163,6 +189,7 @@ class MirrorIndex:
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
+        self.near.pop(rid, None)
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
         if self.arrays is not None:

@@ -60,7 +60,6 @@ from memory_inject.storage.sqlite.keyword_index import (
     postings_of_instances,
     present_weight,
 )
-from memory_inject.storage.sqlite.keyword_phrases import OWN_MASK
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
@@ -228,9 +227,13 @@ class KeywordMirror:
             for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
         }
         index = MirrorIndex(head)
-        for rid, key, scope in conn.execute("SELECT rid, id, ctx_scope FROM memories"):
+        near = index.near
+        for rid, key, scope, is_near in conn.execute(
+            "SELECT rid, id, ctx_scope, ctx_near FROM memories"
+        ):
             tokens = frozenset(tokens_of(str(scope))) if scope else frozenset()
             index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens)
+            near[int(rid)] = is_near is not None
         self.builds += 1
         return index
 
@@ -252,14 +255,15 @@ class KeywordMirror:
             index.remove(rid)
         if rids:
             found = conn.execute(
-                f"SELECT rid, id, {FTS_COLUMNS} FROM memories "  # noqa: S608 - constants
+                f"SELECT rid, id, ctx_near, {FTS_COLUMNS} FROM memories "  # noqa: S608
                 "WHERE rid IN (SELECT value FROM json_each(?))",
                 (listed,),
             ).fetchall()
-            counts, sizes = self._tokenizer.tokenise([(row[0], *row[2:]) for row in found])
+            counts, sizes = self._tokenizer.tokenise([(row[0], *row[3:]) for row in found])
             for row in found:
                 rid = int(row[0])
                 index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
+                index.near[rid] = row[2] is not None
         index.seq = head
         return True
 
@@ -289,16 +293,12 @@ def _hits(
     df = [len(postings.get(t, ())) for t in phrases]
     scope = None if scope_tokens is None else tuple(scope_tokens)
     draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
-    held_by = [postings.get(t, {}) for t in dict.fromkeys(phrases)]
-
-    def own(rid: int) -> bool:  # a query token in the row's own columns (``ddl.OWN_MATCH``)
-        return any(p is not None and p[1] & OWN_MASK for p in (h.get(rid) for h in held_by))
-
+    keep = index.keeper(phrases)
     ranked = ranking(index, draw, scope)
-    kept = _pick(conn, where, ranked, k, rows, own)
+    kept = _pick(conn, where, ranked, k, rows, keep)
     if len(kept) < k and len(draw) < len(phrases):
         ranked = ranking(index, phrases, scope)
-        kept = _pick(conn, where, ranked, k, rows, own)
+        kept = _pick(conn, where, ranked, k, rows, keep)
     weights = [term_weight(n, d) for d in df]
     total = sum(weights)
     if total <= 0.0:
@@ -355,21 +355,20 @@ def _pick(
     ranked: Ranking,
     k: int,
     rows: dict[str, tuple[Any, ...]] | None,
-    own: Callable[[int], bool],
+    keep: Callable[[int], bool],
 ) -> list[int]:
     """The ``k`` best rows (or fewer) in the store's scope, by score then id.
 
     The scope is SQL's: the best rows are read with it in batches (the first
     just over ``k``, then four times more), so a row the scope drops is
-    replaced by the next. A row with near context (``ctx_near``) is kept only
-    when ``own`` says a query token is in its own columns, as
-    ``ddl.OWN_MATCH`` says on the SQL path.
+    replaced by the next. A row ``keep`` refuses (near context and no query
+    token in its own columns: ``ddl.OWN_MATCH`` on the SQL path) is never read.
     """
     namespace, scope, params = where
     # CROSS JOIN: the listed rowids drive the lookups (the planner would otherwise
     # walk the namespace's whole index and test each row against the list).
     sql = (
-        f"SELECT m.rid, m.ctx_near, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - fragments
+        f"SELECT m.rid, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - our fragments
         f"CROSS JOIN memories AS m ON m.rid = j.value WHERE m.namespace = ? AND {scope}"
     )
     kept: list[int] = []
@@ -377,12 +376,11 @@ def _pick(
     batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
     while len(kept) < k and done < len(ranked):
         top = ranked.best(done + batch)
-        chunk = top[done:]
+        chunk = [rid for rid in top[done:] if keep(rid)]
         done = len(top)
         found = {
-            int(r[0]): r[2:]
+            int(r[0]): r[1:]
             for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
-            if r[1] is None or own(int(r[0]))
         }
         for rid in chunk:
             entry = found.get(rid)
