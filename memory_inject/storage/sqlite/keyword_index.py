@@ -124,13 +124,16 @@ class MirrorIndex:
         self._shares[token] = cached
         return cached
 
-    def set_row(self, rid: int, key: str, size: int, scope: frozenset[str]) -> None:
-        """Hold row ``rid``: its id, length and scope tokens (postings come separately)."""
+    def set_row(
+        self, rid: int, key: str, size: int, scope: frozenset[str], near: bool = False
+    ) -> None:
+        """Hold row ``rid``: its id, length, scope tokens and whether it has near context
+        (``ctx_near``); postings come separately."""
         self._shares.clear()
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
-        self.near.pop(rid, None)
+        self.near[rid] = near
         self.ids[rid] = key
         self.size[rid] = size
         self.total += size
@@ -167,10 +170,12 @@ class MirrorIndex:
             self.loaded.setdefault(rid, set()).add(token)
         return posting
 
-    def add(self, rid: int, key: str, size: int, counts: dict[str, list[int]]) -> None:
+    def add(
+        self, rid: int, key: str, size: int, counts: dict[str, list[int]], near: bool = False
+    ) -> None:
         """Hold row ``rid`` from ``{token: instances per column}`` (a changed row)."""
         scope = frozenset(t for t, per_col in counts.items() if per_col[SCOPE_COL])
-        self.set_row(rid, key, size, scope)
+        self.set_row(rid, key, size, scope, near)
         held = [t for t in counts if t in self.postings]
         for token in held:
             new = rid not in self.postings[token]

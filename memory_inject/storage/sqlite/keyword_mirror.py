@@ -227,13 +227,11 @@ class KeywordMirror:
             for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
         }
         index = MirrorIndex(head)
-        near = index.near
-        for rid, key, scope, is_near in conn.execute(
+        for rid, key, scope, near in conn.execute(
             "SELECT rid, id, ctx_scope, ctx_near FROM memories"
         ):
             tokens = frozenset(tokens_of(str(scope))) if scope else frozenset()
-            index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens)
-            near[int(rid)] = is_near is not None
+            index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens, near is not None)
         self.builds += 1
         return index
 
@@ -262,8 +260,8 @@ class KeywordMirror:
             counts, sizes = self._tokenizer.tokenise([(row[0], *row[3:]) for row in found])
             for row in found:
                 rid = int(row[0])
-                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}))
-                index.near[rid] = row[2] is not None
+                near = row[2] is not None
+                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}), near)
         index.seq = head
         return True
 
