@@ -39,8 +39,8 @@ from memory_inject.embedders import HashingEmbedder
 from memory_inject.models import MemoryEntry
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_marks as _marks
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
-from memory_inject.storage.sqlite import keyword_rank as _fts_rank
 from memory_inject.storage.sqlite.keyword_index import postings_of_instances
 from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.locks import foreign_wal_lock
@@ -95,7 +95,7 @@ def test_a_long_columns_score_is_what_highlight_would_give(tmp_path: Path) -> No
     coverage and BM25 as marking them with highlight()."""
     with SQLiteStore(tmp_path / "m.db") as store:
         body = "deploys go to the prod cluster on fridays " * 600  # ~25 kB: over the bound
-        assert len(body.encode()) > _fts_rank.HIGHLIGHT_MAX_BYTES
+        assert len(body.encode()) > _marks.HIGHLIGHT_MAX_BYTES
         store.store("long1", body + " rollback plan", "core")
         store.store("long2", "rollback " * 3000, "core")
         store.store("short", "the prod rollback plan", "core")
@@ -103,12 +103,12 @@ def test_a_long_columns_score_is_what_highlight_would_give(tmp_path: Path) -> No
             store.store(f"other{i}", f"unrelated note {i} about lunch", "core")
         prompts = ["prod rollback", "rollb*", "fridays plan cluster", "lunch prod"]
         bounded = [[(e.key, e.score) for e in store.recall(p, 5)] for p in prompts]
-        original = _fts_rank._MARKS
-        _fts_rank._MARKS = _fts_rank.marks(10**12)
+        original = _marks._MARKS
+        _marks._MARKS = _marks.marks(10**12)
         try:
             everything = [[(e.key, e.score) for e in store.recall(p, 5)] for p in prompts]
         finally:
-            _fts_rank._MARKS = original
+            _marks._MARKS = original
     assert everything == bounded
     assert any(k == "long1" for k, _ in bounded[0])
 

@@ -20,7 +20,7 @@ import pytest
 
 from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
-from memory_inject.storage.sqlite import keyword_rank as _fts_rank
+from memory_inject.storage.sqlite import keyword_marks as _marks
 from memory_inject.storage.sqlite import keyword_terms as _terms
 from memory_inject.storage.sqlite.keyword_index import MirrorIndex
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
@@ -196,17 +196,17 @@ class TestEmptyColumnsAreHighlighted:
             asked.append(too_long)
             return held_in_long(conn, too_long, phrases)
 
-        monkeypatch.setattr(_fts_rank, "held_in_long", spy)
+        monkeypatch.setattr(_marks, "held_in_long", spy)
         queries = ("alpha deploy", "fridays rollback plan", "hiking alpha")
         fast = [_answers(store, q) for q in queries]
         assert [] == asked
         # The select list as it was: NULL compared as "not short", so FTS5 was asked.
         old = ", ".join(
-            f"CASE WHEN length(CAST(m.{name} AS BLOB)) <= {_fts_rank.HIGHLIGHT_MAX_BYTES} "
+            f"CASE WHEN length(CAST(m.{name} AS BLOB)) <= {_marks.HIGHLIGHT_MAX_BYTES} "
             f"THEN highlight(memories_fts, {c}, ?, ?) ELSE -1 END"
             for c, name in enumerate(TEXT_COLUMN_NAMES)
         )
-        monkeypatch.setattr(_fts_rank, "_MARKS", old)
+        monkeypatch.setattr(_marks, "_MARKS", old)
         assert fast == [_answers(store, q) for q in queries]
         assert asked  # the old list did ask FTS5 about the empty columns
         store.close()

@@ -72,6 +72,18 @@ class TestNearContext:
         assert ["fact"] == list(_scores(store, "which server is production on"))
         assert ["colour"] == list(_scores(store, "favourite colour"))
 
+    def test_a_time_bound_recall_keeps_the_same_rule(
+        self, engine_store: Callable[[str], Any], engine: str
+    ) -> None:
+        """``since``/``until`` rank the scope's own rows first (SQLite checks each row there,
+        a whole ranked window at once otherwise): the same rows, the same scores."""
+        store = engine_store(engine)
+        _write(store, TURNS)
+        bound = {"since": "2023-05-08T00:00:00Z", "until": "2023-05-09T00:00:00Z"}
+        for prompt in ("LGBTQ support group", "how did the LGBTQ group feel", "welcoming"):
+            assert _scores(store, prompt, **bound) == _scores(store, prompt), prompt
+        assert ["t1"] == list(_scores(store, "LGBTQ support group", **bound))
+
     def test_thirty_minutes_category_profile_layer_and_session_bound_it(
         self, engine_store: Callable[[str], Any], engine: str
     ) -> None:

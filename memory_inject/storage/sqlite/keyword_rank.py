@@ -31,41 +31,29 @@ ranking statements and the ``highlight()`` marks.
 
 from __future__ import annotations
 
-import json
-import re
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from memory_inject.storage.calibration import fts5_idf, term_weight
-from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
+from memory_inject.storage.calibration import term_weight
+from memory_inject.storage.sqlite.ddl_context import OWN_MATCH
+from memory_inject.storage.sqlite.keyword_marks import add_bm25_marked, highlights, own_hits
 from memory_inject.storage.sqlite.keyword_phrases import (
     BM25_ARGS,
-    BM25_WEIGHTS,
-    K1,
-    PREFIX_MARK,
-    ROWID_SPAN,
-    TEXT_COLUMN_NAMES,
-    TEXT_COLUMNS,
-    B,
     Hit,
     Marked,
     Phrase,
     add_bm25,
     coverage_of,
-    held_in_long,
-    span_of,
 )
-from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of, tokens_of_all, varints
+from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of_all
 
 __all__ = [
     "DRAW_ROWS",
-    "HIGHLIGHT_MAX_BYTES",
     "RANK_BUDGET",
     "SHARE_SCAN_ROWS",
     "WINDOW",
     "keyword_hits",
-    "marks",
 ]
 
 #: How many FTS hits are ranked before the scope filter.
@@ -83,35 +71,6 @@ DRAW_ROWS = 20_000
 #: candidates with ``highlight()`` and adding the share in Python is cheaper.
 SHARE_SCAN_ROWS = 20_000
 
-#: highlight() marks; control characters never survive the tokenizer as words.
-_OPEN, _CLOSE = "\x01", "\x02"
-_SPAN = re.compile("\x01([^\x02]*)\x02")
-_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
-_ID = ENTRY_COLUMNS.index("id")
-#: A column longer than this (bytes) is not marked with ``highlight()``,
-#: whose cost grows with the column's length times its matches (it re-copies
-#: its output at each mark: two 1.6 MB rows took 18 s); which phrases such a
-#: column holds is asked of FTS5 instead, one phrase and column at a time,
-#: in time linear in the column's matches.
-HIGHLIGHT_MAX_BYTES = 16_384
-
-
-def marks(limit: int) -> str:
-    """The select list that highlights each text column of at most ``limit`` bytes (-1 else).
-
-    An empty (NULL) column is highlighted (to NULL), never taken for a long
-    one: asking FTS5 what it holds would cost a statement for nothing.
-    """
-    return ", ".join(
-        f"CASE WHEN length(CAST(m.{name} AS BLOB)) > {int(limit)} "
-        f"THEN -1 ELSE highlight(memories_fts, {c}, ?, ?) END"
-        for c, name in enumerate(TEXT_COLUMN_NAMES)
-    )
-
-
-_MARKS = marks(HIGHLIGHT_MAX_BYTES)
-_MARK_ARGS = (_OPEN, _CLOSE) * TEXT_COLUMNS
-
 
 def keyword_hits(
     conn: sqlite3.Connection,
@@ -124,6 +83,7 @@ def keyword_hits(
     scope_match: str | None = None,
     rows: dict[str, tuple[Any, ...]] | None = None,
     refresh: bool = True,
+    own: str | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -134,6 +94,8 @@ def keyword_hits(
     ``rows``, when given, receives the :data:`~.codec.ENTRY_COLUMNS`
     of hits read on the way (by id), so the caller need not read them again.
     ``refresh`` false says ``stats`` were refreshed in this read transaction already.
+    ``own`` (``ddl.own_match`` of the query) keeps a record with near context
+    (``ctx_near``) only when its own columns match it, as ``ddl.OWN_MATCH`` does.
     """
     if refresh:
         stats.refresh(conn)
@@ -147,12 +109,12 @@ def keyword_hits(
     df = stats.document_frequencies(conn, [t for p in phrases for t in p.tokens])
     for p in phrases:
         p.df = min(df.get(t, 0) for t in p.tokens)
-    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match)
+    hits, draw, marked = _ranked(conn, stats, where, phrases, k, window, scope_match, own)
     # Every hit holds a drawing phrase, so this never walks the common words' rows.
     extra = [p for p in phrases if p not in draw]
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
     missing = [h.rid for h in hits if h.rid not in marked]
-    marked.update(_highlights(conn, match, missing, phrases, rows))
+    marked.update(highlights(conn, match, missing, phrases, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     return [(h.key, coverage_of(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
 
@@ -182,6 +144,7 @@ def _ranked(
     k: int,
     window: bool,
     scope_match: str | None,
+    own: str | None = None,
 ) -> tuple[list[Hit], list[Phrase], Marked]:
     """The ``k`` best hits, the drawing phrases used, and the hits' marks found on the way."""
 
@@ -193,7 +156,9 @@ def _ranked(
 
     draw, extra = _split(phrases, stats.rows)
     while True:
-        hits, last = _candidates(conn, where, ranking(draw), k, window=window, matches=held(draw))
+        hits, last = _candidates(
+            conn, where, ranking(draw), k, window=window, matches=held(draw), own=own
+        )
         enough = len(hits) >= k
         if last is None:
             done = enough or not extra
@@ -221,11 +186,13 @@ def _ranked(
     # Too few hits even so (or a window the scope emptied): rank the whole query.
     every = list(phrases)
     if window:
-        hits, last = _candidates(conn, where, ranking(every), k, window=True, matches=held(every))
+        hits, last = _candidates(
+            conn, where, ranking(every), k, window=True, matches=held(every), own=own
+        )
         hits.sort(key=lambda h: (-h.score, h.key))
         if last is None or (len(hits) >= k and hits[k - 1].score > last):
             return hits[:k], every, {}
-    hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True)
+    hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True, own=own)
     return hits, every, {}
 
 
@@ -244,7 +211,7 @@ def _add_shares(
     if sum(p.df for p in counted) <= SHARE_SCAN_ROWS:
         add_bm25(conn, counted, hits)
         return {}
-    marked = _add_bm25_marked(conn, stats, draw, counted, hits)
+    marked = add_bm25_marked(conn, stats, draw, counted, hits)
     return marked if len(counted) == len(extra) else {}  # else their marks lack the floored words
 
 
@@ -257,6 +224,7 @@ def _candidates(
     window: bool,
     exact: bool = False,
     matches: int = 0,
+    own: str | None = None,
 ) -> tuple[list[Hit], float | None]:
     """Live rows by BM25 over ``match``, and the best score a live match left out may have.
 
@@ -266,7 +234,10 @@ def _candidates(
     the join comes first. ``exact`` asks for the ``k`` best, complete.
     ``matches`` (what ``match``'s phrases hold between them) past
     :data:`DRAW_ROWS` ranks, with ``window``, only the newest ``DRAW_ROWS``
-    matches, and the older ones count as not left out (bound None).
+    matches, and the older ones count as not left out (bound None). ``own``:
+    see :func:`keyword_hits`; a window's near rows are checked in one statement
+    (:func:`~.keyword_marks.own_hits`) and the refused ones dropped as rows
+    out of scope are.
     """
     namespace, scope, params = where
     size = k if exact else max(WINDOW, 4 * k)
@@ -282,13 +253,24 @@ def _candidates(
         # its row (None when the row is out of scope). The unary + keeps the
         # planner on the rowid lookups.
         top = conn.execute(
-            f"SELECT t.rid, t.score, m.id FROM ({ranked} ORDER BY score DESC LIMIT ?) AS t "  # noqa: S608
-            f"LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? AND {scope}",
+            f"SELECT t.rid, t.score, m.id, m.ctx_near FROM ({ranked} ORDER BY score DESC "  # noqa: S608
+            f"LIMIT ?) AS t LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? "
+            f"AND {scope}",
             (match, size, namespace, *params),
         ).fetchall()
-        hits = [Hit(str(i), int(r), float(sc)) for r, sc, i in top if i is not None]
+        refused: set[int] = set()
+        if own is not None:
+            near = [int(r) for r, _, i, n in top if i is not None and n]
+            refused = set(near) - own_hits(conn, own, near)
+        hits = [
+            Hit(str(i), int(r), float(sc))
+            for r, sc, i, _ in top
+            if i is not None and int(r) not in refused
+        ]
         full = len(top) == size and not capped
-        return hits, (min(float(sc) for _, sc, _ in top) if full else None)
+        return hits, (min(float(sc) for _, sc, _, _ in top) if full else None)
+    if own is not None:  # joined first: the scope's own few rows, each checked
+        scope, params = f"{scope} AND {OWN_MATCH}", (*params, own)
     sql = (
         f"SELECT m.id, -bm25(memories_fts, {BM25_ARGS}) AS score, m.rid "  # noqa: S608
         "FROM memories_fts JOIN memories AS m ON m.rid = memories_fts.rowid "
@@ -298,102 +280,3 @@ def _candidates(
     rows = conn.execute(sql, (match, namespace, *params, size)).fetchall()
     hits = [Hit(str(i), int(r), float(s)) for i, s, r in rows]
     return hits, (hits[-1].score if len(hits) == size and not exact else None)
-
-
-def _highlights(
-    conn: sqlite3.Connection,
-    match: str,
-    rids: Sequence[int],
-    phrases: Sequence[Phrase],
-    rows: dict[str, tuple[Any, ...]] | None = None,
-    long: set[int] | None = None,
-) -> Marked:
-    """``{rowid: [tokens marked in each column]}`` for the ``rids`` that ``match``.
-
-    ``phrases`` are the phrases of ``match``. A column longer than
-    :data:`HIGHLIGHT_MAX_BYTES` is not highlighted: the ``phrases`` it holds
-    are found by FTS5 (:func:`held_in_long`) and marked with their tokens.
-    ``long``, when given, receives the rowids that had such a column. With
-    ``rows``, the same statement also reads each row's entry columns into it
-    (by id).
-    """
-    if not rids:
-        return {}
-    entry = f", {_ENTRY}" if rows is not None else ""
-    # +rowid: a pushed-down rowid constraint re-opens the query once per row.
-    sql = (
-        f"SELECT memories_fts.rowid, {_MARKS}{entry} FROM memories_fts "  # noqa: S608
-        "JOIN memories AS m ON m.rid = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? AND +memories_fts.rowid IN "
-        f"(SELECT value FROM json_each(?)) AND {ROWID_SPAN}"
-    )
-    out: Marked = {}
-    too_long: dict[int, list[int]] = {}  # column -> rowids
-    spans: dict[str, tuple[str, ...]] = {}  # the same words are marked in many rows
-    for row in conn.execute(sql, (*_MARK_ARGS, match, json.dumps(list(rids)), *span_of(rids))):
-        if rows is not None:
-            got = row[1 + TEXT_COLUMNS :]
-            rows[got[_ID]] = got
-        rid = int(row[0])
-        cols: list[list[str]] = []
-        for c, text in enumerate(row[1 : 1 + TEXT_COLUMNS]):
-            marked: list[str] = []
-            if text == -1:
-                too_long.setdefault(c, []).append(rid)
-            elif text and _OPEN in text:
-                for span in _SPAN.findall(text):
-                    toks = spans.get(span)
-                    if toks is None:
-                        toks = spans[span] = tokens_of(span)
-                    marked.extend(toks)
-            cols.append(marked)
-        out[rid] = cols
-    if too_long:
-        for rid, c, p in held_in_long(conn, too_long, phrases):
-            out[rid][c].extend(t + PREFIX_MARK if p.prefix else t for t in p.tokens)
-        if long is not None:
-            long.update(r for rs in too_long.values() for r in rs)
-    return out
-
-
-def _add_bm25_marked(
-    conn: sqlite3.Connection,
-    stats: TermStats,
-    draw: Sequence[Phrase],
-    extra: Sequence[Phrase],
-    hits: Sequence[Hit],
-) -> Marked:
-    """:func:`add_bm25` for phrases in many rows: from ``highlight()`` marks of the hits.
-
-    Every instance of a phrase is marked (overlapping instances share a span,
-    so each marked token counts), weighed by its column; ``D`` is the row's
-    token count, ``avgdl`` the index's mean. Returns the marks of the hits
-    holding an extra phrase (all phrases marked).
-    """
-    match = f"({_match(draw)}) AND ({_match(extra)})"
-    long: set[int] = set()
-    marked = _highlights(conn, match, [h.rid for h in hits], [*draw, *extra], long=long)
-    if not marked:
-        return marked
-    if long:  # their marks hold no counts: FTS5 scores the share of those few rows
-        add_bm25(conn, extra, [h for h in hits if h.rid in long])
-    sizes = {
-        int(i): sum(varints(bytes(sz)))
-        for i, sz in conn.execute(
-            "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(marked)),),
-        )
-    }
-    idf = [fts5_idf(stats.rows, p.df) for p in extra]
-    avgdl = stats.avgdl or 1.0
-    for h in hits:
-        cols = marked.get(h.rid)
-        if cols is None or h.rid in long:
-            continue
-        norm = K1 * (1.0 - B + B * sizes.get(h.rid, 0) / avgdl)
-        for p, w in zip(extra, idf, strict=True):
-            token = p.tokens[0]
-            f = sum(c * toks.count(token) for toks, c in zip(cols, BM25_WEIGHTS, strict=False))
-            if f > 0.0:
-                h.score += w * (f * (K1 + 1.0)) / (f + norm)
-    return marked

@@ -36,7 +36,7 @@ from memory_inject.storage.sqlite.codec import (
     fetch_entries,
     row_to_entry,
 )
-from memory_inject.storage.sqlite.ddl import OWN_MATCH, own_match, tokens_match
+from memory_inject.storage.sqlite.ddl import own_match, tokens_match
 from memory_inject.storage.sqlite.errors import is_locked
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
@@ -138,17 +138,17 @@ def _run(
                 if ranked is None:
                     # A record with near context is a hit for its own words only
                     # (the mirror checks its postings instead).
-                    own = own_match(fts_match(words) or '""')
                     ranked = keyword_hits(
                         conn,
                         stats,
-                        (namespace, f"{scope} AND {OWN_MATCH}", (*params, own)),
+                        where,
                         words,
                         limit * 2,
                         window=not run.narrow,
                         scope_match=None if tokens is None else tokens_match(tokens),
                         rows=rows,
                         refresh=not fresh,
+                        own=own_match(fts_match(words) or '""'),
                     )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
