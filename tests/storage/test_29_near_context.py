@@ -133,6 +133,31 @@ class TestNearContext:
         assert first == later
         assert ["t1", "t2"] == sorted(first[0])
 
+    def test_refused_rows_ranked_first_give_way_to_the_next_matches(
+        self, engine_store: Callable[[str], Any], engine: str
+    ) -> None:
+        """Twelve short rows that hold "LGBTQ" only as context outrank fifteen long rows that
+        hold it once: a recall of ten returns the six heads and four long rows, the same on
+        every path."""
+        store = engine_store(engine)
+        for day in range(6):
+            at = f"2023-05-{day + 1:02d}T10:00:0"
+            store.store(f"head{day}", "Bob: LGBTQ LGBTQ LGBTQ", timestamp=at + "0Z")
+            store.store(f"n{day}a", "Ann: sounds nice", timestamp=at + "1Z")
+            store.store(f"n{day}b", "Ann: sounds nice", timestamp=at + "2Z")
+        filler = " ".join(f"word{i}" for i in range(60))
+        for day in range(15):
+            at = f"2023-06-{day + 1:02d}T10:00:00Z"
+            store.store(f"long{day}", f"Cy: LGBTQ {filler}", timestamp=at)
+        for day in range(30):  # "LGBTQ" in under half the rows: BM25 does not floor it
+            store.store(f"other{day}", "Dee: a walk", timestamp=f"2023-07-{day + 1:02d}T10:00:00Z")
+        first = _scores(store, "LGBTQ")
+        for _ in range(AFTER_RECALLS + 1):
+            later = _scores(store, "LGBTQ")
+        assert first == later
+        assert 10 == len(first)
+        assert [6, 4] == [sum(k.startswith(w) for k in first) for w in ("head", "long")], first
+
     def test_an_import_gets_the_context_single_writes_get(
         self, engine_store: Callable[[str], Any], engine: str
     ) -> None:

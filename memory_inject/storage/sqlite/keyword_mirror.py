@@ -373,9 +373,11 @@ def _pick(
     done = 0
     batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
     while len(kept) < k and done < len(ranked):
-        top = ranked.best(done + batch)
-        chunk = [rid for rid in top[done:] if keep(rid)]
-        done = len(top)
+        chunk: list[int] = []
+        while len(chunk) < batch and done < len(ranked):  # refused rows: ranked further
+            top = ranked.best(done + batch - len(chunk))
+            chunk += [rid for rid in top[done:] if keep(rid)]
+            done = len(top)
         found = {
             int(r[0]): r[1:]
             for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
