@@ -101,6 +101,9 @@ def term_weight(rows: int, containing: int) -> float:
 #: score is the share itself).
 OPERATING_POINT = (0.40, 0.40)
 _EXPONENT = math.log(OPERATING_POINT[1]) / math.log(OPERATING_POINT[0])
+#: A share is rounded to this many decimals: far below any difference that matters, far
+#: above the error of summing a few float weights.
+_DIGITS = 12
 
 
 def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
@@ -121,7 +124,10 @@ def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
 def calibrated(held: float, total: float) -> float:
     """:func:`coverage` from its sums: ``held`` (the weights of what a row holds, times how
     much) over ``total`` (every weight, > 0), for callers that sum each row themselves."""
-    return float(min(1.0, held / total) ** _EXPONENT)
+    # Rounded first, so a share the weights make exactly the floor (a held word of one row
+    # beside an absent one: 1 / 2.5) is the floor, not 0.39999999999999997 at some
+    # store sizes and 0.4 at others.
+    return float(round(min(1.0, held / total), _DIGITS) ** _EXPONENT)
 
 
 def vector_score(cosine: float, calibration: tuple[float, float] = (0.0, 1.0)) -> float:

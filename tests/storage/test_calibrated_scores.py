@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from memory_inject.contract import RecallQuery
-from memory_inject.storage.calibration import ABSENT_WEIGHT, coverage
+from memory_inject.storage.calibration import ABSENT_WEIGHT, coverage, term_weight
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import schema as _pg_schema
 from memory_inject.storage.postgres.schema import COLUMNS, TableNames, migrate, record_params
@@ -177,6 +177,26 @@ class TestStability:
             coverage([1.0, ABSENT_WEIGHT], [1.0, 0.0]), abs=TOLERANCE
         )
         assert never_held < held_elsewhere
+
+    def test_a_share_at_the_floor_is_the_floor(self) -> None:
+        """A word one row holds beside a word no row holds is a share of exactly 0.4 at
+        every store size, not 0.39999999999999997 at some (the float sum of the weights)."""
+        for rows in range(1, 3000):
+            weights = [term_weight(rows, 1), term_weight(rows, 0)]
+            assert coverage(weights, [1.0, 0.0]) == 0.4, rows
+
+    @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+    def test_a_hit_at_the_floor_passes_it_whatever_the_store_size(
+        self, engines: Callable[[], tuple[Any, PostgresStore]], engine: str
+    ) -> None:
+        """The default floor (0.4) keeps a hit scoring it at every store size: "is my car
+        blue?" against one row about the car must not flip with unrelated rows' count."""
+        store = dict(zip(("sqlite", "postgres"), engines(), strict=True))[engine]
+        store.store("bob", "Bob likes hiking.", timestamp="2026-01-01T00:00:00Z")
+        for rows in range(1, 20):
+            hits = {e.key: e.score for e in store.recall("hiking volcano", 10)}
+            assert hits["bob"] >= 0.4, rows
+            store.store(f"n{rows}", f"Invoice {rows} was paid.", timestamp=f"2026-02-{rows:02d}")
 
     @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
     def test_top_hit_is_not_one(
