@@ -1,0 +1,151 @@
+"""A personal memory asked as people ask: what the default block answers, and what it wrongly shows.
+
+LoCoMo (``relevance.py``) is chats between two friends; what ``remember()``, the CLI and
+the memory tools write is more often a short fact about the user, one call each. This
+probe stores the 25 facts of ``facts_prompts.json`` (our own text) and renders, with the
+default config, its 43 questions (each answered by one fact, worded as people ask: "what
+is my dog called?" for "The user's dog is named Biscuit"), its 15 near-miss questions
+(about the same life, which no fact answers: "what's my cat called?") and the off-topic
+prompts of ``offtopic_prompts.txt``.
+
+* **answered**: questions whose block holds their fact;
+* **precision**: their facts among all the entries rendered for the questions;
+* **near-miss / off-topic**: prompts that got a block at all (the right block is empty).
+
+The facts are written three ways (``--layout``, default all): ``now`` (one ``store()``
+after another, as a session of remembering does: each row's near context holds the two
+before it), ``apart`` (a day apart: no near context) and ``event`` (one timestamp: one
+event, each row's context from it).
+
+Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
+(a few seconds on SQLite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._locomo_data import _open, backend
+from benchmarks.relevance import read_offtopic
+from memory_inject import render_memory_context
+from memory_inject.storage.fusion import default_fusion
+
+HERE = Path(__file__).resolve().parent
+PROMPTS = HERE / "facts_prompts.json"
+LAYOUTS = ("now", "apart", "event")
+#: The clock of the ``apart`` and ``event`` layouts' writes (the renders run at the real now).
+START = datetime(2026, 11, 1, 9, tzinfo=UTC)
+
+#: What a render shows for a prompt: the keys of its block's entries, in order.
+Render = Callable[[str], tuple[str, ...]]
+
+
+def read_prompts(path: Path = PROMPTS) -> dict[str, Any]:
+    """The facts (``{key: text}``), questions (``[[prompt, key], ...]``) and near misses."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def write(store: Any, facts: Mapping[str, str], layout: str) -> None:
+    """Store ``facts`` one call each, stamped as ``layout`` says."""
+    for i, (key, text) in enumerate(facts.items()):
+        if layout == "now":
+            store.store(key, text)
+        elif layout == "apart":
+            store.store(key, text, timestamp=(START + timedelta(days=i)).isoformat())
+        elif layout == "event":
+            store.store(key, text, timestamp=START.isoformat())
+        else:
+            raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
+
+
+def evaluate(
+    render: Render,
+    questions: Sequence[Sequence[str]],
+    nearmiss: Sequence[str],
+    offtopic: Sequence[str],
+) -> dict[str, Any]:
+    """Count what ``render`` shows for each prompt set (see the module's doc)."""
+    answered: list[str] = []
+    missed: list[tuple[str, tuple[str, ...]]] = []
+    shown = right = 0
+    for prompt, key in questions:
+        keys = render(prompt)
+        shown += len(keys)
+        right += keys.count(key)
+        if key in keys:
+            answered.append(prompt)
+        else:
+            missed.append((prompt, keys))
+    false_near = [(p, k) for p in nearmiss if (k := render(p))]
+    false_off = [(p, k) for p in offtopic if (k := render(p))]
+    return {
+        "questions": len(questions),
+        "answered": len(answered),
+        "precision": right / shown if shown else 0.0,
+        "nearmiss": len(nearmiss),
+        "nearmiss_injected": len(false_near),
+        "offtopic": len(offtopic),
+        "offtopic_injected": len(false_off),
+        "missed": missed,
+        "false": false_near + false_off,
+    }
+
+
+def run(
+    layout: str, prompts: Mapping[str, Any], offtopic: Sequence[str], tmp: Path
+) -> dict[str, Any]:
+    """:func:`evaluate` against a fresh store written as ``layout``."""
+    store = _open(tmp / f"facts_{layout}.db", None, default_fusion(None))
+    try:
+        write(store, prompts["facts"], layout)
+
+        def render(prompt: str) -> tuple[str, ...]:
+            return tuple(e.key for e in render_memory_context(store, prompt).entries)
+
+        return evaluate(render, prompts["questions"], prompts["nearmiss"], offtopic)
+    finally:
+        store.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--layout", choices=LAYOUTS, action="append")
+    ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
+    ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
+    ap.add_argument("--misses", action="store_true", help="print each miss and false block")
+    args = ap.parse_args()
+    prompts, offtopic = read_prompts(), read_offtopic()
+    print(f"backend: {args.backend}; {len(prompts['facts'])} facts, default config")
+    print("| layout | answered | precision | near-miss injected | off-topic injected |")
+    print("|---|---:|---:|---:|---:|")
+    details = []
+    with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
+        for layout in args.layout or LAYOUTS:
+            r = run(layout, prompts, offtopic, Path(tmp))
+            details.append((layout, r))
+            print(
+                f"| {layout} | {r['answered']}/{r['questions']} | {r['precision']:.2f} | "
+                f"{r['nearmiss_injected']}/{r['nearmiss']} | "
+                f"{r['offtopic_injected']}/{r['offtopic']} |"
+            )
+    if args.misses:
+        for layout, r in details:
+            print(f"\n{layout}:")
+            for prompt, keys in r["missed"]:
+                print(f"  missed  {prompt!r} -> {list(keys)}")
+            for prompt, keys in r["false"]:
+                print(f"  false   {prompt!r} -> {list(keys)}")
+
+
+if __name__ == "__main__":
+    main()
