@@ -18,7 +18,8 @@ before it), ``apart`` (a day apart: no near context) and ``event`` (one timestam
 event, each row's context from it).
 
 Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
-(a few seconds on SQLite).
+(a few seconds on SQLite); ``--embedder minilm-onnx [--gate 0.625]`` renders with the
+hybrid default (and the prompt gate) instead of keywords alone.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo_data import _open, backend
 from benchmarks.relevance import read_offtopic
-from memory_inject import render_memory_context
+from memory_inject import MemoryInjectConfig, render_memory_context
+from memory_inject.embedders import make_embedder
 from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
@@ -102,15 +104,21 @@ def evaluate(
 
 
 def run(
-    layout: str, prompts: Mapping[str, Any], offtopic: Sequence[str], tmp: Path
+    layout: str,
+    prompts: Mapping[str, Any],
+    offtopic: Sequence[str],
+    tmp: Path,
+    embedder: Any = None,
+    config: MemoryInjectConfig | None = None,
 ) -> dict[str, Any]:
-    """:func:`evaluate` against a fresh store written as ``layout``."""
-    store = _open(tmp / f"facts_{layout}.db", None, default_fusion(None))
+    """:func:`evaluate` against a fresh store written as ``layout`` (default config)."""
+    store = _open(tmp / f"facts_{layout}.db", embedder, default_fusion(embedder))
+    cfg = config or MemoryInjectConfig()
     try:
         write(store, prompts["facts"], layout)
 
         def render(prompt: str) -> tuple[str, ...]:
-            return tuple(e.key for e in render_memory_context(store, prompt).entries)
+            return tuple(e.key for e in render_memory_context(store, prompt, config=cfg).entries)
 
         return evaluate(render, prompts["questions"], prompts["nearmiss"], offtopic)
     finally:
@@ -123,15 +131,27 @@ def main() -> None:
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
     ap.add_argument("--dsn", help="postgres: an existing server (default: a private one)")
     ap.add_argument("--misses", action="store_true", help="print each miss and false block")
+    ap.add_argument(
+        "--embedder",
+        choices=("none", "hashing", "sentence-transformers", "minilm-onnx"),
+        default="none",
+        help="the store's embedder (its default fusion); none: keywords only",
+    )
+    ap.add_argument("--gate", type=float, help="min_prompt_similarity (needs --embedder)")
     args = ap.parse_args()
     prompts, offtopic = read_prompts(), read_offtopic()
-    print(f"backend: {args.backend}; {len(prompts['facts'])} facts, default config")
+    model = make_embedder(args.embedder)
+    cfg = MemoryInjectConfig(min_prompt_similarity=args.gate)
+    print(
+        f"backend: {args.backend}; {len(prompts['facts'])} facts; embedder {args.embedder}, "
+        f"min_prompt_similarity {args.gate}, otherwise the default config"
+    )
     print("| layout | answered | precision | near-miss injected | off-topic injected |")
     print("|---|---:|---:|---:|---:|")
     details = []
     with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
         for layout in args.layout or LAYOUTS:
-            r = run(layout, prompts, offtopic, Path(tmp))
+            r = run(layout, prompts, offtopic, Path(tmp), model, cfg)
             details.append((layout, r))
             print(
                 f"| {layout} | {r['answered']}/{r['questions']} | {r['precision']:.2f} | "
