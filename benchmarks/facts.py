@@ -12,6 +12,9 @@ prompts of ``offtopic_prompts.txt``.
 * **precision**: their facts among all the entries rendered for the questions;
 * **near-miss / off-topic**: prompts that got a block at all (the right block is empty).
 
+``--frames`` asks every question and near miss again behind each of :data:`FRAMES` ("do
+you remember what is my dog called?", "I'm wondering, ...") and prints one row a frame.
+
 The facts are written three ways (``--layout``, default all): ``now`` (one ``store()``
 after another, as a session of remembering does: each row's near context holds the two
 before it), ``apart`` (a day apart: no near context) and ``event`` (one timestamp: one
@@ -44,6 +47,17 @@ from memory_inject.storage.fusion import default_fusion
 HERE = Path(__file__).resolve().parent
 PROMPTS = HERE / "facts_prompts.json"
 LAYOUTS = ("now", "apart", "event")
+#: How people open a question to an agent with a memory (``--frames``): none of these
+#: words is what the question is about, so each framed question should fare as the bare one.
+FRAMES = (
+    "",
+    "do you remember ",
+    "can you remind me ",
+    "do you know ",
+    "I'm wondering, ",
+    "I've forgotten, ",
+    "I'm curious: ",
+)
 #: The clock of the ``apart`` and ``event`` layouts' writes (the renders run at the real now).
 START = datetime(2026, 11, 1, 9, tzinfo=UTC)
 
@@ -103,6 +117,14 @@ def evaluate(
     }
 
 
+def framed(prompts: Mapping[str, Any], frame: str) -> dict[str, Any]:
+    """``prompts`` with every question and near miss asked behind ``frame``."""
+    out = dict(prompts)
+    out["questions"] = [[frame + q, key] for q, key in prompts["questions"]]
+    out["nearmiss"] = [frame + q for q in prompts["nearmiss"]]
+    return out
+
+
 def run(
     layout: str,
     prompts: Mapping[str, Any],
@@ -138,6 +160,7 @@ def main() -> None:
         help="the store's embedder (its default fusion); none: keywords only",
     )
     ap.add_argument("--gate", type=float, help="min_prompt_similarity (needs --embedder)")
+    ap.add_argument("--frames", action="store_true", help="also each question behind FRAMES")
     args = ap.parse_args()
     prompts, offtopic = read_prompts(), read_offtopic()
     model = make_embedder(args.embedder)
@@ -158,6 +181,20 @@ def main() -> None:
                 f"{r['nearmiss_injected']}/{r['nearmiss']} | "
                 f"{r['offtopic_injected']}/{r['offtopic']} |"
             )
+    if args.frames:
+        layouts = args.layout or LAYOUTS
+        print("\n| frame | " + " | ".join(f"{x}: answered, near-miss" for x in layouts) + " |")
+        print("|---|" + "---:|" * len(layouts))
+        with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
+            for frame in FRAMES:
+                cells = []
+                for layout in layouts:
+                    r = run(layout, framed(prompts, frame), (), Path(tmp), model, cfg)
+                    cells.append(
+                        f"{r['answered']}/{r['questions']}, "
+                        f"{r['nearmiss_injected']}/{r['nearmiss']}"
+                    )
+                print(f"| {frame.strip() or '(none)'} | " + " | ".join(cells) + " |")
     if args.misses:
         for layout, r in details:
             print(f"\n{layout}:")

@@ -380,8 +380,8 @@ class TestBuildFtsQuery:
             ("Server server SERVER", '"server"'),
             ("café Zürich", '"café" OR "zürich"'),
             (
-                'x "b" (c) NEAR/3 d:e -f +g ^h',
-                '"x" OR "b" OR "c" OR "near" OR "3" OR "d" OR "e" OR "f" OR "g" OR "h"',
+                'x "b" (c) NEAR/3 k:e -f +g ^h',
+                '"x" OR "b" OR "c" OR "near" OR "3" OR "k" OR "e" OR "f" OR "g" OR "h"',
             ),
             ("What's the server? (prod/staging)", '"server" OR "prod" OR "staging"'),
             ("AND OR NOT", '"not"'),

@@ -1,0 +1,72 @@
+"""How a question is framed does not change what it recalls (benchmarks/facts.py --frames).
+
+"I'm wondering, what is my dog called?" split at the apostrophe left "m", a word no
+fact written in the third person holds, which weighed as a missing word and kept the
+answer out; "do you remember ..." and "do you know ..." did the same with words about
+asking, not about the topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.facts import FRAMES, read_prompts, write
+from memory_inject import render_memory_context
+from memory_inject.storage import SQLiteStore
+from memory_inject.storage.fusion import content_words
+from memory_inject.trivial import has_query_terms
+from tests.storage import _pg_backend as pgb
+
+QUESTIONS = [q for q, _ in read_prompts()["questions"]]
+
+
+class TestQueryWords:
+    @pytest.mark.parametrize("frame", [f for f in FRAMES if f])
+    def test_a_frame_adds_no_query_word(self, frame: str) -> None:
+        for q in QUESTIONS:
+            assert content_words(frame + q) == content_words(q), frame + q
+
+    @pytest.mark.parametrize("part", ["I'm", "I've", "I'd", "we're", "you'll"])
+    def test_contraction_parts_are_function_words(self, part: str) -> None:
+        assert content_words(f"{part} moving to Lisbon") == [("moving", False), ("lisbon", False)]
+
+    @pytest.mark.parametrize(
+        "prompt", ["do you remember?", "I know", "we're curious", "can you remind me?"]
+    )
+    def test_a_prompt_of_asking_words_alone_has_no_content(self, prompt: str) -> None:
+        assert not has_query_terms(prompt)
+
+    def test_the_topic_is_kept(self) -> None:
+        """Only the asking words go: the question's own words stay, negations too."""
+        assert content_words("do you remember the recall of the car?") == [("car", False)]
+        assert ("don", False) in content_words("I don't eat peanuts")
+        # Nothing else left: the asking word is the query (as for stopwords).
+        assert content_words("remember?") == [("remember", False)]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "sqlite":
+        s: Any = SQLiteStore(tmp_path / "f.db")
+    else:
+        s = pgb.make_postgres_store(request.getfixturevalue("pg_dsn"))
+    try:
+        write(s, read_prompts()["facts"], "now")
+        yield s
+    finally:
+        s.close()
+
+
+def _keys(store: Any, prompt: str) -> tuple[str, ...]:
+    return tuple(e.key for e in render_memory_context(store, prompt).entries)
+
+
+@pytest.mark.parametrize("frame", [f for f in FRAMES if f])
+def test_a_framed_question_gets_the_bare_questions_block(store: Any, frame: str) -> None:
+    blocks = [(q, _keys(store, q), _keys(store, frame + q)) for q in QUESTIONS]
+    assert any(bare for _, bare, _ in blocks)  # the store answers some of them
+    assert [(q, framed) for q, _, framed in blocks] == [(q, bare) for q, bare, _ in blocks]
