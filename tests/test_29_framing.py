@@ -70,3 +70,42 @@ def test_a_framed_question_gets_the_bare_questions_block(store: Any, frame: str)
     blocks = [(q, _keys(store, q), _keys(store, frame + q)) for q in QUESTIONS]
     assert any(bare for _, bare, _ in blocks)  # the store answers some of them
     assert [(q, framed) for q, _, framed in blocks] == [(q, bare) for q, bare, _ in blocks]
+
+
+class TestAnswerKind:
+    """ "What kind of music ..." is about music: the row that answers says "jazz", not "kind"."""
+
+    @pytest.mark.parametrize(
+        ("question", "topic"),
+        [
+            ("What kind of music do I like?", [("music", False), ("like", False)]),
+            ("which types of  pottery", [("pottery", False)]),
+            ("what time is the daily standup?", [("daily", False), ("standup", False)]),
+        ],
+    )
+    def test_the_kind_asked_for_is_no_query_word(
+        self, question: str, topic: list[tuple[str, bool]]
+    ) -> None:
+        assert content_words(question) == topic
+
+    def test_elsewhere_the_word_stays(self) -> None:
+        assert content_words("the kind of time we had") == [("kind", False), ("time", False)]
+        assert content_words("how often does the cron run") == [
+            ("often", False),
+            ("cron", False),
+            ("run", False),
+        ]
+
+    def test_alone_it_is_the_query(self) -> None:
+        assert content_words("what kind of?") == [("kind", False)]
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("what kind of music do I like?", "music do I like?"),
+        ("what time is standup?", "standup?"),
+    ],
+)
+def test_a_question_of_a_kind_gets_its_topics_block(store: Any, question: str, topic: str) -> None:
+    assert _keys(store, question) == _keys(store, topic) != ()
