@@ -57,6 +57,7 @@ FRAMES = (
     "I'm wondering, ",
     "I've forgotten, ",
     "I'm curious: ",
+    "I don't remember, ",
 )
 #: The clock of the ``apart`` and ``event`` layouts' writes (the renders run at the real now).
 START = datetime(2026, 11, 1, 9, tzinfo=UTC)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 __all__ = ["REQUEST_WORDS", "STOPWORDS"]
 
-# Function words only (no negations): enough that "what is the ..." does not
-# dominate an OR-query, few enough that no content word is lost. The longer
-# list lifted LoCoMo R@5 from 0.539 to 0.547 (benchmarks/locomo.py).
+# Function words: enough that "what is the ..." does not dominate an OR-query, few
+# enough that no content word is lost. The longer list lifted LoCoMo R@5 from 0.539 to
+# 0.547 (benchmarks/locomo.py).
 _MORE_FUNCTION_WORDS = (
     "about above after again against all am any because been before being below between both "
     "but could doing down during each few further having he her here hers herself him himself "
@@ -16,17 +16,24 @@ _MORE_FUNCTION_WORDS = (
 ).split(" ")
 
 # What a contraction leaves of its function word once the tokenizer splits at the
-# apostrophe: "I'm", "I've", "I'd", "we're", "you'll" ("s" and "t" are below; "don" of
-# "don't" stays, as negations do). Each was a content word no fact stored in the third
-# person holds, so "I'm wondering, what is my dog called?" answered 1 of
-# benchmarks/facts.py's 43 questions ("I wonder, ...": 13).
+# apostrophe: "I'm", "I've", "I'd", "we're", "you'll" ("s" and "t" are below). Each was a
+# content word no fact stored in the third person holds, so "I'm wondering, what is my dog
+# called?" answered 1 of benchmarks/facts.py's 43 questions ("I wonder, ...": 13).
 _CONTRACTION_PARTS = ("d", "ll", "m", "re", "ve")
+# Negations: a keyword query ORs its words, so "not" only draws rows that say "not" ("I
+# do not remember, what is my dog called?" answered 13 of the 43). What a negated
+# question is about is in its other words; only queries drop these (a memory's text is
+# stored and shown as written). A contraction's ("don't", "won't") goes whole, before
+# the tokenizer splits it (``fusion.content_words``): "don" and "won" are words too.
+_NEGATIONS = ("not", "no", "nor")
 _BASIC_FUNCTION_WORDS = (
     "a an and are as at be by did do does for from had has have how i in is it its of on or "
     "s so t that the their them they this to was were what when where which who why will "
     "with you your"
 ).split(" ")
-STOPWORDS = frozenset((*_BASIC_FUNCTION_WORDS, *_MORE_FUNCTION_WORDS, *_CONTRACTION_PARTS))
+STOPWORDS = frozenset(
+    (*_BASIC_FUNCTION_WORDS, *_MORE_FUNCTION_WORDS, *_CONTRACTION_PARTS, *_NEGATIONS)
+)
 
 #: Words that say what to do with the answer, not what it is about: a prompt
 #: "summarise X" is about X. Dropped from queries like stopwords.

@@ -40,6 +40,9 @@ _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
 # not say ("loves jazz", "is at 9:30"), so they are no query words. LoCoMo dev
 # (relevance.py): block recall 0.559 -> 0.566, R@5 / R@10 and false injections unchanged;
 # "how often / long / many" were measured too and not kept (docs/performance.md).
+# A negated auxiliary ("don't", "won't", "isn't"), dropped whole: "don" and "won" alone
+# are a name and a verb; the negation is no query word (``_stopwords._NEGATIONS``).
+_NEGATED = re.compile(r"\b\w+n['\u2019]t\b")
 _ANSWER_KIND = re.compile(r"\b(?:(?:what|which)\s+(?:kinds?|sorts?|types?)\s+of|what\s+time)\b")
 
 
@@ -270,6 +273,9 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     terms: list[tuple[str, bool]] = []
     seen: set[tuple[str, bool]] = set()
     lowered = text.lower()
+    if "'" in lowered or "\u2019" in lowered:
+        affirmed = _NEGATED.sub(" ", lowered)
+        lowered = affirmed if _TOKEN.search(affirmed) else lowered
     unmarked = _MARKERS.sub("", lowered, count=1)
     for word, star in _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered):
         term = (word, bool(star))

@@ -384,7 +384,7 @@ class TestBuildFtsQuery:
                 '"x" OR "b" OR "c" OR "near" OR "3" OR "k" OR "e" OR "f" OR "g" OR "h"',
             ),
             ("What's the server? (prod/staging)", '"server" OR "prod" OR "staging"'),
-            ("AND OR NOT", '"not"'),
+            ("AND OR NOT", '"and" OR "or" OR "not"'),
         ],
     )
     def test_builds_a_quoted_or_query(self, text: str, expected: str) -> None:
