@@ -8,6 +8,7 @@ asking, not about the topic.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ import pytest
 
 from benchmarks.facts import FRAMES, read_prompts, write
 from memory_inject import render_memory_context
+from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 from memory_inject.storage import SQLiteStore
+from memory_inject.storage import fusion as _fusion
 from memory_inject.storage.fusion import content_words
 from memory_inject.trivial import has_query_terms
 from tests.storage import _pg_backend as pgb
@@ -134,3 +137,24 @@ class TestAnswerKind:
 )
 def test_a_question_of_a_kind_gets_its_topics_block(store: Any, question: str, topic: str) -> None:
     assert _keys(store, question) == _keys(store, topic) != ()
+
+
+class TestPastedLog:
+    """content_words stops reading at ``max_terms`` topic words: the same words as reading all."""
+
+    @staticmethod
+    def _reference(text: str, max_terms: int) -> list[tuple[str, bool]]:
+        lowered = text.lower()
+        kinds = {w for m in _fusion._ANSWER_KIND.finditer(lowered) for w in m.group().split()}
+        terms = list(dict.fromkeys((w, bool(s)) for w, s in _fusion._TOKEN.findall(lowered)))
+        kept = [t for t in terms if t[0] not in STOPWORDS and t[0] not in REQUEST_WORDS]
+        return ([t for t in kept if t[0] not in kinds] or kept or terms)[:max_terms]
+
+    @pytest.mark.parametrize("max_terms", [1, 3, 64])
+    def test_the_first_words_of_a_long_prompt(self, max_terms: int) -> None:
+        rng = random.Random(max_terms)
+        vocab = [*sorted(STOPWORDS)[:30], "kind", "time", "deploy", "publ*", "node", "what kind of"]
+        vocab += [f"worker{i}" for i in range(120)]
+        text = " ".join(rng.choice(vocab) for _ in range(3000))
+        assert content_words(text, max_terms=max_terms) == self._reference(text, max_terms)
+        assert len(content_words(text, max_terms=max_terms)) == max_terms

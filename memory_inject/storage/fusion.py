@@ -270,21 +270,34 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     are kept only when nothing else is left; at most ``max_terms`` terms (a pasted log stays cheap).
     Leading ``[...]`` markers are skipped when words follow them.
     """
-    terms: list[tuple[str, bool]] = []
-    seen: set[tuple[str, bool]] = set()
     lowered = text.lower()
     if "'" in lowered or "\u2019" in lowered:
         affirmed = _NEGATED.sub(" ", lowered)
         lowered = affirmed if _TOKEN.search(affirmed) else lowered
     unmarked = _MARKERS.sub("", lowered, count=1)
+    kinds = (
+        {w for m in _ANSWER_KIND.finditer(lowered) for w in m.group().split()}
+        if ("what" in lowered or "which" in lowered)
+        and ("kind" in lowered or "sort" in lowered or "type" in lowered or "time" in lowered)
+        else ()
+    )
+    terms: list[tuple[str, bool]] = []
+    kept: list[tuple[str, bool]] = []
+    topic: list[tuple[str, bool]] = []
+    seen: set[tuple[str, str]] = set()
     for word, star in _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered):
+        if (word, star) in seen:
+            continue
+        seen.add((word, star))
         term = (word, bool(star))
-        if term not in seen:
-            seen.add(term)
-            terms.append(term)
-    kept = [t for t in terms if t[0] not in STOPWORDS and t[0] not in REQUEST_WORDS]
-    kinds = {w for m in _ANSWER_KIND.finditer(lowered) for w in m.group().split()}
-    topic = [t for t in kept if t[0] not in kinds] if kinds else kept
+        terms.append(term)
+        if word in STOPWORDS or word in REQUEST_WORDS:
+            continue
+        kept.append(term)
+        if word not in kinds:
+            topic.append(term)
+            if len(topic) >= max_terms:  # enough: the rest of a pasted log is not read
+                break
     return (topic or kept or terms)[:max_terms]
 
 
