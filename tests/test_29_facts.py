@@ -63,3 +63,12 @@ class TestLayouts:
         r = run("apart", prompts, ["what is the capital of Peru?"], tmp_path)
         assert r["answered"] == r["questions"], r["missed"]
         assert r["offtopic_injected"] == 0
+
+
+def test_frames_framed() -> None:
+    from benchmarks.frames import framed
+
+    assert framed("When did Caroline go?", "do you remember ") == (
+        "do you remember when did Caroline go?"
+    )
+    assert framed("When did Caroline go?", "") == "When did Caroline go?"
