@@ -100,6 +100,45 @@ class TestNegations:
         assert content_words("don't") == [("don", False)]
 
 
+class TestOpeners:
+    """How a question is opened at the start of a prompt is no query word; the same words
+    elsewhere may be the topic."""
+
+    @pytest.mark.parametrize(
+        "opener",
+        [
+            "Quick question: ",
+            "out of curiosity, ",
+            "By the way, ",
+            "any idea ",
+            "let me ask you: ",
+            "just checking: ",
+            "sorry, ",
+            "hey, hmm, btw ",
+            "lol ok ",
+        ],
+    )
+    def test_dropped(self, opener: str) -> None:
+        question = "where does my sister live?"
+        assert content_words(opener + question) == content_words(question)
+
+    def test_after_markers(self) -> None:
+        assert content_words("[cron:daily] quick question: when is standup?") == [
+            ("standup", False)
+        ]
+
+    def test_elsewhere_the_words_stay(self) -> None:
+        assert content_words("what was the quick question about taxes?") == [
+            ("quick", False),
+            ("question", False),
+            ("taxes", False),
+        ]
+        assert ("way", False) in content_words("the way to the station, by the way")
+
+    def test_an_opener_alone_is_the_query(self) -> None:
+        assert content_words("quick question") == [("quick", False), ("question", False)]
+
+
 class TestAnswerKind:
     """ "What kind of music ..." is about music: the row that answers says "jazz", not "kind"."""
 

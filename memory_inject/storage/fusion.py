@@ -40,6 +40,16 @@ _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
 # not say ("loves jazz", "is at 9:30"), so they are no query words. LoCoMo dev
 # (relevance.py): block recall 0.559 -> 0.566, R@5 / R@10 and false injections unchanged;
 # "how often / long / many" were measured too and not kept (docs/performance.md).
+# How a question is opened ("quick question: ...", "out of curiosity, ...", "by the way,
+# ..."), at the prompt's start only: there it says how the question is asked; elsewhere
+# its words ("question", "idea", "way") may be what it is about.
+_OPENER = re.compile(
+    r"^(?:[\s,:;.!?-]*(?:(?:a |one )?quick question|one question|out of curiosity|just curious"
+    r"|(?:let me|can i|may i|could i) ask(?: you)?(?: something)?|just checking|just wondering"
+    r"|by the way|any ideas?|i (?:need|want) to know|i think you know this|help me out"
+    r"|sorry|excuse me|pardon me"
+    r")\b)+"
+)
 # A negated auxiliary ("don't", "won't", "isn't"), dropped whole: "don" and "won" alone
 # are a name and a verb; the negation is no query word (``_stopwords._NEGATIONS``).
 _NEGATED = re.compile(r"\b\w+n['\u2019]t\b")
@@ -275,6 +285,9 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
         affirmed = _NEGATED.sub(" ", lowered)
         lowered = affirmed if _TOKEN.search(affirmed) else lowered
     unmarked = _MARKERS.sub("", lowered, count=1)
+    if _OPENER.match(unmarked.lstrip()):
+        opened = _OPENER.sub("", unmarked.lstrip(), count=1)
+        unmarked = opened if _TOKEN.search(opened) else unmarked
     kinds = (
         {w for m in _ANSWER_KIND.finditer(lowered) for w in m.group().split()}
         if ("what" in lowered or "which" in lowered)
