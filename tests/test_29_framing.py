@@ -116,6 +116,8 @@ class TestOpeners:
             "sorry, ",
             "hey, hmm, btw ",
             "lol ok ",
+            "hey, quick question: ",
+            "ok so, by the way, ",
         ],
     )
     def test_dropped(self, opener: str) -> None:

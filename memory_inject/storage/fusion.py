@@ -35,24 +35,26 @@ _TOKEN = re.compile(r"(\w+)(\*?)", re.UNICODE)
 # The markers hosts put before a prompt ("[cron:nightly Report] ...",
 # "[Heartbeat Task | decision] ..."): who sent it, not what it asks.
 _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
-# What a question asks for, not what it is about: "kind" of "what kind of music", "time" of
-# "what time is standup" name the answer's kind, which the row holding the answer does
-# not say ("loves jazz", "is at 9:30"), so they are no query words. LoCoMo dev
-# (relevance.py): block recall 0.559 -> 0.566, R@5 / R@10 and false injections unchanged;
-# "how often / long / many" were measured too and not kept (docs/performance.md).
 # How a question is opened ("quick question: ...", "out of curiosity, ...", "by the way,
 # ..."), at the prompt's start only: there it says how the question is asked; elsewhere
 # its words ("question", "idea", "way") may be what it is about.
 _OPENER = re.compile(
-    r"^(?:[\s,:;.!?-]*(?:(?:a |one )?quick question|one question|out of curiosity|just curious"
+    r"^(?:[\s,:;.!?-]*+(?:(?:a |one )?quick question|one question|out of curiosity|just curious"
     r"|(?:let me|can i|may i|could i) ask(?: you)?(?: something)?|just checking|just wondering"
     r"|by the way|any ideas?|i (?:need|want) to know|i think you know this|help me out"
     r"|sorry|excuse me|pardon me"
+    # interjections, so an opener after "hey, " or "ok so " is still the prompt's start
+    r"|hey|hi|hello|hmm|hm|um|umm|uh|oh|ah|ok|okay|so|btw|lol|yeah|wow|yo"
     r")\b)+"
 )
 # A negated auxiliary ("don't", "won't", "isn't"), dropped whole: "don" and "won" alone
 # are a name and a verb; the negation is no query word (``_stopwords._NEGATIONS``).
 _NEGATED = re.compile(r"\b\w+n['\u2019]t\b")
+# What a question asks for, not what it is about: "kind" of "what kind of music", "time" of
+# "what time is standup" name the answer's kind, which the row holding the answer does
+# not say ("loves jazz", "is at 9:30"), so they are no query words. LoCoMo dev
+# (relevance.py): block recall 0.559 -> 0.566, R@5 / R@10 and false injections unchanged;
+# "how often / long / many" were measured too and not kept (docs/performance.md).
 _ANSWER_KIND = re.compile(r"\b(?:(?:what|which)\s+(?:kinds?|sorts?|types?)\s+of|what\s+time)\b")
 
 
