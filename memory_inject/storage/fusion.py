@@ -277,19 +277,21 @@ def _minmax(scored: Mapping[str, float], raw: RawScores, fusion: Fusion) -> dict
 def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     """The query's distinct ``(word, prefix)`` terms, lowercased, stopwords dropped.
 
-    ``prefix`` is true for ``word*``. Stopwords, :data:`REQUEST_WORDS` and the
-    answer's kind a question names ("kind" of "what kind of", "time" of "what time")
-    are kept only when nothing else is left; at most ``max_terms`` terms (a pasted log stays cheap).
-    Leading ``[...]`` markers are skipped when words follow them.
+    ``prefix`` is true for ``word*``. Stopwords (with negations, contraction parts and
+    interjections), :data:`REQUEST_WORDS` and the answer's kind a question names ("kind"
+    of "what kind of", "time" of "what time") are kept only when nothing else is left;
+    at most ``max_terms`` terms (a pasted log stays cheap). Leading ``[...]`` markers, a
+    leading opener ("hey, quick question: ") and negated auxiliaries ("don't") are
+    skipped when words are left without them.
     """
     lowered = text.lower()
     if "'" in lowered or "\u2019" in lowered:
         affirmed = _NEGATED.sub(" ", lowered)
         lowered = affirmed if _TOKEN.search(affirmed) else lowered
     unmarked = _MARKERS.sub("", lowered, count=1)
-    if _OPENER.match(unmarked.lstrip()):
-        opened = _OPENER.sub("", unmarked.lstrip(), count=1)
-        unmarked = opened if _TOKEN.search(opened) else unmarked
+    opener = _OPENER.match(unmarked := unmarked.lstrip())
+    if opener and _TOKEN.search(unmarked, opener.end()):
+        unmarked = unmarked[opener.end() :]
     kinds = (
         {w for m in _ANSWER_KIND.finditer(lowered) for w in m.group().split()}
         if ("what" in lowered or "which" in lowered)
