@@ -18,6 +18,7 @@ import pytest
 from benchmarks.facts import FRAMES, read_prompts, write
 from memory_inject import render_memory_context
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
+from memory_inject.contract import RecallQuery
 from memory_inject.storage import SQLiteStore
 from memory_inject.storage import fusion as _fusion
 from memory_inject.storage.fusion import content_words
@@ -199,3 +200,14 @@ class TestPastedLog:
         text = " ".join(rng.choice(vocab) for _ in range(3000))
         assert content_words(text, max_terms=max_terms) == self._reference(text, max_terms)
         assert len(content_words(text, max_terms=max_terms)) == max_terms
+
+
+@pytest.mark.parametrize("frame", ["do you remember ", "hey, quick question: "])
+def test_the_substring_fallback_reads_the_same_words(store: Any, frame: str) -> None:
+    """Where the word index finds nothing (a CJK run is one token), the LIKE fallback
+    searches the same query words: a frame changes neither what it finds nor the score."""
+    store.store("tokyo", "東京都のサーバーは三台です")
+    bare, framed_ = (store.answer(RecallQuery(q, 5)) for q in ("東京都", frame + "東京都?"))
+    assert bare.strategy == framed_.strategy == "like"
+    assert [(e.key, e.score) for e in framed_.entries] == [(e.key, e.score) for e in bare.entries]
+    assert [e.key for e in bare.entries] == ["tokyo"]

@@ -1,23 +1,17 @@
-"""Tokenising and light stemming shared by the pure-Python store and the SQLite LIKE fallback."""
+"""Tokenising and light stemming of the pure-Python store (`InMemoryStore`)."""
 
 from __future__ import annotations
 
 import re
 
-from memory_inject._stopwords import STOPWORDS
-
-__all__ = ["STOPWORDS", "stem", "tokenize"]
+__all__ = ["stem", "tokenize"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
+def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens (unicode ``\\w+``)."""
-    words = _WORD.findall(text.lower())
-    if drop_stopwords:
-        kept = [w for w in words if w not in STOPWORDS]
-        return kept or words
-    return words
+    return _WORD.findall(text.lower())
 
 
 _SUFFIXES = ("ing", "ed", "es", "s")

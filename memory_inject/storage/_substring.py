@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from memory_inject.storage._lexical import tokenize
 from memory_inject.storage.calibration import (
     MAX_SUBSTRING_CHARS,
     MIN_SUBSTRING_CHARS,
     substring_score,
 )
+from memory_inject.storage.fusion import content_words
 
 __all__ = ["MAX_LIKE_WORDS", "SubstringQuery"]
 
@@ -37,8 +37,10 @@ class SubstringQuery:
 
     @classmethod
     def of(cls, query: str) -> SubstringQuery:
-        """The substring query of a prompt (its distinct words, function words dropped)."""
-        every = list(dict.fromkeys(tokenize(query, drop_stopwords=True)))
+        """The substring query of a prompt: the word index's query words
+        (:func:`~memory_inject.storage.fusion.content_words`), so "do you remember ..."
+        is searched without "remember" here too."""
+        every = list(dict.fromkeys(w for w, _ in content_words(query)))
         words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
         return cls(tuple(words[:MAX_LIKE_WORDS]), len(every))
 
