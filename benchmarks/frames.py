@@ -76,7 +76,31 @@ HELD_OUT = (
     "do you happen to know ",
     "not sure if you remember, ",
 )
-SETS = {"facts": FRAMES, "more": ("", *MORE), "held-out": ("", *HELD_OUT)}
+#: A second held-out set, written after :data:`HELD_OUT` had been measured and its misses
+#: added to the rules (so :data:`HELD_OUT` is no longer held out), before measuring this.
+HELD_OUT_2 = (
+    "real quick question: ",
+    "hey, one thing: ",
+    "ok random question: ",
+    "so here's a question: ",
+    "just a quick one: ",
+    "I was trying to remember ",
+    "quick reminder please: ",
+    "can you check ",
+    "I'm not sure, ",
+    "I've got a question, ",
+    "mind telling me ",
+    "before I forget, ",
+    "hey there! quick one: ",
+    "out of interest, ",
+    "I keep forgetting, ",
+)
+SETS = {
+    "facts": FRAMES,
+    "more": ("", *MORE),
+    "held-out": ("", *HELD_OUT),
+    "held-out-2": ("", *HELD_OUT_2),
+}
 
 
 def framed(question: str, frame: str) -> str:

@@ -119,6 +119,10 @@ class TestOpeners:
             "lol ok ",
             "hey, quick question: ",
             "ok so, by the way, ",
+            "real quick, ",
+            "wait, honestly, ",
+            "I have a question: ",
+            "do you happen to know ",
         ],
     )
     def test_dropped(self, opener: str) -> None:

@@ -39,7 +39,10 @@ _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
 # ..."), at the prompt's start only: there it says how the question is asked; elsewhere
 # its words ("question", "idea", "way") may be what it is about.
 _OPENER = re.compile(
-    r"^(?:[\s,:;.!?-]*+(?:(?:a |one )?quick question|one question|out of curiosity|just curious"
+    r"^(?:[\s,:;.!?-]*+(?:(?:a |one )?quick (?:question|one)|one question|out of curiosity"
+    r"|just curious|real quick|one more thing|(?:a )?question for you|i (?:have|had) a question"
+    r"|i forgot to ask|wait|honestly|(?:so )?i was thinking|(?:do you )?happen to know"
+    r"|not sure if you (?:remember|know)"
     r"|(?:let me|can i|may i|could i) ask(?: you)?(?: something)?|just checking|just wondering"
     r"|by the way|any ideas?|i (?:need|want) to know|i think you know this|help me out"
     r"|sorry|excuse me|pardon me"
