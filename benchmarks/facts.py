@@ -118,11 +118,16 @@ def evaluate(
     }
 
 
+def behind(question: str, frame: str) -> str:
+    """``question`` behind ``frame``, its first letter lowered ("do you remember when ...")."""
+    return frame + question[:1].lower() + question[1:] if frame else question
+
+
 def framed(prompts: Mapping[str, Any], frame: str) -> dict[str, Any]:
     """``prompts`` with every question and near miss asked behind ``frame``."""
     out = dict(prompts)
-    out["questions"] = [[frame + q, key] for q, key in prompts["questions"]]
-    out["nearmiss"] = [frame + q for q in prompts["nearmiss"]]
+    out["questions"] = [[behind(q, frame), key] for q, key in prompts["questions"]]
+    out["nearmiss"] = [behind(q, frame) for q in prompts["nearmiss"]]
     return out
 
 

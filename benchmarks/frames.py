@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._locomo_data import DEFAULT_DATA, backend, build_store, evaluation_now, load, mean
-from benchmarks.facts import FRAMES
+from benchmarks.facts import FRAMES, behind
 from benchmarks.relevance import block_recall
 from memory_inject import render_memory_context
 from memory_inject.storage.fusion import default_fusion
@@ -95,17 +95,14 @@ HELD_OUT_2 = (
     "out of interest, ",
     "I keep forgetting, ",
 )
+#: A LoCoMo question behind a frame, as the facts probe asks its own.
+framed = behind
 SETS = {
     "facts": FRAMES,
     "more": ("", *MORE),
     "held-out": ("", *HELD_OUT),
     "held-out-2": ("", *HELD_OUT_2),
 }
-
-
-def framed(question: str, frame: str) -> str:
-    """``question`` behind ``frame``, its first letter lowered ("do you remember when ...")."""
-    return frame + question[:1].lower() + question[1:] if frame else question
 
 
 def main() -> None:
