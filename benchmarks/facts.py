@@ -22,7 +22,10 @@ event, each row's context from it).
 
 Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
 (a few seconds on SQLite); ``--embedder minilm-onnx [--gate 0.625]`` renders with the
-hybrid default (and the prompt gate) instead of keywords alone.
+hybrid default (and the prompt gate) instead of keywords alone. ``--prompts
+benchmarks/facts_heldout.json`` runs the held-out set instead: 30 other facts, written
+the ways users and agents write them (first person, terse notes), 55 questions and 20
+near misses, written after the rules were set and never used to change them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adapters._remember import memory_key
 from benchmarks._locomo_data import _open, backend
 from benchmarks.relevance import read_offtopic
 from memory_inject import MemoryInjectConfig, render_memory_context
@@ -138,15 +142,22 @@ def run(
     tmp: Path,
     embedder: Any = None,
     config: MemoryInjectConfig | None = None,
+    *,
+    derived: bool = False,
 ) -> dict[str, Any]:
-    """:func:`evaluate` against a fresh store written as ``layout`` (default config)."""
+    """:func:`evaluate` against a fresh store written as ``layout`` (default config);
+    ``derived`` stores each fact under the key ``remember()`` derives from its text
+    (``mem_`` and a hash: no word of the key is indexed), not under its name."""
     store = _open(tmp / f"facts_{layout}.db", embedder, default_fusion(embedder))
     cfg = config or MemoryInjectConfig()
+    facts: Mapping[str, str] = prompts["facts"]
+    names = {memory_key(text): name for name, text in facts.items()} if derived else {}
     try:
-        write(store, prompts["facts"], layout)
+        write(store, {memory_key(t): t for t in facts.values()} if derived else facts, layout)
 
         def render(prompt: str) -> tuple[str, ...]:
-            return tuple(e.key for e in render_memory_context(store, prompt, config=cfg).entries)
+            entries = render_memory_context(store, prompt, config=cfg).entries
+            return tuple(names.get(e.key, e.key) for e in entries)
 
         return evaluate(render, prompts["questions"], prompts["nearmiss"], offtopic)
     finally:
@@ -167,12 +178,26 @@ def main() -> None:
     )
     ap.add_argument("--gate", type=float, help="min_prompt_similarity (needs --embedder)")
     ap.add_argument("--frames", action="store_true", help="also each question behind FRAMES")
+    ap.add_argument(
+        "--prompts",
+        type=Path,
+        default=PROMPTS,
+        help="the facts, questions and near misses (facts_heldout.json: the held-out set)",
+    )
+    ap.add_argument(
+        "--keys",
+        choices=("named", "derived"),
+        default="named",
+        help="each fact under its name (dog, car) or the key remember() derives (mem_<hash>)",
+    )
     args = ap.parse_args()
-    prompts, offtopic = read_prompts(), read_offtopic()
+    prompts, offtopic = read_prompts(args.prompts), read_offtopic()
     model = make_embedder(args.embedder)
     cfg = MemoryInjectConfig(min_prompt_similarity=args.gate)
+    derived = args.keys == "derived"
     print(
-        f"backend: {args.backend}; {len(prompts['facts'])} facts; embedder {args.embedder}, "
+        f"backend: {args.backend}; {len(prompts['facts'])} facts, keys {args.keys}; "
+        f"embedder {args.embedder}, "
         f"min_prompt_similarity {args.gate}, otherwise the default config"
     )
     print("| layout | answered | precision | near-miss injected | off-topic injected |")
@@ -180,7 +205,7 @@ def main() -> None:
     details = []
     with tempfile.TemporaryDirectory() as tmp, backend(args.backend, args.dsn):
         for layout in args.layout or LAYOUTS:
-            r = run(layout, prompts, offtopic, Path(tmp), model, cfg)
+            r = run(layout, prompts, offtopic, Path(tmp), model, cfg, derived=derived)
             details.append((layout, r))
             print(
                 f"| {layout} | {r['answered']}/{r['questions']} | {r['precision']:.2f} | "
@@ -195,7 +220,9 @@ def main() -> None:
             for frame in FRAMES:
                 cells = []
                 for layout in layouts:
-                    r = run(layout, framed(prompts, frame), (), Path(tmp), model, cfg)
+                    r = run(
+                        layout, framed(prompts, frame), (), Path(tmp), model, cfg, derived=derived
+                    )
                     cells.append(
                         f"{r['answered']}/{r['questions']}, "
                         f"{r['nearmiss_injected']}/{r['nearmiss']}"

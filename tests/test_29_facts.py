@@ -3,28 +3,42 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from benchmarks.facts import LAYOUTS, evaluate, read_prompts, run, write
+from adapters._remember import memory_key
+from benchmarks.facts import HERE, LAYOUTS, evaluate, read_prompts, run, write
 from memory_inject.storage import SQLiteStore
 
 PROMPTS = read_prompts()
+HELD_OUT = read_prompts(HERE / "facts_heldout.json")
+SETS = pytest.mark.parametrize("prompts", [PROMPTS, HELD_OUT], ids=["probe", "held-out"])
 
 
 class TestPrompts:
-    def test_every_question_names_a_fact(self) -> None:
-        keys = set(PROMPTS["facts"])
-        assert {key for _, key in PROMPTS["questions"]} <= keys
+    @SETS
+    def test_every_question_names_a_fact(self, prompts: dict[str, Any]) -> None:
+        keys = set(prompts["facts"])
+        assert {key for _, key in prompts["questions"]} <= keys
 
-    def test_distinct(self) -> None:
-        asked = [q for q, _ in PROMPTS["questions"]] + PROMPTS["nearmiss"]
+    @SETS
+    def test_distinct(self, prompts: dict[str, Any]) -> None:
+        asked = [q for q, _ in prompts["questions"]] + prompts["nearmiss"]
         assert len(asked) == len({q.lower() for q in asked})
 
-    def test_questions_are_not_worded_as_the_facts(self) -> None:
+    @SETS
+    def test_questions_are_not_worded_as_the_facts(self, prompts: dict[str, Any]) -> None:
         """People ask "what is my dog called?", not the stored sentence back."""
-        facts = {text.lower().rstrip(".") for text in PROMPTS["facts"].values()}
-        assert not any(q.lower().rstrip("?") in facts for q, _ in PROMPTS["questions"])
+        facts = {text.lower().rstrip(".") for text in prompts["facts"].values()}
+        assert not any(q.lower().rstrip("?") in facts for q, _ in prompts["questions"])
+
+    def test_the_held_out_set_is_its_own(self) -> None:
+        """No fact, question or near miss of the held-out set is in the probe's."""
+        for part in ("questions", "nearmiss"):
+            seen = {str(q).lower() for q in PROMPTS[part]}
+            assert not seen & {str(q).lower() for q in HELD_OUT[part]}
+        assert not set(PROMPTS["facts"].values()) & set(HELD_OUT["facts"].values())
 
 
 class TestEvaluate:
@@ -63,6 +77,28 @@ class TestLayouts:
         r = run("apart", prompts, ["what is the capital of Peru?"], tmp_path)
         assert r["answered"] == r["questions"], r["missed"]
         assert r["offtopic_injected"] == 0
+
+
+def test_derived_keys_hold_no_word_and_are_reported_by_name(tmp_path: Path) -> None:
+    """``--keys derived``: each fact under remember()'s key, a hit reported by its name."""
+    facts = {"dog": "The dog is named Biscuit.", "car": "Drives a blue Civic."}
+    prompts: dict[str, Any] = {
+        "facts": facts,
+        "questions": [["Biscuit", "dog"], ["dog", "dog"]],
+        "nearmiss": [],
+    }
+    r = run("apart", prompts, [], tmp_path, derived=True)
+    assert r["answered"] == 2, r["missed"]
+    store = SQLiteStore(tmp_path / "facts_apart.db")
+    try:
+        keys = {e.key for e in store.list()}
+    finally:
+        store.close()
+    assert keys == {memory_key(t) for t in facts.values()}
+    # "car" is only the name: under a derived key no row holds it.
+    car = {"facts": facts, "questions": [["car", "car"]], "nearmiss": []}
+    assert run("now", car, [], tmp_path / "n", derived=True)["answered"] == 0
+    assert run("now", car, [], tmp_path / "m")["answered"] == 1
 
 
 def test_frames_framed() -> None:
