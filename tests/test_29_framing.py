@@ -155,6 +155,12 @@ class TestAnswerKind:
             ("What kind of music do I like?", [("music", False), ("like", False)]),
             ("which types of  pottery", [("pottery", False)]),
             ("what time is the daily standup?", [("daily", False), ("standup", False)]),
+            ("what breed is Miso?", [("miso", False)]),
+            (
+                "What color did Joanna choose for her hair?",
+                [("joanna", False), ("choose", False), ("hair", False)],
+            ),
+            ("which colour is the car", [("car", False)]),
         ],
     )
     def test_the_kind_asked_for_is_no_query_word(
@@ -173,12 +179,24 @@ class TestAnswerKind:
     def test_alone_it_is_the_query(self) -> None:
         assert content_words("what kind of?") == [("kind", False)]
 
+    def test_a_trait_asked_about_otherwise_stays(self) -> None:
+        """Only "what/which breed|colour" asks for one: "why ... the hair color" is about it."""
+        assert ("color", False) in content_words("Why did Joanna choose the hair color she did?")
+        assert ("breed", False) in content_words("do they breed dogs?")
+
+    def test_a_name_asked_for_stays_a_query_word(self) -> None:
+        """Measured, not dropped: LoCoMo's answers say "names" ("their names are Luna and
+        Oliver"), and without the word 4 of its 10 name questions lost their evidence."""
+        assert ("name", False) in content_words("what's my cat's name?")
+
 
 @pytest.mark.parametrize(
     ("question", "topic"),
     [
         ("what kind of music do I like?", "music do I like?"),
         ("what time is standup?", "standup?"),
+        ("what breed is my dog?", "my dog?"),
+        ("what colour is my car?", "my car?"),
     ],
 )
 def test_a_question_of_a_kind_gets_its_topics_block(store: Any, question: str, topic: str) -> None:

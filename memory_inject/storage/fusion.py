@@ -57,8 +57,14 @@ _NEGATED = re.compile(r"\b\w+n['\u2019]t\b")
 # "what time is standup" name the answer's kind, which the row holding the answer does
 # not say ("loves jazz", "is at 9:30"), so they are no query words. LoCoMo dev
 # (relevance.py): block recall 0.559 -> 0.566, R@5 / R@10 and false injections unchanged;
-# "how often / long / many" were measured too and not kept (docs/performance.md).
-_ANSWER_KIND = re.compile(r"\b(?:(?:what|which)\s+(?:kinds?|sorts?|types?)\s+of|what\s+time)\b")
+# "how often / long / many" were measured too and not kept (docs/performance.md). "What
+# breed / colour" ask for a trait the same way ("is a golden retriever", "dyed it purple").
+# "Name" and "called" in "what's my cat's name?" do too, but LoCoMo's answers say "their
+# names are ...", so they stay (4 of its 10 name questions lost their evidence without).
+_ANSWER_KIND = re.compile(
+    r"\b(?:(?:what|which)\s+(?P<kind>kinds?|sorts?|types?)\s+of|what\s+(?P<time>time)"
+    r"|(?:what|which)\s+(?P<trait>breed|colou?r))\b"
+)
 
 
 _Validator = Callable[[Any, "Attribute[Any]", Any], None]
@@ -282,7 +288,8 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
 
     ``prefix`` is true for ``word*``. Stopwords (with negations, contraction parts and
     interjections), :data:`REQUEST_WORDS` and the answer's kind a question names ("kind"
-    of "what kind of", "time" of "what time") are kept only when nothing else is left;
+    of "what kind of", "time" of "what time", "breed" of "what breed") are kept only when
+    nothing else is left;
     at most ``max_terms`` terms (a pasted log stays cheap). Leading ``[...]`` markers, a
     leading opener ("hey, quick question: ") and negated auxiliaries ("don't") are
     skipped when words are left without them.
@@ -296,9 +303,9 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     if opener and _TOKEN.search(unmarked, opener.end()):
         unmarked = unmarked[opener.end() :]
     kinds = (
-        {w for m in _ANSWER_KIND.finditer(lowered) for w in m.group().split()}
+        {w for m in _ANSWER_KIND.finditer(lowered) for w in m.groups() if w}
         if ("what" in lowered or "which" in lowered)
-        and ("kind" in lowered or "sort" in lowered or "type" in lowered or "time" in lowered)
+        and any(w in lowered for w in ("kind", "sort", "type", "time", "breed", "colo"))
         else ()
     )
     terms: list[tuple[str, bool]] = []
