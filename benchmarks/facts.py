@@ -50,7 +50,7 @@ from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
 PROMPTS = HERE / "facts_prompts.json"
-LAYOUTS = ("now", "apart", "event")
+LAYOUTS = ("now", "apart", "event", "session")
 #: How people open a question to an agent with a memory (``--frames``): none of these
 #: words is what the question is about, so each framed question should fare as the bare one.
 FRAMES = (
@@ -63,6 +63,8 @@ FRAMES = (
     "I'm curious: ",
     "I don't remember, ",
 )
+#: The chat session of the ``session`` layout's writes and renders.
+SESSION = "chat-1"
 #: The clock of the ``apart`` and ``event`` layouts' writes (the renders run at the real now).
 START = datetime(2026, 11, 1, 9, tzinfo=UTC)
 
@@ -85,6 +87,8 @@ def write(store: Any, facts: Mapping[str, str], layout: str) -> None:
             store.store(key, text, timestamp=(START + timedelta(days=i)).isoformat())
         elif layout == "event":
             store.store(key, text, timestamp=START.isoformat())
+        elif layout == "session":
+            store.store(key, text, session_id=SESSION)
         else:
             raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
 
@@ -156,7 +160,8 @@ def run(
         write(store, {memory_key(t): t for t in facts.values()} if derived else facts, layout)
 
         def render(prompt: str) -> tuple[str, ...]:
-            entries = render_memory_context(store, prompt, config=cfg).entries
+            sessions = [SESSION] if layout == "session" else ()
+            entries = render_memory_context(store, prompt, config=cfg, sessions=sessions).entries
             return tuple(names.get(e.key, e.key) for e in entries)
 
         return evaluate(render, prompts["questions"], prompts["nearmiss"], offtopic)
