@@ -15,8 +15,10 @@ question about something it never mentions ("where do production deploys
 go?" against "Bob likes to go hiking on weekends": "go" weighs 1, the two
 absent words 1.5 each, a share and score of 0.25). A term found in the row's key, content, tags
 or day words counts fully; found only in the record written just before it
-in its session, half; two records back, a quarter. The stores still *rank*
-keyword hits by BM25 (ties in coverage keep that order): coverage says
+in its session, half; two records back, a quarter. A hit that holds none of the
+query's words itself, found through its neighbours' words alone, scores
+:data:`CONTEXT_ONLY` of that share, so at the default floor it is never shown.
+The stores still *rank* keyword hits by BM25 (ties in coverage keep that order): coverage says
 whether a hit is relevant enough to show, BM25 which of several is best.
 
 **Vector** (:func:`vector_score`): cosine similarity mapped linearly from the
@@ -40,6 +42,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ABSENT_WEIGHT",
+    "CONTEXT_ONLY",
     "MAX_SUBSTRING_CHARS",
     "MIN_SUBSTRING_CHARS",
     "OPERATING_POINT",
@@ -94,6 +97,16 @@ def term_weight(rows: int, containing: int) -> float:
     return weight * ABSENT_WEIGHT if containing <= 0 else weight
 
 
+#: What a keyword hit holding no query word in its own key, content, tags or day words
+#: scores, times its share: its neighbours' words (the context columns) hold the match,
+#: not the row. Its best share (every word in the record just before it) is 0.5, which
+#: this puts just under the default floor (0.395 < 0.4): a block shows a row for a word it
+#: holds, never for the next row's. LoCoMo dev (relevance.py, chat streams): block recall
+#: 0.568 -> 0.567, R@5 / R@10 0.691 / 0.799 -> 0.688 / 0.798; facts written in one chat
+#: session (facts.py --layout session) stop bringing the facts written after them into
+#: the block: precision 0.47 -> 0.71, answers unchanged (docs/performance.md).
+CONTEXT_ONLY = 0.79
+
 #: The measured operating point: a weighted share of 0.40 of the query's terms
 #: is where showing a hit starts to pay (benchmarks/relevance.py, docs/performance.md),
 #: and it reads as 0.4, the spec's default floor, so the default config keeps
@@ -114,20 +127,24 @@ def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
     module docstring), 0 for a missing term. The share is then raised to the
     power that maps :data:`OPERATING_POINT` onto the default floor (1 at
     the shipped point): monotone, 0 stays 0 and a hit holding the whole query scores 1.
+    A hit with no term present at 1 (in its own text) scores :data:`CONTEXT_ONLY` of that.
     """
     total = sum(weights)
     if total <= 0.0:
         return 0.0
-    return calibrated(sum(w * p for w, p in zip(weights, present, strict=True)), total)
+    held = sum(w * p for w, p in zip(weights, present, strict=True))
+    return calibrated(held, total, own=any(p >= 1.0 for p in present))
 
 
-def calibrated(held: float, total: float) -> float:
+def calibrated(held: float, total: float, *, own: bool = True) -> float:
     """:func:`coverage` from its sums: ``held`` (the weights of what a row holds, times how
-    much) over ``total`` (every weight, > 0), for callers that sum each row themselves."""
+    much) over ``total`` (every weight, > 0), for callers that sum each row themselves;
+    ``own`` false says the row holds no term itself (:data:`CONTEXT_ONLY`)."""
     # Rounded first, so a share the weights make exactly the floor (a held word of one row
     # beside an absent one: 1 / 2.5) is the floor, not 0.39999999999999997 at some
     # store sizes and 0.4 at others.
-    return float(round(min(1.0, held / total), _DIGITS) ** _EXPONENT)
+    score = float(round(min(1.0, held / total), _DIGITS) ** _EXPONENT)
+    return score if own else score * CONTEXT_ONLY
 
 
 def vector_score(cosine: float, calibration: tuple[float, float] = (0.0, 1.0)) -> float:

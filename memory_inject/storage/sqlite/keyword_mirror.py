@@ -305,11 +305,14 @@ def _hits(
     out = []
     for rid in kept:  # coverage(weights, present), summed here: the hot loop of a recall
         share = 0.0
+        own = False
         for w, posting in held:
             found = posting.get(rid)
             if found is not None:
-                share += w * present_weight(found)
-        out.append((index.ids[rid], calibrated(share, total), ranked.score(rid)))
+                present = present_weight(found)
+                share += w * present
+                own = own or present >= 1.0
+        out.append((index.ids[rid], calibrated(share, total, own=own), ranked.score(rid)))
     return out
 
 
