@@ -13,7 +13,10 @@ from memory_inject.storage import SQLiteStore
 
 PROMPTS = read_prompts()
 HELD_OUT = read_prompts(HERE / "facts_heldout.json")
-SETS = pytest.mark.parametrize("prompts", [PROMPTS, HELD_OUT], ids=["probe", "held-out"])
+HELD_OUT_2 = read_prompts(HERE / "facts_heldout2.json")
+SETS = pytest.mark.parametrize(
+    "prompts", [PROMPTS, HELD_OUT, HELD_OUT_2], ids=["probe", "held-out", "held-out-2"]
+)
 
 
 class TestPrompts:
@@ -33,12 +36,19 @@ class TestPrompts:
         facts = {text.lower().rstrip(".") for text in prompts["facts"].values()}
         assert not any(q.lower().rstrip("?") in facts for q, _ in prompts["questions"])
 
-    def test_the_held_out_set_is_its_own(self) -> None:
-        """No fact, question or near miss of the held-out set is in the probe's."""
+    @pytest.mark.parametrize(
+        ("one", "other"),
+        [(PROMPTS, HELD_OUT), (PROMPTS, HELD_OUT_2), (HELD_OUT, HELD_OUT_2)],
+        ids=["probe/held-out", "probe/held-out-2", "held-out/held-out-2"],
+    )
+    def test_the_held_out_sets_are_their_own(
+        self, one: dict[str, Any], other: dict[str, Any]
+    ) -> None:
+        """No fact, question or near miss of a held-out set is in another set."""
         for part in ("questions", "nearmiss"):
-            seen = {str(q).lower() for q in PROMPTS[part]}
-            assert not seen & {str(q).lower() for q in HELD_OUT[part]}
-        assert not set(PROMPTS["facts"].values()) & set(HELD_OUT["facts"].values())
+            seen = {str(q).lower() for q in one[part]}
+            assert not seen & {str(q).lower() for q in other[part]}
+        assert not set(one["facts"].values()) & set(other["facts"].values())
 
 
 class TestEvaluate:
