@@ -8,11 +8,14 @@ floor means the same thing: that lives here, the SQL in each store.
 
 from __future__ import annotations
 
+import re
+
 from attrs import frozen
 
 from memory_inject.storage.calibration import (
     MAX_SUBSTRING_CHARS,
     MIN_SUBSTRING_CHARS,
+    MIN_WORD_SUBSTRING_CHARS,
     substring_score,
 )
 from memory_inject.storage.fusion import content_words
@@ -21,11 +24,23 @@ __all__ = ["MAX_LIKE_WORDS", "SubstringQuery"]
 
 #: At most this many words are searched (zeroclaw's limit).
 MAX_LIKE_WORDS = 8
+#: Letters of scripts written without spaces between words (Thai, Lao, Myanmar, Khmer,
+#: kana, CJK ideographs, Hangul syllables): the tokenizer keeps a run of them as one token.
+_SPACELESS = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
+)
+
+
+def _shortest(word: str) -> int:
+    """The fewest characters ``word`` may have to be searched as a substring."""
+    return MIN_SUBSTRING_CHARS if _SPACELESS.search(word) else MIN_WORD_SUBSTRING_CHARS
 
 
 @frozen(slots=True)
 class SubstringQuery:
-    """``words`` to search (3 to 64 characters, at most 8) and ``every`` content word's count.
+    """``words`` to search (4 to 64 characters, 3 in a spaceless script, at most 8) and
+    ``every`` content word's count.
 
     Every content word counts in the share, so a hit on one word of four
     scores low; words outside the length range are never searched ("hi" is
@@ -41,7 +56,7 @@ class SubstringQuery:
         (:func:`~memory_inject.storage.fusion.content_words`), so "do you remember ..."
         is searched without "remember" here too."""
         every = list(dict.fromkeys(w for w, _ in content_words(query)))
-        words = [w for w in every if MIN_SUBSTRING_CHARS <= len(w) <= MAX_SUBSTRING_CHARS]
+        words = [w for w in every if _shortest(w) <= len(w) <= MAX_SUBSTRING_CHARS]
         return cls(tuple(words[:MAX_LIKE_WORDS]), len(every))
 
     def patterns(self) -> list[str]:

@@ -32,7 +32,8 @@ its best), so rows both stages find rank first.
 **Substring fallback** (:func:`substring_score`): ``SUBSTRING_WEIGHT`` times
 the share of query words found inside the row, for scripts the word
 tokenizer cannot split (CJK). Words shorter than ``MIN_SUBSTRING_CHARS`` are
-never searched this way ("hi" is inside "hiking").
+never searched this way ("hi" is inside "hiking"), nor words of a script written with
+spaces shorter than ``MIN_WORD_SUBSTRING_CHARS`` ("car" is inside "Oscar").
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "CONTEXT_ONLY",
     "MAX_SUBSTRING_CHARS",
     "MIN_SUBSTRING_CHARS",
+    "MIN_WORD_SUBSTRING_CHARS",
     "OPERATING_POINT",
     "SUBSTRING_WEIGHT",
     "coverage",
@@ -60,6 +62,13 @@ __all__ = [
 SUBSTRING_WEIGHT = 0.6
 #: Query words shorter than this are not searched as substrings.
 MIN_SUBSTRING_CHARS = 3
+#: Nor are words of a script written with spaces shorter than this. The fallback runs when
+#: no row holds any query word as a word; then a short word found inside a longer one is
+#: mostly chance ("car" in "Oscar" and "cardiologist" put a block under "what colour is my
+#: car?", benchmarks/facts.py), while a longer one is a compound or an identifier
+#: ("versicherung" in "Hausratversicherung", "serv" in "server"). Runs of CJK, Thai, Lao,
+#: Khmer or Myanmar letters, which the tokenizer cannot split, keep the shorter bound.
+MIN_WORD_SUBSTRING_CHARS = 4
 #: Longer words are not searched as substrings (a pasted blob would cost O(n*m)).
 MAX_SUBSTRING_CHARS = 64
 
