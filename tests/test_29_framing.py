@@ -146,6 +146,34 @@ class TestOpeners:
         assert content_words("quick question") == [("quick", False), ("question", False)]
 
 
+class TestWithoutApostrophes:
+    """Contractions typed without the apostrophe are function words too."""
+
+    @pytest.mark.parametrize(
+        ("typed", "written"),
+        [
+            ("whats my dog called", "what's my dog called"),
+            ("im wondering whos my doctor", "I'm wondering, who's my doctor"),
+            ("dont remember wheres my car", "don't remember where's my car"),
+        ],
+    )
+    def test_the_same_words_as_with_them(self, typed: str, written: str) -> None:
+        assert content_words(typed) == content_words(written) != []
+
+    def test_forms_that_are_words_stay(self) -> None:
+        assert content_words("my user id") == [("user", False), ("id", False)]
+        assert content_words("lets feel ill") == [("lets", False), ("feel", False), ("ill", False)]
+
+    @pytest.mark.parametrize(
+        ("typed", "written"),
+        [("whos my manager", "who's my manager"), ("wheres my sister", "where's my sister")],
+    )
+    def test_a_typed_question_gets_the_written_ones_block(
+        self, store: Any, typed: str, written: str
+    ) -> None:
+        assert _keys(store, typed) == _keys(store, written) != ()
+
+
 class TestAnswerKind:
     """ "What kind of music ..." is about music: the row that answers says "jazz", not "kind"."""
 
