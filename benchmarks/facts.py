@@ -22,10 +22,13 @@ event, each row's context from it).
 
 Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
 (a few seconds on SQLite); ``--embedder minilm-onnx [--gate 0.625]`` renders with the
-hybrid default (and the prompt gate) instead of keywords alone. ``--prompts
-benchmarks/facts_heldout.json`` runs the held-out set instead: 30 other facts, written
-the ways users and agents write them (first person, terse notes), 55 questions and 20
-near misses, written after the rules were set and never used to change them.
+hybrid default (and the prompt gate) instead of keywords alone. ``--prompts FILE`` asks
+another set: ``facts_heldout.json`` (30 facts written as users and agents write them, 55
+questions, 20 near misses) and ``facts_heldout2.json`` (22 facts as the memory tools
+write them, 40 casually typed questions, 15 near misses), each written after the rules
+it measures were set ("what breed" was then made a rule on misses of both probes).
+``--keys derived`` stores each fact under the key ``remember()`` derives (``mem_`` and
+a hash) instead of its name, which the key column would index.
 """
 
 from __future__ import annotations
@@ -159,8 +162,9 @@ def run(
     try:
         write(store, {memory_key(t): t for t in facts.values()} if derived else facts, layout)
 
+        sessions = [SESSION] if layout == "session" else ()
+
         def render(prompt: str) -> tuple[str, ...]:
-            sessions = [SESSION] if layout == "session" else ()
             entries = render_memory_context(store, prompt, config=cfg, sessions=sessions).entries
             return tuple(names.get(e.key, e.key) for e in entries)
 

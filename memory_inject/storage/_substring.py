@@ -25,7 +25,8 @@ __all__ = ["MAX_LIKE_WORDS", "SubstringQuery"]
 #: At most this many words are searched (zeroclaw's limit).
 MAX_LIKE_WORDS = 8
 #: Letters of scripts written without spaces between words (Thai, Lao, Myanmar, Khmer,
-#: kana, CJK ideographs, Hangul syllables): the tokenizer keeps a run of them as one token.
+#: kana, CJK ideographs; Hangul syllables kept as before): the tokenizer cannot find a
+#: word inside a run of them, so a short word is still searched as a substring there.
 _SPACELESS = re.compile(
     "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]"
