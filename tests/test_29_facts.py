@@ -14,8 +14,11 @@ from memory_inject.storage import SQLiteStore
 PROMPTS = read_prompts()
 HELD_OUT = read_prompts(HERE / "facts_heldout.json")
 HELD_OUT_2 = read_prompts(HERE / "facts_heldout2.json")
+HELD_OUT_3 = read_prompts(HERE / "facts_heldout3.json")
 SETS = pytest.mark.parametrize(
-    "prompts", [PROMPTS, HELD_OUT, HELD_OUT_2], ids=["probe", "held-out", "held-out-2"]
+    "prompts",
+    [PROMPTS, HELD_OUT, HELD_OUT_2, HELD_OUT_3],
+    ids=["probe", "held-out", "held-out-2", "held-out-3"],
 )
 
 
@@ -38,8 +41,22 @@ class TestPrompts:
 
     @pytest.mark.parametrize(
         ("one", "other"),
-        [(PROMPTS, HELD_OUT), (PROMPTS, HELD_OUT_2), (HELD_OUT, HELD_OUT_2)],
-        ids=["probe/held-out", "probe/held-out-2", "held-out/held-out-2"],
+        [
+            (PROMPTS, HELD_OUT),
+            (PROMPTS, HELD_OUT_2),
+            (HELD_OUT, HELD_OUT_2),
+            (PROMPTS, HELD_OUT_3),
+            (HELD_OUT, HELD_OUT_3),
+            (HELD_OUT_2, HELD_OUT_3),
+        ],
+        ids=[
+            "probe/held-out",
+            "probe/held-out-2",
+            "held-out/held-out-2",
+            "probe/held-out-3",
+            "held-out/held-out-3",
+            "held-out-2/held-out-3",
+        ],
     )
     def test_the_held_out_sets_are_their_own(
         self, one: dict[str, Any], other: dict[str, Any]
