@@ -15,18 +15,22 @@ prompts of ``offtopic_prompts.txt``.
 ``--frames`` asks every question and near miss again behind each of :data:`FRAMES` ("do
 you remember what is my dog called?", "I'm wondering, ...") and prints one row a frame.
 
-The facts are written three ways (``--layout``, default all): ``now`` (one ``store()``
+The facts are written five ways (``--layout``, default all): ``now`` (one ``store()``
 after another, as a session of remembering does: each row's near context holds the two
-before it), ``apart`` (a day apart: no near context) and ``event`` (one timestamp: one
-event, each row's context from it).
+before it), ``apart`` (a day apart: no near context), ``event`` (one timestamp: one
+event, each row's context from it), ``session`` (one after another in one chat session,
+as ``memory_store`` writes during a chat) and ``days`` (in one long-lived session, a day
+apart: no context, as the session's neighbours count only within 30 minutes).
 
 Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
 (a few seconds on SQLite); ``--embedder minilm-onnx [--gate 0.625]`` renders with the
 hybrid default (and the prompt gate) instead of keywords alone. ``--prompts FILE`` asks
 another set: ``facts_heldout.json`` (30 facts written as users and agents write them, 55
 questions, 20 near misses) and ``facts_heldout2.json`` (22 facts as the memory tools
-write them, 40 casually typed questions, 15 near misses), each written after the rules
-it measures were set ("what breed" was then made a rule on misses of both probes).
+write them, 40 casually typed questions, 15 near misses) and ``facts_heldout3.json`` (a
+coding assistant's 28 facts about a developer and their projects, 50 questions, 18 near
+misses, written by a helper that never read the rules), each written after the rules it
+measures were set ("what breed" was then made a rule on misses of the first two).
 ``--keys derived`` stores each fact under the key ``remember()`` derives (``mem_`` and
 a hash) instead of its name, which the key column would index.
 """
@@ -53,7 +57,7 @@ from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
 PROMPTS = HERE / "facts_prompts.json"
-LAYOUTS = ("now", "apart", "event", "session")
+LAYOUTS = ("now", "apart", "event", "session", "days")
 #: How people open a question to an agent with a memory (``--frames``): none of these
 #: words is what the question is about, so each framed question should fare as the bare one.
 FRAMES = (
@@ -92,6 +96,9 @@ def write(store: Any, facts: Mapping[str, str], layout: str) -> None:
             store.store(key, text, timestamp=START.isoformat())
         elif layout == "session":
             store.store(key, text, session_id=SESSION)
+        elif layout == "days":
+            stamp = (START + timedelta(days=i)).isoformat()
+            store.store(key, text, timestamp=stamp, session_id=SESSION)
         else:
             raise ValueError(f"layout must be one of {LAYOUTS} (got {layout!r})")
 
@@ -162,7 +169,7 @@ def run(
     try:
         write(store, {memory_key(t): t for t in facts.values()} if derived else facts, layout)
 
-        sessions = [SESSION] if layout == "session" else ()
+        sessions = [SESSION] if layout in ("session", "days") else ()
 
         def render(prompt: str) -> tuple[str, ...]:
             entries = render_memory_context(store, prompt, config=cfg, sessions=sessions).entries
