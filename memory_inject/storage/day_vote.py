@@ -37,6 +37,9 @@ DAY_VOTE = 0.2
 #: takes its *near* neighbours as context, on both engines (SQLite's
 #: ``ddl._NEAR_NEIGHBOUR``, PostgreSQL's ``context.fill_near``): the records
 #: of its namespace, category and profile written in the 30 minutes before it.
+#: A session's two records before a record are its context only when written
+#: within this of it, either way (SQLite's ``ddl_context._NEIGHBOUR``, PostgreSQL's
+#: ``context._WITHIN``): a long-lived session's facts days apart are not.
 NEAR_MINUTES = 30
 
 

@@ -239,7 +239,12 @@ class TestMigration:
             _v1_table(dsn, made, monkeypatch)
             with PostgresStore(dsn) as store:
                 migrated = {p: _scores(store, p) for p in PROMPTS}
-                store.store("c6", "Melanie: Here it is, the lake at dawn.", session_id="chat")
+                store.store(
+                    "c6",
+                    "Melanie: Here it is, the lake at dawn.",
+                    session_id="chat",
+                    timestamp="2023-06-20T18:07:00Z",
+                )
                 with psycopg.connect(dsn) as conn:
                     versions = conn.execute(
                         "SELECT version FROM memories_schema_version ORDER BY 1"
@@ -249,7 +254,9 @@ class TestMigration:
                     ).fetchall()
         assert [(v,) for v, _, _ in _pg_schema.MIGRATIONS] == versions
         assert ("c3", CHAT[0][1], None, "8 May 2023") == ctx[2]
-        assert ("c4", CHAT[2][1], CHAT[0][1], "20 June 2023") == ctx[3]
+        # Six weeks after c3: the session's earlier turns are not its context.
+        assert ("c4", None, None, "20 June 2023") == ctx[3]
+        assert ("c5", CHAT[3][1], None) == ctx[4][:3]
         assert ("c6", CHAT[4][1], CHAT[3][1]) == ctx[5][:3]
         fresh = make_sqlite_store(tmp_path)
         try:

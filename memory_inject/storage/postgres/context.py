@@ -90,21 +90,26 @@ def _tsv(names: TableNames) -> sql.Composed:
 
 
 def _numbered(source: sql.Composable) -> sql.Composed:
-    """Neighbours over ``source`` rows ``(k, s, ord, content, live)``: ``(k, prev, prev2)``.
+    """Neighbours over ``source`` rows ``(k, s, ord, content, live, ts)``: ``(k, prev, prev2)``.
 
-    ``s`` is the stream (namespace and session), ``ord`` the write order; a
-    row's neighbours are the last two *live* rows of its stream before it
-    (``upto`` counts the live rows up to and including a row).
+    ``s`` is the stream (namespace and session), ``ord`` the write order, ``ts`` the
+    timestamp; a row's neighbours are the last two *live* rows of its stream before it
+    (``upto`` counts the live rows up to and including a row), each when written within
+    :data:`NEAR_INTERVAL` of it (an event's rows share one timestamp).
     """
     return sql.SQL(
         "numbered AS (SELECT src.*, count(*) FILTER (WHERE src.live) OVER "
         "(PARTITION BY src.s ORDER BY src.ord) AS upto FROM ({source}) AS src), "
         "ctx AS (SELECT n.k, p1.content AS prev, p2.content AS prev2 FROM numbered AS n "
         "LEFT JOIN numbered AS p1 ON p1.s = n.s AND p1.live "
-        "AND p1.upto = n.upto - n.live::int "
+        "AND p1.upto = n.upto - n.live::int AND {within1} "
         "LEFT JOIN numbered AS p2 ON p2.s = n.s AND p2.live "
-        "AND p2.upto = n.upto - n.live::int - 1)"
-    ).format(source=source)
+        "AND p2.upto = n.upto - n.live::int - 1 AND {within2})"
+    ).format(
+        source=source,
+        within1=sql.SQL(_WITHIN.format(p="p1.ts", r="n.ts")),
+        within2=sql.SQL(_WITHIN.format(p="p2.ts", r="n.ts")),
+    )
 
 
 #: A row's stream as text: its session's, or for a sessionless row its event's
@@ -121,8 +126,8 @@ def add_event_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
     """Schema 5: the event index, and existing sessionless rows' neighbours in their event."""
     t = names.ident()
     fill_source = sql.SQL(
-        "SELECT m.rid AS k, {s} AS s, m.rid AS ord, m.content, m.deleted_at IS NULL AS live "
-        "FROM {t} AS m WHERE m.session_id IS NULL AND m.layer IS NULL"
+        "SELECT m.rid AS k, {s} AS s, m.rid AS ord, m.content, m.deleted_at IS NULL AS live, "
+        'm."timestamp" AS ts FROM {t} AS m WHERE m.session_id IS NULL AND m.layer IS NULL'
     ).format(s=sql.SQL(_STREAM.format(r="m", ns="m.namespace")), t=t)
     conn.execute(
         sql.SQL(
@@ -148,7 +153,7 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
     t = names.ident()
     fill_source = sql.SQL(
         "SELECT rid AS k, ROW(namespace, session_id)::text AS s, rid AS ord, content, "
-        "deleted_at IS NULL AS live FROM {t} WHERE session_id IS NOT NULL"
+        'deleted_at IS NULL AS live, "timestamp" AS ts FROM {t} WHERE session_id IS NOT NULL'
     ).format(t=t)
     statements = [
         sql.SQL(
@@ -209,8 +214,16 @@ _EVENT_ONE = (
     'AND p."timestamp" = %s::timestamptz AND p.deleted_at IS NULL '
     "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
 )
+#: Whether a neighbour stamped ``{p}`` was written within :data:`NEAR_INTERVAL` of ``{r}``:
+#: a session's records further apart (facts a long-lived session gathers days apart)
+#: are not each other's context (SQLite's schema 10).
+_WITHIN = "{p} BETWEEN {r} - " + NEAR_INTERVAL + " AND {r} + " + NEAR_INTERVAL
+#: The content of the n-th live record written before a new one in its session, when
+#: written within :data:`NEAR_INTERVAL` of it; params: timestamp, namespace, session.
 _SESSION_ONE = (
-    "(SELECT p.content FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
+    "(SELECT CASE WHEN "  # noqa: S608 - constants
+    + _WITHIN.format(p='p."timestamp"', r="%s::timestamptz")
+    + " THEN p.content END FROM {t} AS p WHERE p.namespace = %s AND p.session_id = %s::text "
     "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
 )
 #: A sessionless row's context: its event's two rows before it, or, with no
@@ -229,7 +242,8 @@ def context_params(params: Sequence[Any]) -> tuple[str, list[Any]]:
     """
     ns, session = params[_COL["namespace"]], params[_COL["session_id"]]
     if session is not None:
-        return "session", [ns, session] * 2
+        ts = params[_COL["timestamp"]]
+        return "session", [ts, ts, ns, session] * 2
     if params[_COL["layer"]] is not None:
         return "none", []
     event = [ns, params[_COL["category"]], params[_COL["profile_id"]], params[_COL["timestamp"]]]
@@ -291,26 +305,26 @@ def merge_with_context(
     """
     stream = sql.SQL(_STREAM.format(r="f", ns="%(ns)s::text"))
     source = sql.SQL(
-        "SELECT NULL::bigint AS k, m.s, -1 AS grp, m.rid AS ord, m.content, true AS live "
-        "FROM (SELECT DISTINCT f.session_id, {stream} AS s FROM fresh AS f "
+        "SELECT NULL::bigint AS k, m.s, -1 AS grp, m.rid AS ord, m.content, true AS live, "
+        "m.ts FROM (SELECT DISTINCT f.session_id, {stream} AS s FROM fresh AS f "
         "WHERE f.session_id IS NOT NULL) AS fs "
-        "CROSS JOIN LATERAL (SELECT fs.s, p.rid, p.content FROM {t} AS p "
+        'CROSS JOIN LATERAL (SELECT fs.s, p.rid, p.content, p."timestamp" AS ts FROM {t} AS p '
         "WHERE p.namespace = %(ns)s AND p.session_id = fs.session_id "
         "AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 2) AS m "
-        "UNION ALL SELECT NULL::bigint, fs.s, -1, m.rid, m.content, true "
+        "UNION ALL SELECT NULL::bigint, fs.s, -1, m.rid, m.content, true, m.ts "
         "FROM (SELECT DISTINCT f.category, coalesce(f.profile_id, '') AS pr, "
         'f."timestamp" AS ts, {stream} AS s FROM fresh AS f WHERE f.session_id IS NULL) AS fs '
-        "CROSS JOIN LATERAL (SELECT p.rid, p.content FROM {t} AS p "
+        'CROSS JOIN LATERAL (SELECT p.rid, p.content, p."timestamp" AS ts FROM {t} AS p '
         "WHERE p.namespace = %(ns)s AND p.session_id IS NULL AND p.layer IS NULL "
         "AND p.category = fs.category AND coalesce(p.profile_id, '') = fs.pr "
         'AND p."timestamp" = fs.ts AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 2) AS m '
         "UNION ALL SELECT f._seq, {stream}, 0, f._seq, "
-        "f.content, f.deleted_at IS NULL FROM fresh AS f"
+        'f.content, f.deleted_at IS NULL, f."timestamp"::timestamptz FROM fresh AS f'
     ).format(t=t, stream=stream)
     # (grp, ord) is the write order: the table's rows first, then the file's.
     numbered = _numbered(
         sql.SQL(
-            "SELECT k, s, row_number() OVER (ORDER BY grp, ord) AS ord, content, live "
+            "SELECT k, s, row_number() OVER (ORDER BY grp, ord) AS ord, content, live, ts "
             "FROM ({}) AS u"
         ).format(source)
     )

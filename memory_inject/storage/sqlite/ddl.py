@@ -54,6 +54,18 @@ FTS_COLUMNS = "key, content, tags, ctx_prev, ctx_prev2, ctx_day, ctx_scope"
 #: more changes behind than this rebuilds instead of re-reading the changed rows.
 LOG_KEEP = 4096
 
+
+def _fts_insert_trigger(assign: str) -> str:
+    """The insert trigger of schema 4 on: the row's context (``assign`` over ``{row}``) and
+    scope token are set, then the row is indexed."""
+    return f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
+            UPDATE memories SET {assign.format(row="new")},
+                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
+            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
+            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
+        END"""  # noqa: S608 - built from constants
+
+
 # Each entry moves the schema from version i to i + 1. Never edit a released
 # entry: append a new one, so every existing file can be brought forward.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -179,12 +191,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TABLE memories_fts",
         f"CREATE VIRTUAL TABLE memories_fts USING fts5({FTS_COLUMNS}, content='memories', "
         "content_rowid='rid', tokenize='porter unicode61')",
-        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {CTX_ASSIGN.format(row="new")},
-                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
-            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
-            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
-        END""",  # noqa: S608 - built from constants
+        _fts_insert_trigger(CTX_ASSIGN),
         f"""CREATE TRIGGER memories_fts_delete AFTER DELETE ON memories BEGIN
             INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS})
             VALUES ('delete', old.rid, old.key, old.content, old.tags,
@@ -274,12 +281,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX memories_event ON memories (namespace, category, "
         "coalesce(profile_id, ''), timestamp, rid) WHERE session_id IS NULL AND layer IS NULL",
         "DROP TRIGGER memories_fts_insert",
-        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {CTX_EVENT_ASSIGN.format(row="new")},
-                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
-            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
-            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
-        END""",  # noqa: S608 - built from constants
+        _fts_insert_trigger(CTX_EVENT_ASSIGN),
         f"INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
         f"SELECT 'delete', rid, {FTS_COLUMNS} FROM memories "
         "WHERE session_id IS NULL AND layer IS NULL",
@@ -295,12 +297,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         "ALTER TABLE memories ADD COLUMN ctx_near INTEGER",
         "DROP TRIGGER memories_fts_insert",
-        f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
-            UPDATE memories SET {CTX_NEAR_ASSIGN.format(row="new")},
-                ctx_scope = {_SCOPE_TOKEN.format(row="new")} WHERE rid = new.rid;
-            INSERT INTO memories_fts(rowid, {FTS_COLUMNS})
-            SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid = new.rid;
-        END""",  # noqa: S608 - built from constants
+        _fts_insert_trigger(CTX_NEAR_ASSIGN),
         "CREATE TEMP TABLE near_rows AS SELECT rid FROM memories "
         "WHERE session_id IS NULL AND layer IS NULL AND ctx_prev IS NULL",
         f"INSERT INTO memories_fts(memories_fts, rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
@@ -311,6 +308,14 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"INSERT INTO memories_fts(rowid, {FTS_COLUMNS}) "  # noqa: S608 - constants
         f"SELECT rid, {FTS_COLUMNS} FROM memories WHERE rid IN (SELECT rid FROM temp.near_rows)",
         "DROP TABLE temp.near_rows",
+    ),
+    # 10: a session's neighbours count only when written within NEAR_MINUTES of the
+    # record (``_NEIGHBOUR``): facts a long-lived session gathers days apart are not each
+    # other's context. Rows written before keep the context they were written with, as
+    # an update keeps it.
+    (
+        "DROP TRIGGER memories_fts_insert",
+        _fts_insert_trigger(CTX_NEAR_ASSIGN),
     ),
 )
 

@@ -1,9 +1,10 @@
 """The SQL that fills a SQLite record's context columns when it is written.
 
 ``ctx_day`` (its day in words), ``ctx_prev`` / ``ctx_prev2`` (the two records
-written just before it in its session, its event, or, for a sessionless
-record written alone, the 30 minutes before it: ``ctx_near``), as expressions
-over a row that the triggers and migrations of :mod:`.ddl` assign; and
+written just before it in its session when within ``NEAR_MINUTES`` of it, in its
+event, or, for a sessionless record written alone, the 30 minutes before it:
+``ctx_near``), as expressions over a row that the triggers and migrations of
+:mod:`.ddl` assign; and
 :data:`OWN_MATCH`, the keyword stage's rule that a record with near context is
 a hit for its own words only.
 """
@@ -42,9 +43,22 @@ DAY_WORDS = (
     "ELSE '' END || ' ' || "
     "substr({row}.timestamp, 1, 4))"
 )
-# The content of the n-th live record written before ``row`` in its session.
+# ``row``'s timestamp moved by NEAR_MINUTES ("-" back, "+" on), as stored timestamps read.
+_NEAR_SHIFT = (
+    "strftime('%Y-%m-%dT%H:%M:%S', {row}.timestamp, '{sign}" + str(NEAR_MINUTES) + " minutes') "
+    "|| substr({row}.timestamp, 20)"
+)
+# The content of the n-th live record written before ``row`` in its session, when it was
+# written within NEAR_MINUTES of ``row`` (schema 10). A long-lived session (a channel, a
+# chat the memory tools write in now and then) holds facts days apart: those are not
+# each other's context, as a chat's turns are. Only the n-th record is looked at, so a
+# write never walks the session's history for an older one inside the window.
 _NEIGHBOUR = (
-    "(SELECT p.content FROM memories AS p WHERE {row}.session_id IS NOT NULL "
+    "(SELECT CASE WHEN p.timestamp >= "  # noqa: S608 - constants
+    + _NEAR_SHIFT.replace("{sign}", "-")
+    + " AND p.timestamp <= "
+    + _NEAR_SHIFT.replace("{sign}", "+")
+    + " THEN p.content END FROM memories AS p WHERE {row}.session_id IS NOT NULL "
     "AND p.namespace = {row}.namespace AND p.session_id = {row}.session_id "
     "AND p.rid < {row}.rid AND p.deleted_at IS NULL ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
 )
@@ -83,10 +97,7 @@ CTX_EVENT_ASSIGN = (
     + " END, ctx_day = "
     + DAY_WORDS
 )
-_NEAR_FROM = (
-    "strftime('%Y-%m-%dT%H:%M:%S', {row}.timestamp, '-" + str(NEAR_MINUTES) + " minutes') "
-    "|| substr({row}.timestamp, 20)"
-)
+_NEAR_FROM = _NEAR_SHIFT.replace("{sign}", "-")
 # The content of the n-th live record written just before ``row`` (by
 # timestamp) in its namespace, category and profile, at most ``NEAR_MINUTES``
 # earlier (schema 9). A record written alone (``store()`` takes its own clock
