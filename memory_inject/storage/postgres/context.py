@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = [
+    "COMPOUND_MARKS",
     "CONTEXT_COLUMNS",
     "PRESENCE",
     "RANK_WEIGHTS",
@@ -45,6 +46,7 @@ __all__ = [
     "context_values",
     "fill_near",
     "merge_with_context",
+    "split_compounds",
 ]
 
 _COL = {c: i for i, c in enumerate(COLUMN_FIELDS)}
@@ -72,21 +74,65 @@ _MONTHS = ", ".join(
 )
 
 
-def _tsv(names: TableNames) -> sql.Composed:
-    """The generated tsvector of schema 2."""
+def _tsv(names: TableNames, *, split: bool = False) -> sql.Composed:
+    """The generated tsvector of schema 2; ``split`` (schema 7) parses each text with
+    :data:`COMPOUND_MARKS` read as spaces (:func:`split_compounds`)."""
+    text = "{words_fn}({})" if split else "{}"
+    parts = (
+        ("{key}", "A"),
+        ("content", "B"),
+        ("{tags_fn}(tags)", "B"),
+        ("{day_fn}({ts})", "B"),
+        ("coalesce(ctx_prev, '')", "C"),
+        ("coalesce(ctx_prev2, '')", "D"),
+    )
     return sql.SQL(
-        "setweight(to_tsvector('english'::regconfig, {key}), 'A') || "
-        "setweight(to_tsvector('english'::regconfig, content), 'B') || "
-        "setweight(to_tsvector('english'::regconfig, {tags_fn}(tags)), 'B') || "
-        "setweight(to_tsvector('english'::regconfig, {day_fn}({ts})), 'B') || "
-        "setweight(to_tsvector('english'::regconfig, coalesce(ctx_prev, '')), 'C') || "
-        "setweight(to_tsvector('english'::regconfig, coalesce(ctx_prev2, '')), 'D')"
+        " || ".join(
+            f"setweight(to_tsvector('english'::regconfig, {text.replace('{}', e)}), '{label}')"
+            for e, label in parts
+        )
     ).format(
         key=sql.Identifier("key"),
         ts=sql.Identifier("timestamp"),
         tags_fn=names.ident("_tags_text"),
         day_fn=names.ident("_day_words"),
+        words_fn=names.ident("_words"),
     )
+
+
+#: The characters PostgreSQL's parser joins words with into one token (a host
+#: "staging.example.internal", a path "src/auth", a version "v3.0", a number "15.6", an
+#: email, a URL, a time "10:00"), read as spaces before parsing (schema 7): SQLite's
+#: unicode61 splits there, and a query's words (``fusion.content_words``: ``\w+``) never
+#: hold these characters, so a word inside such a token could not be found.
+COMPOUND_MARKS = "./@:"
+
+
+def split_compounds(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Schema 7: the tsvector parses every text with :data:`COMPOUND_MARKS` as spaces,
+    computed again for every row (its GIN index built again)."""
+    t = names.ident()
+    spaces = " " * len(COMPOUND_MARKS)
+    statements = [
+        sql.SQL(
+            "CREATE OR REPLACE FUNCTION {fn}(text) RETURNS text LANGUAGE sql "
+            "IMMUTABLE PARALLEL SAFE AS $$ SELECT translate($1, {marks}, {spaces}) $$"
+        ).format(
+            fn=names.ident("_words"),
+            marks=sql.Literal(COMPOUND_MARKS),
+            spaces=sql.Literal(spaces),
+        ),
+        sql.SQL("ALTER TABLE {t} DROP COLUMN tsv").format(t=t),
+        sql.SQL(
+            "ALTER TABLE {t} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({tsv}) STORED"
+        ).format(t=t, tsv=_tsv(names, split=True)),
+        sql.SQL("ALTER TABLE {t} ALTER COLUMN tsv SET STORAGE MAIN").format(t=t),
+        sql.SQL("CREATE INDEX {idx} ON {t} USING gin (tsv)").format(
+            idx=names.ident("_tsv_idx"), t=t
+        ),
+    ]
+    for stmt in statements:
+        conn.execute(stmt)
 
 
 def _numbered(source: sql.Composable) -> sql.Composed:

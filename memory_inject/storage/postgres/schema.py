@@ -1,13 +1,12 @@
 """Schema, migrations and row conversion for :class:`~memory_inject.storage.postgres.PostgresStore`.
 
-The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope``
-as ``jsonb``, the embedding as exact ``double precision[]``), a generated
-``tsvector`` with a GIN index for lexical recall and, when pgvector is present
-and an embedder is configured, a ``vector(dim)`` copy of the embedding (kept
-by a trigger: :func:`.hnsw.add_vector_column`) with an HNSW index for semantic
-recall. Schema 2 adds the context columns (``context``) to the tsvector. The
-vector column is derived data, so the exact embedding still round-trips through
-export.
+The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope`` as
+``jsonb``, the embedding as exact ``double precision[]``), a generated ``tsvector`` with a
+GIN index for lexical recall and, when pgvector is present and an embedder is configured, a
+``vector(dim)`` copy of the embedding (kept by a trigger: :func:`.hnsw.add_vector_column`)
+with an HNSW index for semantic recall. Schema 2 adds the context columns (``context``) to
+the tsvector; schema 7 parses hosts, paths and versions in it as words. The vector column is
+derived data, so the exact embedding still round-trips through export.
 
 Migrations are ordered and forward-only; they run under a transaction-level
 advisory lock, so any number of processes may open the same table at once.
@@ -42,6 +41,7 @@ from memory_inject.storage.postgres.context import (
     add_context,
     add_event_context,
     add_near_context,
+    split_compounds,
 )
 from memory_inject.storage.postgres.errors import lock_holders
 from memory_inject.storage.postgres.hnsw import hnsw_index, index_valid
@@ -228,6 +228,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
     (4, "tsv kept in the row (STORAGE MAIN), not moved out of line by TOAST", _tsv_inline),
     (5, "event context: the sessionless rows of one moment are each other's", add_event_context),
     (6, "near context: a sessionless row with no event, the rows just before it", add_near_context),
+    (7, "hosts, paths and versions parsed as words in the tsvector", split_compounds),
 )
 
 
