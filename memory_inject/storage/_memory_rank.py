@@ -15,12 +15,22 @@ from datetime import datetime
 
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage._variants import with_variants
 from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
 from memory_inject.storage.day_vote import day_key, pick_by_day
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["bm25", "holds", "in_scope", "is_live", "query_terms", "ranked", "terms_of"]
+__all__ = [
+    "bm25",
+    "holds",
+    "in_scope",
+    "is_live",
+    "query_terms",
+    "query_words",
+    "ranked",
+    "terms_of",
+]
 
 
 def terms_of(text: str) -> list[str]:
@@ -30,10 +40,17 @@ def terms_of(text: str) -> list[str]:
 
 def query_terms(query: str) -> list[tuple[str, bool]]:
     """The query's content words, stemmed like the stored text; ``True`` marks a ``word*``."""
-    out: dict[tuple[str, bool], None] = {}
-    for word, star in content_words(query):
-        out[(word if star else stem(word), star)] = None
-    return list(out)
+    return query_words(query)[0]
+
+
+def query_words(query: str) -> tuple[list[tuple[str, bool]], list[int] | None]:
+    """:func:`query_terms` with the words' other spellings (``_variants.with_variants``)
+    after them, and each term's word (``None`` when none was added)."""
+    words, groups = with_variants(content_words(query))
+    out: dict[tuple[str, bool], int] = {}
+    for (word, star), g in zip(words, groups or range(len(words)), strict=True):
+        out.setdefault((word if star else stem(word), star), g)
+    return list(out), None if groups is None else list(out.values())
 
 
 def holds(tokens: frozenset[str], term: str, prefix: bool) -> bool:
@@ -69,6 +86,7 @@ def ranked(
     rows: int,
     avgdl: float,
     limit: int,
+    groups: Sequence[int] | None = None,
 ) -> list[MemoryEntry]:
     """The ``limit`` best of ``found`` (record, its token set, its tokens) for ``terms``,
     scored by coverage (records holding none dropped), BM25 then id breaking ties;
@@ -78,7 +96,7 @@ def ranked(
     hits = []
     for r, held, tokens in found:
         present = [1.0 if holds(held, t, star) else 0.0 for t, star in terms]
-        cov = coverage(weights, present)
+        cov = coverage(weights, present, groups)
         if cov > 0.0:
             hits.append((r, cov, bm25(tokens, terms, present, idf, avgdl)))
     hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))

@@ -51,6 +51,7 @@ __all__ = [
     "SUBSTRING_WEIGHT",
     "coverage",
     "fts5_idf",
+    "grouped",
     "hybrid_score",
     "smoothed_idf",
     "substring_score",
@@ -128,7 +129,9 @@ _EXPONENT = math.log(OPERATING_POINT[1]) / math.log(OPERATING_POINT[0])
 _DIGITS = 12
 
 
-def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
+def coverage(
+    weights: Sequence[float], present: Sequence[float], groups: Sequence[int] | None = None
+) -> float:
     """The calibrated score of a keyword hit: the weighted share of the query it holds.
 
     The share is ``sum(weight * present) / sum(weight)``; ``present`` is 1 for a
@@ -137,12 +140,30 @@ def coverage(weights: Sequence[float], present: Sequence[float]) -> float:
     power that maps :data:`OPERATING_POINT` onto the default floor (1 at
     the shipped point): monotone, 0 stays 0 and a hit holding the whole query scores 1.
     A hit with no term present at 1 (in its own text) scores :data:`CONTEXT_ONLY` of that.
+    ``groups`` (``_variants.with_variants``) names each term's word: a word's spellings
+    count once (:func:`grouped`).
     """
+    if groups is not None:
+        weights, present = grouped(weights, present, groups)
     total = sum(weights)
     if total <= 0.0:
         return 0.0
     held = sum(w * p for w, p in zip(weights, present, strict=True))
     return calibrated(held, total, own=any(p >= 1.0 for p in present))
+
+
+def grouped(
+    weights: Sequence[float], present: Sequence[float], groups: Sequence[int]
+) -> tuple[list[float], list[float]]:
+    """One weight and presence a word from its spellings' (``groups[i]``: term i's word):
+    the lightest weight (its commonest spelling: one no row holds never makes the word
+    weigh more) and the best presence (held when any spelling is)."""
+    weight: dict[int, float] = {}
+    held: dict[int, float] = {}
+    for w, p, g in zip(weights, present, groups, strict=True):
+        weight[g] = min(weight.get(g, w), w)
+        held[g] = max(held.get(g, p), p)
+    return list(weight.values()), [held[g] for g in weight]
 
 
 def calibrated(held: float, total: float, *, own: bool = True) -> float:

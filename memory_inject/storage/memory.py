@@ -33,7 +33,7 @@ from memory_inject.storage._memory_rank import (
     holds,
     in_scope,
     is_live,
-    query_terms,
+    query_words,
     ranked,
     terms_of,
 )
@@ -224,7 +224,7 @@ class InMemoryStore:
         lo = None if since is None else parse_timestamp(since)
         hi = None if until is None else parse_timestamp(until)
         time_only = is_time_only(query)
-        terms = [] if time_only else query_terms(query)
+        terms, groups = ([], None) if time_only else query_words(query)
         with self._lock:
             pool = [
                 r
@@ -239,7 +239,7 @@ class InMemoryStore:
             avgdl = self._length / rows if rows else 1.0
             df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
             found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
-        return ranked(found, terms, df, rows, avgdl, limit)
+        return ranked(found, terms, df, rows, avgdl, limit, groups)
 
     def recall_where(
         self,

@@ -25,6 +25,7 @@ from attrs import define, field
 
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
+from memory_inject.storage._variants import with_variants
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
@@ -82,7 +83,7 @@ def tsquery_text(query: str) -> str | None:
     SQLite store's terms); a trailing ``*`` makes a prefix term. Only ``\\w``
     characters are ever quoted.
     """
-    return _tsquery(content_words(query, max_terms=_MAX_TERMS))
+    return _tsquery(with_variants(content_words(query, max_terms=_MAX_TERMS))[0])
 
 
 def _tsquery(words: Sequence[tuple[str, bool]]) -> str | None:
@@ -233,7 +234,7 @@ def _keyword_steps(
     cosines are noted in ``raw``.
     """
     q = run.q
-    words = content_words(run.query or "", max_terms=_MAX_TERMS)
+    words, groups = with_variants(content_words(run.query or "", max_terms=_MAX_TERMS))
     if not words:
         return []
     missing = [w for w, _ in words if w not in run.lexemes]
@@ -242,6 +243,8 @@ def _keyword_steps(
     terms = terms_of(words, run.lexemes)
     if not terms:
         return []
+    # Each term's word (terms_of leaves out the words without lexemes).
+    by_word = groups and [g for (w, _), g in zip(words, groups, strict=True) if run.lexemes.get(w)]
     if run.terms is None:
         [(lexemes, rows, table_rows, counted)] = yield q.term_stats()
         run.terms = TermStats.build(lexemes, rows, table_rows, run.rank_budget, counted)
@@ -266,7 +269,7 @@ def _keyword_steps(
         return []
     width = len(RECALL_COLUMNS)
     counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
-    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows])
+    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows], by_word)
     found = list(zip(rows, scores, strict=True))
     if raw is not None:
         found = raw.window(found, width, run.limit * 2)

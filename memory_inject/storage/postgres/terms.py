@@ -244,8 +244,10 @@ def score_hits(
     counted: Mapping[tuple[str, bool], int],
     stats: TermStats,
     hits: Sequence[Sequence[bool]],
+    groups: Sequence[int] | None = None,
 ) -> list[float]:
-    """Each hit's coverage of the query; ``counted`` holds the rows counted (:func:`to_count`)."""
+    """Each hit's coverage of the query; ``counted`` holds the rows counted (:func:`to_count`),
+    ``groups`` each term's word when some spell one (``_variants.with_variants``)."""
     df: dict[tuple[str, bool], float] = {}
     for lx, p in _distinct(terms):
         n = counted.get((lx, p))
@@ -256,4 +258,4 @@ def score_hits(
         term_weight(round(rows), round(min(df[(lx, p)] for lx in lexemes))) for lexemes, p in terms
     ]
     held = _presence(terms)
-    return [coverage(weights, held(found)) for found in hits]
+    return [coverage(weights, held(found), groups) for found in hits]

@@ -9,10 +9,10 @@ computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage.calibration import fts5_idf
+from memory_inject.storage.calibration import coverage, fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
 from memory_inject.storage.sqlite.keyword_phrases import (
     BM25_WEIGHTS,
@@ -21,7 +21,7 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     OWN_MASK,
     B,
 )
-from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of
+from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of, tokens_of_all
 
 if TYPE_CHECKING:
     from memory_inject.storage.sqlite.keyword_arrays import IndexArrays
@@ -33,9 +33,11 @@ __all__ = [
     "Posting",
     "bm25_scores",
     "bm25_term",
+    "grouped_scores",
     "posting_of",
     "postings_of_instances",
     "present_weight",
+    "single_tokens",
 ]
 
 #: The ``ctx_scope`` column's position, by the names fts5vocab reports.
@@ -319,3 +321,35 @@ def present_weight(posting: Posting | None) -> float:
         weight = max((w for c, w in enumerate(COVERAGE_WEIGHTS) if mask >> c & 1), default=0.0)
         _MASK_WEIGHTS[mask] = weight
     return weight
+
+
+def grouped_scores(
+    postings: Mapping[str, Mapping[int, Posting]],
+    phrases: Sequence[str],
+    weights: Sequence[float],
+    groups: Sequence[int],
+    rids: Sequence[int],
+) -> list[float]:
+    """Each row's :func:`~memory_inject.storage.calibration.coverage` of ``phrases`` when
+    some spell one word (``groups``: each phrase's word, ``_variants.with_variants``)."""
+    held = [postings.get(t, {}) for t in phrases]
+    return [coverage(weights, [present_weight(p.get(rid)) for p in held], groups) for rid in rids]
+
+
+def single_tokens(
+    words: Sequence[tuple[str, bool]], groups: Sequence[int] | None
+) -> tuple[list[str], list[int] | None] | None:
+    """The mirror's phrases: each word's one index token (a word with none is left out),
+    and each one's word when ``groups`` says some spell one; None when a word is a
+    prefix or several tokens (the SQL path answers those)."""
+    phrases, by_word = [], []
+    for (_, star), tokens, g in zip(
+        words, tokens_of_all([w for w, _ in words]), groups or range(len(words)), strict=True
+    ):
+        if not tokens:
+            continue
+        if star or len(tokens) > 1:
+            return None
+        phrases.append(tokens[0])
+        by_word.append(g)
+    return phrases, None if groups is None else by_word

@@ -57,8 +57,10 @@ from memory_inject.storage.sqlite.keyword_arrays import Ranking, ranking
 from memory_inject.storage.sqlite.keyword_index import (
     INSTANCES_SELECT,
     MirrorIndex,
+    grouped_scores,
     postings_of_instances,
     present_weight,
+    single_tokens,
 )
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
@@ -66,7 +68,6 @@ from memory_inject.storage.sqlite.keyword_terms import (
     TermStats,
     corpus_size,
     tokens_of,
-    tokens_of_all,
     varints,
 )
 
@@ -156,28 +157,27 @@ class KeywordMirror:
         *,
         scope_tokens: Sequence[str] | None = None,
         rows: dict[str, tuple[Any, ...]] | None = None,
+        groups: Sequence[int] | None = None,
     ) -> list[tuple[str, float, float]] | None:
         """What ``keyword_rank.keyword_hits`` returns, from the mirror; None to use SQL.
 
         ``where`` is ``(namespace, scope, params)``, ``scope_tokens`` the
         session's ``ctx_scope`` tokens (``ddl.scope_tokens``), and
-        ``rows`` receives the hits' entry columns by id. Runs inside the
-        recall's read transaction.
+        ``rows`` receives the hits' entry columns by id; ``groups`` names the
+        word each of ``words`` spells (``_variants.with_variants``). Runs inside
+        the recall's read transaction.
         """
-        phrases = []
-        for (_, star), tokens in zip(words, tokens_of_all([w for w, _ in words]), strict=True):
-            if not tokens:
-                continue
-            if star or len(tokens) > 1:
-                return None
-            phrases.append(tokens[0])
+        single = single_tokens(words, groups)
+        if single is None:
+            return None
+        phrases, by_word = single
         if not phrases:
             return []
         with self._lock:
             index = self._current(conn)
             if index is None:
                 return None
-            return _hits(conn, index, where, phrases, k, scope_tokens, rows)
+            return _hits(conn, index, where, phrases, k, scope_tokens, rows, by_word)
 
     # -- keeping the index current ------------------------------------------
 
@@ -274,6 +274,7 @@ def _hits(
     k: int,
     scope_tokens: Sequence[str] | None,
     rows: dict[str, tuple[Any, ...]] | None,
+    groups: Sequence[int] | None = None,
 ) -> list[tuple[str, float, float]] | None:
     """``keyword_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic;
     None when the query's tokens are too common to read here (the SQL path answers).
@@ -298,6 +299,9 @@ def _hits(
         ranked = ranking(index, phrases, scope)
         kept = _pick(conn, where, ranked, k, rows, keep)
     weights = [term_weight(n, d) for d in df]
+    if groups is not None:  # some phrases spell one word
+        scores = grouped_scores(index.postings, phrases, weights, groups, kept)
+        return [(index.ids[r], c, ranked.score(r)) for r, c in zip(kept, scores, strict=True)]
     total = sum(weights)
     if total <= 0.0:
         return [(index.ids[rid], 0.0, ranked.score(rid)) for rid in kept]

@@ -67,6 +67,7 @@ class Phrase:
     tokens: tuple[str, ...]
     prefix: bool
     df: int  # rows holding it (single words; the rarest token's otherwise)
+    word: int = 0  # the query word it spells (``_variants.with_variants``)
 
     @property
     def simple(self) -> bool:
@@ -148,8 +149,14 @@ def add_bm25(conn: sqlite3.Connection, extra: Sequence[Phrase], hits: Sequence[H
         by_rid[int(rid)].score += float(share)
 
 
-def coverage_of(phrases: Sequence[Phrase], weights: Sequence[float], cols: MarkedRow) -> float:
-    """The row's :func:`coverage` of the query from its marked tokens per column."""
+def coverage_of(
+    phrases: Sequence[Phrase],
+    weights: Sequence[float],
+    cols: MarkedRow,
+    groups: Sequence[int] | None = None,
+) -> float:
+    """The row's :func:`coverage` of the query from its marked tokens per column
+    (``groups``: each phrase's word, when some are spellings of another)."""
     best: dict[str, float] = {}  # each marked token's best column weight
     for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
         for t in toks:
@@ -163,7 +170,7 @@ def coverage_of(phrases: Sequence[Phrase], weights: Sequence[float], cols: Marke
         for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
             if toks and present[i] < weight and holds(set(toks), p.tokens, p.prefix):
                 present[i] = weight
-    return coverage(weights, present)
+    return coverage(weights, present, groups)
 
 
 def holds(tokens: set[str], term: tuple[str, ...], prefix: bool) -> bool:

@@ -84,6 +84,7 @@ def keyword_hits(
     rows: dict[str, tuple[Any, ...]] | None = None,
     refresh: bool = True,
     own: str | None = None,
+    groups: Sequence[int] | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -96,12 +97,15 @@ def keyword_hits(
     ``refresh`` false says ``stats`` were refreshed in this read transaction already.
     ``own`` (``ddl.own_match`` of the query) keeps a record with near context
     (``ctx_near``) only when its own columns match it, as ``ddl.OWN_MATCH`` does.
+    ``groups`` (``_variants.with_variants``) names the word each of ``words`` spells.
     """
     if refresh:
         stats.refresh(conn)
     phrases = [
-        Phrase(f'"{w}"*' if star else f'"{w}"', ts, star, 0)
-        for (w, star), ts in zip(words, tokens_of_all([w for w, _ in words]), strict=True)
+        Phrase(f'"{w}"*' if star else f'"{w}"', ts, star, 0, g)
+        for (w, star), ts, g in zip(
+            words, tokens_of_all([w for w, _ in words]), groups or range(len(words)), strict=True
+        )
         if ts
     ]
     if not phrases:
@@ -116,7 +120,11 @@ def keyword_hits(
     missing = [h.rid for h in hits if h.rid not in marked]
     marked.update(highlights(conn, match, missing, phrases, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
-    return [(h.key, coverage_of(phrases, weights, marked.get(h.rid, [])), h.score) for h in hits]
+    by_word = None if groups is None else [p.word for p in phrases]
+    return [
+        (h.key, coverage_of(phrases, weights, marked.get(h.rid, []), by_word), h.score)
+        for h in hits
+    ]
 
 
 def _match(phrases: Sequence[Phrase]) -> str:

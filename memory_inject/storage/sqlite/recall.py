@@ -18,6 +18,7 @@ import attrs
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
+from memory_inject.storage._variants import with_variants
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import (
@@ -118,7 +119,7 @@ def _run(
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if run.query_vec is None or run.fusion.search_mode != "embedding":
-        words = content_words(run.query)
+        words, groups = with_variants(content_words(run.query))
         if words:
             try:
                 where = (namespace, scope, params)
@@ -129,7 +130,13 @@ def _run(
                 if mirror is not None and not fresh:
                     try:
                         ranked = mirror.keyword_hits(
-                            conn, where, words, limit * 2, scope_tokens=tokens, rows=rows
+                            conn,
+                            where,
+                            words,
+                            limit * 2,
+                            scope_tokens=tokens,
+                            rows=rows,
+                            groups=groups,
                         )
                     except sqlite3.OperationalError as exc:
                         if is_locked(exc) or "interrupt" in str(exc).lower():
@@ -149,6 +156,7 @@ def _run(
                         rows=rows,
                         refresh=not fresh,
                         own=own_match(fts_match(words) or '""'),
+                        groups=groups,
                     )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
