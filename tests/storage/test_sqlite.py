@@ -25,7 +25,7 @@ from memory_inject.exceptions import (
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.fusion import build_fts_query
 from memory_inject.storage.records import MemoryRecord
-from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import SQLiteStore, migrations
 from tests.storage import _sqlite_schema as schema
 
 
@@ -116,6 +116,33 @@ class TestMigrations:
         """Running the migrations on a current file changes nothing."""
         with SQLiteStore(db), raw(db) as conn:
             assert schema.SCHEMA_VERSION == schema.migrate(conn)
+
+    def test_a_file_another_process_creates_meanwhile_is_not_foreign(
+        self, db: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Another process commits the file's first step between this opener's read of the
+        version (0) and of the tables: one snapshot sees neither, and the opener then finds
+        the file current instead of calling it another program's database."""
+        db.parent.mkdir(parents=True)
+        with raw(db) as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+        read = migrations._pragma
+        created: list[int] = []
+        started: list[bool] = []
+
+        def racing(conn: sqlite3.Connection, name: str) -> int:
+            value = read(conn, name)
+            if name == "user_version" and not started:
+                started.append(True)
+                with raw(db) as other:  # the other process, in between
+                    created.append(schema.migrate(other))
+            return value
+
+        monkeypatch.setattr(migrations, "_pragma", racing)
+        with raw(db) as conn:
+            migrations.prepare(conn, create=True, label=str(db))
+        assert created == [schema.SCHEMA_VERSION]
+        assert schema.SCHEMA_VERSION == pragma(db, "user_version")
 
 
 class TestOpenFailures:

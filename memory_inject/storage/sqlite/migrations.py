@@ -99,14 +99,22 @@ def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
     database, :class:`StoreMissingError` for an empty file when ``create`` is
     false, :class:`StoreCorruptError` when our tables are missing afterwards.
     """
-    version = _pragma(conn, "user_version")
+    # The version, the tables and the id from one snapshot: read one by one, another
+    # process creating the file could commit its first step between them, and a version
+    # of 0 beside its tables would read as another program's database.
+    conn.execute("BEGIN")
+    try:
+        version = _pragma(conn, "user_version")
+        tables = _tables(conn) if version == 0 else []
+        app_id = _pragma(conn, "application_id")
+    finally:
+        conn.execute("COMMIT")
     if version > SCHEMA_VERSION:
         raise SchemaMismatchError(
             f"{label}: schema version {version} is newer than this memory-inject "
             f"supports ({SCHEMA_VERSION}); upgrade memory-inject"
         )
     if version == 0:
-        tables = _tables(conn)
         if tables:
             raise SchemaMismatchError(
                 f"{label}: not a memory-inject database (it has tables "
@@ -114,10 +122,10 @@ def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
             )
         if not create:
             raise StoreMissingError(f"{label}: the database is empty and create=False")
-    elif _pragma(conn, "application_id") != APPLICATION_ID:
+    elif app_id != APPLICATION_ID:
         raise SchemaMismatchError(
             f"{label}: not a memory-inject database "
-            f"(application_id {_pragma(conn, 'application_id'):#x}, user_version {version})"
+            f"(application_id {app_id:#x}, user_version {version})"
         )
     if version < SCHEMA_VERSION:
         migrate(conn)
