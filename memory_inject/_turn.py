@@ -29,7 +29,7 @@ from memory_inject.policy import InjectPolicy, direct_policy, has_session, resol
 from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
 from memory_inject.stages import governed, recall_restriction
 from memory_inject.standing import standing_fetch
-from memory_inject.trivial import has_query_terms
+from memory_inject.trivial import asks_about_user, has_query_terms
 
 __all__ = ["Turn", "TurnInput", "describe_fault", "prepare", "session_scopes"]
 
@@ -188,7 +188,11 @@ def prepare(
     pol = _policy(policy, config, inp)
     cfg = pol.config
     plan = plan_for(cfg) if pol.inject else None
-    contentless = pol.inject and cfg.require_query_terms and not has_query_terms(query)
+    # "What do you know about me?" names no topic but asks for the memory: the newest.
+    about_user = pol.inject and asks_about_user(query)
+    contentless = (
+        pol.inject and cfg.require_query_terms and not about_user and not has_query_terms(query)
+    )
     calls: list[Call] = []
     failed = None
     ms = cfg.deadline_ms
@@ -204,7 +208,7 @@ def prepare(
         rebuild = partial(
             build_calls,
             store,
-            query,
+            "" if about_user else query,
             source=source,
             asynchronous=asynchronous,
             deadline=until,

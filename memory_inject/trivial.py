@@ -29,7 +29,13 @@ from collections.abc import Iterable
 
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 
-__all__ = ["CHITCHAT", "DEFAULT_ACKNOWLEDGEMENTS", "has_query_terms", "is_trivial_prompt"]
+__all__ = [
+    "CHITCHAT",
+    "DEFAULT_ACKNOWLEDGEMENTS",
+    "asks_about_user",
+    "has_query_terms",
+    "is_trivial_prompt",
+]
 
 #: PI's list (spec 1.13) first, then common chat acknowledgements.
 DEFAULT_ACKNOWLEDGEMENTS: tuple[str, ...] = (
@@ -180,3 +186,33 @@ def has_query_terms(prompt: str) -> bool:
             continue
         return True
     return False
+
+
+# "What do you know about me?", "who am I?", "what have I told you?": the user asks what
+# the memory holds about them, in words that name no topic.
+_ABOUT_USER = re.compile(
+    r"\bwho am i\b"
+    r"|\b(?:know|remember|recall|learn(?:ed|t)?|stored?|saved?|have|got|tell)\b"
+    r"[\w\s]{0,24}\babout (?:me|myself)\b"
+    r"|\bwhat (?:have|did) i (?:told|tell|say|said) you\b"
+    r"|\bwhat do you remember\b"
+)
+
+
+# Words such a question adds without naming a topic ("what do you *actually* know about
+# me", "have you *learned anything* about me *so far*").
+_ABOUT_USER_FILLER = frozenset(
+    "actually anything everything really exactly so far yet already currently else other "
+    "stored saved learned learnt remember remembered recall told said".split()
+)
+
+
+def asks_about_user(prompt: str) -> bool:
+    """True when ``prompt`` asks what the memory holds about the user and names no topic
+    ("what do you know about me?", "who am I?"): a render then recalls the newest memories
+    the turn may see, as for an empty query, instead of nothing."""
+    text = " ".join(_WORD.findall(prompt[:2000].replace("\u2019", "'").casefold()))
+    if _ABOUT_USER.search(text) is None:
+        return False
+    rest = [w for w in _ABOUT_USER.sub(" ", text).split() if w not in _ABOUT_USER_FILLER]
+    return not has_query_terms(" ".join(rest))
