@@ -10,15 +10,19 @@ one after another, 38 -> 40 apart, near misses unchanged).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_inject.storage._variants import MAX_VARIANTS, spellings, with_variants
 from memory_inject.storage.calibration import coverage
+from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.memory import InMemoryStore
-from memory_inject.storage.sqlite.keyword_mirror import AFTER_RECALLS
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite.keyword_mirror import AFTER_RECALLS, KeywordMirror
 
 ENGINES = ["sqlite", "postgres", "in_memory"]
 FACTS = {
@@ -151,3 +155,34 @@ def test_a_question_the_store_cannot_answer_still_scores_low(
     american = {e.key: e.score for e in store.recall("favorite film", 3)}
     assert british == pytest.approx(american)
     assert british["color"] < 0.5
+
+
+#: Words with their other spellings among them, and words in most rows.
+_VOCAB = "colour color favourite favorite grey gray db database prod production cat the".split()
+
+
+def test_the_mirror_scores_spellings_as_the_fts5_path_to_the_bit(tmp_path: Path) -> None:
+    """Random stores of both spellings: the mirror and the FTS5 path return the same rows
+    in the same order with the same scores (``coverage`` with groups on both)."""
+    rng = random.Random(29)
+    db = tmp_path / "m.db"
+    mirrored = SQLiteStore(db, fusion=Fusion())
+    mirrored._engine._mirror = KeywordMirror(after=1)
+    plain = SQLiteStore(db, fusion=Fusion())
+    plain._engine._mirror = None
+    for i in range(80):
+        text = " ".join(rng.choice(_VOCAB) for _ in range(rng.randrange(1, 7)))
+        mirrored.store(f"k{i}", text, session_id=rng.choice([None, "s1"]))
+    grouped = 0
+    for _ in range(120):
+        query = " ".join(rng.choice(_VOCAB) for _ in range(rng.randrange(1, 4)))
+        grouped += with_variants(content_words(query))[1] is not None
+        for session in (None, "s1"):
+            got = [(e.key, e.score) for e in mirrored.recall(query, 6, session_id=session)]
+            want = [(e.key, e.score) for e in plain.recall(query, 6, session_id=session)]
+            assert [k for k, _ in got] == [k for k, _ in want], query
+            assert [s for _, s in got] == [s for _, s in want], query
+    assert grouped > 60
+    assert mirrored._engine._mirror.builds == 1  # type: ignore[union-attr]
+    mirrored.close()
+    plain.close()
