@@ -57,6 +57,10 @@ PROMPTS = [
     "what happened in May 2023",
     "hik",
     "hi",
+    # Other spellings (``_variants``): "db" / "database", "k8s" / "kubernetes", "prod".
+    "which db does staging run",
+    "k8s upgrades",
+    "prod deploys",
 ]
 
 _dirs = itertools.count()
