@@ -20,9 +20,9 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
-__all__ = ["MAX_VARIANTS", "spellings", "with_variants"]
+__all__ = ["MAX_VARIANTS", "distinct", "spellings", "with_variants"]
 
 #: At most this many terms are added to a query (a pasted log stays cheap).
 MAX_VARIANTS = 16
@@ -128,14 +128,15 @@ _ISE = re.compile(r"^([a-z]{4,})i([sz])(e|ed|es|ing|ation|ations|er|ers)$")
 _YSE = re.compile(r"^([a-z]{3,})y([sz])(e|ed|es|ing|er|ers)$")
 
 
+#: Longer words have no other spelling (and are never cached).
+_MAX_CHARS = 40
+
+
 def spellings(word: str) -> tuple[str, ...]:
     """The other spellings of ``word`` (lower case), as :func:`with_variants` adds them."""
     # Cached (a turn's words are mostly words asked before), word-sized words only: a
     # prompt's 1 MB run of letters would make the cache's size the prompts' size.
     return _spellings(word) if len(word) <= _MAX_CHARS else ()
-
-
-_MAX_CHARS = 40
 
 
 @functools.lru_cache(maxsize=4096)
@@ -178,3 +179,24 @@ def with_variants(
             terms.append((other, False))
             groups.append(i)
     return terms, groups
+
+
+def distinct(
+    words: Sequence[tuple[str, bool]], groups: Sequence[int], tokens: Sequence[Hashable]
+) -> tuple[list[tuple[str, bool]], list[int] | None]:
+    """:func:`with_variants`' terms without the spellings the index reads as another
+    spelling of the same word (``tokens``: each term's index tokens; "travelling" and
+    "traveling" both stem to "travel", and a term counted twice would weigh twice in
+    BM25); ``None`` groups when no word keeps two spellings."""
+    seen: set[tuple[int, Hashable, bool]] = set()
+    kept: list[tuple[str, bool]] = []
+    kept_groups: list[int] = []
+    for term, g, t in zip(words, groups, tokens, strict=True):
+        if (g, t, term[1]) in seen:
+            continue
+        seen.add((g, t, term[1]))
+        kept.append(term)
+        kept_groups.append(g)
+    if len(set(kept_groups)) == len(kept_groups):
+        return kept, None
+    return kept, kept_groups

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from memory_inject.storage._variants import MAX_VARIANTS, spellings, with_variants
+from memory_inject.storage._variants import MAX_VARIANTS, distinct, spellings, with_variants
 from memory_inject.storage.calibration import coverage
 from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.memory import InMemoryStore
@@ -183,6 +183,32 @@ def test_the_mirror_scores_spellings_as_the_fts5_path_to_the_bit(tmp_path: Path)
             assert [k for k, _ in got] == [k for k, _ in want], query
             assert [s for _, s in got] == [s for _, s in want], query
     assert grouped > 60
-    assert mirrored._engine._mirror.builds == 1  # type: ignore[union-attr]
+    assert mirrored._engine._mirror.builds == 1
     mirrored.close()
     plain.close()
+
+
+class TestDistinct:
+    def test_a_spelling_the_index_reads_as_the_word_is_dropped(self) -> None:
+        terms, groups = with_variants([("traveling", False), ("chicago", False)])
+        assert groups == [0, 1, 0]
+        same = distinct(terms, groups, [("travel",), ("chicago",), ("travel",)])
+        assert same == ([("traveling", False), ("chicago", False)], None)
+        other = distinct(terms, groups, [("travel",), ("chicago",), ("travell",)])
+        assert other == (terms, groups)
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_spellings_that_stem_alike_count_once(
+    engine_store: Callable[[str], Any], engine: str
+) -> None:
+    """ "travelling" and "traveling" stem to "travel" on both engines, so the spelling is
+    dropped (``distinct``) and the query recalls exactly as the one word does."""
+    store = engine_store(engine)
+    store.store("first", "travel travel travel chicago")
+    store.store("second", "travel chicago chicago chicago")
+    for i in range(4):
+        store.store(f"other{i}", f"unrelated note number {i}")
+    for _ in range(AFTER_RECALLS + 2):
+        got = [(e.key, e.score) for e in store.recall("traveling chicago", 2)]
+        assert got == [(e.key, e.score) for e in store.recall("travel chicago", 2)]

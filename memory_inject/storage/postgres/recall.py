@@ -25,7 +25,7 @@ from attrs import define, field
 
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
-from memory_inject.storage._variants import with_variants
+from memory_inject.storage._variants import distinct, with_variants
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
@@ -240,6 +240,8 @@ def _keyword_steps(
     missing = [w for w, _ in words if w not in run.lexemes]
     if missing:
         remember(run.lexemes, (yield Stmt(lexeme_stmt(), (missing,))))
+    if groups is not None:
+        words, groups = distinct(words, groups, [run.lexemes.get(w, ()) for w, _ in words])
     terms = terms_of(words, run.lexemes)
     if not terms:
         return []

@@ -18,7 +18,7 @@ import attrs
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._substring import SubstringQuery
-from memory_inject.storage._variants import with_variants
+from memory_inject.storage._variants import distinct, with_variants
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import (
@@ -41,7 +41,7 @@ from memory_inject.storage.sqlite.ddl import own_match, tokens_match
 from memory_inject.storage.sqlite.errors import is_locked
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
-from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of_all
 from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
 
 __all__ = ["RecallRun", "scored_recall"]
@@ -120,6 +120,8 @@ def _run(
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if run.query_vec is None or run.fusion.search_mode != "embedding":
         words, groups = with_variants(content_words(run.query))
+        if groups is not None:
+            words, groups = distinct(words, groups, tokens_of_all([w for w, _ in words]))
         if words:
             try:
                 where = (namespace, scope, params)
