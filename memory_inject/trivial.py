@@ -199,6 +199,8 @@ _ABOUT_USER = re.compile(
 )
 
 
+_ABOUT_USER_MAX_CHARS = 200
+_ABOUT_USER_ANCHOR = re.compile(r"\bwho\b|\b(?:me|myself)\b|\byou\b", re.I)
 # Words such a question adds without naming a topic ("what do you *actually* know about
 # me", "have you *learned anything* about me *so far*").
 _ABOUT_USER_FILLER = frozenset(
@@ -211,7 +213,11 @@ def asks_about_user(prompt: str) -> bool:
     """True when ``prompt`` asks what the memory holds about the user and names no topic
     ("what do you know about me?", "who am I?"): a render then recalls the newest memories
     the turn may see, as for an empty query, instead of nothing."""
-    text = " ".join(_WORD.findall(prompt[:2000].replace("\u2019", "'").casefold()))
+    # Such a question is short; a long prompt is never one, and most short ones fail the
+    # cheap look for its anchor words (this runs on every turn).
+    if len(prompt) > _ABOUT_USER_MAX_CHARS or _ABOUT_USER_ANCHOR.search(prompt) is None:
+        return False
+    text = " ".join(_WORD.findall(prompt.replace("\u2019", "'").casefold()))
     if _ABOUT_USER.search(text) is None:
         return False
     rest = [w for w in _ABOUT_USER.sub(" ", text).split() if w not in _ABOUT_USER_FILLER]

@@ -85,3 +85,9 @@ def test_a_prompt_with_words_is_recalled_by_them(store: SQLiteStore) -> None:
     """ "What do you think about me?" asks an opinion: its word "think" is searched."""
     out = render_memory_context(store, "what do you think about me?", sessions=["A"])
     assert out.entries == ()
+
+
+def test_a_long_prompt_is_never_such_a_question() -> None:
+    """The check runs on every turn: past 200 characters it does not read the prompt."""
+    assert asks_about_user("what do you know about me?" + " " * 170)
+    assert not asks_about_user("what do you know about me?" + " " * 180)
