@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,16 @@ PROMPTS = read_prompts()
 HELD_OUT = read_prompts(HERE / "facts_heldout.json")
 HELD_OUT_2 = read_prompts(HERE / "facts_heldout2.json")
 HELD_OUT_3 = read_prompts(HERE / "facts_heldout3.json")
-SETS = pytest.mark.parametrize(
-    "prompts",
-    [PROMPTS, HELD_OUT, HELD_OUT_2, HELD_OUT_3],
-    ids=["probe", "held-out", "held-out-2", "held-out-3"],
-)
+HELD_OUT_4 = read_prompts(HERE / "facts_heldout4.json")
+NAMED = {
+    "probe": PROMPTS,
+    "held-out": HELD_OUT,
+    "held-out-2": HELD_OUT_2,
+    "held-out-3": HELD_OUT_3,
+    "held-out-4": HELD_OUT_4,
+}
+SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
+PAIRS = list(itertools.combinations(NAMED, 2))
 
 
 class TestPrompts:
@@ -41,22 +47,8 @@ class TestPrompts:
 
     @pytest.mark.parametrize(
         ("one", "other"),
-        [
-            (PROMPTS, HELD_OUT),
-            (PROMPTS, HELD_OUT_2),
-            (HELD_OUT, HELD_OUT_2),
-            (PROMPTS, HELD_OUT_3),
-            (HELD_OUT, HELD_OUT_3),
-            (HELD_OUT_2, HELD_OUT_3),
-        ],
-        ids=[
-            "probe/held-out",
-            "probe/held-out-2",
-            "held-out/held-out-2",
-            "probe/held-out-3",
-            "held-out/held-out-3",
-            "held-out-2/held-out-3",
-        ],
+        [(NAMED[a], NAMED[b]) for a, b in PAIRS],
+        ids=[f"{a}/{b}" for a, b in PAIRS],
     )
     def test_the_held_out_sets_are_their_own(
         self, one: dict[str, Any], other: dict[str, Any]
