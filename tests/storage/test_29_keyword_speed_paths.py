@@ -22,6 +22,7 @@ from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_marks as _marks
 from memory_inject.storage.sqlite import keyword_terms as _terms
+from memory_inject.storage.sqlite.bulk import MERGE_AFTER
 from memory_inject.storage.sqlite.keyword_index import MirrorIndex
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_phrases import BM25_ARGS, TEXT_COLUMN_NAMES, held_in_long
@@ -311,12 +312,25 @@ class TestImportMergesTheIndex:
                 b = [(e.key, e.score) for e in split.recall(prompt, 10)]
                 assert a == b
 
-    def test_a_single_batch_import_does_not_rewrite_the_index(self, tmp_path: Path) -> None:
-        """A one-batch import runs no merge statement; a three-batch one runs one."""
+    def test_a_small_import_does_not_rewrite_the_index(self, tmp_path: Path) -> None:
+        """An import of fewer than ``MERGE_AFTER`` rows runs no merge statement; one of
+        250 rows into a store of 50 runs one; one of 100 into a store of 500 (a fifth of
+        it) none: FTS5's own merging is cheaper than rewriting the index."""
         with SQLiteStore(tmp_path / "m.db") as store:
             seen: list[str] = []
             store._engine.connections.write(lambda c: c.set_trace_callback(seen.append), "test")
-            store.import_jsonl(io.StringIO(self._jsonl(50)))
+            store.import_jsonl(io.StringIO(self._jsonl(MERGE_AFTER - 1)))
             assert [] == [s for s in seen if "'optimize'" in s]
-            store.import_jsonl(io.StringIO(self._jsonl(250)), batch_size=100)
+            store.import_jsonl(io.StringIO(self._jsonl(400)), batch_size=100)
             assert 1 == len([s for s in seen if "'optimize'" in s])
+            more = "\n".join(self._jsonl(500).splitlines()[400:]) + "\n"
+            assert 100 == store.import_jsonl(io.StringIO(more))
+            assert 1 == len([s for s in seen if "'optimize'" in s])
+
+    def test_a_one_batch_import_of_a_new_store_leaves_one_segment(self, tmp_path: Path) -> None:
+        """The index's triggers flush a segment a row: 1,000 rows in one batch left about
+        16 segments, each looked up for every word a recall reads."""
+        with SQLiteStore(tmp_path / "m.db") as store:
+            assert 1000 == store.import_jsonl(io.StringIO(self._jsonl(1000)))
+            assert 1 == self._segments(store)
+            assert "k7" in {e.key for e in store.recall("note 7 hiking", 10)}
