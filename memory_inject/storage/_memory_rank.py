@@ -15,8 +15,9 @@ from datetime import datetime
 
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage._names import asked_words, names_asked
 from memory_inject.storage._variants import with_variants
-from memory_inject.storage.calibration import coverage, smoothed_idf, term_weight
+from memory_inject.storage.calibration import coverage, named_weights, smoothed_idf, term_weight
 from memory_inject.storage.day_vote import day_key, pick_by_day
 from memory_inject.storage.fusion import content_words
 from memory_inject.storage.records import MemoryRecord
@@ -29,6 +30,7 @@ __all__ = [
     "query_terms",
     "query_words",
     "ranked",
+    "spoken",
     "terms_of",
 ]
 
@@ -51,6 +53,11 @@ def query_words(query: str) -> tuple[list[tuple[str, bool]], list[int] | None]:
     for (word, star), g in zip(words, groups or range(len(words)), strict=True):
         out.setdefault((word if star else stem(word), star), g)
     return list(out), None if groups is None else list(out.values())
+
+
+def spoken(query: str) -> frozenset[str]:
+    """The query's words as ``_names`` compares them (with their other spellings)."""
+    return asked_words(w for w, _ in with_variants(content_words(query))[0])
 
 
 def holds(tokens: frozenset[str], term: str, prefix: bool) -> bool:
@@ -87,16 +94,21 @@ def ranked(
     avgdl: float,
     limit: int,
     groups: Sequence[int] | None = None,
+    asked: frozenset[str] = frozenset(),
 ) -> list[MemoryEntry]:
     """The ``limit`` best of ``found`` (record, its token set, its tokens) for ``terms``,
     scored by coverage (records holding none dropped), BM25 then id breaking ties;
-    ``df`` is each term's document frequency over the ``rows`` records of the store."""
+    ``df`` is each term's document frequency over the ``rows`` records of the store;
+    in a record that names one of the ``asked`` words (:func:`spoken`, ``_names``) a term
+    no record holds weighs ``calibration.NAMED_ABSENT_WEIGHT``."""
     weights = [term_weight(rows, n) for n in df]
+    heavier = named_weights(weights, df) if asked and 0 in df else None
     idf = [smoothed_idf(rows, n) for n in df]
     hits = []
     for r, held, tokens in found:
         present = [1.0 if holds(held, t, star) else 0.0 for t, star in terms]
-        cov = coverage(weights, present, groups)
+        named = heavier is not None and names_asked(asked, r.content)
+        cov = coverage(heavier if named and heavier else weights, present, groups)
         if cov > 0.0:
             hits.append((r, cov, bm25(tokens, terms, present, idf, avgdl)))
     hits.sort(key=lambda h: (-h[1], -h[2], h[0].id))

@@ -47,12 +47,14 @@ __all__ = [
     "MAX_SUBSTRING_CHARS",
     "MIN_SUBSTRING_CHARS",
     "MIN_WORD_SUBSTRING_CHARS",
+    "NAMED_ABSENT_WEIGHT",
     "OPERATING_POINT",
     "SUBSTRING_WEIGHT",
     "coverage",
     "fts5_idf",
     "grouped",
     "hybrid_score",
+    "named_weights",
     "smoothed_idf",
     "substring_score",
     "term_weight",
@@ -94,6 +96,23 @@ def smoothed_idf(rows: int, containing: int) -> float:
 #: lower (benchmarks/relevance.py: near-miss and off-topic injections fall, block
 #: recall holds; docs/performance.md).
 ABSENT_WEIGHT = 1.5
+
+
+#: What a term no row holds weighs in the score of a row that names a word of the
+#: prompt (``_names``: "who controls the budget at lumora?" against "Lumora: economic
+#: buyer = COO Ray Kimura"): about a word in one row of eight, so the name and the
+#: prompt's other held words decide (benchmarks/facts.py, docs/performance.md).
+NAMED_ABSENT_WEIGHT = 2.0
+
+
+def named_weights(weights: Sequence[float], containing: Sequence[float]) -> list[float]:
+    """``weights`` for a row that names a word of the prompt: a term no row holds
+    (``containing`` 0) weighs :data:`NAMED_ABSENT_WEIGHT`, never more than elsewhere
+    (in a store of a few rows every weight is small)."""
+    return [
+        min(w, NAMED_ABSENT_WEIGHT) if n <= 0 else w
+        for w, n in zip(weights, containing, strict=True)
+    ]
 
 
 def term_weight(rows: int, containing: int) -> float:

@@ -35,6 +35,7 @@ from memory_inject.storage._memory_rank import (
     is_live,
     query_words,
     ranked,
+    spoken,
     terms_of,
 )
 from memory_inject.storage._plan_rows import entity_names, resolve_mentions
@@ -239,7 +240,7 @@ class InMemoryStore:
             avgdl = self._length / rows if rows else 1.0
             df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
             found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
-        return ranked(found, terms, df, rows, avgdl, limit, groups)
+        return ranked(found, terms, df, rows, avgdl, limit, groups, spoken(query))
 
     def recall_where(
         self,

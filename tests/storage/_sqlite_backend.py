@@ -6,7 +6,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 
 _counter = itertools.count()
 
@@ -23,3 +25,13 @@ def make_sqlite_store(
         return SQLiteStore(same_database_as.path, **kwargs)
     path = tmp_path / f"db{next(_counter)}" / ".memory" / "memory.db"
     return SQLiteStore(path, **kwargs)
+
+
+def mirror_and_fts5(db: Path) -> tuple[SQLiteStore, SQLiteStore]:
+    """Two keyword-only stores on ``db``: one always answering from the mirrored index,
+    one always from FTS5 (the paths the bit-for-bit comparisons set side by side)."""
+    mirrored = SQLiteStore(db, fusion=Fusion())
+    mirrored._engine._mirror = KeywordMirror(after=1)
+    plain = SQLiteStore(db, fusion=Fusion())
+    plain._engine._mirror = None
+    return mirrored, plain

@@ -24,6 +24,7 @@ from typing import Any
 from attrs import define, field
 
 from memory_inject.models import MemoryEntry
+from memory_inject.storage._names import asked_words, names_asked
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._variants import distinct, with_variants
 from memory_inject.storage.calibration import vector_score
@@ -48,6 +49,7 @@ _MAX_TERMS = 64
 #: are ordered by their calibrated score (ts_rank knows no idf).
 _KEYWORD_WINDOW = 64
 _ID = RECALL_COLUMNS.index("id")
+_CONTENT = RECALL_COLUMNS.index("content")
 _SESSION, _TS = RECALL_COLUMNS.index("session_id"), RECALL_COLUMNS.index("timestamp")
 
 
@@ -271,7 +273,12 @@ def _keyword_steps(
         return []
     width = len(RECALL_COLUMNS)
     counted = {w: int(c) for w, c in zip(wanted, rows[0][width + 2], strict=True)}
-    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows], by_word)
+    asked = asked_words(w for w, _ in words)
+
+    def named(i: int) -> bool:
+        return names_asked(asked, str(rows[i][_CONTENT] or ""))
+
+    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows], by_word, named)
     found = list(zip(rows, scores, strict=True))
     if raw is not None:
         found = raw.window(found, width, run.limit * 2)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequenc
 from attrs import Factory, field, frozen
 from psycopg import sql
 
-from memory_inject.storage.calibration import coverage, term_weight
+from memory_inject.storage.calibration import coverage, named_weights, term_weight
 from memory_inject.storage.postgres.context import PRESENCE
 
 __all__ = [
@@ -245,17 +245,23 @@ def score_hits(
     stats: TermStats,
     hits: Sequence[Sequence[bool]],
     groups: Sequence[int] | None = None,
+    named: Callable[[int], bool] | None = None,
 ) -> list[float]:
     """Each hit's coverage of the query; ``counted`` holds the rows counted (:func:`to_count`),
-    ``groups`` each term's word when some spell one (``_variants.with_variants``)."""
+    ``groups`` each term's word when some spell one (``_variants.with_variants``),
+    ``named(i)`` whether hit ``i`` names a word of the prompt (``_names``: a term no row holds
+    weighs ``calibration.NAMED_ABSENT_WEIGHT`` in their scores)."""
     df: dict[tuple[str, bool], float] = {}
     for lx, p in _distinct(terms):
         n = counted.get((lx, p))
         common = 0.0 if p else stats.common.get(lx, 0.0)
         df[(lx, p)] = common if n is None else max(float(n), common if n >= DF_CAP else 0.0)
     rows = max([stats.table_rows, *df.values()])
-    weights = [
-        term_weight(round(rows), round(min(df[(lx, p)] for lx in lexemes))) for lexemes, p in terms
-    ]
+    containing = [round(min(df[(lx, p)] for lx in lexemes)) for lexemes, p in terms]
+    weights = [term_weight(round(rows), n) for n in containing]
+    heavier = named_weights(weights, containing) if named and 0 in containing else None
     held = _presence(terms)
-    return [coverage(weights, held(found), groups) for found in hits]
+    return [
+        coverage(heavier if heavier and named and named(i) else weights, held(found), groups)
+        for i, found in enumerate(hits)
+    ]

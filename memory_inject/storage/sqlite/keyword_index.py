@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage.calibration import coverage, fts5_idf
+from memory_inject.storage.calibration import calibrated, coverage, fts5_idf, named_weights
 from memory_inject.storage.sqlite.changes import LogPosition
 from memory_inject.storage.sqlite.keyword_phrases import (
     BM25_WEIGHTS,
@@ -33,7 +33,7 @@ __all__ = [
     "Posting",
     "bm25_scores",
     "bm25_term",
-    "grouped_scores",
+    "kept_scores",
     "posting_of",
     "postings_of_instances",
     "present_weight",
@@ -323,17 +323,46 @@ def present_weight(posting: Posting | None) -> float:
     return weight
 
 
-def grouped_scores(
+def kept_scores(
     postings: Mapping[str, Mapping[int, Posting]],
     phrases: Sequence[str],
     weights: Sequence[float],
-    groups: Sequence[int],
+    df: Sequence[int],
+    groups: Sequence[int] | None,
     rids: Sequence[int],
+    named: Collection[int] | None = None,
 ) -> list[float]:
-    """Each row's :func:`~memory_inject.storage.calibration.coverage` of ``phrases`` when
-    some spell one word (``groups``: each phrase's word, ``_variants.with_variants``)."""
+    """Each row's :func:`~memory_inject.storage.calibration.coverage` of ``phrases``
+    (``groups``: each phrase's word when some spell one, ``_variants.with_variants``;
+    ``named``: the rows that name a word of the prompt, where a phrase no row holds
+    weighs ``calibration.NAMED_ABSENT_WEIGHT``)."""
     held = [postings.get(t, {}) for t in phrases]
-    return [coverage(weights, [present_weight(p.get(rid)) for p in held], groups) for rid in rids]
+    heavier = named_weights(weights, df) if named else weights
+    if groups is not None or named:
+        return [
+            coverage(
+                heavier if named and rid in named else weights,
+                [present_weight(p.get(rid)) for p in held],
+                groups,
+            )
+            for rid in rids
+        ]
+    total = sum(weights)
+    if total <= 0.0:
+        return [0.0] * len(rids)
+    pairs = list(zip(weights, held, strict=True))
+    out = []
+    for rid in rids:  # coverage(weights, present), summed here: the hot loop of a recall
+        share = 0.0
+        own = False
+        for w, posting in pairs:
+            found = posting.get(rid)
+            if found is not None:
+                present = present_weight(found)
+                share += w * present
+                own = own or present >= 1.0
+        out.append(calibrated(share, total, own=own))
+    return out
 
 
 def single_tokens(

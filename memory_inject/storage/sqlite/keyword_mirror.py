@@ -50,16 +50,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memory_inject.storage.calibration import calibrated, term_weight
+from memory_inject.storage.calibration import term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.keyword_arrays import Ranking, ranking
 from memory_inject.storage.sqlite.keyword_index import (
     INSTANCES_SELECT,
     MirrorIndex,
-    grouped_scores,
+    kept_scores,
     postings_of_instances,
-    present_weight,
     single_tokens,
 )
 from memory_inject.storage.sqlite.keyword_terms import (
@@ -103,6 +102,7 @@ BACKOFF = 64
 
 _ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
 _ID = ENTRY_COLUMNS.index("id")
+_CONTENT = ENTRY_COLUMNS.index("content")
 
 #: The change log's head and the connection's ``data_version``, in one statement.
 _HEAD_AND_VERSION = (
@@ -158,13 +158,15 @@ class KeywordMirror:
         scope_tokens: Sequence[str] | None = None,
         rows: dict[str, tuple[Any, ...]] | None = None,
         groups: Sequence[int] | None = None,
+        named: Callable[[str], bool] | None = None,
     ) -> list[tuple[str, float, float]] | None:
         """What ``keyword_rank.keyword_hits`` returns, from the mirror; None to use SQL.
 
         ``where`` is ``(namespace, scope, params)``, ``scope_tokens`` the
         session's ``ctx_scope`` tokens (``ddl.scope_tokens``), and
         ``rows`` receives the hits' entry columns by id; ``groups`` names the
-        word each of ``words`` spells (``_variants.with_variants``). Runs inside
+        word each of ``words`` spells (``_variants.with_variants``), ``named``
+        which contents name a word of the prompt (``_names``). Runs inside
         the recall's read transaction.
         """
         single = single_tokens(words, groups)
@@ -177,7 +179,7 @@ class KeywordMirror:
             index = self._current(conn)
             if index is None:
                 return None
-            return _hits(conn, index, where, phrases, k, scope_tokens, rows, by_word)
+            return _hits(conn, index, where, phrases, k, scope_tokens, rows, by_word, named)
 
     # -- keeping the index current ------------------------------------------
 
@@ -275,6 +277,7 @@ def _hits(
     scope_tokens: Sequence[str] | None,
     rows: dict[str, tuple[Any, ...]] | None,
     groups: Sequence[int] | None = None,
+    named: Callable[[str], bool] | None = None,
 ) -> list[tuple[str, float, float]] | None:
     """``keyword_rank.keyword_hits`` from the mirror: the same draw, FTS5's arithmetic;
     None when the query's tokens are too common to read here (the SQL path answers).
@@ -299,25 +302,11 @@ def _hits(
         ranked = ranking(index, phrases, scope)
         kept = _pick(conn, where, ranked, k, rows, keep)
     weights = [term_weight(n, d) for d in df]
-    if groups is not None:  # some phrases spell one word
-        scores = grouped_scores(index.postings, phrases, weights, groups, kept)
-        return [(index.ids[r], c, ranked.score(r)) for r, c in zip(kept, scores, strict=True)]
-    total = sum(weights)
-    if total <= 0.0:
-        return [(index.ids[rid], 0.0, ranked.score(rid)) for rid in kept]
-    held = list(zip(weights, (postings.get(t, {}) for t in phrases), strict=True))
-    out = []
-    for rid in kept:  # coverage(weights, present), summed here: the hot loop of a recall
-        share = 0.0
-        own = False
-        for w, posting in held:
-            found = posting.get(rid)
-            if found is not None:
-                present = present_weight(found)
-                share += w * present
-                own = own or present >= 1.0
-        out.append((index.ids[rid], calibrated(share, total, own=own), ranked.score(rid)))
-    return out
+    naming = None
+    if named is not None and rows is not None and 0 in df:  # absent words, in a named row
+        naming = {r for r in kept if named(rows[index.ids[r]][_CONTENT])}
+    scores = kept_scores(postings, phrases, weights, df, groups, kept, naming)
+    return [(index.ids[r], c, ranked.score(r)) for r, c in zip(kept, scores, strict=True)]
 
 
 def _load(

@@ -31,11 +31,12 @@ ranking statements and the ``highlight()`` marks.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from memory_inject.storage.calibration import term_weight
+from memory_inject.storage.calibration import named_weights, term_weight
 from memory_inject.storage.sqlite.ddl_context import OWN_MATCH
 from memory_inject.storage.sqlite.keyword_marks import add_bm25_marked, highlights, own_hits
 from memory_inject.storage.sqlite.keyword_phrases import (
@@ -85,6 +86,7 @@ def keyword_hits(
     refresh: bool = True,
     own: str | None = None,
     groups: Sequence[int] | None = None,
+    named: Callable[[str], bool] | None = None,
 ) -> list[tuple[str, float, float]]:
     """The ``k`` best live rows by BM25 (ties by id) as ``(id, coverage score, BM25)``.
 
@@ -97,7 +99,9 @@ def keyword_hits(
     ``refresh`` false says ``stats`` were refreshed in this read transaction already.
     ``own`` (``ddl.own_match`` of the query) keeps a record with near context
     (``ctx_near``) only when its own columns match it, as ``ddl.OWN_MATCH`` does.
-    ``groups`` (``_variants.with_variants``) names the word each of ``words`` spells.
+    ``groups`` (``_variants.with_variants``) names the word each of ``words`` spells,
+    ``named`` which contents name a word of the prompt (``_names``: a term no row
+    holds weighs ``calibration.NAMED_ABSENT_WEIGHT`` in their scores).
     """
     if refresh:
         stats.refresh(conn)
@@ -121,10 +125,30 @@ def keyword_hits(
     marked.update(highlights(conn, match, missing, phrases, rows))
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     by_word = None if groups is None else [p.word for p in phrases]
+    dfs = [p.df for p in phrases]
+    names = _naming(conn, hits, named) if named is not None and 0 in dfs else set()
+    heavier = named_weights(weights, dfs) if names else weights
     return [
-        (h.key, coverage_of(phrases, weights, marked.get(h.rid, []), by_word), h.score)
+        (
+            h.key,
+            coverage_of(
+                phrases, heavier if h.rid in names else weights, marked.get(h.rid, []), by_word
+            ),
+            h.score,
+        )
         for h in hits
     ]
+
+
+def _naming(
+    conn: sqlite3.Connection, hits: Sequence[Hit], named: Callable[[str], bool]
+) -> set[int]:
+    """The rowids of the ``hits`` whose content names a word of the prompt (``_names``)."""
+    found = conn.execute(
+        "SELECT rid, content FROM memories WHERE rid IN (SELECT value FROM json_each(?))",
+        (json.dumps([h.rid for h in hits]),),
+    ).fetchall()
+    return {int(rid) for rid, content in found if named(str(content or ""))}
 
 
 def _match(phrases: Sequence[Phrase]) -> str:

@@ -8,6 +8,7 @@ vector in it is computed beforehand, outside the connection.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ import attrs
 
 from memory_inject.embedders import cosine_top_k, numpy_or_none
 from memory_inject.models import MemoryEntry
+from memory_inject.storage._names import asked_words, names_asked
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._variants import distinct, with_variants
 from memory_inject.storage.calibration import vector_score
@@ -123,6 +125,8 @@ def _run(
         if groups is not None:
             words, groups = distinct(words, groups, tokens_of_all([w for w, _ in words]))
         if words:
+            asked = asked_words(w for w, _ in words)
+            named = functools.partial(names_asked, asked) if asked else None
             try:
                 where = (namespace, scope, params)
                 ranked = None
@@ -139,6 +143,7 @@ def _run(
                             scope_tokens=tokens,
                             rows=rows,
                             groups=groups,
+                            named=named,
                         )
                     except sqlite3.OperationalError as exc:
                         if is_locked(exc) or "interrupt" in str(exc).lower():
@@ -159,6 +164,7 @@ def _run(
                         refresh=not fresh,
                         own=own_match(fts_match(words) or '""'),
                         groups=groups,
+                        named=named,
                     )
                 keyword = [(i, score) for i, score, _ in ranked]
                 bm25 = {i: b for i, _, b in ranked}
