@@ -34,8 +34,12 @@ _TIME_WORDS = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march "
     "april may june july august september october november december".split()
 )
-#: Prompts and memories longer than this are read this far (a pasted log names nothing).
-_MAX_CHARS = 4000
+#: A memory is read this far for names: a fact names what it is about early, and a
+#: recall reads every candidate (LoCoMo's longest turn is 444 characters). A text of
+#: this length costs at most about 0.2 ms however it is written.
+_MAX_CHARS = 1000
+#: Whitespace looked back through for a sentence's end; a longer run starts a sentence.
+_MAX_SPACES = 16
 
 
 def _bare(word: str) -> str:
@@ -96,10 +100,10 @@ def _is_name(text: str, word: str, start: int, end: int) -> bool:
     """Whether ``word``, at ``text[start:end]``, is written as a name."""
     if len(word) < 3 or not _titled(word):
         return False
-    i = start - 1
-    while i >= 0 and text[i].isspace():
+    i, stop = start - 1, max(-1, start - 1 - _MAX_SPACES)
+    while i > stop and text[i].isspace():
         i -= 1
-    if i >= 0 and text[i] not in _ENDS:
+    if i > stop and text[i] not in _ENDS:
         return True  # no sentence starts here
     # A sentence starts: a name only if a colon, or a capitalised word, goes on.
     after = _FOLLOW.match(text, end)
