@@ -107,6 +107,8 @@ def ranked(
     hits = []
     for r, held, tokens in found:
         present = [1.0 if holds(held, t, star) else 0.0 for t, star in terms]
+        if 1.0 not in present:
+            continue  # holds no term: no score (a record is read for names only if it has one)
         named = heavier is not None and names_asked(asked, r.content)
         cov = coverage(heavier if named and heavier else weights, present, groups)
         if cov > 0.0:
