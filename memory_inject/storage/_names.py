@@ -11,7 +11,9 @@ score instead (``calibration.named_weights``).
 A word is a name in a text when it is written with a capital and at least one small
 letter after it ("Lumora", "McKenzie"; not "VS" or "SSO") where a sentence does not
 start, or where one starts and a colon, another capitalised word or "&" follows
-("Lumora: ...", "Norvane Logistics renews", "Fennick & Dale"). Users type names in
+("Lumora: ...", "Norvane Logistics renews", "Fennick & Dale"). Only a name's first word
+counts: "Bank" of "Northgate Bank" and "Logistics" of "Norvane Logistics" are common
+words a prompt about banks or logistics would otherwise find the row by. Users type names in
 lower case, so the prompt's case is not read; the row's is. Compared as words, lower
 case, a trailing possessive dropped ("lumora's" asks about "Lumora").
 """
@@ -104,7 +106,9 @@ def _is_name(text: str, word: str, start: int, end: int) -> bool:
     while i > stop and text[i].isspace():
         i -= 1
     if i > stop and text[i] not in _ENDS:
-        return True  # no sentence starts here
+        # A name's first word: "Bank" of "Northgate Bank" (and "Kimura" of "Ray Kimura")
+        # goes on a name, and a common word there would make "bank" prompts name the row.
+        return not _goes_on_a_name(text, i)
     # A sentence starts: a name only if a colon, or a capitalised word, goes on.
     after = _FOLLOW.match(text, end)
     return after is not None and (after.group(1) is not None or _titled(after.group(2)))
@@ -112,3 +116,13 @@ def _is_name(text: str, word: str, start: int, end: int) -> bool:
 
 #: After a word that starts a sentence: a colon, or ("&" and) the next word.
 _FOLLOW = re.compile(r"\s*(?:(:)|&?\s*([^\W_]+(?:['’][^\W_]+)*))")
+
+
+#: The word (and an "&") that ends at a position.
+_LAST = re.compile(r"([^\W_]+(?:['’][^\W_]+)*)\s*&?\s*$")
+
+
+def _goes_on_a_name(text: str, i: int) -> bool:
+    """Whether ``text[i]`` ends a capitalised word (a name the next word goes on)."""
+    before = _LAST.search(text, max(0, i - 64), i + 1)
+    return before is not None and len(before.group(1)) > 1 and _titled(before.group(1))

@@ -52,13 +52,14 @@ class TestNamesOf:
     @pytest.mark.parametrize(
         ("text", "names"),
         [
-            ("Lumora: economic buyer is COO Ray Kimura.", {"lumora", "ray", "kimura"}),
-            ("Norvane Logistics renews on 2027-03-31.", {"norvane", "logistics"}),
+            ("Lumora: economic buyer is COO Ray Kimura.", {"lumora", "ray"}),
+            ("Norvane Logistics renews on 2027-03-31.", {"norvane"}),
+            ("a loan from Northgate Bank at 5%", {"northgate"}),
             (
                 "I own the Norvane, Halvorsen and Sablewood renewals.",
                 {"norvane", "halvorsen", "sablewood"},
             ),
-            ("Fennick & Dale upgraded in October.", {"fennick", "dale", "october"}),
+            ("Fennick & Dale upgraded in October.", {"fennick", "october"}),
             ("Kestrel makes every vendor fill in a form.", set()),
             ("Caroline: What a day! Then we went home.", {"caroline"}),
             ("Uses VS Code and SSO.", {"code"}),
