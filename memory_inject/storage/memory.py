@@ -240,7 +240,8 @@ class InMemoryStore:
             avgdl = self._length / rows if rows else 1.0
             df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
             found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
-        return ranked(found, terms, df, rows, avgdl, limit, groups, spoken(query))
+        asked = spoken(query) if 0 in df else frozenset()  # names matter for absent terms only
+        return ranked(found, terms, df, rows, avgdl, limit, groups, asked)
 
     def recall_where(
         self,
