@@ -37,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory_inject.storage.calibration import named_weights, term_weight
+from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.ddl_context import OWN_MATCH
 from memory_inject.storage.sqlite.keyword_marks import add_bm25_marked, highlights, own_hits
 from memory_inject.storage.sqlite.keyword_phrases import (
@@ -56,6 +57,8 @@ __all__ = [
     "WINDOW",
     "keyword_hits",
 ]
+
+_CONTENT = ENTRY_COLUMNS.index("content")
 
 #: How many FTS hits are ranked before the scope filter.
 WINDOW = 64
@@ -126,7 +129,7 @@ def keyword_hits(
     weights = [term_weight(stats.rows, p.df) for p in phrases]
     by_word = None if groups is None else [p.word for p in phrases]
     dfs = [p.df for p in phrases]
-    names = _naming(conn, hits, named) if named is not None and 0 in dfs else set()
+    names = _naming(conn, hits, named, rows or {}) if named is not None and 0 in dfs else set()
     heavier = named_weights(weights, dfs) if names else weights
     return [
         (
@@ -141,14 +144,21 @@ def keyword_hits(
 
 
 def _naming(
-    conn: sqlite3.Connection, hits: Sequence[Hit], named: Callable[[str], bool]
+    conn: sqlite3.Connection,
+    hits: Sequence[Hit],
+    named: Callable[[str], bool],
+    rows: dict[str, tuple[Any, ...]],
 ) -> set[int]:
-    """The rowids of the ``hits`` whose content names a word of the prompt (``_names``)."""
-    found = conn.execute(
-        "SELECT rid, content FROM memories WHERE rid IN (SELECT value FROM json_each(?))",
-        (json.dumps([h.rid for h in hits]),),
-    ).fetchall()
-    return {int(rid) for rid, content in found if named(str(content or ""))}
+    """The rowids of the ``hits`` whose content names a word of the prompt (``_names``);
+    the content of a hit already in ``rows`` (read with its marks) is not read again."""
+    contents = [(h.rid, rows[h.key][_CONTENT]) for h in hits if h.key in rows]
+    unread = [h.rid for h in hits if h.key not in rows]
+    if unread:
+        contents += conn.execute(
+            "SELECT rid, content FROM memories WHERE rid IN (SELECT value FROM json_each(?))",
+            (json.dumps(unread),),
+        ).fetchall()
+    return {int(rid) for rid, content in contents if named(str(content or ""))}
 
 
 def _match(phrases: Sequence[Phrase]) -> str:
