@@ -27,11 +27,21 @@ def make_sqlite_store(
     return SQLiteStore(path, **kwargs)
 
 
+def mirrored(path: Path | str, **kwargs: Any) -> SQLiteStore:
+    """A keyword-only store on ``path`` that answers from the mirrored index at once."""
+    store = SQLiteStore(path, fusion=Fusion(), **kwargs)
+    store._engine._mirror = KeywordMirror(after=1)
+    return store
+
+
+def plain(path: Path | str) -> SQLiteStore:
+    """A keyword-only store on ``path`` that always asks FTS5 (no mirror)."""
+    store = SQLiteStore(path, fusion=Fusion())
+    store._engine._mirror = None
+    return store
+
+
 def mirror_and_fts5(db: Path) -> tuple[SQLiteStore, SQLiteStore]:
     """Two keyword-only stores on ``db``: one always answering from the mirrored index,
     one always from FTS5 (the paths the bit-for-bit comparisons set side by side)."""
-    mirrored = SQLiteStore(db, fusion=Fusion())
-    mirrored._engine._mirror = KeywordMirror(after=1)
-    plain = SQLiteStore(db, fusion=Fusion())
-    plain._engine._mirror = None
-    return mirrored, plain
+    return mirrored(db), plain(db)

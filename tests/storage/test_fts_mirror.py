@@ -23,6 +23,7 @@ from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.keyword_terms import TermStats
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import mirrored, plain
 from tests.storage._writes import host_write
 
 #: A vocabulary with words in most rows (floored idf), in few, and stems that merge.
@@ -41,16 +42,8 @@ def ranking_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
     return str(request.param)
 
 
-def _mirrored(path: Path | str, **kw: Any) -> SQLiteStore:
-    store = SQLiteStore(path, fusion=Fusion(), **kw)
-    store._engine._mirror = KeywordMirror(after=1)
-    return store
-
-
-def _plain(path: Path | str) -> SQLiteStore:
-    store = SQLiteStore(path, fusion=Fusion())
-    store._engine._mirror = None
-    return store
+_mirrored = mirrored
+_plain = plain
 
 
 def _text(rng: random.Random) -> str:

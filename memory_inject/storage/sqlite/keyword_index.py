@@ -66,6 +66,7 @@ class MirrorIndex:
         "loaded",
         "near",
         "postings",
+        "read",
         "scope",
         "seq",
         "size",
@@ -84,6 +85,8 @@ class MirrorIndex:
         self.held = 0  # postings held, every token
         self.heavy: set[str] = set()  # tokens found too common to read (never read again)
         self.loaded: dict[int, set[str]] = {}
+        # The entry columns of rows recalls read, until the row changes (:mod:`.keyword_rows`).
+        self.read: dict[int, tuple[Any, ...]] = {}
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
         # Each loaded token's bm25() term per row, while no row and no posting changes.
         self._shares: dict[str, dict[int, float]] = {}
@@ -132,6 +135,7 @@ class MirrorIndex:
         """Hold row ``rid``: its id, length, scope tokens and whether it has near context
         (``ctx_near``); postings come separately."""
         self._shares.clear()
+        self.read.pop(rid, None)
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
@@ -190,6 +194,7 @@ class MirrorIndex:
 
     def remove(self, rid: int) -> None:
         """Drop row ``rid`` (nothing if it is not held)."""
+        self.read.pop(rid, None)
         if rid not in self.ids:
             return
         self._shares.clear()

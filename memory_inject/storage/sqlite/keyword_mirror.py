@@ -53,7 +53,7 @@ from typing import Any
 from memory_inject.storage.calibration import term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
-from memory_inject.storage.sqlite.keyword_arrays import Ranking, ranking
+from memory_inject.storage.sqlite.keyword_arrays import ranking
 from memory_inject.storage.sqlite.keyword_index import (
     INSTANCES_SELECT,
     MirrorIndex,
@@ -61,6 +61,7 @@ from memory_inject.storage.sqlite.keyword_index import (
     postings_of_instances,
     single_tokens,
 )
+from memory_inject.storage.sqlite.keyword_rows import pick
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
@@ -100,8 +101,6 @@ PATCH_MAX_BYTES = 1 << 20
 #: After a build fails (a deadline, a locked file), this many recalls use SQL first.
 BACKOFF = 64
 
-_ENTRY = ", ".join(f"m.{c}" for c in ENTRY_COLUMNS)
-_ID = ENTRY_COLUMNS.index("id")
 _CONTENT = ENTRY_COLUMNS.index("content")
 
 #: The change log's head and the connection's ``data_version``, in one statement.
@@ -297,10 +296,10 @@ def _hits(
     draw = [t for t, d in zip(phrases, df, strict=True) if 2 * d < n] or list(phrases)
     keep = index.keeper(phrases)
     ranked = ranking(index, draw, scope)
-    kept = _pick(conn, where, ranked, k, rows, keep)
+    kept = pick(conn, index, where, ranked, k, rows, keep)
     if len(kept) < k and len(draw) < len(phrases):
         ranked = ranking(index, phrases, scope)
-        kept = _pick(conn, where, ranked, k, rows, keep)
+        kept = pick(conn, index, where, ranked, k, rows, keep)
     weights = [term_weight(n, d) for d in df]
     naming = None
     if named is not None and rows is not None and 0 in df:  # absent words, in a named row
@@ -341,48 +340,3 @@ def _load(
     for token, posting in loaded.items():
         index.load(token, posting)
     return True
-
-
-def _pick(
-    conn: sqlite3.Connection,
-    where: tuple[str, str, Sequence[Any]],
-    ranked: Ranking,
-    k: int,
-    rows: dict[str, tuple[Any, ...]] | None,
-    keep: Callable[[int], bool],
-) -> list[int]:
-    """The ``k`` best rows (or fewer) in the store's scope, by score then id.
-
-    The scope is SQL's: the best rows are read with it in batches (the first
-    just over ``k``, then four times more), so a row the scope drops is
-    replaced by the next. A row ``keep`` refuses (near context and no query
-    token in its own columns: ``ddl.OWN_MATCH`` on the SQL path) is never read.
-    """
-    namespace, scope, params = where
-    # CROSS JOIN: the listed rowids drive the lookups (the planner would otherwise
-    # walk the namespace's whole index and test each row against the list).
-    sql = (
-        f"SELECT m.rid, {_ENTRY} FROM json_each(?) AS j "  # noqa: S608 - our fragments
-        f"CROSS JOIN memories AS m ON m.rid = j.value WHERE m.namespace = ? AND {scope}"
-    )
-    kept: list[int] = []
-    done = 0
-    batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
-    while len(kept) < k and done < len(ranked):
-        chunk: list[int] = []
-        while len(chunk) < batch and done < len(ranked):  # refused rows: ranked further
-            top = ranked.best(done + batch - len(chunk))
-            chunk += [rid for rid in top[done:] if keep(rid)]
-            done = len(top)
-        found = {
-            int(r[0]): r[1:]
-            for r in conn.execute(sql, (json.dumps(chunk), namespace, *params)).fetchall()
-        }
-        for rid in chunk:
-            entry = found.get(rid)
-            if entry is not None:
-                kept.append(rid)
-                if rows is not None:
-                    rows[entry[_ID]] = entry
-        batch *= 4
-    return kept[:k]
