@@ -256,17 +256,22 @@ class TestWordsTokenisedTogether:
         assert () == got[3]
 
     def test_new_words_cost_one_round_trip(self) -> None:
-        """A prompt's unseen words are inserted into the private tokenizer once, together."""
+        """A prompt's unseen words that are not plain ASCII are inserted into the private
+        tokenizer once, together; plain ASCII words never reach it (``porter``)."""
         trips: list[str] = []
         conn = _terms._tokenizer()
         conn.set_trace_callback(lambda sql: trips.append(sql) if sql == "BEGIN" else None)
         try:
-            got = tokens_of_all(["alpha29x", "beta29x", "gamma29x"])
-            again = tokens_of_all(["alpha29x", "beta29x", "gamma29x"])
+            plain = tokens_of_all(["Deploying29x", "hikes29x", "plain29x"])
+            assert [] == trips
+            words = ["\u00e5lpha29x", "b\u00ebta29x", "plain29y", "g\u00e4mma29x"]
+            got = tokens_of_all(words)
+            again = tokens_of_all(words)
         finally:
             conn.set_trace_callback(None)
-        assert [("alpha29x",), ("beta29x",), ("gamma29x",)] == got == again
-        assert 1 == len(trips)  # one transaction for the three words, none the second time
+        assert [("deploying29x",), ("hikes29x",), ("plain29x",)] == plain
+        assert [("alpha29x",), ("beta29x",), ("plain29i",), ("gamma29x",)] == got == again
+        assert 1 == len(trips)  # one transaction for the three accented words, none again
         assert None is getattr(_terms._prefetched, "tokens", None)
 
     def test_the_seen_words_are_bounded_like_the_cache(

@@ -5,8 +5,9 @@ is comparable between rows of one query, not between queries. Dividing it by
 the query's *ideal* (:func:`memory_inject.storage.calibration.keyword_score`)
 needs each phrase's idf, which needs the phrase's tokens exactly as the
 index's ``porter unicode61`` tokenizer makes them ("Deploys" -> ``deploi``,
-``foo_bar`` -> ``foo bar``). SQLite is the only faithful tokenizer at hand, so
-a private in-memory FTS5 table tokenises each query word once (cached), and
+``foo_bar`` -> ``foo bar``). A plain ASCII word is stemmed in Python exactly as
+FTS5 stems it (:mod:`.porter`, held to SQLite's tokenizer by a test); any other word
+is tokenised by a private in-memory FTS5 table (once: both are cached), and
 the store's own index answers document frequencies through an ``fts5vocab``
 table and the row count through FTS5's averages record.
 """
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
+from memory_inject.storage.sqlite.porter import ascii_tokens
 
 __all__ = [
     "COLUMN_NAMES",
@@ -103,7 +105,17 @@ def _cached_tokens(word: str) -> tuple[str, ...]:
 
 
 def _tokenize_many(words: Sequence[str]) -> list[tuple[str, ...]]:
-    """The index tokens of each of ``words``, in one round trip (see :func:`_tokenize`)."""
+    """The index tokens of each of ``words``: plain ASCII words in Python
+    (:func:`.porter.ascii_tokens`), the others in one round trip (see :func:`_tokenize`)."""
+    fast = [ascii_tokens(w) for w in words]
+    rest = [w for w, t in zip(words, fast, strict=True) if t is None]
+    if not rest:
+        return fast  # type: ignore[return-value]
+    asked = iter(_sql_tokenize_many(rest))
+    return [t if t is not None else next(asked) for t in fast]
+
+
+def _sql_tokenize_many(words: Sequence[str]) -> list[tuple[str, ...]]:
     with _tok_lock:
         conn = _tokenizer()
         conn.execute("BEGIN")
@@ -119,6 +131,11 @@ def _tokenize_many(words: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def _tokenize(word: str) -> tuple[str, ...]:
+    fast = ascii_tokens(word)
+    return fast if fast is not None else _sql_tokenize(word)
+
+
+def _sql_tokenize(word: str) -> tuple[str, ...]:
     with _tok_lock:
         conn = _tokenizer()
         # Rolled back, not deleted: half the cost (FTS5 re-tokenises a deleted row).
