@@ -84,6 +84,9 @@ class TestEveryColumnCurrent:
                 assert _whole(got) == _whole(want), (step, query, session)
                 served += bool(before and got)
         assert served > 50  # most recalls ran with rows already kept
+        # The count of rows with near context (how much a ranking is asked for) kept up.
+        index = mirrored._engine._mirror._index  # type: ignore[union-attr]
+        assert index.near_rows == sum(index.near.values()) > 0
         assert mirrored._engine._mirror.builds == 1  # type: ignore[union-attr]
         other.close()
         mirrored.close()

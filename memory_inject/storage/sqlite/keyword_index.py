@@ -65,6 +65,7 @@ class MirrorIndex:
         "ids",
         "loaded",
         "near",
+        "near_rows",
         "postings",
         "read",
         "scope",
@@ -80,6 +81,7 @@ class MirrorIndex:
         self.size: dict[int, int] = {}  # tokens in the row, every column (bm25()'s D)
         self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
         self.near: dict[int, bool] = {}  # whether a row has near context (``ctx_near``)
+        self.near_rows = 0  # how many rows do
         self.total = 0
         self.postings: dict[str, dict[int, Posting]] = {}  # loaded tokens only
         self.held = 0  # postings held, every token
@@ -139,6 +141,7 @@ class MirrorIndex:
         for wanted, rows in self._scopes.values():
             if scope & wanted:
                 rows.add(rid)
+        self.near_rows += near - self.near.get(rid, False)
         self.near[rid] = near
         self.ids[rid] = key
         self.size[rid] = size
@@ -201,7 +204,7 @@ class MirrorIndex:
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
-        self.near.pop(rid, None)
+        self.near_rows -= self.near.pop(rid, False)
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
         if self.arrays is not None:

@@ -70,7 +70,9 @@ def pick(
     batch = k + 2  # the scope rarely drops one of the best: the ids were pre-filtered
     while len(kept) < k and done < len(ranked):
         chunk: list[int] = []
-        ask = batch
+        # Rows with near context refuse about half of a ranking's best (``keep``): where
+        # the index has any, ask for twice the batch, not one sort per refused row.
+        ask = 2 * batch if index.near_rows else batch
         while len(chunk) < batch and done < len(ranked):  # refused rows: ranked further
             top = ranked.best(done + ask)
             for rid in top[done:]:
@@ -79,8 +81,6 @@ def pick(
                     chunk.append(rid)
                     if len(chunk) == batch:
                         break
-            # Rows with near context refuse about half of a ranking's best: ask for
-            # twice what is missing, not one sort of the ranking per refused row.
             ask = 2 * (batch - len(chunk))
         args = (json.dumps(chunk), namespace, *params)
         if any(rid in read for rid in chunk):
