@@ -85,8 +85,9 @@ class TestOneStatisticsRead:
 
 class TestTokenCacheCleared:
     def test_words_forgotten_by_cache_clear_are_tokenised_together(self) -> None:
-        """After ``cache_clear`` a prompt's words, seen before, cost one round trip again."""
-        words = ["cleared29a", "cleared29b", "cleared29c"]
+        """After ``cache_clear`` a prompt's words, seen before, cost one round trip again
+        (accented: plain ASCII words never make one, ``porter``)."""
+        words = ["cl\u00e9ared29a", "cl\u00e9ared29b", "cl\u00e9ared29c"]
         _terms.tokens_of_all(words)
         _terms._cached_tokens.cache_clear()
         trips: list[str] = []

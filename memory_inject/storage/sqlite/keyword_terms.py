@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
-from memory_inject.storage.sqlite.porter import ascii_tokens
+from memory_inject.storage.sqlite.porter import ascii_row_counts, ascii_tokens
 
 __all__ = [
     "COLUMN_NAMES",
@@ -195,7 +195,26 @@ class RowTokenizer:
         self._lock = threading.Lock()
 
     def tokenise(self, rows: Sequence[tuple[Any, ...]]) -> tuple[RowTokens, dict[int, int]]:
-        """``(tokens, lengths)`` of ``rows``, each ``(rid, *the index's column texts)``."""
+        """``(tokens, lengths)`` of ``rows``, each ``(rid, *the index's column texts)``.
+
+        A row whose columns are plain ASCII text is split and stemmed in Python
+        (:func:`ascii_row_counts`); the others go through the private FTS5 table."""
+        counts: RowTokens = {}
+        sizes: dict[int, int] = {}
+        rest = []
+        for row in rows:
+            got = ascii_row_counts(row[1:], len(COLUMN_NAMES), tokens_of)
+            if got is None:
+                rest.append(row)
+            else:
+                counts[int(row[0])], sizes[int(row[0])] = got
+        if rest:
+            more, more_sizes = self._sql_tokenise(rest)
+            counts.update(more)
+            sizes.update(more_sizes)
+        return counts, sizes
+
+    def _sql_tokenise(self, rows: Sequence[tuple[Any, ...]]) -> tuple[RowTokens, dict[int, int]]:
         with self._lock:
             if self._conn is None:
                 conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -206,18 +225,20 @@ class RowTokenizer:
                 self._conn = conn
             conn = self._conn
             marks = ", ".join("?" * (1 + len(COLUMN_NAMES)))
-            conn.executemany(
-                f"INSERT INTO t(rowid, {FTS_COLUMNS}) VALUES ({marks})",  # noqa: S608 - constants
-                rows,
-            )
+            # Rolled back, not deleted: FTS5 tokenises a deleted row again.
+            conn.execute("BEGIN")
             try:
+                conn.executemany(
+                    f"INSERT INTO t(rowid, {FTS_COLUMNS}) VALUES ({marks})",  # noqa: S608
+                    rows,
+                )
                 counts = instance_counts(conn.execute("SELECT term, doc, col FROM v"))
                 sizes = {
                     int(rid): sum(varints(bytes(sz)))
                     for rid, sz in conn.execute("SELECT id, sz FROM t_docsize")
                 }
             finally:
-                conn.execute("DELETE FROM t")
+                conn.execute("ROLLBACK")
         return counts, sizes
 
 

@@ -10,8 +10,10 @@ next-to-last letter, so the rules below are grouped and ordered the same way);
 ``y`` is a vowel after a consonant when measuring, and anywhere but the first
 letter when looking for a vowel. Any other word, or a stem that becomes shorter
 than two letters on the way (FTS5 would read before its buffer), gets None: the
-caller asks SQLite (:func:`.keyword_terms.tokens_of`). A test holds this module
-to SQLite's own tokenizer over tens of thousands of words and random strings.
+caller asks SQLite (:func:`.keyword_terms.tokens_of`). :func:`ascii_row_counts` counts
+a whole row's tokens the same way, for the mirror's patches after a write. Tests hold
+this module to SQLite's own tokenizer over tens of thousands of words, random strings
+and random rows.
 
 A new word costs a few microseconds here against about 20 for the SQL round trip
 (an in-memory FTS5 insert, a vocabulary read and a rollback), and a cold recall
@@ -20,7 +22,11 @@ asks for one or two (``benchmarks/keyword_sizes.py``).
 
 from __future__ import annotations
 
-__all__ = ["MAX_TOKEN", "ascii_tokens", "stem"]
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = ["MAX_TOKEN", "ascii_row_counts", "ascii_tokens", "stem"]
 
 #: FTS5 passes longer tokens through unstemmed (as it does tokens under 3 bytes).
 MAX_TOKEN = 64
@@ -35,6 +41,39 @@ def ascii_tokens(word: str) -> tuple[str, ...] | None:
         return (token,)
     stemmed = stem(token)
     return None if stemmed is None else (stemmed,)
+
+
+#: A run of the characters ``unicode61`` keeps in a token, in ASCII text.
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+#: Rows with longer words go to SQLite (FTS5's own limits stay its own).
+_LONGEST_WORD = 1000
+
+
+def ascii_row_counts(
+    columns: Sequence[Any], width: int, tokens_of: Callable[[str], tuple[str, ...]]
+) -> tuple[dict[str, list[int]], int] | None:
+    """``({token: instances per column}, tokens in all)`` of one row's ``width`` index
+    columns, as FTS5's ``porter unicode61`` counts them, when every column is plain ASCII
+    text (or empty); None otherwise. In ASCII, ``unicode61`` keeps runs of letters and
+    digits: each run is one word, whose token ``tokens_of`` gives (the query words' cached
+    :func:`.keyword_terms.tokens_of`: this module's stem, or SQLite's where it stops)."""
+    counts: dict[str, list[int]] = {}
+    size = 0
+    for col, text in enumerate(columns):
+        if text is None:
+            continue
+        if not isinstance(text, str) or not text.isascii() or "\x00" in text:
+            return None
+        for word in _ASCII_WORD.findall(text):
+            if len(word) > _LONGEST_WORD:
+                return None
+            for token in tokens_of(word):
+                per_col = counts.get(token)
+                if per_col is None:
+                    per_col = counts[token] = [0] * width
+                per_col[col] += 1
+                size += 1
+    return counts, size
 
 
 def _is_vowel(c: str, y_is_vowel: bool) -> bool:
