@@ -16,11 +16,14 @@ prompts of ``offtopic_prompts.txt``.
 you remember what is my dog called?", "I'm wondering, ...") and prints one row a frame.
 
 The facts are written five ways (``--layout``, default all): ``now`` (one ``store()``
-after another, as a session of remembering does: each row's near context holds the two
-before it), ``apart`` (a day apart: no near context), ``event`` (one timestamp: one
-event, each row's context from it), ``session`` (one after another in one chat session,
-as ``memory_store`` writes during a chat) and ``days`` (in one long-lived session, a day
-apart: no context, as the session's neighbours count only within 30 minutes).
+after another, as a session of ``remember()`` does, ``source="remember"``), ``apart`` (a
+day apart: no near context), ``event`` (one timestamp: one event, each row's context from
+it, as an import of one batch), ``session`` (one after another in one chat session, as
+``memory_store`` writes during a chat, ``source="tool"``) and ``days`` (in one long-lived
+session, a day apart: no context, as the session's neighbours count only within 30
+minutes). Facts those two sources write take no neighbours as context
+(``day_vote.STANDALONE_SOURCES``); before that, ``now`` and ``session`` rows held the two
+facts written before them.
 
 Reproduce: ``python benchmarks/facts.py [--backend postgres [--dsn DSN]] [--misses]``
 (a few seconds on SQLite); ``--embedder minilm-onnx [--gate 0.625]`` renders with the
@@ -89,13 +92,13 @@ def write(store: Any, facts: Mapping[str, str], layout: str) -> None:
     """Store ``facts`` one call each, stamped as ``layout`` says."""
     for i, (key, text) in enumerate(facts.items()):
         if layout == "now":
-            store.store(key, text)
+            store.store(key, text, source="remember")
         elif layout == "apart":
             store.store(key, text, timestamp=(START + timedelta(days=i)).isoformat())
         elif layout == "event":
             store.store(key, text, timestamp=START.isoformat())
         elif layout == "session":
-            store.store(key, text, session_id=SESSION)
+            store.store(key, text, session_id=SESSION, source="tool")
         elif layout == "days":
             stamp = (START + timedelta(days=i)).isoformat()
             store.store(key, text, timestamp=stamp, session_id=SESSION)

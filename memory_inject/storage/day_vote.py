@@ -28,7 +28,15 @@ from datetime import UTC, datetime
 
 from memory_inject.storage.fusion import Fusion
 
-__all__ = ["DAY_VOTE", "NEAR_MINUTES", "by_score", "day_key", "pick_by_day"]
+__all__ = [
+    "DAY_VOTE",
+    "NEAR_MINUTES",
+    "STANDALONE_SOURCES",
+    "by_score",
+    "day_key",
+    "pick_by_day",
+    "standalone_sql",
+]
 
 #: How much a row's day weighs against its own score when the rows are chosen: the day's
 #: summed score over the best day's, times this.
@@ -41,6 +49,18 @@ DAY_VOTE = 0.2
 #: within this of it, either way (SQLite's ``ddl_context._NEIGHBOUR``, PostgreSQL's
 #: ``context._WITHIN``): a long-lived session's facts days apart are not.
 NEAR_MINUTES = 30
+#: Rows written by these sources stand alone: a fact stored on purpose (``remember()``,
+#: the memory tools) is not a turn of the conversation around it, so it takes no
+#: neighbours as context (both stores' writes; rows written before keep theirs).
+#: Facts written seconds apart otherwise hold each other's words, which makes every word
+#: look three times as common and a question's missing words weigh the more
+#: (``benchmarks/facts.py --layout now --layout session``, docs/performance.md).
+STANDALONE_SOURCES = ("remember", "tool")
+
+
+def standalone_sql(row: str) -> str:
+    """SQL that is true for a row (``row``: its alias) one of :data:`STANDALONE_SOURCES` wrote."""
+    return f"coalesce({row}.source, '') IN ({', '.join(repr(s) for s in STANDALONE_SOURCES)})"
 
 
 def day_key(session_id: object, timestamp: object) -> tuple[object, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -45,3 +46,14 @@ def mirror_and_fts5(db: Path) -> tuple[SQLiteStore, SQLiteStore]:
     """Two keyword-only stores on ``db``: one always answering from the mirrored index,
     one always from FTS5 (the paths the bit-for-bit comparisons set side by side)."""
     return mirrored(db), plain(db)
+
+
+def on_file(db: Path, *statements: str) -> None:
+    """Run ``statements`` on ``db`` through a plain connection of its own (autocommit):
+    what another program, or an older release, does to the file."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        for statement in statements:
+            conn.execute(statement)
+    finally:
+        conn.close()

@@ -24,6 +24,7 @@ import pytest
 
 from memory_inject.storage.day_vote import NEAR_MINUTES
 from memory_inject.storage.sqlite import SQLiteStore, ddl, ddl_context
+from tests.storage._sqlite_backend import on_file
 
 ENGINES = ["sqlite", "postgres"]
 SESSION = "channel-1"
@@ -112,25 +113,16 @@ def _old_trigger() -> str:
     return trigger.replace(ddl_context.CTX_NEAR_ASSIGN.format(row="new"), assign.format(row="new"))
 
 
-def _on_file(db: Path, *statements: str) -> None:
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
-        for statement in statements:
-            conn.execute(statement)
-    finally:
-        conn.close()
-
-
 def test_a_schema_9_file_gets_the_window_for_new_writes(tmp_path: Path) -> None:
     """Opening a file the previous release wrote replaces its insert trigger; the records
     already written keep the context they were written with."""
     db = tmp_path / "memory.db"
     SQLiteStore(db).close()
-    _on_file(db, "DROP TRIGGER memories_fts_insert", _old_trigger())
+    on_file(db, "DROP TRIGGER memories_fts_insert", _old_trigger())
     with SQLiteStore(db) as store:  # still at the current version: the old trigger writes
         _write(store, timedelta(days=1))
         assert _recalled(store, "Miso") == ["cat", "insurance", "sprint"]
-    _on_file(db, f"PRAGMA user_version = {ddl.SCHEMA_VERSION - 1}")
+    on_file(db, "PRAGMA user_version = 9")
     with SQLiteStore(db) as store:
         later = (START + timedelta(days=3)).isoformat()
         store.store("tuesday", "Tuesday is also bin day.", session_id=SESSION, timestamp=later)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from psycopg import sql
 
 from memory_inject.records import COLUMN_FIELDS
-from memory_inject.storage.day_vote import NEAR_MINUTES
+from memory_inject.storage.day_vote import NEAR_MINUTES, STANDALONE_SOURCES, standalone_sql
 
 if TYPE_CHECKING:
     import psycopg
@@ -284,8 +284,11 @@ def context_params(params: Sequence[Any]) -> tuple[str, list[Any]]:
     """Which neighbours a new row with ``params`` (one per column) gets, and their params.
 
     ``"session"``, ``"event"`` (a sessionless row: its event's or its near
-    neighbours) or ``"none"`` (a sessionless PI record), for :func:`context_values`.
+    neighbours) or ``"none"`` (a sessionless PI record, or a row
+    ``day_vote.STANDALONE_SOURCES`` wrote), for :func:`context_values`.
     """
+    if params[_COL["source"]] in STANDALONE_SOURCES:
+        return "none", []  # a fact stored on purpose stands alone (SQLite's schema 11)
     ns, session = params[_COL["namespace"]], params[_COL["session_id"]]
     if session is not None:
         ts = params[_COL["timestamp"]]
@@ -327,9 +330,9 @@ def fill_near(t: sql.Identifier, where: sql.Composable) -> sql.Composed:
     return sql.SQL(
         "UPDATE {t} AS u SET ctx_prev = c.p0, ctx_prev2 = c.p1, ctx_near = true "
         "FROM (SELECT m.rid, {n0} AS p0, {n1} AS p1 FROM {t} AS m "
-        "WHERE m.session_id IS NULL AND m.layer IS NULL AND m.ctx_prev IS NULL AND {where}) AS c "
-        "WHERE u.rid = c.rid AND c.p0 IS NOT NULL"
-    ).format(t=t, n0=n0, n1=n1, where=where)
+        "WHERE m.session_id IS NULL AND m.layer IS NULL AND m.ctx_prev IS NULL "
+        "AND NOT {alone} AND {where}) AS c WHERE u.rid = c.rid AND c.p0 IS NOT NULL"
+    ).format(t=t, n0=n0, n1=n1, where=where, alone=sql.SQL(standalone_sql("m")))
 
 
 def add_near_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
@@ -380,13 +383,15 @@ def merge_with_context(
         '(SELECT 1 FROM {t} AS e WHERE e.namespace = %(ns)s AND e."key" = l."key")), '
         "{numbered} "
         "INSERT INTO {t} ({cols}, ctx_prev, ctx_prev2) "
+        # A fact stored on purpose takes no neighbours; it is still one (SQLite's schema 11).
         "SELECT {lcols}, ctx.prev, ctx.prev2 FROM last LEFT JOIN ctx ON ctx.k = last._seq "
-        "ORDER BY last._seq "
+        "AND NOT {alone} ORDER BY last._seq "
         'ON CONFLICT (namespace, "key") DO UPDATE SET {assign}'
     ).format(
         s=stage,
         t=t,
         has_stream=sql.SQL(_HAS_STREAM.format(r="l")),
+        alone=sql.SQL(standalone_sql("last")),
         numbered=numbered,
         cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
         lcols=sql.SQL(", ").join(sql.Identifier("last", c) for c in columns),

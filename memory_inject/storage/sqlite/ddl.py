@@ -17,6 +17,7 @@ from memory_inject.storage.sqlite.ddl_context import (
     CTX_ASSIGN,
     CTX_EVENT_ASSIGN,
     CTX_NEAR_ASSIGN,
+    CTX_STANDALONE_ASSIGN,
     DAY_WORDS,
     OWN_COLUMNS,
     OWN_MATCH,
@@ -316,6 +317,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         "DROP TRIGGER memories_fts_insert",
         _fts_insert_trigger(CTX_NEAR_ASSIGN),
+    ),
+    # 11: a fact stored on purpose (``day_vote.STANDALONE_SOURCES``: ``remember()``,
+    # the memory tools) takes no neighbours as context: facts written seconds apart
+    # are not each other's turns. Rows written before keep theirs, as in 10.
+    (
+        "DROP TRIGGER memories_fts_insert",
+        _fts_insert_trigger(CTX_STANDALONE_ASSIGN),
     ),
 )
 

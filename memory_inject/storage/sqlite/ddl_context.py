@@ -11,12 +11,13 @@ a hit for its own words only.
 
 from __future__ import annotations
 
-from memory_inject.storage.day_vote import NEAR_MINUTES
+from memory_inject.storage.day_vote import NEAR_MINUTES, standalone_sql
 
 __all__ = [
     "CTX_ASSIGN",
     "CTX_EVENT_ASSIGN",
     "CTX_NEAR_ASSIGN",
+    "CTX_STANDALONE_ASSIGN",
     "DAY_WORDS",
     "OWN_COLUMNS",
     "OWN_MATCH",
@@ -153,3 +154,15 @@ OWN_COLUMNS = ("key", "content", "tags", "ctx_day")
 def own_match(match: str) -> str:
     """The :data:`OWN_MATCH` argument: the query's ``match`` in a record's own columns."""
     return "{" + " ".join(OWN_COLUMNS) + "} : (" + match + ")"
+
+
+# A row ``day_vote.STANDALONE_SOURCES`` wrote (a fact stored on purpose) takes no
+# neighbours (schema 11); it is still one for the rows written after it.
+_STANDALONE = standalone_sql("{row}")
+CTX_STANDALONE_ASSIGN = (
+    CTX_NEAR_ASSIGN.replace(
+        "ctx_prev = CASE WHEN ", "ctx_prev = CASE WHEN " + _STANDALONE + " THEN NULL WHEN "
+    )
+    .replace("ctx_prev2 = CASE WHEN ", "ctx_prev2 = CASE WHEN " + _STANDALONE + " THEN NULL WHEN ")
+    .replace("ctx_near = CASE WHEN ", "ctx_near = CASE WHEN " + _STANDALONE + " THEN NULL WHEN ")
+)
