@@ -151,3 +151,37 @@ def test_a_schema_10_file_gets_the_rule_for_new_writes(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == ddl.SCHEMA_VERSION
     finally:
         conn.close()
+
+
+def test_remember_and_the_tools_write_facts_that_stand_alone(tmp_path: Path) -> None:
+    """The sources ``remember()`` and the memory tools stamp are the ones the stores read as
+    standalone: facts written through them, the tools' arguments as the OpenAI SDK hands
+    them over, take no neighbours (a renamed source would quietly undo the rule)."""
+    from openai.types.chat import ChatCompletionMessageFunctionToolCall
+    from openai.types.chat.chat_completion_message_function_tool_call import Function
+
+    from adapters import memory_tools, remember
+
+    db = tmp_path / "memory.db"
+    with SQLiteStore(db) as store:
+        tools = memory_tools(store, None, sessions=[SESSION])
+        for i, (key, content) in enumerate(FACTS):
+            if i % 2:
+                assert remember(store, None, content, key=key, session_id=SESSION).ok
+            else:
+                call = ChatCompletionMessageFunctionToolCall(
+                    id=f"call_{i}",
+                    type="function",
+                    function=Function(
+                        name="memory_store",
+                        arguments=json.dumps({"content": content, "key": key}),
+                    ),
+                )
+                answer = tools.call(call.function.name, call.function.arguments)
+                assert not answer.startswith("Error"), answer
+        sources = {r.key: r.source for r in store.list(session_id=SESSION)}
+        assert sources == {
+            key: "tool" if i % 2 == 0 else "remember" for i, (key, _) in enumerate(FACTS)
+        }
+    for key, _ in FACTS:
+        assert _context(db, key) == (None, None, None), key
