@@ -9,7 +9,10 @@ same open store and times the passes after the first (a long-running
 process: the mirror's first reads done, its bounds reached).
 ``--draw-rows N`` sets ``keyword_rank.DRAW_ROWS`` for the run (what a smaller
 or larger bound on the draw would cost or save); ``--profile`` prints
-cProfile's top entries instead of timing. Writing a 1M store takes about 15
+cProfile's top entries instead of timing. ``--writes`` stores one memory
+(its own key, one of seven sessions, "we talked about <the question>")
+before each recall, as an agent that saves every turn does; the rows are
+deleted from the file at the end. Writing a 1M store takes about 15
 minutes, so this reuses one to compare code changes run after run.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import sqlite3
 import statistics
 import sys
 import time
@@ -41,6 +45,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--all", action="store_true", help="every question, not the first 300")
     parser.add_argument("--passes", type=int, default=1, help="time the passes after the first")
+    parser.add_argument("--writes", action="store_true", help="one write before each recall")
     args = parser.parse_args()
     if not args.store.exists():
         parser.error(f"{args.store}: no such store (write one with hybrid_sizes.py --keep)")
@@ -49,6 +54,8 @@ def main() -> None:
     _, queries = load(args.data)
     questions = list(dict.fromkeys(q["question"] for q in queries))
     questions = questions if args.all else questions[:300]
+    if args.writes:
+        _drop_writes(args.store)  # a run cut short left its rows
     with SQLiteStore(args.store) as store:
         for q in questions[:20]:
             store.recall(q, 10)
@@ -64,16 +71,31 @@ def main() -> None:
         for n in range(max(1, args.passes)):
             if n == 1:
                 times.clear()  # the first pass of several only warms
-            for q in questions:
+            for i, q in enumerate(questions):
+                if args.writes:
+                    key = f"kept-writes-{n}-{i}"
+                    store.store(key, f"we talked about {q}", session_id=f"kept-writes-{i % 7}")
                 t = time.perf_counter()
                 store.recall(q, 10)
                 times.append((time.perf_counter() - t) * 1000.0)
+    if args.writes:
+        _drop_writes(args.store)
     times.sort()
     print(
         f"{args.store.name}: p50 {statistics.median(times):.2f} "
         f"p90 {times[int(0.9 * len(times))]:.2f} p99 {times[int(0.99 * len(times))]:.2f} "
         f"mean {statistics.mean(times):.2f} ms ({len(times)} recalls)"
     )
+
+
+def _drop_writes(path: Path) -> None:
+    """Delete the rows ``--writes`` stored (its triggers keep the index and the log current)."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute("DELETE FROM memories WHERE key LIKE 'kept-writes-%'")
+    finally:
+        conn.close()
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
-from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.term_stats import TermStats
 from tests.storage import _sqlite_schema as schema
 from tests.storage._sqlite_backend import mirrored, plain
 from tests.storage._writes import host_write

@@ -13,8 +13,8 @@ from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_rank as _fts_rank
 from memory_inject.storage.sqlite import keyword_terms as _fts_terms
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
-from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.queries import LIVE as _LIVE
+from memory_inject.storage.sqlite.term_stats import TermStats
 from tests.storage import _sqlite_schema as schema
 from tests.storage._sqlite_reference import reference_hits
 from tests.storage._writes import host_write

@@ -26,10 +26,10 @@ from typing import TypeVar
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError, StoreMissingError
 from memory_inject.storage._base import check_open
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
-from memory_inject.storage.sqlite.keyword_terms import TermStats
 from memory_inject.storage.sqlite.locks import wal_lock_note
 from memory_inject.storage.sqlite.migrations import connect, prepare
 from memory_inject.storage.sqlite.pool import ReadPool
+from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = ["DEFAULT_READERS", "LOCK_RETRY_DELAY_S", "PROGRESS_STEPS", "SQLiteConnection"]
 

@@ -35,7 +35,8 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     held_in_long,
     span_of,
 )
-from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of, varints
+from memory_inject.storage.sqlite.keyword_terms import tokens_of, varints
+from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = ["HIGHLIGHT_MAX_BYTES", "add_bm25_marked", "highlights", "marks", "own_hits"]
 

@@ -65,11 +65,11 @@ from memory_inject.storage.sqlite.keyword_rows import pick
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
-    TermStats,
     corpus_size,
     tokens_of,
     varints,
 )
+from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 

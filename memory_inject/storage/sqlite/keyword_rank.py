@@ -48,7 +48,8 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     add_bm25,
     coverage_of,
 )
-from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of_all
+from memory_inject.storage.sqlite.keyword_terms import tokens_of_all
+from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = [
     "DRAW_ROWS",

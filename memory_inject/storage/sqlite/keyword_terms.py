@@ -27,9 +27,9 @@ __all__ = [
     "COLUMN_NAMES",
     "FTS_COLUMNS",
     "RowTokenizer",
-    "TermStats",
     "corpus_size",
     "document_frequencies",
+    "ensure_vocab",
     "grouped_counts",
     "tokens_of",
     "tokens_of_all",
@@ -293,76 +293,3 @@ def corpus_size(conn: sqlite3.Connection) -> int:
     if row is None or not row[0]:
         return 0
     return _varint(bytes(row[0]), 0)[0]
-
-
-#: Forget cached document frequencies past this many tokens (a bound, not a tuning knob).
-_MAX_CACHED = 50_000
-#: Longer tokens are never cached, so the cache holds at most about 50,000 x 64 characters.
-_MAX_CACHED_CHARS = 64
-
-
-#: FTS5's averages record, then the connection's ``data_version``: one statement, whose
-#: first read opens the snapshot the version is then read in.
-_AVERAGES_AND_VERSION = (
-    "SELECT (SELECT block FROM memories_fts_data WHERE id = 1), "
-    "(SELECT data_version FROM pragma_data_version)"
-)
-
-
-class TermStats:
-    """One read connection's index statistics, kept while the database does not change.
-
-    ``rows`` and ``avgdl`` are what FTS5's ``bm25()`` uses (its averages
-    record); document frequencies come from ``fts5vocab`` (which counts a
-    word's rows by walking its whole doclist, so common words cost
-    milliseconds) and are cached per token. :meth:`refresh`, called inside
-    each read transaction, drops the cache when ``PRAGMA data_version`` says
-    another connection (another process, or this store's writer) committed, or
-    when this connection changed rows itself (``total_changes``). (Counting a
-    write's new rows into the cache instead, from ``memories_log``, was
-    measured and dropped: re-reading the prompt's frequencies costs less than
-    tokenising the new rows.)
-    """
-
-    def __init__(self) -> None:
-        """An empty cache; the first :meth:`refresh` fills ``rows`` and ``avgdl``."""
-        self.rows = 0
-        self.avgdl = 0.0
-        self._df: dict[str, int] = {}
-        self._version: tuple[int, int] | None = None
-        self._vocab = False
-
-    def refresh(self, conn: sqlite3.Connection) -> None:
-        """Re-read the averages and forget cached frequencies if the snapshot changed.
-
-        Reading the averages first opens the read snapshot, so the version read
-        next is the snapshot's.
-        """
-        block, dv = conn.execute(_AVERAGES_AND_VERSION).fetchone()
-        version = (int(dv), conn.total_changes)
-        if version == self._version:
-            return
-        self._version = version
-        self._df.clear()
-        values = varints(bytes(block)) if block else []
-        self.rows = values[0] if values else 0
-        self.avgdl = sum(values[1:]) / self.rows if self.rows else 0.0
-        if not self._vocab:
-            ensure_vocab(conn)
-            self._vocab = True
-
-    def document_frequencies(
-        self, conn: sqlite3.Connection, tokens: Sequence[str]
-    ) -> dict[str, int]:
-        """``{token: rows containing it}`` like :func:`document_frequencies`, cached."""
-        df = self._df
-        missing = [t for t in set(tokens) if t not in df]
-        if not missing:
-            return {t: df[t] for t in tokens}
-        if len(df) > _MAX_CACHED:
-            df.clear()
-        found = document_frequencies(conn, missing)
-        # Only word-sized tokens are kept: a prompt's 1 MB run of letters is one
-        # token, and keeping it would make the cache's size the prompts' size.
-        df.update({t: found.get(t, 0) for t in missing if len(t) <= _MAX_CACHED_CHARS})
-        return {t: df[t] if t in df else found.get(t, 0) for t in tokens}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memory_inject.exceptions import RecallWaitError, StorageError
-from memory_inject.storage.sqlite.keyword_terms import TermStats
+from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = ["ReadPool"]
 

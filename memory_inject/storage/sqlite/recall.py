@@ -43,7 +43,8 @@ from memory_inject.storage.sqlite.ddl import own_match, tokens_match
 from memory_inject.storage.sqlite.errors import is_locked
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
-from memory_inject.storage.sqlite.keyword_terms import TermStats, tokens_of_all
+from memory_inject.storage.sqlite.keyword_terms import tokens_of_all
+from memory_inject.storage.sqlite.term_stats import TermStats
 from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
 
 __all__ = ["RecallRun", "scored_recall"]
