@@ -9,14 +9,21 @@ vectors and scope columns against a matrix read afresh.
 from __future__ import annotations
 
 import random
+import sqlite3
 import struct
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 np = pytest.importorskip("numpy")
 
+from memory_inject.embedders import HashingEmbedder  # noqa: E402
+from memory_inject.storage.sqlite import SQLiteStore  # noqa: E402
+from memory_inject.storage.sqlite import vector_matrix as _matrix_mod  # noqa: E402
+from memory_inject.storage.sqlite import vectors as _vectors  # noqa: E402
 from memory_inject.storage.sqlite.vector_matrix import VectorMatrix, unit_rows  # noqa: E402
+from memory_inject.storage.sqlite.vectors import VectorCache  # noqa: E402
 
 _DIM = 8
 
@@ -84,3 +91,43 @@ def test_the_room_holds_the_unit_vectors_read_would_make() -> None:
     assert np.array_equal(m.matrix, unit_rows(raw))
     assert m.matrix.dtype == np.float32 and m.matrix.flags["C_CONTIGUOUS"]
     assert not m.matrix[-1].any()  # a zero vector stays zero
+
+
+@pytest.mark.parametrize(
+    ("bound_rows", "read"),
+    [
+        (1000, True),  # the rids' span fits: no count at all
+        (40, True),  # the span (70 rows, two namespaces) does not, the namespace's 30 rows do
+        (20, False),  # the namespace's rows do not fit: recalls read from the file
+    ],
+)
+def test_the_rid_span_decides_only_when_it_fits(
+    tmp_path: Path, bound_rows: int, read: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A matrix is read when its rows fit the bound. The rids' span (two index lookups)
+    answers when it fits; past it, the namespace's rows are counted."""
+    path = tmp_path / "m.db"
+    with SQLiteStore(path, embedder=HashingEmbedder(_DIM), namespace="other") as other:
+        for i in range(40):
+            other.store(f"o{i}", f"other row {i}")
+    counts: list[str] = []
+    real = _matrix_mod.rows_to_read
+
+    def spy(conn: sqlite3.Connection, namespace: str, dim: int, limit: int) -> int:
+        conn.set_trace_callback(counts.append)
+        try:
+            return real(conn, namespace, dim, limit)
+        finally:
+            conn.set_trace_callback(None)
+
+    monkeypatch.setattr(_vectors, "rows_to_read", spy)
+    with SQLiteStore(path, embedder=HashingEmbedder(_DIM)) as store:
+        for i in range(30):
+            store.store(f"k{i}", f"row {i} about apples")
+        cache = VectorCache(max_bytes=bound_rows * _vectors.row_bytes(_DIM), index="exact")
+        store._engine._vectors = cache
+        found = store.recall_where("apples row 3", 5, mode="semantic")
+        assert found and all(e.key.startswith("k") for e in found)
+        assert (("default", _DIM) in cache._matrices) is read
+    counted = any("count(*)" in sql for sql in counts)
+    assert counted is (bound_rows < 70)

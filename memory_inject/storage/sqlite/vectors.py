@@ -69,6 +69,7 @@ from memory_inject.storage.sqlite.vector_matrix import (
     VectorMatrix,
     VectorScope,
     patch_from_log,
+    rows_to_read,
 )
 
 __all__ = [
@@ -360,11 +361,7 @@ class VectorCache:
             built = cached
         else:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
-            count = conn.execute(
-                "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL "
-                "AND embedding IS NOT NULL AND length(embedding) = ?",
-                (namespace, 4 * dim),
-            ).fetchone()[0]
+            count = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
             if int(count) * row_bytes(dim) > self.max_bytes:
                 built = None
             else:
