@@ -131,3 +131,19 @@ def test_the_rid_span_decides_only_when_it_fits(
         assert (("default", _DIM) in cache._matrices) is read
     counted = any("count(*)" in sql for sql in counts)
     assert counted is (bound_rows < 70)
+
+
+def test_a_matrix_read_in_blocks_equals_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of 64 rows over 300 (a non-finite vector in the third): the same vectors,
+    bit for bit, and the same rows marked not finite."""
+    monkeypatch.setattr(_matrix_mod, "_BLOCK_BYTES", 1)
+    rng = random.Random(4)
+    rows = [_row(r, rng)[:8] for r in range(1, 301)]
+    bad = struct.pack(f"<{_DIM}f", 1.0, float("nan"), *([0.5] * (_DIM - 2)))
+    rows[150] = (rows[150][0], rows[150][1], bad, *rows[150][3:])
+    m = VectorMatrix(rows, _DIM, (0, None))
+    raw = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), _DIM)
+    finite = np.isfinite(raw).all(axis=1)
+    assert np.array_equal(m.matrix, unit_rows(np.where(finite[:, None], raw, 0.0)))
+    assert list(np.flatnonzero(m.nonfinite)) == [150]
+    assert not m.live[150] and m.live.sum() == 299
