@@ -45,6 +45,7 @@ from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.keyword_terms import tokens_of_all
 from memory_inject.storage.sqlite.term_stats import TermStats
+from memory_inject.storage.sqlite.vector_load import VectorsLoading
 from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
 
 __all__ = ["RecallRun", "scored_recall"]
@@ -107,10 +108,15 @@ def _run(
     rows: dict[str, tuple[Any, ...]] = {}
     hits: ScopeVectors | None = None
     similarity: float | None = None
+    loading = False
     if run.query_vec is not None:
-        vector, hits, skipped, nearest_cos = _vector_stage(
-            conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
-        )
+        try:
+            vector, hits, skipped, nearest_cos = _vector_stage(
+                conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
+            )
+        except VectorsLoading as exc:  # a large matrix is being read: keywords only
+            loading, skipped, nearest_cos = True, 0, None
+            degraded = f"{degraded}; {exc}" if degraded else str(exc)
         if nearest_cos is not None and any(run.query_vec):  # a zero vector says nothing
             similarity = vector_score(nearest_cos, run.calibration)
         if skipped:
@@ -121,7 +127,7 @@ def _run(
             degraded = f"{degraded}; {note}" if degraded else note
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
-    if run.query_vec is None or run.fusion.search_mode != "embedding":
+    if run.query_vec is None or loading or run.fusion.search_mode != "embedding":
         words, groups = with_variants(content_words(run.query))
         if groups is not None:
             words, groups = distinct(words, groups, tokens_of_all([w for w, _ in words]))

@@ -28,6 +28,8 @@ __all__ = [
     "VectorMatrix",
     "VectorScope",
     "patch_from_log",
+    "read_matrix",
+    "row_bytes",
     "rows_to_read",
     "set_text",
     "unit_rows",
@@ -307,6 +309,26 @@ def unit_rows(raw: Any, out: Any = None) -> Any:
     if out is None:
         return _np.ascontiguousarray(raw / norms, dtype=_np.float32)
     return _np.divide(raw, norms, out=out, casting="same_kind")
+
+
+def read_matrix(
+    conn: sqlite3.Connection, namespace: str, dim: int, head: LogPosition
+) -> VectorMatrix:
+    """``namespace``'s embedded, not forgotten rows with a ``dim``-sized vector, read in
+    ``conn``'s snapshot, whose ``memories_log`` position is ``head``."""
+    rows = conn.execute(
+        f"SELECT {MATRIX_ROW} FROM memories WHERE namespace = ? "  # noqa: S608 - constants
+        "AND deleted_at IS NULL AND embedding IS NOT NULL AND length(embedding) = ? "
+        "ORDER BY rid",
+        (namespace, 4 * dim),
+    ).fetchall()
+    return VectorMatrix(rows, dim, head)
+
+
+def row_bytes(dim: int) -> int:
+    """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
+    id and rid, and its scope columns."""
+    return 4 * dim + 200
 
 
 #: How many rids the table spans (None when empty): two index lookups.

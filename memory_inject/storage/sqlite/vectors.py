@@ -53,6 +53,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.embedders import numpy_or_none
+from memory_inject.storage.sqlite import vector_load
 from memory_inject.storage.sqlite.changes import log_position
 from memory_inject.storage.sqlite.vector_ann import (
     ANN_THRESHOLD,
@@ -65,10 +66,11 @@ from memory_inject.storage.sqlite.vector_ann import (
 )
 from memory_inject.storage.sqlite.vector_ann_file import graph_path
 from memory_inject.storage.sqlite.vector_matrix import (
-    MATRIX_ROW,
     VectorMatrix,
     VectorScope,
     patch_from_log,
+    read_matrix,
+    row_bytes,
     rows_to_read,
 )
 
@@ -271,6 +273,12 @@ class VectorCache:
         self._big: set[tuple[str, int]] = set()
         # (data_version, bumps) per (read connection, matrix) when it last saw the matrix current.
         self._seen: dict[tuple[int, str, int], tuple[int, int]] = {}
+        self._loads = vector_load.Loads()  # large matrices read in the background
+
+    def _landed(self, key: tuple[str, int], m: VectorMatrix) -> None:
+        """A matrix read in the background (the caller holds the lock)."""
+        self._matrices[key] = m
+        self._big.discard(key)
 
     def bump(self) -> None:
         """Note a commit made by this store (needed where reads share the writer's connection)."""
@@ -283,6 +291,7 @@ class VectorCache:
             self._matrices.clear()
             self._big.clear()
             self._seen.clear()
+            self._loads.cancel()
             for ann in self._indexes.values():
                 ann.stop()
             self._indexes.clear()
@@ -362,16 +371,14 @@ class VectorCache:
         else:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
             count = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
+            later = count >= vector_load.LOAD_LATER_ROWS and self.background
+            path = vector_load.database_file(conn) if later else None
             if int(count) * row_bytes(dim) > self.max_bytes:
                 built = None
+            elif path is not None:  # seconds of reading: never inside a turn
+                raise self._loads.later(path, key, count, self._landed, self._lock)
             else:
-                rows = conn.execute(
-                    f"SELECT {MATRIX_ROW} FROM memories WHERE namespace = ? "  # noqa: S608 - constants
-                    "AND deleted_at IS NULL AND embedding IS NOT NULL AND length(embedding) = ? "
-                    "ORDER BY rid",
-                    (namespace, 4 * dim),
-                ).fetchall()
-                built = VectorMatrix(rows, dim, head)
+                built = read_matrix(conn, namespace, dim, head)
         if built is not None and len(built.rids) * row_bytes(dim) > self.max_bytes:
             built = None  # grown past the bound by patches
         if built is None:
@@ -385,9 +392,3 @@ class VectorCache:
             self._big.discard(key)
         self._seen[seen] = version
         return built
-
-
-def row_bytes(dim: int) -> int:
-    """About what one row costs in a matrix of ``dim``: its unit vector (float32), its
-    id and rid, and its scope columns."""
-    return 4 * dim + 200
