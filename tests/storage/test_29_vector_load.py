@@ -218,3 +218,27 @@ def test_a_semantic_query_answers_by_keyword_while_the_vectors_load(
     gate.open.set()
     _until_hybrid(store)
     assert _answer(store, mode="semantic").strategy == "vector"
+
+
+@pytest.mark.parametrize("scan_bytes", [1, 1 << 30])
+def test_a_namespace_too_large_to_hold_is_not_read_by_every_recall(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scan_bytes: int
+) -> None:
+    """Past the in-memory bound a recall reads the scope's vectors from the file; past
+    ``FILE_SCAN_BYTES`` of them a recall without a session searches by keyword and says
+    so, and a session's recall still reads its own rows."""
+    monkeypatch.setattr(_load, "FILE_SCAN_BYTES", scan_bytes)
+    with SQLiteStore(tmp_path / "m.db", embedder=HashingEmbedder(64)) as s:
+        for i, text in enumerate(_FACTS):
+            s.store(f"k{i}", text, session_id="s1" if i % 2 else None)
+        s._engine._vectors = VectorCache(max_bytes=1000, index="exact")  # holds 3 rows
+        wide = _answer(s)
+        session = _answer(s, session_id="s1")
+    assert wide.entries and session.entries
+    assert session.strategy == "hybrid" and session.degraded == ()
+    if scan_bytes == 1:
+        assert wide.strategy == "keyword"
+        assert [n.split(":")[0] for n in wide.degraded] == ["vectors_not_held"]
+        assert "holds 40 vectors of 64 dimensions" in wide.degraded[0]
+    else:
+        assert wide.strategy == "hybrid" and wide.degraded == ()

@@ -45,7 +45,7 @@ from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.keyword_terms import tokens_of_all
 from memory_inject.storage.sqlite.term_stats import TermStats
-from memory_inject.storage.sqlite.vector_load import VectorsLoading
+from memory_inject.storage.sqlite.vector_load import KeywordsOnly
 from memory_inject.storage.sqlite.vectors import ScopeVectors, VectorCache, VectorScope
 
 __all__ = ["RecallRun", "scored_recall"]
@@ -114,7 +114,7 @@ def _run(
             vector, hits, skipped, nearest_cos = _vector_stage(
                 conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
             )
-        except VectorsLoading as exc:  # a large matrix is being read: keywords only
+        except KeywordsOnly as exc:  # a large matrix is being read: keywords only
             loading, skipped, nearest_cos = True, 0, None
             degraded = f"{degraded}; {exc}" if degraded else str(exc)
         if nearest_cos is not None and any(run.query_vec):  # a zero vector says nothing

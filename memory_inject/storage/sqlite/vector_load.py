@@ -24,9 +24,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memory_inject.storage.sqlite.changes import log_position
-from memory_inject.storage.sqlite.vector_matrix import VectorMatrix, read_matrix
+from memory_inject.storage.sqlite.vector_matrix import VectorMatrix, VectorScope, read_matrix
 
-__all__ = ["LOAD_LATER_ROWS", "RETRY_S", "Loads", "VectorsLoading", "database_file"]
+__all__ = [
+    "FILE_SCAN_BYTES",
+    "LOAD_LATER_ROWS",
+    "RETRY_S",
+    "KeywordsOnly",
+    "Loads",
+    "VectorsLoading",
+    "VectorsNotHeld",
+    "database_file",
+    "refuse_scan",
+]
 
 #: A namespace of at least this many rows (a bound: the rids' span) is read on a
 #: background thread; a smaller one inside the recall, as before (about 0.5 s at it).
@@ -37,8 +47,34 @@ RETRY_S = 30.0
 _Key = tuple[str, int]
 
 
-class VectorsLoading(Exception):
-    """The namespace's vectors are being read on a background thread: search by keyword."""
+#: A namespace too large to hold in memory is read from the file by each recall; past
+#: this many bytes of vectors a recall without a session does not try (about 0.85 s at
+#: 512 MiB here, so the turn's deadline would stop it with nothing found).
+FILE_SCAN_BYTES = 512 << 20
+
+
+class KeywordsOnly(Exception):
+    """This recall's vector stage cannot run in time: search by keyword, and say why."""
+
+
+class VectorsLoading(KeywordsOnly):
+    """The namespace's vectors are being read on a background thread."""
+
+
+class VectorsNotHeld(KeywordsOnly):
+    """The namespace's vectors are past the in-memory bound and too many to read per recall."""
+
+
+def refuse_scan(namespace: str, dim: int, rows: int, scope: VectorScope) -> None:
+    """Raise :class:`VectorsNotHeld` when a recall of ``scope`` would read more than
+    :data:`FILE_SCAN_BYTES` of ``rows`` vectors from the file (a session's rows are read)."""
+    if scope.session_id is None and rows * 4 * dim > FILE_SCAN_BYTES:
+        raise VectorsNotHeld(
+            f"vectors_not_held: namespace {namespace!r} holds {rows} vectors of {dim} "
+            "dimensions, more than the store keeps in memory and more than a recall reads "
+            "from the file; this recall searched by keyword only (the ann extra, "
+            "`pip install memory-inject[ann]`, keeps up to 2 GiB of them in memory)"
+        )
 
 
 def database_file(conn: sqlite3.Connection) -> str | None:

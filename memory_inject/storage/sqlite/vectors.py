@@ -270,7 +270,7 @@ class VectorCache:
         self._bumps = 0
         self._matrices: dict[tuple[str, int], VectorMatrix] = {}
         # (namespace, dim) whose matrix would hold more than max_bytes.
-        self._big: set[tuple[str, int]] = set()
+        self._big: dict[tuple[str, int], int] = {}  # and their rows
         # (data_version, bumps) per (read connection, matrix) when it last saw the matrix current.
         self._seen: dict[tuple[int, str, int], tuple[int, int]] = {}
         self._loads = vector_load.Loads()  # large matrices read in the background
@@ -278,7 +278,7 @@ class VectorCache:
     def _landed(self, key: tuple[str, int], m: VectorMatrix) -> None:
         """A matrix read in the background (the caller holds the lock)."""
         self._matrices[key] = m
-        self._big.discard(key)
+        self._big.pop(key, None)
 
     def bump(self) -> None:
         """Note a commit made by this store (needed where reads share the writer's connection)."""
@@ -316,7 +316,8 @@ class VectorCache:
         qn = float(_np.linalg.norm(q))
         with self._lock:
             m = self._matrix(conn, namespace, dim)
-            if m is None:
+            if m is None:  # reads the scope from the file, unless that is too much
+                vector_load.refuse_scan(namespace, dim, self._big.get((namespace, dim), 0), scope)
                 return None
             unit = q / qn if qn > 0.0 else None
             ann = self._index(conn, namespace, m)
@@ -366,11 +367,12 @@ class VectorCache:
             return cached
         head = log_position(conn)
         built: VectorMatrix | None
+        rows = 0
         if cached is not None and patch_from_log(conn, cached, namespace, head, PATCH_MAX):
             built = cached
         else:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
-            count = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
+            count = rows = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
             later = count >= vector_load.LOAD_LATER_ROWS and self.background
             path = vector_load.database_file(conn) if later else None
             if int(count) * row_bytes(dim) > self.max_bytes:
@@ -380,15 +382,15 @@ class VectorCache:
             else:
                 built = read_matrix(conn, namespace, dim, head)
         if built is not None and len(built.rids) * row_bytes(dim) > self.max_bytes:
-            built = None  # grown past the bound by patches
+            rows, built = len(built.rids), None  # grown past the bound by patches
         if built is None:
             self._matrices.pop(key, None)
-            self._big.add(key)
+            self._big[key] = rows
             dropped = self._indexes.pop(key, None)
             if dropped is not None:
                 dropped.stop()
         else:
             self._matrices[key] = built
-            self._big.discard(key)
+            self._big.pop(key, None)
         self._seen[seen] = version
         return built
