@@ -53,11 +53,13 @@ def test_the_first_new_rows_take_the_room_without_a_copy() -> None:
     rng = random.Random(1)
     rows = [_row(r, rng) for r in range(1, 401)]
     m = VectorMatrix([r[:8] for r in rows], _DIM, (0, None))
-    before = m.matrix
+    names = ("matrix", "live", "session", "timestamp", "superseded")
+    before = {name: getattr(m, name) for name in names}
     new = [_row(r, rng, "s1") for r in range(401, 451)]
     m.patch(list(new), [r[0] for r in new], "default", (1, None))
-    assert len(m.matrix) == 400 + 100  # a quarter more slots, as before the room
-    assert np.shares_memory(before, m.matrix)  # the same memory: nothing was copied
+    assert len(m.matrix) == len(m.timestamp) == 400 + 100  # a quarter more slots
+    for name in names:  # the same memory: nothing was copied
+        assert np.shares_memory(before[name], getattr(m, name)), name
     _same(m, VectorMatrix([r[:8] for r in rows + new], _DIM, (1, None)))
 
 
@@ -147,3 +149,16 @@ def test_a_matrix_read_in_blocks_equals_one_pass(monkeypatch: pytest.MonkeyPatch
     assert np.array_equal(m.matrix, unit_rows(np.where(finite[:, None], raw, 0.0)))
     assert list(np.flatnonzero(m.nonfinite)) == [150]
     assert not m.live[150] and m.live.sum() == 299
+
+
+def test_a_widened_text_column_moves_and_keeps_its_rows() -> None:
+    """A timestamp longer than the column's width widens it (a new array); the next
+    growth moves it to a new room with every value."""
+    rng = random.Random(5)
+    rows = [_row(r, rng)[:8] for r in range(1, 101)]
+    m = VectorMatrix(rows, _DIM, (0, None))
+    new = [_row(r, rng) for r in range(101, 400)]  # grows four times
+    # Widened after the second growth, whose room is larger than its rows.
+    new[120] = (*new[120][:5], "2026-12-06T00:00:00.000000Z and then some", *new[120][6:])
+    m.patch(list(new), [r[0] for r in new], "default", (1, None))
+    _same(m, VectorMatrix([*rows, *(r[:8] for r in new)], _DIM, (1, None)))

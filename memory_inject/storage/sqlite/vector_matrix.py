@@ -95,7 +95,7 @@ class VectorMatrix:
     """
 
     __slots__ = (
-        "_room",
+        "_rooms",
         "by_rid",
         "category",
         "codes",
@@ -134,8 +134,9 @@ class VectorMatrix:
         self.touched: set[int] | None = None
         # Room past the rows, allocated but not touched (no memory until written): the
         # first writes after a large matrix is read take it instead of copying the matrix.
-        self._room = _np.zeros((self.n + _room_for(self.n), dim), dtype=_np.float32)
-        self.matrix = self._room[: self.n]
+        room = _np.zeros((self.n + _room_for(self.n), dim), dtype=_np.float32)
+        self._rooms: dict[str, Any] = {"matrix": room}
+        self.matrix = room[: self.n]
         finite = _np.ones(self.n, dtype=bool)
         # In blocks: the same numbers as one pass, without temporaries the matrix's size
         # (at 1M rows of 256 dimensions the norms alone took 3 s in one pass).
@@ -155,6 +156,12 @@ class VectorMatrix:
         self.timestamp = _np.array([r[5] or "" for r in rows], dtype=str)
         self.expires = _np.array([r[6] or "" for r in rows], dtype=str)
         self.superseded = _np.array([r[7] is not None for r in rows], dtype=bool)
+        for name in _GROWN[1:]:  # the scope columns get room too
+            column = getattr(self, name)
+            room = _np.zeros(self.n + _room_for(self.n), dtype=column.dtype)
+            room[: self.n] = column
+            self._rooms[name] = room
+            setattr(self, name, room[: self.n])
 
     def _code(self, value: str | None) -> int:
         return self.codes.setdefault("" if value is None else str(value), len(self.codes))
@@ -275,25 +282,20 @@ class VectorMatrix:
         self.superseded[slot] = r[7] is not None
 
     def _grow(self) -> None:
-        """Free slots at the end, a quarter more at a time. The matrix takes them from its
-        room when it has it (a view: nothing copied), else it moves to a larger room; the
-        scope columns are copied (a 1M-row matrix of 256 dimensions took 0.6 to 2.9 s to
-        copy, its columns about 0.1 s)."""
+        """Free slots at the end, a quarter more at a time, taken from each array's room (a
+        view: nothing copied) while it has it, else from a larger room the array moves to
+        (a 1M-row matrix of 256 dimensions took 0.6 to 2.9 s to copy, its columns about
+        0.1 s). A text column widened since (``set_text``) moves too."""
         _np = numpy_or_none()
         extra = _room_for(self.n)
-        if len(self._room) < self.n + extra:
-            room = _np.zeros((self.n + extra + _room_for(self.n + extra), self.dim), _np.float32)
-            room[: self.n] = self.matrix
-            self._room = room
-        self.matrix = self._room[: self.n + extra]
-        self.live = _np.concatenate([self.live, _np.zeros(extra, dtype=bool)])
-        self.nonfinite = _np.concatenate([self.nonfinite, _np.zeros(extra, dtype=bool)])
-        self.has_session = _np.concatenate([self.has_session, _np.zeros(extra, dtype=bool)])
-        self.session = _np.concatenate([self.session, _np.zeros(extra, dtype=_np.int64)])
-        self.category = _np.concatenate([self.category, _np.zeros(extra, dtype=_np.int64)])
-        self.timestamp = _np.concatenate([self.timestamp, _np.zeros(extra, self.timestamp.dtype)])
-        self.expires = _np.concatenate([self.expires, _np.zeros(extra, self.expires.dtype)])
-        self.superseded = _np.concatenate([self.superseded, _np.zeros(extra, dtype=bool)])
+        size = self.n + extra
+        for name in _GROWN:
+            column, room = getattr(self, name), self._rooms.get(name)
+            if room is None or len(room) < size or column.base is not room:
+                room = _np.zeros((size + _room_for(size), *column.shape[1:]), column.dtype)
+                room[: self.n] = column
+                self._rooms[name] = room
+            setattr(self, name, room[:size])
         self.ids.extend([None] * extra)
         self.rids.extend([-1] * extra)
         self.free.extend(range(self.n + extra - 1, self.n - 1, -1))  # lowest slot first
@@ -351,6 +353,11 @@ def rows_to_read(conn: sqlite3.Connection, namespace: str, dim: int, limit: int)
         ).fetchone()[0]
     )
 
+
+#: The arrays a matrix keeps a slot in, each with room past its rows (the vectors first).
+_GROWN = tuple(
+    "matrix live nonfinite has_session session category timestamp expires superseded".split()
+)
 
 #: Bytes of vectors a matrix is read in at a time: a block's temporaries stay small
 #: enough to be reused rather than mapped afresh (65,536 rows of 256 dimensions, 64 MB,
