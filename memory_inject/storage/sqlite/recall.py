@@ -114,7 +114,7 @@ def _run(
             vector, hits, skipped, nearest_cos = _vector_stage(
                 conn, namespace, scope, params, run.query_vec, limit * 2, run.vectors
             )
-        except KeywordsOnly as exc:  # a large matrix is being read: keywords only
+        except KeywordsOnly as exc:  # the vectors cannot be searched in time: keywords only
             loading, skipped, nearest_cos = True, 0, None
             degraded = f"{degraded}; {exc}" if degraded else str(exc)
         if nearest_cos is not None and any(run.query_vec):  # a zero vector says nothing

@@ -43,7 +43,15 @@ from typing import Any
 
 from memory_inject.embedders import numpy_or_none
 
-__all__ = ["FORMAT", "graph_path", "load_graph", "save_graph", "saved_slots", "vectors_digest"]
+__all__ = [
+    "FORMAT",
+    "database_file",
+    "graph_path",
+    "load_graph",
+    "save_graph",
+    "saved_slots",
+    "vectors_digest",
+]
 
 #: The stamp's format; a stamp of another format is stale.
 FORMAT = 1
@@ -51,16 +59,22 @@ FORMAT = 1
 _BLOCK = 1 << 24
 
 
+def database_file(conn: sqlite3.Connection) -> str | None:
+    """The main database's file; None for one with no file (``:memory:`` or temporary)."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2]) or None
+    return None  # pragma: no cover - SQLite always lists "main"
+
+
 def graph_path(conn: sqlite3.Connection, namespace: str, dim: int) -> Path | None:
     """Where the graph of ``namespace``'s ``dim``-sized vectors is saved; None for a
     database with no file (``:memory:`` or a temporary one)."""
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main":
-            if not row[2]:
-                return None
-            tag = hashlib.sha256(namespace.encode()).hexdigest()[:16]
-            return Path(f"{row[2]}.{tag}-{dim}.usearch")
-    return None  # pragma: no cover - SQLite always lists "main"
+    path = database_file(conn)
+    if path is None:
+        return None
+    tag = hashlib.sha256(namespace.encode()).hexdigest()[:16]
+    return Path(f"{path}.{tag}-{dim}.usearch")
 
 
 def vectors_digest(live: Any, matrix: Any) -> str:

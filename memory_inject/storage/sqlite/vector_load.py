@@ -34,7 +34,6 @@ __all__ = [
     "Loads",
     "VectorsLoading",
     "VectorsNotHeld",
-    "database_file",
     "refuse_scan",
 ]
 
@@ -75,14 +74,6 @@ def refuse_scan(namespace: str, dim: int, rows: int, scope: VectorScope) -> None
             "from the file; this recall searched by keyword only (the ann extra, "
             "`pip install memory-inject[ann]`, keeps up to 2 GiB of them in memory)"
         )
-
-
-def database_file(conn: sqlite3.Connection) -> str | None:
-    """The main database's file, or None for one with no file (``:memory:``)."""
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main":
-            return str(row[2]) or None
-    return None  # pragma: no cover - SQLite always lists "main"
 
 
 class Loads:

@@ -64,7 +64,7 @@ from memory_inject.storage.sqlite.vector_ann import (
     usearch_installed,
     usearch_or_none,
 )
-from memory_inject.storage.sqlite.vector_ann_file import graph_path
+from memory_inject.storage.sqlite.vector_ann_file import database_file, graph_path
 from memory_inject.storage.sqlite.vector_matrix import (
     VectorMatrix,
     VectorScope,
@@ -374,7 +374,7 @@ class VectorCache:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
             count = rows = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
             later = count >= vector_load.LOAD_LATER_ROWS and self.background
-            path = vector_load.database_file(conn) if later else None
+            path = database_file(conn) if later else None
             if int(count) * row_bytes(dim) > self.max_bytes:
                 built = None
             elif path is not None:  # seconds of reading: never inside a turn
