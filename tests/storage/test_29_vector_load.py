@@ -242,3 +242,32 @@ def test_a_namespace_too_large_to_hold_is_not_read_by_every_recall(
         assert "holds 40 vectors of 64 dimensions" in wide.degraded[0]
     else:
         assert wide.strategy == "hybrid" and wide.degraded == ()
+
+
+def test_a_small_namespace_in_a_large_file_reads_its_vectors_at_once(
+    tmp_path: Path, gate: _Gate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The rids' span counts the whole file: a tenant of three rows beside one of forty
+    # must not wait for a background read (nor say it does).
+    monkeypatch.setattr(_load, "LOAD_LATER_ROWS", 10)
+    path = tmp_path / "shared.db"
+    with SQLiteStore(path, embedder=HashingEmbedder(64), namespace="big") as big:
+        for i, text in enumerate(_FACTS):
+            big.store(f"k{i}", text)
+    small = SQLiteStore(path, embedder=HashingEmbedder(64), namespace="small")
+    try:
+        small._engine._vectors = VectorCache(index="exact")
+        for i in range(3):
+            small.store(f"s{i}", f"the budget of project {i} is small")
+        big = SQLiteStore(path, embedder=HashingEmbedder(64), namespace="big")
+        big._engine._vectors = small._engine._vectors  # one cache, as one process holds
+        got = _answer(small)
+        assert got.strategy == "hybrid" and got.degraded == ()
+        assert {e.key for e in got.entries} == {"s0", "s1", "s2"}
+        assert gate.started == 0
+        loading = _answer(big)  # forty rows: past the (lowered) threshold on their own
+        assert loading.strategy == "keyword" and gate.started == 1
+        assert loading.degraded[0].startswith("vectors_loading: ")
+        big.close()
+    finally:
+        small.close()

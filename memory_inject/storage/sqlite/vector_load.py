@@ -34,6 +34,7 @@ __all__ = [
     "Loads",
     "VectorsLoading",
     "VectorsNotHeld",
+    "is_large",
     "refuse_scan",
 ]
 
@@ -50,6 +51,23 @@ _Key = tuple[str, int]
 #: this many bytes of vectors a recall without a session does not try (about 0.85 s at
 #: 512 MiB here, so the turn's deadline would stop it with nothing found).
 FILE_SCAN_BYTES = 512 << 20
+
+
+def is_large(conn: sqlite3.Connection, namespace: str, bound: int) -> bool:
+    """Whether ``namespace``'s matrix, of at most ``bound`` rows, is read in the background.
+
+    ``bound`` may count the whole file's rows (the rids' span): a tenant of a hundred
+    rows in a file shared with a million would wait for a background read, keyword
+    only, where reading its rows takes a millisecond. So the namespace's own rows are
+    counted on an index too, up to :data:`LOAD_LATER_ROWS` (2-35 ms at 1M rows).
+    """
+    if bound < LOAD_LATER_ROWS:
+        return False
+    own = conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memories WHERE namespace = ? LIMIT ?)",
+        (namespace, LOAD_LATER_ROWS),
+    ).fetchone()[0]
+    return int(own) >= LOAD_LATER_ROWS
 
 
 class KeywordsOnly(Exception):

@@ -373,7 +373,7 @@ class VectorCache:
         else:
             self._seen = {k: v for k, v in self._seen.items() if k[1:] != key}
             count = rows = rows_to_read(conn, namespace, dim, self.max_bytes // row_bytes(dim))
-            later = count >= vector_load.LOAD_LATER_ROWS and self.background
+            later = self.background and vector_load.is_large(conn, namespace, count)
             path = database_file(conn) if later else None
             if int(count) * row_bytes(dim) > self.max_bytes:
                 built = None
