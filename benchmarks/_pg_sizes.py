@@ -31,6 +31,7 @@ import psycopg
 from psycopg import sql
 
 from benchmarks.bench_postgres import scratch_db, server
+from benchmarks.hybrid_sizes import vector_stage_only
 from benchmarks.keyword_sizes import _run, as_jsonl
 from benchmarks.peers import _content
 from memory_inject.storage.postgres import PostgresStore
@@ -236,10 +237,11 @@ def hybrid_measure(
         exact.execute("SET enable_indexscan = off")
         approx = stack.enter_context(psycopg.connect(dsn, autocommit=True))
         overlaps = []
-        for q, v in zip(questions, qvecs, strict=True):
-            best = {keys[i] for i in np.argsort(-(matrix @ v))[:10]}
-            got = store.recall_where(q, 10, mode="semantic")
-            overlaps.append(len(best & {e.key for e in got}) / 10)
+        with vector_stage_only():
+            for q, v in zip(questions, qvecs, strict=True):
+                best = {keys[i] for i in np.argsort(-(matrix @ v))[:10]}
+                got = store.recall_where(q, 10, mode="semantic")
+                overlaps.append(len(best & {e.key for e in got}) / 10)
         out["overlap"] = statistics.mean(overlaps)
 
         def bare_of(conn: psycopg.Connection[Any]) -> Callable[[str], Any]:
