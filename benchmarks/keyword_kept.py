@@ -12,8 +12,10 @@ or larger bound on the draw would cost or save); ``--profile`` prints
 cProfile's top entries instead of timing. ``--writes`` stores one memory
 (its own key, one of seven sessions, "we talked about <the question>")
 before each recall, as an agent that saves every turn does; the rows are
-deleted from the file at the end. Writing a 1M store takes about 15
-minutes, so this reuses one to compare code changes run after run.
+deleted from the file at the end. ``--mirror-rows N`` sets the keyword
+mirror's bound (``KeywordMirror(max_rows=N)``; 0: the FTS5 path only) for the
+run. Writing a 1M store takes about 15 minutes, so this reuses one to compare
+code changes run after run.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._locomo_data import DEFAULT_DATA, load
 from memory_inject.storage import SQLiteStore
 from memory_inject.storage.sqlite import keyword_rank
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 
 
 def main() -> None:
@@ -46,6 +49,7 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="every question, not the first 300")
     parser.add_argument("--passes", type=int, default=1, help="time the passes after the first")
     parser.add_argument("--writes", action="store_true", help="one write before each recall")
+    parser.add_argument("--mirror-rows", type=int, help="the keyword mirror's bound (0: off)")
     args = parser.parse_args()
     if not args.store.exists():
         parser.error(f"{args.store}: no such store (write one with hybrid_sizes.py --keep)")
@@ -57,6 +61,8 @@ def main() -> None:
     if args.writes:
         _drop_writes(args.store)  # a run cut short left its rows
     with SQLiteStore(args.store) as store:
+        if args.mirror_rows is not None:
+            store._engine._mirror = KeywordMirror(max_rows=args.mirror_rows)
         for q in questions[:20]:
             store.recall(q, 10)
         if args.profile:

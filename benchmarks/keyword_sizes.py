@@ -33,7 +33,9 @@ in one transaction, has one; the store's import commits every 1,000
 records). ``--writes`` stores one memory (in
 the asked conversation's session) before each timed query of the library's
 contenders: the cost of the recall after a write, as an agent that remembers
-every turn sees it. The data is CC BY-NC and is read from
+every turn sees it; it adds ``bare FTS5 + writes``, the bare table with one
+row inserted (autocommit) before each of its queries, so each side is asked
+right after a write of its own. The data is CC BY-NC and is read from
 ``../shared/data/locomo-dev``, never copied here.
 
 ``--backend postgres`` measures ``PostgresStore.recall`` (default settings,
@@ -130,6 +132,8 @@ def _bare(path: Path, rows: list[dict[str, Any]]) -> sqlite3.Connection:
 
 
 _BARE_SQL = "SELECT rowid, content FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10"
+#: With ``--writes``, the bare table with the same write before each query (untimed).
+_BARE_WRITES = "bare FTS5 + writes"
 
 
 def measure(
@@ -174,12 +178,15 @@ def measure(
         out["build"] = (time.perf_counter() - t) * 1000.0
         return store
 
+    def bare_write(i: int) -> None:  # autocommit: one transaction, as the store's write
+        bare.execute("INSERT INTO fts(content) VALUES (?)", (f"note {i} about the day",))
+
     def contender(name: str) -> list[float]:
-        if name == "bare FTS5":
+        if name.startswith("bare FTS5"):
             return _run(
                 lambda q: bare.execute(_BARE_SQL, (build_fts_query(q) or '"-"',)).fetchall(),
                 questions,
-                lambda i: None,
+                bare_write if name == _BARE_WRITES else lambda i: None,
             )
         with opened(name) as store:
 
@@ -190,7 +197,12 @@ def measure(
 
             return _run(lambda q: store.recall(q, 10), questions, before)
 
-    names = ["library", *(["mirror", "fts5 path"] if paths else []), "bare FTS5"]
+    names = [
+        "library",
+        *(["mirror", "fts5 path"] if paths else []),
+        "bare FTS5",
+        *([_BARE_WRITES] if writes else []),
+    ]
     try:
         for rep in range(reps):
             for name in names if rep % 2 == 0 else reversed(names):
@@ -225,7 +237,9 @@ def main() -> None:
     records, queries = load(args.data)
     per_copy = sum(map(len, records.values()))
     every = copies(records, max(1, math.ceil(max(args.sizes) / per_copy)))
-    names = ["library", *(["mirror", "fts5 path"] if args.paths else []), "bare FTS5"]
+    ours = ["library", *(["mirror", "fts5 path"] if args.paths else [])]
+    bares = ["bare FTS5", *([_BARE_WRITES] if args.writes else [])]
+    names = ours + bares
     print(
         f"sqlite {sqlite3.sqlite_version}, top 10, layout: {args.layout}, "
         f"writes: {args.writes}, optimize: {args.optimize}, {args.reps} reps "
@@ -235,9 +249,9 @@ def main() -> None:
         "| records |"
         + (" build (ms) |" if args.paths else "")
         + "".join(f" {k} p50 / {'mean / ' if args.paths else ''}p99 |" for k in names)
-        + "".join(f" {k} vs bare |" for k in names[:-1])
+        + "".join(f" {k} vs {b} |" for b in bares for k in ours)
     )
-    print("|---:|" + "---:|" * (int(args.paths) + 2 * len(names) - 1))
+    print("|---:|" + "---:|" * (int(args.paths) + len(names) + len(ours) * len(bares)))
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             rows = every[:n]
@@ -262,7 +276,7 @@ def main() -> None:
                 else f" {p50[k]:.2f} / {p99[k]:.2f} |"
                 for k in names
             )
-            ratios = "".join(f" {p50[k] / p50['bare FTS5']:.2f}x |" for k in names[:-1])
+            ratios = "".join(f" {p50[k] / p50[b]:.2f}x |" for b in bares for k in ours)
             build = f" {got['build']:.0f} |" if args.paths else ""
             print(f"| {n:,} |{build}{cells}{ratios}", flush=True)
 
