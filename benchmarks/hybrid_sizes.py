@@ -77,6 +77,7 @@ import numpy as np
 
 from benchmarks._locomo_data import DEFAULT_DATA, load
 from benchmarks.peers import _content, copies
+from memory_inject._recall_query import RecallQuery
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage import SQLiteStore, day_vote
 from memory_inject.storage.fusion import build_fts_query
@@ -176,9 +177,14 @@ def _run(fn: Callable[[str], Any], questions: list[str]) -> list[float]:
 
 
 def _wait_ready(store: SQLiteStore, question: str) -> float:
-    """Recall once (which starts the index's build) and wait for it; seconds taken."""
+    """Recall until the vectors are read (a namespace past ``LOAD_LATER_ROWS`` is read
+    on a background thread, its recalls keyword only meanwhile) and the index's build has
+    started, then wait for the build; seconds taken."""
     t = time.perf_counter()
-    store.recall(question, 10)
+    while any(
+        d.startswith("vectors_loading") for d in store.answer(RecallQuery(question, 10)).degraded
+    ):
+        time.sleep(0.5)
     cache = store._engine._vectors
     while cache is not None and any(not a.ready for a in cache._indexes.values()):
         if any(a.error is not None for a in cache._indexes.values()):
