@@ -16,13 +16,33 @@ import attrs
 from attrs import field, frozen
 
 __all__ = [
+    "STANDALONE_SOURCES",
     "MemoryCategory",
     "MemoryEntry",
     "MemoryKind",
     "TurnMeta",
     "TurnOrigin",
+    "day_key",
     "parse_timestamp",
 ]
+
+#: Rows written by these sources stand alone: a fact stored on purpose (``remember()``,
+#: the memory tools) is not a turn of the conversation around it, so it takes no
+#: neighbours as context (both stores' writes; rows written before keep theirs) and is
+#: never a companion of another turn (``RelevanceFilter``). Facts written seconds apart
+#: otherwise hold each other's words, which makes every word look three times as common
+#: and a question's missing words weigh the more (``benchmarks/facts.py --layout now
+#: --layout session``, docs/performance.md). Re-exported by ``storage.day_vote``.
+STANDALONE_SOURCES = ("remember", "tool")
+
+
+def day_key(session_id: object, timestamp: object) -> tuple[object, str]:
+    """A row's day: its session and the UTC date it was written (``YYYY-MM-DD``), from a
+    stored timestamp text (SQLite keeps UTC ``...Z`` text) or an aware datetime."""
+    if isinstance(timestamp, datetime):
+        zoned = timestamp.astimezone(UTC) if timestamp.tzinfo is not None else timestamp
+        return session_id, zoned.date().isoformat()
+    return session_id, timestamp[:10] if isinstance(timestamp, str) else ""
 
 
 class TurnOrigin(enum.StrEnum):

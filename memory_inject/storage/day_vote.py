@@ -24,8 +24,9 @@ measured (0.790, 0.800, 0.802, 0.802).
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from datetime import UTC, datetime
 
+# The core owns these (its relevance filter reads them); storage re-exports them here.
+from memory_inject.models import STANDALONE_SOURCES, day_key
 from memory_inject.storage.fusion import Fusion
 
 __all__ = [
@@ -49,27 +50,11 @@ DAY_VOTE = 0.2
 #: within this of it, either way (SQLite's ``ddl_context._NEIGHBOUR``, PostgreSQL's
 #: ``context._WITHIN``): a long-lived session's facts days apart are not.
 NEAR_MINUTES = 30
-#: Rows written by these sources stand alone: a fact stored on purpose (``remember()``,
-#: the memory tools) is not a turn of the conversation around it, so it takes no
-#: neighbours as context (both stores' writes; rows written before keep theirs).
-#: Facts written seconds apart otherwise hold each other's words, which makes every word
-#: look three times as common and a question's missing words weigh the more
-#: (``benchmarks/facts.py --layout now --layout session``, docs/performance.md).
-STANDALONE_SOURCES = ("remember", "tool")
 
 
 def standalone_sql(row: str) -> str:
     """SQL that is true for a row (``row``: its alias) one of :data:`STANDALONE_SOURCES` wrote."""
     return f"coalesce({row}.source, '') IN ({', '.join(repr(s) for s in STANDALONE_SOURCES)})"
-
-
-def day_key(session_id: object, timestamp: object) -> tuple[object, str]:
-    """A row's day: its session and the UTC date it was written (``YYYY-MM-DD``), from a
-    stored timestamp text (SQLite keeps UTC ``...Z`` text) or an aware datetime."""
-    if isinstance(timestamp, datetime):
-        zoned = timestamp.astimezone(UTC) if timestamp.tzinfo is not None else timestamp
-        return session_id, zoned.date().isoformat()
-    return session_id, timestamp[:10] if isinstance(timestamp, str) else ""
 
 
 def by_score(fusion: Fusion, keyword: bool, vector: bool) -> bool:
