@@ -24,11 +24,16 @@ are rendered against every store:
 
 The default config gives the headline numbers and the p50 time per render.
 The **operating curve** sweeps ``min_relevance_score`` (everything else at its
-default) and gives the three numbers per floor.
+default, ``min_companion_score`` included: a floor decides whether a turn gets
+memory, and the entries beside one that reaches it need only the companion
+score) and gives the three numbers per floor. ``--companion none`` measures one
+floor for every entry (zeroclaw's), ``--companion X`` another companion score.
 
 How the sweep is computed: by filtering, and exact. Each prompt is rendered
 once at floor 0; a floor ``f`` then keeps the rendered entries that are
-unscored or score ``>= f`` (what ``RelevanceFilter`` keeps). That equals a
+unscored or score ``>= f`` (``>=`` the companion score once one reaches ``f``:
+what ``RelevanceFilter`` keeps; with a companion score, a floor that drops a
+shown entry of a floor-0 block the budget cut is rendered instead). That equals a
 render at ``f`` when both of these hold, and the script checks both:
 
 1. The stage chain of every floor's config is ``session_scope, decay,
@@ -71,7 +76,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -93,11 +98,14 @@ from benchmarks._locomo_data import (
 )
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
 from memory_inject.embedders import HashingEmbedder, make_embedder
+from memory_inject.stages.filters import conversation_of
 from memory_inject.storage import MODEL_FUSION, WEAK_FUSION, Fusion
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage.fusion import default_fusion
 
 HERE = Path(__file__).resolve().parent
+#: The config's ``min_companion_score`` (``--companion`` measures another).
+DEFAULT_COMPANION = MemoryInjectConfig().min_companion_score
 OFFTOPIC = HERE / "offtopic_prompts.txt"
 #: Written after the default floor was chosen on OFFTOPIC; only ever used to check it.
 HELDOUT = HERE / "offtopic_heldout.txt"
@@ -148,9 +156,38 @@ def read_contentless(path: Path = CONTENTLESS) -> list[str]:
 # -- the pure part: floors, blocks, the curve --------------------------------------------
 
 
-def keys_at(rendered: Scored, floor: float) -> tuple[str, ...]:
-    """The keys ``RelevanceFilter(floor)`` keeps: unscored, or scored ``>= floor``."""
-    return tuple(k for k, s in rendered if s is None or s >= floor)
+def parse_companion(text: str) -> float | None:
+    """``--companion``: ``none`` or a number 0..1."""
+    if text.strip().lower() in ("none", "null"):
+        return None
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"--companion must be 0..1 or none (got {text})")
+    return value
+
+
+def keys_at(
+    rendered: Scored,
+    floor: float,
+    companion: float | None = None,
+    talks: Sequence[Hashable | None] = (),
+) -> tuple[str, ...]:
+    """The keys ``RelevanceFilter(floor, companion)`` keeps: unscored, or scored ``>= floor``,
+    or ``>= companion`` in a conversation (``talks``: each key's ``conversation_of``, None
+    for none) one of whose turns reaches ``floor``."""
+    talk_of = dict(zip((k for k, _ in rendered), talks, strict=False))
+    strong = (
+        {talk_of.get(k) for k, s in rendered if s is not None and s >= floor} - {None}
+        if companion is not None and companion < floor
+        else set()
+    )
+
+    def kept(k: str, s: float | None) -> bool:
+        if s is None or s >= floor:
+            return True
+        return companion is not None and s >= companion and talk_of.get(k) in strong
+
+    return tuple(k for k, s in rendered if kept(k, s))
 
 
 def floor_order_ok(scores: Iterable[float | None]) -> bool:
@@ -172,6 +209,13 @@ def injection_rate(blocks: Iterable[Sequence[str]]) -> float:
 def block_recall(keys: Sequence[str], evidence: Sequence[str]) -> float:
     """The fraction of ``evidence`` among the rendered ``keys`` (0 without evidence)."""
     return recall_at(list(keys), list(evidence), len(keys))
+
+
+def evidence_share(blocks: Sequence[tuple[Sequence[str], Sequence[str]]]) -> float:
+    """Of every entry rendered for the questions, the share that is evidence: the blocks'
+    precision, which a lower floor for the entries beside the best one trades away."""
+    shown = sum(len(k) for k, _ in blocks)
+    return sum(len(set(k) & set(ev)) for k, ev in blocks) / shown if shown else 0.0
 
 
 @frozen
@@ -262,6 +306,7 @@ class Sweeper:
     seen: int = 0
     filtered: int = 0
     unordered: int = 0
+    partial: int = 0
     verified: int = 0
     failures: int = 0
 
@@ -303,7 +348,17 @@ class Sweeper:
             return self.exact(store, text, now)
         self.filtered += 1
         scored = tuple((e.key, e.score) for e in res.entries)
-        blocks = {f: keys_at(scored, f) for f in self.floors}
+        companion = self.base.min_companion_score
+        talks = [conversation_of(e) for e in res.entries]
+        blocks = {f: keys_at(scored, f, companion, talks) for f in self.floors}
+        # Entries the floor-0 block lost after the floor (the budget) are lower than every
+        # shown one, so no floor keeps them, but a companion score may: where a floor drops
+        # a shown entry, one of them could take its place, so that floor is rendered.
+        cut = companion is not None and len(scores) > len(res.entries)
+        for f, kept in blocks.items():
+            if cut and len(kept) < len(res.entries):
+                self.partial += 1
+                blocks[f] = tuple(k for k, _ in self.render(store, text, self.configs[f], now))
         if self.verify_every and self.seen % self.verify_every == 0:
             self.verified += 1
             rendered = self.exact(store, text, now)
@@ -327,12 +382,14 @@ def measure(
     raw_cosine: bool = False,
     gate: float | None = None,
     bypass: float | None = None,
+    companion: float | None = DEFAULT_COMPANION,
 ) -> dict[str, Any]:
     """Every number of the report, as a JSON-ready dict (see the module docstring)."""
     records, queries = load(data)
     offtopic, contentless = read_offtopic(offtopic_file), read_contentless()
     nearmiss = read_offtopic(nearmiss_file)
     base = MemoryInjectConfig(min_prompt_similarity=gate, prompt_gate_bypass_score=bypass)
+    base = attrs.evolve(base, min_companion_score=companion)
     floors = tuple(sorted({*floors, base.min_relevance_score}))
     sweeper = Sweeper(floors, base, fast=False, verify_every=verify_every)
     sweeper.fast = not exact and chain_is_filterable([sweeper.zero, *sweeper.configs.values()])
@@ -514,10 +571,15 @@ def _summarise(
         "contentless_prompts": len(contentless),
         "default": {
             "min_relevance_score": base.min_relevance_score,
+            "min_companion_score": base.min_companion_score,
             "max_entries": base.budget.max_entries,
             "recall_limit": base.recall_limit,
             "block_recall": mean(block_recall(keys(r), r["prompt"].evidence) for r in qs),
             "questions_injected": injection_rate(keys(r) for r in qs),
+            "question_mean_entries": mean(len(keys(r)) for r in qs if keys(r)),
+            "question_entries_evidence": evidence_share(
+                [(keys(r), r["prompt"].evidence) for r in qs]
+            ),
             "offtopic_injected": injection_rate(keys(r) for r in by_kind["offtopic"]),
             "offtopic_renders": len(by_kind["offtopic"]),
             "offtopic_mean_entries": mean(len(r["default"]) for r in by_kind["offtopic"]),
@@ -543,6 +605,7 @@ def _summarise(
             "prompts": sweeper.seen,
             "filtered": sweeper.filtered,
             "rendered_per_floor_unordered": sweeper.unordered,
+            "floors_rendered_companions": sweeper.partial,
             "verified_at_every_floor": sweeper.verified,
             "failed_renders": sweeper.failures,
         },
@@ -565,6 +628,7 @@ def print_report(rep: dict[str, Any]) -> None:
     )
     print(
         f"### Default config (min_relevance_score {d['min_relevance_score']}, "
+        f"min_companion_score {d.get('min_companion_score')}, "
         f"recall_limit {d['recall_limit']}, max_entries {d['max_entries']}"
         + (f", min_prompt_similarity {rep['gate']}" if rep.get("gate") is not None else "")
         + (f", prompt_gate_bypass_score {rep['bypass']}" if rep.get("bypass") is not None else "")
@@ -573,6 +637,9 @@ def print_report(rep: dict[str, Any]) -> None:
     p50 = rep["p50_render_ms"]
     print("| measure | value |\n|---|---:|")
     print(f"| block recall (evidence among rendered entries) | {d['block_recall']:.3f} |")
+    if "question_mean_entries" in d:
+        print(f"| entries per question block | {d['question_mean_entries']:.2f} |")
+        print(f"| evidence share of those entries | {d['question_entries_evidence']:.3f} |")
     print(f"| questions with a block | {d['questions_injected']:.3f} |")
     print(
         f"| off-topic false-injection rate | {d['offtopic_injected']:.3f} "
@@ -623,8 +690,10 @@ def print_report(rep: dict[str, Any]) -> None:
     print(
         f"\nSweep {s['method']}: {s['filtered']} of {s['prompts']} prompts filtered from one "
         f"floor-0 render, {s['rendered_per_floor_unordered']} rendered per floor (scores out of "
-        f"order), {s['verified_at_every_floor']} filtered ones checked against a render at every "
-        f"floor; {s['failed_renders']} failed renders."
+        f"order), {s.get('floors_rendered_companions', 0)} floors rendered (a companion "
+        f"score may take an entry the floor-0 budget cut), {s['verified_at_every_floor']} "
+        f"filtered ones checked against a render at every floor; {s['failed_renders']} failed "
+        "renders."
     )
 
 
@@ -680,6 +749,12 @@ def main() -> None:
     ap.add_argument(
         "--bypass", type=float, default=None, help="prompt_gate_bypass_score (with --gate)"
     )
+    ap.add_argument(
+        "--companion",
+        type=parse_companion,
+        default=DEFAULT_COMPANION,
+        help="min_companion_score: a number, or none (one floor for every entry, as zeroclaw)",
+    )
     ap.add_argument("--offtopic", type=Path, default=OFFTOPIC, help="off-topic prompts file")
     ap.add_argument("--nearmiss", type=Path, default=NEARMISS, help="near-miss prompts file")
     ap.add_argument("--backend", choices=("sqlite", "postgres"), default="sqlite")
@@ -701,6 +776,7 @@ def main() -> None:
             raw_cosine=args.raw_cosine,
             gate=args.gate,
             bypass=args.bypass,
+            companion=args.companion,
         )
     rep["backend"] = args.backend
     rep["layout"] = args.layout

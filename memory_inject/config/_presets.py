@@ -40,6 +40,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
             "track_usage": True,
         },
         "decay": {"enabled": False},
+        "min_companion_score": None,  # founder-os's one floor for every row
         "renderer": {"kind": "relevant_memories"},
         "budget": {"max_entries": 5},
         "deadline_ms": 2000,
@@ -52,6 +53,7 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
         # PI's Selected Memory has no relevance floor and no time decay: every record that
         # passes the governance stages and matches the prompt competes for its slots.
         "min_relevance_score": 0.0,
+        "min_companion_score": None,
         "decay": {"enabled": False},
         "renderer": {
             "kind": "sectioned",

@@ -1,9 +1,7 @@
 """The per-agent configuration classes and their defaults.
 
-The defaults are zeroclaw's production defaults (spec section 4), so
-``MemoryInjectConfig()`` renders the reference bytes. ``config/defaults.yaml``
-documents every key and a test keeps it equal to these classes.
-
+The defaults are zeroclaw's (spec section 4) but for the four docs/pipeline.md lists;
+``config/defaults.yaml`` documents every key and a test keeps it equal to these classes.
 Owns the top-level :class:`MemoryInjectConfig` (with its per-origin overrides),
 the decay, rerank and budget groups, the agent and cron files' classes and the
 converter. The other groups live in ``_backend``, ``_turn_groups``, ``_renderer``
@@ -136,6 +134,7 @@ _OVERRIDABLE = (
     "enabled",
     "recall_limit",
     "min_relevance_score",
+    "min_companion_score",
     "min_prompt_similarity",
     "prompt_gate_bypass_score",
     "require_query_terms",
@@ -191,6 +190,9 @@ class MemoryInjectConfig:
         le=MAX_CANDIDATE_POOL,
     )
     min_relevance_score: float = setting(0.4, "float", "relevance floor", ge=0, le=1)
+    min_companion_score: float | None = setting(
+        0.25, "float", "floor of the turns beside one that reaches it", ge=0, le=1, nullable=True
+    )
     min_prompt_similarity: float | None = setting(
         None, "float", "similarity the nearest memory needs (null: off)", ge=0, le=1, nullable=True
     )

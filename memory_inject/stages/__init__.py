@@ -150,7 +150,10 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     chain.extend(
         (
             arm,
-            NamedStage("relevance_filter", RelevanceFilter(config.min_relevance_score)),
+            NamedStage(
+                "relevance_filter",
+                RelevanceFilter(config.min_relevance_score, config.min_companion_score),
+            ),
             NamedStage("conversation_exclusion", conversation_exclusion),
             NamedStage("skip_set", skip_set),
         )

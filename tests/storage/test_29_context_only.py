@@ -6,7 +6,10 @@ For a chat that brings the reply to a question; for facts the memory tools
 write one after another in a chat, it brought the next two facts into every
 block ("what breed is Miso?" showed the cat, the home insurance and sprint
 planning). Such a hit now scores ``CONTEXT_ONLY`` of its share: still recalled,
-after the rows that hold the words, but under the default floor.
+after the rows that hold the words, but under the default floor. Since the twentieth
+round a turn of a chat beside one that reaches the floor needs only
+``min_companion_score`` (0.25), so the reply after a match comes in with it; facts the
+memory tools write stand alone and never do.
 """
 
 from __future__ import annotations
@@ -46,25 +49,51 @@ class TestCoverage:
         assert coverage([1.0], [0.0]) == 0.0
 
 
-def _write(store: Any) -> None:
+def _write(store: Any, source: str | None = None) -> None:
     for key, content in FACTS:
-        store.store(key, content, session_id=SESSION)
+        store.store(key, content, session_id=SESSION, source=source)
 
 
-def _block(store: Any, prompt: str) -> list[str]:
-    return [e.key for e in render_memory_context(store, prompt, sessions=[SESSION]).entries]
+#: One floor for every entry: the turns beside a strong one get no lower floor
+#: (``min_companion_score``, issue 29's twentieth round).
+ONE_FLOOR = MemoryInjectConfig(min_companion_score=None)
+
+
+def _block(store: Any, prompt: str, config: MemoryInjectConfig | None = None) -> list[str]:
+    out = render_memory_context(store, prompt, sessions=[SESSION], config=config)
+    return [e.key for e in out.entries]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 class TestFactsOfOneChat:
+    @pytest.mark.parametrize(
+        ("source", "config"), [("tool", None), (None, ONE_FLOOR)], ids=["tools", "one_floor"]
+    )
     def test_a_block_shows_the_fact_not_the_facts_written_after_it(
+        self,
+        engine_store: Callable[[str], Any],
+        engine: str,
+        source: str | None,
+        config: MemoryInjectConfig | None,
+    ) -> None:
+        # Facts the memory tools write stand alone (no context, no companions); rows of a
+        # chat under one floor show a memory for its own words only.
+        store = engine_store(engine)
+        _write(store, source)
+        for _ in range(AFTER_RECALLS + 2):  # SQLite: the FTS5 path first, then the mirror
+            assert _block(store, "what breed is Miso?", config) == ["cat"]
+            assert _block(store, "when does the home insurance renew?", config) == ["insurance"]
+
+    def test_the_turn_after_a_strong_one_comes_in_beside_it(
         self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
+        """Turns of one chat: the one after the match holds its words as context (0.395),
+        under the floor but over the companion score, and is shown beside it, as a
+        chat's reply is; alone it would not be."""
         store = engine_store(engine)
         _write(store)
-        for _ in range(AFTER_RECALLS + 2):  # SQLite: the FTS5 path first, then the mirror
-            assert _block(store, "what breed is Miso?") == ["cat"]
-            assert _block(store, "when does the home insurance renew?") == ["insurance"]
+        for _ in range(AFTER_RECALLS + 2):
+            assert _block(store, "what breed is Miso?") == ["cat", "insurance"]
 
     def test_the_facts_after_it_are_still_recalled_below_it(
         self, engine_store: Callable[[str], Any], engine: str
