@@ -146,35 +146,34 @@ class RelevanceFilter:
     """Drop scored entries under ``floor`` (``>=`` passes; unscored always pass).
 
     With ``companion``, a conversation's evidence is spread over its turns: once
-    a turn of a session reaches ``floor``, the other turns of that session need
-    only ``companion`` (a ``companion`` at or above ``floor`` changes nothing).
-    Whether a turn gets memory is still the floor's call, and rows without a
-    session and facts stored on purpose (``remember()``, the memory tools) always
-    need the floor: each answers a question alone or not at all. On LoCoMo dev
-    the default block holds 0.664 of a question's evidence instead of 0.629, with
-    the same off-topic and near-miss injections, and the facts sets' blocks are
-    unchanged (``benchmarks/relevance.py``, ``benchmarks/facts.py``).
+    a turn of a session reaches ``floor``, the other turns of that session and day
+    (:func:`conversation_of`) need only ``companion`` (at or above ``floor`` it
+    changes nothing). Whether a turn gets memory is still the floor's call, and
+    rows without a session and facts stored on purpose (``remember()``, the memory
+    tools) always need the floor: each answers a question alone or not at all. On
+    LoCoMo dev the default block holds 0.659 of a question's evidence instead of
+    0.629, with the same off-topic and near-miss injections, and the facts sets'
+    blocks are unchanged (``benchmarks/relevance.py``, ``benchmarks/facts.py``).
     """
 
     floor: float
     companion: float | None = None
 
     def __call__(self, ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-        floor, companion = self.floor, self.companion
-        if companion is not None and companion >= floor:
-            companion = None  # at or above the floor it changes nothing
+        floor = low = self.floor
+        talks: list[tuple[object, str] | None] = []
         strong: set[tuple[object, str]] = set()  # conversations with a turn at the floor
-        if companion is not None:
-            for e in entries:
-                talk = conversation_of(e)
+        if self.companion is not None and self.companion < floor:
+            low, talks = self.companion, [conversation_of(e) for e in entries]
+            for talk, e in zip(talks, entries, strict=True):
                 if talk is not None and e.score is not None and e.score >= floor:
                     strong.add(talk)
         out: list[MemoryEntry] = []
         dropped: dict[str, str] = {}
-        for e in entries:
+        for i, e in enumerate(entries):
             if e.score is None or e.score >= floor:
                 out.append(e)
-            elif companion is not None and e.score >= companion and conversation_of(e) in strong:
+            elif strong and e.score >= low and talks[i] in strong:
                 out.append(e)  # a turn of a conversation that matched at the floor
             else:
                 dropped[e.key] = f"below_relevance:{format_score(e.score)}"
