@@ -31,9 +31,9 @@ floor for every entry (zeroclaw's), ``--companion X`` another companion score.
 
 How the sweep is computed: by filtering, and exact. Each prompt is rendered
 once at floor 0; a floor ``f`` then keeps the rendered entries that are
-unscored or score ``>= f`` (``>=`` the companion score once one reaches ``f``:
-what ``RelevanceFilter`` keeps; with a companion score, a floor that drops a
-shown entry of a floor-0 block the budget cut is rendered instead). That equals a
+unscored or score ``>= f`` (the pipeline's ``RelevanceFilter`` at ``f``, its
+companion score included; with a companion score, a floor that drops a shown
+entry of a floor-0 block the budget cut is rendered instead). That equals a
 render at ``f`` when both of these hold, and the script checks both:
 
 1. The stage chain of every floor's config is ``session_scope, decay,
@@ -76,7 +76,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -98,7 +98,8 @@ from benchmarks._locomo_data import (
 )
 from memory_inject import MemoryInjectConfig, RenderResult, render_memory_context
 from memory_inject.embedders import HashingEmbedder, make_embedder
-from memory_inject.stages.filters import conversation_of
+from memory_inject.stages import StageContext
+from memory_inject.stages.filters import RelevanceFilter
 from memory_inject.storage import MODEL_FUSION, WEAK_FUSION, Fusion
 from memory_inject.storage._base import PersistentStore
 from memory_inject.storage.fusion import default_fusion
@@ -166,28 +167,9 @@ def parse_companion(text: str) -> float | None:
     return value
 
 
-def keys_at(
-    rendered: Scored,
-    floor: float,
-    companion: float | None = None,
-    talks: Sequence[Hashable | None] = (),
-) -> tuple[str, ...]:
-    """The keys ``RelevanceFilter(floor, companion)`` keeps: unscored, or scored ``>= floor``,
-    or ``>= companion`` in a conversation (``talks``: each key's ``conversation_of``, None
-    for none) one of whose turns reaches ``floor``."""
-    talk_of = dict(zip((k for k, _ in rendered), talks, strict=False))
-    strong = (
-        {talk_of.get(k) for k, s in rendered if s is not None and s >= floor} - {None}
-        if companion is not None and companion < floor
-        else set()
-    )
-
-    def kept(k: str, s: float | None) -> bool:
-        if s is None or s >= floor:
-            return True
-        return companion is not None and s >= companion and talk_of.get(k) in strong
-
-    return tuple(k for k, s in rendered if kept(k, s))
+def keys_at(rendered: Scored, floor: float) -> tuple[str, ...]:
+    """The keys ``RelevanceFilter(floor)`` keeps: unscored, or scored ``>= floor``."""
+    return tuple(k for k, s in rendered if s is None or s >= floor)
 
 
 def floor_order_ok(scores: Iterable[float | None]) -> bool:
@@ -347,10 +329,13 @@ class Sweeper:
             self.unordered += 1
             return self.exact(store, text, now)
         self.filtered += 1
-        scored = tuple((e.key, e.score) for e in res.entries)
+        # The pipeline's own filter over the floor-0 block (its companion score included).
+        ctx = StageContext(self.base, now)
         companion = self.base.min_companion_score
-        talks = [conversation_of(e) for e in res.entries]
-        blocks = {f: keys_at(scored, f, companion, talks) for f in self.floors}
+        blocks = {
+            f: tuple(e.key for e in RelevanceFilter(f, companion)(ctx, res.entries).survivors)
+            for f in self.floors
+        }
         # Entries the floor-0 block lost after the floor (the budget) are lower than every
         # shown one, so no floor keeps them, but a companion score may: where a floor drops
         # a shown entry, one of them could take its place, so that floor is rendered.

@@ -9,19 +9,17 @@ tools) always need the floor. ``null`` is zeroclaw's one floor for every entry.
 
 from __future__ import annotations
 
-import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from benchmarks.relevance import keys_at
 from memory_inject import MemoryInjectConfig, render_memory_context
 from memory_inject.config import parse_agent_config
 from memory_inject.exceptions import ConfigError
 from memory_inject.models import MemoryEntry
 from memory_inject.stages import StageContext
-from memory_inject.stages.filters import RelevanceFilter, conversation_of
+from memory_inject.stages.filters import RelevanceFilter
 from memory_inject.storage import SQLiteStore
 from memory_inject.testing import FixtureMemory, recording
 
@@ -95,27 +93,6 @@ class TestTheStage:
         entries = [_e("best", 0.9), _e("beside", 0.39)]
         kept, dropped = _kept(RelevanceFilter(0.4, companion), entries)
         assert kept == ["best"] and dropped == {"beside": "below_relevance:0.39"}
-
-    def test_the_benchmark_filters_as_the_stage_does(self) -> None:
-        # relevance.py renders once at floor 0 and filters per floor (keys_at): it must
-        # keep exactly what the stage keeps, or its curve is not the library's.
-        rng = random.Random(29)
-        for _ in range(500):
-            entries = [
-                _e(
-                    f"k{i}",
-                    rng.choice([None, *(round(rng.random(), 2) for _ in range(5))]),
-                    session=rng.choice([None, "s1", "s2"]),
-                    day=rng.choice([0, 1]),
-                    source=rng.choice([None, None, "remember", "tool", "import"]),
-                )
-                for i in range(rng.randint(0, 7))
-            ]
-            floor, companion = rng.choice([0.0, 0.3, 0.4, 0.5]), rng.choice([None, 0.2, 0.25])
-            stage, _ = _kept(RelevanceFilter(floor, companion), entries)
-            rendered = tuple((e.key, e.score) for e in entries)
-            talks = [conversation_of(e) for e in entries]
-            assert list(keys_at(rendered, floor, companion, talks)) == stage
 
 
 def _turns(*entries: MemoryEntry) -> FixtureMemory:
