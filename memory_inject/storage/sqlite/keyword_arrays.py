@@ -96,7 +96,6 @@ class IndexArrays:
     def row_set(self, index: MirrorIndex, rid: int, size: int) -> None:
         """Row ``rid`` was (re)written with length ``size``."""
         self._terms.clear()
-        self._masks.clear()
         if rid not in self.slot:
             if len(self.slot_rid) > 2 * len(index.ids) + 1024:  # mostly dropped rows
                 self._renumber(index)  # (it holds ``rid`` already)
@@ -108,12 +107,12 @@ class IndexArrays:
                 grown[: len(self._sizes)] = self._sizes
                 self._sizes = grown
         self._sizes[self.slot[rid]] = size
+        self._mark(index, self.slot[rid], rid)
 
     def row_removed(self, rid: int, tokens: Iterable[str]) -> None:
         """Row ``rid`` was dropped from the postings of ``tokens``."""
         self._terms.clear()
-        self._masks.clear()
-        at = self.slot.get(rid)
+        at = self.slot.get(rid)  # its masks' bits stay: no posting ranks it now
         for token in tokens:
             cached = self._postings.get(token)
             if cached is not None:
@@ -133,6 +132,17 @@ class IndexArrays:
             np.append(cached[0], self.slot[rid]),
             np.append(cached[1], weighted),
         )
+
+    def _mark(self, index: MirrorIndex, slot: int, rid: int) -> None:
+        """Keep each scope mask current for the row written at ``slot``, rather than build
+        them all again after every write (a session's rows, each time)."""
+        for key in self._masks:
+            mask = self._masks[key]
+            if slot >= len(mask):
+                grown = self._np.zeros(max(64, 2 * len(mask), slot + 1), dtype=bool)
+                grown[: len(mask)] = mask
+                self._masks[key] = mask = grown
+            mask[slot] = rid in index.in_scope(key)
 
     def token_changed(self, token: str) -> None:
         """``token``'s postings were read anew or dropped: its arrays go."""
@@ -176,7 +186,7 @@ class IndexArrays:
             if len(self._masks) >= 64:
                 self._masks.clear()
             self._masks[scope_tokens] = mask
-        return mask
+        return mask[: len(self.slot_rid)]
 
 
 class _DictRanking:
