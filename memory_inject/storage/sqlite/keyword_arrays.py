@@ -76,7 +76,8 @@ class IndexArrays:
     def __init__(self, index: MirrorIndex, np: Any) -> None:
         """Slots for every row ``index`` holds; no token's arrays yet."""
         self._np = np
-        self._postings: dict[str, tuple[Any, Any]] = {}
+        # A token's (slots, weighted counts, how many): arrays with room to append into.
+        self._postings: dict[str, list[Any]] = {}
         self._terms: dict[str, tuple[Any, Any]] = {}
         self._masks: dict[tuple[str, ...], Any] = {}
         self._renumber(index)
@@ -116,8 +117,9 @@ class IndexArrays:
         for token in tokens:
             cached = self._postings.get(token)
             if cached is not None:
-                keep = cached[0] != at
-                self._postings[token] = (cached[0][keep], cached[1][keep])
+                slots, f, n = cached
+                keep = slots[:n] != at
+                cached[0], cached[1], cached[2] = slots[:n][keep], f[:n][keep], int(keep.sum())
 
     def posting_set(self, token: str, rid: int, weighted: float, new: bool) -> None:
         """``token``'s posting of row ``rid`` is now ``weighted`` (``new``: it had none)."""
@@ -127,11 +129,12 @@ class IndexArrays:
         if not new:
             del self._postings[token]  # read again from the postings when asked
             return
-        np = self._np
-        self._postings[token] = (
-            np.append(cached[0], self.slot[rid]),
-            np.append(cached[1], weighted),
-        )
+        slots, f, n = cached
+        if n == len(slots):  # full: twice the room (np.append copied the arrays every write)
+            slots, f = self._np.resize(slots, 2 * n + 8), self._np.resize(f, 2 * n + 8)
+            cached[0], cached[1] = slots, f
+        slots[n], f[n] = self.slot[rid], weighted
+        cached[2] = n + 1
 
     def _mark(self, index: MirrorIndex, slot: int, rid: int) -> None:
         """Keep each scope mask current for the row written at ``slot``, rather than build
@@ -161,11 +164,12 @@ class IndexArrays:
             if held is None:
                 posting = index.postings.get(token) or {}
                 slot = self.slot
-                held = self._postings[token] = (
+                held = self._postings[token] = [
                     np.fromiter((slot[r] for r in posting), np.intp, len(posting)),
                     np.fromiter((p[0] for p in posting.values()), np.float64, len(posting)),
-                )
-            slots, f = held
+                    len(posting),
+                ]
+            slots, f = held[0][: held[2]], held[1][: held[2]]
             n = len(index.ids)
             avgdl = index.total / n if n else 1.0
             idf = fts5_idf(n, len(slots))
