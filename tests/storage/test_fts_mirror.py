@@ -219,6 +219,23 @@ class TestKeptCurrent:
         store.close()
         plain.close()
 
+    def test_a_row_too_long_to_tokenise_reads_the_index_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_fts_mirror, "PATCH_MAX_BYTES", 200)
+        db = tmp_path / "m.db"
+        store, plain = _mirrored(db), _plain(db)
+        store.store("a", "alpha beta")
+        _same_as_fts5(store, plain, "alpha", None)
+        store.store("short", "alpha gamma")  # under 200 bytes with its context: patched
+        _same_as_fts5(store, plain, "alpha", None)
+        assert 1 == store._engine._mirror.builds  # type: ignore[union-attr]
+        store.store("long", "alpha " + "delta " * 60)  # over 200: read again, not tokenised
+        assert ["a", "long", "short"] == sorted(_same_as_fts5(store, plain, "alpha", None))
+        assert 2 == store._engine._mirror.builds  # type: ignore[union-attr]
+        store.close()
+        plain.close()
+
     def test_many_changed_rows_read_again(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -109,6 +109,8 @@ _HEAD_AND_VERSION = (
     "(SELECT stamp FROM memories_log ORDER BY seq DESC LIMIT 1), "
     "(SELECT data_version FROM pragma_data_version)"
 )
+#: The indexed columns, of ``m`` (``memories``).
+_M_COLUMNS = ", ".join(f"m.{c}" for c in FTS_COLUMNS.replace(" ", "").split(","))
 #: Every indexed column's length in bytes, summed (``m`` is ``memories``).
 _ROW_BYTES = " + ".join(
     f"ifnull(length(CAST(m.{c} AS BLOB)), 0)" for c in FTS_COLUMNS.replace(" ", "").split(",")
@@ -241,24 +243,20 @@ class KeywordMirror:
     ) -> bool:
         """Bring ``index`` to ``head``; False (nothing changed) when a changed row is too
         long to tokenise here (:data:`PATCH_MAX_BYTES`): the caller reads it again."""
+        found: list[Any] = []
         if rids:
-            listed = json.dumps(rids)
-            longest = conn.execute(
-                f"SELECT max({_ROW_BYTES}) FROM memories AS m "  # noqa: S608 - constants
-                "WHERE m.rid IN (SELECT value FROM json_each(?))",
-                (listed,),
-            ).fetchone()[0]
-            if longest is not None and int(longest) > PATCH_MAX_BYTES:
+            # Each changed row with its indexed bytes (the last column), in one statement.
+            found = conn.execute(
+                f"SELECT m.rid, m.id, m.ctx_near, {_M_COLUMNS}, {_ROW_BYTES} "  # noqa: S608
+                "FROM memories AS m WHERE m.rid IN (SELECT value FROM json_each(?))",
+                (json.dumps(rids),),
+            ).fetchall()
+            if any(int(row[-1]) > PATCH_MAX_BYTES for row in found):
                 return False
         for rid in rids:
             index.remove(rid)
         if rids:
-            found = conn.execute(
-                f"SELECT rid, id, ctx_near, {FTS_COLUMNS} FROM memories "  # noqa: S608
-                "WHERE rid IN (SELECT value FROM json_each(?))",
-                (listed,),
-            ).fetchall()
-            counts, sizes = self._tokenizer.tokenise([(row[0], *row[3:]) for row in found])
+            counts, sizes = self._tokenizer.tokenise([(row[0], *row[3:-1]) for row in found])
             for row in found:
                 rid = int(row[0])
                 near = row[2] is not None
