@@ -293,9 +293,43 @@ class TestKeptCurrent:
         assert {"alpha", "bravo", "kilo"} == set(index.postings)
         assert index.held == sum(len(p) for p in index.postings.values())
         want = {rid: {t for t, p in index.postings.items() if rid in p} for rid in index.ids}
-        assert {rid: t for rid, t in want.items() if t} == index.loaded
+        assert {rid: t for rid, t in want.items() if t} == {
+            rid: set(t) for rid, t in index.loaded.items()
+        }
+        assert all(len(set(t)) == len(t) for t in index.loaded.values())  # each token once
         for w in words:
             _same_as_fts5(mirrored, plain, w, None)
+        mirrored.close()
+        plain.close()
+
+    def test_postings_share_their_pairs_and_rids(self, tmp_path: Path) -> None:
+        """What lets the mirror hold about three times the postings in the same memory:
+        rows holding a word the same way share one (count, columns) pair, every posting
+        of a row keys on the row's one rid object, and the answers stay FTS5's through
+        writes, rewrites and deletes."""
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        for i in range(300):  # rids past Python's cached small ints
+            mirrored.store(f"f{i}", f"filler {i}", "core")
+        for i in range(60):
+            mirrored.store(f"k{i}", f"alpha note {i % 3}", "core", session_id="s1")
+        for q in ["alpha note", "alpha", "note 1", "alpha note"]:
+            _same_as_fts5(mirrored, plain, q, None)
+        index = mirrored._engine._mirror._index  # type: ignore[union-attr]
+        assert index is not None
+        alpha, note = index.postings["alpha"], index.postings["note"]
+        assert len(alpha) == 60
+        assert len({id(p) for p in alpha.values()}) <= 3  # few distinct ways to hold it
+        for posting in (alpha, note):
+            assert all(rid is index.rids[rid] for rid in posting)
+        host_write(mirrored, "k1", "alpha alpha alpha rewritten", session_id="s1")
+        host_write(mirrored, "k62", "note alpha new", session_id="s2")
+        mirrored.forget("k2")
+        for q in ["alpha note", "alpha", "note", "rewritten"]:
+            _same_as_fts5(mirrored, plain, q, None)
+            _same_as_fts5(mirrored, plain, q, "s2")
+        assert set(index.rids) == set(index.ids)
+        assert all(rid is index.rids[rid] for p in index.postings.values() for rid in p)
         mirrored.close()
         plain.close()
 

@@ -68,6 +68,7 @@ class MirrorIndex:
         "near_rows",
         "postings",
         "read",
+        "rids",
         "scope",
         "seq",
         "size",
@@ -78,6 +79,9 @@ class MirrorIndex:
         """An empty index at ``seq``."""
         self.seq = seq
         self.ids: dict[int, str] = {}
+        # Each held rid's one int object, which every posting of the row keys on (a rid read
+        # with a token's instances is a new object: 32 bytes a posting).
+        self.rids: dict[int, int] = {}
         self.size: dict[int, int] = {}  # tokens in the row, every column (bm25()'s D)
         self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
         self.near: dict[int, bool] = {}  # whether a row has near context (``ctx_near``)
@@ -86,7 +90,9 @@ class MirrorIndex:
         self.postings: dict[str, dict[int, Posting]] = {}  # loaded tokens only
         self.held = 0  # postings held, every token
         self.heavy: set[str] = set()  # tokens found too common to read (never read again)
-        self.loaded: dict[int, set[str]] = {}
+        # The loaded tokens each row holds, a list per row (a set costs about four times the
+        # memory, and a row holds a few dozen of the tokens asked for).
+        self.loaded: dict[int, list[str]] = {}
         # The entry columns of rows recalls read, until the row changes (:mod:`.keyword_rows`).
         self.read: dict[int, tuple[Any, ...]] = {}
         self._scopes: dict[tuple[str, ...], tuple[frozenset[str], set[int]]] = {}
@@ -144,6 +150,7 @@ class MirrorIndex:
         self.near_rows += near - self.near.get(rid, False)
         self.near[rid] = near
         self.ids[rid] = key
+        self.rids.setdefault(rid, rid)
         self.size[rid] = size
         self.total += size
         self.scope[rid] = scope
@@ -169,14 +176,24 @@ class MirrorIndex:
 
     def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
         """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
-        same pair from its instances: :func:`postings_of_instances`)."""
+        same pair from its instances: :func:`postings_of_instances`), each on the row's
+        one rid object and with the one equal pair (:func:`_shared`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
         if self.arrays is not None:
             self.arrays.token_changed(token)
-        self.held += len(posting) - len(self.postings.get(token, ()))
+        if token in self.postings:
+            self._drop(token)
+        rids, share = self.rids, _shared
+        posting = {rids.get(rid, rid): share(p) for rid, p in posting.items()}
+        self.held += len(posting)
         self.postings[token] = posting
+        loaded = self.loaded
         for rid in posting:
-            self.loaded.setdefault(rid, set()).add(token)
+            held = loaded.get(rid)
+            if held is None:
+                loaded[rid] = [token]
+            else:
+                held.append(token)
         return posting
 
     def add(
@@ -193,7 +210,7 @@ class MirrorIndex:
             if self.arrays is not None:
                 self.arrays.posting_set(token, rid, pair[0], new)
         if held:
-            self.loaded[rid] = set(held)
+            self.loaded[rid] = held
 
     def remove(self, rid: int) -> None:
         """Drop row ``rid`` (nothing if it is not held)."""
@@ -204,6 +221,7 @@ class MirrorIndex:
         for _, rows in self._scopes.values():
             rows.discard(rid)
         del self.ids[rid]
+        del self.rids[rid]
         self.near_rows -= self.near.pop(rid, False)
         self.scope.pop(rid)
         self.total -= self.size.pop(rid)
@@ -239,7 +257,7 @@ class MirrorIndex:
         for rid in posting:
             held = loaded.get(rid)
             if held is not None:
-                held.discard(token)
+                held.remove(token)
                 if not held:
                     del loaded[rid]
 
@@ -274,6 +292,24 @@ def postings_of_instances(
     return out
 
 
+#: Each distinct posting, kept once: a store's postings are a few dozen distinct pairs
+#: (a weighted count of a few instances, a few columns), so a posting costs its dict slot
+#: rather than a tuple and a float (84 bytes; ``benchmarks/keyword_kept.py``).
+_PAIRS: dict[Posting, Posting] = {}
+#: The most pairs kept (a row repeating a word n times makes one more).
+MAX_PAIRS = 4096
+
+
+def _shared(pair: Posting) -> Posting:
+    """``pair``, or the equal one already kept."""
+    got = _PAIRS.get(pair)
+    if got is not None:
+        return got
+    if len(_PAIRS) < MAX_PAIRS:
+        _PAIRS[pair] = pair
+    return pair
+
+
 def posting_of(per_col: list[int]) -> Posting:
     """``(weighted count, text-column mask)`` from a token's instances per column."""
     f, mask = 0.0, 0
@@ -282,7 +318,7 @@ def posting_of(per_col: list[int]) -> Posting:
             f += BM25_WEIGHTS[col] * n  # dyadic weights: the same sum as one per instance
             if col != SCOPE_COL:
                 mask |= 1 << col
-    return f, mask
+    return _shared((f, mask))
 
 
 def bm25_term(idf: Any, f: Any, length: Any, avgdl: float) -> Any:

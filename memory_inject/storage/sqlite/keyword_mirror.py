@@ -86,7 +86,8 @@ PATCH_MAX = 256
 #: dropped (down to three quarters) and read again as asked for.
 MAX_TOKENS = 50_000
 #: Past this many postings (a token in a row) held in all, the same: about
-#: 150 bytes each, so the postings never hold much more than 30 MB.
+#: 80 bytes each with their arrays and terms (pairs and rids shared:
+#: ``keyword_index``), so the postings never hold much more than 16 MB.
 MAX_POSTINGS = 200_000
 #: A query with an unloaded token that occurs more often than this in the index
 #: (all rows, all columns) goes to the SQL path: reading its instances here
