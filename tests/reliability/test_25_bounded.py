@@ -41,7 +41,7 @@ from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_marks as _marks
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
-from memory_inject.storage.sqlite.keyword_index import postings_of_instances
+from memory_inject.storage.sqlite.keyword_postings import postings_of_instances
 from memory_inject.storage.sqlite.locks import foreign_wal_lock
 from memory_inject.storage.sqlite.term_stats import TermStats
 from memory_inject.storage.sqlite.vectors import VectorCache

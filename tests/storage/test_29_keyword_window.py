@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_terms as _terms
-from memory_inject.storage.sqlite.keyword_index import (
+from memory_inject.storage.sqlite.keyword_postings import (
     INSTANCES_SELECT,
     posting_of,
     postings_of_instances,

@@ -15,7 +15,7 @@ other module of this package is the engine's machinery, each owning one job:
   holds the WAL-index lock);
 * recall: ``recall`` (the keyword, vector and LIKE stages), the keyword index
   (``keyword_terms``, ``keyword_phrases``, ``keyword_rank``, ``keyword_marks``, and the
-  in-process mirror ``keyword_mirror`` / ``keyword_index``) and the vector
+  in-process mirror ``keyword_mirror`` / ``keyword_index`` / ``keyword_postings``) and the vector
   cache (``vectors``, ``vector_matrix``).
 """
 

@@ -14,37 +14,26 @@ from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.calibration import calibrated, coverage, fts5_idf, named_weights
 from memory_inject.storage.sqlite.changes import LogPosition
-from memory_inject.storage.sqlite.keyword_phrases import (
-    BM25_WEIGHTS,
-    COVERAGE_WEIGHTS,
-    K1,
-    OWN_MASK,
-    B,
+from memory_inject.storage.sqlite.keyword_phrases import K1, OWN_MASK, B
+from memory_inject.storage.sqlite.keyword_postings import (
+    SCOPE_COL,
+    Posting,
+    posting_of,
+    present_weight,
+    shared,
 )
-from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES, tokens_of, tokens_of_all
+from memory_inject.storage.sqlite.keyword_terms import tokens_of, tokens_of_all
 
 if TYPE_CHECKING:
     from memory_inject.storage.sqlite.keyword_arrays import IndexArrays
 
 __all__ = [
-    "INSTANCES_SELECT",
-    "SCOPE_COL",
     "MirrorIndex",
-    "Posting",
     "bm25_scores",
     "bm25_term",
     "kept_scores",
-    "posting_of",
-    "postings_of_instances",
-    "present_weight",
     "single_tokens",
 ]
-
-#: The ``ctx_scope`` column's position, by the names fts5vocab reports.
-SCOPE_COL = COLUMN_NAMES.index("ctx_scope")
-
-#: One posting: (the token's weighted count in the row, a bit per text column it is in).
-Posting = tuple[float, int]
 
 
 class MirrorIndex:
@@ -175,15 +164,15 @@ class MirrorIndex:
         return keep
 
     def load(self, token: str, posting: dict[int, Posting]) -> dict[int, Posting]:
-        """Keep ``token``'s postings (:func:`posting_of` of each row holding it, or the
-        same pair from its instances: :func:`postings_of_instances`), each on the row's
-        one rid object and with the one equal pair (:func:`_shared`)."""
+        """Keep ``token``'s postings (:func:`~.keyword_postings.posting_of` of each row
+        holding it, or the same pair from its instances), each on the row's one rid
+        object and with the one equal pair (:func:`~.keyword_postings.shared`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
         if self.arrays is not None:
             self.arrays.token_changed(token)
         if token in self.postings:
             self._drop(token)
-        rids, share = self.rids, _shared
+        rids, share = self.rids, shared
         posting = {rids.get(rid, rid): share(p) for rid, p in posting.items()}
         self.held += len(posting)
         self.postings[token] = posting
@@ -262,65 +251,6 @@ class MirrorIndex:
                     del loaded[rid]
 
 
-#: One token's instances, one row each: ``(doc, col)`` of an ``fts5vocab`` instance table
-#: (``{table}`` is filled in by the caller). Asking one token at a time, without the
-#: ``term`` column, halves the read: most of its cost is the columns' values.
-INSTANCES_SELECT = "SELECT doc, col FROM {table} WHERE term = ?"
-#: Per column name: its bm25() weight and its bit in a posting's text-column mask.
-_COLUMN_PAIR = {
-    c: (BM25_WEIGHTS[i], 0 if i == SCOPE_COL else 1 << i) for i, c in enumerate(COLUMN_NAMES)
-}
-
-
-def postings_of_instances(
-    instances: Iterable[tuple[int, str]], most: int
-) -> dict[int, Posting] | None:
-    """One token's postings, :func:`posting_of` per row to the bit, from the rows of
-    :data:`INSTANCES_SELECT`; None once more than ``most`` instances came (the
-    caller stops reading: FTS5 answers a query that common).
-
-    The weights are dyadic, so the sum is :func:`posting_of`'s whatever the order.
-    """
-    out: dict[int, Posting] = {}
-    pair = _COLUMN_PAIR
-    for seen, (doc, col) in enumerate(instances):
-        if seen >= most:
-            return None
-        weight, bit = pair[col]
-        old = out.get(doc)
-        out[doc] = (weight, bit) if old is None else (old[0] + weight, old[1] | bit)
-    return out
-
-
-#: Each distinct posting, kept once: a store's postings are a few dozen distinct pairs
-#: (a weighted count of a few instances, a few columns), so a posting costs its dict slot
-#: rather than a tuple and a float (84 bytes; ``benchmarks/keyword_kept.py``).
-_PAIRS: dict[Posting, Posting] = {}
-#: The most pairs kept (a row repeating a word n times makes one more).
-MAX_PAIRS = 4096
-
-
-def _shared(pair: Posting) -> Posting:
-    """``pair``, or the equal one already kept."""
-    got = _PAIRS.get(pair)
-    if got is not None:
-        return got
-    if len(_PAIRS) < MAX_PAIRS:
-        _PAIRS[pair] = pair
-    return pair
-
-
-def posting_of(per_col: list[int]) -> Posting:
-    """``(weighted count, text-column mask)`` from a token's instances per column."""
-    f, mask = 0.0, 0
-    for col, n in enumerate(per_col):
-        if n:
-            f += BM25_WEIGHTS[col] * n  # dyadic weights: the same sum as one per instance
-            if col != SCOPE_COL:
-                mask |= 1 << col
-    return _shared((f, mask))
-
-
 def bm25_term(idf: Any, f: Any, length: Any, avgdl: float) -> Any:
     """One phrase's term of FTS5's ``bm25()`` for a row: the same operations in the same
     order as ``fts5Bm25Function``, on floats or elementwise on numpy arrays (the same
@@ -349,22 +279,6 @@ def bm25_scores(
                 if rid in allowed:
                     scores[rid] = get(rid, 0.0) + share
     return scores
-
-
-#: What a hit in each text column proves (``COVERAGE_WEIGHTS``), per column mask.
-_MASK_WEIGHTS: dict[int, float] = {}
-
-
-def present_weight(posting: Posting | None) -> float:
-    """The best coverage weight among the columns a posting's token is in."""
-    if posting is None:
-        return 0.0
-    mask = posting[1]
-    weight = _MASK_WEIGHTS.get(mask)
-    if weight is None:
-        weight = max((w for c, w in enumerate(COVERAGE_WEIGHTS) if mask >> c & 1), default=0.0)
-        _MASK_WEIGHTS[mask] = weight
-    return weight
 
 
 def kept_scores(

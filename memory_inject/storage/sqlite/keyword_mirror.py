@@ -54,13 +54,8 @@ from memory_inject.storage.calibration import term_weight
 from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.keyword_arrays import ranking
-from memory_inject.storage.sqlite.keyword_index import (
-    INSTANCES_SELECT,
-    MirrorIndex,
-    kept_scores,
-    postings_of_instances,
-    single_tokens,
-)
+from memory_inject.storage.sqlite.keyword_index import MirrorIndex, kept_scores, single_tokens
+from memory_inject.storage.sqlite.keyword_postings import INSTANCES_SELECT, postings_of_instances
 from memory_inject.storage.sqlite.keyword_rows import pick
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
@@ -87,7 +82,7 @@ PATCH_MAX = 256
 MAX_TOKENS = 50_000
 #: Past this many postings (a token in a row) held in all, the same: about
 #: 80 bytes each with their arrays and terms (pairs and rids shared:
-#: ``keyword_index``), so the postings never hold much more than 16 MB.
+#: ``keyword_postings``), so the postings never hold much more than 16 MB.
 MAX_POSTINGS = 200_000
 #: A query with an unloaded token that occurs more often than this in the index
 #: (all rows, all columns) goes to the SQL path: reading its instances here
