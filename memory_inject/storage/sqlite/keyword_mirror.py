@@ -69,10 +69,12 @@ from memory_inject.storage.sqlite.term_stats import TermStats
 __all__ = ["AFTER_RECALLS", "MAX_ROWS", "KeywordMirror"]
 
 #: Indexes of at most this many rows are mirrored: up to it the mirror's mean cost per
-#: recall, common words' first reads included, is below the FTS5 path's, and its p50 a
-#: third of it; its p99 is 2-3x the FTS5 path's while prompts bring new common words
-#: (``benchmarks/keyword_sizes.py --paths [--writes]``, docs/performance.md).
-MAX_ROWS = 10_000
+#: recall, common words' first reads included, is below the FTS5 path's (1.9 against
+#: 2.4 ms at 20,000 chat records), and its p50 a third of it; its p99 is 3-5x the FTS5
+#: path's while prompts bring new common words (``benchmarks/keyword_sizes.py --paths
+#: [--writes]``). Once they are read, a long-lived process's recall is a quarter of the
+#: FTS5 path's (``benchmarks/keyword_kept.py --passes 3``, docs/performance.md).
+MAX_ROWS = 20_000
 #: The mirror is built on this keyword recall of the process, not the first.
 AFTER_RECALLS = 4
 #: Past this many changed rows the mirror is read again rather than patched.
@@ -82,8 +84,8 @@ PATCH_MAX = 256
 MAX_TOKENS = 50_000
 #: Past this many postings (a token in a row) held in all, the same: about
 #: 80 bytes each with their arrays and terms (pairs and rids shared:
-#: ``keyword_postings``), so the postings never hold much more than 16 MB.
-MAX_POSTINGS = 200_000
+#: ``keyword_postings``), so the postings never hold much more than 48 MB.
+MAX_POSTINGS = 600_000
 #: A query with an unloaded token that occurs more often than this in the index
 #: (all rows, all columns) goes to the SQL path: reading its instances here
 #: costs about a microsecond and a half each (a 10 MB row holding the word:
