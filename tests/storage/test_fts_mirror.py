@@ -17,6 +17,7 @@ from memory_inject.storage.fusion import Fusion, content_words
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_arrays as _arrays
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
+from memory_inject.storage.sqlite import keyword_terms as _terms
 from memory_inject.storage.sqlite.keyword_index import MirrorIndex, bm25_scores
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
@@ -67,6 +68,16 @@ def _same_as_fts5(
     assert [k for k, _ in got] == [k for k, _ in want], (query, session_id)
     assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9, abs=1e-12)
     return [k for k, _ in got]
+
+
+def _varint_bytes(value: int) -> bytes:
+    """SQLite's varint of ``value`` (below 2**56: big-endian 7-bit groups)."""
+    groups = [value & 0x7F]
+    value >>= 7
+    while value:
+        groups.append(0x80 | (value & 0x7F))
+        value >>= 7
+    return bytes(reversed(groups))
 
 
 def _fill(store: SQLiteStore, rng: random.Random, n: int) -> None:
@@ -126,6 +137,38 @@ class TestSameAnswersAsFts5:
         assert {key: bm25 for key, _, bm25 in got} == {k: want[k] for k, _, _ in got}
         conn.close()
         store.close()
+
+    def test_rows_of_many_tokens_have_fts5s_lengths(self, tmp_path: Path) -> None:
+        """bm25() weighs a row by its length, stored as one varint per column: a column of
+        128 tokens or more takes several bytes. Rows around and past that length, built
+        into the mirror and written after it, score as FTS5 scores them."""
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        rng = random.Random(9)
+        lengths = [1, 5, 126, 127, 128, 129, 300, 16_383, 16_384, 40_000]
+        for i, n in enumerate(lengths):
+            mirrored.store(f"long{i}", " ".join(rng.choice(_WORDS) for _ in range(n)), "core")
+        for q in ["alpha", "zeta kappa", "december hiking"]:
+            _same_as_fts5(mirrored, plain, q, None)
+        for i, n in enumerate(lengths):  # patched into the built mirror
+            mirrored.store(f"more{i}", " ".join(rng.choice(_WORDS) for _ in range(n)), "core")
+        for q in ["alpha", "zeta kappa", "december hiking", "rho"]:
+            _same_as_fts5(mirrored, plain, q, None)
+        assert mirrored._engine._mirror.builds == 1  # type: ignore[union-attr]
+        mirrored.close()
+        plain.close()
+
+    def test_row_length_sums_every_varint(self) -> None:
+        """The one-byte shortcut and the decoder agree on lengths of one to nine bytes."""
+        rng = random.Random(3)
+        for _ in range(500):
+            counts = [
+                rng.choice([0, 1, 127, 128, 16_383, 16_384, rng.randrange(1 << 40)])
+                for _ in range(rng.randrange(0, 8))
+            ]
+            data = b"".join(_varint_bytes(c) for c in counts)
+            assert _terms.varints(data) == counts
+            assert _terms.row_length(data) == sum(counts)
 
     def test_coverage_and_order_match_the_sql_stage(self, tmp_path: Path) -> None:
         """The raw keyword stage: same hits, BM25 and calibrated coverage as ``keyword_hits``."""

@@ -35,7 +35,7 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     held_in_long,
     span_of,
 )
-from memory_inject.storage.sqlite.keyword_terms import tokens_of, varints
+from memory_inject.storage.sqlite.keyword_terms import row_length, tokens_of
 from memory_inject.storage.sqlite.term_stats import TermStats
 
 __all__ = ["HIGHLIGHT_MAX_BYTES", "add_bm25_marked", "highlights", "marks", "own_hits"]
@@ -164,7 +164,7 @@ def add_bm25_marked(
     if long:  # their marks hold no counts: FTS5 scores the share of those few rows
         add_bm25(conn, extra, [h for h in hits if h.rid in long])
     sizes = {
-        int(i): sum(varints(bytes(sz)))
+        int(i): row_length(bytes(sz))
         for i, sz in conn.execute(
             "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(marked)),),

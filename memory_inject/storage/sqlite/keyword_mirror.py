@@ -61,8 +61,8 @@ from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
     RowTokenizer,
     corpus_size,
+    row_length,
     tokens_of,
-    varints,
 )
 from memory_inject.storage.sqlite.term_stats import TermStats
 
@@ -223,16 +223,15 @@ class KeywordMirror:
 
     def _build(self, conn: sqlite3.Connection, head: LogPosition) -> MirrorIndex:
         """Every row's id, scope and length; no postings yet (see :class:`MirrorIndex`)."""
-        sizes = {
-            int(rid): sum(varints(bytes(sz)))
-            for rid, sz in conn.execute("SELECT id, sz FROM memories_fts_docsize")
-        }
         index = MirrorIndex(head)
-        for rid, key, scope, near in conn.execute(
-            "SELECT rid, id, ctx_scope, ctx_near FROM memories"
+        empty: frozenset[str] = frozenset()
+        for rid, key, scope, near, sz in conn.execute(
+            "SELECT m.rid, m.id, m.ctx_scope, m.ctx_near, d.sz FROM memories AS m "
+            "LEFT JOIN memories_fts_docsize AS d ON d.id = m.rid"
         ):
-            tokens = frozenset(tokens_of(str(scope))) if scope else frozenset()
-            index.set_row(int(rid), str(key), sizes.get(int(rid), 0), tokens, near is not None)
+            tokens = frozenset(tokens_of(str(scope))) if scope else empty
+            size = row_length(bytes(sz)) if sz else 0
+            index.set_row(int(rid), str(key), size, tokens, near is not None)
         self.builds += 1
         return index
 

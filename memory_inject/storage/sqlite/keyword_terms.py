@@ -31,6 +31,7 @@ __all__ = [
     "document_frequencies",
     "ensure_vocab",
     "grouped_counts",
+    "row_length",
     "tokens_of",
     "tokens_of_all",
     "varints",
@@ -234,7 +235,7 @@ class RowTokenizer:
                 )
                 counts = instance_counts(conn.execute("SELECT term, doc, col FROM v"))
                 sizes = {
-                    int(rid): sum(varints(bytes(sz)))
+                    int(rid): row_length(bytes(sz))
                     for rid, sz in conn.execute("SELECT id, sz FROM t_docsize")
                 }
             finally:
@@ -285,6 +286,13 @@ def varints(data: bytes) -> list[int]:
         value, pos = _varint(data, pos)
         out.append(value)
     return out
+
+
+def row_length(data: bytes) -> int:
+    """A docsize record's varints summed: the row's tokens, every column (bm25()'s D).
+    Each column of fewer than 128 tokens is one byte under 0x80, so most records are
+    summed as they are (``isascii``: every byte under 0x80), a fifth of decoding them."""
+    return sum(data) if data.isascii() else sum(varints(data))
 
 
 def corpus_size(conn: sqlite3.Connection) -> int:
