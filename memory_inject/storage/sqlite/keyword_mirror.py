@@ -224,12 +224,16 @@ class KeywordMirror:
     def _build(self, conn: sqlite3.Connection, head: LogPosition) -> MirrorIndex:
         """Every row's id, scope and length; no postings yet (see :class:`MirrorIndex`)."""
         index = MirrorIndex(head)
-        empty: frozenset[str] = frozenset()
+        # One set of scope tokens per session, shared by its rows.
+        scopes: dict[str, frozenset[str]] = {"": frozenset()}
         for rid, key, scope, near, sz in conn.execute(
             "SELECT m.rid, m.id, m.ctx_scope, m.ctx_near, d.sz FROM memories AS m "
             "LEFT JOIN memories_fts_docsize AS d ON d.id = m.rid"
         ):
-            tokens = frozenset(tokens_of(str(scope))) if scope else empty
+            text = str(scope) if scope else ""
+            tokens = scopes.get(text)
+            if tokens is None:
+                tokens = scopes[text] = frozenset(tokens_of(text))
             size = row_length(bytes(sz)) if sz else 0
             index.set_row(int(rid), str(key), size, tokens, near is not None)
         self.builds += 1
