@@ -463,6 +463,36 @@ class TestScope:
         theirs.close()
         mine.close()
 
+    def test_many_sessions_each_sees_its_own_rows_through_writes(self, tmp_path: Path) -> None:
+        """A chat server's store: more sessions than the scopes the mirror caches (64),
+        rows moved to another session, forgotten and written after the build. Each
+        session's recall is FTS5's, and the mirror's rows per scope token are its rows'."""
+        db = tmp_path / "m.db"
+        mirrored, plain = _mirrored(db), _plain(db)
+        rng = random.Random(11)
+        sessions = [f"chat-{i}" for i in range(90)]
+        for i in range(300):
+            mirrored.store(f"k{i}", _text(rng), "conversation", session_id=rng.choice(sessions))
+        for i in range(20):  # rows every session sees
+            mirrored.store(f"c{i}", _text(rng), "core")
+        for step in range(240):
+            _same_as_fts5(mirrored, plain, _query(rng), rng.choice(sessions))
+            if step % 6 == 0:  # a row written again in another session: it moves
+                key = f"k{rng.randrange(300)}"
+                host_write(mirrored, key, _text(rng), session_id=rng.choice(sessions))
+            if step % 17 == 0:
+                mirrored.forget(f"k{rng.randrange(300)}")
+            if step % 23 == 0:
+                mirrored.store(f"n{step}", _text(rng), "conversation", session_id=sessions[0])
+        index = mirrored._engine._mirror._index  # type: ignore[union-attr]
+        assert index is not None
+        assert index.by_scope == {
+            t: {rid for rid, toks in index.scope.items() if t in toks}
+            for t in {t for toks in index.scope.values() for t in toks}
+        }
+        mirrored.close()
+        plain.close()
+
 
 class TestRankings:
     def test_the_ranking_follows_the_bound(self, tmp_path: Path, ranking_kind: str) -> None:

@@ -49,6 +49,7 @@ class MirrorIndex:
         "_scopes",
         "_shares",
         "arrays",
+        "by_scope",
         "heavy",
         "held",
         "ids",
@@ -73,6 +74,8 @@ class MirrorIndex:
         self.rids: dict[int, int] = {}
         self.size: dict[int, int] = {}  # tokens in the row, every column (bm25()'s D)
         self.scope: dict[int, frozenset[str]] = {}  # the row's ctx_scope tokens
+        # The rows of each ctx_scope token: a session's rows without walking every row.
+        self.by_scope: dict[str, set[int]] = {}
         self.near: dict[int, bool] = {}  # whether a row has near context (``ctx_near``)
         self.near_rows = 0  # how many rows do
         self.total = 0
@@ -96,7 +99,8 @@ class MirrorIndex:
         cached = self._scopes.get(scope_tokens)
         if cached is None:
             wanted = frozenset(t for s in scope_tokens for t in tokens_of(s))
-            rows = {rid for rid, toks in self.scope.items() if toks & wanted}
+            by_scope = self.by_scope
+            rows = set().union(*(by_scope[t] for t in wanted if t in by_scope))
             if len(self._scopes) >= 64:
                 self._scopes.clear()
             cached = self._scopes[scope_tokens] = (wanted, rows)
@@ -142,9 +146,19 @@ class MirrorIndex:
         self.rids.setdefault(rid, rid)
         self.size[rid] = size
         self.total += size
+        self._unscope(rid)
         self.scope[rid] = scope
+        for token in scope:
+            self.by_scope.setdefault(token, set()).add(rid)
         if self.arrays is not None:
             self.arrays.row_set(self, rid, size)
+
+    def _unscope(self, rid: int) -> None:
+        for token in self.scope.pop(rid, ()):
+            rows = self.by_scope[token]
+            rows.discard(rid)
+            if not rows:
+                del self.by_scope[token]
 
     def keeper(self, tokens: Sequence[str]) -> Callable[[int], bool]:
         """Whether a recall of ``tokens`` (their postings held) may return a row: one
@@ -212,7 +226,7 @@ class MirrorIndex:
         del self.ids[rid]
         del self.rids[rid]
         self.near_rows -= self.near.pop(rid, False)
-        self.scope.pop(rid)
+        self._unscope(rid)
         self.total -= self.size.pop(rid)
         if self.arrays is not None:
             self.arrays.row_removed(rid, self.loaded.get(rid, ()))
