@@ -107,10 +107,8 @@ ScopeVectors = Scored
 
 
 #: A session scope keeping less than this share of a namespace's rows is scanned
-#: exactly over its own rows rather than through the approximate index (which
-#: would have to oversample past :data:`~.vector_ann.MAX_CANDIDATES`) or the whole
-#: matrix (a chat server's store of many short conversations: at 20k rows of 256
-#: dimensions the whole scan is about 1 ms, a session's ten rows a few microseconds).
+#: exactly over its own rows rather than through the approximate index (which would
+#: oversample past :data:`~.vector_ann.MAX_CANDIDATES`) or the whole matrix (1 ms at 20k).
 NARROW_SHARE = 0.05
 
 #: Past this many changed rows a matrix is read again rather than patched.
