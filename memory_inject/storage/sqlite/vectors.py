@@ -151,6 +151,7 @@ class ExactScope:
         lock: threading.RLock | None = None,
         *,
         narrow: bool = False,
+        rows: Any = None,
     ) -> None:
         """Score the unit query ``q`` over ``m`` within ``scope`` (the caller holds ``lock``)."""
         self._m = m
@@ -159,7 +160,7 @@ class ExactScope:
         self._lock = lock if lock is not None else threading.RLock()
         self._narrow = narrow
         self._rows: Any = None
-        self._score()
+        self._score(rows)
         #: Rows of the scope whose stored vector is not finite (never scored).
         self.skipped = m.skipped(scope)
         keep, sims = self._keep, self._sims
@@ -168,11 +169,11 @@ class ExactScope:
         self.low = float(inside.min()) if self.count else 0.0
         self.high = float(inside.max()) if self.count else 0.0
 
-    def _score(self) -> None:
+    def _score(self, rows: Any = None) -> None:
         _np = numpy_or_none()
         m = self._m
-        if self._narrow:
-            rows = self._rows = m.session_rows(self._scope)
+        if self._narrow:  # ``rows``: the caller's; a patched matrix's are found again
+            rows = self._rows = m.session_rows(self._scope) if rows is None else rows
             matrix, keep = m.matrix[rows], m.in_scope(self._scope, rows)
         else:
             matrix, keep = m.matrix, m.mask(self._scope)
@@ -326,10 +327,10 @@ class VectorCache:
             if scope.session_id is None:
                 share = 1.0
             else:
-                rows = len(m.session_rows(scope))
-                share = rows / max(m.n if ann is None else len(ann), 1)
-                if (ann is not None and rows <= NARROW_ROWS) or share < NARROW_SHARE:
-                    return ExactScope(m, unit, scope, self._lock, narrow=True)
+                rows = m.session_rows(scope)
+                share = len(rows) / max(m.n if ann is None else len(ann), 1)
+                if (ann is not None and len(rows) <= NARROW_ROWS) or share < NARROW_SHARE:
+                    return ExactScope(m, unit, scope, self._lock, narrow=True, rows=rows)
             if ann is None:
                 return ExactScope(m, unit, scope, self._lock)
             return AnnScope(
