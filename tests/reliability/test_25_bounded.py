@@ -41,7 +41,7 @@ from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_marks as _marks
 from memory_inject.storage.sqlite import keyword_mirror as _fts_mirror
-from memory_inject.storage.sqlite.keyword_postings import postings_of_instances
+from memory_inject.storage.sqlite.keyword_postings import read_postings
 from memory_inject.storage.sqlite.locks import foreign_wal_lock
 from memory_inject.storage.sqlite.term_stats import TermStats
 from memory_inject.storage.sqlite.vectors import VectorCache
@@ -120,13 +120,12 @@ def test_the_mirror_never_reads_a_huge_rows_instances(
     with the same answer a store without a mirror gives; the mirror stops reading
     at its bound once and never tries the word again."""
     reads: list[int] = []
-    stream = postings_of_instances
 
-    def counted(instances: Any, most: int) -> Any:
+    def counted(conn: Any, table: str, token: str, most: int) -> Any:
         reads.append(most)
-        return stream(instances, most)
+        return read_postings(conn, table, token, most)
 
-    monkeypatch.setattr(_fts_mirror, "postings_of_instances", counted)
+    monkeypatch.setattr(_fts_mirror, "read_postings", counted)
     with SQLiteStore(tmp_path / "m.db") as store:
         store.store("huge", "alpha " * 120_000, "core")
         for i in range(20):

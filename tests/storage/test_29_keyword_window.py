@@ -11,12 +11,17 @@ import random
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import keyword_postings as _postings
 from memory_inject.storage.sqlite import keyword_terms as _terms
 from memory_inject.storage.sqlite.keyword_postings import (
     INSTANCES_SELECT,
+    STREAMED,
     posting_of,
     postings_of_instances,
+    read_postings,
 )
 from memory_inject.storage.sqlite.keyword_terms import grouped_counts
 
@@ -63,6 +68,44 @@ class TestPostingsSummedInSql:
         assert postings_of_instances(conn.execute(sql, ("w0",)), 3) is None
         assert {k: repr(v) for k, v in want.items()} == {k: repr(v) for k, v in got.items()}
         assert any(f > 2.0 for f, _ in got.values())
+        conn.close()
+        store.close()
+
+    @pytest.mark.parametrize("numpy", [True, False], ids=["arrays", "streamed"])
+    def test_a_read_of_a_tokens_postings_is_the_streamed_one(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numpy: bool
+    ) -> None:
+        """:func:`read_postings` (one string summed in numpy arrays, or streamed without
+        numpy) gives every token's pairs to the bit, in any order of the instances; None
+        past its bound and not at it; nothing for a token no row holds."""
+        if not numpy:
+            monkeypatch.setattr(_postings, "numpy_or_none", lambda: None)
+        store = _store(tmp_path / "m.db", 5)
+        store.store("rep", "w0 w0 w1, w0: w1 w2", "core", session_id="s1", tags=["w0", "w1"])
+        conn = sqlite3.connect(tmp_path / "m.db")
+        conn.execute("CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, memories_fts, instance)")
+        # The same instances in a plain table, shuffled: a read must not rely on doc order.
+        rows = conn.execute("SELECT term, doc, col FROM temp.inst").fetchall()
+        random.Random(3).shuffle(rows)
+        conn.execute("CREATE TEMP TABLE shuffled(term, doc, col)")
+        conn.executemany("INSERT INTO shuffled VALUES (?, ?, ?)", rows)
+        sql = INSTANCES_SELECT.format(table="temp.inst")
+        terms = sorted({t for t, _, _ in rows})
+        counts = {t: sum(1 for r in rows if r[0] == t) for t in terms}
+
+        def bits(postings: dict[int, tuple[float, int]] | None) -> list[tuple[int, str]]:
+            return sorted((d, repr(pair)) for d, pair in (postings or {}).items())
+
+        for term in terms:
+            want = bits(postings_of_instances(conn.execute(sql, (term,)), 10**6))
+            assert bits(read_postings(conn, "temp.inst", term, 10**6)) == want, term
+            assert bits(read_postings(conn, "temp.shuffled", term, 10**6)) == want, term
+            most = counts[term]
+            assert read_postings(conn, "temp.inst", term, most) is not None
+            assert read_postings(conn, "temp.inst", term, most - 1) is None
+        assert read_postings(conn, "temp.inst", "nowhere", 10) == {}
+        # Both ways are taken: rare words streamed, common ones read as one string.
+        assert min(counts.values()) <= STREAMED < max(counts.values())
         conn.close()
         store.close()
 

@@ -55,7 +55,7 @@ from memory_inject.storage.sqlite.changes import LogPosition, logged_since
 from memory_inject.storage.sqlite.codec import ENTRY_COLUMNS
 from memory_inject.storage.sqlite.keyword_arrays import ranking
 from memory_inject.storage.sqlite.keyword_index import MirrorIndex, kept_scores, single_tokens
-from memory_inject.storage.sqlite.keyword_postings import INSTANCES_SELECT, postings_of_instances
+from memory_inject.storage.sqlite.keyword_postings import read_postings
 from memory_inject.storage.sqlite.keyword_rows import pick
 from memory_inject.storage.sqlite.keyword_terms import (
     FTS_COLUMNS,
@@ -328,10 +328,9 @@ def _load(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_instances "
         "USING fts5vocab(main, memories_fts, instance)"
     )
-    sql = INSTANCES_SELECT.format(table="temp.memories_instances")
     loaded = {}
     for token in missing:
-        posting = postings_of_instances(conn.execute(sql, (token,)), MAX_LOAD_INSTANCES)
+        posting = read_postings(conn, "temp.memories_instances", token, MAX_LOAD_INSTANCES)
         if posting is None:
             index.heavy.add(token)
             return False
