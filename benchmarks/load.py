@@ -3,6 +3,7 @@
     python benchmarks/load.py                       # the table of docs/performance.md (~3 min)
     python benchmarks/load.py --store sqlite --mode async --concurrency 64 --seconds 10
     python benchmarks/load.py --store sqlite-hash --mode threads --concurrency 16 --processes 2
+    python benchmarks/load.py --store sqlite-in-place --mode threads --concurrency 1
     python benchmarks/load.py --store postgres --mode async --concurrency 32 --pool 8
     python benchmarks/load.py --store postgres --dsn postgresql://user@host/db ...
     python benchmarks/load.py --race 10000         # the side-channel race, forced
@@ -21,7 +22,9 @@ that got their memory, events per render (exactly one is the promise), the
 renders whose event named a reason that was false of that turn (``deadline``
 for a recall that did not last the deadline; ``store_busy`` when no store is
 hung: none is, here), and the rate against one thread rendering sequentially
-on the same store. The numbers are for reading, never asserted.
+on the same store. ``sqlite-in-place`` is the keyword-only file store with
+``recall_in_place`` (no recall-thread hand-off). The numbers are for reading,
+never asserted.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from memory_inject.signals import MemoryRecall, memory_recall
 
 QUERY = "Which colour do I prefer for the dashboards?"
 DEADLINE_MS = 2000
-STORES = ("sqlite", "sqlite-hash", "postgres")
+STORES = ("sqlite", "sqlite-in-place", "sqlite-hash", "postgres")
 
 
 def word(i: int) -> str:
@@ -88,7 +91,7 @@ def open_store(kind: str, where: str, pool: int) -> Any:
     from memory_inject.storage.sqlite import SQLiteStore
 
     embedder = HashingEmbedder() if kind == "sqlite-hash" else None
-    return SQLiteStore(where, embedder=embedder)
+    return SQLiteStore(where, embedder=embedder, recall_in_place=kind == "sqlite-in-place")
 
 
 def fill(kind: str, where: str, users: int, filler: int) -> None:

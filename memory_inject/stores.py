@@ -106,6 +106,7 @@ def _open_backend(
     rrf_k: int = 60,
     readers: int | None = None,
     vector_index: str = "auto",
+    recall_in_place: bool = False,
     pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
@@ -158,4 +159,5 @@ def _open_backend(
         fusion=fus,
         readers=readers,
         vector_index=vector_index,
+        recall_in_place=recall_in_place,
     )

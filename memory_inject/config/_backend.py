@@ -102,6 +102,13 @@ class BackendConfig:
         "or exact (always scan the vectors)",
         choices=("auto", "memory", "exact"),
     )
+    recall_in_place: bool = setting(
+        False,
+        "bool",
+        "SQLite without an embedder: run recalls on the turn's thread, not a recall thread "
+        "(about half a small store's render; SQLite still stops them at the deadline, but "
+        "another process's WAL recovery or a hung file system can hold the turn past it)",
+    )
     pool: PoolConfig = group(PoolConfig, check=_check_pool)
     missing: str = setting(
         "create",

@@ -78,6 +78,7 @@ class SQLiteStore(PersistentStore):
         shared_categories: Sequence[str] = ("core", "daily"),
         readers: int | None = None,
         vector_index: str = "auto",
+        recall_in_place: bool = False,
     ) -> None:
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
@@ -94,6 +95,8 @@ class SQLiteStore(PersistentStore):
         extra; :mod:`.vector_ann`) and saves its graph next to the file for the
         next process (:mod:`.vector_ann_file`), ``"memory"`` keeps the graph in
         memory only, ``"exact"`` always scans them.
+        ``recall_in_place`` runs a keyword-only store's recalls on the turn's own
+        thread (see :attr:`interrupts_in_place`).
         ``ValueError`` for a bad ``synchronous``, ``namespace``, ``readers`` or
         ``vector_index``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a
@@ -105,6 +108,9 @@ class SQLiteStore(PersistentStore):
             readers = DEFAULT_READERS
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
             raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
+        if not isinstance(recall_in_place, bool):
+            raise ValueError(f"'recall_in_place' must be true or false (got {recall_in_place!r})")
+        self._in_place = recall_in_place
         if vector_index not in INDEX_CHOICES:
             raise ValueError(
                 f"'vector_index' must be one of {INDEX_CHOICES} (got {vector_index!r})"
@@ -165,17 +171,21 @@ class SQLiteStore(PersistentStore):
 
     @property
     def interrupts_in_place(self) -> bool:
-        """True only for a private ``:memory:`` database without an embedder.
+        """True for a store without an embedder that is a private ``:memory:`` database
+        or was opened with ``recall_in_place=True``.
 
         :meth:`interrupt_at` stops SQLite's statements and lock waits at the
         deadline, but not the wait for a file's WAL-index lock (another process
         in WAL recovery, a backup tool, a stuck file system), which SQLite
         retries for about ten seconds outside its busy and progress handlers;
-        nor a model's query embedding. So a file's recalls run on a recall
-        thread, which the render leaves at its deadline (:meth:`stall_note`
-        then says why).
+        nor a model's query embedding. So by default a file's recalls run on a
+        recall thread, which the render leaves at its deadline (:meth:`stall_note`
+        then says why). ``recall_in_place`` trades that for the hop's cost, about
+        half of a small store's render: the turn's thread runs the recall, still
+        stopped at the deadline by SQLite's interrupt, but held past it by such a
+        wait.
         """
-        return self._embedder is None and self.path == ":memory:"
+        return self._embedder is None and (self._in_place or self.path == ":memory:")
 
     # -- writes and counts -----------------------------------------------------
 
