@@ -116,12 +116,12 @@ def read_postings(
     weights, bits = _column_arrays()
     f = np.add.reduceat(weights[cols], starts)  # dyadic: the same sum in any order
     mask = np.bitwise_or.reduceat(bits[cols], starts)
-    out = {d: shared(p) for d, p in head.items()}
-    get = out.get
+    # Plain pairs, as the rows give: ``MirrorIndex.load`` shares them as it keeps them.
+    get = head.get
     for d, w, m in zip(docs[starts].tolist(), f.tolist(), mask.tolist(), strict=True):
         old = get(d)  # a row the first instances began (or an earlier run of it)
-        out[d] = shared((w, m) if old is None else (old[0] + w, old[1] | m))
-    return out
+        head[d] = (w, m) if old is None else (old[0] + w, old[1] | m)
+    return head
 
 
 @functools.cache
