@@ -97,8 +97,8 @@ class SQLiteStore(PersistentStore):
         memory only, ``"exact"`` always scans them.
         ``recall_in_place`` runs a keyword-only store's recalls on the turn's own
         thread (see :attr:`interrupts_in_place`).
-        ``ValueError`` for a bad ``synchronous``, ``namespace``, ``readers`` or
-        ``vector_index``; the
+        ``ValueError`` for a bad ``synchronous``, ``namespace``, ``readers``,
+        ``vector_index`` or ``recall_in_place``; the
         :class:`StorageError` subclasses when the file is missing, locked, not a
         database, not ours or newer than this library.
         """
