@@ -101,6 +101,7 @@ class SentenceTransformerEmbedder:
         self._batch_size = batch_size
         if str(model) in _MINILM_NAMES:
             self.calibration = MINILM_CALIBRATION
+            self.scripts = ("latin",)  # trained on English (``embedders.reads_script``)
 
     @property
     def name(self) -> str:

@@ -67,6 +67,8 @@ class OnnxMiniLMEmbedder:
     """
 
     calibration = MINILM_CALIBRATION
+    #: Trained on English: its cosines between CJK texts say nothing (``reads_script``).
+    scripts = ("latin",)
 
     def __init__(
         self,

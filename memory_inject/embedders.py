@@ -38,6 +38,7 @@ __all__ = [
     "embedder_dim",
     "embedder_name",
     "make_embedder",
+    "reads_script",
     "similarity_calibration",
 ]
 
@@ -208,6 +209,28 @@ def similarity_calibration(embedder: object) -> tuple[float, float]:
     except Exception:  # noqa: BLE001 - missing, malformed, or a property that raises
         return (0.0, 1.0)
     return (lo, hi) if -1.0 <= lo < hi <= 1.0 else (0.0, 1.0)
+
+
+#: Letters of Chinese, Japanese and Korean: ideographs, kana, Hangul syllables.
+_CJK_LETTER = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def reads_script(embedder: object, text: str) -> bool:
+    """Whether ``embedder``'s vector of ``text`` can be trusted to say what it is about.
+
+    False when the embedder declares ``scripts = ("latin",)`` (a model trained on
+    English text, as all-MiniLM-L6-v2) and most of ``text``'s letters are Chinese,
+    Japanese or Korean: such a model gives any two CJK texts a cosine of 0.3-0.75, over
+    its "unrelated" line, so every memory would pass the floor on its cosine alone
+    (``benchmarks/facts.py --prompts benchmarks/facts_zh.json --embedder minilm-onnx``).
+    The stores then recall such a prompt by keywords alone. Without ``scripts``, or with
+    ``"cjk"`` among them, True.
+    """
+    scripts = getattr(embedder, "scripts", None)
+    if not isinstance(scripts, tuple | list | frozenset | set) or "cjk" in scripts:
+        return True
+    letters = sum(1 for ch in text if ch.isalpha())
+    return 2 * len(_CJK_LETTER.findall(text)) < letters or not letters
 
 
 def cosine_top_k(query_vec: Sequence[float], matrix: Any, k: int) -> list[tuple[int, float]]:

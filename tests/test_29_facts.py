@@ -18,6 +18,8 @@ HELD_OUT_2 = read_prompts(HERE / "facts_heldout2.json")
 HELD_OUT_3 = read_prompts(HERE / "facts_heldout3.json")
 HELD_OUT_4 = read_prompts(HERE / "facts_heldout4.json")
 HELD_OUT_5 = read_prompts(HERE / "facts_heldout5.json")
+CHINESE = read_prompts(HERE / "facts_zh.json")
+JAPANESE = read_prompts(HERE / "facts_ja.json")
 NAMED = {
     "probe": PROMPTS,
     "held-out": HELD_OUT,
@@ -25,6 +27,8 @@ NAMED = {
     "held-out-3": HELD_OUT_3,
     "held-out-4": HELD_OUT_4,
     "held-out-5": HELD_OUT_5,
+    "chinese": CHINESE,
+    "japanese": JAPANESE,
 }
 SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
 PAIRS = list(itertools.combinations(NAMED, 2))

@@ -214,8 +214,9 @@ def hybrid_score(
     return (keyword_weight * (keyword or 0.0) + vector_weight * (vector or 0.0)) / total
 
 
-def substring_score(found: int, words: int) -> float:
-    """``SUBSTRING_WEIGHT`` times the share of the query's words found inside the row."""
+def substring_score(found: float, words: int) -> float:
+    """``SUBSTRING_WEIGHT`` times the share of the query's words found inside the row
+    (``found`` may be fractional: a CJK run counts the share of its pieces)."""
     if words <= 0:
         return 0.0
     return SUBSTRING_WEIGHT * min(1.0, found / words)

@@ -27,7 +27,7 @@ from typing import Any
 from psycopg.conninfo import conninfo_to_dict
 
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import similarity_calibration
+from memory_inject.embedders import reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
@@ -292,9 +292,10 @@ class PostgresEngine:
         vector: tuple[float, ...] | None = None
         degraded: str | None = None
         # Embedded before a connection is taken: a slow model must not hold one.
-        if self.embedder is not None and self.fusion.search_mode != "bm25":
+        embedder = self.embedder if self.fusion.search_mode != "bm25" else None
+        if embedder is not None and reads_script(embedder, query):
             try:
-                vector = embed_checked(self.embedder, [query])[0]
+                vector = embed_checked(embedder, [query])[0]
             except EmbedderError as exc:
                 degraded = f"embedder_failed: {exc}"
         return rq.RecallRun(

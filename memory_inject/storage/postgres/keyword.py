@@ -18,7 +18,7 @@ from memory_inject.storage.postgres.context import RANK_WEIGHTS
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS
 from memory_inject.storage.postgres.terms import EXACT_ROWS
 
-__all__ = ["keyword_query", "term_stats_query"]
+__all__ = ["keyword_query", "like_query", "term_stats_query"]
 
 
 #: A row with near context (``ctx_near``) is a hit only when its own parts (key,
@@ -118,3 +118,35 @@ def term_stats_query(t: sql.Identifier) -> sql.Composed:
         " s.most_common_elem_freqs) AS m(e, f) ON true"
         " WHERE c.oid = to_regclass(%(rel)s)"
     ).format(exact=sql.Literal(EXACT_ROWS), t=t)
+
+
+def like_query(
+    t: sql.Identifier,
+    cols: sql.Composable,
+    where: sql.Composable,
+    *,
+    most_first: bool,
+    cosine: bool,
+) -> sql.Composed:
+    """Live rows ``where`` says whose key or content ILIKE-matches any of ``pats``, newest
+    first, at most ``lim``: the fallback when ranking finds nothing.
+
+    ``most_first``: the rows matching the most patterns first (a CJK run searched as its
+    pieces, ``storage._substring``); ``cosine``: each row ends with its cosine
+    similarity to ``vec``.
+    """
+    most = (
+        "(SELECT count(*) FROM unnest(%(pats)s::text[]) AS p(pat) "
+        'WHERE "key" ILIKE p.pat OR content ILIKE p.pat) DESC, '
+    )
+    return sql.SQL(
+        "SELECT {cols}{cos} FROM {t} WHERE {where} "
+        'AND ("key" ILIKE ANY(%(pats)s) OR content ILIKE ANY(%(pats)s)) '
+        "ORDER BY {most}updated_at DESC, rid DESC LIMIT %(lim)s"
+    ).format(
+        cols=cols,
+        cos=sql.SQL(", 1 - (embedding_vec <=> %(vec)s::vector)" if cosine else ""),
+        t=t,
+        where=where,
+        most=sql.SQL(most if most_first else ""),
+    )

@@ -17,7 +17,7 @@ from psycopg import sql
 
 from memory_inject.storage._plan_rows import like_pattern, like_prefix
 from memory_inject.storage.postgres import context as _ctx
-from memory_inject.storage.postgres.keyword import keyword_query, term_stats_query
+from memory_inject.storage.postgres.keyword import keyword_query, like_query, term_stats_query
 from memory_inject.storage.postgres.schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage.postgres.terms import DF_CAP, TermStats
 
@@ -191,19 +191,13 @@ class Queries:
         ).format(cols=self.rec, low=low, t=self.t, where=where)
         return Stmt(query, {**params, "vec": vector, "lim": limit, "far": far})
 
-    def like(self, scope: Scope, patterns: list[str], limit: int) -> Stmt:
-        """Live rows whose key or content ILIKE-matches any of ``patterns``, newest update first.
-
-        The fallback when ranking finds nothing; ``patterns`` come from
-        :func:`~memory_inject.storage.postgres.recall.like_patterns`.
-        """
+    def like(
+        self, scope: Scope, patterns: list[str], limit: int, *, most_first: bool, vector: str | None
+    ) -> Stmt:
+        """The substring fallback's rows (:func:`.keyword.like_query`); cosines to ``vector``."""
         where, params = self._live(scope)
-        query = sql.SQL(
-            "SELECT {cols} FROM {t} WHERE {where} "
-            'AND ("key" ILIKE ANY(%(pats)s) OR content ILIKE ANY(%(pats)s)) '
-            "ORDER BY updated_at DESC, rid DESC LIMIT %(lim)s"
-        ).format(cols=self.rec, t=self.t, where=where)
-        return Stmt(query, {**params, "pats": patterns, "lim": limit})
+        query = like_query(self.t, self.rec, where, most_first=most_first, cosine=bool(vector))
+        return Stmt(query, {**params, "pats": patterns, "lim": limit, "vec": vector})
 
     def tagged(
         self,

@@ -49,7 +49,7 @@ _MAX_TERMS = 64
 #: are ordered by their calibrated score (ts_rank knows no idf).
 _KEYWORD_WINDOW = 64
 _ID = RECALL_COLUMNS.index("id")
-_CONTENT = RECALL_COLUMNS.index("content")
+_CONTENT, _KEY = RECALL_COLUMNS.index("content"), RECALL_COLUMNS.index("key")
 _SESSION, _TS = RECALL_COLUMNS.index("session_id"), RECALL_COLUMNS.index("timestamp")
 
 
@@ -200,6 +200,8 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             rid = str(row[_ID])
             records[rid] = row
             keyword.append((rid, score))
+        if not keyword and vector:
+            keyword = yield from _pieces_as_keywords(run, fetch, raw, records)
     similarity = None if nearest is None else vector_score(nearest, run.calibration)
     if raw is not None and vector:
         vector += [(i, vector_score(c, run.calibration)) for i, c in raw.unseen(keyword)]
@@ -219,11 +221,50 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
         return entries, RecallInfo(strategy, len(keyword), len(vector), run.degraded, similarity)
     sub = SubstringQuery.of(run.query)
     patterns = sub.patterns()
-    rows = (yield q.like(run.scope, patterns, run.limit)) if patterns else []
+    wanted = sub.window(run.limit) if sub.split else run.limit
+    rows = (
+        (yield q.like(run.scope, patterns, wanted, most_first=sub.split, vector=None))
+        if patterns
+        else []
+    )
     like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
-    scored = sorted(((r, sub.score(r.key, r.content)) for r in like_hits), key=lambda p: -p[1])
-    entries = [rec.to_entry(score) for rec, score in scored]
+    held = sub.scores([(r.key, r.content) for r in like_hits])
+    scored = sorted(zip(like_hits, held, strict=True), key=lambda p: -p[1])
+    entries = [rec.to_entry(score) for rec, score in scored[: run.limit]]
     return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded, similarity)
+
+
+def _pieces_as_keywords(
+    run: RecallRun, fetch: int, raw: Raw | None, records: dict[str, Sequence[Any]]
+) -> Generator[Stmt, Any, list[tuple[str, float]]]:
+    """A CJK question the word index found nothing for, beside live vectors: the rows
+    holding its pieces (``storage._substring``) as the keyword hits, so a row is not
+    shown on its cosine alone (an English model's cosines between CJK texts are high
+    for any pair), and the memory holding the question's words is found though it is
+    not among the nearest rows. SQLite's ``recall._run`` does the same."""
+    sub = SubstringQuery.of(run.query or "")
+    if not sub.split or run.vector is None:
+        return []
+    rows = yield run.q.like(
+        run.scope,
+        sub.patterns(),
+        sub.window(fetch),
+        most_first=True,
+        vector=vector_literal(run.vector),
+    )
+    width = len(RECALL_COLUMNS)
+    held = sub.scores([(str(r[_KEY]), str(r[_CONTENT])) for r in rows])
+    out: list[tuple[str, float]] = []
+    for row, score in sorted(zip(rows, held, strict=True), key=lambda p: -p[1])[:fetch]:
+        rid = str(row[_ID])
+        records[rid] = row[:width]
+        out.append((rid, score))
+        if raw is not None:
+            raw.keyword[rid] = score
+            if (cos := row[width]) is not None and math.isfinite(cos):
+                raw.hit_cosine[rid] = float(cos)
+                raw.span(cos)
+    return out
 
 
 def _keyword_steps(

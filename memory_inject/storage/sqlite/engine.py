@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import similarity_calibration
+from memory_inject.embedders import reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of, refuse_owned
@@ -271,6 +271,8 @@ class SQLiteEngine:
         # Embedded outside the connection: a slow model must not block writers.
         if self.embedder is None or fusion.search_mode == "bm25":
             return None, None
+        if not reads_script(self.embedder, query):
+            return None, None  # its vector would say nothing: keywords alone
         try:
             return embed_checked(self.embedder, [query])[0], None
         except EmbedderError as exc:

@@ -179,6 +179,14 @@ def _run(
                 if is_locked(exc) or "interrupt" in str(exc).lower():
                     raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
+        if not keyword and vector and SubstringQuery.of(run.query).split:
+            # A CJK question the word index found nothing for: the rows holding its pieces
+            # are the keyword hits, so a row is not shown on its cosine alone (an English
+            # model's cosines between CJK texts are high for any pair), and the memory
+            # holding the question's words is found though not among the nearest rows.
+            like = _like_stage(conn, namespace, scope, params, run.query, limit * 2)
+            keyword = [(r.id, score) for r, score in like]
+            bm25 = dict(keyword)
     vector, scores = _fusion_inputs(vector, hits, bm25, run.fusion, run.calibration)
     # The window's best, twice what is asked: the rows returned are chosen among them
     # with their day's vote (``day_vote``) where the fused order is the scores'.
@@ -286,14 +294,25 @@ def _like_stage(
     query: str,
     limit: int,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Rows holding query words as substrings, newest first, scored (:class:`SubstringQuery`)."""
+    """Rows holding query words as substrings, newest first (those holding the most of a
+    split CJK run's pieces first), scored (:class:`SubstringQuery`)."""
     sub = SubstringQuery.of(query)
     if not sub.words:
         return []
     patterns = [p for p in sub.patterns() for _ in (0, 1)]
-    cond = " OR ".join(["content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\'"] * len(sub.words))
-    where = f"{scope} AND ({cond}) ORDER BY updated_at DESC, rid DESC LIMIT ?"
-    rows = fetch(conn, namespace, where, (*params, *patterns, limit))
-    scored = [(r, sub.score(r.key, r.content)) for r in rows]
+    arms = ["(content LIKE ? ESCAPE '\\' OR key LIKE ? ESCAPE '\\')"] * len(sub.words)
+    where = f"{scope} AND ({' OR '.join(arms)}) ORDER BY "
+    if sub.split:
+        where += f"({' + '.join(arms)}) DESC, "
+        patterns, limit_read = [*patterns, *patterns], sub.window(limit)
+    else:
+        limit_read = limit
+    rows = fetch(
+        conn,
+        namespace,
+        f"{where}updated_at DESC, rid DESC LIMIT ?",
+        (*params, *patterns, limit_read),
+    )
+    scored = list(zip(rows, sub.scores([(r.key, r.content) for r in rows]), strict=True))
     scored.sort(key=lambda p: -p[1])
-    return scored
+    return scored[:limit]
