@@ -20,6 +20,9 @@ HELD_OUT_4 = read_prompts(HERE / "facts_heldout4.json")
 HELD_OUT_5 = read_prompts(HERE / "facts_heldout5.json")
 CHINESE = read_prompts(HERE / "facts_zh.json")
 JAPANESE = read_prompts(HERE / "facts_ja.json")
+FRENCH = read_prompts(HERE / "facts_fr.json")
+GERMAN = read_prompts(HERE / "facts_de.json")
+SPANISH = read_prompts(HERE / "facts_es.json")
 NAMED = {
     "probe": PROMPTS,
     "held-out": HELD_OUT,
@@ -29,6 +32,9 @@ NAMED = {
     "held-out-5": HELD_OUT_5,
     "chinese": CHINESE,
     "japanese": JAPANESE,
+    "french": FRENCH,
+    "german": GERMAN,
+    "spanish": SPANISH,
 }
 SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
 PAIRS = list(itertools.combinations(NAMED, 2))
