@@ -23,6 +23,7 @@ JAPANESE = read_prompts(HERE / "facts_ja.json")
 FRENCH = read_prompts(HERE / "facts_fr.json")
 GERMAN = read_prompts(HERE / "facts_de.json")
 SPANISH = read_prompts(HERE / "facts_es.json")
+CHECKS = {f"{lang}-2": read_prompts(HERE / f"facts_{lang}2.json") for lang in ("fr", "de", "es")}
 NAMED = {
     "probe": PROMPTS,
     "held-out": HELD_OUT,
@@ -35,6 +36,7 @@ NAMED = {
     "french": FRENCH,
     "german": GERMAN,
     "spanish": SPANISH,
+    **CHECKS,
 }
 SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
 PAIRS = list(itertools.combinations(NAMED, 2))
