@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["REQUEST_WORDS", "STOPWORDS"]
+import unicodedata
+from collections.abc import Iterable
+
+__all__ = ["REQUEST_WORDS", "STOPWORDS", "foreign_function_words"]
 
 # Function words: enough that "what is the ..." does not dominate an OR-query, few
 # enough that no content word is lost. The longer list lifted LoCoMo R@5 from 0.539 to
@@ -70,3 +73,109 @@ REQUEST_WORDS = frozenset(
     "remember remembered remembering recall recalled forget forgot forgotten "
     "wonder wondering wondered curious know knew".split()
 )
+
+
+def _plain(word: str) -> str:
+    """``word`` without its accents ("déjà" -> "deja", "heißt" -> "heisst"), as phones type."""
+    decomposed = unicodedata.normalize("NFKD", word.replace("ß", "ss"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _words(text: str) -> frozenset[str]:
+    """The words of ``text``, each also without its accents (a drop set: harmless extras)."""
+    split = text.split()
+    return frozenset(split) | {_plain(w) for w in split}
+
+
+#: Function words of French, German and Spanish: (the words that say a prompt is in that
+#: language, the words that support one of them, every function word of it). The first
+#: set holds no English word, nor a name or abbreviation an English prompt is likely to
+#: hold ("comment", "den", "hat", "con", "hay", "mit", "des", "les", "el", "los", "mon",
+#: "ton", "über" are left out, and accents are spelled out where the plain form is
+#: English: "à" is not "a"), so an English prompt that names "Los Angeles" and "El Paso"
+#: is not taken for Spanish. The second holds such names and abbreviations ("Les", "LA",
+#: "Des", "von"), the third English words too ("son" is "his"; "a", "me", "on" are words
+#: of both). A prompt holding two words of a language's first set, or one and two of its
+#: second, drops its third set's words as it drops English stopwords
+#: (benchmarks/facts.py --prompts benchmarks/facts_fr.json: "c'est quoi le code de la
+#: porte ?" weighed c, est, quoi, le, de and la as words no fact holds).
+_FOREIGN = (
+    (
+        frozenset(
+            "est quoi quel quelle quels quelles quand où ou pourquoi combien je tu nous vous "
+            "ils elles mes tes notre nos votre vos sont suis était etait dans avec chez déjà "
+            "deja ça cette ces aux une qui que qu lequel laquelle lesquels lesquelles il "
+            "appelle".split()
+        ),
+        frozenset("le la les l d de du des un à au ce se sa ma ses c j s n".split()),
+        _words(
+            "le la les l un une des du de d au aux à et ou où est c ce cet cette ces ça qui "
+            "que qu quoi quel quelle quels quelles quand comment combien pourquoi je j tu il "
+            "elle on nous vous ils elles me m te t se s moi toi lui leur leurs mon ma mes ton "
+            "ta tes son sa ses notre nos votre vos suis es sommes êtes sont ai as a avons avez "
+            "ont était été être avoir fait dans sur sous avec pour par chez en y ne n pas plus "
+            "déjà encore aussi alors donc mais si lequel laquelle lesquels lesquelles appelle "
+            "appellent rappelle dis"
+        ),
+    ),
+    (
+        frozenset(
+            "der das dem und ist sind bist hast haben ich du wir mein meine meinen meinem "
+            "meiner dein deine wann wo wie wer welche welcher welches welchen welchem warum "
+            "wieso woher wohin wieviel nochmal noch schon nicht hab zu zum zur auf bei für "
+            "heißt heisst ein eine einen einem einer".split()
+        ),
+        frozenset("die den des im mit von dem".split()),
+        _words(
+            "der die das den dem des ein eine einen einem einer eines und oder ist sind war "
+            "waren bin bist hat habe hast haben wird werden ich du er sie es wir ihr mein meine "
+            "meinen meinem meiner dein deine sein seine ihre unser unsere mich mir dich dir sich "
+            "uns wann wo was wie wer wen wem welche welcher welches welchen wieviel warum wieso "
+            "weshalb woher wohin nochmal noch schon auch nicht kein keine mit von zu zum zur im "
+            "am um an auf aus bei für nach vor über unter in bis denn doch mal ja heißt gibt "
+            "kannst kann muss soll heißen hab"
+        ),
+    ),
+    (
+        frozenset(
+            "qué que quién quien cuál cual cuándo cuando dónde donde cómo como cuánto cuanto "
+            "cuánta cuanta cuántos cuantos cuántas cuantas porque para es está esta están "
+            "estan estoy tengo tiene tienes mis tus nuestro nuestra ella usted una mi eres "
+            "soy".split()
+        ),
+        frozenset("el los las la lo del al de y se le un".split()),
+        _words(
+            "el la los las lo un una unos unas de del al a y o u e que qué quien quién cual cuál "
+            "cuales cuándo cuando dónde donde como cómo cuánto cuanto cuánta cuanta cuántos "
+            "cuantos cuántas cuantas por para porque es son era fue soy eres está esta están "
+            "estoy tengo tiene tienes tenemos hay mi mis tu tus su sus nuestro nuestra nuestros "
+            "nuestras me te se nos le les yo tú él ella ellos ellas usted con sin en sobre ya no "
+            "sí si también muy más llama llaman"
+        ),
+    ),
+)
+
+#: Each telling (0) and supporting (1) word's ``(language, kind)`` pairs, for one lookup a
+#: word (``language`` indexes ``_FOREIGN``).
+_ROLES: dict[str, tuple[tuple[int, int], ...]] = {
+    w: tuple((i, k) for i, sets in enumerate(_FOREIGN) for k in (0, 1) if w in sets[k])
+    for sets in _FOREIGN
+    for w in sets[0] | sets[1]
+}
+
+
+def foreign_function_words(words: Iterable[str]) -> frozenset[str]:
+    """The function words to drop from a prompt of lowercased ``words``: those of each
+    language (French, German, Spanish) whose telling words it holds two of, or one with
+    two of its supporting words ("la", "de", "l'" for French: names and abbreviations in
+    an English prompt, never enough alone); empty for an English prompt."""
+    telling = [0] * len(_FOREIGN)
+    supporting = [0] * len(_FOREIGN)
+    for w in set(words):
+        for i, kind in _ROLES.get(w, ()):
+            (supporting if kind else telling)[i] += 1
+    out: frozenset[str] = frozenset()
+    for i, (n, m) in enumerate(zip(telling, supporting, strict=True)):
+        if n >= 2 or (n == 1 and m >= 2):
+            out |= _FOREIGN[i][2]
+    return out

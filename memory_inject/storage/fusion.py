@@ -13,7 +13,7 @@ from typing import Any
 
 from attrs import Attribute, field, frozen
 
-from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
+from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS, foreign_function_words
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.calibration import hybrid_score
 
@@ -312,13 +312,16 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     kept: list[tuple[str, bool]] = []
     topic: list[tuple[str, bool]] = []
     seen: set[tuple[str, str]] = set()
-    for word, star in _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered):
+    tokens = _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered)
+    # A French, German or Spanish prompt drops that language's function words too.
+    foreign = foreign_function_words(w for w, _ in tokens)
+    for word, star in tokens:
         if (word, star) in seen:
             continue
         seen.add((word, star))
         term = (word, bool(star))
         terms.append(term)
-        if word in STOPWORDS or word in REQUEST_WORDS:
+        if word in STOPWORDS or word in REQUEST_WORDS or word in foreign:
             continue
         kept.append(term)
         if word not in kinds:
