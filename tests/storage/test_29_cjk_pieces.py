@@ -28,6 +28,7 @@ from memory_inject.storage._substring import (
 )
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from tests.storage import _pg_backend as pgb
+from tests.storage._facts import rendered_keys
 from tests.storage._sqlite_backend import make_sqlite_store
 
 ENGINES = ["sqlite", "postgres"]
@@ -142,11 +143,7 @@ class TestStores:
     def test_a_question_gets_its_memory(
         self, engine_store: Callable[[str], Any], engine: str, prompt: str, key: str
     ) -> None:
-        store = engine_store(engine)
-        for k, text in FACTS.items():
-            store.store(k, text, session_id="u1")
-        result = render_memory_context(store, prompt, sessions=["u1"])
-        assert [e.key for e in result.entries] == [key]
+        assert rendered_keys(engine_store(engine), FACTS, prompt, "u1") == [key]
 
     @pytest.mark.parametrize(
         "prompt", ["我的车是什么颜色？", "明天天气怎么样？", "うちの猫の年齢は？"]
@@ -154,10 +151,7 @@ class TestStores:
     def test_a_question_no_memory_answers_gets_no_block(
         self, engine_store: Callable[[str], Any], engine: str, prompt: str
     ) -> None:
-        store = engine_store(engine)
-        for k, text in FACTS.items():
-            store.store(k, text, session_id="u1")
-        assert render_memory_context(store, prompt, sessions=["u1"]).entries == ()
+        assert rendered_keys(engine_store(engine), FACTS, prompt, "u1") == []
 
     def test_rows_holding_one_common_piece_do_not_crowd_out_the_answer(
         self, engine_store: Callable[[str], Any], engine: str

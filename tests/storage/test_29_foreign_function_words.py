@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from memory_inject import render_memory_context
 from memory_inject._stopwords import foreign_function_words
 from memory_inject.storage.fusion import content_words
+from tests.storage._facts import rendered_keys
 
 ENGINES = ["sqlite", "postgres"]
 _TOKEN = re.compile(r"\w+")
@@ -100,10 +100,7 @@ class TestStores:
     def test_a_question_gets_its_memory(
         self, engine_store: Callable[[str], Any], engine: str, prompt: str, key: str
     ) -> None:
-        store = engine_store(engine)
-        for k, text in FACTS.items():
-            store.store(k, text)
-        assert [e.key for e in render_memory_context(store, prompt).entries] == [key]
+        assert rendered_keys(engine_store(engine), FACTS, prompt) == [key]
 
     @pytest.mark.parametrize(
         "prompt", ["c'est quoi le numéro du plombier ?", "wie heißt mein Chef nochmal?"]
@@ -111,7 +108,4 @@ class TestStores:
     def test_a_question_no_memory_answers_gets_no_block(
         self, engine_store: Callable[[str], Any], engine: str, prompt: str
     ) -> None:
-        store = engine_store(engine)
-        for k, text in FACTS.items():
-            store.store(k, text)
-        assert render_memory_context(store, prompt).entries == ()
+        assert rendered_keys(engine_store(engine), FACTS, prompt) == []
