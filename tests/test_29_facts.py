@@ -24,6 +24,8 @@ FRENCH = read_prompts(HERE / "facts_fr.json")
 GERMAN = read_prompts(HERE / "facts_de.json")
 SPANISH = read_prompts(HERE / "facts_es.json")
 CHECKS = {f"{lang}-2": read_prompts(HERE / f"facts_{lang}2.json") for lang in ("fr", "de", "es")}
+ITALIAN = read_prompts(HERE / "facts_it.json")
+PORTUGUESE = read_prompts(HERE / "facts_pt.json")
 NAMED = {
     "probe": PROMPTS,
     "held-out": HELD_OUT,
@@ -37,6 +39,8 @@ NAMED = {
     "german": GERMAN,
     "spanish": SPANISH,
     **CHECKS,
+    "italian": ITALIAN,
+    "portuguese": PORTUGUESE,
 }
 SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
 PAIRS = list(itertools.combinations(NAMED, 2))
