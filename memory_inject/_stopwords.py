@@ -87,16 +87,17 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(split) | {_plain(w) for w in split}
 
 
-#: Function words of French, German and Spanish: (the words that say a prompt is in that
-#: language, the words that support one of them, every function word of it). The first
-#: set holds no English word, nor a name or abbreviation an English prompt is likely to
-#: hold ("comment", "den", "hat", "con", "hay", "mit", "des", "les", "el", "los", "mon",
-#: "ton", "über" are left out, and accents are spelled out where the plain form is
-#: English: "à" is not "a"), so an English prompt that names "Los Angeles" and "El Paso"
-#: is not taken for Spanish. The second holds such names and abbreviations ("Les", "LA",
-#: "Des", "von"), the third English words too ("son" is "his"; "a", "me", "on" are words
-#: of both). A prompt holding two words of a language's first set, or one and two of its
-#: second, drops its third set's words as it drops English stopwords
+#: Function words of French, German, Spanish, Italian and Portuguese: (the words that say
+#: a prompt is in that language, the words that support one of them, every function word
+#: of it). The first set holds no English word, nor a name or abbreviation an English
+#: prompt is likely to hold ("comment", "den", "hat", "con", "hay", "mit", "des", "les",
+#: "el", "los", "mon", "ton", "über", "come", "per", "do", "um", "all", "pro", "dell", "mia" are
+#: left out, and accents are spelled out where the plain form is English: "à" is not
+#: "a"), so an English prompt that names "Los Angeles" and "El Paso" is not taken for
+#: Spanish. The second holds such names and abbreviations ("Les", "LA", "Des", "von"; not
+#: "a", "i", "s", "do": English words), the third English words too ("son" is "his"; "a",
+#: "me", "on" are words of both). A prompt holding two words of a language's first set, or
+#: one and two of its second, drops its third set's words as it drops English stopwords
 #: (benchmarks/facts.py --prompts benchmarks/facts_fr.json: "c'est quoi le code de la
 #: porte ?" weighed c, est, quoi, le, de and la as words no fact holds).
 _FOREIGN = (
@@ -107,7 +108,7 @@ _FOREIGN = (
             "deja ça cette ces aux une qui que qu lequel laquelle lesquels lesquelles il "
             "appelle".split()
         ),
-        frozenset("le la les l d de du des un à au ce se sa ma ses c j s n".split()),
+        frozenset("le la les l de du des un à au ce se sa ma ses j".split()),
         _words(
             "le la les l un une des du de d au aux à et ou où est c ce cet cette ces ça qui "
             "que qu quoi quel quelle quels quelles quand comment combien pourquoi je j tu il "
@@ -153,6 +154,39 @@ _FOREIGN = (
             "sí si también muy más llama llaman"
         ),
     ),
+    (  # Italian
+        frozenset(
+            "che chi cosa quando dove perché perche quale quali quanto quanti quanta quante "
+            "sono sei siamo è mio miei mie tuo tua nostro nostra gli della delle degli "
+            "dello nel nella nei sul sulla ho hai abbiamo hanno posso devo anche ancora già "
+            "questo questa quello quella ricordi chiamo".split()
+        ),
+        frozenset("la le di da un una del l il mi ti ci".split()),
+        _words(
+            "il lo la i gli le l un uno una di a da in con su per tra fra del dello della dei "
+            "degli delle al allo alla ai agli alle dal dalla dai nel nella nei negli nelle sul "
+            "sulla sui dell all dall nell e ed o che chi cosa come quando dove perché quale "
+            "quali quanto quanti quanta quante è sono sei siamo siete era ho hai ha abbiamo "
+            "avete hanno mi ti ci vi si me te ne li mio mia miei mie tuo tua tuoi tue suo sua "
+            "suoi sue nostro nostra nostri nostre non più già ancora anche questo questa "
+            "quello quella ricordi ricordo chiamo chiama chiamano posso devo"
+        ),
+    ),
+    (  # Portuguese
+        frozenset(
+            "qual quais quando onde como quem quanto quanta quantos quantas porque meu minha "
+            "meus minhas você voce vc é são sou estou está tenho não nao já dos das pra pelo "
+            "pela mesmo lá lembra".split()
+        ),
+        frozenset("os de da em uma".split()),
+        _words(
+            "o os a as um uma uns umas de do da dos das em no na nos nas num numa por pelo pela "
+            "pelos pelas pra pro para com sem e ou que quem qual quais quando onde como quanto "
+            "quanta quantos quantas porque é são sou somos era foi estou está estão tenho tem "
+            "temos eu você voce vc ele ela eles elas me te se lhe meu minha meus minhas seu sua "
+            "seus suas nosso nossa não já mesmo lá aí lembra lembro chama chamo"
+        ),
+    ),
 )
 
 #: Each telling (0) and supporting (1) word's ``(language, kind)`` pairs, for one lookup a
@@ -166,9 +200,10 @@ _ROLES: dict[str, tuple[tuple[int, int], ...]] = {
 
 def foreign_function_words(words: Iterable[str]) -> frozenset[str]:
     """The function words to drop from a prompt of lowercased ``words``: those of each
-    language (French, German, Spanish) whose telling words it holds two of, or one with
-    two of its supporting words ("la", "de", "l'" for French: names and abbreviations in
-    an English prompt, never enough alone); empty for an English prompt."""
+    language (French, German, Spanish, Italian, Portuguese) whose telling words it holds
+    two of, or one with two of its supporting words ("la", "de", "l'" for French: names
+    and abbreviations in an English prompt, never enough alone); empty for an English
+    prompt."""
     telling = [0] * len(_FOREIGN)
     supporting = [0] * len(_FOREIGN)
     for w in set(words):

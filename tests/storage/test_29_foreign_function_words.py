@@ -1,4 +1,5 @@
-"""A French, German or Spanish prompt drops that language's function words, on both engines.
+"""A French, German, Spanish, Italian or Portuguese prompt drops that language's function
+words, on both engines.
 
 The stopwords are English. "c'est quoi le code de la porte ?" weighed c, est, quoi, le,
 de and la as words no memory holds, so the memory holding "code" and "porte" fell under
@@ -36,6 +37,8 @@ class TestWhichLanguage:
             ("wie heisst mein hund", {"wie", "heisst", "mein"}),
             ("¿cuándo tengo la cita con el dentista?", {"cuándo", "tengo", "la", "con", "el"}),
             ("cuando tengo la cita con el dentista", {"cuando", "tengo", "la", "con", "el"}),
+            ("quando è il mio esame di storia?", {"quando", "è", "il", "mio", "di"}),
+            ("qual é o nome do meu gato?", {"qual", "é", "o", "do", "meu"}),
         ],
     )
     def test_a_foreign_prompt(self, prompt: str, words: set[str]) -> None:
@@ -50,6 +53,9 @@ class TestWhichLanguage:
             "how do I compile C code with du and mit?",
             "did Des and Les come to the party?",
             "what is my dentist's name?",
+            "is it all pro or do I'd need the Dell from O'Brien's shop?",
+            "I have a W-2 job, do I owe tax on all of it or only a part?",
+            "what did Mia say about the che guevara poster at the Nell gallery?",
         ],
     )
     def test_an_english_prompt_is_english(self, prompt: str) -> None:
