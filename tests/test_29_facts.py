@@ -26,6 +26,7 @@ SPANISH = read_prompts(HERE / "facts_es.json")
 CHECKS = {f"{lang}-2": read_prompts(HERE / f"facts_{lang}2.json") for lang in ("fr", "de", "es")}
 ITALIAN = read_prompts(HERE / "facts_it.json")
 PORTUGUESE = read_prompts(HERE / "facts_pt.json")
+KOREAN = read_prompts(HERE / "facts_ko.json")
 NAMED = {
     "probe": PROMPTS,
     "held-out": HELD_OUT,
@@ -41,6 +42,7 @@ NAMED = {
     **CHECKS,
     "italian": ITALIAN,
     "portuguese": PORTUGUESE,
+    "korean": KOREAN,
 }
 SETS = pytest.mark.parametrize("prompts", list(NAMED.values()), ids=list(NAMED))
 PAIRS = list(itertools.combinations(NAMED, 2))
