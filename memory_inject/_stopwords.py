@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
-__all__ = ["REQUEST_WORDS", "STOPWORDS", "foreign_function_words"]
+__all__ = ["REQUEST_WORDS", "STOPWORDS", "foreign_function_words", "korean_term"]
 
 # Function words: enough that "what is the ..." does not dominate an OR-query, few
 # enough that no content word is lost. The longer list lifted LoCoMo R@5 from 0.539 to
@@ -214,3 +215,44 @@ def foreign_function_words(words: Iterable[str]) -> frozenset[str]:
         if n >= 2 or (n == 1 and m >= 2):
             out |= _FOREIGN[i][2]
     return out
+
+
+#: A word of Hangul syllables only.
+_HANGUL = re.compile("[\uac00-\ud7af]+")
+#: Korean particles, longest first: written onto the noun they follow ("이름이", "이름은",
+#: "예약은"), so the word index holds "이름은" where the prompt says "이름이".
+_PARTICLES = sorted(
+    (
+        "에서는 에게서 으로는 이에요 에서 에게 한테 으로 까지 부터 이랑 이야 예요 하고 처럼 "
+        "보다 은 는 이 가 을 를 의 에 로 와 과 도 만 야 요 랑"
+    ).split(),
+    key=len,
+    reverse=True,
+)
+#: Korean question words, pronouns and asking words ("뭐야", "언제", "우리", "알려줘"):
+#: never what a prompt is about.
+_KOREAN_FUNCTION = frozenset(
+    (
+        "뭐 뭐야 뭐지 뭐였지 뭐였더라 뭐더라 뭔지 무엇 무슨 언제 언제야 언제였지 언제더라 "
+        "어디 어디야 어디서 어디에 어디였지 어디더라 얼마 얼마야 얼마였지 얼마더라 얼마나 "
+        "누구 누구야 누구더라 누구였지 왜 어떻게 몇 어느 우리 내 나 나의 내가 제 저 제가 저의 "
+        "너 네 있어 있지 있나 알려줘 알려 줘 기억해 기억나 혹시 그 좀 했지 했어 거 건 게"
+    ).split()
+)
+
+
+def korean_term(word: str) -> tuple[str, bool] | None:
+    """How a lowercased ``word`` of Hangul is searched: its stem without a particle, as a
+    prefix (``("이름", True)`` for "이름이", which finds "이름은"), or the word itself when
+    the stem would be one syllable; ``None`` for a question word or pronoun ("뭐야",
+    "우리", and "우리는" with its particle); the word unchanged when it is not Hangul."""
+    if not _HANGUL.fullmatch(word):
+        return (word, False)
+    stem = word
+    for particle in _PARTICLES:
+        if word.endswith(particle) and len(word) > len(particle):
+            stem = word[: -len(particle)]
+            break
+    if word in _KOREAN_FUNCTION or stem in _KOREAN_FUNCTION:
+        return None
+    return (stem, True) if len(stem) >= 2 else (word, False)

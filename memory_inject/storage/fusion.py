@@ -13,7 +13,12 @@ from typing import Any
 
 from attrs import Attribute, field, frozen
 
-from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS, foreign_function_words
+from memory_inject._stopwords import (
+    REQUEST_WORDS,
+    STOPWORDS,
+    foreign_function_words,
+    korean_term,
+)
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.calibration import hybrid_score
 
@@ -323,6 +328,11 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
         terms.append(term)
         if word in STOPWORDS or word in REQUEST_WORDS or word in foreign:
             continue
+        if "\uac00" <= word[0] <= "\ud7af":  # Hangul: the stem without its particle
+            korean = korean_term(word)
+            if korean is None:
+                continue
+            term = (korean[0], bool(star) or korean[1])
         kept.append(term)
         if word not in kinds:
             topic.append(term)
