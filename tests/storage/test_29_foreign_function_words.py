@@ -90,28 +90,50 @@ FACTS = {
     "birthday": "Cumpleaños de la usuaria: 12 de marzo.",
     "dog": "The user's dog is called Biscuit.",
 }
+#: Korean: each noun searched without its particle (test_29_korean_particles). A store of
+#: its own: facts stored seconds apart are each other's near context.
+KOREAN = {
+    "ko_dog": "우리 강아지 이름은 초코야",
+    "ko_dentist": "치과 예약은 다음 주 화요일 오후 3시야",
+    "ko_wife": "아내는 서울대병원에서 간호사로 일해",
+    "ko_rent": "월세는 매달 5일에 80만원 내",
+}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 class TestStores:
     @pytest.mark.parametrize(
-        ("prompt", "key"),
+        ("facts", "prompt", "key"),
         [
-            ("c'est quoi le code de la porte de l'immeuble ?", "door"),
-            ("wann ist nochmal mein Zahnarzttermin bei Dr. Keller?", "dentist"),
-            ("¿cuándo es mi cumpleaños?", "birthday"),
-            ("what is my dog called?", "dog"),
+            (FACTS, "c'est quoi le code de la porte de l'immeuble ?", "door"),
+            (FACTS, "wann ist nochmal mein Zahnarzttermin bei Dr. Keller?", "dentist"),
+            (FACTS, "¿cuándo es mi cumpleaños?", "birthday"),
+            (FACTS, "what is my dog called?", "dog"),
+            (KOREAN, "강아지 이름이 뭐야?", "ko_dog"),
+            (KOREAN, "치과 예약이 언제야?", "ko_dentist"),
+            (KOREAN, "아내가 어디서 일해?", "ko_wife"),
+            (KOREAN, "월세 얼마야?", "ko_rent"),
         ],
     )
     def test_a_question_gets_its_memory(
-        self, engine_store: Callable[[str], Any], engine: str, prompt: str, key: str
+        self,
+        engine_store: Callable[[str], Any],
+        engine: str,
+        facts: dict[str, str],
+        prompt: str,
+        key: str,
     ) -> None:
-        assert rendered_keys(engine_store(engine), FACTS, prompt) == [key]
+        assert rendered_keys(engine_store(engine), facts, prompt) == [key]
 
     @pytest.mark.parametrize(
-        "prompt", ["c'est quoi le numéro du plombier ?", "wie heißt mein Chef nochmal?"]
+        ("facts", "prompt"),
+        [
+            (FACTS, "c'est quoi le numéro du plombier ?"),
+            (FACTS, "wie heißt mein Chef nochmal?"),
+            (KOREAN, "내일 날씨 어때?"),
+        ],
     )
     def test_a_question_no_memory_answers_gets_no_block(
-        self, engine_store: Callable[[str], Any], engine: str, prompt: str
+        self, engine_store: Callable[[str], Any], engine: str, facts: dict[str, str], prompt: str
     ) -> None:
-        assert rendered_keys(engine_store(engine), FACTS, prompt) == []
+        assert rendered_keys(engine_store(engine), facts, prompt) == []
