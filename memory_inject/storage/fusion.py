@@ -318,7 +318,7 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     topic: list[tuple[str, bool]] = []
     seen: set[tuple[str, str]] = set()
     tokens = _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered)
-    # A French, German or Spanish prompt drops that language's function words too.
+    # A prompt in French, German, Spanish, Italian or Portuguese drops its own function words.
     foreign = foreign_function_words(w for w, _ in tokens)
     for word, star in tokens:
         if (word, star) in seen:

@@ -179,12 +179,12 @@ def _run(
                 if is_locked(exc) or "interrupt" in str(exc).lower():
                     raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
-        if not keyword and vector and SubstringQuery.of(run.query).split:
+        if not keyword and vector and (sub := SubstringQuery.of(run.query)).split:
             # A CJK question the word index found nothing for: the rows holding its pieces
             # are the keyword hits, so a row is not shown on its cosine alone (an English
             # model's cosines between CJK texts are high for any pair), and the memory
             # holding the question's words is found though not among the nearest rows.
-            like = _like_stage(conn, namespace, scope, params, run.query, limit * 2)
+            like = _like_stage(conn, namespace, scope, params, sub, limit * 2)
             keyword = [(r.id, score) for r, score in like]
             bm25 = dict(keyword)
     vector, scores = _fusion_inputs(vector, hits, bm25, run.fusion, run.calibration)
@@ -206,7 +206,7 @@ def _run(
         entries = [row_to_entry(rows[i], s) for i, s in fused if i in rows]
         strategy = "hybrid" if keyword and vector else "vector" if vector else "keyword"
         return entries, RecallInfo(strategy, len(keyword), nearest, degraded, similarity)
-    found = _like_stage(conn, namespace, scope, params, run.query, limit)
+    found = _like_stage(conn, namespace, scope, params, SubstringQuery.of(run.query), limit)
     strategy = "like" if found else "none"
     return [r.to_entry(s) for r, s in found], RecallInfo(strategy, 0, 0, degraded, similarity)
 
@@ -291,12 +291,11 @@ def _like_stage(
     namespace: str,
     scope: str,
     params: Sequence[Any],
-    query: str,
+    sub: SubstringQuery,
     limit: int,
 ) -> list[tuple[MemoryRecord, float]]:
-    """Rows holding query words as substrings, newest first (those holding the most of a
-    split CJK run's pieces first), scored (:class:`SubstringQuery`)."""
-    sub = SubstringQuery.of(query)
+    """Rows holding ``sub``'s words as substrings, newest first (those holding the most of
+    a split CJK run's pieces first), scored (:meth:`SubstringQuery.scores`)."""
     if not sub.words:
         return []
     patterns = [p for p in sub.patterns() for _ in (0, 1)]
