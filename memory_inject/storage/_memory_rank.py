@@ -16,6 +16,7 @@ from datetime import datetime
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._lexical import stem, tokenize
 from memory_inject.storage._names import asked_words, names_asked
+from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._variants import with_variants
 from memory_inject.storage.calibration import coverage, named_weights, smoothed_idf, term_weight
 from memory_inject.storage.day_vote import day_key, pick_by_day
@@ -31,6 +32,7 @@ __all__ = [
     "query_words",
     "ranked",
     "spoken",
+    "substring_hits",
     "terms_of",
 ]
 
@@ -121,6 +123,30 @@ def ranked(
     days = [day_key(r.session_id, r.timestamp) for r, _, _ in window]
     chosen = pick_by_day([(r.id, cov) for r, cov, _ in window], days, limit)
     return [by_id[i].to_entry(cov) for i, cov in chosen]
+
+
+def substring_hits(pool: Sequence[MemoryRecord], query: str, limit: int) -> list[MemoryEntry]:
+    """The substring fallback of the SQL stores, for a recall the words found nothing for
+    (a CJK run the tokenizer keeps whole): the records of ``pool`` (newest first) holding
+    any of :class:`SubstringQuery`'s words, those holding the most of a split run's pieces
+    first, scored as there."""
+    sub = SubstringQuery.of(query)
+    if not sub.words:
+        return []
+    # Most prompts that get here hold no word anywhere: one lowering of every row at once
+    # (a word has no line break, so none is found across two rows).
+    every = "\n".join(f"{r.key}\n{r.content}" for r in pool).lower()
+    if not any(w in every for w in sub.words):
+        return []
+    texts = [f"{r.key}\n{r.content}".lower() for r in pool]
+    counts = [(r, sum(w in t for w in sub.words)) for r, t in zip(pool, texts, strict=True)]
+    found = [(r, n) for r, n in counts if n]
+    # As the SQL: the rows holding the most pieces of a split run first, else the newest.
+    read = sorted(found, key=lambda p: -p[1])[: sub.window(limit)] if sub.split else found[:limit]
+    records = [r for r, _ in read]
+    scores = sub.scores([(r.key, r.content) for r in records])
+    best = sorted(zip(records, scores, strict=True), key=lambda p: -p[1])
+    return [r.to_entry(score) for r, score in best[:limit]]
 
 
 def is_live(r: MemoryRecord, now: datetime) -> bool:

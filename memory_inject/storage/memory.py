@@ -36,6 +36,7 @@ from memory_inject.storage._memory_rank import (
     query_words,
     ranked,
     spoken,
+    substring_hits,
     terms_of,
 )
 from memory_inject.storage._plan_rows import entity_names, resolve_mentions
@@ -241,7 +242,8 @@ class InMemoryStore:
             df = [self._df[t] if not star else self._prefix_df(t) for t, star in terms]
             found = [(r, self._sets[r.key], self._tokens[r.key]) for r in pool]
         asked = spoken(query) if 0 in df else frozenset()  # names matter for absent terms only
-        return ranked(found, terms, df, rows, avgdl, limit, groups, asked)
+        hits = ranked(found, terms, df, rows, avgdl, limit, groups, asked)
+        return hits or substring_hits([r for r, _, _ in found], query, limit)
 
     def recall_where(
         self,

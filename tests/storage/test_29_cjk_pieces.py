@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memory_inject import render_memory_context
+from memory_inject import InMemoryStore, render_memory_context
 from memory_inject.embedders import reads_script
 from memory_inject.storage._substring import (
     ABSENT_PIECE_WEIGHT,
@@ -321,3 +321,37 @@ class TestReadsScript:
             assert render_memory_context(store, "明天天气怎么样？").entries == ()
         finally:
             store.close()
+
+
+class TestInMemoryStore:
+    """The reference store has the SQL stores' substring fallback: the same pieces, scores
+    and order."""
+
+    @pytest.mark.parametrize(
+        ("prompt", "key"),
+        [
+            ("我的牙医预约是什么时候？", "dentist"),
+            ("我女儿最喜欢什么？", "daughter"),
+            ("犬の名前は？", "dog"),
+        ],
+    )
+    def test_a_question_gets_its_memory(self, prompt: str, key: str) -> None:
+        assert rendered_keys(InMemoryStore(), FACTS, prompt, "u1") == [key]
+
+    def test_its_scores_are_the_sql_stores(self, tmp_path: Path) -> None:
+        sql = make_sqlite_store(tmp_path)
+        try:
+            for store in (sql, mem := InMemoryStore()):
+                for k, text in FACTS.items():
+                    store.store(k, text)
+            for prompt in (
+                "我的牙医预约是什么时候？",
+                "房租每个月多少钱？",
+                "犬の名前は？",
+                "明天天气怎么样？",
+            ):
+                assert [(e.key, e.score) for e in mem.recall(prompt, 5)] == [
+                    (e.key, e.score) for e in sql.recall(prompt, 5)
+                ]
+        finally:
+            sql.close()
