@@ -143,10 +143,8 @@ def substring_hits(pool: Sequence[MemoryRecord], query: str, limit: int) -> list
     found = [(r, n) for r, n in counts if n]
     # As the SQL: the rows holding the most pieces of a split run first, else the newest.
     read = sorted(found, key=lambda p: -p[1])[: sub.window(limit)] if sub.split else found[:limit]
-    records = [r for r, _ in read]
-    scores = sub.scores([(r.key, r.content) for r in records])
-    best = sorted(zip(records, scores, strict=True), key=lambda p: -p[1])
-    return [r.to_entry(score) for r, score in best[:limit]]
+    best = sub.best([r for r, _ in read], lambda r: (r.key, r.content), limit)
+    return [r.to_entry(score) for r, score in best]
 
 
 def is_live(r: MemoryRecord, now: datetime) -> bool:

@@ -17,7 +17,8 @@ counts as one word of the share, by the weighted fraction of its pieces a row ho
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from attrs import frozen
 
@@ -28,6 +29,8 @@ from memory_inject.storage.calibration import (
     substring_score,
 )
 from memory_inject.storage.fusion import content_words
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ABSENT_PIECE_WEIGHT",
@@ -196,3 +199,12 @@ class SubstringQuery:
             )
             out.append(substring_score(found, self.every))
         return out
+
+    def best(
+        self, rows: Sequence[_T], text: Callable[[_T], tuple[str, str]], limit: int
+    ) -> list[tuple[_T, float]]:
+        """The ``limit`` best of ``rows`` with their :meth:`scores` (``text`` gives a row's
+        key and content), best first; rows scoring alike keep their order (newest first,
+        or most pieces held first, as the stores read them)."""
+        scored = zip(rows, self.scores([text(r) for r in rows]), strict=True)
+        return sorted(scored, key=lambda p: -p[1])[:limit]

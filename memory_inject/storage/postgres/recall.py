@@ -228,9 +228,8 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
         else []
     )
     like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
-    held = sub.scores([(r.key, r.content) for r in like_hits])
-    scored = sorted(zip(like_hits, held, strict=True), key=lambda p: -p[1])
-    entries = [rec.to_entry(score) for rec, score in scored[: run.limit]]
+    best = sub.best(like_hits, lambda r: (r.key, r.content), run.limit)
+    entries = [rec.to_entry(score) for rec, score in best]
     return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded, similarity)
 
 
@@ -253,9 +252,8 @@ def _pieces_as_keywords(
         vector=vector_literal(run.vector),
     )
     width = len(RECALL_COLUMNS)
-    held = sub.scores([(str(r[_KEY]), str(r[_CONTENT])) for r in rows])
     out: list[tuple[str, float]] = []
-    for row, score in sorted(zip(rows, held, strict=True), key=lambda p: -p[1])[:fetch]:
+    for row, score in sub.best(rows, lambda r: (str(r[_KEY]), str(r[_CONTENT])), fetch):
         rid = str(row[_ID])
         records[rid] = row[:width]
         out.append((rid, score))

@@ -312,6 +312,4 @@ def _like_stage(
         f"{where}updated_at DESC, rid DESC LIMIT ?",
         (*params, *patterns, limit_read),
     )
-    scored = list(zip(rows, sub.scores([(r.key, r.content) for r in rows]), strict=True))
-    scored.sort(key=lambda p: -p[1])
-    return scored[:limit]
+    return sub.best(rows, lambda r: (r.key, r.content), limit)
