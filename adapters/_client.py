@@ -173,12 +173,16 @@ class ClientMemory(Adapter):
                 out[i] = h.copy().hexdigest()
         return out
 
-    def _nested(self, fingerprints: Iterable[str]) -> bool:
+    def _nested(self, fingerprints: Iterable[str], caller: FrameType | None) -> bool:
         active = active_turn()
         if active is None:
             return False
         mark = _MARKS.get(active.turn_id)
-        return mark is None or mark.fingerprint not in set(fingerprints)
+        if mark is not None and mark.fingerprint in set(fingerprints):
+            return False  # the open turn's next step
+        # Another conversation from the very call that opened the turn: the host's loop
+        # came round (a worker's next request), so the open turn was left, not entered.
+        return caller is None or not active.called_again_from(caller)
 
     def _request(self, messages: Sequence[Any], idx: int, nested: bool) -> _core.TurnInput:
         return _core.TurnInput(
@@ -207,6 +211,7 @@ class ClientMemory(Adapter):
             frame=caller,
             thread=thread,
             task=task,
+            site=caller.f_lasti if caller is not None else None,
         )
         _MARKS[turn_id] = _Mark(fingerprint, parent)
         while len(_MARKS) > MEMO_SIZE:
@@ -233,7 +238,7 @@ class ClientMemory(Adapter):
             parent = mark.parent
             CURRENT.set(parent if parent is not None and parent.live else None)
 
-    def _decide(self, messages: Sequence[Any], api: Api) -> _Decision:
+    def _decide(self, messages: Sequence[Any], api: Api, caller: FrameType | None) -> _Decision:
         check_api(api)
         idx, problem = find_user_message(messages, api=api)
         if problem is not None:
@@ -251,7 +256,8 @@ class ClientMemory(Adapter):
         prints = self._fingerprints(messages, idx, api)
         if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
             return _Decision(prints, idx, None, self._placed(messages, prints, idx, None))
-        return _Decision(prints, idx, self._request(messages, idx, self._nested(prints.values())))
+        nested = self._nested(prints.values(), caller)
+        return _Decision(prints, idx, self._request(messages, idx, nested))
 
     def _placed(
         self,
@@ -320,11 +326,11 @@ class ClientMemory(Adapter):
         ``caller`` is the frame of the host code making the call: the turn this
         call opens stays open only while that frame runs (default: the caller of
         ``prepare``)."""
-        decision = self._decide(messages, api)
+        where = caller if caller is not None else sys._getframe(1)
+        decision = self._decide(messages, api, where)
         if decision.req is None:
             return decision.done or Prepared(list(messages), None, None)
         injection = self._serve(decision.req, self._save(decision.req), tool_names(messages))
-        where = caller if caller is not None else sys._getframe(1)
         return self._placed(messages, decision.prints, decision.idx, injection, where)
 
     async def aprepare(
@@ -332,7 +338,7 @@ class ClientMemory(Adapter):
     ) -> Prepared:
         """The async twin of :meth:`prepare`."""
         where = caller if caller is not None else sys._getframe(1)
-        decision = self._decide(messages, api)
+        decision = self._decide(messages, api, where)
         if decision.req is None:
             return decision.done or Prepared(list(messages), None, None)
         injection = await self._aserve(decision.req, self._save(decision.req), tool_names(messages))

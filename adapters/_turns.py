@@ -51,6 +51,8 @@ class LoopTurn:
     _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")
     _thread: int | None = field(default=None, repr=False, eq=False, alias="thread")
     _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
+    # The instruction of ``_frame`` that made the call (its ``f_lasti`` then).
+    _site: int | None = field(default=None, repr=False, eq=False, alias="site")
 
     @property
     def block(self) -> str:
@@ -63,6 +65,12 @@ class LoopTurn:
         if self.closed:
             return False
         return self._frame is None or _running(self._frame, self._thread, self._task)
+
+    def called_again_from(self, caller: FrameType) -> bool:
+        """True when ``caller`` is the frame that opened this turn, at the same call: the
+        host's code went round its loop (a worker serving the next request) and left the
+        turn, whose tool call it returned to its user."""
+        return self._frame is caller and self._site == caller.f_lasti
 
     def close(self) -> None:
         """End the turn: no copy of the context counts as inside it any more."""

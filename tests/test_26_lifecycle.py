@@ -41,14 +41,14 @@ if TYPE_CHECKING:
     from adapters.langgraph import LangGraphMemory
     from adapters.loop import MemoryLoop, current_turn
     from adapters.openai_agents import AgentsMemory
-    from adapters.openai_client import wrap_openai
+    from adapters.openai_client import memory_of, wrap_openai
 else:
     from memory_inject.adapters.anthropic_client import wrap_anthropic
     from memory_inject.adapters.langchain import MemoryMiddleware, memory_step, with_memory
     from memory_inject.adapters.langgraph import LangGraphMemory
     from memory_inject.adapters.loop import MemoryLoop, current_turn
     from memory_inject.adapters.openai_agents import AgentsMemory
-    from memory_inject.adapters.openai_client import wrap_openai
+    from memory_inject.adapters.openai_client import memory_of, wrap_openai
 
 USERS = ("ana", "ben", "cyd", "dan")
 
@@ -256,10 +256,69 @@ def test_a_long_lived_task_serves_the_next_message_with_memory(store: SQLiteStor
     assert "ana-cluster" in sent[1]
 
 
+@pytest.mark.parametrize("kind", ["thread", "task"])
+def test_a_worker_loop_in_one_frame_serves_every_request_with_memory(
+    store: SQLiteStore, kind: str
+) -> None:
+    """A worker whose one frame loops over a queue: the first request stops on a tool call
+    (the host returns the pending call to its user); the next requests, from the same call
+    in the same frame, are turns of their own. Before, the open turn's frame was still
+    running, so every later request of every user was a sub-turn without memory."""
+    server = _Server(_chat(tools_first=True))
+    requests = [("ana", "where do ana's deploys go?"), ("ben", "where do ben's deploys go?")]
+    requests.append(("cyd", "where do cyd's deploys go?"))
+    if kind == "thread":
+        http = httpx2.Client(transport=httpx2.MockTransport(server))
+        client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=USERS)
+
+        def worker() -> None:
+            for _user, text in requests:
+                client.chat.completions.create(model="m", messages=_msgs(text))
+                server.handler = _chat(tools_first=False)
+
+        with events() as rec, ThreadPoolExecutor(1) as pool:
+            pool.submit(worker).result()
+    else:
+        ahttp = httpx2.AsyncClient(transport=httpx2.MockTransport(server))
+        aclient = wrap_openai(
+            AsyncOpenAI(api_key="k", http_client=ahttp), store, AGENT, sessions=USERS
+        )
+
+        async def aworker() -> None:
+            for _user, text in requests:
+                await aclient.chat.completions.create(model="m", messages=_msgs(text))
+                server.handler = _chat(tools_first=False)
+
+        with events() as rec:
+            asyncio.run(aworker())
+    assert not [e for e in rec.all if isinstance(e, MemorySkipped)]
+    recalls = [e for e in rec.all if isinstance(e, MemoryRecall)]
+    assert [text for _, text in requests] == [e.query_summary for e in recalls]
+    for i, (user, _text) in enumerate(requests):
+        assert f"{user}-cluster" in _sent_user_text(server.raw, i)
+
+
+def test_another_call_in_the_turns_own_frame_is_still_a_sub_turn(store: SQLiteStore) -> None:
+    """The turn is left only when the same call comes round: a sub-agent the host's loop
+    runs inline, from another line of the same frame, is inside the open turn."""
+    server = _Server(_chat(tools_first=True))
+    http = httpx2.Client(transport=httpx2.MockTransport(server))
+    client = wrap_openai(OpenAI(api_key="k", http_client=http), store, AGENT, sessions=["ana"])
+    with events() as rec:
+        client.chat.completions.create(model="m", messages=_msgs("where do ana's deploys go?"))
+        server.handler = _chat(tools_first=False)
+        client.chat.completions.create(model="m", messages=_msgs("summarise the incident"))
+    assert "ana-cluster" in _sent_user_text(server.raw, 0)
+    assert "summarise the incident" == _sent_user_text(server.raw, 1)
+    assert ["sub_turn"] == [e.reason for e in rec.all if isinstance(e, MemorySkipped)]
+    memory_of(client).end_turn()
+    assert current_turn() is None
+
+
 # -- MemoryLoop -------------------------------------------------------------------
 
 
-def _msgs(text: str) -> list[dict[str, str]]:
+def _msgs(text: str) -> list[Any]:
     return [{"role": "user", "content": text}]
 
 
