@@ -29,9 +29,9 @@ are injectable in later turns of the same conversation.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Unpack
+from typing import Any, Unpack
 
-from attrs import frozen
+from attrs import Attribute, field, frozen
 
 from memory_inject._text import sanitize_session_key
 from memory_inject.config import AgentConfig
@@ -59,16 +59,39 @@ CHAT_PREFIX = "chat:"
 _KEEP = frozenset("_-.")
 
 
+def _an_id(_: object, attribute: Attribute[Any], value: Any) -> None:
+    """An id is a str, or an int (a Telegram id: its ``str`` is used). ``None`` was its
+    ``str``, "None": one id for every message that lacks it (two people's conversations in
+    one scope, each message's autosave replacing the last) and a real sender's name."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TypeError(
+            f"InboundMessage.{attribute.name} must be a str or an int "
+            f"(got {type(value).__name__}: {value!r:.40})"
+        )
+
+
+def _a_str(_: object, attribute: Attribute[Any], value: Any) -> None:
+    if not isinstance(value, str):
+        raise TypeError(
+            f"InboundMessage.{attribute.name} must be a str (got {type(value).__name__}: "
+            f"{value!r:.40})"
+        )
+
+
 @frozen(kw_only=True)
 class InboundMessage:
-    """One message from a channel peer, as the host's channel integration sees it."""
+    """One message from a channel peer, as the host's channel integration sees it.
 
-    channel: str
-    sender: str
-    text: str
-    reply_target: str
-    message_id: str
-    history_key: str
+    ``channel``, ``sender``, ``message_id`` and ``history_key`` are ids: a str, or an int
+    (its ``str``); ``text`` and ``reply_target`` are str. Anything else (``None``) is a
+    ``TypeError`` naming the field."""
+
+    channel: str = field(validator=_an_id)
+    sender: str = field(validator=_an_id)
+    text: str = field(validator=_a_str)
+    reply_target: str = field(validator=_a_str)
+    message_id: str = field(validator=_an_id)
+    history_key: str = field(validator=_an_id)
 
 
 @frozen(kw_only=True)

@@ -80,6 +80,20 @@ class TestScopes:
         msg = dm("hi", sender="@alice:server", history_key="matrix_room")
         assert ("matrix_room", "person:telegram:%40alice%3Aserver") == session_scopes(msg)
 
+    @pytest.mark.parametrize("name", ["sender", "message_id", "history_key", "channel"])
+    @pytest.mark.parametrize("value", [None, 1.5, True, b"alice"])
+    def test_an_id_that_is_not_a_str_or_int_is_refused(self, name: str, value: Any) -> None:
+        """Its ``str`` ("None") was one scope and one autosave key for every message that
+        lacked the id: bob's turn showed alice's message, and her next one replaced it."""
+        with pytest.raises(TypeError, match=f"InboundMessage.{name} must be a str or an int"):
+            dm("my locker combination is 31-07-99", **{name: value})
+
+    @pytest.mark.parametrize("name", ["text", "reply_target"])
+    def test_text_and_reply_target_are_str(self, name: str) -> None:
+        fields: dict[str, Any] = {"text": "hello there", "reply_target": "alice", name: None}
+        with pytest.raises(TypeError, match=f"InboundMessage.{name} must be a str"):
+            InboundMessage(channel="tg", sender="alice", message_id="1", history_key="h", **fields)
+
 
 class TestHandle:
     def test_the_turn_has_the_block_the_event_and_the_channel_origin(
