@@ -86,6 +86,12 @@ _RAW_MARKS = tuple(dict.fromkeys(m for r in RULES if r.raw for m in r.marks))
 _KEY_WORTH_SCANNING = re.compile("[\\s<\\[{#|!$@\"'=.\x80-\U0010ffff]|" + "|".join(_RAW_MARKS))
 
 
+#: The line breaks other than "\n" (``str.splitlines``' set): a renderer, the block's own
+#: included, shows each as a new line, so a rule about "a line that starts with" must see it.
+_BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_ASCII_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
 def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int = 0) -> str | None:
     """The id of the first rule that flags ``text``, or None.
 
@@ -96,6 +102,10 @@ def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int =
         return None
     if window > 0 and len(text) > 2 * window:
         return threat_rule(text[:window], rules) or threat_rule(text[-window:], rules)
+    if (not text.isascii() or any(map(text.__contains__, _ASCII_BREAKS))) and (
+        _BREAKS.search(text) is not None
+    ):  # every line break the block shows starts a line (``render._contain``)
+        text = _BREAKS.sub("\n", text)
     view = fold(text)
     tokens = _TOKEN.findall(view)
     contains, raw_contains = view.__contains__, text.__contains__
