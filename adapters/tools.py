@@ -374,6 +374,11 @@ def _scoped(forget: Any) -> bool:
 def _recalled(result: RenderResult) -> str:
     if result.text:
         return result.text
+    if getattr(result.event, "success", True) is False:  # the recall failed: not "no match"
+        _log.warning(
+            "memory_inject: memory_recall failed: %s", getattr(result.event, "error", None)
+        )
+        return "Error: memory failed (the recall did not complete: nothing was searched)"
     reason = getattr(result.event, "reason", None) or getattr(result.event, "abstained", None)
     return "No memories matched." + (f" ({reason})" if reason else "")
 

@@ -241,9 +241,22 @@ class TestToolCalls:
         assert 0 == store.count()
 
     def test_a_failing_store_is_an_error_text(self, agent: AgentConfig, run: Any) -> None:
-        """A store that raises on recall gives the model an answer, not a traceback."""
+        """A store that raises on recall gives the model an answer, not a traceback, and
+        not "No memories matched.": that told the model its memory was empty."""
         tools = memory_tools(FixtureMemory(fail=True), agent, names=["memory_recall"])
-        assert run(tools, "memory_recall", {"query": QUESTION}).startswith("No memories matched.")
+        answer = run(tools, "memory_recall", {"query": QUESTION})
+        assert answer.startswith("Error: memory failed (the recall did not complete")
+
+    def test_a_closed_store_is_an_error_text_without_its_path(
+        self, tmp_path: Path, agent: AgentConfig, run: Any
+    ) -> None:
+        store = SQLiteStore(tmp_path / "m.db")
+        store.store("deploy", "Deploys go to prod-3.", session_id="s1")
+        tools = memory_tools(store, agent, sessions=["s1"])
+        assert "prod-3" in run(tools, "memory_recall", {"query": "where do deploys go?"})
+        store.close()
+        answer = run(tools, "memory_recall", {"query": "where do deploys go?"})
+        assert answer.startswith("Error: memory failed") and str(tmp_path) not in answer
 
 
 class _AsyncOnly:
