@@ -50,7 +50,11 @@ def _policy(
             return InjectPolicy(False, reason="suppressed", config=direct_policy(config).config)
         return direct_policy(config)
     return resolve_inject_policy(
-        inp.origin, has_session=has_session(inp.sessions), suppress=inp.suppress, config=config
+        inp.origin,
+        has_session=has_session(inp.sessions),
+        suppress=inp.suppress,
+        config=config,
+        query=inp.query,
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -200,6 +202,39 @@ class TestStoreCommands:
         result = run("import", "bad.jsonl")
         assert 1 == result.exit_code
         assert "bad.jsonl" in result.stderr and "line 2" in result.stderr
+
+    def test_a_locked_store_is_one_error_line(self, workdir: Path) -> None:
+        """forget ended in a traceback when another process held the write lock (add
+        already gave one line): now it says why in one line, exit 1."""
+        seed()
+        holder = sqlite3.connect(workdir / ".memory" / "memory.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN EXCLUSIVE")
+            locked = run("forget", "deploy_target")
+        finally:
+            holder.close()
+        assert 1 == locked.exit_code
+        assert locked.stderr.startswith("Error: ") and "locked" in locked.stderr
+
+    @pytest.mark.parametrize("command", [("forget", "key5"), ("stats",), ("export", "-")])
+    def test_a_damaged_store_is_one_error_line(
+        self, tmp_path: Path, command: tuple[str, ...]
+    ) -> None:
+        """A file whose header and schema open but whose pages are garbage."""
+        db = tmp_path / "w.db"
+        with SQLiteStore(db) as store:
+            for i in range(300):
+                store.store(f"key{i}", f"deploy fact number {i} " + "pad " * 40, "core")
+        holder = sqlite3.connect(db)
+        holder.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        holder.close()
+        with db.open("r+b") as f:
+            f.seek(60 * 4096)
+            f.write(random.Random(1).randbytes(5 * 4096))
+        result = CliRunner().invoke(cli, [*command, "--db", str(db)])
+        assert 1 == result.exit_code
+        assert result.stderr.startswith("Error: ") and "malformed" in result.stderr
+        assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 class TestValidate:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from memory_inject import render_memory_context
+from memory_inject.config import parse_agent_config
+from memory_inject.signals import MemorySkipped
+from memory_inject.storage.memory import InMemoryStore
 from memory_inject.trivial import DEFAULT_ACKNOWLEDGEMENTS, has_query_terms, is_trivial_prompt
 
 
@@ -195,3 +199,22 @@ class TestQueryTerms:
         """Length alone makes no content word (and the scan has no quadratic path)."""
         assert not has_query_terms("ok " * 20_000 + "👍" * 10_000)
         assert has_query_terms("ok " * 20_000 + "invoice")
+
+
+class TestDirectRender:
+    @pytest.mark.parametrize("prompt", ["/help deploy", "ok", "deploy?"])
+    def test_render_memory_context_skips_a_trivial_prompt(self, prompt: str) -> None:
+        """``render_memory_context(config=..., origin=...)`` resolved the policy without the
+        prompt, so ``trivial_prompt.enabled`` held for the CLI and MemoryLoop only."""
+        config = parse_agent_config(
+            {"agent": "a", "memory": {"trivial_prompt": {"enabled": True, "min_chars": 10}}}
+        ).memory
+        store = InMemoryStore()
+        store.store("deploy", "deploys go to prod-3", "core")
+        result = render_memory_context(store, prompt, config=config, origin="interactive")
+        assert result.skipped and "" == result.text
+        assert isinstance(result.event, MemorySkipped) and "trivial_prompt" == result.event.reason
+        kept = render_memory_context(
+            store, "where do deploys go?", config=config, origin="interactive"
+        )
+        assert "prod-3" in kept.text

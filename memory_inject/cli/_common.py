@@ -61,8 +61,9 @@ def _check_exists(path: Path, create: bool) -> None:
 def opened_store(
     db: Path | None, agent_path: Path | None, *, create: bool
 ) -> Iterator[tuple[MemoryStore, AgentConfig]]:
-    """The command's store and agent, closed on exit; a store that cannot be opened exits
-    with why (``create``: the command may create a missing SQLite file)."""
+    """The command's store and agent, closed on exit; a store that cannot be opened, or
+    fails while the command uses it (locked, damaged), exits with why (``create``: the
+    command may create a missing SQLite file)."""
     agent = load_agent(agent_path)
     # The CLI is where a store is inspected and filled: it creates what its command may
     # create and says why a store cannot be opened (the agent's degrade settings are for
@@ -88,6 +89,8 @@ def opened_store(
         raise click.ClickException(f"cannot open the store: {exc}") from None
     try:
         yield store, agent
+    except MemoryInjectError as exc:  # a locked or damaged store: one line, not a traceback
+        raise click.ClickException(str(exc)) from None
     finally:
         if isinstance(store, SupportsClose):
             store.close()

@@ -140,7 +140,10 @@ def render(
             "unrelated_prompt": "no memory is near the prompt (min_prompt_similarity)",
         }
         abstained = event.abstained if event is not None else None
-        console.print(f"(empty block: {why.get(abstained or '', 'nothing survived')})")
+        cause = why.get(abstained or "", "nothing survived")
+        if event is not None and not event.success and not event.num_entries:
+            cause = "the recall failed (error above)"
+        console.print(f"(empty block: {cause})")
         if sessions and event is not None and event.num_entries == 0 and hidden:
             console.print(
                 f"note: {hidden} agent-wide memories (no session) of categories that are not "
