@@ -107,9 +107,9 @@ _FOREIGN = (
             "est quoi quel quelle quels quelles quand où ou pourquoi combien je tu nous vous "
             "ils elles mes tes notre nos votre vos sont suis était etait dans avec chez déjà "
             "deja ça cette ces aux une qui que qu lequel laquelle lesquels lesquelles il "
-            "appelle".split()
+            "appelle moi toi".split()
         ),
-        frozenset("le la les l de du des un à au ce se sa ma ses j".split()),
+        frozenset("le la les l de du des un à au ce se sa ma ses j en cet elle".split()),
         _words(
             "le la les l un une des du de d au aux à et ou où est c ce cet cette ces ça qui "
             "que qu quoi quel quelle quels quelles quand comment combien pourquoi je j tu il "
@@ -125,9 +125,9 @@ _FOREIGN = (
             "der das dem und ist sind bist hast haben ich du wir mein meine meinen meinem "
             "meiner dein deine wann wo wie wer welche welcher welches welchen welchem warum "
             "wieso woher wohin wieviel nochmal noch schon nicht hab zu zum zur auf bei für "
-            "heißt heisst ein eine einen einem einer".split()
+            "heißt heisst ein eine einen einem einer eigentlich jetzt grad gerade vom".split()
         ),
-        frozenset("die den des im mit von dem".split()),
+        frozenset("die den des im von dem bin geht".split()),
         _words(
             "der die das den dem des ein eine einen einem einer eines und oder ist sind war "
             "waren bin bist hat habe hast haben wird werden ich du er sie es wir ihr mein meine "
@@ -142,10 +142,10 @@ _FOREIGN = (
         frozenset(
             "qué que quién quien cuál cual cuándo cuando dónde donde cómo como cuánto cuanto "
             "cuánta cuanta cuántos cuantos cuántas cuantas porque para es está esta están "
-            "estan estoy tengo tiene tienes mis tus nuestro nuestra ella usted una mi eres "
-            "soy".split()
+            "estan estoy tengo tiene tienes mis tus nuestro nuestra usted una mi eres "
+            "soy ¿".split()
         ),
-        frozenset("el los las la lo del al de y se le un".split()),
+        frozenset("el los las la lo del al de y se le un por en ella".split()),
         _words(
             "el la los las lo un una unos unas de del al a y o u e que qué quien quién cual cuál "
             "cuales cuándo cuando dónde donde como cómo cuánto cuanto cuánta cuanta cuántos "
@@ -160,9 +160,9 @@ _FOREIGN = (
             "che chi cosa quando dove perché perche quale quali quanto quanti quanta quante "
             "sono sei siamo è mio miei mie tuo tua nostro nostra gli della delle degli "
             "dello nel nella nei sul sulla ho hai abbiamo hanno posso devo anche ancora già "
-            "questo questa quello quella ricordi chiamo".split()
+            "questo questa quello quella ricordi chiamo chiama".split()
         ),
-        frozenset("la le di da un una del l il mi ti ci".split()),
+        frozenset("la le di da un una del l il mi ti ci lo si".split()),
         _words(
             "il lo la i gli le l un uno una di a da in con su per tra fra del dello della dei "
             "degli delle al allo alla ai agli alle dal dalla dai nel nella nei negli nelle sul "
@@ -177,9 +177,9 @@ _FOREIGN = (
         frozenset(
             "qual quais quando onde como quem quanto quanta quantos quantas porque meu minha "
             "meus minhas você voce vc é são sou estou está tenho não nao já dos das pra pelo "
-            "pela mesmo lá lembra".split()
+            "pela mesmo lá lembra que tô tá esse essa isso ainda".split()
         ),
-        frozenset("os de da em uma".split()),
+        frozenset("os de da em uma na nos com se um mais dá".split()),
         _words(
             "o os a as um uma uns umas de do da dos das em no na nos nas num numa por pelo pela "
             "pelos pelas pra pro para com sem e ou que quem qual quais quando onde como quanto "
@@ -203,16 +203,18 @@ def foreign_function_words(words: Iterable[str]) -> frozenset[str]:
     """The function words to drop from a prompt of lowercased ``words``: those of each
     language (French, German, Spanish, Italian, Portuguese) whose telling words it holds
     two of, or one with two of its supporting words ("la", "de", "l'" for French: names
-    and abbreviations in an English prompt, never enough alone); empty for an English
-    prompt."""
+    and abbreviations in an English prompt, never enough alone), or one with one when
+    the two are at least a quarter of a short prompt's words ("quanto pago na academia?";
+    not "the call is at 5 EST in LA"); empty for an English prompt."""
     telling = [0] * len(_FOREIGN)
     supporting = [0] * len(_FOREIGN)
-    for w in set(words):
+    seen = list(words)
+    for w in set(seen):
         for i, kind in _ROLES.get(w, ()):
             (supporting if kind else telling)[i] += 1
     out: frozenset[str] = frozenset()
     for i, (n, m) in enumerate(zip(telling, supporting, strict=True)):
-        if n >= 2 or (n == 1 and m >= 2):
+        if n >= 2 or (n == 1 and (m >= 2 or (m == 1 and 4 * (n + m) >= len(seen)))):
             out |= _FOREIGN[i][2]
     return out
 
@@ -241,18 +243,65 @@ _KOREAN_FUNCTION = frozenset(
 )
 
 
+#: What a Korean question word starts with ("언제야", "어디서", "얼마였더라", "몇시"): a
+#: word opening with one of these asks; it never names what the prompt is about.
+_KOREAN_ASKING = (
+    "뭐",
+    "뭘",
+    "언제",
+    "어디",
+    "얼마",
+    "누구",
+    "누가",
+    "몇",
+    "며칠",
+    "어느",
+    "어떤",
+    "어떻게",
+)
+#: Whole words of the verbs "do", "be", "have", "become", "can" and "when" ("할 수 있어",
+#: "해요", "있었지", "돼", "때"): the grammar around a question's nouns.
+_KOREAN_AUXILIARY = frozenset(
+    (
+        "할 해 해요 했 했어 했어요 했지 했나 했더라 하는 한 하고 해야 하려면 하려고 하는데 "
+        "했는데 해서 합니다 해줘 있어 있어요 있었어 있었지 있었나 있었더라 있나 있나요 있을까 "
+        "있는 있는데 없어 없나 돼 돼요 되지 되나 될까 되는 됐어 됐지 수 때 거야 건가 건지 "
+        "이었지 였지 였더라 이었더라 인데 인가 인지 중인데 지금"
+    ).split()
+)
+#: The endings of a noun made a verb by "하다" / "되다" ("접속하려면", "예약했지",
+#: "출근할"): the noun before them is what the prompt asks about, and a memory writes it
+#: with another ending ("접속해야").
+_KOREAN_VERB_ENDINGS = sorted(
+    (
+        "하려면 하려고 하는데 했는데 했더라 했어요 합니다 하는 하고 하지 해야 해요 해서 했어 "
+        "했지 했나 해줘 할까 할 한 해 했 되는 됐어 됐지 되나 될까 돼요 돼 된 될"
+    ).split(),
+    key=len,
+    reverse=True,
+)
+
+
 def korean_term(word: str) -> tuple[str, bool] | None:
-    """How a lowercased ``word`` of Hangul is searched: its stem without a particle, as a
-    prefix (``("이름", True)`` for "이름이", which finds "이름은"), or the word itself when
-    the stem would be one syllable; ``None`` for a question word or pronoun ("뭐야",
-    "우리", and "우리는" with its particle); the word unchanged when it is not Hangul."""
+    """How a lowercased ``word`` of Hangul is searched: its stem without a particle or a
+    "하다" / "되다" ending, as a prefix (``("이름", True)`` for "이름이", which finds
+    "이름은"; ``("예약", True)`` for "예약했지"), or the word itself when the stem would be
+    one syllable; ``None`` for a question word, pronoun or auxiliary ("뭐야", "우리는",
+    "있었지", "할"); the word unchanged when it is not Hangul."""
     if not _HANGUL.fullmatch(word):
         return (word, False)
+    if word in _KOREAN_AUXILIARY or word.startswith(_KOREAN_ASKING):
+        return None
     stem = word
-    for particle in _PARTICLES:
-        if word.endswith(particle) and len(word) > len(particle):
-            stem = word[: -len(particle)]
+    for ending in _KOREAN_VERB_ENDINGS:  # a noun made a verb: "예약했지" -> "예약"
+        if word.endswith(ending) and len(word) - len(ending) >= 2:
+            stem = word[: -len(ending)]
             break
+    else:
+        for particle in _PARTICLES:
+            if word.endswith(particle) and len(word) > len(particle):
+                stem = word[: -len(particle)]
+                break
     if word in _KOREAN_FUNCTION or stem in _KOREAN_FUNCTION:
         return None
     return (stem, True) if len(stem) >= 2 else (word, False)

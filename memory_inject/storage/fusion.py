@@ -288,6 +288,20 @@ def _minmax(scored: Mapping[str, float], raw: RawScores, fusion: Fusion) -> dict
     return out
 
 
+#: The letters a word of these languages ends with when inflected ("verifico",
+#: "verifica"; "meses"; "Termine").
+_INFLECTION_END = frozenset("aeiouáéíóúàèìòùâêôãõs")
+
+
+def _romance_stem(word: str) -> str:
+    """``word`` without up to two inflected final letters, kept 4 letters long or more."""
+    stem = word
+    for _ in range(2):
+        if len(stem) > 4 and stem[-1] in _INFLECTION_END:
+            stem = stem[:-1]
+    return stem
+
+
 def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     """The query's distinct ``(word, prefix)`` terms, lowercased, stopwords dropped.
 
@@ -319,7 +333,10 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     seen: set[tuple[str, str]] = set()
     tokens = _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered)
     # A prompt in French, German, Spanish, Italian or Portuguese drops its own function words.
-    foreign = foreign_function_words(w for w, _ in tokens)
+    words = [w for w, _ in tokens]
+    if "¿" in lowered or "¡" in lowered:  # Spanish opens its questions and exclamations
+        words.append("¿")
+    foreign = foreign_function_words(words)
     for word, star in tokens:
         if (word, star) in seen:
             continue
@@ -333,6 +350,8 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
             if korean is None:
                 continue
             term = (korean[0], bool(star) or korean[1])
+        elif foreign and len(word) > 4:
+            term = (_romance_stem(word), True)
         kept.append(term)
         if word not in kinds:
             topic.append(term)

@@ -26,6 +26,23 @@ class TestTerms:
             ("차가", ("차가", False)),  # a one-syllable stem is not a prefix: 차* is everything
             ("뭐야", None),
             ("우리는", None),
+            # A noun made a verb by 하다 / 되다 is searched as the noun.
+            ("예약했지", ("예약", True)),
+            ("접속하려면", ("접속", True)),
+            ("출근할", ("출근", True)),
+            ("등록돼", ("등록", True)),
+            ("일하지", ("일하지", True)),  # a one-syllable noun keeps its ending
+            # Question words with any ending, and the auxiliaries around them.
+            ("언제였더라", None),
+            ("몇시", None),
+            ("어디로", None),
+            ("있었지", None),
+            ("할", None),
+            ("수", None),
+            # A noun that merely ends like a verb stays whole when its stem would be one
+            # syllable; a longer one is searched by its first syllables, a prefix of it.
+            ("동해", ("동해", True)),
+            ("지중해", ("지중", True)),
             ("dentist", ("dentist", False)),
         ],
     )
@@ -34,5 +51,12 @@ class TestTerms:
 
     def test_a_prompts_terms(self) -> None:
         assert content_words("우리 강아지 이름이 뭐야?") == [("강아지", True), ("이름", True)]
+        assert content_words("재택 무슨 요일에 할 수 있어?") == [("재택", True), ("요일", True)]
+        assert content_words("회사 VPN 접속하려면 뭐 써야 돼?") == [
+            ("회사", True),
+            ("vpn", False),
+            ("접속", True),
+            ("써야", False),
+        ]
         # English is untouched.
         assert content_words("what is my dog called?") == [("dog", False), ("called", False)]
