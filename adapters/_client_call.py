@@ -68,9 +68,12 @@ def call(
     create: Callable[..., Any],
     kwargs: dict[str, Any],
     caller: FrameType | None = None,
+    *,
+    stream: bool = False,
 ) -> Any:
     """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``;
-    ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`)."""
+    ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`);
+    ``stream``: the reply is read later (a stream helper), as ``stream=True``."""
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return create(**kwargs)
@@ -85,7 +88,7 @@ def call(
     except BaseException:
         memory.close(prepared.fingerprint)
         raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=stream or kwargs.get("stream"))
     return resp
 
 
@@ -95,6 +98,8 @@ async def acall(
     create: Callable[..., Any],
     kwargs: dict[str, Any],
     caller: FrameType | None = None,
+    *,
+    stream: bool = False,
 ) -> Any:
     """The async twin of :func:`call`."""
     found = _outgoing(kwargs.get(endpoint.key))
@@ -113,7 +118,7 @@ async def acall(
     except BaseException:
         memory.close(prepared.fingerprint)
         raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=kwargs.get("stream"))
+    _finished(memory, endpoint, prepared.fingerprint, resp, stream=stream or kwargs.get("stream"))
     return resp
 
 
@@ -140,11 +145,49 @@ class Create(Forward):
 
     def create(self, **kwargs: Any) -> Any:
         """The SDK's ``create`` with memory; returns what it returns (a coroutine when async)."""
-        fn = self._target.create
-        caller = sys._getframe(1)  # the host's code: the turn lives while it runs
+        return self._with_memory(self._target.create, kwargs, sys._getframe(1))
+
+    def parse(self, **kwargs: Any) -> Any:
+        """The SDK's ``parse`` (structured output: ``create`` and a parsed reply) with memory."""
+        return self._with_memory(self._target.parse, kwargs, sys._getframe(1))
+
+    def stream(self, **kwargs: Any) -> Any:
+        """The SDK's ``stream`` helper (a stream manager) with memory, like ``create(stream=
+        True)``: the turn ends when the call is made (a tool step is found by its
+        conversation, as for any stream)."""
+        fn = self._target.stream
+        caller = sys._getframe(1)
+        if inspect.iscoroutinefunction(inspect.unwrap(self._target.create)):
+            return _AsyncStream(self, fn, kwargs, caller)
+        return call(self.memory, self._endpoint, fn, kwargs, caller, stream=True)
+
+    def _with_memory(self, fn: Any, kwargs: dict[str, Any], caller: FrameType) -> Any:
+        # caller: the host's code; the turn lives while it runs
         if inspect.iscoroutinefunction(inspect.unwrap(fn)):
             return acall(self.memory, self._endpoint, fn, kwargs, caller)
         return call(self.memory, self._endpoint, fn, kwargs, caller)
+
+
+class _AsyncStream:
+    """An async client's stream helper: the block is recalled (awaited) and placed when the
+    stream is entered, then the SDK's own manager runs."""
+
+    def __init__(self, create: Create, fn: Any, kwargs: dict[str, Any], caller: FrameType):
+        self._create, self._fn, self._kwargs, self._caller = create, fn, kwargs, caller
+        self._manager: Any = None
+
+    async def _open(self, **kwargs: Any) -> Any:
+        return self._fn(**kwargs)
+
+    async def __aenter__(self) -> Any:
+        c = self._create
+        self._manager = await acall(
+            c.memory, c._endpoint, self._open, self._kwargs, self._caller, stream=True
+        )
+        return await self._manager.__aenter__()
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self._manager.__aexit__(*exc)
 
 
 def memory_of(client: object) -> ClientMemory:

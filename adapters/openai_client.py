@@ -19,7 +19,8 @@ turns' blocks are re-placed byte for byte (``earlier_blocks="keep"``) or
 left out (``"strip"``). The system prompt and ``instructions`` are never
 touched. See :mod:`._client` for the rules and docs/adapters.md for the costs.
 
-Not intercepted: ``with_raw_response`` / ``with_streaming_response`` calls,
+``parse`` and the ``stream`` helper of both resources place the block as ``create``
+does. Not intercepted: ``with_raw_response`` / ``with_streaming_response`` calls,
 and ``previous_response_id`` chains see only the new input (the server holds
 the rest, with the block it was sent).
 """

@@ -103,6 +103,23 @@ class ChatServer(_Server):
         }
 
 
+def chat_completion(content: str) -> dict[str, Any]:
+    """An OpenAI chat completion answering ``content``, as the API sends it."""
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+    }
+
+
 class Events:
     """Every ``memory_recall`` and ``memory_skipped`` sent while connected, in order."""
 

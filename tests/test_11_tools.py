@@ -21,6 +21,7 @@ from memory_inject import AgentConfig, MemoryInjectConfig
 from memory_inject.config import GovernanceConfig
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import FixtureMemory
+from tests._frameworks import chat_completion
 
 if TYPE_CHECKING:
     from adapters import MemoryLoop
@@ -132,7 +133,7 @@ class TestToolDefinitions:
             bodies.append(json.loads(request.content))
             if request.url.path.endswith("/messages"):
                 return httpx.Response(200, json=_anthropic_reply())
-            return httpx.Response(200, json=_openai_reply())
+            return httpx.Response(200, json=chat_completion("ok"))
 
         http = httpx.Client(transport=httpx.MockTransport(handler))
         tools = memory_tools(store, agent)
@@ -156,22 +157,6 @@ class TestToolDefinitions:
             memory_tools(store, names=["memory_delete"])
         with pytest.raises(TypeError, match="memory_tools: 'store' must be a memory store"):
             memory_tools(None)  # type: ignore[arg-type]
-
-
-def _openai_reply() -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "m",
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "ok"},
-            }
-        ],
-    }
 
 
 def _anthropic_reply() -> dict[str, Any]:
