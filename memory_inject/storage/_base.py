@@ -38,6 +38,7 @@ from memory_inject.storage._store_checks import (
     forget_scope,
     given_vector,
     owned,
+    refuse_moves,
     refuse_owned,
 )
 from memory_inject.storage.records import MemoryRecord, store_draft
@@ -53,6 +54,7 @@ __all__ = [
     "float32",
     "forget_scope",
     "owned",
+    "refuse_moves",
     "refuse_owned",
 ]
 

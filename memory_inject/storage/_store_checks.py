@@ -34,6 +34,7 @@ __all__ = [
     "forget_scope",
     "given_vector",
     "owned",
+    "refuse_moves",
     "refuse_owned",
 ]
 
@@ -60,6 +61,21 @@ def refuse_owned(record: MemoryRecord | None, session_id: str | None, key: str, 
     if record is None or record.deleted_at is not None or record.session_id == session_id:
         return
     raise owned(key, what)
+
+
+def refuse_moves(
+    records: Sequence[MemoryRecord], what: str, lines: Sequence[int] | None = None
+) -> None:
+    """:class:`KeyOwnedError` when a record of one batch replaces an earlier live record of
+    the same key in another scope: the table is checked against the batch's last record
+    of each key, so a key written shared then into a session in one import was moved."""
+    first: dict[str, MemoryRecord] = {}
+    for i, record in enumerate(records):
+        prior = first.get(record.key)
+        if prior is not None and prior.deleted_at is None and prior.session_id != record.session_id:
+            line = "" if lines is None else f" (line {lines[i]})"
+            raise owned(record.key, f"{what}{line}")
+        first[record.key] = record
 
 
 def owned(key: str, what: str) -> KeyOwnedError:

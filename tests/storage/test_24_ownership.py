@@ -279,6 +279,28 @@ def test_an_import_never_replaces_another_scopes_row(store_factory: Factory) -> 
     assert "alice again" == store.get("k").content
 
 
+@pytest.mark.needs.with_args(SupportsJsonl)
+@pytest.mark.parametrize(("first", "then"), [(None, "s9"), ("alice", "bob"), ("alice", None)])
+def test_one_import_never_moves_its_own_key_to_another_scope(
+    store_factory: Factory, first: str | None, then: str | None
+) -> None:
+    """Two lines of one key in one batch, the second in another scope: the table was
+    checked against the last line only, so the key was written and moved. A forgotten
+    first line belongs to no one, and the same scope twice is an update."""
+    store = store_factory()
+    lines = [
+        {"key": "a", "content": "shared fact", "session_id": first},
+        {"key": "a", "content": "moved", "session_id": then},
+    ]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    with pytest.raises(ValueError, match="'a' belongs to another scope"):
+        store.import_jsonl(io.StringIO(text))
+    assert store.get("a") is None
+    lines[0]["session_id"] = then
+    assert 2 == store.import_jsonl(io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+    assert ("moved", then) == (store.get("a").content, store.get("a").session_id)
+
+
 def test_the_cli_add_and_import_never_replace_another_scopes_row(tmp_path: Any) -> None:
     """The CLI is a host write path too: ``add`` and ``import`` into a key another session
     holds stop with the refusal and change nothing."""

@@ -134,11 +134,11 @@ def _at(engine: PostgresEngine) -> tuple[str, Mapping[str, Any], TableNames]:
 def _check_staged(q: Queries, cur: psycopg.Cursor[Any]) -> None:
     """Refuse the import (the caller's transaction rolls back) when a staged key's live row
     belongs to another scope, or a staged id is another key's."""
-    owned_check = stage_owned(q)
-    cur.execute(owned_check.query, owned_check.params)
-    taken = cur.fetchone()
-    if taken is not None:
-        raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
+    for check in (stage_owned(q), stage_moved()):
+        cur.execute(check.query, check.params)
+        taken = cur.fetchone()
+        if taken is not None:
+            raise owned(str(taken[0]), f"import line {int(taken[1]) + 1}")
     clash_check = stage_id_clash(q)
     cur.execute(clash_check.query, clash_check.params)
     clash = cur.fetchone()
@@ -212,6 +212,21 @@ def stage_owned(q: Queries) -> Stmt:
         "AND m.session_id IS DISTINCT FROM s.session_id ORDER BY s._seq LIMIT 1"
     ).format(s=_STAGE, t=q.t)
     return Stmt(query, {"ns": q.ns})
+
+
+def stage_moved() -> Stmt:
+    """The first staged line that follows a live line of its key in another scope, and its
+    line: the table is checked against each line, so a key written shared then into a
+    session by one import would be written, then moved (``_store_checks.refuse_moves``)."""
+    query = sql.SQL(
+        "SELECT key, _seq FROM (SELECT key, _seq, session_id, "
+        "lag(_seq) OVER w AS prev_seq, lag(session_id) OVER w AS prev_session, "
+        "lag(deleted_at) OVER w AS prev_deleted FROM {s} "
+        "WINDOW w AS (PARTITION BY key ORDER BY _seq)) AS x "
+        "WHERE prev_seq IS NOT NULL AND prev_deleted IS NULL "
+        "AND session_id IS DISTINCT FROM prev_session ORDER BY _seq LIMIT 1"
+    ).format(s=_STAGE)
+    return Stmt(query, {})
 
 
 def stage_id_clash(q: Queries) -> Stmt:

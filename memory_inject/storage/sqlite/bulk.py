@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
-from memory_inject.storage._base import owned
+from memory_inject.storage._base import owned, refuse_moves
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite.codec import UPSERT, record_to_row
@@ -126,6 +126,7 @@ def _upsert_many(
     what: str,
     lines: Sequence[int] | None = None,
 ) -> int:
+    refuse_moves(records, what, lines)
     rows = [record_to_row(r) for r in records]
     sessions = {r.key: r.session_id for r in records}  # a repeated key: its last line
     namespace = engine.namespace
