@@ -15,7 +15,21 @@ from attrs import frozen
 
 from memory_inject.models import MemoryEntry
 
-__all__ = ["RecallAnswer", "RecallQuery"]
+__all__ = ["RecallAnswer", "RecallQuery", "check_recall"]
+
+
+def check_recall(query: object, limit: object, session_id: object) -> None:
+    """``TypeError`` naming the argument unless ``query`` is a str, ``limit`` an int and
+    ``session_id`` a str or None (a store's ``recall`` arguments, checked before use:
+    ``recall(None, 5)`` was an ``AttributeError`` from deep inside a store)."""
+    if not isinstance(query, str):
+        raise TypeError(f"recall: 'query' must be a str (got {type(query).__name__})")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"recall: 'limit' must be an int (got {type(limit).__name__})")
+    if session_id is not None and not isinstance(session_id, str):
+        raise TypeError(
+            f"recall: 'session_id' must be a str or None (got {type(session_id).__name__})"
+        )
 
 
 @frozen(slots=True)
@@ -47,6 +61,9 @@ class RecallQuery:
     statuses: tuple[str, ...] | None = None
     deadline: float | None = None
     profiles: tuple[str | None, ...] | None = None
+
+    def __attrs_post_init__(self) -> None:
+        check_recall(self.query, self.limit, self.session_id)
 
     @property
     def restricted(self) -> bool:

@@ -88,7 +88,7 @@ class MemoryRecord:
     timestamp: datetime = field(factory=_now, converter=parse_timestamp)
     id: str = field(default=None)
     updated_at: datetime | None = field(default=None, converter=_opt_ts)
-    session_id: str | None = None
+    session_id: str | None = field(default=None, validator=_optional_str)
     namespace: str = "default"
     importance: float | None = field(default=None, validator=_unit("importance"))
     confidence: float | None = field(default=None, validator=_unit("confidence"))
