@@ -19,7 +19,11 @@ __all__ = ["DaemonAdapter", "DaemonTurn", "heartbeat_query"]
 
 
 def heartbeat_query(task_text: str, priority: str = "normal") -> str:
-    """The heartbeat query zeroclaw builds: ``[Heartbeat Task | <priority>] <task>``."""
+    """The heartbeat query zeroclaw builds: ``[Heartbeat Task | <priority>] <task>``;
+    ``TypeError`` naming the argument unless both are str (``None`` became "None")."""
+    for name, value in (("task_text", task_text), ("priority", priority)):
+        if not isinstance(value, str):
+            raise TypeError(f"heartbeat: {name!r} must be a str (got {type(value).__name__})")
     return f"[Heartbeat Task | {priority}] {task_text}"
 
 

@@ -224,6 +224,11 @@ class MemoryLoop(Adapter):
     # -- preparing a request ------------------------------------------------------
 
     def _decide(self, messages: Sequence[Any], query: str | None, given: TurnOptions) -> _Decision:
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise TypeError(
+                f"'messages' must be a list of messages (got {type(messages).__name__}); "
+                "a prompt alone is [{'role': 'user', 'content': prompt}]"
+            )
         idx, problem = find_user_message(messages, api=self.api)
         active = active_turn()
         if active is not None and active.owner is self and self._own(active, messages, idx):

@@ -70,6 +70,15 @@ class TestHeartbeat:
         )
         assert "[Heartbeat Task | normal] check the backup job" == turn.query
 
+    @pytest.mark.parametrize(("task", "priority"), [(None, "normal"), (5, "normal"), ("x", None)])
+    def test_a_task_or_priority_that_is_not_a_str_is_refused(
+        self, store: SQLiteStore, task: object, priority: object
+    ) -> None:
+        """``heartbeat(None)`` sent the query "[Heartbeat Task | normal] None"."""
+        daemon = DaemonAdapter(store, AgentConfig(agent="ops"))
+        with pytest.raises(TypeError, match=r"heartbeat: '(task_text|priority)' must be a str"):
+            daemon.heartbeat(task, priority)  # type: ignore[arg-type]
+
     def test_an_agent_with_daemon_disabled_gets_nothing(self, store: SQLiteStore) -> None:
         """scheduler.yaml disables daemon turns: skipped with origin_disabled, no event."""
         agent = load_agent_config(ROOT / "config" / "agents" / "scheduler.yaml")

@@ -274,6 +274,18 @@ class TestFailures:
         assert "closed" in (rec.events[0].error or "")
         assert "autosave_failed" in (result.injection.error or "")
 
+    @pytest.mark.parametrize("messages", ["where do deploys go?", None, 5])
+    def test_messages_that_are_not_a_list_are_refused(
+        self, store: SQLiteStore, agent: AgentConfig, messages: Any
+    ) -> None:
+        """A prompt passed alone came back as a list of its letters (and ``None`` raised
+        a bare ``len()`` error): the caller's mistake, named."""
+        loop = MemoryLoop(store, agent)
+        with pytest.raises(TypeError, match="'messages' must be a list of messages"):
+            loop.prepare(messages)
+        with pytest.raises(TypeError, match="'messages' must be a list of messages"):
+            asyncio.run(loop.aprepare(messages))
+
 
 class TestAutosave:
     def test_the_users_message_is_saved_under_user_msg_and_never_injected(
