@@ -321,6 +321,29 @@ class TestOutOfRange:
         """A value outside its range is refused with the bound it broke."""
         assert (expected,) == problems_of(tmp_path, f"agent: a\nmemory:\n  {text}\n")
 
+    @pytest.mark.parametrize(
+        ("backend", "expected"),
+        [
+            (
+                "{kind: postgres}",
+                "'dsn' must be set when 'kind' is postgres (got null) @ $.memory.backend.dsn",
+            ),
+            (
+                '{path: "a\\0b.db"}',
+                "'path' must not hold a NUL character (got 'a\\x00b.db') @ $.memory.backend.path",
+            ),
+        ],
+        ids=["postgres_without_dsn", "nul_in_path"],
+    )
+    def test_a_backend_open_store_would_refuse(
+        self, tmp_path: Path, backend: str, expected: str
+    ) -> None:
+        """``validate`` said "ok" to both, and the agent failed when it opened its store
+        with an error naming neither the file nor the key."""
+        assert (expected,) == problems_of(tmp_path, f"agent: a\nmemory:\n  backend: {backend}\n")
+        text = 'agent: a\nmemory:\n  backend: {kind: postgres, dsn: "postgresql://db/m"}\n'
+        assert "postgres" == load_agent_config(write(tmp_path, text)).memory.backend.kind
+
     def test_out_of_range_in_origin(self, tmp_path: Path) -> None:
         """A bad value inside an origin override is reported with the origin in the path."""
         text = "agent: a\nmemory:\n  origins: {cron: {budget: {max_entries: -2}}}\n"

@@ -14,7 +14,7 @@ from attrs import frozen
 
 from memory_inject.config._constraints import check_class, group, setting
 
-__all__ = ["BackendConfig", "PoolConfig"]
+__all__ = ["BackendConfig", "PoolConfig", "check_backend"]
 
 
 @frozen
@@ -122,3 +122,19 @@ class BackendConfig:
         "a store that cannot be opened (corrupt, locked, unreachable): raise, or degrade",
         choices=("raise", "degrade"),
     )
+
+
+def check_backend(raw: Any, path: str) -> list[str]:
+    """The backend group's keys, then what ``open_store`` would refuse: ``kind: postgres``
+    without a ``dsn``, and a ``path`` holding a NUL character (``validate`` said "ok" to
+    both, and the agent failed when it opened its store)."""
+    problems = check_class(BackendConfig, raw, path)
+    if problems or not isinstance(raw, Mapping):
+        return problems
+    kind = raw.get("kind", "sqlite")
+    if isinstance(kind, str) and kind.strip().lower() == "postgres" and not raw.get("dsn"):
+        problems.append(f"'dsn' must be set when 'kind' is postgres (got null) @ {path}.dsn")
+    where = raw.get("path")
+    if isinstance(where, str) and "\0" in where:
+        problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")
+    return problems

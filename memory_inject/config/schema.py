@@ -18,7 +18,7 @@ import cattrs
 from attrs import field, frozen
 
 from memory_inject._tokens import load_encoding
-from memory_inject.config._backend import BackendConfig, PoolConfig
+from memory_inject.config._backend import BackendConfig, PoolConfig, check_backend
 from memory_inject.config._constraints import (
     MAX_BLOCK_CHARS,
     MAX_CANDIDATE_POOL,
@@ -238,7 +238,7 @@ class MemoryInjectConfig:
     origins: Mapping[str, Mapping[str, Any]] = field(
         factory=dict, hash=False, repr=False, metadata={"check": _check_origins}
     )
-    backend: BackendConfig = group(BackendConfig)
+    backend: BackendConfig = group(BackendConfig, check=check_backend)
     retrieval_stages: tuple[str, ...] = setting(
         RETRIEVAL_STAGES[:2],
         "strlist",
