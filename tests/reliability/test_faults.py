@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
@@ -452,6 +453,25 @@ class TestDatabaseFile:
             assert ("", False, True) == (result.text, event.success, "corrupt:" in reason(event))
             with pytest.raises(StoreCorruptError):
                 s.store("new", "value")
+
+    @pytest.mark.parametrize("mode", MODES)
+    def test_every_render_of_a_damaged_file_says_so(self, mode: str, db: Path) -> None:
+        """A few pages damaged, the header and schema intact: the first render's failed
+        read transaction rolled back the connection's vocabulary view, so the next
+        renders said success with "fts_failed: no such table" and no word of damage."""
+        with SQLiteStore(db) as s:
+            for i in range(300):
+                s.store(f"key{i}", f"deploy fact number {i} about servers " + "pad " * 40)
+        checkpoint(db)
+        with db.open("r+b") as fh:
+            fh.seek(60 * 4096)
+            fh.write(random.Random(1).randbytes(5 * 4096))
+        with SQLiteStore(db) as s:
+            for query in ("deploy", "pad", "pad"):
+                _, events = render(s, query, mode)
+                event = only_event(events)
+                assert (False, True) == (event.success, "corrupt:" in reason(event))
+                assert not [d for d in event.degraded if "no such table" in d]
 
     @pytest.mark.parametrize("mode", MODES)
     def test_closed_store(self, mode: str, db: Path) -> None:

@@ -89,9 +89,14 @@ class RecallRun:
 
 def scored_recall(conn: sqlite3.Connection, run: RecallRun) -> tuple[list[MemoryEntry], RecallInfo]:
     """Ranked entries and what happened for ``run`` (see :class:`RecallRun`)."""
+    stats = run.stats or TermStats()
+    # The vocabulary view is made outside the read transaction: made inside it, a recall
+    # that failed (a damaged page) rolled it back, and every later recall on the
+    # connection said "fts_failed: no such table" instead of the damage.
+    stats.ready_vocab(conn)
     conn.execute("BEGIN")
     try:
-        return _run(conn, run, run.stats or TermStats())
+        return _run(conn, run, stats)
     finally:
         if conn.in_transaction:
             conn.execute("COMMIT")

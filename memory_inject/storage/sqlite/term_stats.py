@@ -83,6 +83,12 @@ class TermStats:
         self._tail = 0  # rows logged since the cache was based (an upper bound)
         self._uncounted: set[str] = set()  # cached tokens no MATCH phrase counts
 
+    def ready_vocab(self, conn: sqlite3.Connection) -> None:
+        """Make ``conn``'s vocabulary view once, before its read transaction begins."""
+        if not self._vocab:
+            ensure_vocab(conn)
+            self._vocab = True
+
     def refresh(self, conn: sqlite3.Connection) -> None:
         """Re-read the averages if the snapshot changed; the cache is checked when next read.
 
