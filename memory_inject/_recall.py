@@ -122,8 +122,31 @@ def _materialise(batch: Any) -> Any:
     return list(batch)
 
 
+class StoreRaised(Exception):
+    """A sync store call raised a ``BaseException`` that is not an ``Exception``
+    (``GeneratorExit``, ``CancelledError`` from a sync wrapper around async code): the
+    store's failure, recorded like any other (its name and message on the event), where it
+    had escaped the recall thread unnamed or the render itself. ``KeyboardInterrupt`` and
+    ``SystemExit`` still propagate."""
+
+    def __init__(self, exc: BaseException) -> None:
+        try:
+            message = str(exc)
+        except Exception:  # noqa: BLE001 - its message may be as broken as the store
+            message = ""
+        name = type(exc).__name__
+        super().__init__(f"{name}: {message}" if message else name)
+
+
 def _made(fn: Callable[[], Any]) -> Any:
-    return _materialise(fn())
+    try:
+        return _materialise(fn())
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise StoreRaised(exc) from exc
 
 
 def _drive(steps: Steps) -> None:
@@ -132,7 +155,7 @@ def _drive(steps: Steps) -> None:
         call = next(steps)
         while True:
             try:
-                batch = _materialise(call.fn())
+                batch = _made(call.fn)
             except Exception as exc:  # noqa: BLE001 - handed to the steps, which record it
                 call = steps.throw(exc)
             else:

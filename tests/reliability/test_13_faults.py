@@ -16,9 +16,16 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import pytest
 
-from memory_inject import InMemoryStore, MemoryEntry, arender_memory_context, render_memory_context
+from memory_inject import (
+    InMemoryStore,
+    MemoryEntry,
+    MemoryInjectConfig,
+    arender_memory_context,
+    render_memory_context,
+)
 from memory_inject.signals import MemoryRecall, memory_recall
 from tests.reliability.test_faults import MODES, only_event, reason, render
 
@@ -136,6 +143,41 @@ class TestStoreFaults:
         event = only_event(events)
         assert (False, "") == (event.success, result.text)
         assert "Unprintable: <the error's message could not be read>" in reason(event)
+
+
+class BaseRaisingStore:
+    """A sync store whose recall raises a ``BaseException`` that is not an ``Exception``
+    (a sync wrapper around async code can raise ``CancelledError``)."""
+
+    name = "base-raising"
+
+    def __init__(self, raised: type[BaseException]) -> None:
+        self.raised = raised
+
+    def recall(self, query: str, limit: int, **kw: Any) -> list[MemoryEntry]:
+        raise self.raised
+
+
+class TestBaseExceptionFromAStore:
+    @pytest.mark.parametrize("mode", MODES)
+    @pytest.mark.parametrize("deadline", [2000, None])
+    @pytest.mark.parametrize(
+        "raised", [asyncio.CancelledError, GeneratorExit, type("Custom", (BaseException,), {})]
+    )
+    def test_it_is_the_stores_failure_named_on_the_event(
+        self, mode: str, deadline: int | None, raised: type[BaseException]
+    ) -> None:
+        """Under a deadline the recall thread swallowed it (success False, error None);
+        without one the render raised and sent no event."""
+        config = attrs.evolve(MemoryInjectConfig(), deadline_ms=deadline)
+        if mode == "sync":
+            result = render_memory_context(BaseRaisingStore(raised), "invoice", config=config)
+        else:
+            coro = arender_memory_context(BaseRaisingStore(raised), "invoice", config=config)
+            result = asyncio.run(coro)
+        assert isinstance(result.event, MemoryRecall)
+        assert (False, "") == (result.event.success, result.text)
+        assert raised.__name__ in (result.event.error or "")
 
 
 class TestReceivers:
