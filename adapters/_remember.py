@@ -101,8 +101,21 @@ def write_args(
     cwd: str | os.PathLike[str] | None,
     fields: Mapping[str, Any],
 ) -> tuple[str, str, dict[str, Any]]:
-    """Check the arguments (``ValueError``), and the store can write (``TypeError``)."""
+    """Check the arguments (``ValueError``; a wrong type a ``TypeError``), and the store
+    can write (``TypeError``). A store would refuse the same ones, but that refusal was
+    returned as a failed write, not raised as the caller's mistake."""
     text, key, cat = _checked(content, key, category, session_id)
+    if session_id is not None and not isinstance(session_id, str):
+        raise TypeError(
+            f"remember: 'session_id' must be a str or None (got {type(session_id).__name__})"
+        )
+    importance = fields.get("importance")
+    if importance is not None and (
+        isinstance(importance, bool)
+        or not isinstance(importance, int | float)
+        or not 0 <= importance <= 1
+    ):
+        raise ValueError(f"remember: 'importance' must be between 0 and 1 (got {importance!r})")
     if not isinstance(store, SupportsWrite | SupportsAsyncWrite):
         raise TypeError(
             f"remember: 'store' must have a store() method (got {type(store).__name__})"

@@ -98,6 +98,13 @@ class TestRemember:
             remember(FixtureMemory(), agent, FACT)
         with pytest.raises(TypeError, match="remember: 'store' must be a memory store"):
             remember("memory.db", agent, FACT)  # type: ignore[arg-type]
+        # The store would refuse these too, but that came back as a failed write.
+        with pytest.raises(TypeError, match="remember: 'session_id' must be a str or None"):
+            remember(store, agent, FACT, session_id=5)  # type: ignore[arg-type]
+        for importance in (2, float("nan"), True):
+            with pytest.raises(ValueError, match="remember: 'importance' must be between 0"):
+                remember(store, agent, FACT, importance=importance)
+        assert 0 == store.count()
 
     def test_a_failing_store_is_reported_not_raised(
         self, store: SQLiteStore, agent: AgentConfig, monkeypatch: pytest.MonkeyPatch
