@@ -208,7 +208,7 @@ def foreign_function_words(words: Iterable[str]) -> frozenset[str]:
     not "the call is at 5 EST in LA"); empty for an English prompt."""
     telling = [0] * len(_FOREIGN)
     supporting = [0] * len(_FOREIGN)
-    seen = list(words)
+    seen = words if isinstance(words, list) else list(words)
     for w in set(seen):
         for i, kind in _ROLES.get(w, ()):
             (supporting if kind else telling)[i] += 1
