@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
-__all__ = ["stem", "tokenize"]
+__all__ = ["fold", "stem", "tokenize"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_ACCENTS = re.compile("[\u0300-\u036f]")
+
+
+def fold(text: str) -> str:
+    """``text`` lower-cased without diacritics, as SQLite's ``unicode61`` reads it: "café"
+    in NFC or NFD is "cafe", so a row and a prompt spelled in different normal forms meet
+    (they did on SQLite and PostgreSQL, not here). Soft hyphens go too."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text.replace("\u00ad", ""))
+    # Only the Latin, Greek and Cyrillic accents (U+0300-U+036F): a kana's voicing mark
+    # makes another word, not another spelling.
+    kept = _ACCENTS.sub("", decomposed)
+    return unicodedata.normalize("NFC", kept).lower()
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (unicode ``\\w+``)."""
-    return _WORD.findall(text.lower())
+    """Folded word tokens (unicode ``\\w+``, :func:`fold`)."""
+    return _WORD.findall(fold(text))
 
 
 _SUFFIXES = ("ing", "ed", "es", "s")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from memory_inject.models import MemoryEntry
-from memory_inject.storage._lexical import stem, tokenize
+from memory_inject.storage._lexical import fold, stem, tokenize
 from memory_inject.storage._names import asked_words, names_asked
 from memory_inject.storage._substring import SubstringQuery
 from memory_inject.storage._variants import with_variants
@@ -53,6 +53,7 @@ def query_words(query: str) -> tuple[list[tuple[str, bool]], list[int] | None]:
     words, groups = with_variants(content_words(query))
     out: dict[tuple[str, bool], int] = {}
     for (word, star), g in zip(words, groups or range(len(words)), strict=True):
+        word = fold(word)
         out.setdefault((word if star else stem(word), star), g)
     return list(out), None if groups is None else list(out.values())
 
