@@ -53,8 +53,8 @@ def query_words(query: str) -> tuple[list[tuple[str, bool]], list[int] | None]:
     words, groups = with_variants(content_words(query))
     out: dict[tuple[str, bool], int] = {}
     for (word, star), g in zip(words, groups or range(len(words)), strict=True):
-        word = fold(word)
-        out.setdefault((word if star else stem(word), star), g)
+        folded = fold(word)
+        out.setdefault((folded if star else stem(folded), star), g)
     return list(out), None if groups is None else list(out.values())
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -52,8 +52,8 @@ def test_a_word_in_either_normal_form_finds_the_other(
     store_factory: Factory,
     backend: str,
     request: pytest.FixtureRequest,
-    content_form: str,
-    query_form: str,
+    content_form: Literal["NFC", "NFD"],
+    query_form: Literal["NFC", "NFD"],
 ) -> None:
     """ "café" composed or decomposed is one word: SQLite's unicode61 folds both, and
     InMemoryStore now folds them too (it found neither from the other). PostgreSQL's
