@@ -203,6 +203,16 @@ class TestStoreCommands:
         assert 1 == result.exit_code
         assert "bad.jsonl" in result.stderr and "line 2" in result.stderr
 
+    @pytest.mark.parametrize("kind", ["memory", "none"])
+    def test_add_refuses_a_backend_that_keeps_nothing(self, tmp_path: Path, kind: str) -> None:
+        """``add --agent`` on ``kind: memory`` printed "stored k" and exit 0, and the row
+        was gone with the process (``init`` already refused such an agent)."""
+        agent = tmp_path / "m.yaml"
+        agent.write_text(f"agent: m\nmemory: {{backend: {{kind: {kind}}}}}\n")
+        result = CliRunner().invoke(cli, ["add", "k", "a fact", "--agent", str(agent)])
+        assert 1 == result.exit_code
+        assert f"'memory.backend.kind' is {kind!r}" in result.stderr
+
     def test_a_locked_store_is_one_error_line(self, workdir: Path) -> None:
         """forget ended in a traceback when another process held the write lock (add
         already gave one line): now it says why in one line, exit 1."""

@@ -81,6 +81,12 @@ def opened_store(
             backend = attrs.evolve(backend, kind="sqlite", path=str(path.resolve()))
         elif backend.kind == "sqlite":
             _check_exists(sqlite_path(agent), create)
+        elif create and backend.kind in ("memory", "none"):
+            raise click.ClickException(
+                f"{agent_path}: 'memory.backend.kind' is {backend.kind!r}: what this command "
+                "writes would not outlive it; pass --db FILE, or use a sqlite, postgres or "
+                "markdown backend"
+            )
         opened = open_store(attrs.evolve(agent, memory=attrs.evolve(agent.memory, backend=backend)))
         if isinstance(opened, UnavailableStore):  # pragma: no cover - degrade is off here
             raise click.ClickException(opened.status)
