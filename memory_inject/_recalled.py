@@ -9,8 +9,9 @@ the one wording of a failed call. The driver that fills the results is
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -19,6 +20,7 @@ from attrs import define, frozen
 from memory_inject._calls import STANDING, Call
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, merge_results
+from memory_inject.stages import UNRELATED_PROMPT, StageTrace
 
 __all__ = ["Recalled", "Results", "collect", "describe"]
 
@@ -77,6 +79,20 @@ class Results:
     #: The greatest similarity an answer used told (``RecallAnswer.similarity``).
     similarity: float | None = None
     lock: threading.Lock = attrs.Factory(threading.Lock)
+
+
+def _bad_number(entry: MemoryEntry) -> str | None:
+    """The field of ``entry`` (``score``, ``importance``) that is not None or a finite
+    number: a custom store's ``nan`` lost the whole block before (``stage_failed``)."""
+    for name in ("score", "importance"):
+        value = getattr(entry, name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return name
+        if not math.isfinite(value):
+            return name
+    return None
 
 
 def describe(exc: BaseException) -> str:
@@ -154,6 +170,9 @@ def collect(
                 # Keys are hashed and compared by every later stage (a session id
                 # that is not a string is dropped by name by ``session_scope``).
                 invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
+            elif (bad := _bad_number(item)) is not None:
+                # A NaN importance or score failed the rerank or the floor for every entry.
+                invalid[item.key] = f"invalid_entry:{bad}"
             else:
                 good.append(item)
         if _call.source == "time":
@@ -206,3 +225,35 @@ def _passed_over(rows: Sequence[MemoryEntry], entries: Sequence[MemoryEntry]) ->
             seen.add(e.key)
             out.append(e)
     return out
+
+
+_BELOW_RELEVANCE = "below_relevance"
+_BAD_NUMBERS = frozenset({"invalid_entry:score", "invalid_entry:importance"})
+
+
+def invalid_notes(invalid: Mapping[str, str]) -> list[str]:
+    """The event's ``invalid_entries`` parts for what a store returned that could not be
+    used: non-entries, and entries whose score or importance is not a finite number."""
+    numbers = sum(1 for r in invalid.values() if r in _BAD_NUMBERS)
+    notes = []
+    if len(invalid) > numbers:
+        notes.append(f"invalid_entries: store returned {len(invalid) - numbers} non-entries")
+    if numbers:
+        notes.append(
+            f"invalid_entries: store returned {numbers} entries with a score or importance "
+            "that is not a finite number"
+        )
+    return notes
+
+
+def abstention(traces: Sequence[StageTrace]) -> str | None:
+    """Why a render that rendered nothing abstained: the prompt gate, else the floor, but
+    only when no entry passed it: one a later stage dropped (a budget, a skip rule) scored
+    over the floor, so "every one scored under" would be untrue (None: not on purpose)."""
+    kinds = [{r.split(":", 1)[0] for r in tr.dropped.values()} for tr in traces]
+    if any(UNRELATED_PROMPT in k for k in kinds):
+        return UNRELATED_PROMPT
+    floor = next((i for i, k in enumerate(kinds) if _BELOW_RELEVANCE in k), None)
+    if floor is None or any(k - {_BELOW_RELEVANCE} for k in kinds[floor:]):
+        return None
+    return _BELOW_RELEVANCE

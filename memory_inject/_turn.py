@@ -14,7 +14,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 
 from attrs import define, field, frozen
@@ -95,6 +95,17 @@ def _origin(value: TurnOrigin | str | None) -> TurnOrigin | None:
     return None if value is None else TurnOrigin(value)
 
 
+def _now(value: datetime | None) -> datetime | None:
+    """A naive ``now`` is UTC, as a naive timestamp is everywhere else (subtracted from an
+    aware one, it failed the decay stage and lost the whole block); not a datetime is a
+    ``TypeError`` naming it."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise TypeError(f"'now' must be a datetime or None (got {type(value).__name__})")
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
 @frozen(kw_only=True)
 class TurnInput:
     """One turn's inputs as one value: what every entry point hands the pipeline.
@@ -115,7 +126,7 @@ class TurnInput:
     suppress: bool = False
     turn: TurnMeta = field(factory=TurnMeta)
     source: str | None = None
-    now: datetime | None = None
+    now: datetime | None = field(default=None, converter=_now)
 
     @property
     def scopes(self) -> tuple[str | None, ...]:

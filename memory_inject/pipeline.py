@@ -28,7 +28,7 @@ from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
 from memory_inject._recall import run_async, run_sync
-from memory_inject._recalled import Recalled
+from memory_inject._recalled import Recalled, abstention, invalid_notes
 from memory_inject._refill import Withholding
 from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject._turn import Turn, TurnInput, describe_fault, prepare
@@ -39,7 +39,7 @@ from memory_inject.policy import InjectPolicy
 from memory_inject.profile import ProfileIdentity, turn_profile
 from memory_inject.render import renderer_for
 from memory_inject.signals import MemoryRecall, MemorySkipped, memory_recall, memory_skipped
-from memory_inject.stages import UNRELATED_PROMPT, StageContext, StageTrace, governed, stages_for
+from memory_inject.stages import StageContext, StageTrace, governed, stages_for
 
 __all__ = [
     "RenderResult",
@@ -52,7 +52,6 @@ __all__ = [
 
 _log = logging.getLogger("memory_inject")
 _QUERY_SUMMARY_CHARS = 200
-_BELOW_RELEVANCE = "below_relevance"
 # What an abstaining render "recalled": nothing, successfully, in no time.
 _NOTHING = Recalled([], 0, True, [], {}, 0.0)
 _NO_SCORES: Mapping[str, float | None] = MappingProxyType({})
@@ -293,12 +292,6 @@ def _skipped(t: Turn) -> RenderResult:
     return RenderResult("", (), (), event)
 
 
-def _abstention(traces: Sequence[StageTrace]) -> str | None:
-    """Why a render that rendered nothing abstained: the prompt gate, else the floor."""
-    reasons = {r.split(":", 1)[0] for tr in traces for r in tr.dropped.values()}
-    return next((w for w in (UNRELATED_PROMPT, _BELOW_RELEVANCE) if w in reasons), None)
-
-
 def _finish(t: Turn, rec: Recalled) -> RenderResult:
     cfg = t.config
     recalled = rec.entries
@@ -316,8 +309,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
     text = ""
     rendered: tuple[MemoryEntry, ...] = ()
     errors = list(rec.errors)
-    if rec.invalid:
-        errors.append(f"invalid_entries: store returned {len(rec.invalid)} non-entries")
+    errors.extend(invalid_notes(rec.invalid))
     stage_failed = False
     try:
         # The stages after the arm only drop what the rerank arm already
@@ -350,7 +342,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         text, rendered = "", ()
         errors.append(f"stage_failed: {describe_fault(exc)}")
     success = rec.any_ok and not rec.invalid and not stage_failed
-    abstained = t.abstained or (_abstention(traces) if success and not rendered else None)
+    abstained = t.abstained or (abstention(traces) if success and not rendered else None)
     query = t.query
     event = MemoryRecall(
         query_summary=None if query == "" else scrubbed_summary(query, _QUERY_SUMMARY_CHARS),

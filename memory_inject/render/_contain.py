@@ -96,6 +96,8 @@ _TITLES = (
     "contested memory",
     "daily log",
     "relevant memories",
+    "today.s sessions",  # any apostrophe; these two were missing, so a memory could
+    "open questions",  # write either section's title (a regex: "." is any character)
 )
 # Matched on the view; "bs" is the run of backslashes already in front, which the one
 # escape replaces. A fence is a run of three backticks or tildes.
