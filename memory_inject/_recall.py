@@ -130,6 +130,7 @@ class StoreRaised(Exception):
     ``SystemExit`` still propagate."""
 
     def __init__(self, exc: BaseException) -> None:
+        """Name ``exc`` (its message too, when it can be read)."""
         try:
             message = str(exc)
         except Exception:  # noqa: BLE001 - its message may be as broken as the store

@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_inject._filter_first import keeps, ranked_of, restricted
-from memory_inject._recall_query import check_recall
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
@@ -221,7 +220,7 @@ class InMemoryStore:
         Superseded and expired records never come back; ``status`` is left to
         the governance stages.
         """
-        check_recall(query, limit, session_id)
+        RecallQuery(query, limit, session_id=session_id)  # its arguments checked, as on SQL stores
         if limit <= 0:
             return []
         now = datetime.now(UTC)
