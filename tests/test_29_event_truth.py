@@ -92,3 +92,31 @@ def test_a_memory_cannot_write_a_section_title(title: str) -> None:
     config = MemoryInjectConfig(renderer=RendererConfig(kind="sectioned"))
     text = render_memory_context(store, "deploy note", config=config, now=AWARE).text
     assert f"\\## {title}" in text  # escaped where the memory wrote it
+
+
+def test_the_rerank_arm_names_the_rule_an_unpicked_entry_fails() -> None:
+    """Once the arm had its entries it labelled every one it never reached
+    ``rerank:final_limit``, an autosave and a 0.17 too; docs/pipeline.md's own example said
+    ``below_relevance:0.31`` for one the code called ``rerank:final_limit``."""
+    store = FixtureMemory(
+        {
+            None: [
+                _entry("a", "alpha deploy fact", 0.95),
+                _entry("b", "beta deploy fact", 0.9),
+                _entry("assistant_resp_9", "Sure thing", 0.3),
+                _entry("low", "gamma deploy", 0.1),
+            ]
+        }
+    )
+    for config in (
+        MemoryInjectConfig(recall_limit=2, rerank=RerankConfig(enabled=True)),
+        MemoryInjectConfig(
+            recall_limit=5, rerank=RerankConfig(enabled=True), budget=BudgetConfig(max_entries=2)
+        ),
+    ):
+        event = _event(render_memory_context(store, "deploy", config=config, now=AWARE))
+        assert ("a", "b") == event.rendered_keys
+        assert {
+            "assistant_resp_9": "skip:assistant_autosave",
+            "low": "below_relevance:0.17",
+        } == dict(event.dropped)

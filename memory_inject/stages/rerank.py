@@ -28,7 +28,7 @@ from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult, format_score
 from memory_inject.stages._dedupe import Candidates, split_ws
-from memory_inject.stages.filters import age_days, decay_factor
+from memory_inject.stages.filters import age_days, decay_factor, eligibility_reason
 
 __all__ = [
     "Rerank",
@@ -181,8 +181,9 @@ def _in_order(cands: Candidates) -> Iterator[int]:
 class Rerank:
     """The rerank arm of spec stage 3b, replacing decay.
 
-    Entries the arm never had to judge (the renderer was full first) are
-    reported as ``rerank:final_limit`` or ``budget:max_entries``.
+    Entries the arm never had to pick (the renderer was full first) are reported
+    by the first rule they fail (a skip rule, the floor), else as
+    ``rerank:final_limit`` or ``budget:max_entries``.
     """
 
     config: RerankConfig
@@ -242,13 +243,18 @@ def _rerank(
             out.append(e if s == e.score else e.with_score(s))
             if len(out) >= need:
                 break
-    kept = set(cands.kept)
+    # The entries the picks never reached get the first rule they fail, in the pipeline's
+    # order (the skip set, the floor), and the trim's reason only when they fail none:
+    # "rerank:final_limit" on an autosave or a 0.17 was untrue of it.
     for i in order:
         key = pool[i].key
         if i in seen or key in dropped:
             continue
         s = scores[i]
-        if s is not None and s < floor and i in kept:
+        reason = eligibility_reason(pool[i], ctx.exclude_conversation)
+        if reason is not None:
+            dropped[key] = reason
+        elif s is not None and s < floor:
             dropped[key] = f"below_relevance:{format_score(s)}"
         else:
             dropped[key] = unseen_reason
