@@ -107,8 +107,13 @@ class MemoryRecall:
 
     @property
     def dropped(self) -> Mapping[str, str]:
-        """Every dropped entry key with the reason of the stage that dropped it."""
+        """Every dropped entry key with the reason of the stage that dropped it; never a
+        key the block shows (a governed stage drops a contested memory from the list, and
+        the sectioned renderer shows it in its own section: the trace keeps PI's record)."""
         out: dict[str, str] = {}
         for t in self.trace:
             out.update(t.dropped)
+        if out and self.rendered_keys:
+            shown = set(self.rendered_keys)
+            return {k: v for k, v in out.items() if k not in shown}
         return out

@@ -120,3 +120,22 @@ def test_the_rerank_arm_names_the_rule_an_unpicked_entry_fails() -> None:
             "assistant_resp_9": "skip:assistant_autosave",
             "low": "below_relevance:0.17",
         } == dict(event.dropped)
+
+
+def test_a_contested_memory_the_sectioned_block_shows_is_not_reported_dropped() -> None:
+    store = FixtureMemory(
+        {
+            None: [
+                _entry("npm", "Use npm for the monorepo", extra={"status": "active"}),
+                _entry("pnpm", "Use pnpm for the monorepo", 0.8, extra={"status": "contested"}),
+            ]
+        }
+    )
+    config = MemoryInjectConfig(renderer=RendererConfig(kind="sectioned"))
+    prompt = "which package manager for the monorepo?"
+    result = render_memory_context(store, prompt, config=config, now=AWARE)
+    event = _event(result)
+    assert "CONTESTED: [pnpm]" in result.text and "pnpm" in event.rendered_keys
+    assert "pnpm" not in event.dropped
+    # The stage's own record keeps PI's trace.
+    assert any(t.dropped.get("pnpm") == "status:contested" for t in event.trace)
