@@ -14,14 +14,16 @@ Found by a helper trying the pipeline with its own inputs (twenty-fourth round):
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from memory_inject import MemoryEntry, MemoryInjectConfig, render_memory_context
 from memory_inject.config import BudgetConfig, RendererConfig, RerankConfig
+from memory_inject.render import SectionedRenderer
 from memory_inject.render._sectioned_format import SECTION_TITLES
 from memory_inject.signals import MemoryRecall
+from memory_inject.stages import StageContext
 from memory_inject.testing import FixtureMemory
 
 AWARE = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
@@ -139,3 +141,22 @@ def test_a_contested_memory_the_sectioned_block_shows_is_not_reported_dropped() 
     assert "pnpm" not in event.dropped
     # The stage's own record keeps PI's trace.
     assert any(t.dropped.get("pnpm") == "status:contested" for t in event.trace)
+
+
+def test_a_day_of_closed_sessions_shows_only_its_header() -> None:
+    """governance.md row 14: a day log with no notable line, only closed sessions, shows
+    ``Sessions today: N``; the whole Daily Log section was left out."""
+    now = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)
+    closed = MemoryEntry(
+        "pi-daily:2026-05-20",
+        "<!-- capture -->\n## Session ended\n## Session ended\n",
+        "daily",
+        now - timedelta(hours=1),
+    )
+    fact = MemoryEntry("fact", "server is prod-3", "core", now)
+    ctx = StageContext(MemoryInjectConfig(), now, query="what happened today")
+    rendered = SectionedRenderer(daily_digest=True)(ctx, [fact, closed])
+    assert "## Daily Log (2026-05-20)\nSessions today: 2\n" in rendered.text
+    assert "fact" in rendered.text
+    alone = SectionedRenderer(daily_digest=True)(ctx, [closed])
+    assert "" == alone.text  # a header alone is no block

@@ -290,7 +290,8 @@ class SectionedRenderer:
         ]
         sections = []
         for slug, preamble, members, line_prefix in built:
-            if not members:
+            # A day of closed sessions only shows its "Sessions today: N" header, as in PI.
+            if not members and not (slug == "daily_log" and sessions_line):
                 continue
             room = max(0, min(self.section_caps[slug] - len(preamble), self.max_total_chars))
             text = daily_text if slug == "daily_log" else None
@@ -353,8 +354,8 @@ class SectionedRenderer:
                 if by_cap
                 else CHARS_REASON
             )
-            if lines:
-                text = section.header + "".join(lines)
+            if lines or (not section.items and 0 <= global_room):  # a header alone: a
+                text = section.header + "".join(lines)  # day of closed sessions (PI)
                 parts.append(text)
                 used += len(text) + 1
                 rendered.extend(e for e, _, _ in section.items[:n])
@@ -362,6 +363,6 @@ class SectionedRenderer:
             dropped.update((e.key, reason) for e, _, _ in section.items[n:])
             if stop == "keep" or (stop == "room" and not by_cap):
                 stopped = reason
-        if not parts:
+        if not rendered:  # headers alone are no block
             return "", [], dropped
         return TITLE_BLOCK + "".join(p + "\n" for p in parts), rendered, dropped
