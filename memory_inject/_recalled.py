@@ -82,16 +82,14 @@ class Results:
 
 
 def _bad_number(entry: MemoryEntry) -> str | None:
-    """The field of ``entry`` (``score``, ``importance``) that is not None or a finite
-    number: a custom store's ``nan`` lost the whole block before (``stage_failed``)."""
-    for name in ("score", "importance"):
-        value = getattr(entry, name)
-        if value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return name
-        if not math.isfinite(value):
-            return name
+    """``"importance"`` when ``entry``'s is neither None nor a finite number (a custom
+    store's ``nan`` lost the whole block before: ``stage_failed``); ``MemoryEntry``
+    already refuses such a score. The common case, a float, costs two comparisons."""
+    value = entry.importance
+    if value is None or (value.__class__ is float and -math.inf < value < math.inf):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return "importance"
     return None
 
 
@@ -170,8 +168,12 @@ def collect(
                 # Keys are hashed and compared by every later stage (a session id
                 # that is not a string is dropped by name by ``session_scope``).
                 invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
-            elif (bad := _bad_number(item)) is not None:
-                # A NaN importance or score failed the rerank or the floor for every entry.
+            elif (
+                (imp := item.importance) is not None
+                and (imp.__class__ is not float or not -math.inf < imp < math.inf)
+                and (bad := _bad_number(item)) is not None
+            ):
+                # A NaN importance failed the rerank or the floor for every entry.
                 invalid[item.key] = f"invalid_entry:{bad}"
             else:
                 good.append(item)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from attrs import frozen
@@ -76,6 +76,29 @@ def _rust_trim(text: str) -> str:
     while end > start and text[end - 1].isspace() and text[end - 1] not in "\x1c\x1d\x1e\x1f":
         end -= 1
     return text[start:end]
+
+
+#: What a key a skip rule names holds somewhere, whatever its case (ASCII only, as
+#: ``ascii_lower`` folds): a key without it needs no closer look.
+_KEY_HINT = re.compile(r"(?i:assistant_resp|user_msg|_history)", re.ASCII)
+
+
+def any_key_skip(keys: Iterable[str]) -> bool:
+    """True when one of ``keys`` may be named by a key's skip rule (one regex search)."""
+    return _KEY_HINT.search("\n".join(keys)) is not None
+
+
+def key_skip_reason(key: str) -> str | None:
+    """The skip rules a key alone decides (the autosaves, ``*_history``): cheap enough to
+    name the rule of every entry the rerank arm never reached."""
+    if _KEY_HINT.search(key) is None:  # one C call: most keys are none of these
+        return None
+    k = ascii_lower(_rust_trim(key))
+    if k == "assistant_resp" or k.startswith("assistant_resp_"):
+        return "skip:assistant_autosave"
+    if k == "user_msg" or k.startswith("user_msg_"):
+        return "skip:user_autosave"
+    return "skip:history" if k.endswith("_history") else None
 
 
 def skip_reason(key: str, content: str) -> str | None:
