@@ -430,6 +430,23 @@ class TestImportFounderOsDb:
         ):
             list(read_founder_os(db))
 
+    @pytest.mark.parametrize("created_at", [1_772_000_000_000, 10**18, 1e308, -(10**12)])
+    def test_a_timestamp_out_of_range_is_named_not_raised(
+        self, tmp_path: Path, created_at: float
+    ) -> None:
+        """Milliseconds (or 1e308, or a year before 1) raised a bare ValueError, OSError or
+        OverflowError from ``datetime.fromtimestamp``: a traceback from the CLI."""
+        db = build_founder_os_db(tmp_path / "memory.db", rows=[])
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO memories (key, category, content, confidence, status, created_at,"
+                " updated_at) VALUES ('ms', 'fact', 'x', 50, 'confirmed', ?, 0)",
+                (created_at,),
+            )
+        conn.close()
+        with pytest.raises(ValueError, match=r"row 'ms': 'created_at' must be unix seconds"):
+            list(read_founder_os(db))
+
 
 class TestCliRender:
     def test_render_passes_the_plugin_id(self, tmp_path: Path) -> None:

@@ -521,6 +521,34 @@ class TestMarkdownFiles:
             "> We talked about lunch\n" in (root / DAILY_DIR / "2026-03-02.md").read_text(),
         )
 
+    @pytest.mark.parametrize("saved", ["crlf", "bom", "both"])
+    def test_a_file_saved_with_crlf_or_a_bom_keeps_its_memories(
+        self, md: MarkdownStore, saved: str
+    ) -> None:
+        """A Windows editor (or git's autocrlf) saving MEMORY.md made every block in it
+        unreadable: recall, count and get found nothing, and storing a key again
+        appended a second block for it. A memory's own carriage return is kept."""
+        seed(md)
+        md.store("cr", "line one\r\nline two")
+        written = MarkdownStore(md.path).get("cr")
+        assert written is not None and "line one\r\nline two" == written.content  # as written
+        core = Path(md.path) / CORE_FILE
+        text = core.read_bytes().decode("utf-8")  # read_text would turn CRLF into LF
+        if saved in ("crlf", "both"):
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
+        if saved in ("bom", "both"):
+            text = "\ufeff" + text
+        core.write_bytes(text.encode("utf-8"))
+        again = MarkdownStore(md.path)
+        assert ["pref"] == [e.key for e in again.recall("rust", 5)][:1]
+        assert md.count() == again.count()
+        again.store("pref", "User likes Rust and Go")
+        assert 1 == core.read_bytes().decode("utf-8").count("## pref\n")
+        # An editor that saved the whole file with CRLF made a memory's own CR a line end.
+        kept = "line one\nline two" if saved != "bom" else "line one\r\nline two"
+        read = again.get("cr")
+        assert read is not None and kept == read.content
+
     def test_the_fields_round_trip_through_the_files(self, md: MarkdownStore) -> None:
         """A fresh store on the folder reads every field back, recall and async recall too."""
         seed(md)

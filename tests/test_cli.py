@@ -106,6 +106,18 @@ class TestRender:
         assert "dropped by conversation_exclusion: conversation_excluded" in chat
         assert any("decay" in line for line in lines)
 
+    @pytest.mark.parametrize("key", ["deploy [/note]", "deploy [red]note"])
+    def test_a_key_that_looks_like_markup_is_shown_as_written(
+        self, workdir: Path, key: str
+    ) -> None:
+        """Keys came into rich's tables as markup: "[/note]" crashed --explain and stats
+        (MarkupError), "[red]" hid part of the key. A key is the memory's text."""
+        assert 0 == run("add", key, "Production deploys go to prod-3.", "--category", key).exit_code
+        explained = run("render", "where do prod-3 deploys go?", "--explain")
+        stats = run("stats")
+        assert (0, 0) == (explained.exit_code, stats.exit_code)
+        assert key in explained.stderr and key in stats.stdout
+
     def test_an_abstaining_render_says_why_the_block_is_empty(self, workdir: Path) -> None:
         """'ok' recalls nothing; a weak match is under the floor: stderr names the reason."""
         seed()

@@ -32,7 +32,8 @@ DEFAULT_DB = Path(".memory/memory.db")
 
 def make_console(*, stderr: bool) -> Console:
     """A rich console on stdout or stderr; 160 columns when not a terminal."""
-    console = Console(stderr=stderr, highlight=False, soft_wrap=False)
+    # No markup: keys, categories and prompts are the memory's text ("deploy [/note]")
+    console = Console(stderr=stderr, highlight=False, soft_wrap=False, markup=False)
     if not console.is_terminal:
         console.width = 160  # pipes and test runners: do not fold tables at 80 columns
     return console

@@ -67,8 +67,14 @@ def block_of(record: MemoryRecord) -> str:
 
 
 def parse_doc(text: str) -> Doc:
-    """The records and the other text of a file (lines split on ``\\n`` only)."""
+    """The records and the other text of a file (lines split on ``\\n`` only: a memory's
+    own ``\\r`` is kept). A file saved with CRLF line endings throughout (a Windows editor,
+    git's ``autocrlf``) is read as LF, and a leading byte-order mark is dropped: either
+    made every block unreadable before, and the next write of a key duplicated it."""
     doc = Doc()
+    text = text.removeprefix("\ufeff")
+    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+        text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     i = 0
     while i < len(lines):

@@ -94,7 +94,13 @@ def _ts(value: Any, column: str, where: str) -> datetime | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{where}: '{column}' must be unix seconds (got {value!r})")
-    return datetime.fromtimestamp(value, UTC)
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (ValueError, OSError, OverflowError) as exc:  # ms, 1e308, inf, NaN, far past
+        raise ValueError(
+            f"{where}: '{column}' must be unix seconds of a year 1-9999 (got {value!r}: "
+            f"{exc}; milliseconds?)"
+        ) from None
 
 
 def _confidence(value: Any, where: str) -> float | None:
