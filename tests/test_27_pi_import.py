@@ -270,6 +270,30 @@ def test_a_scratchpad_edited_in_pi_is_mirrored_on_the_next_import(
     ).strip().splitlines()
 
 
+def test_two_roots_in_one_store_keep_their_own_items_and_logs(store: Any, tmp_path: Path) -> None:
+    """A global root and a project imported into one store: the second import forgot the
+    first root's open items as "cleared" (they were not in its scratchpad.md) and replaced
+    its daily log of the same day. Each root now clears only its own items, and a day's
+    log of another root gets a key of its own."""
+    roots = [tmp_path / name / "pi-memory" for name in ("global", "project")]
+    for n, root in enumerate(roots):
+        (root / "daily").mkdir(parents=True)
+        (root / "scratchpad.md").write_text(f"# Scratchpad\n\n- [ ] item of root {n}\n")
+        (root / "daily" / "2026-03-01.md").write_text(f"## Session of root {n}\n")
+    first, second = (import_pi(store, root) for root in roots)
+    assert (0, 0) == (first.scratchpad_removed, second.scratchpad_removed)
+    open_items = {r.content for r in store.list(category="scratchpad")}
+    assert {"item of root 0", "item of root 1"} == open_items
+    logs = {r.content.strip() for r in store.list(category="daily")}
+    assert {"## Session of root 0", "## Session of root 1"} == logs
+    # Each root's own import still mirrors its edits, and imports again as the same rows.
+    (roots[0] / "scratchpad.md").write_text("# Scratchpad\n")
+    assert 1 == import_pi(store, roots[0]).scratchpad_removed
+    assert {"item of root 1"} == {r.content for r in store.list(category="scratchpad")}
+    import_pi(store, roots[1])
+    assert 2 == len(store.list(category="daily"))
+
+
 def test_cli_imports_a_scratchpad_instead_of_parsing_json(tmp_path: Path) -> None:
     """Before: 'Error: scratchpad.md: line 1: Expecting value: line 1 column 1 (char 0)'."""
     pad = tmp_path / "scratchpad.md"

@@ -117,6 +117,12 @@ def _when(obj: Mapping[str, Any], name: str, where: str) -> datetime | None:
         ) from None
 
 
+def _root_of(path: Path) -> str:
+    """The PI memory root a scratchpad (or a ``daily/`` folder) is in, as written in its
+    rows (``pi_root``): two roots imported into one store keep their own items."""
+    return str(path.parent.resolve())
+
+
 def _scratch_key(text: str) -> str:
     """A scratchpad item's key: its words and a hash of its text (done or not, the same)."""
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
@@ -144,6 +150,7 @@ class PiReader:
         # key -> (where it was read, the record); the import names "where" in its errors
         self.records: dict[str, tuple[str, MemoryRecord]] = {}
         self.scratch: dict[str, tuple[str, MemoryRecord]] | None = None  # None: none read
+        self.scratch_roots: set[str] = set()  # the roots whose scratchpad.md was read
         self.daily: dict[str, tuple[str, MemoryRecord]] = {}
         self.tombstones: dict[str, dict[str, Any]] = {}
         self.n_tombstones = 0
@@ -331,10 +338,11 @@ class PiReader:
                 status="active" if match.group(1) == " " else "done",
                 memory_kind="task",
                 layer="L3",
-                metadata={"pi_file": "scratchpad.md"},
+                metadata={"pi_file": "scratchpad.md", "pi_root": _root_of(path)},
             )
             items[key] = (where, record)
         self.scratch = {**(self.scratch or {}), **items}
+        self.scratch_roots.add(_root_of(path))
 
     def _read_daily(self, path: Path) -> None:
         year, month, day_ = (int(g) for g in _DAY.findall(path.name)[0])
@@ -356,7 +364,7 @@ class PiReader:
             category="daily",
             timestamp=stamp,
             layer="L3",
-            metadata={"pi_file": f"daily/{path.name}"},
+            metadata={"pi_file": f"daily/{path.name}", "pi_root": _root_of(path.parent)},
         )
         self.daily[key] = (str(path), record)
 

@@ -55,6 +55,7 @@ reports it (:class:`PiImport`).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -200,14 +201,22 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
     kept = sum(1 for _, ids in reader.evidence if linked.intersection(ids))
     scratch = list((reader.scratch or {}).values())
     out += scratch
-    out += reader.daily.values()
+    out += [_own_day(store, where, day) for where, day in reader.daily.values()]
     _import(store, out, batch_size)
     for key in reader.tombstones.keys() - reader.records.keys():
         forgotten += int(store.forget(key))
     removed = 0
     if reader.scratch is not None:
+        # Only this root's items are cleared (another root's open to-dos were forgotten by
+        # its neighbour's import); an item imported before rows said their root is taken
+        # for this root's, as before.
+        roots: set[str | None] = {*reader.scratch_roots, None}
         for old in store.list(category="scratchpad"):
-            if old.key.startswith(SCRATCHPAD_PREFIX) and old.key not in reader.scratch:
+            if (
+                old.key.startswith(SCRATCHPAD_PREFIX)
+                and old.key not in reader.scratch
+                and _pi_root(old) in roots
+            ):
                 removed += int(store.forget(old.key))
     warnings = list(reader.warnings)
     dropped = len(reader.evidence) - kept
@@ -256,6 +265,23 @@ def _import(store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int
         if found is None or not 0 < int(found.group(1)) <= len(out):
             raise
         raise ValueError(f"{out[int(found.group(1)) - 1][0]}: {exc}") from exc
+
+
+def _pi_root(record: MemoryRecord) -> str | None:
+    root = (record.metadata or {}).get("pi_root")
+    return root if isinstance(root, str) else None
+
+
+def _own_day(store: Any, where: str, day: MemoryRecord) -> tuple[str, MemoryRecord]:
+    """``day`` under ``pi-daily:<date>``, or ``pi-daily:<date>:<root hash>`` when another
+    root's log of that day is there already (it replaced that log before). A log imported
+    before rows said their root is taken for this root's."""
+    old = store.get(day.key)
+    root = _pi_root(day)
+    if old is None or old.deleted_at is not None or _pi_root(old) in (None, root):
+        return where, day
+    tag = hashlib.sha256(str(root).encode()).hexdigest()[:8]
+    return where, day.evolve(key=f"{day.key}:{tag}", id=f"{day.key}:{tag}")
 
 
 def _purged(stone: Mapping[str, Any] | None) -> bool:
