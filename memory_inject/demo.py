@@ -155,14 +155,36 @@ def main(argv: list[str] | None = None, prog: str = "python -m memory_inject.dem
     args = ap.parse_args(argv)
     config = load_agent_config(args.agent).memory if args.agent else MemoryInjectConfig()
     now = datetime.now(UTC)
-    store = open_demo_store(args.db, now)
-    sys.stdout.write(f"memory-inject demo: {store.count()} memories in {store.name!r}\n")
-    try:
-        run_demo(store, config, sys.stdout, now)
-    finally:
-        if isinstance(store, SupportsClose):
-            store.close()
+    if args.db is not None:
+        foreign = _not_the_demos(args.db, now)
+        if foreign:
+            sys.stderr.write(
+                f"{prog}: {args.db} holds {foreign} memories the demo did not write; the demo "
+                "writes its example rows into --db (and would replace its own keys there): "
+                "pass a new file\n"
+            )
+            return 2
+    with tempfile.TemporaryDirectory(prefix="memory-inject-demo-") as scratch:
+        store = open_demo_store(args.db or Path(scratch) / "memory.db", now)
+        sys.stdout.write(f"memory-inject demo: {store.count()} memories in {store.name!r}\n")
+        try:
+            run_demo(store, config, sys.stdout, now)
+        finally:
+            if isinstance(store, SupportsClose):
+                store.close()
     return 0
+
+
+def _not_the_demos(path: Path, now: datetime) -> int:
+    """How many live memories of the SQLite file at ``path`` the demo did not write (a key
+    it does not write, or its key with other content); 0 for no file."""
+    if not path.exists():
+        return 0
+    from memory_inject.storage.sqlite import SQLiteStore
+
+    demo = {rec["key"]: rec["content"] for rec in example_records(now)}
+    with SQLiteStore(path) as store:
+        return sum(1 for r in store.list() if demo.get(r.key) != r.content)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import random
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -305,6 +306,28 @@ class TestDemoAndPackaging:
         result = run("demo", "--db", str(tmp_path / "demo.db"))
         assert 0 == result.exit_code
         assert "=== turn 1" in result.stdout
+
+    def test_demo_never_writes_over_a_users_store(self, tmp_path: Path) -> None:
+        """``demo --db mine.db`` wrote its ten example rows into the user's store, replacing
+        the README's own example key. A file holding memories the demo did not write is
+        refused; the demo's own file runs again."""
+        mine = tmp_path / "mine.db"
+        assert (
+            0 == run("add", "deploy_target", "Deploys go to prod-7.", "--db", str(mine)).exit_code
+        )
+        refused = CliRunner().invoke(cli, ["demo", "--db", str(mine)])
+        assert 2 == refused.exit_code and "1 memories the demo did not write" in refused.stderr
+        with SQLiteStore(mine) as store:
+            assert 1 == store.count()
+        demo_db = tmp_path / "demo.db"
+        assert [0, 0] == [run("demo", "--db", str(demo_db)).exit_code for _ in range(2)]
+
+    def test_demo_removes_its_temporary_store(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        assert 0 == run("demo").exit_code
+        assert [] == [p.name for p in tmp_path.iterdir() if p.name.startswith("memory-inject")]
 
     @pytest.mark.parametrize("flag", ["--help", "-h"])
     def test_demo_help_lists_the_demos_options(self, flag: str) -> None:
