@@ -286,23 +286,19 @@ def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> N
     cfg = MemoryInjectConfig(deadline_ms=200)
     store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
     try:
+        # Held by another turn of the store (the pool counts what the store lent).
         if mode == "sync":
-            conn = store._engine.connections.pool.getconn()
-            try:
+            with store._engine.connections.connection():
                 result = render_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
-            finally:
-                store._engine.connections.pool.putconn(conn)
         else:
 
             async def run() -> RenderResult:
-                pool = await store._engine.connections.async_pool()
-                held = await pool.getconn()
                 try:
-                    return await arender_memory_context(
-                        store, QUESTION, sessions=["u1"], config=cfg
-                    )
+                    async with store._engine.connections.aconnection():
+                        return await arender_memory_context(
+                            store, QUESTION, sessions=["u1"], config=cfg
+                        )
                 finally:
-                    await pool.putconn(held)
                     await store.aclose()
 
             result = asyncio.run(run())
@@ -312,6 +308,37 @@ def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> N
     assert ("", True) == (result.text, result.event.partial)
     (note,) = result.event.degraded
     assert note.startswith("pool_wait: all 1 connections of the pool stayed busy for ")
+
+
+@pytest.mark.postgres
+def test_a_pool_that_gives_nothing_while_nothing_is_lent_is_not_busy(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool reconnecting after an outage counts the connections it retries as in use:
+    the store said "all connections stayed busy" for a server that was down (a write got
+    that recall error too), and kept a restarted server out of reach for 11 s. With
+    nothing lent, a timed-out pool is no wait: one direct connection answers."""
+    from psycopg_pool import PoolTimeout
+
+    from tests.storage._pg_backend import make_postgres_store
+
+    store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
+    try:
+        pool = store._engine.connections.pool
+
+        def reconnecting(timeout: float | None = None) -> None:
+            raise PoolTimeout("the pool is still reconnecting")
+
+        monkeypatch.setattr(pool, "getconn", reconnecting)
+        # What the pool reports while it retries: every connection in use.
+        monkeypatch.setattr(pool, "get_stats", lambda: {"pool_size": 1, "pool_available": 0})
+        result = render_memory_context(store, QUESTION, sessions=["u1"])
+        store.store("during", "written while the pool reconnects", session_id="u1")
+    finally:
+        store.close()
+    assert isinstance(result.event, MemoryRecall)
+    assert (True, ()) == (result.event.success, result.event.degraded)
+    assert result.text
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

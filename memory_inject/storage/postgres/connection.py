@@ -21,7 +21,6 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
@@ -35,6 +34,7 @@ from memory_inject.storage.postgres.loop_pools import (
     close_at_shutdown,
     keep,
 )
+from memory_inject.storage.postgres.options import TUNABLE, session_options
 from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import TableNames
 
@@ -62,33 +62,6 @@ def rowcount_of(stmt: Stmt) -> Steps[int]:
     """One statement's operation: its rowcount (a ``rows=False`` statement)."""
     n = yield stmt
     return int(n)
-
-
-#: Defaults of a store with vectors that a DSN's ``options`` override. pgvector's
-#: ``ef_search`` 40 found 0.66 of the exact top 10 on a 100k store, 100 found 0.83
-#: at the same p50 of the vector stage (docs/performance.md, issue 29).
-TUNABLE = ("-c hnsw.ef_search=100",)
-
-
-def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
-    """The ``options`` every pooled connection starts with, around the DSN's own.
-
-    Session settings travel in the startup packet, not in a configure
-    callback: a pool then never runs a query of its own in the background.
-    The last of a setting wins: :data:`TUNABLE` comes before the DSN's
-    ``options``, what the store rests on after them. ``lock_timeout``
-    (``timeout``) plays SQLite's busy_timeout: a locked row or table fails the
-    call (StoreLockedError) instead of hanging the turn.
-    """
-    options = [
-        *(TUNABLE if vectors else ()),
-        str(conninfo_to_dict(dsn).get("options") or ""),
-        "-c TimeZone=UTC",
-        f"-c lock_timeout={max(1, round(timeout * 1000))}",
-    ]
-    if vectors:
-        options.append("-c hnsw.iterative_scan=relaxed_order")
-    return " ".join(o for o in options if o)
 
 
 #: How many connections an operation's first statement may try: a pooled connection is
@@ -137,6 +110,9 @@ class PostgresConnections:
         self._aloop: asyncio.AbstractEventLoop | None = None
         self._aguard: asyncio.Task[None] | None = None
         self._alock = threading.Lock()
+        # The connections each pool (by id) lent and has not got back (``_exhausted``).
+        self._lent: dict[int, int] = {}
+        self._lent_lock = threading.Lock()
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
             kwargs=connect_kwargs,
@@ -253,14 +229,21 @@ class PostgresConnections:
             return self.timeout
         return max(0.0, min(self.timeout, deadline - time.perf_counter()))
 
-    def _exhausted(self, stats: dict[str, int], waited: float, deadline: float | None) -> bool:
-        """True when the pool had no connection because all are in use (not an outage).
+    def _lend(self, pool: object, n: int) -> None:
+        with self._lent_lock:
+            self._lent[id(pool)] = self._lent.get(id(pool), 0) + n
+
+    def _exhausted(self, pool: object, waited: float, deadline: float | None) -> bool:
+        """True when the pool had no connection because all are lent out (not an outage).
 
         Then the turn waited for one within its deadline: :class:`RecallWaitError`
-        names the wait, and no connection is opened past ``max_size``.
+        names the wait, and no connection is opened past ``max_size``. The count is
+        the connections this store lent and has not got back: a pool reconnecting
+        after an outage counts the ones it retries as in use (``get_stats``), which
+        said "all connections stayed busy" for a server that was down, and kept a
+        restarted one out of reach until the pool's back-off ended (11 s).
         """
-        busy = stats.get("pool_size", 0) - stats.get("pool_available", 0)
-        if busy < max(1, self.max_size):
+        if self._lent.get(id(pool), 0) < max(1, self.max_size):
             return False
         raise RecallWaitError(
             f"pool_wait: all {self.max_size} connections of the pool stayed busy for "
@@ -292,10 +275,11 @@ class PostgresConnections:
         try:
             conn = self.pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
-            self._exhausted(self.pool.get_stats(), time.perf_counter() - t0, deadline)
+            self._exhausted(self.pool, time.perf_counter() - t0, deadline)
             with psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct:
                 yield direct
             return
+        self._lend(self.pool, 1)
         try:
             if read:
                 conn.autocommit = True
@@ -310,6 +294,7 @@ class PostgresConnections:
                 with conn:
                     yield conn
         finally:
+            self._lend(self.pool, -1)
             self.pool.putconn(conn)
 
     @asynccontextmanager
@@ -322,12 +307,13 @@ class PostgresConnections:
         try:
             conn = await pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
-            self._exhausted(pool.get_stats(), time.perf_counter() - t0, deadline)
+            self._exhausted(pool, time.perf_counter() - t0, deadline)
             async with await psycopg.AsyncConnection.connect(
                 self.dsn, autocommit=read, **self.connect_kwargs
             ) as direct:
                 yield direct
             return
+        self._lend(pool, 1)
         try:
             if read:
                 await conn.set_autocommit(True)
@@ -342,6 +328,7 @@ class PostgresConnections:
                 async with conn:
                     yield conn
         finally:
+            self._lend(pool, -1)
             await pool.putconn(conn)
 
     async def async_pool(self) -> AsyncConnectionPool[Any]:
