@@ -4,7 +4,8 @@ PostgreSQL's parser keeps "staging.fernhill.internal", "tests/billing", "v3.0" a
 "15.6" as one token each, while SQLite's unicode61 splits them into words, and a query's
 words (``\\w+``) never hold a dot or a slash: on PostgreSQL "billing" could not find
 "tests/billing/". Schema 7 parses the tsvector's texts with ``COMPOUND_MARKS`` read as
-spaces, so both engines find the same rows (benchmarks/facts.py --prompts
+spaces (schema 8 adds the hyphen: "prod-3" was "prod" and the signed integer "-3"),
+so both engines find the same rows (benchmarks/facts.py --prompts
 benchmarks/facts_heldout3.json --backend postgres: 27 -> 30 of 50, as SQLite).
 """
 
@@ -18,6 +19,7 @@ import pytest
 
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.postgres import PostgresStore
+from memory_inject.storage.postgres import context as pg_context
 from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.context import COMPOUND_MARKS
 from tests.storage import _pg_backend as pgb
@@ -31,6 +33,8 @@ FACTS = {
     "email": "Send the invoices to ledger@northwind.example today.",
     "url": "The runbook is at https://wiki.example.org/payments/oncall for now.",
     "time": "Standup is at 09:30 on Google Meet.",
+    "hyphen": "Production deploys go to prod-3.",
+    "covid": "She had COVID-19 in March.",
 }
 #: Words found only inside each fact's compound, and the fact.
 ASKED = [
@@ -41,6 +45,8 @@ ASKED = [
     ("northwind", "email"),
     ("oncall", "url"),
     ("09", "time"),
+    ("prod-3", "hyphen"),
+    ("covid-19", "covid"),
 ]
 
 
@@ -61,7 +67,24 @@ def test_a_word_inside_a_compound_is_found(
 
 
 def test_the_marks_are_what_postgres_joins_words_with() -> None:
-    assert sorted(COMPOUND_MARKS) == [".", "/", ":", "@"]
+    assert sorted(COMPOUND_MARKS) == ["-", ".", "/", ":", "@"]
+
+
+@pytest.mark.postgres
+def test_a_schema_7_table_reads_hyphens_as_spaces(
+    pg_scratch_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Schema 7 kept "prod-3" as "prod" and "-3": "which server is prod-3?" scored 0.33 on
+    PostgreSQL against the README's own example, 1.0 on SQLite. Opened again, the table
+    reads it as SQLite does."""
+    with monkeypatch.context() as m:
+        pgb.old_schema(m, 7)
+        m.setattr(pg_context, "COMPOUND_MARKS", "./@:")  # schema 7's marks
+        with PostgresStore(pg_scratch_dsn) as old:
+            old.store("hyphen", FACTS["hyphen"])
+            assert _found(old, "prod-3")[0][1] < 1.0  # "3" never matched "-3"
+    with PostgresStore(pg_scratch_dsn) as store:
+        assert _found(store, "prod-3") == [("hyphen", 1.0)]
 
 
 @pytest.mark.postgres

@@ -100,17 +100,17 @@ def _tsv(names: TableNames, *, split: bool = False) -> sql.Composed:
     )
 
 
-#: The characters PostgreSQL's parser joins words with into one token (a host
-#: "staging.example.internal", a path "src/auth", a version "v3.0", a number "15.6", an
-#: email, a URL, a time "10:00"), read as spaces before parsing (schema 7): SQLite's
-#: unicode61 splits there, and a query's words (``fusion.content_words``: ``\w+``) never
-#: hold these characters, so a word inside such a token could not be found.
-COMPOUND_MARKS = "./@:"
+#: The characters PostgreSQL's parser joins words with into one token (a host, a path
+#: "src/auth", a version "v3.0", a number "15.6", an email, a URL, a time "10:00"), read
+#: as spaces before parsing (schema 7): SQLite's unicode61 splits there, and a query's
+#: words (``\w+``) never hold them, so a word inside such a token could not be found.
+#: Schema 8 adds "-": "prod-3" was "prod" and a signed "-3" (0.33 for the README's example).
+COMPOUND_MARKS = "./@:-"
 
 
 def split_compounds(conn: psycopg.Connection[Any], names: TableNames) -> None:
-    """Schema 7: the tsvector parses every text with :data:`COMPOUND_MARKS` as spaces,
-    computed again for every row (its GIN index built again)."""
+    """Schemas 7 and 8: the tsvector parses every text with :data:`COMPOUND_MARKS` as
+    spaces, computed again for every row (its GIN index built again)."""
     t = names.ident()
     spaces = " " * len(COMPOUND_MARKS)
     statements = [

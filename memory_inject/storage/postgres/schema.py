@@ -5,12 +5,11 @@ The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope`
 GIN index for lexical recall and, when pgvector is present and an embedder is configured, a
 ``vector(dim)`` copy of the embedding (kept by a trigger: :func:`.hnsw.add_vector_column`)
 with an HNSW index for semantic recall. Schema 2 adds the context columns (``context``) to
-the tsvector; schema 7 parses hosts, paths and versions in it as words. The vector column is
-derived data, so the exact embedding still round-trips through export.
+the tsvector; schemas 7 and 8 parse hosts, paths, versions and "prod-3" as words. The
+vector column is derived data; the exact embedding round-trips through export.
 
-Migrations are ordered and forward-only; they run under a transaction-level
-advisory lock, so any number of processes may open the same table at once.
-Opening a table that is up to date takes no lock on it. A statement that must
+Migrations are ordered and forward-only, under a transaction-level advisory lock (any
+number of processes may open the table; an up-to-date one takes no lock). A statement that must
 change the table (a migration, the vector column or its index) waits at most
 :data:`LOCK_TIMEOUT_MS` for its lock: while it waits, every later writer of the
 table (every reader too, for ``ALTER TABLE``) queues behind it, so a long
@@ -229,6 +228,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
     (5, "event context: the sessionless rows of one moment are each other's", add_event_context),
     (6, "near context: a sessionless row with no event, the rows just before it", add_near_context),
     (7, "hosts, paths and versions parsed as words in the tsvector", split_compounds),
+    (8, "hyphens read as spaces in the tsvector (prod-3, as on SQLite)", split_compounds),
 )
 
 
