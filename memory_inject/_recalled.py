@@ -84,10 +84,8 @@ class Results:
 def _bad_number(entry: MemoryEntry) -> str | None:
     """``"importance"`` when ``entry``'s is neither None nor a finite number (a custom
     store's ``nan`` lost the whole block before: ``stage_failed``); ``MemoryEntry``
-    already refuses such a score. The common case, a float, costs two comparisons."""
+    already refuses such a score. The caller tries a finite float first (two comparisons)."""
     value = entry.importance
-    if value is None or (value.__class__ is float and -math.inf < value < math.inf):
-        return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "importance"
     return None

@@ -88,26 +88,29 @@ def any_key_skip(keys: Iterable[str]) -> bool:
     return _KEY_HINT.search("\n".join(keys)) is not None
 
 
+def _autosave_key(k: str) -> str | None:
+    """The autosave rule a trimmed, ASCII-lowered key ``k`` matches, if any."""
+    if k == "assistant_resp" or k.startswith("assistant_resp_"):
+        return "skip:assistant_autosave"
+    if k == "user_msg" or k.startswith("user_msg_"):
+        return "skip:user_autosave"
+    return None
+
+
 def key_skip_reason(key: str) -> str | None:
     """The skip rules a key alone decides (the autosaves, ``*_history``): cheap enough to
     name the rule of every entry the rerank arm never reached."""
     if _KEY_HINT.search(key) is None:  # one C call: most keys are none of these
         return None
     k = ascii_lower(_rust_trim(key))
-    if k == "assistant_resp" or k.startswith("assistant_resp_"):
-        return "skip:assistant_autosave"
-    if k == "user_msg" or k.startswith("user_msg_"):
-        return "skip:user_autosave"
-    return "skip:history" if k.endswith("_history") else None
+    return _autosave_key(k) or ("skip:history" if k.endswith("_history") else None)
 
 
 def skip_reason(key: str, content: str) -> str | None:
     """The first skip rule an entry matches, as ``skip:<rule>``; None keeps it."""
     k = ascii_lower(_rust_trim(key))
-    if k == "assistant_resp" or k.startswith("assistant_resp_"):
-        return "skip:assistant_autosave"
-    if k == "user_msg" or k.startswith("user_msg_"):
-        return "skip:user_autosave"
+    if (autosave := _autosave_key(k)) is not None:
+        return autosave
     c = _rust_trim(content)
     if not c:
         return "skip:empty"
