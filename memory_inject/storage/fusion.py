@@ -8,6 +8,7 @@ renderer's relevance floor means the same thing on each (spec 7.4).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -313,6 +314,8 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     leading opener ("hey, quick question: ") and negated auxiliaries ("don't") are
     skipped when words are left without them.
     """
+    if not text.isascii() and not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)  # "zu\u0308rich" is one word, not "zu rich"
     lowered = text.lower()
     if "'" in lowered or "\u2019" in lowered:
         affirmed = _NEGATED.sub(" ", lowered)

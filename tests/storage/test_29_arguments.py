@@ -8,9 +8,8 @@ trying the public API with the wrong types.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import pytest
 
@@ -45,24 +44,3 @@ def test_a_recall_argument_of_the_wrong_type_is_named(
     with pytest.raises(TypeError, match=f"recall: '{name}' must be"):
         store.recall(*args, **kwargs)
     assert ["k"] == [e.key for e in store.recall("deploys", 5)]
-
-
-@pytest.mark.parametrize(("content_form", "query_form"), [("NFC", "NFD"), ("NFD", "NFC")])
-def test_a_word_in_either_normal_form_finds_the_other(
-    store_factory: Factory,
-    backend: str,
-    request: pytest.FixtureRequest,
-    content_form: Literal["NFC", "NFD"],
-    query_form: Literal["NFC", "NFD"],
-) -> None:
-    """ "café" composed or decomposed is one word: SQLite's unicode61 folds both, and
-    InMemoryStore now folds them too (it found neither from the other). PostgreSQL's
-    tsvector (a generated column of the 'english' configuration) does not normalise: a
-    known gap, which needs a schema migration (CHANGELOG, docs/storage.md)."""
-    if backend == "postgres":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="tsvector keeps NFC/NFD apart"))
-    store = store_factory()
-    store.store("supplier", unicodedata.normalize(content_form, "Our café supplier is Lavazza."))
-    store.store("other", "The office plants need water.")
-    query = unicodedata.normalize(query_form, "what about the café?")
-    assert ["supplier"] == [e.key for e in store.recall(query, 5)]

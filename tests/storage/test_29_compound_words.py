@@ -19,9 +19,9 @@ import pytest
 
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import context as pg_context
+from memory_inject.storage.postgres import folding as pg_folding
 from memory_inject.storage.postgres import schema as pg_schema
-from memory_inject.storage.postgres.context import COMPOUND_MARKS
+from memory_inject.storage.postgres.folding import COMPOUND_MARKS
 from tests.storage import _pg_backend as pgb
 
 ENGINES = ["sqlite", "postgres"]
@@ -79,7 +79,7 @@ def test_a_schema_7_table_reads_hyphens_as_spaces(
     reads it as SQLite does."""
     with monkeypatch.context() as m:
         pgb.old_schema(m, 7)
-        m.setattr(pg_context, "COMPOUND_MARKS", "./@:")  # schema 7's marks
+        m.setattr(pg_folding, "COMPOUND_MARKS", "./@:")  # schema 7's marks
         with PostgresStore(pg_scratch_dsn) as old:
             old.store("hyphen", FACTS["hyphen"])
             assert _found(old, "prod-3")[0][1] < 1.0  # "3" never matched "-3"

@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from memory_inject.storage.postgres.schema import TableNames
 
 __all__ = [
-    "COMPOUND_MARKS",
     "CONTEXT_COLUMNS",
     "PRESENCE",
     "RANK_WEIGHTS",
@@ -46,7 +45,7 @@ __all__ = [
     "context_values",
     "fill_near",
     "merge_with_context",
-    "split_compounds",
+    "tsv_expression",
 ]
 
 _COL = {c: i for i, c in enumerate(COLUMN_FIELDS)}
@@ -74,9 +73,12 @@ _MONTHS = ", ".join(
 )
 
 
-def _tsv(names: TableNames, *, split: bool = False) -> sql.Composed:
+def tsv_expression(
+    names: TableNames, *, split: bool = False, config: str = "'english'"
+) -> sql.Composed:
     """The generated tsvector of schema 2; ``split`` (schema 7) parses each text with
-    :data:`COMPOUND_MARKS` read as spaces (:func:`split_compounds`)."""
+    :data:`~.folding.COMPOUND_MARKS` read as spaces; ``config`` is the text search
+    configuration, as SQL (schema 9: the table's own, :func:`~.folding.config_sql`)."""
     text = "{words_fn}({})" if split else "{}"
     parts = (
         ("{key}", "A"),
@@ -88,7 +90,7 @@ def _tsv(names: TableNames, *, split: bool = False) -> sql.Composed:
     )
     return sql.SQL(
         " || ".join(
-            f"setweight(to_tsvector('english'::regconfig, {text.replace('{}', e)}), '{label}')"
+            f"setweight(to_tsvector({config}::regconfig, {text.replace('{}', e)}), '{label}')"
             for e, label in parts
         )
     ).format(
@@ -98,41 +100,6 @@ def _tsv(names: TableNames, *, split: bool = False) -> sql.Composed:
         day_fn=names.ident("_day_words"),
         words_fn=names.ident("_words"),
     )
-
-
-#: The characters PostgreSQL's parser joins words with into one token (a host, a path
-#: "src/auth", a version "v3.0", a number "15.6", an email, a URL, a time "10:00"), read
-#: as spaces before parsing (schema 7): SQLite's unicode61 splits there, and a query's
-#: words (``\w+``) never hold them, so a word inside such a token could not be found.
-#: Schema 8 adds "-": "prod-3" was "prod" and a signed "-3" (0.33 for the README's example).
-COMPOUND_MARKS = "./@:-"
-
-
-def split_compounds(conn: psycopg.Connection[Any], names: TableNames) -> None:
-    """Schemas 7 and 8: the tsvector parses every text with :data:`COMPOUND_MARKS` as
-    spaces, computed again for every row (its GIN index built again)."""
-    t = names.ident()
-    spaces = " " * len(COMPOUND_MARKS)
-    statements = [
-        sql.SQL(
-            "CREATE OR REPLACE FUNCTION {fn}(text) RETURNS text LANGUAGE sql "
-            "IMMUTABLE PARALLEL SAFE AS $$ SELECT translate($1, {marks}, {spaces}) $$"
-        ).format(
-            fn=names.ident("_words"),
-            marks=sql.Literal(COMPOUND_MARKS),
-            spaces=sql.Literal(spaces),
-        ),
-        sql.SQL("ALTER TABLE {t} DROP COLUMN tsv").format(t=t),
-        sql.SQL(
-            "ALTER TABLE {t} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({tsv}) STORED"
-        ).format(t=t, tsv=_tsv(names, split=True)),
-        sql.SQL("ALTER TABLE {t} ALTER COLUMN tsv SET STORAGE MAIN").format(t=t),
-        sql.SQL("CREATE INDEX {idx} ON {t} USING gin (tsv)").format(
-            idx=names.ident("_tsv_idx"), t=t
-        ),
-    ]
-    for stmt in statements:
-        conn.execute(stmt)
 
 
 def _numbered(source: sql.Composable) -> sql.Composed:
@@ -226,7 +193,10 @@ def add_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
             "ALTER TABLE {t} ADD COLUMN ctx_day text GENERATED ALWAYS AS ({fn}({ts})) STORED, "
             "ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({tsv}) STORED"
         ).format(
-            t=t, fn=names.ident("_day_words"), ts=sql.Identifier("timestamp"), tsv=_tsv(names)
+            t=t,
+            fn=names.ident("_day_words"),
+            ts=sql.Identifier("timestamp"),
+            tsv=tsv_expression(names),
         ),
         sql.SQL("CREATE INDEX {idx} ON {t} USING gin (tsv)").format(
             idx=names.ident("_tsv_idx"), t=t

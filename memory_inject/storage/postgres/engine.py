@@ -35,6 +35,7 @@ from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve
 from memory_inject.storage._store_checks import embed_checked
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.postgres import recall as rq
+from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.connection import (
     PostgresConnections,
     rowcount_of,
@@ -42,6 +43,7 @@ from memory_inject.storage.postgres.connection import (
     session_options,
 )
 from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.folding import config_sql
 from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
@@ -106,7 +108,9 @@ class PostgresEngine:
         if vectors and embedder is not None and not self.vectors:
             raise StorageError("'vectors=True' but the server has no pgvector extension")
         connect_kwargs["options"] = session_options(dsn, timeout, vectors=self.vectors)
-        self.q = Queries(names, namespace, tuple(str(c) for c in shared_categories))
+        # open_table brought the table to this library's newest schema.
+        config = config_sql(names, pg_schema.MIGRATIONS[-1][0])
+        self.q = Queries(names, namespace, tuple(str(c) for c in shared_categories), config)
         self.connections = PostgresConnections(
             dsn, names, connect_kwargs, min_size=min_size, max_size=max_size, timeout=timeout
         )

@@ -34,16 +34,19 @@ def keyword_query(
     *,
     selective: bool,
     cosine: bool = False,
+    config: str = "'english'",
 ) -> sql.Composed:
     """The keyword statement on table ``t``, selecting ``cols`` of the live rows ``where`` says.
 
-    Its parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
+    ``config`` is the text search configuration, as a SQL string literal. Its
+    parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
     ``selective`` also ``words``, ``clex``, ``crows`` and ``budget``; with
     ``cosine`` also ``vec``, and each row ends with its cosine to it (NULL
     without a vector): see
     :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`.
     """
     vec = sql.SQL(", embedding_vec" if cosine else "")
+    cfg = sql.SQL(config)  # a string literal naming the configuration (``folding.config_sql``)
     # ts_rank, not ts_rank_cd: half the cost a row (about 3.5 against 7 µs at 100k rows)
     # and the same recall on LoCoMo dev (docs/performance.md, issue 29, fifth round).
     # Normalization 1 divides by 1 + log(the row's length), as BM25 weighs long rows down
@@ -53,14 +56,14 @@ def keyword_query(
         head: sql.Composable = sql.SQL("")
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank "
-            "FROM {t}, to_tsquery('english'::regconfig, %(tsq)s) AS tq(q) "
+            "FROM {t}, to_tsquery({cfg}::regconfig, %(tsq)s) AS tq(q) "
             "WHERE {where} AND tsv @@ tq.q AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
-        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN)
+        ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN, cfg=cfg)
     else:
         head = sql.SQL(
             "WITH lex AS ("
             " SELECT l, coalesce(c.n, 0) AS n"
-            " FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, %(words)s))) AS l"
+            " FROM unnest(tsvector_to_array(to_tsvector({cfg}::regconfig, %(words)s))) AS l"
             " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
             " ON c.lexeme = l"
             "), kept AS ("
@@ -68,11 +71,11 @@ def keyword_query(
             " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
             " WHERE r.cum <= %(budget)s OR r.rn = 1"
             "), tq AS ("
-            " SELECT to_tsquery('english'::regconfig, %(tsq)s) AS q, coalesce("
+            " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
             "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-            " to_tsquery('english'::regconfig, %(tsq)s)) AS f"
+            " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
             ") "
-        ).format()
+        ).format(cfg=cfg)
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank FROM {t}, tq "
             "WHERE {where} AND tsv @@ tq.f AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"

@@ -52,12 +52,21 @@ class Queries:
     "Live" rows are those not forgotten, superseded or expired: all recall sees.
     """
 
-    def __init__(self, names: TableNames, namespace: str, shared: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        names: TableNames,
+        namespace: str,
+        shared: tuple[str, ...] = (),
+        config: str = "'english'",
+    ) -> None:
         """Statements for the table ``names`` and ``namespace``.
 
         A session's recall also sees the sessionless rows of the ``shared`` categories.
+        ``config`` is the text search configuration the table's tsvector is parsed with,
+        as a SQL string literal (``folding.config_sql``): prompts are parsed with it too.
         """
         self.names = names
+        self.config = config
         self.t = names.ident()
         self.ns = namespace
         self.shared = list(shared)
@@ -131,14 +140,8 @@ class Queries:
         from flooding the candidates.
         """
         where, params = self._live(scope)
-        params = {
-            **params,
-            "tsq": tsquery,
-            "lim": limit,
-            "probe": list(probes),
-            "dfq": list(frequencies),
-            "cap": DF_CAP,
-        }
+        params.update(tsq=tsquery, lim=limit, probe=list(probes), dfq=list(frequencies))
+        params["cap"] = DF_CAP
         if vector is not None:
             params["vec"] = vector
         selective = not (words is None or terms is None or not terms.lexemes)
@@ -156,8 +159,9 @@ class Queries:
         )
         cached = self._keywords.get(shape)
         if cached is None:
+            cosine = vector is not None
             text = keyword_query(
-                self.t, self.rec, where, selective=selective, cosine=vector is not None
+                self.t, self.rec, where, selective=selective, cosine=cosine, config=self.config
             )
             cached = self._keywords[shape] = sql.SQL(text.as_string(None))
         return Stmt(cached, params)

@@ -280,7 +280,7 @@ def _keyword_steps(
         return []
     missing = [w for w, _ in words if w not in run.lexemes]
     if missing:
-        remember(run.lexemes, (yield Stmt(lexeme_stmt(), (missing,))))
+        remember(run.lexemes, (yield Stmt(lexeme_stmt(q.config), (missing,))))
     if groups is not None:
         words, groups = distinct(words, groups, [run.lexemes.get(w, ()) for w, _ in words])
     terms = terms_of(words, run.lexemes)

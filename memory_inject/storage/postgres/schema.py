@@ -5,7 +5,8 @@ The table holds every :class:`MemoryRecord` field (lists as ``text[]``, ``scope`
 GIN index for lexical recall and, when pgvector is present and an embedder is configured, a
 ``vector(dim)`` copy of the embedding (kept by a trigger: :func:`.hnsw.add_vector_column`)
 with an HNSW index for semantic recall. Schema 2 adds the context columns (``context``) to
-the tsvector; schemas 7 and 8 parse hosts, paths, versions and "prod-3" as words. The
+the tsvector; schemas 7 and 8 parse hosts, paths, versions and "prod-3" as words, schema 9
+folds accents and normal forms (``folding``). The
 vector column is derived data; the exact embedding round-trips through export.
 
 Migrations are ordered and forward-only, under a transaction-level advisory lock (any
@@ -36,13 +37,9 @@ from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, SchemaMismatchError, StoreLockedError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import hnsw
-from memory_inject.storage.postgres.context import (
-    add_context,
-    add_event_context,
-    add_near_context,
-    split_compounds,
-)
+from memory_inject.storage.postgres.context import add_context, add_event_context, add_near_context
 from memory_inject.storage.postgres.errors import lock_holders
+from memory_inject.storage.postgres.folding import fold_words, split_compounds
 from memory_inject.storage.postgres.hnsw import hnsw_index, index_valid
 from memory_inject.storage.postgres.pgvector import check_pgvector
 from memory_inject.storage.records import MemoryRecord
@@ -229,6 +226,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
     (6, "near context: a sessionless row with no event, the rows just before it", add_near_context),
     (7, "hosts, paths and versions parsed as words in the tsvector", split_compounds),
     (8, "hyphens read as spaces in the tsvector (prod-3, as on SQLite)", split_compounds),
+    (9, "accents and Unicode normal forms folded: the table's own configuration", fold_words),
 )
 
 

@@ -7,7 +7,7 @@ document frequency in the table, and count as present by the best label they
 carry in the row's tsvector (:data:`~memory_inject.storage.postgres.context.PRESENCE`),
 tested with weight-restricted tsqueries (:func:`probes`).
 
-* A word's lexemes are what ``to_tsvector('english', word)`` makes of it (the
+* A word's lexemes are what ``to_tsvector(config, word)`` makes of it (the
   index's own normalisation); a word the configuration drops (its stop list is
   longer than the library's) is not a term. Lexemes are cached per store.
 * Document frequencies are exact counts over the whole table (every namespace,
@@ -135,12 +135,13 @@ def array_literal(items: Iterable[str]) -> str:
 Term = tuple[tuple[str, ...], bool]
 
 
-def lexeme_stmt() -> sql.Composed:
-    """Each word's lexemes under the 'english' configuration (param: a ``text[]``)."""
+def lexeme_stmt(config: str = "'english'") -> sql.Composed:
+    """Each word's lexemes under the text search configuration ``config`` (a SQL string
+    literal, ``folding.config_sql``; param: a ``text[]``)."""
     return sql.SQL(
-        "SELECT w.word, tsvector_to_array(to_tsvector('english'::regconfig, w.word)) "
+        "SELECT w.word, tsvector_to_array(to_tsvector({cfg}::regconfig, w.word)) "
         "FROM unnest(%s::text[]) AS w(word)"
-    ).format()
+    ).format(cfg=sql.SQL(config))
 
 
 def terms_of(words: Sequence[tuple[str, bool]], cache: Mapping[str, tuple[str, ...]]) -> list[Term]:
