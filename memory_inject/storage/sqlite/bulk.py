@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING
 from memory_inject.storage._base import owned, refuse_moves
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.records import MemoryRecord
-from memory_inject.storage.sqlite.codec import UPSERT, record_to_row
+from memory_inject.storage.sqlite.codec import UPSERT, encode_vector, record_to_row
 from memory_inject.storage.sqlite.engine import SQLiteEngine
 
 if TYPE_CHECKING:  # the store calls these functions: typing only, no import cycle
@@ -168,20 +168,44 @@ def export_jsonl(store: SQLiteStore, dst: str | os.PathLike[str] | IO[str]) -> i
 
 
 def embed_missing(store: SQLiteStore, *, batch_size: int = 256) -> int:
-    """``store.embed_missing``: embed the live rows without a vector, ``batch_size`` at a time."""
+    """``store.embed_missing``: embed the live rows without a vector, ``batch_size`` at a
+    time; returns how many got one.
+
+    Only the vector is written, and only to a row still as it was read (same id and
+    content, still live, still without a vector): a ``store()`` or ``forget()`` that
+    returned while a batch was being embedded is never undone. A row changed meanwhile
+    is left to its writer (or to the next call), and each row is read once (by ``rid``).
+    """
     if store.embedder is None:
         return 0
     engine = store._engine
-    done = 0
-    while True:
-        todo = engine.connections.read(
-            lambda c: engine.fetch(
-                c,
-                "embedding IS NULL AND deleted_at IS NULL ORDER BY rid LIMIT ?",
-                (batch_size,),
-            ),
-            "embed_missing",
+    done, after = 0, 0
+    pending = "embedding IS NULL AND deleted_at IS NULL AND rid > ?"
+
+    def read(conn: sqlite3.Connection) -> tuple[int | None, list[MemoryRecord]]:
+        [(last,)] = conn.execute(
+            f"SELECT max(rid) FROM (SELECT rid FROM memories WHERE namespace = ? AND {pending} "  # noqa: S608
+            "ORDER BY rid LIMIT ?)",
+            (engine.namespace, after, batch_size),
         )
-        if not todo:
+        return last, engine.fetch(conn, pending + " AND rid <= ?", (after, last))
+
+    while True:
+        last, todo = engine.connections.read(read, "embed_missing")
+        if last is None:
             return done
-        done += _upsert_many(engine, store._embedded(todo), "embed_missing")
+        after = int(last)
+        rows = [
+            (encode_vector(r.embedding), engine.namespace, r.key, r.id, r.content)
+            for r in store._embedded(todo)
+            if r.embedding is not None
+        ]
+
+        def op(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]] = rows) -> int:
+            return conn.executemany(
+                "UPDATE memories SET embedding = ? WHERE namespace = ? AND key = ? AND id = ? "
+                "AND content = ? AND embedding IS NULL AND deleted_at IS NULL",
+                rows,
+            ).rowcount  # the rows updated, not the index's rows the triggers changed
+
+        done += engine.write(op, "embed_missing")
