@@ -167,6 +167,8 @@ def embed_checked(
         out = [float32(v) for v in vectors]
     except EmbedderError:
         raise
+    except OverflowError as exc:  # 1e39 is a finite float, and no float32
+        raise EmbedderError(f"embedder {name!r} returned a value past float32's range") from exc
     except (struct.error, TypeError, ValueError) as exc:
         raise EmbedderError(
             f"embedder {name!r} returned something that is not a list of float vectors: {exc}"

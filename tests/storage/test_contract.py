@@ -119,6 +119,15 @@ class NanEmbedder(FlakyEmbedder):
         return self.inner.embed(texts)
 
 
+class OverflowEmbedder(FlakyEmbedder):
+    """One that can be told to return 1e39: a finite float, and past float32's range."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.failing:
+            return [[1e39] + [0.5] * (self.dim - 1) for _ in texts]
+        return self.inner.embed(texts)
+
+
 def as_float32(vector: Sequence[float]) -> tuple[float, ...]:
     return struct.unpack(f"<{len(vector)}f", struct.pack(f"<{len(vector)}f", *vector))
 
@@ -617,6 +626,22 @@ class TestEmbeddingChecks:
             degraded.startswith("embedder_failed"),
             "NaN" in degraded,
         )
+
+    @needs(SupportsAnswer)
+    def test_a_vector_past_float32_fails_the_write_and_degrades_the_recall(
+        self, store_factory: Factory
+    ) -> None:
+        """1e39 is finite but no float32: an EmbedderError on write (it was an
+        OverflowError) and keywords with the reason on recall (it was a failed recall)."""
+        emb = OverflowEmbedder()
+        s = store_factory(embedder=emb)
+        s.store("db", "The production database is PostgreSQL")
+        emb.failing = True
+        with pytest.raises(EmbedderError, match="float32"):
+            s.store("cache", "The cache is Redis")
+        info = s.answer(RecallQuery("database", 3))
+        assert (["db"], 1) == (keys(info.entries), s.count())
+        assert "float32" in "; ".join(info.degraded)
 
     @needs(SupportsRecords, SupportsJsonl)
     def test_given_vectors_are_rounded_to_float32(self, store_factory: Factory) -> None:
