@@ -72,6 +72,7 @@ class MemoryAgentState(AgentState[Any]):
 
     memory_block: NotRequired[Annotated[str, PrivateStateAttr]]
     memory_block_for: NotRequired[Annotated[str | None, PrivateStateAttr]]
+    memory_block_text: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
 class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
@@ -107,7 +108,8 @@ class MemoryMiddleware(AgentMiddleware[MemoryAgentState, Any]):
 
     def _placed(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         try:
-            block = self.memory.block_for(request.state or {}, request.messages)
+            runtime = getattr(request, "runtime", None)
+            block = self.memory.block_for(request.state or {}, request.messages, runtime)
             return request.override(messages=place_block(request.messages, block))
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: placing the block failed")

@@ -27,6 +27,7 @@ Needs the ``langgraph`` extra (``pip install "memory-inject[langgraph]"``).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,6 +36,7 @@ from typing import Any, NotRequired, Unpack
 from langchain_core.messages import AnyMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
+from langgraph.config import get_config
 from langgraph.graph import MessagesState
 
 from memory_inject.config import AgentConfig
@@ -46,6 +48,7 @@ from .messages import starts_with_block
 __all__ = [
     "BLOCK_FOR_KEY",
     "BLOCK_KEY",
+    "BLOCK_TEXT_KEY",
     "LangGraphMemory",
     "MemoryState",
     "langchain_tools",
@@ -58,6 +61,9 @@ __all__ = [
 BLOCK_KEY = "memory_block"
 #: The state key of the id of the human message the block was rendered for.
 BLOCK_FOR_KEY = "memory_block_for"
+#: The state key of a digest of that message's text: an edited message (the same id,
+#: another text, as LangGraph replaces a message) is a new turn, not a resumed one.
+BLOCK_TEXT_KEY = "memory_block_text"
 _log = logging.getLogger("memory_inject.adapters")
 #: How many messages' blocks an adapter keeps in process (oldest forgotten first).
 _MEMO_SIZE = 4096
@@ -68,6 +74,7 @@ class MemoryState(MessagesState):
 
     memory_block: NotRequired[str]
     memory_block_for: NotRequired[str | None]
+    memory_block_text: NotRequired[str]
 
 
 def user_message_index(messages: Sequence[Any]) -> int | None:
@@ -82,6 +89,10 @@ def user_message_index(messages: Sequence[Any]) -> int | None:
 def message_text(message: BaseMessage) -> str:
     """The text of a LangChain message (its string content or its text blocks)."""
     return message.text
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _first_text(message: BaseMessage) -> str:
@@ -119,6 +130,15 @@ def place_block(messages: Sequence[AnyMessage], block: str) -> list[AnyMessage]:
     )
     out[idx] = msg.model_copy(update={"content": new})
     return out
+
+
+def _owns(state: Any, message_id: str, text: str) -> bool:
+    """Whether the state's block was rendered for this message: its id and, when the state
+    says, its text (an edited message keeps its id)."""
+    if state.get(BLOCK_FOR_KEY) != message_id:
+        return False
+    digest = state.get(BLOCK_TEXT_KEY)
+    return digest is None or digest == _digest(text)
 
 
 def langchain_tools(tools: ToolCore) -> list[StructuredTool]:
@@ -169,11 +189,14 @@ class LangGraphMemory(FrameworkAdapter):
     ) -> None:
         """As :class:`~._framework.FrameworkAdapter`."""
         super().__init__(store, agent_config, **options)
-        # message id -> block, for graphs whose state has no memory_block key.
-        self._blocks: OrderedDict[str, str] = OrderedDict()
+        # (the turn's scopes, message id, its text's digest) -> block, for graphs whose
+        # state has no memory_block key. Message ids are the host's: a frontend that
+        # numbers each conversation's messages gives every user a message "1".
+        self._blocks: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 
-    def _update(self, state: Any, block: str, message_id: str | None) -> dict[str, Any]:
-        update: dict[str, Any] = {BLOCK_KEY: block, BLOCK_FOR_KEY: message_id}
+    def _update(self, state: Any, block: str, start: tuple[str, str | None]) -> dict[str, Any]:
+        update: dict[str, Any] = {BLOCK_KEY: block, BLOCK_FOR_KEY: start[1]}
+        update[BLOCK_TEXT_KEY] = _digest(start[0])
         if self.earlier_blocks == "keep" and block:
             messages = state["messages"]
             idx = user_message_index(messages)
@@ -194,7 +217,7 @@ class LangGraphMemory(FrameworkAdapter):
         text = message_text(msg)
         if starts_with_block(_first_text(msg)):
             return None
-        if msg.id is not None and msg.id == state.get(BLOCK_FOR_KEY):
+        if msg.id is not None and _owns(state, msg.id, text):
             return None
         return text, msg.id
 
@@ -205,7 +228,7 @@ class LangGraphMemory(FrameworkAdapter):
             start = self._start(state)
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the LangGraph state could not be read")
-            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None}
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: None, BLOCK_TEXT_KEY: ""}
         return {} if start is None else start
 
     def update(self, state: Any, run_context: Any = None) -> dict[str, Any]:
@@ -220,12 +243,10 @@ class LangGraphMemory(FrameworkAdapter):
         if isinstance(start, dict):
             return start
         try:
-            return self._update(
-                state, self._kept(self.begin(start[0], run_context), start[1]), start[1]
-            )
+            return self._update(state, self._kept(self.begin(start[0], run_context), start), start)
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the LangGraph memory update failed")
-            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1]}
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1], BLOCK_TEXT_KEY: _digest(start[0])}
 
     async def aupdate(self, state: Any, run_context: Any = None) -> dict[str, Any]:
         """The async twin of :meth:`update`."""
@@ -234,34 +255,52 @@ class LangGraphMemory(FrameworkAdapter):
             return start
         try:
             injection = await self.abegin(start[0], run_context)
-            return self._update(state, self._kept(injection, start[1]), start[1])
+            return self._update(state, self._kept(injection, start), start)
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the LangGraph memory update failed")
-            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1]}
+            return {BLOCK_KEY: "", BLOCK_FOR_KEY: start[1], BLOCK_TEXT_KEY: _digest(start[0])}
 
-    def _kept(self, injection: Any, message_id: str | None) -> str:
-        """The turn's block, also kept in process by its message's id: a graph whose state
-        has no ``memory_block`` key (a plain ``MessagesState``) drops the state update, and
-        :meth:`messages` then finds the block here."""
+    def _kept(self, injection: Any, start: tuple[str, str | None]) -> str:
+        """The turn's block, also kept in process under its scopes, its message's id and
+        text: a graph whose state has no ``memory_block`` key (a plain ``MessagesState``)
+        drops the state update, and :meth:`messages` then finds the block here."""
         block = str(injection.block)
-        if message_id is not None:
-            self._blocks[message_id] = block
+        if start[1] is not None:
+            self._blocks[(tuple(injection.sessions), start[1], _digest(start[0]))] = block
             while len(self._blocks) > _MEMO_SIZE:
                 self._blocks.popitem(last=False)
         return block
 
-    def block_for(self, state: Any, messages: Sequence[Any]) -> str:
-        """The block to place on ``messages`` (the state's, or the one kept in process for
-        the newest human message); ``""`` when the block is another message's."""
+    def _run_scopes(self, run_context: Any) -> tuple[str | None, ...] | None:
+        """The scopes of the run placing a block (as :meth:`begin` resolved them for it);
+        None when they cannot be known (no run context for a ``sessions`` function)."""
+        if not callable(self.sessions):
+            return tuple(self.sessions)
+        try:
+            context = get_config() if run_context is None else run_context
+            return self._scopes(context)
+        except Exception:  # noqa: BLE001 - no block is the safe answer
+            return None
+
+    def block_for(self, state: Any, messages: Sequence[Any], run_context: Any = None) -> str:
+        """The block to place on ``messages``: the state's, or the one kept in process for
+        the newest human message of this run's scopes; ``""`` when the block is another
+        message's. ``run_context`` is what a ``sessions`` function takes (by default the
+        running graph node's config)."""
         idx = user_message_index(messages)
-        msg_id = getattr(messages[idx], "id", None) if idx is not None else None
+        msg = messages[idx] if idx is not None else None
+        msg_id = getattr(msg, "id", None)
         block = str(state.get(BLOCK_KEY) or "")
         owner = state.get(BLOCK_FOR_KEY)
-        if block and (owner is None or msg_id is None or owner == msg_id):
-            return block
-        if msg_id is not None:
-            return self._blocks.get(msg_id, "")
-        return ""
+        if msg is None or msg_id is None:
+            return block if owner is None else ""
+        text = message_text(msg)
+        if _owns(state, msg_id, text) or (block and owner is None):
+            return block  # the state's record of this message's turn, an empty block too
+        scopes = self._run_scopes(run_context)
+        if scopes is None:
+            return ""
+        return self._blocks.get((scopes, msg_id, _digest(text)), "")
 
     def node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
         """The graph node: :meth:`update` with the node's config as the run context."""
