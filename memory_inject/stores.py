@@ -86,7 +86,7 @@ def _source_dir(agent: object) -> Path | None:
 def sqlite_path(agent: AgentConfig, base_dir: str | os.PathLike[str] | None = None) -> Path:
     """The file :func:`open_store` opens for a SQLite backend (relative paths resolved the
     same way), for callers that must check it exists first (the CLI's read-only commands)."""
-    p = Path(getattr(agent.memory.backend, "path", ".memory/memory.db"))
+    p = Path(getattr(agent.memory.backend, "path", ".memory/memory.db")).expanduser()
     base = base_dir if base_dir is not None else _source_dir(agent)
     return p if base is None or p.is_absolute() else Path(base) / p
 
@@ -114,7 +114,7 @@ def _open_backend(
     if kind == "none":
         return NoneStore()
     if kind == "markdown":
-        folder = Path(path).parent if str(path) == _SQLITE_DEFAULT else Path(path)
+        folder = Path(path).parent if str(path) == _SQLITE_DEFAULT else Path(path).expanduser()
         if base_dir is not None and not folder.is_absolute():
             folder = Path(base_dir) / folder
         return MarkdownStore(folder, namespace=namespace)
@@ -149,7 +149,7 @@ def _open_backend(
             min_size=int(sizes.get("min_size", 1)),
             max_size=int(sizes.get("max_size", 8)),
         )
-    p = Path(path)
+    p = Path(path).expanduser()  # "~/memory.db": the home folder, not a folder named "~"
     if base_dir is not None and not p.is_absolute():
         p = Path(base_dir) / p
     return SQLiteStore(

@@ -48,6 +48,40 @@ class TestOpenStore:
         assert (agents / "data" / "bob.db").is_file()
         assert not (elsewhere / "cwd" / "data").exists()
 
+    def test_a_file_loaded_by_a_relative_name_opens_its_store_after_a_chdir(
+        self, elsewhere: Path
+    ) -> None:
+        """A daemon loads "agents/bob.yaml" and then changes directory: its store is still
+        the file's (the agent's source was kept relative, and a second, empty database
+        was made next to the new directory)."""
+        agents = elsewhere / "cwd" / "agents"
+        agents.mkdir()
+        (agents / "bob.yaml").write_text("agent: bob\nmemory: {backend: {path: data/bob.db}}\n")
+        agent = load_agent_config("agents/bob.yaml")
+        first = open_store(agent)
+        first.store("deploy", "Deploys go to prod-3.")
+        first.close()
+        os.chdir(elsewhere)
+        second = open_store(agent)
+        assert isinstance(second, SQLiteStore)
+        assert 1 == second.count()
+        second.close()
+        assert not (elsewhere / "agents").exists()
+
+    def test_a_path_under_the_home_folder_is_expanded(
+        self, elsewhere: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """ "~/..." is the home folder, not a folder named "~" beside the agent file."""
+        home = elsewhere / "home"
+        home.mkdir()
+        monkeypatch.setenv("HOME", str(home))
+        (elsewhere / "bob.yaml").write_text("agent: bob\nmemory: {backend: {path: ~/m/bob.db}}\n")
+        store = open_store(load_agent_config(elsewhere / "bob.yaml"))
+        store.store("deploy", "Deploys go to prod-3.")
+        store.close()
+        assert (home / "m" / "bob.db").is_file()
+        assert not (elsewhere / "~").exists()
+
 
 class TestCli:
     def test_init_dir_then_add_and_render_with_its_agent_use_one_store(

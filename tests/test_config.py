@@ -332,8 +332,18 @@ class TestOutOfRange:
                 '{path: "a\\0b.db"}',
                 "'path' must not hold a NUL character (got 'a\\x00b.db') @ $.memory.backend.path",
             ),
+            (
+                "{embedder: model2vec}",
+                "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
+                "(got null) @ $.memory.backend.embedder_model",
+            ),
+            (
+                "{embedder: hashing, fusion: weighted, vector_weight: 0, keyword_weight: 0}",
+                "'vector_weight' + 'keyword_weight' must be > 0 when 'fusion' is weighted "
+                "(got 0 + 0) @ $.memory.backend.vector_weight",
+            ),
         ],
-        ids=["postgres_without_dsn", "nul_in_path"],
+        ids=["postgres_without_dsn", "nul_in_path", "model2vec_without_model", "no_weight"],
     )
     def test_a_backend_open_store_would_refuse(
         self, tmp_path: Path, backend: str, expected: str

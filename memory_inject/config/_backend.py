@@ -137,4 +137,15 @@ def check_backend(raw: Any, path: str) -> list[str]:
     where = raw.get("path")
     if isinstance(where, str) and "\0" in where:
         problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")
+    if raw.get("embedder") == "model2vec" and not raw.get("embedder_model"):
+        problems.append(
+            "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
+            f"(got null) @ {path}.embedder_model"
+        )
+    weights = [raw.get(k, getattr(BackendConfig(), k)) for k in ("vector_weight", "keyword_weight")]
+    if raw.get("fusion", "auto") != "auto" and sum(float(w) for w in weights) <= 0.0:
+        problems.append(
+            f"'vector_weight' + 'keyword_weight' must be > 0 when 'fusion' is "
+            f"{raw.get('fusion')} (got {weights[0]} + {weights[1]}) @ {path}.vector_weight"
+        )
     return problems

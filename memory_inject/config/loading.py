@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
+
 from memory_inject._tokens import load_encoding
 from memory_inject.config._constraints import check_file
 from memory_inject.config._presets import expand_preset
@@ -86,8 +88,9 @@ def _check_tokenizers(config: MemoryInjectConfig, source: str) -> None:
 def load_agent_config(path: str | os.PathLike[str]) -> AgentConfig:
     """Load one agent YAML file. Every failure is a ``ConfigError`` naming the file."""
     data = read_yaml_file(path)
-    source = str(path)
-    return parse_agent_config(data, source)
+    config = parse_agent_config(data, str(path))
+    # Absolute: a relative backend path is the file's folder's even after a chdir.
+    return attrs.evolve(config, source=os.path.abspath(path))
 
 
 def parse_cron_jobs(data: Any, source: str = "<memory>") -> tuple[CronJob, ...]:
