@@ -281,15 +281,18 @@ def with_content(message: M, content: object) -> M:
     )
 
 
+#: Part types only the Responses API takes (Chat Completions also has ``input_audio``).
+_RESPONSES_PARTS = frozenset({"input_text", "input_image", "input_file"})
+
+
 def _part_kind(message: object, content: Sequence[object]) -> str:
-    """``input_text`` for Responses input (an ``input_*`` part or a ``message`` item)."""
+    """``input_text`` for Responses input (an ``input_text`` / ``input_image`` /
+    ``input_file`` part, or a ``message`` item), else ``text``: an ``input_audio`` part
+    alone is Chat Completions' (its schema has no ``input_text`` part)."""
     if get_field(message, "type") == "message":
         return "input_text"
-    kinds = [get_field(p, "type") for p in content]
     return (
-        "input_text"
-        if any(isinstance(k, str) and k.startswith("input_") for k in kinds)
-        else "text"
+        "input_text" if any(get_field(p, "type") in _RESPONSES_PARTS for p in content) else "text"
     )
 
 

@@ -77,6 +77,17 @@ class TestOpenAIChatObjects:
             [m if isinstance(m, dict) else m.model_dump(exclude_unset=True) for m in out]
         )
 
+    def test_an_audio_part_keeps_a_chat_message_a_chat_message(self, loop: MemoryLoop) -> None:
+        """Chat Completions has an ``input_audio`` part too: the block is a ``text`` part
+        there (any ``input_*`` part was taken for Responses input, and the block became an
+        ``input_text`` part, which Chat Completions' schema does not have)."""
+        audio = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+        content = [{"type": "text", "text": QUESTION}, audio]
+        out = call(loop, "prepare", [{"role": "user", "content": content}])
+        assert ["text", "text", "input_audio"] == [p["type"] for p in out[0]["content"]]
+        assert out[0]["content"][0]["text"].startswith("[Memory context]")
+        TypeAdapter(list[ChatCompletionMessageParam]).validate_python(out)
+
 
 class TestResponsesItems:
     def test_input_text_parts_are_the_query_and_the_block_is_an_input_text_part(
