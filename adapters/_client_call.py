@@ -22,7 +22,7 @@ from attrs import frozen
 from ._client import ClientMemory
 from .messages import Api, get_field
 
-__all__ = ["Create", "Endpoint", "Forward", "acall", "call", "memory_of"]
+__all__ = ["Client", "Create", "Endpoint", "Forward", "acall", "call", "memory_of"]
 
 _log = logging.getLogger("memory_inject.adapters")
 
@@ -133,6 +133,24 @@ class Forward:
     def __getattr__(self, name: str) -> Any:
         """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
         return getattr(self._target, name)
+
+
+class Client(Forward):
+    """A wrapped SDK client: its copies (``with_options``, ``copy``) and its ``beta``
+    namespace keep the memory (they were the SDK's own, and sent no block and no event)."""
+
+    def with_options(self, **kwargs: Any) -> Any:
+        """The SDK's ``with_options`` (a copy with a timeout, retries...), with memory."""
+        return type(self)(self._target.with_options(**kwargs), self.memory)
+
+    def copy(self, **kwargs: Any) -> Any:
+        """The SDK's ``copy``, with memory."""
+        return type(self)(self._target.copy(**kwargs), self.memory)
+
+    @property
+    def beta(self) -> Any:
+        """``client.beta``, whose resources of the same names place the block as well."""
+        return type(self)(self._target.beta, self.memory)
 
 
 class Create(Forward):

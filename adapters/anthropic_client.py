@@ -25,7 +25,7 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from ._client import ClientMemory, ClientOptions
-from ._client_call import Create, Endpoint, Forward, memory_of
+from ._client_call import Client, Create, Endpoint, memory_of
 from .messages import get_field
 
 __all__ = ["AnthropicWithMemory", "memory_of", "wrap_anthropic"]
@@ -40,7 +40,7 @@ def _wants_tools(resp: Any) -> bool:
 MESSAGES = Endpoint("messages", "anthropic", _wants_tools)
 
 
-class AnthropicWithMemory(Forward):
+class AnthropicWithMemory(Client):
     """An ``Anthropic`` / ``AsyncAnthropic`` whose ``messages.create`` places the block."""
 
     @property

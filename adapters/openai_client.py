@@ -20,7 +20,8 @@ left out (``"strip"``). The system prompt and ``instructions`` are never
 touched. See :mod:`._client` for the rules and docs/adapters.md for the costs.
 
 ``parse`` and the ``stream`` helper of both resources place the block as ``create``
-does. Not intercepted: ``with_raw_response`` / ``with_streaming_response`` calls,
+does, and so do the client's copies (``with_options``, ``copy``) and ``beta``. Not
+intercepted: ``with_raw_response`` / ``with_streaming_response`` calls,
 and ``previous_response_id`` chains see only the new input (the server holds
 the rest, with the block it was sent).
 """
@@ -33,7 +34,7 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
 
 from ._client import ClientMemory, ClientOptions
-from ._client_call import Create, Endpoint, Forward, memory_of
+from ._client_call import Client, Create, Endpoint, Forward, memory_of
 from .messages import get_field
 
 __all__ = ["CLIENT_TOOL_CALLS", "OpenAIWithMemory", "memory_of", "wrap_openai"]
@@ -77,7 +78,7 @@ class _Chat(Forward):
         return Create(self._target.completions, self.memory, CHAT)
 
 
-class OpenAIWithMemory(Forward):
+class OpenAIWithMemory(Client):
     """An ``OpenAI`` / ``AsyncOpenAI`` whose create calls place the turn's block."""
 
     @property
