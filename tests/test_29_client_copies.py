@@ -19,6 +19,7 @@ from openai import OpenAI
 
 from memory_inject import AgentConfig, InMemoryStore
 from memory_inject.testing import recording
+from tests.test_11_tools import _anthropic_reply
 
 if TYPE_CHECKING:
     from adapters.anthropic_client import wrap_anthropic
@@ -38,16 +39,7 @@ _CHAT = {
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
     ],
 }
-_MESSAGE = {
-    "id": "m",
-    "type": "message",
-    "role": "assistant",
-    "model": "c",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
+_MESSAGE = _anthropic_reply()
 
 
 class _Server:
