@@ -24,7 +24,8 @@ and :meth:`MemoryTools.call` in its own tool type::
 What the model writes is untrusted (docs/adapters.md, "What the model sends
 is untrusted"): content is capped and a rendered block refused; categories
 stay within the schema's (or the host's list); keys shaped like the
-conversation log's (``user_msg_...``, ``channel:chat:...``) are refused; a
+conversation log's (``user_msg_...``, ``channel:chat:...``), and memories the render's
+skip rules would always leave out (``USER_MSG_1``, ``tz_history``), are refused; a
 key held by another scope is refused by the store (``KeyOwnedError``); shared
 rows are the host's (the tools write and forget them only with
 ``shared_writes=True``, and never a curated one, written by anything but the
@@ -53,6 +54,7 @@ from memory_inject.contract import Memory, SupportsAsyncWrite
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import has_session
+from memory_inject.stages.filters import skip_reason
 
 from . import _core
 from ._base import check_store
@@ -259,6 +261,13 @@ class MemoryTools(Sequence[MemoryTool]):
             raise ValueError(
                 "keys starting with 'user_msg' or holding ':' or control characters belong to "
                 "the conversation log; choose another key"
+            )
+        rule = skip_reason(key, text) if isinstance(text, str) else None
+        if rule is not None:  # "USER_MSG_1", "tz_history", "[IMAGE: ...]": never shown
+            raise ValueError(
+                f"a memory like this is never shown ({rule}: the conversation log's keys, "
+                "*_history, image markers and tool results are left out of every block); "
+                "choose another key or write it as a plain fact"
             )
         if session is None and not self.shared_writes:
             raise ValueError(SHARED_REFUSED)

@@ -232,6 +232,26 @@ class TestToolCalls:
         assert run(memory_tools(store, agent), name, args).startswith(error)
         assert 0 == store.count()
 
+    @pytest.mark.parametrize(
+        ("key", "content", "rule"),
+        [
+            ("USER_MSG_1", FACT, "skip:user_autosave"),
+            (" user_msg_2", FACT, "skip:user_autosave"),
+            ("assistant_resp_tz", FACT, "skip:assistant_autosave"),
+            ("tz_history", FACT, "skip:history"),
+            ("photo", "The user sent [IMAGE: cat.png]", "skip:image"),
+        ],
+    )
+    def test_a_memory_no_block_would_show_is_refused(
+        self, store: SQLiteStore, agent: AgentConfig, run: Any, key: str, content: str, rule: str
+    ) -> None:
+        """The model was told "Remembered as 'USER_MSG_1'." for a row every render drops
+        (the skip rules trim and ignore case; the reserved-key check did neither)."""
+        tools = memory_tools(store, agent, sessions=["alice"])
+        answer = run(tools, "memory_store", {"content": content, "key": key})
+        assert answer.startswith(f"Error: a memory like this is never shown ({rule}")
+        assert 0 == store.count()
+
     def test_a_failing_store_is_an_error_text(self, agent: AgentConfig, run: Any) -> None:
         """A store that raises on recall gives the model an answer, not a traceback, and
         not "No memories matched.": that told the model its memory was empty."""
