@@ -27,6 +27,7 @@ import attrs
 
 from memory_inject._filter_first import keeps, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
+from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.storage._store_checks import (
@@ -176,9 +177,25 @@ class PersistentStore:
             raise EmbedderError("this store has no embedder")
         return embed_checked(self._embedder, texts)
 
-    def _embedded(self, records: Sequence[MemoryRecord]) -> builtins.list[MemoryRecord]:
-        """Records as they will read back: float32 vectors, embedded if an embedder is set."""
+    def _embedded(
+        self, records: Sequence[MemoryRecord], *, foreign: str = "refuse"
+    ) -> builtins.list[MemoryRecord]:
+        """Records as they will read back: float32 vectors, embedded if an embedder is set.
+
+        A given vector that is not of the embedder's ``dim`` (another model's, or empty)
+        would never be searched: ``foreign="refuse"`` makes it an :class:`EmbedderError`
+        naming the key, ``"embed"`` (an import) embeds the record again instead.
+        """
         out = [r if r.embedding is None else r.evolve(embedding=given_vector(r)) for r in records]
+        dim = embedder_dim(self._embedder) if self._embedder is not None else None
+        for i, r in enumerate(out):
+            if dim is not None and r.embedding is not None and len(r.embedding) != dim:
+                if foreign != "embed":
+                    raise EmbedderError(
+                        f"'embedding' of {r.key!r:.80} has {len(r.embedding)} dimensions; "
+                        f"this store's embedder {embedder_name(self._embedder)!r} gives {dim}"
+                    )
+                out[i] = r.evolve(embedding=None)
         todo = [i for i, r in enumerate(out) if r.embedding is None]
         if self._embedder is None or not todo:
             return out

@@ -88,3 +88,20 @@ def test_every_row_of_a_backlog_longer_than_a_batch_is_embedded_once(tmp_path: P
         assert store.embed_missing(batch_size=10) == 24
         assert calls == [10, 10, 4]
         assert all(r.embedding is not None for r in store.list())
+
+
+def test_rows_of_an_embedder_of_another_dimension_are_embedded_again(tmp_path: Path) -> None:
+    """A store reopened with a 128-dimension embedder over 64-dimension rows: those rows
+    were never searched by vector, and ``embed_missing`` (which filled only rows with no
+    vector) left them so."""
+    path = tmp_path / "m.db"
+    with SQLiteStore(path, embedder=HashingEmbedder(64)) as before:
+        before.store("pet", "Our cat is named Miso.")
+        before.store("car", "The car is a blue Corolla.")
+    with SQLiteStore(path, embedder=HashingEmbedder(128)) as after:
+        assert after.embed_missing() == 2
+        assert after.embed_missing() == 0
+        pet = after.get("pet")
+        assert pet is not None
+        assert pet.embedding is not None
+        assert len(pet.embedding) == 128

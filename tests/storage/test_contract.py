@@ -14,6 +14,7 @@ import json
 import struct
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -642,6 +643,33 @@ class TestEmbeddingChecks:
         info = s.answer(RecallQuery("database", 3))
         assert (["db"], 1) == (keys(info.entries), s.count())
         assert "float32" in "; ".join(info.degraded)
+
+    def test_a_given_vector_of_another_dimension_is_refused(self, store_factory: Factory) -> None:
+        """A vector the store's embedder could never be compared with (another model's, or
+        empty) was kept, and its row was never found by the vector stage."""
+        s = store_factory(embedder=HashingEmbedder(dim=64))
+        for vector in ([0.1] * 10, []):
+            with pytest.raises(EmbedderError, match=f"has {len(vector)} dimensions.* gives 64"):
+                s.store("k", "The production database is PostgreSQL", embedding=vector)
+        assert 0 == s.count()
+        s.store("k", "The production database is PostgreSQL", embedding=[0.5] * 64)
+        assert 64 == len(s.get("k").embedding)
+
+    @needs(SupportsRecords, SupportsJsonl)
+    def test_an_import_of_another_models_vectors_is_embedded_again(
+        self, store_factory: Factory, tmp_path: Path
+    ) -> None:
+        """An export of a 256-dimension store imported into a 64-dimension one: the rows are
+        embedded by this store's embedder (their vectors were kept, and never searched)."""
+        wide = store_factory(embedder=HashingEmbedder(dim=256))
+        wide.store("pet", "Our cat is named Miso.")
+        dump = tmp_path / "dump.jsonl"
+        wide.export_jsonl(dump)
+        narrow = store_factory(embedder=HashingEmbedder(dim=64))
+        assert 1 == narrow.import_jsonl(dump)
+        assert HashingEmbedder(dim=64).embed(["Our cat is named Miso."])[0] == pytest.approx(
+            narrow.get("pet").embedding, abs=1e-6
+        )
 
     @needs(SupportsRecords, SupportsJsonl)
     def test_given_vectors_are_rounded_to_float32(self, store_factory: Factory) -> None:

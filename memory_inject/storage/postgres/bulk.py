@@ -95,7 +95,9 @@ def import_jsonl(
                 for stmt in stage_create(q):
                     cur.execute(stmt)
                 for batch in _batched((r for _, r in lines), max(1, batch_size)):
-                    records = store._embedded([r.evolve(namespace=store.namespace) for r in batch])
+                    records = store._embedded(
+                        [r.evolve(namespace=store.namespace) for r in batch], foreign="embed"
+                    )
                     with cur.copy(stage_copy(q)) as copy:
                         for i, record in enumerate(records, start=n):
                             copy.write_row([*record_params(record), i])

@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
+from memory_inject.embedders import embedder_dim
 from memory_inject.storage._base import owned, refuse_moves
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.records import MemoryRecord
@@ -113,7 +114,7 @@ def _merge_keyword_index(store: SQLiteStore, done: int) -> None:
 
 def _import_batch(store: SQLiteStore, batch: list[MemoryRecord], lines: Sequence[int]) -> int:
     try:
-        return _upsert_many(store._engine, store._embedded(batch), "import", lines)
+        return _upsert_many(store._engine, store._embedded(batch, foreign="embed"), "import", lines)
     except _LineError as exc:
         raise ValueError(str(exc)) from exc.__cause__
     except ValueError as exc:
@@ -168,27 +169,31 @@ def export_jsonl(store: SQLiteStore, dst: str | os.PathLike[str] | IO[str]) -> i
 
 
 def embed_missing(store: SQLiteStore, *, batch_size: int = 256) -> int:
-    """``store.embed_missing``: embed the live rows without a vector, ``batch_size`` at a
-    time; returns how many got one.
+    """``store.embed_missing``: embed the live rows without a vector of the embedder's
+    ``dim`` (none yet, or another model's), ``batch_size`` at a time; returns how many
+    got one.
 
     Only the vector is written, and only to a row still as it was read (same id and
-    content, still live, still without a vector): a ``store()`` or ``forget()`` that
+    content, still live, its vector unchanged): a ``store()`` or ``forget()`` that
     returned while a batch was being embedded is never undone. A row changed meanwhile
     is left to its writer (or to the next call), and each row is read once (by ``rid``).
     """
     if store.embedder is None:
         return 0
     engine = store._engine
+    dim = embedder_dim(store.embedder)
+    width = -1 if dim is None else 4 * dim  # float32 bytes; -1: any vector is the model's
     done, after = 0, 0
-    pending = "embedding IS NULL AND deleted_at IS NULL AND rid > ?"
+    stale = "(embedding IS NULL OR (? >= 0 AND length(embedding) != ?))"
+    pending = stale + " AND deleted_at IS NULL AND rid > ?"
 
     def read(conn: sqlite3.Connection) -> tuple[int | None, list[MemoryRecord]]:
         [(last,)] = conn.execute(
             f"SELECT max(rid) FROM (SELECT rid FROM memories WHERE namespace = ? AND {pending} "  # noqa: S608
             "ORDER BY rid LIMIT ?)",
-            (engine.namespace, after, batch_size),
+            (engine.namespace, width, width, after, batch_size),
         )
-        return last, engine.fetch(conn, pending + " AND rid <= ?", (after, last))
+        return last, engine.fetch(conn, pending + " AND rid <= ?", (width, width, after, last))
 
     while True:
         last, todo = engine.connections.read(read, "embed_missing")
@@ -196,15 +201,19 @@ def embed_missing(store: SQLiteStore, *, batch_size: int = 256) -> int:
             return done
         after = int(last)
         rows = [
-            (encode_vector(r.embedding), engine.namespace, r.key, r.id, r.content)
-            for r in store._embedded(todo)
-            if r.embedding is not None
+            (encode_vector(new.embedding), engine.namespace, new.key, new.id, new.content)
+            + ((None, None) if old.embedding is None else (1, encode_vector(old.embedding)))
+            for old, new in zip(
+                todo, store._embedded([r.evolve(embedding=None) for r in todo]), strict=True
+            )
+            if new.embedding is not None
         ]
 
         def op(conn: sqlite3.Connection, rows: Sequence[tuple[object, ...]] = rows) -> int:
             return conn.executemany(
                 "UPDATE memories SET embedding = ? WHERE namespace = ? AND key = ? AND id = ? "
-                "AND content = ? AND embedding IS NULL AND deleted_at IS NULL",
+                "AND content = ? AND deleted_at IS NULL "
+                "AND (embedding IS NULL AND ? IS NULL OR embedding = ?)",
                 rows,
             ).rowcount  # the rows updated, not the index's rows the triggers changed
 
