@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import FrameType
 from typing import Any
 
@@ -42,6 +42,8 @@ def _outgoing(value: Any) -> tuple[list[Any], bool] | None:
         return [{"role": "user", "content": value}], True
     if isinstance(value, Sequence) and not isinstance(value, bytes):
         return list(value), False
+    if isinstance(value, Iterable) and not isinstance(value, Mapping | bytes | bytearray):
+        return list(value), False  # the SDKs take any iterable (a generator, a map): read once
     return None
 
 

@@ -106,3 +106,23 @@ def test_a_copy_or_the_beta_namespace_sends_the_block_and_one_event(name: str) -
     [body] = server.bodies
     assert str(body["messages"][0]["content"]).startswith("[Memory context]\n- deploy: ")
     assert [("deploy",)] == [tuple(e.rendered_keys) for e in rec.events]
+
+
+@pytest.mark.parametrize("shape", ["generator", "map", "tuple"])
+def test_messages_given_as_any_iterable_get_the_block_and_one_event(shape: str) -> None:
+    """The SDKs type ``messages`` as an ``Iterable``: a generator or a ``map`` was forwarded
+    untouched, with no block and no event."""
+    server = _Server(_CHAT)
+    client = _openai(server)
+    history = [{"role": "system", "content": "sys"}, *ASK]
+    given: Any = {
+        "generator": (m for m in history),
+        "map": map(dict, history),
+        "tuple": tuple(history),
+    }[shape]
+    with recording() as rec:
+        client.chat.completions.create(model="m", messages=given)
+    [body] = server.bodies
+    assert "sys" == body["messages"][0]["content"]
+    assert str(body["messages"][1]["content"]).startswith("[Memory context]\n- deploy: ")
+    assert [("deploy",)] == [tuple(e.rendered_keys) for e in rec.events]
