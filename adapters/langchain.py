@@ -42,7 +42,7 @@ from typing import Annotated, Any, NotRequired, Unpack
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, convert_to_messages
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
@@ -144,7 +144,13 @@ def _as_messages(value: Any) -> list[Any] | None:
     if isinstance(value, PromptValue):
         return value.to_messages()
     if isinstance(value, Sequence):
-        return list(value)
+        items = list(value)
+        if any(isinstance(m, tuple | str) for m in items):
+            try:  # ("human", "...") and plain strings, as chat models take them
+                return list(convert_to_messages(items))
+            except (ValueError, TypeError, NotImplementedError):
+                return items  # read as it is: an unreadable shape is named on the event
+        return items
     return None
 
 

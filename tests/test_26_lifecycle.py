@@ -501,6 +501,29 @@ def test_with_memory_gives_a_plain_chat_model_and_a_chain_memory(store: SQLiteSt
     assert kinds[3] == ("MemorySkipped", "unreadable_message")
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        [("system", "be brief"), ("human", "where do ana's deploys go?")],
+        ["where do ana's deploys go?"],
+    ],
+    ids=["tuples", "strings"],
+)
+def test_with_memory_reads_the_message_likes_a_chat_model_takes(
+    store: SQLiteStore, given: list[Any]
+) -> None:
+    """``("human", "...")`` tuples and plain strings (LangChain's own docs' shapes) got no
+    memory: one ``memory_skipped`` (``unreadable_message``)."""
+    server = fw.ChatServer()
+    model = ChatOpenAI(model="m", api_key=SecretStr("k"), http_client=server.client())
+    with events() as rec:
+        with_memory(model, store, AGENT, sessions=["ana"]).invoke(given)
+    [body] = server.requests
+    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    assert user.startswith("[Memory context]") and "ana-cluster" in user
+    assert [type(e).__name__ for e in rec.all] == ["MemoryRecall"]
+
+
 def test_four_pooled_workers_serve_120_users_with_tool_failures(tmp_path: Path) -> None:
     """The issue's shape: 4 pooled workers, a tool call in 20% of the responses, and that
     tool raises. Before: 119 of 120 requests were sub_turns without memory."""
