@@ -53,6 +53,8 @@ def _autosave_args(
 ) -> dict[str, Any] | None:
     if policy.origin is None or not should_autosave(policy.origin, text):
         return None
+    if policy.reason == "origin_disabled":  # memory off for this origin: it writes nothing
+        return None
     return profile_fields(policy.config, cwd)
 
 

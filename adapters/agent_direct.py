@@ -40,6 +40,12 @@ class AgentDirectAdapter(Adapter):
     default_channel = "api"
 
     def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.TurnInput:
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            # "" would be one session for every request that lacks one: their conversations
+            # (and autosaves) in one scope. No session is None.
+            raise ValueError(
+                f"'session_id' must be a non-empty str or None (got {session_id!r:.40})"
+            )
         return _core.TurnInput(
             origin=TurnOrigin.AGENT_DIRECT,
             query=text,

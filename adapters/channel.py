@@ -13,7 +13,9 @@ The ids are typed and injective (issue 13): the person scope is
 ``person:<channel>:<sender>`` with both parts escaped (:func:`escape_scope_part`),
 so two senders never share one, and the conversation scope is the
 ``history_key`` as given unless it starts with ``person:`` or ``chat:``, which
-gets a ``chat:`` in front, so no conversation scope can equal a person scope.
+gets a ``chat:`` in front, so no conversation scope can equal a person scope. The host
+must make ``history_key`` name the conversation among all its channels (zeroclaw:
+``<channel>_<reply_target>``); a bare chat id two channels share is one conversation.
 zeroclaw's ``sanitize_session_key(sender)`` mapped ``alice.smith`` and
 ``alice_smith`` to one scope; :func:`legacy_person_scope` gives that old id
 and :func:`migrate_person_scopes` moves rows from it (docs/storage.md).
@@ -68,6 +70,8 @@ def _an_id(_: object, attribute: Attribute[Any], value: Any) -> None:
             f"InboundMessage.{attribute.name} must be a str or an int "
             f"(got {type(value).__name__}: {value!r:.40})"
         )
+    if isinstance(value, str) and not value.strip():  # "" is one id for everyone, as None was
+        raise ValueError(f"InboundMessage.{attribute.name} must not be empty (got {value!r:.40})")
 
 
 def _a_str(_: object, attribute: Attribute[Any], value: Any) -> None:

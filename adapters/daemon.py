@@ -27,6 +27,14 @@ def heartbeat_query(task_text: str, priority: str = "normal") -> str:
     return f"[Heartbeat Task | {priority}] {task_text}"
 
 
+def _recall_query(task_text: str, priority: str) -> str:
+    """:func:`heartbeat_query`, or the bare task when it holds no word ("", "   ", "👍"):
+    a task with nothing to ask abstains, as ``run_task("")`` does, instead of recalling
+    on the wrapper's own words ("Heartbeat", "Task", "high")."""
+    query = heartbeat_query(task_text, priority)
+    return query if any(ch.isalnum() for ch in task_text) else task_text
+
+
 @frozen(kw_only=True)
 class DaemonTurn(_core.Injection):
     """A daemon run: ``prompt`` is the block followed by the task."""
@@ -51,7 +59,7 @@ class DaemonAdapter(Adapter):
         self, task_text: str, priority: str = "normal", *, turn_id: str | None = None
     ) -> DaemonTurn:
         """One heartbeat task; never raises because of memory."""
-        return self._run(heartbeat_query(task_text, priority), turn_id)
+        return self._run(_recall_query(task_text, priority), turn_id)
 
     def run_task(self, text: str, *, turn_id: str | None = None) -> DaemonTurn:
         """A background task (an SOP step, a decision run) with ``text`` as its query."""
@@ -61,7 +69,7 @@ class DaemonAdapter(Adapter):
         self, task_text: str, priority: str = "normal", *, turn_id: str | None = None
     ) -> DaemonTurn:
         """The async twin of :meth:`heartbeat`."""
-        return await self._arun(heartbeat_query(task_text, priority), turn_id)
+        return await self._arun(_recall_query(task_text, priority), turn_id)
 
     async def arun_task(self, text: str, *, turn_id: str | None = None) -> DaemonTurn:
         """The async twin of :meth:`run_task`."""

@@ -168,7 +168,7 @@ def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
     return (
         TurnOrigin(origin) in AUTOSAVE_ORIGINS
         and len(text.strip()) >= AUTOSAVE_MIN_CHARS
-        and not text.startswith("[Memory context]")
+        and not text.lstrip().startswith("[Memory context]")
     )
 
 

@@ -135,6 +135,19 @@ def described(kind: str, doc: str, default: Any = attrs.NOTHING) -> Any:
     return field(default=default, metadata={"kind": kind, "doc": doc})
 
 
+def checked(kind: str, doc: str, default: Any = attrs.NOTHING) -> Any:
+    """:func:`described`, and checked when built in code too (a ``CronJob`` built with
+    ``uses_memory="false"`` ran with memory: the string is true): a ``ValueError`` with
+    the file checker's words."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        found = problem(attribute.name, value, attribute.metadata)
+        if found is not None:
+            raise ValueError(f"{type(instance).__name__}: {found}")
+
+    return field(default=default, validator=check, metadata={"kind": kind, "doc": doc})
+
+
 def group(cls: type, **meta: Any) -> Any:
     """An attrs field holding a nested config group, built with its defaults."""
     return field(factory=cls, validator=attrs.validators.instance_of(cls), metadata=meta)

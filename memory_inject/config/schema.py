@@ -25,6 +25,7 @@ from memory_inject.config._constraints import (
     MAX_DEADLINE_MS,
     MAX_RENDERED_ENTRIES,
     check_class,
+    checked,
     described,
     did_you_mean,
     group,
@@ -308,10 +309,10 @@ class AgentConfig:
 class CronJob:
     """One scheduled job. ``uses_memory=False`` runs it without any memory."""
 
-    id: str = described("name", "unique id, in the query's [cron:<id> <name>] prefix")
-    name: str = described("name", "human name, in the query's prefix")
-    prompt: str = described("name", "what the model is asked")
-    uses_memory: bool = described("bool", "false: no recall and no memory bound", default=True)
+    id: str = checked("name", "unique id, in the query's [cron:<id> <name>] prefix")
+    name: str = checked("name", "human name, in the query's prefix")
+    prompt: str = checked("name", "what the model is asked")
+    uses_memory: bool = checked("bool", "false: no recall and no memory bound", default=True)
 
 
 @frozen
@@ -368,9 +369,8 @@ _converter.register_structure_hook(
 def _apply_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` deep-merged with ``override``, whose renderer of another kind replaces the base's.
 
-    A format name is short for ``{kind: name}``. A renderer of the base's kind
-    merges into the base's settings like any group; one of another kind
-    replaces them, since they belong to the other format.
+    A format name is short for ``{kind: name}``. A renderer of the base's kind merges into
+    the base's settings like any group; one of another kind replaces them (the other format's).
     """
     raw = override.get("renderer")
     if raw is not None:

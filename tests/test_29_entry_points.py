@@ -1,0 +1,126 @@
+"""The channel, direct, cron and daemon entry points, as a helper used them (round 25).
+
+* ``""`` as a channel id or a direct session was one id for everyone, as ``None`` had been
+  (Bob's block showed Alice's autosaved message): refused now.
+* A ``CronJob`` built in code was not checked: ``uses_memory="false"`` (a true string) ran
+  the job with memory.
+* A turn of an origin the config disables still autosaved the user's message.
+* ``"\\n[Memory context]..."`` passed the "never save a recall block" rule.
+* ``heartbeat("")`` recalled on the wrapper's own words ("Heartbeat", "Task", "high").
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory_inject.config import parse_agent_config
+from memory_inject.config.schema import CronJob
+from memory_inject.storage.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from adapters import (
+        AgentDirectAdapter,
+        ChannelAdapter,
+        DaemonAdapter,
+        InboundMessage,
+        should_autosave,
+    )
+else:
+    from memory_inject.adapters import (
+        AgentDirectAdapter,
+        ChannelAdapter,
+        DaemonAdapter,
+        InboundMessage,
+        should_autosave,
+    )
+
+MESSAGE: dict[str, Any] = {
+    "channel": "slack",
+    "sender": "u1",
+    "text": "my salary is 180k and I am interviewing at Acme",
+    "reply_target": "u1",
+    "message_id": "m1",
+    "history_key": "slack_u1",
+}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Any:
+    s = SQLiteStore(tmp_path / "m.db")
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("field", ["channel", "sender", "message_id", "history_key"])
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_channel_id_is_refused(field: str, blank: str) -> None:
+    with pytest.raises(ValueError, match=f"InboundMessage.{field} must not be empty"):
+        InboundMessage(**{**MESSAGE, field: blank})
+    assert InboundMessage(**{**MESSAGE, field: 7}).message_id  # an int id is still one
+
+
+@pytest.mark.parametrize("blank", ["", " \n"])
+def test_a_blank_direct_session_is_refused(store: SQLiteStore, blank: str) -> None:
+    adapter = AgentDirectAdapter(store, parse_agent_config({"agent": "bot"}), autosave=True)
+    with pytest.raises(ValueError, match="'session_id' must be a non-empty str or None"):
+        adapter.request("my salary is 180k and I am interviewing at Acme", session_id=blank)
+    assert 0 == store.count()
+    assert adapter.request("where do I interview?", session_id="s1").policy.inject
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"uses_memory": "false"}, "'uses_memory' must be true or false (got 'false')"),
+        ({"id": None}, "'id' must be a non-empty string (got None)"),
+        ({"prompt": "  "}, "'prompt' must be a non-empty string"),
+    ],
+)
+def test_a_cron_job_built_in_code_is_checked_as_a_files_is(
+    fields: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"CronJob: {problem}")):
+        CronJob(**{"id": "nightly", "name": "Nightly", "prompt": "summarise", **fields})
+    assert CronJob(id="nightly", name="Nightly", prompt="summarise", uses_memory=False)
+
+
+@pytest.mark.parametrize("origin", ["channel", "agent_direct"])
+def test_a_disabled_origin_autosaves_nothing(store: SQLiteStore, origin: str) -> None:
+    agent = parse_agent_config(
+        {"agent": "bot", "memory": {"origins": {origin: {"enabled": False}}}}
+    )
+    if origin == "channel":
+        turn: Any = ChannelAdapter(store, agent, channel_name="slack", autosave=True).handle(
+            InboundMessage(**MESSAGE)
+        )
+    else:
+        turn = AgentDirectAdapter(store, agent, autosave=True).request(
+            MESSAGE["text"], session_id="s1"
+        )
+    assert ("origin_disabled", None) == (turn.policy.reason, turn.autosaved_key)
+    assert 0 == store.count()
+
+
+@pytest.mark.parametrize("lead", ["", "\n", "  ", "\r\n\t"])
+def test_a_recall_block_is_never_autosaved_whatever_comes_before_it(lead: str) -> None:
+    blob = lead + "[Memory context]\n- deploy: Production deploys go to prod-3.\n[/Memory context]"
+    assert not should_autosave("channel", blob)
+    assert should_autosave("channel", lead + "Production deploys go to prod-3 from now on.")
+
+
+def test_a_heartbeat_with_nothing_to_ask_abstains(store: SQLiteStore) -> None:
+    store.store("todo", "task list: renew the TLS certificate, high priority")
+    store.store("ops", "normal operations resume after the maintenance window")
+    daemon = DaemonAdapter(store, parse_agent_config({"agent": "bot"}))
+    for args in [("",), ("   ",), ("👍",), ("", "high")]:
+        turn = daemon.heartbeat(*args)
+        assert turn.event is not None
+        assert ("", "no_query_terms") == (turn.block, turn.event.abstained), args
+    turn = daemon.heartbeat("renew the TLS certificate", "high")
+    assert turn.query == "[Heartbeat Task | high] renew the TLS certificate"
+    assert turn.event is not None
+    assert turn.event.rendered_keys == ("todo",)
