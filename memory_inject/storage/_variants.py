@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 __all__ = ["MAX_VARIANTS", "distinct", "spellings", "with_variants"]
 
@@ -160,17 +160,18 @@ def _spellings(word: str) -> tuple[str, ...]:
 
 
 def with_variants(
-    words: Sequence[tuple[str, bool]],
+    words: Sequence[tuple[str, bool]], more: Callable[[str], tuple[str, ...]] | None = None
 ) -> tuple[list[tuple[str, bool]], list[int] | None]:
     """``words`` and, after them, each whole word's other spellings not already asked,
-    with each term's word (its index in ``words``); ``None`` when nothing was added."""
+    with each term's word (its index in ``words``); ``None`` when nothing was added.
+    ``more`` gives an engine's own spellings of a word (PostgreSQL's plurals)."""
     terms = list(words)
     asked = {w for w, star in words if not star}
     groups: list[int] | None = None
     for i, (word, star) in enumerate(words):
         if star:
             continue
-        for other in spellings(word):
+        for other in spellings(word) + (more(word) if more is not None else ()):
             if other in asked or len(terms) - len(words) >= MAX_VARIANTS:
                 continue
             asked.add(other)

@@ -34,6 +34,7 @@ from memory_inject.storage.postgres.queries import Queries, Scope, Stmt, TermSta
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS, row_to_record
 from memory_inject.storage.postgres.terms import (
     frequency_queries,
+    kept_plurals,
     lexeme_stmt,
     probes,
     remember,
@@ -85,7 +86,7 @@ def tsquery_text(query: str) -> str | None:
     SQLite store's terms); a trailing ``*`` makes a prefix term. Only ``\\w``
     characters are ever quoted.
     """
-    return _tsquery(with_variants(content_words(query, max_terms=_MAX_TERMS))[0])
+    return _tsquery(with_variants(content_words(query, max_terms=_MAX_TERMS), kept_plurals)[0])
 
 
 def _tsquery(words: Sequence[tuple[str, bool]]) -> str | None:
@@ -275,7 +276,9 @@ def _keyword_steps(
     cosines are noted in ``raw``.
     """
     q = run.q
-    words, groups = with_variants(content_words(run.query or "", max_terms=_MAX_TERMS))
+    words, groups = with_variants(
+        content_words(run.query or "", max_terms=_MAX_TERMS), kept_plurals
+    )
     if not words:
         return []
     missing = [w for w, _ in words if w not in run.lexemes]

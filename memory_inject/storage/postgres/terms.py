@@ -34,6 +34,7 @@ __all__ = [
     "TermStats",
     "array_literal",
     "frequency_queries",
+    "kept_plurals",
     "lexeme_stmt",
     "present",
     "probes",
@@ -130,6 +131,25 @@ def array_literal(items: Iterable[str]) -> str:
         "{" + ",".join('"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"' for x in items) + "}"
     )
 
+
+def kept_plurals(word: str) -> tuple[str, ...]:
+    """The other number of ``word`` where PostgreSQL's ``english`` stemmer (Snowball's
+    Porter2) keeps a final "s" that SQLite's Porter stems away: after "u" ("gpus",
+    "menus"), after a part with no other vowel ("kpis", "ssds") and on words with
+    digits, which the parser never stems ("a100s"). Asked as a spelling of the word
+    (``_variants.with_variants``), so "gpu" finds "GPUs" as it does on SQLite."""
+    if len(word) < 2 or not word.isascii() or not word.isalnum():
+        return ()
+    digits = not word.isalpha()
+    if word.endswith("s"):
+        stem = word[:-1]
+        keeps = digits or word.endswith("us") or not _VOWELS.intersection(stem[:-1])
+        return (stem,) if keeps and not stem.endswith("s") else ()
+    keeps = digits or word.endswith("u") or not _VOWELS.intersection(word[:-1])
+    return (word + "s",) if keeps else ()
+
+
+_VOWELS = frozenset("aeiouy")
 
 #: One query term: its lexemes and whether it is a prefix (``word*``).
 Term = tuple[tuple[str, ...], bool]
