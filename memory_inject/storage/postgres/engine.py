@@ -20,11 +20,12 @@ from __future__ import annotations
 import builtins
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.errors import UniqueViolation
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import reads_script, similarity_calibration
@@ -111,6 +112,7 @@ class PostgresEngine:
         # open_table brought the table to this library's newest schema.
         config = config_sql(names, pg_schema.MIGRATIONS[-1][0])
         self.q = Queries(names, namespace, tuple(str(c) for c in shared_categories), config)
+        self._pkey = names.table + "_pkey"  # PostgreSQL's name for the table's primary key
         self.connections = PostgresConnections(
             dsn, names, connect_kwargs, min_size=min_size, max_size=max_size, timeout=timeout
         )
@@ -136,17 +138,34 @@ class PostgresEngine:
         keep = [c for c in CARRIED_ON_STORE if c not in fields]
         if timestamp is None:
             keep.append("timestamp")
-        return self.connections.run("store", upsert_steps(self.q, draft, keep))
+        return self._write("store", lambda: upsert_steps(self.q, draft, keep))
 
     def write_record(self, record: MemoryRecord, move: bool) -> MemoryRecord:
         """Write ``record`` as given (``move``: take the key over from another scope)."""
         self.stats_changed()
-        return self.connections.run("upsert", upsert_steps(self.q, record, (), move))
+        return self._write("upsert", lambda: upsert_steps(self.q, record, (), move))
 
     def write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         """Write ``new`` and mark ``old_key`` superseded by it, in one transaction."""
         self.stats_changed()
-        return self.connections.run("supersede", supersede_steps(self.q, old_key, new))
+        return self._write("supersede", lambda: supersede_steps(self.q, old_key, new))
+
+    def _write(self, action: str, steps: Callable[[], Any]) -> MemoryRecord:
+        """Run a write's ``steps``; once more when it lost a race to insert its key.
+
+        A new key's id is the key, and ``ON CONFLICT`` names the key: two writers that
+        insert one new key at once both find no row, and the later one then fails on
+        the id (a duplicate), not on the key. Run again, it finds the winner's row and
+        updates it (or is refused as another scope's, ``KeyOwnedError``), as SQLite's
+        one writer at a time does.
+        """
+        try:
+            return self.connections.run(action, steps())  # type: ignore[no-any-return]
+        except ValueError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, UniqueViolation) or cause.diag.constraint_name != self._pkey:
+                raise
+        return self.connections.run(action, steps())  # type: ignore[no-any-return]
 
     def write_usage(self, ids: builtins.list[str]) -> int:
         """Count one use of each id; returns the live rows touched."""
