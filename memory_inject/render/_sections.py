@@ -174,7 +174,7 @@ def layer_budgets(
     return kept, dropped
 
 
-def daily_digest(content: str, max_chars: int | None = None) -> tuple[str, int]:
+def daily_digest(content: str, max_chars: int | None = None, window: int = 0) -> tuple[str, int]:
     """PI's digest of one day's log (``buildDailyDigest``): its notable lines, and how many
     sessions it closed.
 
@@ -183,7 +183,12 @@ def daily_digest(content: str, max_chars: int | None = None) -> tuple[str, int]:
     With no notable line: nothing when sessions were closed (PI shows only its
     ``Sessions today`` header), else PI's raw-tail fallback, the last
     ``max_chars`` characters of the content (the whole content without a cap).
+    With ``window`` > 0 a content longer than twice the window is read at its head and
+    its tail only (``window`` characters each): the threat scan reads no more of it
+    (``stages.threat.scan_window``), so a line from its middle was shown unscanned.
     """
+    if window > 0 and len(content) > 2 * window:
+        content = content[:window] + "\n" + content[-window:]
     sessions = 0
     notable: list[str] = []
     for raw in content.splitlines():

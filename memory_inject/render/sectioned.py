@@ -55,6 +55,7 @@ from memory_inject.render._sections import (
     session_item,
 )
 from memory_inject.stages import StageContext, StageTrace
+from memory_inject.stages.threat import scan_window
 
 __all__ = [
     "CONTESTED_WARNING",
@@ -249,7 +250,12 @@ class SectionedRenderer:
         asked = self._questions(questions, tokens, dropped)
         # The raw-tail fallback keeps what fits the section after the line's prefix.
         tail = self.section_caps["daily_log"] - len("- 00:00 ") - 1
-        digest = {id(e): daily_digest(e.content, tail) for e in daily} if self.daily_digest else {}
+        window = scan_window(ctx.config)
+        digest = (
+            {id(e): daily_digest(e.content, tail, window) for e in daily}
+            if self.daily_digest
+            else {}
+        )
         sessions_today = sum(n for _, n in digest.values())
         if digest:  # a day with only closed sessions shows its header, not an empty line
             for e in [e for e in daily if not digest[id(e)][0]]:

@@ -32,7 +32,7 @@ re-exported here.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from attrs import field, frozen
 
@@ -132,6 +132,23 @@ def threat_reason(
     return ThreatScan(tuple(rules), window).reason(entry)
 
 
+#: The fields of a session row the sectioned block shows besides its content (PI's
+#: ``- [project] name (tools)`` line and its decisions: ``render._sections.session_parts``).
+_SESSION_FIELDS = ("project", "name", "tools", "decisions")
+
+
+def _session_texts(entry: MemoryEntry) -> list[str]:
+    """Every text a session row shows from its ``metadata`` or ``extra``."""
+    meta = entry.extra.get("metadata")
+    out: list[str] = []
+    for source in (meta if isinstance(meta, Mapping) else {}, entry.extra):
+        for name in _SESSION_FIELDS:
+            value = source.get(name)
+            values = value if isinstance(value, list | tuple) else (value,)
+            out.extend(v for v in values if isinstance(v, str) and v)
+    return out
+
+
 _CACHED = 4096
 _CACHED_CHARS = 2048
 _UNSEEN = object()
@@ -172,6 +189,8 @@ class ThreatScan:
         key = entry.key
         if found is None and isinstance(key, str) and _KEY_WORTH_SCANNING.search(key) is not None:
             found = self.verdict(key[: self.window or None])
+        if found is None and entry.category == "session":
+            found = next(filter(None, map(self.verdict, _session_texts(entry))), None)
         return None if found is None else REASON_PREFIX + found
 
     def withhold(self, entries: Sequence[MemoryEntry]) -> StageResult:

@@ -40,7 +40,8 @@ COLLIDING = [
 ]
 #: Characters the old sanitiser folded into ``_``, and some it kept.
 ID_CHARS = st.sampled_from([*"aZ9_-.@:!?/ %+#\u0301\u00e9\u200b\U0001f600", "person:", "chat:"])
-ids = st.lists(ID_CHARS, max_size=10).map("".join)
+# A blank id is refused (one id for everyone): ids hold something besides spaces.
+ids = st.lists(ID_CHARS, min_size=1, max_size=10).map("".join).filter(str.strip)
 
 
 def message(
