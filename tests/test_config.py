@@ -342,8 +342,19 @@ class TestOutOfRange:
                 "'vector_weight' + 'keyword_weight' must be > 0 when 'fusion' is weighted "
                 "(got 0 + 0) @ $.memory.backend.vector_weight",
             ),
+            (
+                '{kind: postgres, dsn: "hots=/tmp/pg dbname=memory"}',
+                "'dsn' is not a PostgreSQL connection string: invalid connection option "
+                '"hots" @ $.memory.backend.dsn',
+            ),
         ],
-        ids=["postgres_without_dsn", "nul_in_path", "model2vec_without_model", "no_weight"],
+        ids=[
+            "postgres_without_dsn",
+            "nul_in_path",
+            "model2vec_without_model",
+            "no_weight",
+            "malformed_dsn",
+        ],
     )
     def test_a_backend_open_store_would_refuse(
         self, tmp_path: Path, backend: str, expected: str

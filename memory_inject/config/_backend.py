@@ -124,6 +124,21 @@ class BackendConfig:
     )
 
 
+def _dsn_problem(dsn: str) -> str | None:
+    """What libpq finds wrong with ``dsn`` (None without the ``postgres`` extra: the store
+    says so when it opens)."""
+    try:
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return None
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
 def check_backend(raw: Any, path: str) -> list[str]:
     """The backend group's keys, then what ``open_store`` would refuse: ``kind: postgres``
     without a ``dsn``, and a ``path`` holding a NUL character (``validate`` said "ok" to
@@ -134,6 +149,8 @@ def check_backend(raw: Any, path: str) -> list[str]:
     kind = raw.get("kind", "sqlite")
     if isinstance(kind, str) and kind.strip().lower() == "postgres" and not raw.get("dsn"):
         problems.append(f"'dsn' must be set when 'kind' is postgres (got null) @ {path}.dsn")
+    elif isinstance(raw.get("dsn"), str) and (bad := _dsn_problem(raw["dsn"])) is not None:
+        problems.append(f"'dsn' is not a PostgreSQL connection string: {bad} @ {path}.dsn")
     where = raw.get("path")
     if isinstance(where, str) and "\0" in where:
         problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")

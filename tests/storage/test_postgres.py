@@ -15,6 +15,8 @@ import psycopg
 import pytest
 from psycopg_pool import PoolTimeout
 
+from memory_inject import open_store as open_store_of
+from memory_inject.config import AgentConfig, BackendConfig, MemoryInjectConfig
 from memory_inject.contract import RecallQuery
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import (
@@ -29,6 +31,7 @@ from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.recall import like_patterns, tsquery_text
 from memory_inject.storage.postgres.schema import COLUMNS, MIGRATIONS
 from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.unavailable import UnavailableStore
 from tests.storage import _pg_backend as pgb
 
 Factory = Callable[..., PostgresStore]
@@ -351,6 +354,20 @@ class TestFaults:
         assert "unavailable" == info.value.reason
         assert isinstance(info.value.__cause__, psycopg.OperationalError)
         assert time.monotonic() - t0 < 10
+
+    @pytest.mark.parametrize("dsn", ["garbage", "hots=/tmp/pg dbname=memory"])
+    def test_a_malformed_dsn_is_a_value_error_naming_it(self, dsn: str) -> None:
+        """It was psycopg's ProgrammingError: a traceback in the CLI, and ``unavailable:
+        degrade`` (which catches ValueError) did not degrade."""
+        with pytest.raises(ValueError, match="'dsn' is not a PostgreSQL connection string"):
+            PostgresStore(dsn)
+        agent = AgentConfig(
+            agent="a",
+            memory=MemoryInjectConfig(
+                backend=BackendConfig(kind="postgres", dsn=dsn, unavailable="degrade")
+            ),
+        )
+        assert isinstance(open_store_of(agent), UnavailableStore)
 
     def test_missing_database(self, pg_dsn: str) -> None:
         """A database that does not exist is StoreMissingError."""

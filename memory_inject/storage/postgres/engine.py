@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.errors import UniqueViolation
 
 from memory_inject.contract import RecallAnswer, RecallQuery
@@ -43,7 +42,7 @@ from memory_inject.storage.postgres.connection import (
     rows_of,
     session_options,
 )
-from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.errors import dsn_parts, translate_errors
 from memory_inject.storage.postgres.folding import config_sql
 from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
@@ -94,7 +93,7 @@ class PostgresEngine:
         self.embedder = embedder
         self.fusion = fusion
         connect_kwargs: dict[str, Any] = {}
-        if "connect_timeout" not in conninfo_to_dict(dsn):
+        if "connect_timeout" not in dsn_parts(dsn):
             connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
         #: This engine's write count (``PostgresStore.data_version``).
         self.writes = 0

@@ -16,11 +16,26 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import PoolClosed, PoolTimeout
 
 from memory_inject.exceptions import StorageError, StoreLockedError, StoreMissingError
 
-__all__ = ["lock_holders", "translate_errors", "unavailable"]
+__all__ = ["dsn_parts", "lock_holders", "translate_errors", "unavailable"]
+
+
+def dsn_parts(dsn: str) -> dict[str, Any]:
+    """``dsn``'s parameters; a ``ValueError`` naming it when it is no connection string
+    (psycopg's ``ProgrammingError`` was a traceback in the CLI, and ``unavailable:
+    degrade`` did not catch it)."""
+    if not isinstance(dsn, str):
+        raise TypeError(f"'dsn' must be a str (got {type(dsn).__name__})")
+    try:
+        return conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError as exc:
+        raise ValueError(
+            f"'dsn' is not a PostgreSQL connection string: {_first_line(exc)}"
+        ) from None
 
 
 def unavailable(message: str) -> StorageError:

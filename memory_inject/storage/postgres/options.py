@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from psycopg.conninfo import conninfo_to_dict
+from memory_inject.storage.postgres.errors import dsn_parts
 
 __all__ = ["TUNABLE", "session_options"]
 
@@ -25,7 +25,7 @@ def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
     """
     options = [
         *(TUNABLE if vectors else ()),
-        str(conninfo_to_dict(dsn).get("options") or ""),
+        str(dsn_parts(dsn).get("options") or ""),
         "-c TimeZone=UTC",
         f"-c lock_timeout={max(1, round(timeout * 1000))}",
     ]
