@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["addressed", "fold"]
+__all__ = ["addressed", "fold", "fold_case_kept"]
 
 
 # -- the folded view -------------------------------------------------------------------
@@ -33,17 +33,38 @@ def _untag(m: re.Match[str]) -> str:
     return "\n" + "".join(chr(ord(c) - 0xE0000) for c in m.group()) + "\n"
 
 
-def fold(text: str) -> str:
-    """The view every rule reads: NFKC, invisible characters dropped, tags read, lower case.
+# The combining marks of Latin, Greek and Cyrillic letters ("I\u0301gnore" is "Ígnore"
+# composed, and an accent does not make "ignore" another word to the reader).
+# Letters that may carry one (Latin-1 to Latin Extended-B, Greek, Cyrillic, Latin Extended
+# Additional and Greek Extended) and the marks themselves: only a text holding one is
+# decomposed.
+_ACCENTED = re.compile("[\u00c0-\u024f\u0300-\u036f\u0370-\u04ff\u1e00-\u1fff\u20d0-\u20ff]")
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
-    A run of tag characters is read as the ASCII it hides, on a line of its own.
-    """
+
+def fold_case_kept(text: str) -> str:
+    """:func:`fold` without the lower case: what a rule that reads case reads
+    (``system_header``: "ＳＹＳＴＥＭ:" and "S\u200bYSTEM:" are "SYSTEM:")."""
     if text.isascii():
-        return text.lower()
+        return text
     text = unicodedata.normalize("NFKC", text)
     if _TAGS.search(text) is not None:
         text = _TAGS.sub(_untag, text)
-    return _INVISIBLE.sub("", text).lower()
+    text = _INVISIBLE.sub("", text)
+    if text.isascii() or _ACCENTED.search(text) is None:  # CJK, Arabic, emoji...: no accents
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    bare = _MARKS.sub("", decomposed)
+    return unicodedata.normalize("NFC", bare) if len(bare) != len(decomposed) else text
+
+
+def fold(text: str) -> str:
+    """The view every rule reads: NFKC, invisible characters dropped, tags read, the
+    accents of Latin, Greek and Cyrillic letters dropped, lower case.
+
+    A run of tag characters is read as the ASCII it hides, on a line of its own.
+    """
+    return text.lower() if text.isascii() else fold_case_kept(text).lower()
 
 
 # Words that may open an instruction addressed to the reader (an imperative), and the

@@ -42,7 +42,7 @@ from memory_inject.config.schema import THREAT_RULE_IDS
 from memory_inject.models import MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult
 from memory_inject.stages._threat_rules import RULES, RULESET_VERSION, ThreatRule
-from memory_inject.stages._threat_view import fold
+from memory_inject.stages._threat_view import fold, fold_case_kept
 
 __all__ = [
     "RULES",
@@ -86,6 +86,12 @@ _RAW_MARKS = tuple(dict.fromkeys(m for r in RULES if r.raw for m in r.marks))
 _KEY_WORTH_SCANNING = re.compile("[\\s<\\[{#|!$@\"'=.\x80-\U0010ffff]|" + "|".join(_RAW_MARKS))
 
 
+# A key of three or more words joined by "_" or "-" (most keys are one or two: "deploy",
+# "user_pref", "conv-26:D1:3"), scanned with its joints read as spaces.
+_KEY_WORDS = re.compile(r"[A-Za-z]+[_-][A-Za-z]+[_-][A-Za-z]")
+_KEY_SEPARATORS = re.compile(r"[_-]+")
+
+
 #: The line breaks other than "\n" (``str.splitlines``' set): a renderer, the block's own
 #: included, shows each as a new line, so a rule about "a line that starts with" must see it.
 _BREAKS = re.compile("\r\n?|[\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -107,6 +113,7 @@ def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int =
     ):  # every line break the block shows starts a line (``render._contain``)
         text = _BREAKS.sub("\n", text)
     view = fold(text)
+    text = fold_case_kept(text)  # what the rules that read case read
     tokens = _TOKEN.findall(view)
     contains, raw_contains = view.__contains__, text.__contains__
     if (
@@ -187,8 +194,13 @@ class ThreatScan:
         content = entry.content if isinstance(entry.content, str) else ""
         found = self.verdict(content)
         key = entry.key
-        if found is None and isinstance(key, str) and _KEY_WORTH_SCANNING.search(key) is not None:
-            found = self.verdict(key[: self.window or None])
+        if found is None and isinstance(key, str):
+            if _KEY_WORTH_SCANNING.search(key) is not None:
+                found = self.verdict(key[: self.window or None])
+            if found is None and _KEY_WORDS.search(key) is not None:
+                # "ignore_all_previous_instructions", "reveal-your-system-prompt": a key the
+                # block shows as a label reads as words to the model.
+                found = self.verdict(_KEY_SEPARATORS.sub(" ", key[: self.window or None]))
         if found is None and entry.category == "session":
             found = next(filter(None, map(self.verdict, _session_texts(entry))), None)
         return None if found is None else REASON_PREFIX + found
