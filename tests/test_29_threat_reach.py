@@ -113,3 +113,21 @@ def test_an_ordinary_key_of_many_words_is_shown(key: str) -> None:
     result = render_memory_context(store, "server", config=MemoryInjectConfig())
     assert isinstance(result.event, MemoryRecall)
     assert result.event.rendered_keys == (key,)
+
+
+def test_the_bracket_block_drops_control_bidi_and_zero_width_characters() -> None:
+    """renderers.md promised it of every format; the bracket block (``contain_content``,
+    the default) kept NUL, ESC (a terminal sequence that hides text), DEL, a bidi
+    override and a zero-width space, in contents and keys. A zero-width joiner (emoji)
+    stays, and an ordinary memory is still zeroclaw's bytes."""
+    store = InMemoryStore()
+    store.store("deploy_target", "Deploys go to prod-3.")
+    store.store(
+        "deploy_target\u200b",
+        "Deploys go to \u202e3-dorp\u202c now; "
+        "old host \x1b[8mprod-9\x1b[0m\x00\x7f \U0001f468\u200d\U0001f4bb",
+    )
+    text = render_memory_context(store, "where do deploys go?", config=MemoryInjectConfig()).text
+    assert "- deploy_target: Deploys go to prod-3.\n" in text
+    assert not any(c in text for c in "\x00\x1b\x7f\u200b\u202e\u202c")
+    assert "old host [8mprod-9[0m \U0001f468\u200d\U0001f4bb" in text

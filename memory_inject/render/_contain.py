@@ -61,24 +61,37 @@ def _defuse_markers(text: str) -> str:
     return "".join((*parts, text[pos:])) if parts else text
 
 
+# Characters no reader needs and an attacker uses: C0 controls but tab and the line breaks
+# (NUL; ESC starts a terminal sequence that hides text), DEL, zero-width space, the bidi
+# marks, embeddings, overrides and isolates, the BOM. A zero-width joiner (emoji) and
+# non-joiner (Persian, Indic scripts) are kept.
+_UNSAFE = re.compile("[\x00-\x08\x0e-\x1b\x7f\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
 def contain_content(text: str) -> str:
     """Keep untrusted content inside its entry: continuation lines are indented
     two spaces (so no stored line can start a forged ``- key:`` entry or sit at
-    the left margin as a closing marker) and block markers are defused.
+    the left margin as a closing marker), block markers are defused, and control,
+    bidi and zero-width characters dropped (``_UNSAFE``).
 
-    Single-line content without ``[`` is returned unchanged, so ordinary
-    memories render byte for byte as zeroclaw renders them (lone surrogates
+    Single-line content without ``[`` or those characters is returned unchanged, so
+    ordinary memories render byte for byte as zeroclaw renders them (lone surrogates
     aside, which become U+FFFD).
     """
     text = replace_surrogates(text)
+    if _UNSAFE.search(text) is not None:
+        text = _UNSAFE.sub("", text)
     if _RISKY.isdisjoint(text):
         return text
     return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
 
 
 def contain_key(key: str) -> str:
-    """A key on one line with its markers defused (keys come from chat senders too)."""
+    """A key on one line with its markers defused and its control, bidi and zero-width
+    characters dropped ("deploy_target\u200b" must not pass for "deploy_target")."""
     key = replace_surrogates(key)
+    if _UNSAFE.search(key) is not None:
+        key = _UNSAFE.sub("", key)
     if _RISKY.isdisjoint(key):
         return key
     return " ".join(_BREAKS.split(_defuse_markers(key)))

@@ -182,7 +182,9 @@ def channel_scopes(world: World, rng: random.Random) -> tuple[tuple[str, ...], s
     else:
         history, target = f"telegram_dm_{i}", f"dm:{i}"
     if rng.random() < 0.05:
-        history = rng.choice([*ODD_SESSIONS, f"telegram_dm_new_{rng.randrange(10**6)}"])
+        # A blank history key is refused by InboundMessage (one id for everyone).
+        odd = [s for s in ODD_SESSIONS if s.strip()]
+        history = rng.choice([*odd, f"telegram_dm_new_{rng.randrange(10**6)}"])
     message = InboundMessage(
         channel="telegram",
         sender=sender_id(i),
