@@ -168,6 +168,18 @@ class TestRender:
         assert 1 == result.exit_code
         assert "no store at" in result.stderr and "memory-inject init" in result.stderr
 
+    @pytest.mark.parametrize("command", [["stats"], ["render", "q"], ["export", "-"]])
+    def test_an_empty_file_is_not_made_a_store_by_a_read(
+        self, tmp_path: Path, command: list[str]
+    ) -> None:
+        """A truncated (0-byte) memory file: a read wrote a new, empty store into it."""
+        empty = tmp_path / "memory.db"
+        empty.touch()
+        result = run(*command, "--db", str(empty))
+        assert 1 == result.exit_code
+        assert "is empty (0 bytes): not a memory store" in result.stderr
+        assert 0 == empty.stat().st_size
+
 
 class TestStoreCommands:
     def test_add_forget_and_stats(self, workdir: Path) -> None:

@@ -56,6 +56,9 @@ def load_agent(path: Path | None) -> AgentConfig:
 def _check_exists(path: Path, create: bool) -> None:
     if not create and not path.exists():
         raise click.ClickException(f"no store at {path}: run 'memory-inject init' or pass --db")
+    if not create and path.is_file() and path.stat().st_size == 0:
+        # A truncated memory file: a read would have written a new, empty store into it.
+        raise click.ClickException(f"{path} is empty (0 bytes): not a memory store")
 
 
 @contextmanager
