@@ -11,7 +11,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,3 +127,42 @@ def test_a_heartbeat_with_nothing_to_ask_abstains(store: SQLiteStore) -> None:
     assert turn.query == "[Heartbeat Task | high] renew the TLS certificate"
     assert turn.event is not None
     assert turn.event.rendered_keys == ("todo",)
+
+
+@pytest.mark.parametrize("way", ["threads", "tasks"])
+def test_concurrent_turns_of_one_session_keep_every_decision(store: SQLiteStore, way: str) -> None:
+    """``memory.sessions.record`` reads, merges and writes the session row: 12 concurrent
+    turns of one session kept 2 to 5 of their 12 decisions."""
+    agent = parse_agent_config(
+        {"agent": "bot", "memory": {"sessions": {"record": True, "project": "p"}}}
+    )
+    api = AgentDirectAdapter(store, agent)
+    n = 12
+    if way == "threads":
+        start = threading.Barrier(n)
+
+        def go(i: int) -> Any:
+            start.wait(10)
+            return api.request(f"we agreed on item {i} #decision", session_id="s1")
+
+        with ThreadPoolExecutor(n) as pool:
+            turns = list(pool.map(go, range(n)))
+    else:
+
+        async def all_turns() -> list[Any]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        api.arequest(f"we agreed on item {i} #decision", session_id="s1")
+                        for i in range(n)
+                    )
+                )
+            )
+
+        turns = asyncio.run(all_turns())
+    assert [t.error for t in turns if t.error] == []
+    row = store.get("session:s1")
+    assert row is not None and row.metadata is not None
+    assert sorted(row.metadata["decisions"]) == sorted(
+        f"we agreed on item {i} #decision" for i in range(n)
+    )
