@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from memory_inject import AgentConfig
-from memory_inject.contract import SupportsJsonl
+from memory_inject.contract import SupportsJsonl, SupportsRecords
 from memory_inject.exceptions import KeyOwnedError
 from memory_inject.models import TurnOrigin
 from memory_inject.policy import resolve_inject_policy
+from memory_inject.storage.records import MemoryRecord
 
 if TYPE_CHECKING:
     from adapters import _core
@@ -271,7 +272,9 @@ def test_an_import_never_replaces_another_scopes_row(store_factory: Factory) -> 
         + json.dumps({"key": "k", "content": "bob's fact", "session_id": "bob"})
         + "\n"
     )
-    with pytest.raises(ValueError, match="'k' belongs to another scope"):
+    # A KeyOwnedError on every store (SQLite's import raised a plain ValueError) naming
+    # the line.
+    with pytest.raises(KeyOwnedError, match=r"line 2\)?: the key 'k' belongs to another scope"):
         store.import_jsonl(io.StringIO(lines))
     assert (None, "alice's fact") == (store.get("new"), store.get("k").content)
     mine = json.dumps({"key": "k", "content": "alice again", "session_id": "alice"}) + "\n"
@@ -293,7 +296,7 @@ def test_one_import_never_moves_its_own_key_to_another_scope(
         {"key": "a", "content": "moved", "session_id": then},
     ]
     text = "".join(json.dumps(line) + "\n" for line in lines)
-    with pytest.raises(ValueError, match="'a' belongs to another scope"):
+    with pytest.raises(KeyOwnedError, match="'a' belongs to another scope"):
         store.import_jsonl(io.StringIO(text))
     assert store.get("a") is None
     lines[0]["session_id"] = then
@@ -354,3 +357,13 @@ def test_a_row_written_between_the_look_and_the_forget_is_not_forgotten(
     assert "No memory under 'k'." == said
     assert row is not None
     assert ("the victim's fact", "victim") == (row.content, row.session_id)
+
+
+@pytest.mark.needs.with_args(SupportsRecords)
+def test_an_upsert_refusal_names_the_upsert_on_every_engine(store_factory: Factory) -> None:
+    """PostgreSQL said "store: the key ..." for an ``upsert()``; SQLite "upsert: ..."."""
+    store = store_factory()
+    store.store("k", "alice's fact", "core", session_id="alice")
+    with pytest.raises(KeyOwnedError, match=r"^upsert: the key 'k' belongs to another scope"):
+        store.upsert(MemoryRecord(key="k", content="bob's fact", session_id="bob"))
+    assert "alice's fact" == store.get("k").content

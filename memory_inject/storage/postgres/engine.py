@@ -142,7 +142,7 @@ class PostgresEngine:
     def write_record(self, record: MemoryRecord, move: bool) -> MemoryRecord:
         """Write ``record`` as given (``move``: take the key over from another scope)."""
         self.stats_changed()
-        return self._write("upsert", lambda: upsert_steps(self.q, record, (), move))
+        return self._write("upsert", lambda: upsert_steps(self.q, record, (), move, "upsert"))
 
     def write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         """Write ``new`` and mark ``old_key`` superseded by it, in one transaction."""

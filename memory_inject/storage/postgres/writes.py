@@ -20,7 +20,7 @@ __all__ = ["supersede_steps", "upsert_steps"]
 
 
 def upsert_steps(
-    q: Queries, record: MemoryRecord, keep: Sequence[str], move: bool = False
+    q: Queries, record: MemoryRecord, keep: Sequence[str], move: bool = False, what: str = "store"
 ) -> Steps[MemoryRecord]:
     """Insert ``record`` or update the row under its key (``keep``'s columns keep theirs).
 
@@ -29,7 +29,7 @@ def upsert_steps(
     """
     rows = yield q.upsert(record_params(record), keep, move)
     if not rows:  # the statement's guard: the key's live row is another scope's
-        raise owned(record.key, "store")
+        raise owned(record.key, what)
     return row_to_record(rows[0])
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING
 
 from memory_inject.embedders import embedder_dim
+from memory_inject.exceptions import KeyOwnedError
 from memory_inject.storage._base import owned, refuse_moves
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.records import MemoryRecord
@@ -117,6 +118,8 @@ def _import_batch(store: SQLiteStore, batch: list[MemoryRecord], lines: Sequence
         return _upsert_many(store._engine, store._embedded(batch, foreign="embed"), "import", lines)
     except _LineError as exc:
         raise ValueError(str(exc)) from exc.__cause__
+    except KeyOwnedError:
+        raise  # it names the line, and stays what it is (PostgreSQL's import raises it too)
     except ValueError as exc:
         raise ValueError(f"import batch ending at line {lines[-1]}: {exc}") from exc
 
