@@ -317,6 +317,8 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     if not text.isascii() and not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)  # "zu\u0308rich" is one word, not "zu rich"
     lowered = text.lower()
+    if "\u0307" in lowered:  # "İ".lower() is "i" and a combining dot, which split "i̇zmir"
+        lowered = lowered.replace("i\u0307", "i")
     if "'" in lowered or "\u2019" in lowered:
         affirmed = _NEGATED.sub(" ", lowered)
         lowered = affirmed if _TOKEN.search(affirmed) else lowered

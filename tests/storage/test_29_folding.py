@@ -143,3 +143,14 @@ def test_a_plural_the_english_stemmer_keeps_is_found_as_on_sqlite(
     which SQLite's Porter stems away: "what are our kpis?" found nothing there. The other
     number of such a word is asked as one of its spellings, and both engines score alike."""
     assert _plural_hits(engine_store("postgres")) == _plural_hits(engine_store("sqlite"))
+
+
+def test_a_word_with_a_dotted_capital_i_is_one_word(store_factory: Factory) -> None:
+    """``"İzmir".lower()`` is "i", a combining dot and "zmir": the prompt's word was split
+    at the dot and found only by the substring fallback (0.6, under a 0.4-floor's margin
+    only by chance), its own word."""
+    store = store_factory()
+    store.store("city", "Our office is in İzmir.")
+    store.store("other", "The plants need water on Fridays.")
+    for prompt in ("İzmir", "where is the İZMİR office?", "izmir"):
+        assert [(e.key, e.score) for e in store.recall(prompt, 3)] == [("city", 1.0)], prompt
