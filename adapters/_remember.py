@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, TypedDict, Unpack
 
@@ -23,6 +24,7 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import TurnOrigin
 from memory_inject.policy import InjectPolicy, resolve_inject_policy
+from memory_inject.render._view import fold as view_of
 
 from . import _core
 from ._base import check_store
@@ -69,12 +71,18 @@ class Remembered:
         return self.error is None
 
 
+#: A block marker, opening or closing, on the normalised view (``render._view``).
+_BLOCK_MARKER = re.compile(r"\[ */? *memory *context *\]", re.IGNORECASE)
+
+
 def _checked(
     content: object, key: object, category: object, scope: str | None
 ) -> tuple[str, str, str]:
     if not isinstance(content, str) or not content.strip():
         raise ValueError(f"'content' must be a non-empty string (got {content!r:.80})")
-    if starts_with_block(content):
+    if starts_with_block(content) or _BLOCK_MARKER.search(view_of(content)) is not None:
+        # Anywhere, in any spelling a reader takes for it (a zero-width space in front,
+        # full-width brackets): stored, such a block rendered as forged entries.
         raise ValueError("'content' must be a fact, not a rendered memory block")
     if key is not None and (not isinstance(key, str) or not key.strip() or len(key) > _MAX_KEY):
         raise ValueError(f"'key' must be a non-empty string of at most {_MAX_KEY} characters")
