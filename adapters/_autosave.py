@@ -197,4 +197,7 @@ def _session_failed(injection: Injection, exc: Exception) -> Injection:
     _log.warning(
         "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
     )
-    return attrs.evolve(injection, error=injection.error or f"session_failed: {describe(exc)}")
+    failed = f"session_failed: {describe(exc)}"  # after an earlier failure, both are named
+    return attrs.evolve(
+        injection, error=f"{injection.error}; {failed}" if injection.error else failed
+    )

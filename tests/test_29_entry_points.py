@@ -22,6 +22,7 @@ import pytest
 
 from memory_inject.config import parse_agent_config
 from memory_inject.config.schema import CronJob
+from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -166,3 +167,20 @@ def test_concurrent_turns_of_one_session_keep_every_decision(store: SQLiteStore,
     assert sorted(row.metadata["decisions"]) == sorted(
         f"we agreed on item {i} #decision" for i in range(n)
     )
+
+
+def test_a_turn_names_each_of_its_failed_writes() -> None:
+    """When the autosave and the session record both failed, the turn's ``error`` named the
+    autosave only (documented: the session record's failure is on ``error`` too)."""
+
+    class FullDisk(InMemoryStore):
+        def store(self, *args: Any, **kwargs: Any) -> Any:
+            raise OSError("disk full")
+
+    agent = parse_agent_config(
+        {"agent": "bot", "memory": {"sessions": {"record": True, "project": "p"}}}
+    )
+    turn = AgentDirectAdapter(FullDisk(), agent, autosave=True).request(
+        "we agreed to ship on friday #decision", session_id="s1"
+    )
+    assert turn.error == "autosave_failed: OSError: disk full; session_failed: OSError: disk full"
