@@ -78,6 +78,16 @@ class Adapter:
         """
         name = type(self).__name__
         check_store(store, name)
+        if not isinstance(agent_config, AgentConfig):
+            hint = (
+                " (pass the AgentConfig, not its .memory)"
+                if hasattr(agent_config, "origins")
+                else ""
+            )
+            raise TypeError(
+                f"{name}: 'agent_config' must be an AgentConfig{hint} "
+                f"(got {type(agent_config).__name__})"
+            )
         autosave = options.get("autosave", False)
         if autosave and not self.autosaves:
             raise TypeError(f"{name}: its turns never autosave ('autosave' must be False)")

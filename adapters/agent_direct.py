@@ -40,7 +40,9 @@ class AgentDirectAdapter(Adapter):
     default_channel = "api"
 
     def _request(self, text: str, session_id: str | None, turn_id: str | None) -> _core.TurnInput:
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+        if session_id is not None and not isinstance(session_id, str):
+            raise TypeError(f"'session_id' must be a str or None (got {type(session_id).__name__})")
+        if session_id is not None and not session_id.strip():
             # "" would be one session for every request that lacks one: their conversations
             # (and autosaves) in one scope. No session is None.
             raise ValueError(

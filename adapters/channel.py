@@ -215,6 +215,8 @@ class ChannelAdapter(Adapter):
         **options: Unpack[AdapterOptions],
     ) -> None:
         """Serve the channel ``channel_name``; ``options`` as for :class:`~._base.Adapter`."""
+        if not isinstance(channel_name, str) or not channel_name.strip():
+            raise TypeError(f"'channel_name' must be a non-empty str (got {channel_name!r:.40})")
         options["channel"] = channel_name
         super().__init__(store, agent_config, **options)
 

@@ -45,6 +45,11 @@ class CronAdapter(Adapter):
     autosaves = False
 
     def _request(self, job: CronJob, turn_id: str | None) -> _core.TurnInput:
+        if not isinstance(job, CronJob):
+            raise TypeError(
+                f"CronAdapter: 'job' must be a CronJob (load_cron_jobs or CronJob(...)), "
+                f"got {type(job).__name__}"
+            )
         return _core.TurnInput(
             origin=TurnOrigin.CRON,
             query=cron_query(job),

@@ -86,6 +86,12 @@ def resolve_inject_policy(
     The returned policy carries ``origin`` and the origin's resolved config.
     """
     origin = TurnOrigin(origin)
+    if config is not None and not isinstance(config, MemoryInjectConfig):
+        hint = " (pass agent.memory)" if hasattr(config, "memory") else ""
+        raise TypeError(
+            f"resolve_inject_policy: 'config' must be a MemoryInjectConfig{hint} "
+            f"(got {type(config).__name__})"
+        )
     base = config if config is not None else DEFAULT_CONFIG
     if suppress:
         return _decided(base, origin, False, False, "suppressed")

@@ -22,6 +22,7 @@ import pytest
 
 from memory_inject.config import parse_agent_config
 from memory_inject.config.schema import CronJob
+from memory_inject.policy import resolve_inject_policy
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from adapters import (
         AgentDirectAdapter,
         ChannelAdapter,
+        CronAdapter,
         DaemonAdapter,
         InboundMessage,
         should_autosave,
@@ -37,6 +39,7 @@ else:
     from memory_inject.adapters import (
         AgentDirectAdapter,
         ChannelAdapter,
+        CronAdapter,
         DaemonAdapter,
         InboundMessage,
         should_autosave,
@@ -184,3 +187,18 @@ def test_a_turn_names_each_of_its_failed_writes() -> None:
         "we agreed to ship on friday #decision", session_id="s1"
     )
     assert turn.error == "autosave_failed: OSError: disk full; session_failed: OSError: disk full"
+
+
+def test_common_mistakes_are_named(store: SQLiteStore) -> None:
+    """Each was an AttributeError from inside the library (found by a helper)."""
+    agent = parse_agent_config({"agent": "bot"})
+    with pytest.raises(TypeError, match=r"pass the AgentConfig, not its \.memory"):
+        ChannelAdapter(store, agent.memory, channel_name="slack")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"'config' must be a MemoryInjectConfig \(pass agent"):
+        resolve_inject_policy("cron", has_session=False, config=agent)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'job' must be a CronJob"):
+        CronAdapter(store, agent).run({"id": "a", "name": "b", "prompt": "c"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'channel_name' must be a non-empty str"):
+        ChannelAdapter(store, agent, channel_name=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="'session_id' must be a str or None"):
+        AgentDirectAdapter(store, agent).request("x", session_id=5)  # type: ignore[arg-type]
