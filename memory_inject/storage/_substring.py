@@ -160,6 +160,12 @@ class SubstringQuery:
         zeroclaw, which a store can stop reading early."""
         return any(len(g) > 1 for g in self.groups)
 
+    @property
+    def cjk(self) -> bool:
+        """Whether a searched word is a CJK run (its pieces, one or more): a question the
+        word index cannot read, whose rows holding its pieces stand for keyword hits."""
+        return any(_IDEOGRAPHIC.search(w) for w in self.words)
+
     @staticmethod
     def window(limit: int) -> int:
         """How many rows a split query fetches to score and keep ``limit`` of (rows

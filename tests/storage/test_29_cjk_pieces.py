@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from memory_inject import InMemoryStore, render_memory_context
-from memory_inject.embedders import reads_script
+from memory_inject.embedders import HashingEmbedder, reads_script
 from memory_inject.storage._substring import (
     ABSENT_PIECE_WEIGHT,
     MAX_LIKE_PIECES,
@@ -283,6 +283,21 @@ class TestWithAnEmbedder:
                 f"n{i}", f"第{i}号会议室今天下午有人用", timestamp=start + timedelta(hours=i)
             )
         assert "dentist" in [e.key for e in store.recall("牙医预约", 2)]
+
+    def test_a_question_of_one_piece_is_found_by_it_beside_the_nearest(
+        self, with_embedder: Callable[[str, Any], Any], engine: str
+    ) -> None:
+        """ "我的牙医是谁" keeps one piece ("牙医"): the rows holding the pieces joined the
+        nearest only for a question of two or more, so with the hashing embedder (whose
+        calibrated cosines of CJK texts are 0) the row keywords alone found at 0.6 came
+        back at 0.0 and was not shown (found by a helper)."""
+        store = with_embedder(engine, HashingEmbedder(256))
+        store.store("dentist", "我的牙医是王医生", "core")
+        store.store("other", "The deploy target is prod-3.", "core")
+        found = store.recall("我的牙医是谁", 5)
+        assert [(e.key, e.score) for e in found][:1] == [("dentist", 0.6)]
+        result = render_memory_context(store, "我的牙医是谁")
+        assert [e.key for e in result.entries] == ["dentist"]
 
 
 class TestReadsScript:

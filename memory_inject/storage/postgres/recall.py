@@ -243,7 +243,7 @@ def _pieces_as_keywords(
     for any pair), and the memory holding the question's words is found though it is
     not among the nearest rows. SQLite's ``recall._run`` does the same."""
     sub = SubstringQuery.of(run.query or "")
-    if not sub.split or run.vector is None:
+    if not sub.cjk or run.vector is None:
         return []
     rows = yield run.q.like(
         run.scope,

@@ -184,7 +184,7 @@ def _run(
                 if is_locked(exc) or "interrupt" in str(exc).lower():
                     raise  # locked: retried by the store; interrupted: the deadline passed
                 degraded = degraded or f"fts_failed: {exc}"
-        if not keyword and vector and (sub := SubstringQuery.of(run.query)).split:
+        if not keyword and vector and (sub := SubstringQuery.of(run.query)).cjk:
             # A CJK question the word index found nothing for: the rows holding its pieces
             # are the keyword hits, so a row is not shown on its cosine alone (an English
             # model's cosines between CJK texts are high for any pair), and the memory
