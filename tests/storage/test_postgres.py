@@ -344,6 +344,27 @@ class TestConcurrency:
         assert [1000, 2000, 2500] == seen
         assert 2500 == store.count()
 
+    @pytest.mark.parametrize(
+        ("field", "value"),
+        [
+            ("content", "a\u0000b"),
+            ("key", "k\u0000"),
+            ("tags", ["ok", "t\u0000"]),
+            ("metadata", {"note": "x\u0000y"}),
+        ],
+    )
+    def test_an_import_line_postgres_cannot_store_is_named(
+        self, open_store: Factory, field: str, value: Any
+    ) -> None:
+        """A NUL character: PostgreSQL's own error named neither the line nor the field."""
+        store = open_store()
+        lines = [{"key": f"k{i}", "content": "ok"} for i in range(5)]
+        lines[2][field] = value
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        with pytest.raises(ValueError, match=f"import line 3: '{field}' holds a NUL character"):
+            store.import_jsonl(io.StringIO(text))
+        assert 0 == store.count()
+
 
 class TestFaults:
     def test_connection_refused(self) -> None:

@@ -14,10 +14,12 @@ with the code that runs them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import psycopg
 from psycopg import sql
 
@@ -37,6 +39,7 @@ from memory_inject.storage.postgres.schema import (
 if TYPE_CHECKING:
     from memory_inject.storage.postgres.engine import PostgresEngine
     from memory_inject.storage.postgres.store import PostgresStore
+    from memory_inject.storage.records import MemoryRecord
 
 __all__ = [
     "BATCH",
@@ -94,7 +97,7 @@ def import_jsonl(
             with conn.cursor() as cur:
                 for stmt in stage_create(q):
                     cur.execute(stmt)
-                for batch in _batched((r for _, r in lines), max(1, batch_size)):
+                for batch in _batched(_checked_lines(lines), max(1, batch_size)):
                     records = store._embedded(
                         [r.evolve(namespace=store.namespace) for r in batch], foreign="embed"
                     )
@@ -262,6 +265,36 @@ def stage_near(q: Queries, before: int) -> Stmt:
         "m.namespace = %(ns)s AND m.rid > %(before)s AND m.key IN (SELECT key FROM {s})"
     ).format(s=_STAGE)
     return Stmt(fill_near(q.t, where), {"ns": q.ns, "before": before}, rows=False)
+
+
+def _nul_field(record: MemoryRecord) -> str | None:
+    """The first field of ``record`` holding a NUL character (PostgreSQL's text and jsonb
+    cannot hold one), or None."""
+    for f in attrs.fields(type(record)):
+        name: str = f.name
+        value = getattr(record, name)
+        if isinstance(value, str):
+            if "\x00" in value:
+                return name
+        elif isinstance(value, tuple | list):
+            if any(isinstance(v, str) and "\x00" in v for v in value):
+                return name
+        elif isinstance(value, Mapping) and "\\u0000" in json.dumps(value):
+            return name
+    return None
+
+
+def _checked_lines(lines: Iterable[tuple[int, MemoryRecord]]) -> Iterator[MemoryRecord]:
+    """The records of ``lines``; a ``ValueError`` naming the line and the field of the first
+    one PostgreSQL cannot store (it named neither)."""
+    for lineno, record in lines:
+        field = _nul_field(record)
+        if field is not None:
+            raise ValueError(
+                f"import line {lineno}: '{field}' holds a NUL character, which PostgreSQL "
+                "cannot store; nothing was imported"
+            )
+        yield record
 
 
 def _batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
