@@ -21,6 +21,7 @@ from memory_inject._calls import STANDING, Call
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, merge_results
 from memory_inject.stages import UNRELATED_PROMPT, StageTrace
+from memory_inject.stages.filters import out_of_scope
 
 __all__ = ["Recalled", "Results", "collect", "describe"]
 
@@ -109,6 +110,20 @@ def describe(exc: BaseException) -> str:
     return f"{head}: {text}" if text else head
 
 
+def _in_scope(
+    batch: list[MemoryEntry], own: set[str], dropped: dict[str, str]
+) -> list[MemoryEntry]:
+    """``batch`` without what :func:`~memory_inject.stages.filters.session_scope` drops."""
+    kept = []
+    for e in batch:
+        why = out_of_scope(e, own, True)
+        if why is None:
+            kept.append(e)
+        else:
+            dropped.setdefault(e.key, why)
+    return kept
+
+
 def collect(
     res: Results,
     duration: float,
@@ -193,7 +208,17 @@ def collect(
                     seen.add(e.key)
                     entries.append(e)
     else:
+        # A plan's cap is shared by every scope's rows: in a mixed turn ([None, s]) the
+        # unscoped recall's other sessions' rows took its slots, and the turn's own rows
+        # were dropped as plan:cap. The scope rule runs first here (session_scope, later,
+        # finds nothing more to drop).
+        scopes = {c.scope for c, _ in (*batches, *failures) if c.source != STANDING}
+        own = {s for s in scopes if isinstance(s, str)}
+        out_of: dict[str, str] = {}
+        if own and None in scopes:
+            valid_batches = [_in_scope(b, own, out_of) for b in valid_batches]
         entries, plan_dropped = merge_results(valid_batches, plan, in_time)
+        plan_dropped = {**out_of, **plan_dropped}
     if standing:
         # A standing entry is shown whatever the query scored it: it replaces
         # recall's copy (keeping recall's place), so no relevance floor drops it.

@@ -286,19 +286,23 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
-        sid = e.session_id
-        if sid is None:
-            if mixed and e.category not in SHARED_CATEGORIES:
-                dropped[e.key] = "sessionless_unshared"
-                continue
-        elif not isinstance(sid, str):
-            dropped[e.key] = "invalid_session_id"
-            continue
-        elif sid not in own:
-            dropped[e.key] = "foreign_session"
-            continue
-        out.append(e)
+        why = out_of_scope(e, own, mixed)
+        if why is None:
+            out.append(e)
+        else:
+            dropped[e.key] = why
     return StageResult(out, dropped)
+
+
+def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool) -> str | None:
+    """Why :func:`session_scope` drops ``entry`` for a turn of the sessions ``own`` (not
+    empty; ``mixed``: the turn names ``None`` too), or None when it stays."""
+    sid = entry.session_id
+    if sid is None:
+        return "sessionless_unshared" if mixed and entry.category not in SHARED_CATEGORIES else None
+    if not isinstance(sid, str):
+        return "invalid_session_id"
+    return None if sid in own else "foreign_session"
 
 
 def conversation_exclusion(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
