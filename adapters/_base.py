@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
 import attrs
 
 from memory_inject.config import AgentConfig
+from memory_inject.config._constraints import did_you_mean
 from memory_inject.contract import Memory, supports
 from memory_inject.models import TurnMeta
 
@@ -59,6 +60,19 @@ class AdapterOptions(TypedDict, total=False):
     source: str | None
 
 
+#: Every adapter option of the library, for a misspelt one's "did you mean".
+_KNOWN = (
+    *AdapterOptions.__annotations__,
+    "sessions",
+    "earlier_blocks",
+    "placement",
+    "api",
+    "origin",
+    "suppress",
+    "channel_name",
+)
+
+
 class Adapter:
     """The fields every adapter keeps, and one serve step in a sync and an async form.
 
@@ -78,6 +92,16 @@ class Adapter:
         """
         name = type(self).__name__
         check_store(store, name)
+        unknown = sorted(set(options) - set(AdapterOptions.__annotations__))
+        if unknown:
+            # ``session=`` for ``sessions=`` made every turn sessionless: every session's
+            # shared rows in every user's block. A typo must fail here.
+            hint = (
+                " (not an option of this adapter; MemoryLoop takes sessions per turn)"
+                if unknown[0] in _KNOWN
+                else did_you_mean(unknown[0], _KNOWN)
+            )
+            raise TypeError(f"{name}: unknown option {unknown[0]!r}{hint}")
         if not isinstance(agent_config, AgentConfig):
             hint = (
                 " (pass the AgentConfig, not its .memory)"

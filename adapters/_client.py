@@ -50,7 +50,7 @@ import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from types import FrameType
-from typing import Any, Literal, Unpack
+from typing import Any, Literal, Unpack, cast
 
 from attrs import frozen
 
@@ -354,8 +354,6 @@ def _digest(text: str) -> str:
 
 
 def _adapter_options(options: ClientOptions) -> AdapterOptions:
-    out: AdapterOptions = {}
-    for name in ("channel", "agent_alias", "autosave", "cwd"):
-        if name in options:
-            out[name] = options[name]
-    return out
+    """What is left of ``options`` once the wrapper took its own: every adapter's options,
+    and any unknown one (a typo), which :class:`~._base.Adapter` refuses by name."""
+    return cast(AdapterOptions, dict(options))

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         CronAdapter,
         DaemonAdapter,
         InboundMessage,
+        MemoryLoop,
         should_autosave,
     )
 else:
@@ -42,6 +43,7 @@ else:
         CronAdapter,
         DaemonAdapter,
         InboundMessage,
+        MemoryLoop,
         should_autosave,
     )
 
@@ -202,3 +204,28 @@ def test_common_mistakes_are_named(store: SQLiteStore) -> None:
         ChannelAdapter(store, agent, channel_name=None)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="'session_id' must be a str or None"):
         AgentDirectAdapter(store, agent).request("x", session_id=5)  # type: ignore[arg-type]
+
+
+def test_a_misspelt_option_fails_when_the_adapter_is_built(store: SQLiteStore) -> None:
+    """``session=`` for ``sessions=`` was accepted: every run sessionless, every session's
+    shared rows in every user's block (a helper's pydantic-ai agent showed Bob's memory to
+    Alice)."""
+    if TYPE_CHECKING:
+        from adapters.openai_agents import AgentsMemory
+        from adapters.pydantic_ai import PydanticAIMemory
+    else:
+        from memory_inject.adapters.openai_agents import AgentsMemory
+        from memory_inject.adapters.pydantic_ai import PydanticAIMemory
+
+    agent = parse_agent_config({"agent": "bot"})
+    cases: list[tuple[Any, dict[str, Any], str]] = [
+        (PydanticAIMemory, {"session": ["a"]}, "'session' (did you mean 'sessions'?)"),
+        (PydanticAIMemory, {"earlier_block": "keep"}, "(did you mean 'earlier_blocks'?)"),
+        (AgentsMemory, {"session": ["a"]}, "'session' (did you mean 'sessions'?)"),
+        (MemoryLoop, {"sessions": ["a"]}, "MemoryLoop takes sessions per turn"),
+        (AgentDirectAdapter, {"autosav": True}, "(did you mean 'autosave'?)"),
+    ]
+    for cls, options, message in cases:
+        with pytest.raises(TypeError, match=re.escape(message)):
+            cls(store, agent, **options)
+    assert PydanticAIMemory(store, agent, sessions=["a"]).sessions == ("a",)
