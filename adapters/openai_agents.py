@@ -190,6 +190,14 @@ def agents_tools(tools: ToolCore) -> list[Tool]:
     ]
 
 
+#: The roles of messages a host writes into a run's input (the model writes the others).
+_HOST_ROLES = frozenset({"user", "developer", "system"})
+
+
+def _get(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+
+
 class AgentsMemory(FrameworkAdapter):
     """The Agents SDK adapter: :meth:`call_model_input_filter` and :meth:`run_config`.
 
@@ -238,11 +246,22 @@ class AgentsMemory(FrameworkAdapter):
             sessions = None
         key = _turn_key(items, idx, sessions)
         # A call with items after the user message (tool results, a handoff) continues
-        # its turn; a fresh user message (nothing after it) always starts one.
-        injection = self._runs.get(key) if idx < len(items) - 1 else None
+        # its turn; a fresh user message (nothing after it) always starts one, and so does
+        # one followed by a message the host wrote (a developer or system note): a new
+        # Runner.run, which got the earlier run's block (a forgotten fact too) and no event.
+        continues = idx < len(items) - 1 and not any(
+            _get(item, "role") in _HOST_ROLES for item in items[idx + 1 :]
+        )
+        injection = self._runs.get(key) if continues else None
         if injection is None:
             parent = _parent.get()
-            if parent is not None and parent.key != key and parent.live:
+            # The parent's tool is running and this is another run (another question, or
+            # the same question passed on to an agent run as a tool: another SDK frame).
+            if (
+                parent is not None
+                and parent.live
+                and (parent.key != key or parent.frame is not _sdk_frame())
+            ):
                 with self.running(None):  # the parent's tool is running: this is a sub-turn
                     injection = await self.abegin(input_text(items[idx]), data.context)
             else:

@@ -110,6 +110,26 @@ class TestToolLoop:
         assert "approver" == keys[0] and "standup" not in keys
         assert "Dana approves" in text_of(user_items(server.requests[0])[-1])
 
+    def test_a_new_run_with_a_host_note_after_the_question_renders_again(self, store: Any) -> None:
+        """A second ``Runner.run`` of the same question with a developer note after it was
+        taken for the first run going on: the first run's block (a fact forgotten since
+        included) and no event (found by a helper)."""
+        server = fw.ResponsesServer()
+        memory = AgentsMemory(store, fw.AGENT)
+        agent = Agent(name="a", instructions=fw.SYSTEM, model=model(server))
+        question: Any = {"role": "user", "content": fw.QUESTIONS[0]}
+        note: Any = {"role": "developer", "content": "Answer in one line."}
+
+        async def go() -> None:
+            await Runner.run(agent, [question], run_config=memory.run_config())
+            store.forget("deploy_target")
+            await Runner.run(agent, [question, note], run_config=memory.run_config())
+
+        with fw.events() as rec:
+            asyncio.run(go())
+        assert [("deploy_target" in r.rendered_keys) for r in rec.recalls] == [True, False]
+        assert "prod-3 (eu-west-1)" not in text_of(user_items(server.requests[-1])[-1])
+
     def test_prefix_before_newest_user_message_is_byte_identical_over_five_turns(
         self, store: Any
     ) -> None:
@@ -147,6 +167,27 @@ class TestToolLoop:
             assert fw.CHILD_QUESTION == text_of(user_items(body)[-1])
         assert 2 == len(rec.recalls)
         assert ["sub_turn", "sub_turn"] == [e.reason for e in rec.skips]
+
+    def test_a_child_asked_the_users_own_question_is_still_a_sub_turn(self, store: Any) -> None:
+        """Passing the user's question on word for word (a common pattern) made the child's
+        run the parent's own turn again: a second ``interactive`` event and the block."""
+        server = fw.ResponsesServer()
+        memory = AgentsMemory(store, fw.AGENT, sessions=["user_u1"])
+        child = Agent(name="child", instructions="child", model=model(server))
+
+        @function_tool
+        async def ask_child(q: str) -> str:
+            """Ask the child agent."""
+            out = await Runner.run(child, fw.QUESTIONS[0], run_config=memory.run_config())
+            return str(out.final_output)
+
+        parent = Agent(name="p", instructions=fw.SYSTEM, model=model(server), tools=[ask_child])
+        with fw.events() as rec:
+            run_turns(parent, memory, fw.QUESTIONS[:1], parts=False)
+        [child_body] = [b for b in server.requests if b["instructions"] == "child"]
+        assert fw.QUESTIONS[0] == text_of(user_items(child_body)[-1])
+        assert 1 == len(rec.recalls)
+        assert ["sub_turn"] == [e.reason for e in rec.skips]
 
     def test_earlier_blocks_keep_is_refused(self, store: Any) -> None:
         """The SDK drops what a filter returns, so keeping blocks cannot be honoured."""
