@@ -230,10 +230,29 @@ async def arecord_session(
         "now": _clock(now),
         "profile_id": profile_id,
     }
-    if not isinstance(store, SupportsAsyncWrite) or isinstance(store, SupportsWrite):
-        # The sync writer, under its lock: turns of one session take turns.
+    if not isinstance(store, SupportsAsyncWrite):
         return await asyncio.to_thread(record_session, store, **args)
-    existing = await asyncio.to_thread(_existing, store, session_key(session_id))
-    fields = session_fields(existing, **args)
-    await store.astore(**fields)
+    key = session_key(session_id)
+    lock = _LOCKS[hash((id(store), key)) % len(_LOCKS)]
+    await _acquire(lock)  # the sync writer's lock: turns of one session take turns
+    try:
+        existing = await asyncio.to_thread(_existing, store, key)
+        fields = session_fields(existing, **args)
+        await store.astore(**fields)
+    finally:
+        lock.release()
     return str(fields["key"])
+
+
+async def _acquire(lock: threading.Lock) -> None:
+    """Take ``lock`` without blocking the event loop; a task cancelled while it waits
+    releases the lock once its thread has it (a ``threading.Lock`` may be released by
+    any thread)."""
+    if lock.acquire(blocking=False):
+        return
+    waiting = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
+    try:
+        await asyncio.shield(waiting)
+    except asyncio.CancelledError:
+        waiting.add_done_callback(lambda f: lock.release() if f.result() else None)
+        raise
