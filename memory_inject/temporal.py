@@ -213,12 +213,17 @@ def _latest_date(month: int, day: int, year: int | None, today: date) -> date | 
         return None
 
 
+#: A window that runs up to the turn ends just after it: ``until`` (one tick before the end)
+#: is then ``now`` itself, at midnight too ("today" was an empty window at 00:00:00).
+_TICK = timedelta(microseconds=1)
+
+
 def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
     tz = now.tzinfo
     today = now.date()
     day = timedelta(days=1)
     if name == "today":
-        return _start_of(today, tz), now
+        return _start_of(today, tz), now + _TICK
     if name in ("yesterday", "day_before_yesterday", "days_ago"):
         back = {"yesterday": 1, "day_before_yesterday": 2}.get(name) or _count(m.group(1))
         if back is None:
@@ -230,7 +235,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return noon, _start_of(today, tz) + timedelta(hours=6)
     monday = today - timedelta(days=today.weekday())
     if name == "this_week":
-        return _start_of(monday, tz), now
+        return _start_of(monday, tz), now + _TICK
     back = 1 if name.startswith("last_") else _count(m.group(1)) if name.endswith("_ago") else 0
     if back is None:
         return None
@@ -239,7 +244,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _start_of(first, tz), _start_of(first + timedelta(weeks=1), tz)
     month_start = date(today.year, today.month, 1)
     if name == "this_month":
-        return _start_of(month_start, tz), now
+        return _start_of(month_start, tz), now + _TICK
     if name in ("last_month", "months_ago"):
         first = _add_months(month_start, -back)
         return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
@@ -250,10 +255,10 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _start_of(date(year, 1, 1), tz), _start_of(date(year + 1, 1, 1), tz)
     saturday = monday + timedelta(days=5)
     if name == "this_weekend":
-        return (_start_of(saturday, tz), now) if today >= saturday else None
+        return (_start_of(saturday, tz), now + _TICK) if today >= saturday else None
     if name == "last_weekend":
         if today >= saturday and not m.group(0).lower().startswith(("last", "this past")):
-            return _start_of(saturday, tz), now
+            return _start_of(saturday, tz), now + _TICK
         first = saturday - timedelta(weeks=1)
         return _start_of(first, tz), _start_of(first + 2 * day, tz)
     if name == "on_weekday" and not _PAST.search(m.string):
@@ -262,7 +267,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         wanted = _WEEKDAYS.index(m.group(1).lower())
         back = (today.weekday() - wanted) % 7 or (7 if name == "last_weekday" else 0)
         if back == 0:  # "what did we decide on Friday?", asked on a Friday
-            return _start_of(today, tz), now
+            return _start_of(today, tz), now + _TICK
         first = today - back * day
         return _start_of(first, tz), _start_of(first + day, tz)
     if name in ("iso_date", "day_month", "month_day"):

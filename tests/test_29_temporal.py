@@ -53,19 +53,19 @@ class TestTimeWindow:
                 "last night",
                 (datetime(2026, 12, 3, 12, tzinfo=UTC), datetime(2026, 12, 4, 6, tzinfo=UTC) - _US),
             ),
-            ("today", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
-            ("this morning", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
-            ("this week", (datetime(2026, 11, 30, tzinfo=UTC), NOW - _US)),
+            ("today", (datetime(2026, 12, 4, tzinfo=UTC), NOW)),
+            ("this morning", (datetime(2026, 12, 4, tzinfo=UTC), NOW)),
+            ("this week", (datetime(2026, 11, 30, tzinfo=UTC), NOW)),
             ("last week", _span((2026, 11, 23), (2026, 11, 30))),
             ("two weeks ago", _span((2026, 11, 16), (2026, 11, 23))),
-            ("earlier this month", (datetime(2026, 12, 1, tzinfo=UTC), NOW - _US)),
+            ("earlier this month", (datetime(2026, 12, 1, tzinfo=UTC), NOW)),
             ("last month", _span((2026, 11, 1), (2026, 12, 1))),
             ("3 months ago", _span((2026, 9, 1), (2026, 10, 1))),
             ("over the weekend", _span((2026, 11, 28), (2026, 11, 30))),
             ("last tuesday", _day(2026, 12, 1)),
             ("last friday", _day(2026, 11, 27)),  # today is a Friday: the one before
             ("what did we decide on Tuesday?", _day(2026, 12, 1)),
-            ("what was said on Friday?", (datetime(2026, 12, 4, tzinfo=UTC), NOW - _US)),
+            ("what was said on Friday?", (datetime(2026, 12, 4, tzinfo=UTC), NOW)),
             ("on 8 May 2023", _day(2023, 5, 8)),
             ("May 8th, 2023", _day(2023, 5, 8)),
             ("the 8th of May 2023", _day(2023, 5, 8)),
@@ -153,7 +153,7 @@ class TestTimeWindow:
         last = time_window("last weekend", sunday)
         this = time_window("this weekend", sunday)
         assert now_window is not None and last is not None and this is not None
-        assert (datetime(2026, 12, 5, tzinfo=UTC), sunday - _US) == (
+        assert (datetime(2026, 12, 5, tzinfo=UTC), sunday) == (
             now_window.since,
             now_window.until,
         )
@@ -625,3 +625,15 @@ class TestTheConfigKey:
         assert "'time'" in message
         assert "agent.yaml" in message
         assert "recall_plan.queries[0]" in message
+
+
+def test_today_at_midnight_is_the_moment_itself_and_yesterday_ends_before_it() -> None:
+    """At exactly 00:00:00 "today" ran from 00:00 to 23:59:59.999999 the day before (an empty
+    window): a memory written at that moment was not found (a helper's find)."""
+    midnight = datetime(2026, 3, 10, tzinfo=UTC)
+    today = time_window("what did we talk about today?", midnight)
+    assert today is not None
+    assert (today.since, today.until) == (midnight, midnight)
+    yesterday = time_window("what did we talk about yesterday?", midnight)
+    assert yesterday is not None
+    assert yesterday.until == midnight - timedelta(microseconds=1)
