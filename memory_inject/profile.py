@@ -131,15 +131,23 @@ def turn_profile(
     The id is, first found: ``profile`` given as a string, the config's
     ``governance.profile_id`` (``configured``), ``profile`` given as an
     identity, the identity of ``cwd`` (default: the working directory; read
-    once per directory and cached). Project keys come from the identity.
+    once per directory and cached). Project keys come from the identity, and from the id
+    itself when it is ``project:<id>``.
     """
     if isinstance(profile, ProfileIdentity):
         identity = profile
     else:
         identity = _identity_at(os.fspath(cwd) if cwd is not None else os.getcwd())
-    if isinstance(profile, str):
-        return TurnProfile(profile, identity.project_keys)
-    return TurnProfile(configured or identity.profile_id, identity.project_keys)
+    chosen = profile if isinstance(profile, str) else configured or identity.profile_id
+    keys = identity.project_keys
+    if chosen.startswith(_PROJECT_PREFIX) and (named := normalize(chosen[len(_PROJECT_PREFIX) :])):
+        # A profile given as "project:<id>" (what import_pi says to set) names the project
+        # its records are scoped to, whatever the checkout's directory is called.
+        keys = keys | {named}
+    return TurnProfile(chosen, keys)
+
+
+_PROJECT_PREFIX = "project:"
 
 
 def project_keys_for(identity: ProfileIdentity, cwd: str | os.PathLike[str]) -> frozenset[str]:

@@ -14,6 +14,7 @@ from memory_inject.profile import (
     project_keys_for,
     resolve_profile,
     stamp_profile,
+    turn_profile,
 )
 
 URL = "git@github.com:acme/widgets.git"
@@ -213,3 +214,23 @@ class TestStamp:
         """A record that names its profile keeps it."""
         identity = ProfileIdentity("project:x", "x", "cwd_fallback")
         assert {"profile_id": "project:y"} == stamp_profile({"profile_id": "project:y"}, identity)
+
+
+class TestProjectProfile:
+    def test_a_project_profile_names_its_project_whatever_the_checkout_is_called(
+        self, tmp_path: Path
+    ) -> None:
+        """``import_pi`` says to set ``governance.profile_id: project:<id>``; the records it
+        scoped to that project were dropped (``project_scope_mismatch``) unless the working
+        directory happened to carry the project's name (a helper's find)."""
+        checkout = tmp_path / "checkout"
+        checkout.mkdir()
+        configured = turn_profile("project:my-project", checkout)
+        passed = turn_profile(None, checkout, "project:My_Project")
+        assert ("project:my-project", True) == (
+            configured.profile_id,
+            "my-project" in configured.project_keys,
+        )
+        assert "my-project" in passed.project_keys
+        assert "checkout" in configured.project_keys  # the directory's name still counts
+        assert "my-project" not in turn_profile("team:my-project", checkout).project_keys
