@@ -12,6 +12,7 @@ with ``memory-inject import`` semantics and rendered with the shipped
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -445,6 +446,30 @@ class TestImportFounderOsDb:
             )
         conn.close()
         with pytest.raises(ValueError, match=r"row 'ms': 'created_at' must be unix seconds"):
+            list(read_founder_os(db))
+
+    @pytest.mark.parametrize(
+        ("times_used", "problem"),
+        [
+            ("many", "must be a whole number (got 'many')"),
+            (3.7, "must be a whole number (got 3.7)"),
+            (-2, "must be >= 0 (got -2)"),
+        ],
+    )
+    def test_a_bad_usage_count_names_the_row_and_column(
+        self, tmp_path: Path, times_used: object, problem: str
+    ) -> None:
+        """It was ``int()``'s own error, naming neither the row nor the column, and 3.7
+        became 3 (a helper's find)."""
+        db = build_founder_os_db(tmp_path / "memory.db", rows=[])
+        with sqlite3.connect(db) as conn:
+            conn.execute(
+                "INSERT INTO memories (key, category, content, confidence, status, created_at,"
+                " updated_at, times_used) VALUES ('wire', 'fact', 'x', 50, 'confirmed', 0, 0, ?)",
+                (times_used,),
+            )
+        conn.close()
+        with pytest.raises(ValueError, match=re.escape(f"row 'wire': 'times_used' {problem}")):
             list(read_founder_os(db))
 
 

@@ -111,6 +111,24 @@ def _confidence(value: Any, where: str) -> float | None:
     return float(value) / 100.0
 
 
+def _count(value: Any, where: str) -> int:
+    """``times_used``: a whole number >= 0 (it was ``int()``'s error, naming no row; 3.7
+    became 3)."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not value.is_integer())
+    ):
+        raise ValueError(f"{where}: 'times_used' must be a whole number (got {value!r:.60})")
+    if value < 0:
+        raise ValueError(f"{where}: 'times_used' must be >= 0 (got {value!r})")
+    return int(value)
+
+
 def _tags(value: Any, where: str) -> tuple[str, ...]:
     if value is None or value == "":
         return ()
@@ -141,7 +159,7 @@ def _record(row: Mapping[str, Any], companies: Mapping[str, str], where: str) ->
         "tags": _tags(row.get("tags"), where),
         "source": row.get("source_plugin") or None,
         "entity_ids": entity,
-        "times_used": int(row.get("times_used") or 0),
+        "times_used": _count(row.get("times_used"), where),
         "last_used_at": _ts(row.get("last_used_at"), "last_used_at", where),
         "expires_at": _ts(row.get("expires_at"), "expires_at", where),
         "deleted_at": _ts(row.get("deleted_at"), "deleted_at", where),
