@@ -709,6 +709,31 @@ class TestMarkdownFiles:
         )
 
 
+class TestHandWrittenBlocks:
+    def test_a_block_without_a_timestamp_belongs_to_its_files_day(self, md: MarkdownStore) -> None:
+        """Its time was the time of each read: always "today", always new (a helper's find).
+        A daily file's block is of that day; a MEMORY.md block of the file's last change."""
+        root = Path(md.path)
+        (root / DAILY_DIR).mkdir(parents=True)
+        (root / DAILY_DIR / "2026-03-01.md").write_text(
+            "# Daily Log\n\n## standup\n"
+            '<!-- memory-inject {"key": "standup", "category": "daily"} -->\n'
+            "> We agreed to freeze the billing schema.\n"
+        )
+        (root / CORE_FILE).write_text(
+            "# Long-Term Memory\n\n## tz\n"
+            '<!-- memory-inject {"key": "tz", "category": "core"} -->\n'
+            "> The team works in CET.\n"
+        )
+        first, again = md.get("standup"), md.get("standup")
+        assert first is not None and again is not None
+        assert first.timestamp == again.timestamp == datetime(2026, 3, 1, tzinfo=UTC)
+        core = md.get("tz")
+        assert core is not None
+        changed = datetime.fromtimestamp((root / CORE_FILE).stat().st_mtime, UTC)
+        assert core.timestamp == changed
+
+
 class TestMarkdownWrites:
     def test_a_key_of_another_session_is_refused(self, md: MarkdownStore) -> None:
         """As on every store, a write never takes another scope's live memory."""

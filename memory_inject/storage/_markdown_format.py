@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,11 +67,12 @@ def block_of(record: MemoryRecord) -> str:
     return "\n".join([heading_of(record.key), f"{_MARK}{text}{_END}", *body])
 
 
-def parse_doc(text: str) -> Doc:
+def parse_doc(text: str, written: str | None = None) -> Doc:
     """The records and the other text of a file (lines split on ``\\n`` only: a memory's
     own ``\\r`` is kept). A file saved with CRLF line endings throughout (a Windows editor,
     git's ``autocrlf``) is read as LF, and a leading byte-order mark is dropped: either
-    made every block unreadable before, and the next write of a key duplicated it."""
+    made every block unreadable before, and the next write of a key duplicated it.
+    ``written`` (ISO) is the time of a block whose comment gives none (written by hand)."""
     doc = Doc()
     text = text.removeprefix("\ufeff")
     if "\r\n" in text and text.count("\r\n") == text.count("\n"):
@@ -90,6 +92,8 @@ def parse_doc(text: str) -> Doc:
                 meta = json.loads(nxt[len(_MARK) : -len(_END)])
                 if not isinstance(meta, dict):
                     raise ValueError("not an object")
+                if written is not None and not meta.get("timestamp"):
+                    meta["timestamp"] = written
                 doc.records.append(record_from_json({**meta, "content": "\n".join(body)}))
             except ValueError:
                 doc.foreign.extend(lines[i:j])  # kept as text, never lost
@@ -116,9 +120,20 @@ def render_doc(doc: Doc) -> str:
 def read_doc(path: Path) -> Doc:
     """``path`` parsed; a file that is not UTF-8 is a ``StorageError`` (never rewritten)."""
     try:
-        return parse_doc(path.read_bytes().decode("utf-8"))
+        return parse_doc(path.read_bytes().decode("utf-8"), _written(path))
     except UnicodeDecodeError as exc:
         raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _written(path: Path) -> str:
+    """When a block of ``path`` with no timestamp of its own was written: the day a daily
+    file names (``memory/2026-03-01.md``: its midnight, UTC), else the file's last change.
+    It was the time of each read: a hand-written block was always "today", and new."""
+    stem = path.stem
+    if len(stem) == 10 and stem[4] == "-" and stem[7] == "-":
+        with contextlib.suppress(ValueError):
+            return datetime.strptime(stem, "%Y-%m-%d").replace(tzinfo=UTC).isoformat()
+    return datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat()
 
 
 def write_atomic(path: Path, text: str) -> None:
