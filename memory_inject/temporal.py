@@ -204,13 +204,20 @@ def _count(text: str) -> int | None:
 
 def _latest_date(month: int, day: int, year: int | None, today: date) -> date | None:
     """The date, or without a year the latest one not after ``today``; None if invalid."""
-    try:
-        if year is not None:
+    if year is not None:
+        try:
             return date(year, month, day)
-        found = date(today.year, month, day)
-        return found if found <= today else date(today.year - 1, month, day)
-    except ValueError:
-        return None
+        except ValueError:
+            return None
+    # Back from this year: "Feb 29" is the last leap day (up to 8 years back: 2100 is none).
+    for back in range(9):
+        try:
+            found = date(today.year - back, month, day)
+        except ValueError:
+            continue
+        if found <= today:
+            return found
+    return None
 
 
 #: A window that runs up to the turn ends just after it: ``until`` (one tick before the end)
