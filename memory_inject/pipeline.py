@@ -229,7 +229,13 @@ async def arender_turn(
     t = prepare(store, turn, policy, config, cwd, profile, asynchronous=True)
     if not t.policy.inject:
         return _skipped(t)
-    recalled = await _arecall(t)
+    try:
+        recalled = await _arecall(t)
+    except asyncio.CancelledError:
+        # The host cancelled the turn (``asyncio.wait_for``): the turn still announces
+        # itself, once, as a failed recall, and the cancellation goes on.
+        _finish(t, _failed("cancelled: the turn was cancelled during recall"))
+        raise
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         try:

@@ -229,3 +229,30 @@ def test_a_misspelt_option_fails_when_the_adapter_is_built(store: SQLiteStore) -
         with pytest.raises(TypeError, match=re.escape(message)):
             cls(store, agent, **options)
     assert PydanticAIMemory(store, agent, sessions=["a"]).sessions == ("a",)
+
+
+def test_a_turn_cancelled_during_its_recall_still_announces_itself() -> None:
+    """``asyncio.wait_for`` around a turn whose recall was slow: no event at all was sent
+    (signals.md: exactly one per turn). It is now one failed recall, and the cancellation
+    still reaches the host."""
+    from memory_inject import MemoryEntry
+    from memory_inject.testing import FixtureMemory, recording
+
+    entry = MemoryEntry(
+        "deploy_target", "Production deploys go to prod-3.", "core", None, score=0.9
+    )
+    loop = MemoryLoop(FixtureMemory({"u1": [entry]}, delay=0.5), parse_agent_config({"agent": "a"}))
+
+    async def turn() -> Any:
+        async with loop.aturn(sessions=["u1"]):
+            return await loop.aprepare([{"role": "user", "content": "where do deploys go?"}])
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(turn(), 0.1)
+
+    with recording() as rec:
+        asyncio.run(main())
+    assert [(e.success, e.error) for e in rec.events] == [
+        (False, "cancelled: the turn was cancelled during recall")
+    ]
