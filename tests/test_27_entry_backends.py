@@ -733,6 +733,18 @@ class TestHandWrittenBlocks:
         changed = datetime.fromtimestamp((root / CORE_FILE).stat().st_mtime, UTC)
         assert core.timestamp == changed
 
+    def test_a_folder_in_a_files_place_is_a_storage_error(self, md: MarkdownStore) -> None:
+        """A folder named MEMORY.md hid every core memory behind a successful, empty
+        render, and a write raised a bare ``IsADirectoryError`` (a helper's find)."""
+        root = Path(md.path)
+        (root / CORE_FILE).mkdir(parents=True)
+        result = render_memory_context(md, "what do I like?")
+        assert isinstance(result.event, MemoryRecall)
+        assert not result.event.success
+        assert "MEMORY.md: not a file" in (result.event.error or "")
+        with pytest.raises(StorageError, match=r"MEMORY\.md: not a file"):
+            md.store("pref", "User likes Rust", "core")
+
 
 class TestMarkdownWrites:
     def test_a_key_of_another_session_is_refused(self, md: MarkdownStore) -> None:

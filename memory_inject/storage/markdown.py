@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import refuse_owned
 from memory_inject.storage._markdown_format import Doc, read_doc, render_doc, write_atomic
@@ -138,6 +139,10 @@ class MarkdownStore:
         daily = self._root / DAILY_DIR
         days = sorted(daily.glob("*.md")) if daily.is_dir() else []
         core = self._root / CORE_FILE
+        for path in (core, *days):
+            if path.exists() and not path.is_file():
+                # A folder named MEMORY.md hid every core memory behind a success.
+                raise StorageError(f"{path}: not a file (a folder?): the memories cannot be read")
         return [core, *days] if core.is_file() else days
 
     def _load(self) -> dict[Path, Doc]:
