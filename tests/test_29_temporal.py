@@ -640,7 +640,7 @@ def test_today_at_midnight_is_the_moment_itself_and_yesterday_ends_before_it() -
 
 
 def test_a_leap_day_without_a_year_is_the_last_one() -> None:
-    """"Feb 29" in 2026 is 29 February 2024; it was no date at all (a helper's find)."""
+    """ "Feb 29" in 2026 is 29 February 2024; it was no date at all (a helper's find)."""
     window = time_window("what happened on Feb 29?", NOW)
     assert window is not None
     assert (window.since, window.until) == _day(2024, 2, 29)
