@@ -112,8 +112,8 @@ def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int =
         _BREAKS.search(text) is not None
     ):  # every line break the block shows starts a line (``render._contain``)
         text = _BREAKS.sub("\n", text)
-    view = fold(text)
     text = fold_case_kept(text)  # what the rules that read case read
+    view = text.lower()  # ``fold``: the same fold, lower case (folded once)
     tokens = _TOKEN.findall(view)
     contains, raw_contains = view.__contains__, text.__contains__
     if (
