@@ -148,7 +148,8 @@ class ClientMemory(Adapter):
         check_placement(placement)
         if earlier not in EARLIER_BLOCKS:
             raise ValueError(f"'earlier_blocks' must be one of {EARLIER_BLOCKS} (got {earlier!r})")
-        super().__init__(store, agent_config, **_adapter_options(options))
+        # What is left once the wrapper took its own: unknown ones are refused by name.
+        super().__init__(store, agent_config, **cast(AdapterOptions, options))
         self.placement: Placement = placement
         self.earlier_blocks: EarlierBlocks = earlier
         self.sessions = sessions
@@ -351,9 +352,3 @@ class ClientMemory(Adapter):
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _adapter_options(options: ClientOptions) -> AdapterOptions:
-    """What is left of ``options`` once the wrapper took its own: every adapter's options,
-    and any unknown one (a typo), which :class:`~._base.Adapter` refuses by name."""
-    return cast(AdapterOptions, dict(options))
