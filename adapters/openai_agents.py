@@ -47,10 +47,11 @@ from attrs import frozen
 
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory
+from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._framework import FrameworkAdapter, FrameworkOptions, ToolCore
-from ._turns import _running, where_running
+from ._turns import CURRENT, LoopTurn, _running, where_running
 from .messages import starts_with_block
 
 __all__ = ["AgentsMemory", "agents_tools", "input_text", "place_block", "user_item_index"]
@@ -253,6 +254,7 @@ class AgentsMemory(FrameworkAdapter):
             _get(item, "role") in _HOST_ROLES for item in items[idx + 1 :]
         )
         injection = self._runs.get(key) if continues else None
+        sdk = _sdk_frame()
         if injection is None:
             parent = _parent.get()
             # The parent's tool is running and this is another run (another question, or
@@ -260,7 +262,7 @@ class AgentsMemory(FrameworkAdapter):
             if (
                 parent is not None
                 and parent.live
-                and (parent.key != key or parent.frame is not _sdk_frame())
+                and (parent.key != key or parent.frame is not sdk)
             ):
                 with self.running(None):  # the parent's tool is running: this is a sub-turn
                     injection = await self.abegin(input_text(items[idx]), data.context)
@@ -270,7 +272,29 @@ class AgentsMemory(FrameworkAdapter):
             while len(self._runs) > _MAX_RUNS:
                 self._runs.popitem(last=False)
         thread, task = where_running()
-        _parent.set(_RunMark(key, _sdk_frame(), thread, task))
+        if sdk is not None:  # called outside a run, nothing would end the mark: none
+            self._mark(injection, sdk, thread, task)
+        _parent.set(_RunMark(key, sdk, thread, task))
         return ModelInputData(
             input=place_block(items, injection.block), instructions=data.model_data.instructions
         )
+
+    def _mark(self, injection: _core.Injection, sdk: FrameType, thread: int, task: Any) -> None:
+        """Mark the context as inside this run's turn while the SDK's frame runs, so an agent
+        started in one of its tools (a :class:`~.loop.MemoryLoop`, a client wrapper,
+        pydantic-ai) is a ``sub_turn``. The mark is left set, as the client wrappers' are:
+        it is live while the frame runs, and the run's context is not the host's (the SDK
+        runs each model turn in a task of its own)."""
+        turn = LoopTurn(
+            origin=injection.origin,
+            sessions=injection.sessions,
+            suppress=False,
+            turn_id=injection.turn.turn_id,
+            owner=self._marker,
+            nested=injection.origin is TurnOrigin.SUB_TURN,
+            injection=injection,
+            frame=sdk,
+            thread=thread,
+            task=task,
+        )
+        CURRENT.set(turn)

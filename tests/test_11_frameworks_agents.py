@@ -11,16 +11,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    OpenAIResponsesModel,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from openai import AsyncOpenAI
 from openai.types.responses import ResponseInputParam
 from pydantic import TypeAdapter
 
+from memory_inject.models import TurnOrigin
 from tests import _frameworks as fw
 
 if TYPE_CHECKING:
+    from adapters.loop import MemoryLoop
     from adapters.openai_agents import AgentsMemory, agents_tools, place_block
 else:
+    from memory_inject.adapters.loop import MemoryLoop
     from memory_inject.adapters.openai_agents import AgentsMemory, agents_tools, place_block
 
 
@@ -188,6 +197,59 @@ class TestToolLoop:
         assert fw.QUESTIONS[0] == text_of(user_items(child_body)[-1])
         assert 1 == len(rec.recalls)
         assert ["sub_turn"] == [e.reason for e in rec.skips]
+
+    def test_another_adapters_turn_in_a_tool_is_a_sub_turn(self, store: Any) -> None:
+        """A ``MemoryLoop`` turn run by a function tool of an Agents run is the run's
+        ``sub_turn`` (no block, no event of its own); once the run returned, the next turn
+        in the same context is ``interactive`` again."""
+        server = fw.ResponsesServer()
+        memory = AgentsMemory(store, fw.AGENT, sessions=["user_u1"])
+        loop = MemoryLoop(store, fw.AGENT)
+        seen: list[Any] = []
+
+        @function_tool
+        def ask_loop(q: str) -> str:
+            """Ask the loop's agent."""
+            result = loop.inject([{"role": "user", "content": fw.QUESTIONS[1]}])
+            seen.append(result)
+            return "asked"
+
+        parent = Agent(name="p", instructions=fw.SYSTEM, model=model(server), tools=[ask_loop])
+
+        async def go() -> Any:
+            await Runner.run(parent, fw.QUESTIONS[0], run_config=memory.run_config())
+            return loop.inject([{"role": "user", "content": fw.QUESTIONS[1]}])
+
+        with fw.events() as rec:
+            after = asyncio.run(go())
+        [inside] = seen
+        assert (TurnOrigin.SUB_TURN, "") == (inside.injection.origin, inside.block)
+        assert TurnOrigin.INTERACTIVE == after.injection.origin and after.block
+        assert 2 == len(rec.recalls)
+        assert after.injection.turn.turn_id == rec.recalls[1].turn_id
+
+    def test_a_run_inside_a_loop_turn_leaves_that_turn_open(self, store: Any) -> None:
+        """An Agents run inside a ``MemoryLoop`` turn is its ``sub_turn``, and once it
+        returned the code is in the loop's turn still: a sub-agent asked after it is
+        a ``sub_turn`` too, not a new interactive turn with the user's memory."""
+        server = fw.ResponsesServer()
+        memory = AgentsMemory(store, fw.AGENT, sessions=["user_u1"])
+        loop, sub = MemoryLoop(store, fw.AGENT), MemoryLoop(store, fw.AGENT)
+        child = Agent(name="child", instructions="child", model=model(server))
+
+        async def go() -> tuple[Any, Any]:
+            async with loop.aturn(sessions=["user_u1"]) as outer:
+                await loop.aprepare([{"role": "user", "content": fw.QUESTIONS[0]}])
+                await Runner.run(child, fw.QUESTIONS[1], run_config=memory.run_config())
+                later = await sub.ainject([{"role": "user", "content": fw.QUESTIONS[2]}])
+            return outer, later
+
+        with fw.events() as rec:
+            outer, later = asyncio.run(go())
+        assert (TurnOrigin.SUB_TURN, "") == (later.injection.origin, later.block)
+        assert [outer.turn_id] == [e.turn_id for e in rec.recalls]
+        # the child run's and the sub-agent's
+        assert ["sub_turn", "sub_turn"] == [e.reason for e in rec.skips]
 
     def test_earlier_blocks_keep_is_refused(self, store: Any) -> None:
         """The SDK drops what a filter returns, so keeping blocks cannot be honoured."""
