@@ -36,14 +36,14 @@ from memory_inject.sessions import (
 )
 from memory_inject.stages import StageContext
 from memory_inject.storage import SQLiteStore
-from memory_inject.testing import parse_sectioned
+from memory_inject.testing import parse_sectioned, recording
 from tests.storage._pi_seed import jsonl
 
 if TYPE_CHECKING:
-    from adapters import MemoryLoop
+    from adapters import CronAdapter, CronJob, DaemonAdapter, MemoryLoop
     from adapters.messages import tool_names
 else:
-    from memory_inject.adapters import MemoryLoop
+    from memory_inject.adapters import CronAdapter, CronJob, DaemonAdapter, MemoryLoop
     from memory_inject.adapters.messages import tool_names
 
 NOW = datetime(2026, 5, 20, 15, 30, tzinfo=UTC)
@@ -415,6 +415,38 @@ class TestAdapterRecording:
             injection = loop.inject(text, **turn).injection
             assert injection is not None and injection.session_key is None
         assert [] == store.list(category="session")
+
+    @pytest.mark.parametrize("rerank", [False, True], ids=["decay", "rerank"])
+    def test_scheduled_and_sessionless_turns_never_see_a_session_record(
+        self, store: Any, rerank: bool
+    ) -> None:
+        """A session record holds the chat's first message word for word: chat memory, held
+        back from cron, daemon and sessionless turns as ``conversation`` rows are."""
+        memory: dict[str, Any] = {"sessions": {"record": True}}
+        if rerank:
+            memory["rerank"] = {"enabled": True}
+        agent = parse_agent_config({"agent": "a", "memory": memory})
+        loop = MemoryLoop(store, agent)
+        said = "my divorce lawyer Dr Smith calls tomorrow about custody"
+        with loop.turn(sessions=["alice_chat"]):
+            loop.prepare([user(said)])
+        assert said == store.get("session:alice_chat").content
+        store.store("lawyer_fact", "The divorce lawyer's office is on Elm Street.", "core")
+        asked = "divorce lawyer custody calls"
+        with recording() as rec:
+            blocks = [
+                CronAdapter(store, agent).run(CronJob(id="n", name="Nightly", prompt=asked)).block,
+                DaemonAdapter(store, agent).heartbeat(asked, priority="high").block,
+                loop.inject([user(asked)]).block,
+            ]
+            with loop.turn(sessions=["alice_chat"]):
+                own = loop.inject([user(asked)]).block
+        for block in blocks:
+            assert "Elm Street" in block and "Dr Smith" not in block
+        assert "Dr Smith" in own  # the chat's own later turn still has it
+        assert 3 * [{"session:alice_chat": "conversation_excluded"}] == [
+            {k: v for k, v in e.dropped.items() if k.startswith("session:")} for e in rec.events[:3]
+        ]
 
     @pytest.mark.parametrize("mode", ["sync", "async"])
     def test_a_failing_write_never_fails_the_turn(

@@ -305,14 +305,29 @@ def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool
     return None if sid in own else "foreign_session"
 
 
+#: A session record's category and key prefix (``memory_inject.sessions``): the row holds
+#: the chat's first message and its decisions word for word, so it is chat memory.
+_SESSION_CATEGORY, _SESSION_KEY = "session", "session:"
+
+
+def is_chat_memory(entry: MemoryEntry) -> bool:
+    """True for what people said in a chat: ``conversation`` rows and session records."""
+    return entry.category == _CONVERSATION or (
+        entry.category == _SESSION_CATEGORY
+        and isinstance(entry.key, str)
+        and entry.key.startswith(_SESSION_KEY)
+    )
+
+
 def conversation_exclusion(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
-    """Drop ``conversation`` entries when the policy says so (custom categories stay)."""
+    """Drop chat memory (``conversation`` entries and session records) when the policy says
+    so (other custom categories stay)."""
     if not ctx.exclude_conversation:
         return StageResult(list(entries))
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
-        if e.category == _CONVERSATION:
+        if is_chat_memory(e):
             dropped[e.key] = "conversation_excluded"
         else:
             out.append(e)
@@ -334,6 +349,6 @@ def skip_set(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
 
 def eligibility_reason(entry: MemoryEntry, exclude_conversation: bool) -> str | None:
     """Why the rerank arm must not give this entry a slot (None = eligible)."""
-    if exclude_conversation and entry.category == _CONVERSATION:
+    if exclude_conversation and is_chat_memory(entry):
         return "conversation_excluded"
     return skip_reason(entry.key, entry.content)

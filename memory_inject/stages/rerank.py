@@ -28,7 +28,13 @@ from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult, format_score
 from memory_inject.stages._dedupe import Candidates, split_ws
-from memory_inject.stages.filters import age_days, any_key_skip, decay_factor, key_skip_reason
+from memory_inject.stages.filters import (
+    age_days,
+    any_key_skip,
+    decay_factor,
+    is_chat_memory,
+    key_skip_reason,
+)
 
 __all__ = [
     "Rerank",
@@ -258,7 +264,7 @@ def _rerank(
         s = scores[i]
         if skips and (skip := key_skip_reason(e.key)) is not None:
             dropped[e.key] = skip
-        elif exclude and e.category == MemoryCategory.CONVERSATION:
+        elif exclude and is_chat_memory(e):
             dropped[e.key] = "conversation_excluded"
         elif s is not None and s < floor:
             dropped[e.key] = f"below_relevance:{format_score(s)}"
