@@ -181,6 +181,9 @@ def collect(
                 # Keys are hashed and compared by every later stage (a session id
                 # that is not a string is dropped by name by ``session_scope``).
                 invalid[f"<invalid #{len(invalid)}>"] = "invalid_entry:key"
+            elif not isinstance(item.content, str):
+                # Every later stage reads the text (a NULL column failed the whole render).
+                invalid[item.key] = "invalid_entry:content"
             elif (
                 (imp := item.importance) is not None
                 and (imp.__class__ is not float or not -math.inf < imp < math.inf)
@@ -254,15 +257,23 @@ def _passed_over(rows: Sequence[MemoryEntry], entries: Sequence[MemoryEntry]) ->
 
 _BELOW_RELEVANCE = "below_relevance"
 _BAD_NUMBERS = frozenset({"invalid_entry:score", "invalid_entry:importance"})
+_BAD_TEXTS = frozenset({"invalid_entry:key", "invalid_entry:content"})
 
 
 def invalid_notes(invalid: Mapping[str, str]) -> list[str]:
     """The event's ``invalid_entries`` parts for what a store returned that could not be
-    used: non-entries, and entries whose score or importance is not a finite number."""
+    used: non-entries, entries whose key or content is not a string, and entries whose
+    score or importance is not a finite number."""
     numbers = sum(1 for r in invalid.values() if r in _BAD_NUMBERS)
+    texts = sum(1 for r in invalid.values() if r in _BAD_TEXTS)
     notes = []
-    if len(invalid) > numbers:
-        notes.append(f"invalid_entries: store returned {len(invalid) - numbers} non-entries")
+    if len(invalid) > numbers + texts:
+        others = len(invalid) - numbers - texts
+        notes.append(f"invalid_entries: store returned {others} non-entries")
+    if texts:
+        notes.append(
+            f"invalid_entries: store returned {texts} entries whose key or content is not a string"
+        )
     if numbers:
         notes.append(
             f"invalid_entries: store returned {numbers} entries with a score or importance "

@@ -106,6 +106,21 @@ class TestStoreFaults:
         assert ["invalid_entry:key"] == [v for k, v in event.dropped.items() if k != "fact"]
 
     @pytest.mark.parametrize("mode", MODES)
+    @pytest.mark.parametrize("content", [None, 42, b"bytes"], ids=["none", "int", "bytes"])
+    def test_an_entry_whose_content_is_not_text_is_dropped_alone(
+        self, mode: str, content: object
+    ) -> None:
+        """A NULL content column (a store of one's own) made every stage that reads the
+        text raise: the whole render failed and the good entries were lost with it."""
+        result, events = render(
+            Rows([odd_entry(key="bad", content=content), FACT]), "invoice", mode
+        )
+        event = only_event(events)
+        assert (False, ["fact"]) == (event.success, [e.key for e in result.entries])
+        assert {"bad": "invalid_entry:content"} == dict(event.dropped)
+        assert "1 entries whose key or content is not a string" in (event.error or "")
+
+    @pytest.mark.parametrize("mode", MODES)
     @pytest.mark.parametrize("sessions", [("s",), ("s", None)])
     def test_an_unhashable_session_id_is_dropped_by_name(
         self, mode: str, sessions: tuple[str | None, ...]
