@@ -48,12 +48,17 @@ def profile_fields(
     return {"profile_id": turn_profile(gov.profile_id, cwd).profile_id}
 
 
+#: Skips after which a turn writes nothing: its origin's memory is off, or its spawn site
+#: opted out (a suppressed turn is memory-free end to end, as a suppressed cron run is).
+_MEMORY_FREE = frozenset({"origin_disabled", "suppressed"})
+
+
 def _autosave_args(
     policy: InjectPolicy, text: str, cwd: str | os.PathLike[str] | None
 ) -> dict[str, Any] | None:
     if policy.origin is None or not should_autosave(policy.origin, text):
         return None
-    if policy.reason == "origin_disabled":  # memory off for this origin: it writes nothing
+    if policy.reason in _MEMORY_FREE:  # memory off for this origin or this turn: no writes
         return None
     return profile_fields(policy.config, cwd)
 

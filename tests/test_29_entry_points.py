@@ -114,6 +114,27 @@ def test_a_disabled_origin_autosaves_nothing(store: SQLiteStore, origin: str) ->
     assert 0 == store.count()
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_suppressed_turn_autosaves_nothing(store: SQLiteStore, mode: str) -> None:
+    """The spawn site opted out: no recall, and none of the turn's text is written either."""
+    loop = MemoryLoop(store, parse_agent_config({"agent": "bot"}), api="openai", autosave=True)
+    said = [{"role": "user", "content": "please do not remember: my password is hunter2"}]
+
+    async def in_turn() -> Any:
+        async with loop.aturn(sessions=["s1"], suppress=True) as turn:
+            await loop.aprepare(said)
+        return turn
+
+    if mode == "sync":
+        with loop.turn(sessions=["s1"], suppress=True) as turn:
+            loop.prepare(said)
+    else:
+        turn = asyncio.run(in_turn())
+    injection = turn.injection
+    assert ("suppressed", None) == (injection.policy.reason, injection.autosaved_key)
+    assert 0 == store.count()
+
+
 @pytest.mark.parametrize("lead", ["", "\n", "  ", "\r\n\t"])
 def test_a_recall_block_is_never_autosaved_whatever_comes_before_it(lead: str) -> None:
     blob = lead + "[Memory context]\n- deploy: Production deploys go to prod-3.\n[/Memory context]"
