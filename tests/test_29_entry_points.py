@@ -131,6 +131,7 @@ def test_a_suppressed_turn_autosaves_nothing(store: SQLiteStore, mode: str) -> N
     else:
         turn = asyncio.run(in_turn())
     injection = turn.injection
+    assert injection is not None
     assert ("suppressed", None) == (injection.policy.reason, injection.autosaved_key)
     assert 0 == store.count()
 
