@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -153,6 +154,15 @@ class _Threads:
 
 
 _THREADS = _Threads()
+
+
+def _after_fork_in_child() -> None:
+    """A child of ``fork()`` has none of its parent's recall threads (``_slots``' note)."""
+    global _THREADS  # noqa: PLW0603
+    _THREADS = _Threads()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _submit(job: Job, run: Callable[[], None], until: float, t0: float) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -93,6 +94,17 @@ def _settle(future: asyncio.Future[None]) -> None:
 
 
 _STUCK = _Ledger()
+
+
+def _after_fork_in_child() -> None:
+    """A child of ``fork()`` runs none of its parent's recalls: a new ledger and lock (a
+    parent's thread may have held the old one), or every turn waited out its deadline for
+    slots no call would give back (``storage/sqlite/forks.py``)."""
+    global _lock, _STUCK
+    _lock, _STUCK = threading.Lock(), _Ledger()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Busy(Exception):

@@ -208,6 +208,14 @@ def record_session(
 _LOCKS = tuple(threading.Lock() for _ in range(64))
 
 
+def _after_fork_in_child() -> None:
+    global _LOCKS  # noqa: PLW0603 - a new set in a child of fork()
+    _LOCKS = tuple(threading.Lock() for _ in range(64))  # a parent's thread may hold one
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 async def arecord_session(
     store: object,
     *,

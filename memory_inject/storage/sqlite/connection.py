@@ -136,6 +136,11 @@ class SQLiteConnection:
     # -- plumbing -------------------------------------------------------------
 
     @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran."""
+        return self._closed
+
+    @property
     def path(self) -> str:
         """The database file (``:memory:`` for a private in-process database)."""
         return self._path

@@ -15,6 +15,7 @@ table and the row count through FTS5's averages record.
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
@@ -43,6 +44,19 @@ _COL = {name: i for i, name in enumerate(COLUMN_NAMES)}
 
 _tok_lock = threading.Lock()
 _tok_conn: sqlite3.Connection | None = None
+_parents: list[sqlite3.Connection] = []  # a parent's tokenizer, never used or closed here
+
+
+def _after_fork_in_child() -> None:
+    """A child of ``fork()`` makes its own tokenizer (``forks.py``): a parent's thread may
+    have held the lock, or been inside the parent's connection."""
+    global _tok_lock, _tok_conn
+    if _tok_conn is not None:
+        _parents.append(_tok_conn)
+    _tok_lock, _tok_conn = threading.Lock(), None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _tokenizer() -> sqlite3.Connection:

@@ -32,7 +32,7 @@ from memory_inject.embedders import Embedder
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage.fusion import Fusion
-from memory_inject.storage.sqlite import bulk, context
+from memory_inject.storage.sqlite import bulk, context, forks
 from memory_inject.storage.sqlite.connection import (
     DEFAULT_READERS,
     LOCK_RETRY_DELAY_S,
@@ -61,8 +61,6 @@ class SQLiteStore(PersistentStore):
     may be lowered to ``"NORMAL"`` for speed: under WAL that keeps the file
     consistent but may lose the last writes on power loss.
     """
-
-    _engine: SQLiteEngine
 
     def __init__(
         self,
@@ -119,20 +117,40 @@ class SQLiteStore(PersistentStore):
         self._embedder = embedder
         self._name = name
         shared = tuple(str(c) for c in shared_categories)
-        self._engine = SQLiteEngine(
-            SQLiteConnection(
-                str(path),
-                create=create,
-                busy_timeout_ms=busy_timeout_ms,
-                synchronous=synchronous.upper(),
-                readers=readers,
-            ),
-            namespace=self._namespace,
-            embedder=embedder,
-            fusion=fusion,
-            shared=shared,
-            vector_index=vector_index,
-        )
+
+        def engine(path: str, create: bool) -> SQLiteEngine:
+            return SQLiteEngine(
+                SQLiteConnection(
+                    path,
+                    create=create,
+                    busy_timeout_ms=busy_timeout_ms,
+                    synchronous=synchronous.upper(),
+                    readers=readers,
+                ),
+                namespace=self._namespace,
+                embedder=embedder,
+                fusion=fusion,
+                shared=shared,
+                vector_index=vector_index,
+            )
+
+        self._open = engine
+        self._here = engine(str(path), create)
+        self._pid = os.getpid()
+
+    @property  # type: ignore[override] # the base's attribute, narrowed to this engine
+    def _engine(self) -> SQLiteEngine:
+        """The engine of this process: a child of ``fork()`` opens its own (:mod:`.forks`)."""
+        if self._pid != os.getpid():
+            with forks.guard():
+                if self._pid != os.getpid():
+                    self._here = forks.reopened(self._here, self._open)
+                    self._pid = os.getpid()
+        return self._here
+
+    @_engine.setter
+    def _engine(self, engine: SQLiteEngine) -> None:
+        self._here, self._pid = engine, os.getpid()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, namespace={self._namespace!r})"

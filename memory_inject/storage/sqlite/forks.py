@@ -1,0 +1,57 @@
+"""After ``fork()``: a child process opens its own connections to a store's file.
+
+A SQLite connection must not be carried across ``fork()`` (sqlite.org, "How To
+Corrupt An SQLite Database File", 2.6), and every lock a parent's thread held
+at that moment stays held in the child for good: a child of ``gunicorn
+--preload`` or of ``multiprocessing``'s ``fork`` start method hung on its
+first write, and waited out every render's deadline for recalls that ran
+only in its parent. So :class:`~.store.SQLiteStore` notes the process that
+opened it; in another process its first call opens the file again
+(:func:`reopened`), and the module-level locks and ledgers of the recall path
+are new in the child (``os.register_at_fork`` in each module that has one).
+The parent's engine is kept, never closed, in the child: closing it would
+run SQLite's close on the parent's handles (a last connection's close may
+checkpoint the parent's write-ahead log).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+
+from memory_inject.storage.sqlite.engine import SQLiteEngine
+
+__all__ = ["guard", "reopened"]
+
+_guard = threading.Lock()
+#: The engines of parent processes, held so they are never closed here.
+_orphans: list[SQLiteEngine] = []
+
+
+def _after_fork_in_child() -> None:
+    global _guard  # noqa: PLW0603 - a lock a parent's thread held stays held otherwise
+    _guard = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def guard() -> threading.Lock:
+    """The lock under which a store of this process replaces its parent's engine."""
+    return _guard
+
+
+def reopened(engine: SQLiteEngine, open_: Callable[[str, bool], SQLiteEngine]) -> SQLiteEngine:
+    """The engine this process uses in place of ``engine``, opened by another process.
+
+    ``open_(path, create)`` opens the file again (never creating it: a file gone
+    since is a ``StorageError``, which the render reports). A closed store stays
+    closed; a private ``:memory:`` database has no file to open again (its
+    connection is the data) and is kept.
+    """
+    conn = engine.connections
+    if conn.closed or conn.path == ":memory:":
+        return engine
+    _orphans.append(engine)
+    return open_(conn.path, False)
