@@ -15,6 +15,11 @@ from typing import Any
 
 from attrs import frozen
 
+from memory_inject.config import MemoryInjectConfig
+from memory_inject.models import MemoryEntry
+from memory_inject.stages.filters import skip_reason
+from memory_inject.stages.threat import threat_scan_for
+
 __all__ = [
     "CATEGORIES",
     "CURATED_REFUSED",
@@ -27,6 +32,7 @@ __all__ = [
     "TOOLS",
     "TOOL_SOURCES",
     "MemoryTool",
+    "refuse_unshown",
 ]
 
 #: The longest text the ``memory_store`` tool writes (a fact, not a transcript).
@@ -93,3 +99,31 @@ CURATED_REFUSED = (
     "That shared memory was written by the host; the model may not replace or forget it, "
     "so nothing was changed."
 )
+
+
+def refuse_unshown(key: str, text: object, key_given: bool, config: MemoryInjectConfig) -> None:
+    """``ValueError`` (the model's one-line answer) for a write no block would ever show:
+    a key of the conversation log's shape (chosen by the model), a key or text the skip
+    rules drop (``USER_MSG_1``, ``tz_history``, ``[IMAGE: ...]``), or a memory the threat
+    scan of ``config`` withholds (an instruction to the model): stored, it would be kept for
+    nothing, and the model told "Remembered"."""
+    if key_given and RESERVED.search(key):
+        raise ValueError(
+            "keys starting with 'user_msg' or holding ':' or control characters belong to "
+            "the conversation log; choose another key"
+        )
+    if not isinstance(text, str):
+        return
+    if (rule := skip_reason(key, text)) is not None:
+        raise ValueError(
+            f"a memory like this is never shown ({rule}: the conversation log's keys, "
+            "*_history, image markers and tool results are left out of every block); "
+            "choose another key or write it as a plain fact"
+        )
+    scan = threat_scan_for(config)
+    threat = scan.reason(MemoryEntry(key, text, "core", None)) if scan is not None else None
+    if threat is not None:
+        raise ValueError(
+            f"a memory like this is never shown ({threat}: it reads as an instruction to the "
+            "model, and every block withholds those); nothing was stored"
+        )

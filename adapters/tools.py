@@ -54,7 +54,6 @@ from memory_inject.contract import Memory, SupportsAsyncWrite
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
 from memory_inject.policy import has_session
-from memory_inject.stages.filters import skip_reason
 
 from . import _core
 from ._base import check_store
@@ -74,12 +73,12 @@ from ._tool_schema import (
     FORGET,
     MAX_TOOL_CONTENT,
     RECALL,
-    RESERVED,
     SHARED_REFUSED,
     STORE,
     TOOL_SOURCES,
     TOOLS,
     MemoryTool,
+    refuse_unshown,
 )
 
 if TYPE_CHECKING:  # the SDKs are optional extras; only their types are named here
@@ -110,8 +109,9 @@ _log = logging.getLogger("memory_inject.adapters")
 class ToolOptions(TypedDict, total=False):
     """The keyword options of :func:`memory_tools` (and :class:`MemoryTools`)."""
 
-    #: The turn's session scopes: writes go to the first, recall and forget see them all.
-    sessions: Iterable[str | None]
+    #: The turn's session scopes: writes go to the first, recall and forget see them all
+    #: (None: no session, as for a render).
+    sessions: Iterable[str | None] | None
     #: The turn's origin (default ``interactive``): its policy shapes recall.
     origin: TurnOrigin | str
     #: The working directory the governance profile is resolved from.
@@ -150,7 +150,7 @@ class MemoryTools(Sequence[MemoryTool]):
             raise ValueError(f"'names' must be among {tuple(TOOLS)} (got {unknown!r})")
         self.store = store
         self.agent = agent
-        self.sessions = _core.scopes(options.get("sessions", ()))
+        self.sessions = _core.scopes(options.get("sessions") or ())  # None: none, as a render
         self.origin = TurnOrigin(options.get("origin", TurnOrigin.INTERACTIVE))
         self.cwd = options.get("cwd")
         self.turn_id = options.get("turn_id")
@@ -257,18 +257,8 @@ class MemoryTools(Sequence[MemoryTool]):
         if category not in self.categories:
             allowed = list(self.categories)
             raise ValueError(f"'category' must be one of {allowed} (got {category!r:.40})")
-        if "key" in args and RESERVED.search(key):
-            raise ValueError(
-                "keys starting with 'user_msg' or holding ':' or control characters belong to "
-                "the conversation log; choose another key"
-            )
-        rule = skip_reason(key, text) if isinstance(text, str) else None
-        if rule is not None:  # "USER_MSG_1", "tz_history", "[IMAGE: ...]": never shown
-            raise ValueError(
-                f"a memory like this is never shown ({rule}: the conversation log's keys, "
-                "*_history, image markers and tool results are left out of every block); "
-                "choose another key or write it as a plain fact"
-            )
+        config = policy_for(self.agent, self.origin, has_session(self.sessions)).config
+        refuse_unshown(key, text, "key" in args, config)
         if session is None and not self.shared_writes:
             raise ValueError(SHARED_REFUSED)
         return text, key, fields
@@ -302,9 +292,9 @@ class MemoryTools(Sequence[MemoryTool]):
             return f"No memory under {key!r}."
         shared = getattr(record, "session_id", None) is None
         if shared and not self.shared_writes:
-            return SHARED_REFUSED
+            raise ValueError(SHARED_REFUSED)  # "Error: ...", as the same write's refusal
         if shared and not self.curated_writes and record.source not in TOOL_SOURCES:
-            return CURATED_REFUSED
+            raise ValueError(CURATED_REFUSED)
         if not _scoped(forget):
             return "This memory cannot forget within a scope; nothing was forgotten."
         # One statement, limited to the tools' scopes: a row another scope wrote under

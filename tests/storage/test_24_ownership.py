@@ -219,7 +219,7 @@ def test_shared_rows_are_the_hosts(store_factory: Factory) -> None:
     said = opted.call("memory_store", {"content": "Refunds any time.", "key": "refund_policy"})
     assert said.startswith("Error: That shared memory was written by the host")
     said = opted.call("memory_forget", {"key": "refund_policy"})
-    assert said.startswith("That shared memory was written by the host")
+    assert said.startswith("Error: That shared memory was written by the host")
     assert "Refunds within 30 days." == store.get("refund_policy").content
     written = opted.call("memory_store", {"content": "Standup is at ten.", "key": "standup"})
     assert written.startswith("Remembered as")
