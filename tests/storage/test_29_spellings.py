@@ -31,6 +31,9 @@ FACTS = {
     "offsite": "Dana organized the team offsite in Lisbon.",
     "db": "The prod db is Postgres 16.",
     "bread": "Bakes sourdough bread on Sundays.",
+    "gp": "Dr Okoye at the Elm Street surgery is my GP.",
+    "physio": "Knee physiotherapy with Sam every Thursday.",
+    "pet": "Biscuit's vet is Hartley & Co.",
 }
 #: Asked in the other spelling; every content word is held by the fact through one.
 ASKED = [
@@ -39,6 +42,10 @@ ASKED = [
     ("organised offsite", "offsite"),
     ("production database", "db"),
     ("ＭＩＳＯ", "neighbour"),
+    # a personal assistant's everyday abbreviations (benchmarks/facts_heldout6.json)
+    ("doctor surgery", "gp"),
+    ("physio thursday", "physio"),
+    ("veterinarian biscuit", "pet"),
 ]
 
 
@@ -59,13 +66,14 @@ class TestSpellings:
             ("db", ("database",)),
             ("production", ("prod",)),
             ("ｍｉｓｏ", ("miso",)),
+            ("doctor", ("gp",)),  # an abbreviation, not "doctour"
         ],
     )
     def test_other_spellings(self, word: str, others: tuple[str, ...]) -> None:
         assert spellings(word) == others
 
     @pytest.mark.parametrize(
-        "word", ["hour", "four", "your", "tour", "flour", "doctor", "editor", "size", "prize", "x"]
+        "word", ["hour", "four", "your", "tour", "flour", "tractor", "editor", "size", "prize", "x"]
     )
     def test_words_with_none(self, word: str) -> None:
         """Short "-our" words and American "-or" words with no British "-our" keep theirs."""
