@@ -551,6 +551,34 @@ class TestLockedByAnotherProcess:
             s.store("mine", "written after the lock")
             assert (ROWS + 1, None) == (s.count(), s.get("held"))
 
+    def test_open_waits_out_a_write_lock_longer_than_one_busy_timeout(self, tmp_path: Path) -> None:
+        """Another process creating or upgrading the schema holds the write lock past the
+        busy timeout and its one retry (a 100k-row upgrade): the open waits for it, up to
+        ``OPEN_WAIT_TIMEOUTS`` busy timeouts, instead of failing the agent's start."""
+        db = tmp_path / "new.db"
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("PRAGMA journal_mode = WAL").fetchone()
+        other.execute("BEGIN IMMEDIATE")
+        opened: list[object] = []
+
+        def open_it() -> None:
+            try:
+                opened.append(SQLiteStore(db, busy_timeout_ms=200))  # one try: 0.7 s
+            except StoreLockedError as exc:  # pragma: no cover - the bug
+                opened.append(exc)
+
+        opener = threading.Thread(target=open_it)
+        opener.start()
+        opener.join(1.2)  # past one try and its retry, inside the 2.4 s the open waits
+        other.execute("ROLLBACK")
+        other.close()
+        opener.join()
+        [store] = opened
+        assert isinstance(store, SQLiteStore), store
+        with store:
+            store.store("k", "written once the lock was gone")
+            assert 1 == store.count()
+
     def test_exclusive_lock_at_open_is_a_typed_error(self, db: Path) -> None:
         """An exclusive lock held by another process: open raises StoreLockedError."""
         populate(db)

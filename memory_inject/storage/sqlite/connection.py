@@ -23,7 +23,12 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from memory_inject.exceptions import RecallInterruptedError, RecallWaitError, StoreMissingError
+from memory_inject.exceptions import (
+    RecallInterruptedError,
+    RecallWaitError,
+    StoreLockedError,
+    StoreMissingError,
+)
 from memory_inject.storage._base import check_open
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.locks import wal_lock_note
@@ -37,6 +42,12 @@ T = TypeVar("T")
 
 #: One retry after this pause when the database is locked (founder-os's rule).
 LOCK_RETRY_DELAY_S = 0.3
+#: How many busy timeouts opening a file waits for another process's write lock, retries
+#: included (60 s at the default 5 s). An open is no turn: it may wait for another process
+#: migrating the schema of a large old file (one step of a 100k-row upgrade outlasted the
+#: busy timeout and its retry, and one of four processes opening at once failed to
+#: start), as PostgreSQL's open waits for its migration lock.
+OPEN_WAIT_TIMEOUTS = 12
 #: Under a deadline, the clock is read every this many SQLite VM steps (a few
 #: tens of microseconds of work), so a statement stops that soon after it.
 PROGRESS_STEPS = 10_000
@@ -100,7 +111,7 @@ class SQLiteConnection:
         self._local = threading.local()
         self._conn = connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
-            self._retry(self._prepare_schema(create, synchronous), "open")
+            self._open_waiting(self._prepare_schema(create, synchronous))
         except BaseException:
             self._conn.close()
             raise
@@ -259,6 +270,24 @@ class SQLiteConnection:
                 return op()
 
         return self._once_more_if_locked(locked, what)
+
+    def _open_waiting(self, op: Callable[[], None]) -> None:
+        """``op`` (the schema's check and migration) retried while the file stays locked by
+        another process, for up to :data:`OPEN_WAIT_TIMEOUTS` busy timeouts; then
+        ``StoreLockedError`` saying so."""
+        wait_s = OPEN_WAIT_TIMEOUTS * self._busy_ms / 1000
+        until = time.monotonic() + wait_s
+        while True:
+            try:
+                self._retry(op, "open")
+                return
+            except StoreLockedError as exc:
+                if time.monotonic() >= until:
+                    raise StoreLockedError(
+                        f"{exc} (still locked after {wait_s:g}s: another process may be "
+                        "writing or upgrading the schema of this file)"
+                    ) from exc
+                time.sleep(LOCK_RETRY_DELAY_S)
 
     def _once_more_if_locked(self, op: Callable[[], T], what: str) -> T:
         """``op``, retried once after :data:`LOCK_RETRY_DELAY_S` when the database is locked."""
