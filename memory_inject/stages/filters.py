@@ -15,6 +15,7 @@ from attrs import frozen
 
 from memory_inject.models import STANDALONE_SOURCES, MemoryCategory, MemoryEntry, day_key
 from memory_inject.stages._base import StageContext, StageResult, format_score
+from memory_inject.stages.owners import owner_drops
 
 __all__ = [
     "SHARED_CATEGORIES",
@@ -180,6 +181,9 @@ class RelevanceFilter:
     LoCoMo dev the default block holds 0.659 of a question's evidence instead of
     0.629, with the same off-topic and near-miss injections, and the facts sets'
     blocks are unchanged (``benchmarks/relevance.py``, ``benchmarks/facts.py``).
+
+    A question about someone's thing ("when is raj's birthday?") drops the facts stored
+    on purpose that are about someone else (:func:`.owners.owner_drops`).
     """
 
     floor: float
@@ -203,6 +207,10 @@ class RelevanceFilter:
                 out.append(e)  # a turn of a conversation that matched at the floor
             else:
                 dropped[e.key] = f"below_relevance:{format_score(e.score)}"
+        # A question about someone's thing: facts about someone else are no answer.
+        if out and (others := owner_drops(ctx.query, entries, out)):
+            out = [e for e in out if e.key not in others]
+            dropped.update(others)
         return StageResult(out, dropped)
 
 
