@@ -551,6 +551,37 @@ class TestLockedByAnotherProcess:
             s.store("mine", "written after the lock")
             assert (ROWS + 1, None) == (s.count(), s.get("held"))
 
+    def test_queued_writes_each_end_within_their_own_bound(self, tmp_path: Path) -> None:
+        """Another connection holds the file's write lock far longer than a write's bound
+        (2 x busy timeout + the retry's pause: 0.7 s here). Each of eight concurrent writes
+        ends with ``StoreLockedError``; before, they waited for this process's write lock
+        in turn, each for the whole bound, so the later ones were still waiting when the
+        lock went and a turn's autosave waited for as long as the other process held it."""
+        db = tmp_path / "m.db"
+        with SQLiteStore(db, busy_timeout_ms=200) as store:
+            store.store("first", "written before the lock")
+            other = sqlite3.connect(db, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            outcomes: list[str] = []
+
+            def write(i: int) -> None:
+                try:
+                    store.store(f"w{i}", "an autosave")
+                    outcomes.append("written")
+                except StoreLockedError:
+                    outcomes.append("locked")
+
+            writers = [threading.Thread(target=write, args=(i,)) for i in range(8)]
+            for t in writers:
+                t.start()
+            threading.Event().wait(3.0)  # twice what one write may wait, all of them at once
+            other.execute("ROLLBACK")
+            other.close()
+            for t in writers:
+                t.join()
+            assert 8 * ["locked"] == outcomes
+            assert 1 == store.count()
+
     def test_open_waits_out_a_write_lock_longer_than_one_busy_timeout(self, tmp_path: Path) -> None:
         """Another process creating or upgrading the schema holds the write lock past the
         busy timeout and its one retry (a 100k-row upgrade): the open waits for it, up to

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -89,6 +90,33 @@ class _Until:
         self._local.until = self._prev
 
 
+#: Every open store's connections in this process, for the ``fork()`` hooks below.
+_OPEN: weakref.WeakSet[SQLiteConnection] = weakref.WeakSet()
+_held: list[SQLiteConnection] = []
+
+
+def _before_fork() -> None:
+    """Wait for every write of this process to end before ``fork()`` copies it: a write
+    transaction open at the fork stays open, for SQLite's lock bookkeeping of the file in
+    the child, and no connection the child opens could ever write (``forks.py``)."""
+    global _held  # noqa: PLW0603 - handed from the before-fork hook to the after-fork ones
+    held = []
+    for conn in list(_OPEN):
+        conn._lock.acquire()
+        held.append(conn)
+    _held = held
+
+
+def _after_fork() -> None:
+    global _held
+    held, _held = _held, []
+    for conn in reversed(held):
+        conn._lock.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+
+
 class SQLiteConnection:
     """How the SQLite engine talks to its file: opening, locks, the one retry, transactions.
 
@@ -135,6 +163,7 @@ class SQLiteConnection:
         self._shared_stats = TermStats()
         # Each connection's busy_timeout where it is not the store's own (ms).
         self._busy_now: dict[sqlite3.Connection, int] = {}
+        _OPEN.add(self)
 
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:
@@ -262,12 +291,22 @@ class SQLiteConnection:
         return readers.stats.get(conn) or self._shared_stats
 
     def _retry(self, op: Callable[[], T], what: str) -> T:
-        """``op`` under the write lock, retried once when the database is locked."""
+        """``op`` under the write lock, retried once when the database is locked.
+
+        The wait for this process's write lock counts against the write's bound (two busy
+        timeouts and the retry's pause), as SQLite's own wait does: writes queued behind
+        one that waits for another process's lock each waited the whole bound in turn
+        (eight autosaving turns held 30 s by a lock held 30 s, with 5 s timeouts)."""
+        until = time.monotonic() + 2 * self._busy_ms / 1000 + LOCK_RETRY_DELAY_S
 
         def locked() -> T:
-            with self._lock:
+            if not self._lock.acquire(timeout=max(0.0, until - time.monotonic())):
+                raise sqlite3.OperationalError("database is locked (by this process's writes)")
+            try:
                 check_open(self._closed, what)
                 return op()
+            finally:
+                self._lock.release()
 
         return self._once_more_if_locked(locked, what)
 
