@@ -20,7 +20,6 @@ import os
 import sqlite3
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -31,6 +30,7 @@ from memory_inject.exceptions import (
     StoreMissingError,
 )
 from memory_inject.storage._base import check_open
+from memory_inject.storage.sqlite import forks
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.locks import wal_lock_note
 from memory_inject.storage.sqlite.migrations import connect, prepare
@@ -90,33 +90,6 @@ class _Until:
         self._local.until = self._prev
 
 
-#: Every open store's connections in this process, for the ``fork()`` hooks below.
-_OPEN: weakref.WeakSet[SQLiteConnection] = weakref.WeakSet()
-_held: list[SQLiteConnection] = []
-
-
-def _before_fork() -> None:
-    """Wait for every write of this process to end before ``fork()`` copies it: a write
-    transaction open at the fork stays open, for SQLite's lock bookkeeping of the file in
-    the child, and no connection the child opens could ever write (``forks.py``)."""
-    global _held  # noqa: PLW0603 - handed from the before-fork hook to the after-fork ones
-    held = []
-    for conn in list(_OPEN):
-        conn._lock.acquire()
-        held.append(conn)
-    _held = held
-
-
-def _after_fork() -> None:
-    global _held
-    held, _held = _held, []
-    for conn in reversed(held):
-        conn._lock.release()
-
-
-os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
-
-
 class SQLiteConnection:
     """How the SQLite engine talks to its file: opening, locks, the one retry, transactions.
 
@@ -163,7 +136,7 @@ class SQLiteConnection:
         self._shared_stats = TermStats()
         # Each connection's busy_timeout where it is not the store's own (ms).
         self._busy_now: dict[sqlite3.Connection, int] = {}
-        _OPEN.add(self)
+        forks.track(self, self._lock)
 
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:

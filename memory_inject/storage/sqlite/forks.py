@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage.sqlite.engine import SQLiteEngine
+if TYPE_CHECKING:  # the engine imports the connections, which import this module
+    from memory_inject.storage.sqlite.engine import SQLiteEngine
 
-__all__ = ["guard", "reopened"]
+__all__ = ["guard", "reopened", "track"]
 
 _guard = threading.Lock()
 #: The engines of parent processes, held so they are never closed here.
@@ -35,6 +38,37 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+#: Every open store's write lock in this process (by its connections object).
+_writers: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_held: list[threading.RLock] = []
+
+
+def track(connections: object, write_lock: threading.RLock) -> None:
+    """Count ``write_lock`` (a store's ``SQLiteConnection``'s) among the ones a fork waits for."""
+    _writers[connections] = write_lock
+
+
+def _before_fork() -> None:
+    """Wait for every write of this process to end before ``fork()`` copies it: a write
+    transaction open at the fork stays open in SQLite's lock bookkeeping of the file in
+    the child, and no connection the child opened could ever write."""
+    global _held  # noqa: PLW0603 - handed from the before-fork hook to the after-fork ones
+    held = []
+    for lock in list(_writers.values()):
+        lock.acquire()
+        held.append(lock)
+    _held = held
+
+
+def _after_fork() -> None:
+    global _held
+    held, _held = _held, []
+    for lock in reversed(held):
+        lock.release()
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
 
 
 def guard() -> threading.Lock:
