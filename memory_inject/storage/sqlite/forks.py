@@ -53,19 +53,22 @@ def _before_fork() -> None:
     """Wait for every write of this process to end before ``fork()`` copies it: a write
     transaction open at the fork stays open in SQLite's lock bookkeeping of the file in
     the child, and no connection the child opened could ever write."""
-    global _held  # noqa: PLW0603 - handed from the before-fork hook to the after-fork ones
-    held = []
-    for lock in list(_writers.values()):
+    for _ in range(8):  # another thread may open a store meanwhile: copy again
+        try:
+            locks = list(_writers.values())
+            break
+        except RuntimeError:
+            continue
+    else:  # pragma: no cover - eight copies in a row raced a new store
+        return
+    for lock in locks:
         lock.acquire()
-        held.append(lock)
-    _held = held
+        _held.append(lock)  # as it is taken: the after-fork hooks release what was
 
 
 def _after_fork() -> None:
-    global _held
-    held, _held = _held, []
-    for lock in reversed(held):
-        lock.release()
+    while _held:
+        _held.pop().release()
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
