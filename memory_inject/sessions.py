@@ -45,6 +45,7 @@ __all__ = [
     "MAX_SESSION_DECISIONS",
     "MAX_SESSION_TOOLS",
     "SESSION_CATEGORY",
+    "SESSION_KEY_PREFIX",
     "SESSION_NAME_CHARS",
     "arecord_session",
     "decision_lines",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 SESSION_CATEGORY = "session"
+#: Every session row's key starts with this (:func:`session_key`).
+SESSION_KEY_PREFIX = "session:"
 #: PI keeps a session's first 10 tools and first 20 decisions, and shows 80 characters of
 #: its first message.
 MAX_SESSION_TOOLS = 10
@@ -68,7 +71,7 @@ def session_key(session_id: str) -> str:
     """The key of a session's row: stable, so every turn of the session updates one row."""
     if not isinstance(session_id, str) or not session_id:
         raise ValueError(f"'session_id' must be a non-empty string (got {session_id!r})")
-    return f"session:{session_id}"
+    return f"{SESSION_KEY_PREFIX}{session_id}"
 
 
 def decision_lines(text: str) -> tuple[str, ...]:

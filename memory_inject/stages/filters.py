@@ -14,6 +14,7 @@ from datetime import datetime
 from attrs import frozen
 
 from memory_inject.models import STANDALONE_SOURCES, MemoryCategory, MemoryEntry, day_key
+from memory_inject.sessions import SESSION_CATEGORY, SESSION_KEY_PREFIX
 from memory_inject.stages._base import StageContext, StageResult, format_score
 from memory_inject.stages.owners import owner_drops
 
@@ -313,17 +314,13 @@ def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool
     return None if sid in own else "foreign_session"
 
 
-#: A session record's category and key prefix (``memory_inject.sessions``): the row holds
-#: the chat's first message and its decisions word for word, so it is chat memory.
-_SESSION_CATEGORY, _SESSION_KEY = "session", "session:"
-
-
 def is_chat_memory(entry: MemoryEntry) -> bool:
-    """True for what people said in a chat: ``conversation`` rows and session records."""
+    """True for what people said in a chat: ``conversation`` rows and session records
+    (``memory_inject.sessions``: the chat's first message and its decisions, word for word)."""
     return entry.category == _CONVERSATION or (
-        entry.category == _SESSION_CATEGORY
+        entry.category == SESSION_CATEGORY
         and isinstance(entry.key, str)
-        and entry.key.startswith(_SESSION_KEY)
+        and entry.key.startswith(SESSION_KEY_PREFIX)
     )
 
 
