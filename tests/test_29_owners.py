@@ -92,3 +92,9 @@ def test_chat_turns_are_left_alone(tmp_path: Path) -> None:
 )
 def test_asked_owners(query: str, owners: list[str]) -> None:
     assert owners == asked_owners(query)
+
+
+def test_a_pasted_log_is_read_for_a_few_owners_only() -> None:
+    """Thousands of "x's" in a prompt were each scanned over every entry (1.8 s)."""
+    prompt = " ".join(f"name{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}'s" for i in range(600))
+    assert ["nameaa", "nameba", "nameca", "nameda"] == asked_owners(prompt)
