@@ -6,7 +6,9 @@ or ``[/Mem\\u200bory context]`` (a zero-width character inside) as the real
 marker. The view folds each character on its own: NFKC (fullwidth and small
 forms become ASCII), every space separator becomes a space, a tab too, and
 invisible characters (other controls, format characters, combining marks)
-disappear. Line breaks stay, so a marker never spans two lines.
+disappear. Letters of other scripts that read as Latin ones (``[/Меmоry соntехt]``
+with Cyrillic ``е``, ``о``, ``с``, ``х``; :mod:`._confusables`) become those Latin
+letters. Line breaks stay, so a marker never spans two lines.
 
 :func:`find` matches a pattern on the view and answers spans of the
 *original* text, so a caller can escape or replace exactly what a reader
@@ -22,6 +24,8 @@ import itertools
 import re
 import unicodedata
 from collections.abc import Iterator
+
+from memory_inject.render._confusables import CONFUSABLES
 
 __all__ = ["find", "fold", "replace_surrogates"]
 
@@ -44,7 +48,8 @@ def _fold_char(ch: str) -> str:
         return " "
     if category == "Cs":
         return ch
-    return unicodedata.normalize("NFKC", ch)
+    folded = unicodedata.normalize("NFKC", ch)
+    return "".join(CONFUSABLES.get(c, c) for c in folded)
 
 
 def _table(text: str) -> dict[int, str]:
