@@ -139,10 +139,28 @@ class _Threads:
                 self._cond.notify()
             raise
 
+    def dispatch(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` next on this recall thread when called from one (a slot it just
+        freed goes on at once), else on a worker, past :data:`MAX_THREADS` if need be:
+        ``fn`` holds a slot already, and a slot must not wait."""
+        chain = getattr(_local, "chain", None)
+        if chain is not None:
+            chain.append(fn)
+            return
+        try:
+            self.submit(fn)
+        except (Full, Busy):
+            threading.Thread(target=fn, name="memory-inject-recall", daemon=True).start()
+
     def _work(self, fn: Callable[[], None]) -> None:
+        chain: list[Callable[[], None]] = []
+        _local.chain = chain
         while True:
             with contextlib.suppress(BaseException):  # each call records its own outcome
                 fn()
+            while chain:
+                with contextlib.suppress(BaseException):
+                    chain.pop(0)()
             with self._cond:
                 if self._idle >= _IDLE:
                     self.count -= 1
@@ -154,6 +172,8 @@ class _Threads:
 
 
 _THREADS = _Threads()
+#: A recall thread's calls to run next (``_Threads.dispatch``).
+_local = threading.local()
 
 
 def _after_fork_in_child() -> None:
@@ -221,19 +241,18 @@ async def arun_in_thread(
     """Await ``fn()`` run on a recall thread, under the same rules as :func:`hand_off`.
 
     While every thread is busy the task polls for one (the event loop is never
-    blocked) until ``until``, then raises :class:`Waited`. Cancelling the
-    await (the deadline) leaves the call to finish on its own, counted as
-    stuck until it does; its result is dropped. Raises :class:`Busy` when it
-    was not started. ``waiting`` hears what the task waits for (``"store"``,
+    blocked) until ``until``, then raises :class:`Waited`. A task waiting in line
+    for one of the store's slots has its call started by the thread that frees
+    the slot. Cancelling the await leaves the call to finish on its own; its
+    result is dropped, and it counts as stuck once ``until`` has passed (at once
+    when the deadline cancelled it). Raises :class:`Busy` when it was not
+    started. ``waiting`` hears what the task waits for (``"store"``,
     ``"threads"``; see :func:`wait_note`), and None once a thread has the call.
     """
     t0 = time.perf_counter()
-    try:
-        job = await aadmit(store, until, slots_of(store), waiting)
-    except Full:
-        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(store))) from None
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Any] = loop.create_future()
+    jobs: list[Job] = []
 
     def settle(value: Any, exc: BaseException | None) -> None:
         if future.done():
@@ -243,6 +262,10 @@ async def arun_in_thread(
         else:
             future.set_exception(exc)
 
+    def tell(value: Any, exc: BaseException | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, value, exc)
+
     def run() -> None:
         value: Any = None
         error: BaseException | None = None
@@ -251,10 +274,41 @@ async def arun_in_thread(
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             error = exc
         finally:
-            job.finish()
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, value, error)
+            jobs[0].finish()
+        tell(value, error)
 
+    def start(job: Job) -> None:
+        jobs.append(job)
+        if waiting is not None:
+            waiting(None)
+        try:
+            _THREADS.dispatch(run)
+        except BaseException as exc:  # noqa: BLE001 - no thread could start: the turn hears why
+            job.finish()
+            tell(None, exc)
+
+    try:
+        job, started = await aadmit(store, until, slots_of(store), waiting, start)
+    except Full:
+        raise Waited(waited_store_note(time.perf_counter() - t0, slots_of(store))) from None
+    if not started:
+        jobs.append(job)
+        await _asubmit(job, run, until, waiting, t0)
+    try:
+        return await future
+    except asyncio.CancelledError:
+        job.give_up(until)
+        raise
+
+
+async def _asubmit(
+    job: Job,
+    run: Callable[[], None],
+    until: float | None,
+    waiting: Callable[[str | None], None] | None,
+    t0: float,
+) -> None:
+    """Start ``run`` on a recall thread, polling while every thread is busy."""
     while True:
         try:
             _THREADS.submit(run)
@@ -275,9 +329,4 @@ async def arun_in_thread(
         else:
             if waiting is not None:
                 waiting(None)
-            break
-    try:
-        return await future
-    except asyncio.CancelledError:
-        job.give_up()
-        raise
+            return

@@ -56,12 +56,14 @@ class _Ledger:
         self.total = 0
         self.running: dict[int, int] = {}
         self.waiters: dict[int, collections.deque[_Waiter]] = {}
+        #: Calls whose turn was cancelled before its deadline: stuck once it passes.
+        self.due: dict[int, list[Job]] = {}
 
 
 class _Waiter:
     """A turn waiting for a store's slot: a thread (``lock``) or a task (``loop``, ``future``)."""
 
-    __slots__ = ("future", "granted", "lock", "loop")
+    __slots__ = ("future", "granted", "job", "lock", "loop", "start")
 
     def __init__(
         self,
@@ -73,6 +75,9 @@ class _Waiter:
         self.loop = loop
         self.future = future
         self.granted = False
+        #: A task's call, started by the thread that frees the slot (see :func:`aadmit`).
+        self.start: Callable[[Job], None] | None = None
+        self.job: Job | None = None
 
     def wake(self) -> bool:
         """Tell the waiter it has the slot; False when it cannot hear (its loop is closed)."""
@@ -171,21 +176,24 @@ class Job:
     ``key`` is its store's ``id``, the ledger's key.
     """
 
-    __slots__ = ("finished", "key", "stuck")
+    __slots__ = ("due", "finished", "key", "stuck")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.finished = False
         self.stuck = False
+        #: When a call whose turn stopped waiting early becomes stuck (None: not given up).
+        self.due: float | None = None
 
     def finish(self) -> None:
         """The call returned (or raised): its slot goes to the first waiting turn, or is
-        free; a stuck one no longer counts."""
+        free; a stuck one no longer counts. A waiting task's call is started here, on
+        this thread's way out (:func:`aadmit`), not when the task's loop comes round."""
         with _lock:
             if self.finished:
                 return
             self.finished = True
-            _hand_on(self.key)
+            waiter = _hand_on(self.key)
             if self.stuck:
                 n = _STUCK.per_store.get(self.key, 1) - 1
                 if n <= 0:
@@ -193,32 +201,74 @@ class Job:
                 else:
                     _STUCK.per_store[self.key] = n
                 _STUCK.total -= 1
+            elif self.due is not None:
+                _undue(self)
+        if waiter is not None:
+            _start(waiter)
 
-    def give_up(self) -> None:
-        """The turn stopped waiting: a call still running is stuck from now on."""
+    def give_up(self, at: float | None = None) -> None:
+        """The turn stopped waiting: a call still running is stuck from ``at`` (a
+        ``perf_counter`` value, the turn's deadline; None: now). A turn cancelled before
+        its deadline (a client hung up) does not make a healthy call stuck: it holds its
+        slot until it returns, and counts against the store only once the deadline passed."""
         with _lock:
-            if self.finished or self.stuck:
+            if self.finished or self.stuck or self.due is not None:
                 return
-            self.stuck = True
-            _STUCK.per_store[self.key] = _STUCK.per_store.get(self.key, 0) + 1
-            _STUCK.total += 1
+            if at is not None and at > time.perf_counter():
+                self.due = at
+                _STUCK.due.setdefault(self.key, []).append(self)
+                return
+            self._stick()
+
+    def _stick(self) -> None:
+        """Count the call as stuck (the lock is held)."""
+        self.stuck = True
+        _STUCK.per_store[self.key] = _STUCK.per_store.get(self.key, 0) + 1
+        _STUCK.total += 1
+
+
+def _undue(job: Job) -> None:
+    """Take ``job`` off its store's list of calls that become stuck later (the lock is held)."""
+    jobs = _STUCK.due.get(job.key)
+    if jobs is not None:
+        with contextlib.suppress(ValueError):
+            jobs.remove(job)
+        if not jobs:
+            del _STUCK.due[job.key]
+
+
+def _promote(key: int) -> None:
+    """Calls of store ``key`` given up early whose deadline has passed are stuck now (the
+    lock is held)."""
+    jobs = _STUCK.due.get(key)
+    if not jobs:
+        return
+    now = time.perf_counter()
+    for job in [j for j in jobs if j.due is not None and j.due <= now]:
+        _undue(job)
+        job._stick()
 
 
 class Full(Exception):
     """Every recall thread (or the store's share of them) is busy (internal)."""
 
 
-def _hand_on(key: int) -> None:
+def _hand_on(key: int) -> _Waiter | None:
     """A slot of store ``key`` came free: give it to the first waiter that can hear (the
-    lock is held)."""
+    lock is held). A task's waiter is answered for the caller to start outside the lock."""
     queue_ = _STUCK.waiters.get(key)
     while queue_:
         waiter = queue_.popleft()
         waiter.granted = True
+        if waiter.start is not None:
+            waiter.job = Job(key)
+            if not queue_:
+                del _STUCK.waiters[key]
+            return waiter
         if waiter.wake():
             if not queue_:
                 del _STUCK.waiters[key]
-            return
+            return None
         waiter.granted = False
     _STUCK.waiters.pop(key, None)
     running = _STUCK.running.get(key, 1) - 1
@@ -226,6 +276,15 @@ def _hand_on(key: int) -> None:
         _STUCK.running.pop(key, None)
     else:
         _STUCK.running[key] = running
+    return None
+
+
+def _start(waiter: _Waiter) -> None:
+    """Start a task's call on the slot it was handed (:func:`aadmit`), then wake the task
+    to await its result."""
+    if waiter.start is not None and waiter.job is not None:  # _hand_on set both
+        waiter.start(waiter.job)
+    waiter.wake()
 
 
 def _claim(store: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
@@ -236,6 +295,7 @@ def _claim(store: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
     their deadline as may be (:data:`MAX_STUCK_PER_STORE`, or all its slots).
     """
     key = id(store)
+    _promote(key)
     n = _STUCK.per_store.get(key, 0)
     if n >= min(MAX_STUCK_PER_STORE, slots):
         raise Busy(_store_busy(n))
@@ -283,15 +343,24 @@ async def aadmit(
     until: float | None,
     slots: int,
     waiting: Callable[[str | None], None] | None,
-) -> Job:
+    start: Callable[[Job], None],
+) -> tuple[Job, bool]:
     """The async twin of :func:`admit`: the task waits in the same line, never blocking
-    the loop. Cancelled while it waits, it leaves the line (or passes on a slot it got)."""
+    the loop. Cancelled while it waits, it leaves the line.
+
+    The thread that frees a slot for the task starts its call itself (``start(job)``,
+    which must not raise), so a slot never waits for the task's loop to come round: a
+    busy loop would hold it idle for its iterations, a stopped one for ever. Answers the
+    job and whether its call was started that way (False: a free slot was taken at
+    once; the task starts the call).
+    """
     loop = asyncio.get_running_loop()
     with _lock:
         key, _slots, waiter = _claim(store, slots)
         if waiter is None:
-            return Job(key)
+            return Job(key), False
         waiter.loop, waiter.future = loop, loop.create_future()
+        waiter.start = start
         _STUCK.waiters.setdefault(key, collections.deque()).append(waiter)
     if waiting is not None:
         waiting("store")
@@ -301,13 +370,15 @@ async def aadmit(
         await asyncio.wait({future}, timeout=left)
     except BaseException:
         with _lock:
-            if waiter.granted:
-                _hand_on(key)
-            else:
+            if not waiter.granted:
                 _drop_waiter(key, waiter)
+                raise
+            job = waiter.job
+        if job is not None:  # its call is running: it holds the slot until it returns
+            job.give_up(until)
         raise
     with _lock:
-        if waiter.granted:
-            return Job(key)
+        if waiter.granted and waiter.job is not None:
+            return waiter.job, True
         _drop_waiter(key, waiter)
     raise Full
