@@ -42,7 +42,9 @@ class Slow:
         self.gate = gate
         self.calls = 0
 
-    def recall(self, query: str, limit: int, *, session_id: str | None = None, **_: Any):
+    def recall(
+        self, query: str, limit: int, *, session_id: str | None = None, **_: Any
+    ) -> list[MemoryEntry]:
         self.calls += 1
         if self.gate is not None:
             self.gate.wait(10)
@@ -57,7 +59,7 @@ def _events() -> tuple[dict[str, MemoryRecall], Any]:
     seen: dict[str, MemoryRecall] = {}
 
     def on(_sender: object, *, event: MemoryRecall) -> None:
-        seen[event.turn_id] = event
+        seen[event.turn_id or ""] = event
 
     memory_recall.connect(on, weak=False)
     return seen, on
@@ -175,6 +177,7 @@ class TestStoppedLoop:
                 store, "what is my codeword?", sessions=["bob"], config=config
             )
             assert "codeword of bob" in r.text
+            assert isinstance(r.event, MemoryRecall)
             assert () == r.event.degraded
         finally:
             loop.close()

@@ -27,11 +27,11 @@ from memory_inject.exceptions import (
     RecallInterruptedError,
     RecallWaitError,
     StoreLockedError,
-    StoreMissingError,
 )
 from memory_inject.storage._base import check_open
 from memory_inject.storage.sqlite import forks
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
+from memory_inject.storage.sqlite.files import OpenFiles
 from memory_inject.storage.sqlite.locks import wal_lock_note
 from memory_inject.storage.sqlite.migrations import connect, prepare
 from memory_inject.storage.sqlite.pool import ReadPool
@@ -61,15 +61,6 @@ PROGRESS_STEPS = 10_000
 #: :attr:`SQLiteConnection.recall_slots` is asked on every render's hand-off.
 _CORES = os.cpu_count() or 2
 DEFAULT_READERS = min(8, max(2, _CORES))
-
-
-def _file_id(path: str) -> tuple[int, int] | None:
-    """``(device, inode)`` of the file at ``path``, None when there is none."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino
 
 
 class _Until:
@@ -116,8 +107,8 @@ class SQLiteConnection:
         except BaseException:
             self._conn.close()
             raise
-        # The file the connections hold: a write checks it is still the one at the path.
-        self._file_id = None if self._file is None else _file_id(self._file)
+        # The files the connections hold: a write checks they are still the ones at the path.
+        self._files = OpenFiles(self._file)
         # Reads get connections of their own: under WAL they never wait for a
         # writer, so a write stuck behind another process's lock cannot stall
         # the renders of this store, and they run side by side. (":memory:"
@@ -321,7 +312,7 @@ class SQLiteConnection:
 
         def run() -> T:
             conn = self._conn
-            self._check_same_file(what)
+            self._files.check(self._path, what)
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = op(conn)
@@ -333,21 +324,6 @@ class SQLiteConnection:
             return result
 
         return self._retry(run, what)
-
-    def _check_same_file(self, what: str) -> None:
-        """Refuse a write when the file at the path is gone or another one (F6).
-
-        SQLite keeps writing to the file it opened; once that file is deleted or
-        replaced (a restore, a ``mv``), those writes land in an unlinked inode and
-        are lost at the next open, although each one returned.
-        """
-        if self._file is None or self._file_id is None:
-            return
-        if _file_id(self._file) != self._file_id:
-            raise StoreMissingError(
-                f"{self._path}: {what}: the database file was deleted or replaced while the "
-                "store was open; nothing was written (open the store again)"
-            )
 
     def read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
         """``op`` on a read connection (retried once when the database is locked).
