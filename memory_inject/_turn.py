@@ -40,7 +40,18 @@ def _policy(
     policy: InjectPolicy | None, config: MemoryInjectConfig | None, inp: TurnInput
 ) -> InjectPolicy:
     """The turn's policy: the one given (it decided for the input's origin), else resolved
-    from ``config`` and the input's origin."""
+    from ``config`` and the input's origin. Either of the wrong type is a ``TypeError``
+    naming it (a dict of settings failed deep inside as "cannot create weak reference")."""
+    if policy is not None and not isinstance(policy, InjectPolicy):
+        raise TypeError(
+            f"'policy' must be an InjectPolicy (got {type(policy).__name__}); "
+            "resolve_inject_policy(...) makes one"
+        )
+    if config is not None and not isinstance(config, MemoryInjectConfig):
+        raise TypeError(
+            f"'config' must be a MemoryInjectConfig (got {type(config).__name__}); build one "
+            "with MemoryInjectConfig(...), or load_agent_config(path).memory from YAML"
+        )
     if policy is not None:
         if config is not None:
             raise TypeError("pass either 'policy' or 'config'/'origin', not both")
@@ -106,6 +117,19 @@ def _now(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
+def _turn_meta(_inst: object, _attr: object, value: TurnMeta) -> None:
+    if not isinstance(value, TurnMeta):
+        raise TypeError(
+            f"'turn' must be a TurnMeta (got {type(value).__name__}); "
+            "TurnMeta(channel, agent_alias, turn_id) names a turn"
+        )
+
+
+def _source(_inst: object, _attr: object, value: str | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"'source' must be a str or None (got {type(value).__name__})")
+
+
 @frozen(kw_only=True)
 class TurnInput:
     """One turn's inputs as one value: what every entry point hands the pipeline.
@@ -124,8 +148,8 @@ class TurnInput:
     origin: TurnOrigin | None = field(default=None, converter=_origin)
     sessions: tuple[str | None, ...] = field(default=(), converter=session_scopes)
     suppress: bool = False
-    turn: TurnMeta = field(factory=TurnMeta)
-    source: str | None = None
+    turn: TurnMeta = field(factory=TurnMeta, validator=_turn_meta)
+    source: str | None = field(default=None, validator=_source)
     now: datetime | None = field(default=None, converter=_now)
 
     @property

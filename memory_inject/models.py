@@ -80,8 +80,9 @@ class MemoryKind(enum.StrEnum):
     PROCEDURAL = "procedural"
 
 
-def parse_timestamp(value: datetime | str) -> datetime:
-    """Return an aware datetime; naive values and RFC 3339 strings without zone are UTC."""
+def parse_timestamp(value: datetime | str, name: str = "timestamp") -> datetime:
+    """Return an aware datetime; naive values and RFC 3339 strings without zone are UTC.
+    A bad value is an error naming the field ``name``."""
     if isinstance(value, str):
         text = value.strip()
         if text.endswith(("Z", "z")):
@@ -89,9 +90,9 @@ def parse_timestamp(value: datetime | str) -> datetime:
         try:
             value = datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(f"'timestamp' must be an RFC 3339 date-time (got {value!r})") from None
+            raise ValueError(f"'{name}' must be an RFC 3339 date-time (got {value!r})") from None
     if not isinstance(value, datetime):
-        raise TypeError(f"'timestamp' must be a datetime or an RFC 3339 string (got {value!r})")
+        raise TypeError(f"'{name}' must be a datetime or an RFC 3339 string (got {value!r})")
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         value = value.replace(tzinfo=UTC)
     return value

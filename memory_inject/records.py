@@ -14,6 +14,7 @@ metadata holding that key unpacks them), so adding them changed no schema.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -46,8 +47,25 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _opt_ts(value: datetime | str | None) -> datetime | None:
-    return None if value is None else parse_timestamp(value)
+def _opt_ts(value: datetime | str | None, name: str) -> datetime | None:
+    """The optional date-time field ``name`` (an error names it)."""
+    return None if value is None else parse_timestamp(value, name)
+
+
+def _updated_at(value: datetime | str | None) -> datetime | None:
+    return _opt_ts(value, "updated_at")
+
+
+def _last_used_at(value: datetime | str | None) -> datetime | None:
+    return _opt_ts(value, "last_used_at")
+
+
+def _expires_at(value: datetime | str | None) -> datetime | None:
+    return _opt_ts(value, "expires_at")
+
+
+def _deleted_at(value: datetime | str | None) -> datetime | None:
+    return _opt_ts(value, "deleted_at")
 
 
 def _strs(value: Any) -> tuple[str, ...]:
@@ -72,6 +90,11 @@ def _vector(value: Any) -> tuple[float, ...] | None:
 
 def _unit(name: str) -> Any:
     def check(_inst: Any, _attr: Any, value: float | None) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
+            raise TypeError(
+                f"'{name}' must be a number between 0 and 1 or None "
+                f"(got {type(value).__name__} {value!r:.40})"
+            )
         if value is not None and not (0.0 <= value <= 1.0):
             raise ValueError(f"'{name}' must be between 0 and 1 (got {value!r})")
 
@@ -87,7 +110,7 @@ class MemoryRecord:
     category: str = field(default=MemoryCategory.CORE, converter=_category)
     timestamp: datetime = field(factory=_now, converter=parse_timestamp)
     id: str = field(default=None)
-    updated_at: datetime | None = field(default=None, converter=_opt_ts)
+    updated_at: datetime | None = field(default=None, converter=_updated_at)
     session_id: str | None = field(default=None, validator=_optional_str)
     namespace: str = "default"
     importance: float | None = field(default=None, validator=_unit("importance"))
@@ -107,9 +130,9 @@ class MemoryRecord:
     supersedes: tuple[str, ...] = field(default=(), converter=_strs)
     superseded_by: str | None = None
     times_used: int = 0
-    last_used_at: datetime | None = field(default=None, converter=_opt_ts)
-    expires_at: datetime | None = field(default=None, converter=_opt_ts)
-    deleted_at: datetime | None = field(default=None, converter=_opt_ts)
+    last_used_at: datetime | None = field(default=None, converter=_last_used_at)
+    expires_at: datetime | None = field(default=None, converter=_expires_at)
+    deleted_at: datetime | None = field(default=None, converter=_deleted_at)
     #: Fields of an imported record that have no column of their own (PI's
     #: ``evidence``, ``stability``, ``review``, ``normalized_key``, ``valid_from``,
     #: an inquiry's ``priority``...), kept as a JSON object.

@@ -223,6 +223,9 @@ def _latest_date(month: int, day: int, year: int | None, today: date) -> date | 
 #: A window that runs up to the turn ends just after it: ``until`` (one tick before the end)
 #: is then ``now`` itself, at midnight too ("today" was an empty window at 00:00:00).
 _TICK = timedelta(microseconds=1)
+#: A clock in these years grounds time phrases; at the ends of ``datetime``'s calendar
+#: (years 1 and 9999) a window and the days read around it overflow it.
+_GROUNDED_YEARS = (2, 9998)
 
 
 def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, datetime] | None:
@@ -314,6 +317,8 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
         return None
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
+    if not _GROUNDED_YEARS[0] <= now.year <= _GROUNDED_YEARS[1]:
+        return None  # the window, and the days read around it, would leave the calendar
     found: list[tuple[int, int, str, re.Match[str]]] = []
     lowered = text.lower()
     # Each pattern runs only where a word it needs is in the text: a long prompt with no
@@ -331,12 +336,16 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
     for start, _, name, m in found[:_MAX_TRIED]:
         if any(a <= start < b for a, b in refused):
             continue
-        window = _resolve(name, m, now)
+        try:
+            window = _resolve(name, m, now)
+            if window is not None:
+                until = min(window[1] - _TICK, now)
+        except (OverflowError, ValueError):  # a clock at the ends of the calendar
+            window = None
         if window is None or window[0] > now:
             refused.append((start, m.end()))
             continue
-        since, end = window
-        until = min(end - timedelta(microseconds=1), now)
+        since = window[0]
         begin, kind = m.start(), name
         before = _SINCE.search(text, max(0, begin - 16), begin)
         if before is not None:  # "since last week": on to now

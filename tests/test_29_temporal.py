@@ -645,3 +645,39 @@ def test_a_leap_day_without_a_year_is_the_last_one() -> None:
     assert window is not None
     assert (window.since, window.until) == _day(2024, 2, 29)
     assert time_window("on 31 february", NOW) is None
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        datetime.max.replace(tzinfo=UTC),
+        datetime(9999, 12, 31, tzinfo=UTC),
+        datetime.min.replace(tzinfo=UTC),
+        datetime(1, 1, 1, 12, tzinfo=UTC),
+        datetime(5, 6, 1, tzinfo=UTC),
+        datetime(9999, 1, 1),
+    ],
+)
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "where did production deploys go yesterday?",
+        "where did production deploys go 10 years ago?",
+        "where did production deploys go last week?",
+        "where did production deploys go since last month?",
+    ],
+)
+def test_a_clock_at_the_ends_of_the_calendar_grounds_nothing_and_fails_nothing(
+    now: datetime, prompt: str
+) -> None:
+    """A clock in year 1 or 9999 made the time query's window overflow ``datetime``, and
+    the whole recall failed (``recall_failed: OverflowError``), the default query's rows
+    too. The time phrase is left ungrounded there; the render shows what the prompt's
+    words find."""
+    s = InMemoryStore()
+    s.store("deploy_target", "Production deploys go to prod-3.", "core")
+    out = render_memory_context(s, prompt, config=TIME_PLAN, now=now)
+    assert out.success, out.event
+    assert ["deploy_target"] == [e.key for e in out.entries]
+    if now.year in (1, 9999):
+        assert time_window(prompt, now) is None

@@ -66,6 +66,8 @@ def store_draft(
     for name in fields:
         if name not in _STORE_FIELDS:
             raise TypeError(f"store() got an unexpected keyword argument {name!r}")
+    for name, value in (("key", key), ("content", content), ("session_id", session_id)):
+        _check_text(name, value)
     return MemoryRecord(
         key=key,
         content=content,
@@ -75,6 +77,20 @@ def store_draft(
         namespace=namespace,
         **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
     )
+
+
+def _check_text(name: str, value: object) -> None:
+    """A ``ValueError`` naming ``name`` when ``value`` holds a lone surrogate: not text
+    (no UTF-8 store can keep it; SQLite failed with a bare ``UnicodeEncodeError``)."""
+    if not isinstance(value, str) or value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"'{name}' holds a lone surrogate ({value[exc.start]!r} at index {exc.start}), "
+            "which is not text; nothing was written (decode bytes with errors='replace')"
+        ) from None
 
 
 def _importance(given: float | None, category: str, content: str) -> float | None:
