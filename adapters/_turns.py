@@ -46,6 +46,9 @@ class LoopTurn:
     tools: tuple[str, ...] = field(default=(), repr=False, eq=False)
     #: True once the turn ended: every copy of the context sees it closed.
     closed: bool = field(default=False, eq=False)
+    #: Set while the turn's first async render runs: a concurrent ``aprepare`` of the same
+    #: turn (``asyncio.gather`` of two model calls) waits for it instead of rendering again.
+    rendering: asyncio.Future[None] | None = field(default=None, repr=False, eq=False)
     # Where a turn left open across calls runs (the client wrappers): the frame of the
     # host's code that opened it, its thread and its asyncio task.
     _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")

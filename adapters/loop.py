@@ -32,6 +32,7 @@ while the code that opened it is still running (:mod:`._turns` owns the marks).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -346,8 +347,12 @@ class MemoryLoop(Adapter):
         query: str | None = None,
         **turn: Unpack[TurnOptions],
     ) -> LoopInjection:
-        """The async twin of :meth:`inject`."""
+        """The async twin of :meth:`inject`. Calls of one turn made at once (``gather``)
+        render once: the later ones wait for the first and place its block."""
         decision = self._decide(messages, query, turn)
+        while decision.req is not None and decision.turn.rendering is not None:
+            await asyncio.shield(decision.turn.rendering)
+            decision = self._decide(messages, query, turn)
         if decision.req is None:
             step = self._new_tools(decision, messages)
             if step is not None:
@@ -358,8 +363,13 @@ class MemoryLoop(Adapter):
         if decision.problem is not None:
             return self._place(messages, decision, self._unreadable(decision))
         decision.turn.tools = tool_names(messages)
-        served = await self._aserve(decision.req, self._save(decision), decision.turn.tools)
-        return self._place(messages, decision, served)
+        rendering = decision.turn.rendering = asyncio.get_running_loop().create_future()
+        try:
+            served = await self._aserve(decision.req, self._save(decision), decision.turn.tools)
+            return self._place(messages, decision, served)
+        finally:
+            decision.turn.rendering = None
+            rendering.set_result(None)
 
     def prepare(
         self,

@@ -184,6 +184,33 @@ class TestMemoryLoop:
             gather(turn, client.close)
         assert_each_turn_got_its_own_block(chat_seen(server), rec)
 
+    def test_prepares_of_one_turn_made_at_once_render_once(self, store: SQLiteStore) -> None:
+        """Two model calls for one user message at once (``gather`` of two ``aprepare`` in
+        one ``aturn``), for each of 32 users: one event per turn, both lists carry the same
+        block. Each used to recall and send its own event."""
+        loop = MemoryLoop(store, fw.AGENT, api="openai")
+        blocks: dict[int, list[str]] = {}
+
+        async def turn(i: int) -> None:
+            async with loop.aturn(sessions=[session(i)]):
+                a, b = await asyncio.gather(
+                    loop.aprepare(chat_messages(i)), loop.aprepare(chat_messages(i))
+                )
+            blocks[i] = [a[-1]["content"], b[-1]["content"]]
+
+        async def nothing() -> None:
+            return None
+
+        with fw.events() as rec:
+            gather(turn, nothing)
+        assert sorted((session(i),) for i in range(USERS)) == sorted(
+            tuple(e.sessions) for e in rec.recalls
+        )
+        for i, (a, b) in blocks.items():
+            assert a == b
+            assert 1 == a.count(BLOCK_END)
+            assert word(i) in a.split(BLOCK_END)[0]
+
     def test_32_threads_each_get_their_own_block(self, store: SQLiteStore) -> None:
         """32 threads, each ``turn`` + ``prepare`` on one loop, then the model call."""
         server = fw.ChatServer()
