@@ -27,7 +27,7 @@ from memory_inject._calls import Call
 from memory_inject._deadline import Busy, Waited, arun_in_thread, hand_off, wait_note
 from memory_inject._recalled import Recalled, Results, collect
 from memory_inject._seam import Seam, as_answer, seam_of
-from memory_inject.contract import Memory, RecallAnswer, SupportsInterrupt
+from memory_inject.contract import _WAIT_EAR, Memory, RecallAnswer, SupportsInterrupt
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan
@@ -306,7 +306,13 @@ async def run_async(
         job: Awaitable[Any] = _athread(store, _work(store, seam, calls, res, until), res, until)
     else:
         job = _adrive(_steps(calls, res), store, res, until)
-    task = asyncio.ensure_future(job)
+    # The task copies the context: a store call in it that waits for a connection tells
+    # ``res`` (``contract.report_wait``), so a deadline passing then is named as that wait.
+    token = _WAIT_EAR.set(partial(_note_wait, res))
+    try:
+        task = asyncio.ensure_future(job)
+    finally:
+        _WAIT_EAR.reset(token)
     timeout = None
     if until is not None:
         timeout = max(0.0, until - time.perf_counter()) + (GRACE_S if seam.reports_waits else 0.0)
@@ -326,11 +332,17 @@ async def run_async(
         with res.lock:
             if res.waiting is not None:
                 res.wait = wait_note(res.waiting, time.perf_counter() - t0, store)
+            elif res.wait_note is not None and res.wait is None:
+                res.wait = res.wait_note(time.perf_counter() - t0)
             elif res.wait is None and res.busy is None:
                 res.timed_out = True
             res.abandoned = True
     _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
+
+
+def _note_wait(res: Results, note: Callable[[float], str] | None) -> None:
+    res.wait_note = note
 
 
 #: An async recall on the event loop that takes longer than this is slow.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -71,6 +71,9 @@ class Results:
     #: What a call is waiting for now (an async turn polls for a recall thread):
     #: ``"store"`` (its share of threads), ``"threads"`` (any), or None.
     waiting: str | None = None
+    #: The event's line for what an async store call is waiting for now, given how long
+    #: the turn waited (``contract.report_wait``: a pooled connection), or None.
+    wait_note: Callable[[float], str] | None = None
     #: The deadline stopped a call that was running (the store's, or the runner's).
     timed_out: bool = False
     #: The degraded lines of the answers used, in call order.

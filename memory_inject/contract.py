@@ -60,8 +60,9 @@ modules and are re-exported here, their public home.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -101,6 +102,7 @@ __all__ = [
     "SupportsUsage",
     "SupportsVectors",
     "SupportsWrite",
+    "report_wait",
     "supports",
 ]
 
@@ -356,6 +358,25 @@ class SupportsInterrupt(Protocol):
     def interrupts_in_place(self) -> bool: ...
 
     def interrupt_at(self, until: float) -> AbstractContextManager[None]: ...
+
+
+#: The render's ear for an async store call (set by the runner around a recall's task).
+_WAIT_EAR: ContextVar[Callable[[Callable[[float], str] | None], None] | None] = ContextVar(
+    "memory_inject_wait_ear", default=None
+)
+
+
+def report_wait(note: Callable[[float], str] | None) -> None:
+    """Tell the render that this async call now waits for something it needs before its
+    recall can start (a pooled connection), or, with None, that the wait is over.
+
+    ``note(waited_seconds)`` is the event's degraded line should the turn's deadline pass
+    during the wait (``pool_wait: ...``): the turn is then reported as that wait, not as
+    a recall that ran out of time. Outside an async render it does nothing.
+    """
+    ear = _WAIT_EAR.get()
+    if ear is not None:
+        ear(note)
 
 
 # The re-exported names are this module's (docs, reprs, and the contract suite's

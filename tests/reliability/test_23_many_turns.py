@@ -311,6 +311,41 @@ def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> N
 
 
 @pytest.mark.postgres
+def test_a_pool_wait_that_a_busy_loop_ends_late_is_still_the_wait(pg_dsn: str) -> None:
+    """On a loop busy with other requests the pool's own timeout runs late, after the
+    render's: the turn that never got a connection was reported as ``deadline`` (a recall
+    that ran out of time; 289 of 291 turns of five loaded processes). The pool tells the
+    render it waits, so the event names the wait."""
+    from tests.storage._pg_backend import make_postgres_store
+
+    cfg = MemoryInjectConfig(deadline_ms=200)
+    store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
+
+    async def other_request() -> None:
+        await asyncio.sleep(0.1)
+        time.sleep(0.3)  # CPU work of another request, across the turn's deadline
+
+    async def run() -> RenderResult:
+        try:
+            async with store._engine.connections.aconnection():
+                busy = asyncio.create_task(other_request())
+                result = await arender_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+                await busy
+                return result
+        finally:
+            await store.aclose()
+
+    try:
+        result = asyncio.run(run())
+    finally:
+        store.close()
+    assert isinstance(result.event, MemoryRecall)
+    assert ("", True) == (result.text, result.event.partial)
+    (note,) = result.event.degraded
+    assert note.startswith("pool_wait: all 1 connections of the pool stayed busy for ")
+
+
+@pytest.mark.postgres
 def test_a_pool_that_gives_nothing_while_nothing_is_lent_is_not_busy(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,9 +24,10 @@ import psycopg
 from psycopg.pq import TransactionStatus
 from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolTimeout
 
-from memory_inject.exceptions import RecallWaitError
+from memory_inject.contract import report_wait
 from memory_inject.storage._base import check_open
 from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.lending import Lending
 from memory_inject.storage.postgres.liveness import acheck, check
 from memory_inject.storage.postgres.loop_pools import (
     cancel_closer,
@@ -110,9 +111,8 @@ class PostgresConnections:
         self._aloop: asyncio.AbstractEventLoop | None = None
         self._aguard: asyncio.Task[None] | None = None
         self._alock = threading.Lock()
-        # The connections each pool (by id) lent and has not got back (``_exhausted``).
-        self._lent: dict[int, int] = {}
-        self._lent_lock = threading.Lock()
+        # The connections each pool lent and has not got back.
+        self._lending = Lending(max_size)
         self.pool: ConnectionPool[Any] = ConnectionPool(
             dsn,
             kwargs=connect_kwargs,
@@ -229,29 +229,6 @@ class PostgresConnections:
             return self.timeout
         return max(0.0, min(self.timeout, deadline - time.perf_counter()))
 
-    def _lend(self, pool: object, n: int) -> None:
-        with self._lent_lock:
-            self._lent[id(pool)] = self._lent.get(id(pool), 0) + n
-
-    def _exhausted(self, pool: object, waited: float, deadline: float | None) -> bool:
-        """True when the pool had no connection because all are lent out (not an outage).
-
-        Then the turn waited for one within its deadline: :class:`RecallWaitError`
-        names the wait, and no connection is opened past ``max_size``. The count is
-        the connections this store lent and has not got back: a pool reconnecting
-        after an outage counts the ones it retries as in use (``get_stats``), which
-        said "all connections stayed busy" for a server that was down, and kept a
-        restarted one out of reach until the pool's back-off ended (11 s).
-        """
-        if self._lent.get(id(pool), 0) < max(1, self.max_size):
-            return False
-        raise RecallWaitError(
-            f"pool_wait: all {self.max_size} connections of the pool stayed busy for "
-            f"{waited:.3f}s"
-            + (" (the turn's deadline)" if deadline is not None else "")
-            + "; the recall never started"
-        )
-
     @contextmanager
     def connection(
         self, deadline: float | None = None, *, read: bool = False
@@ -275,11 +252,11 @@ class PostgresConnections:
         try:
             conn = self.pool.getconn(timeout=self._wait_for(deadline))
         except PoolTimeout:
-            self._exhausted(self.pool, time.perf_counter() - t0, deadline)
+            self._lending.exhausted(self.pool, time.perf_counter() - t0, deadline)
             with psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct:
                 yield direct
             return
-        self._lend(self.pool, 1)
+        self._lending.lend(self.pool, 1)
         try:
             if read:
                 conn.autocommit = True
@@ -294,7 +271,7 @@ class PostgresConnections:
                 with conn:
                     yield conn
         finally:
-            self._lend(self.pool, -1)
+            self._lending.lend(self.pool, -1)
             self.pool.putconn(conn)
 
     @asynccontextmanager
@@ -305,15 +282,15 @@ class PostgresConnections:
         pool = await self.async_pool()
         t0 = time.perf_counter()
         try:
-            conn = await pool.getconn(timeout=self._wait_for(deadline))
+            conn = await self._aget(pool, deadline, read)
         except PoolTimeout:
-            self._exhausted(pool, time.perf_counter() - t0, deadline)
+            self._lending.exhausted(pool, time.perf_counter() - t0, deadline)
             async with await psycopg.AsyncConnection.connect(
                 self.dsn, autocommit=read, **self.connect_kwargs
             ) as direct:
                 yield direct
             return
-        self._lend(pool, 1)
+        self._lending.lend(pool, 1)
         try:
             if read:
                 await conn.set_autocommit(True)
@@ -328,8 +305,26 @@ class PostgresConnections:
                 async with conn:
                     yield conn
         finally:
-            self._lend(pool, -1)
+            self._lending.lend(pool, -1)
             await pool.putconn(conn)
+
+    async def _aget(
+        self, pool: AsyncConnectionPool[Any], deadline: float | None, read: bool
+    ) -> psycopg.AsyncConnection[Any]:
+        """A pooled connection. While every one is lent, a recall tells the render it waits
+        (``report_wait``): a deadline passing then (a busy loop runs the pool's own
+        timeout late) is named as this wait, not as a recall that ran out of time."""
+        waits = read and self._lending.all_lent(pool)
+        if waits:
+            report_wait(self._lending.note)
+        try:
+            conn: psycopg.AsyncConnection[Any] = await pool.getconn(
+                timeout=self._wait_for(deadline)
+            )
+            return conn
+        finally:
+            if waits:
+                report_wait(None)
 
     async def async_pool(self) -> AsyncConnectionPool[Any]:
         """The async pool of the running loop, opened on first use.
