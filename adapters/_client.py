@@ -60,6 +60,7 @@ from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._base import Adapter, AdapterOptions
+from ._call_ids import call_ids, reply_items
 from ._turns import CURRENT, LoopTurn, active_turn, where_running
 from .loop import MemoryLoop
 from .messages import (
@@ -158,6 +159,8 @@ class ClientMemory(Adapter):
         self._blocks: OrderedDict[str, str] = OrderedDict()
         # fingerprint -> (key, content digest) of each row its block shows (keep mode)
         self._shown: dict[str, tuple[tuple[str, str], ...]] = {}
+        # tool-call id -> the block sent with the call whose reply made it (``_call_ids``)
+        self._steps: OrderedDict[str, str] = OrderedDict()
         self._mark_owner = MemoryLoop(store, agent_config)  # owns the marks, renders nothing
 
     # -- one call -------------------------------------------------------------------
@@ -256,7 +259,8 @@ class ClientMemory(Adapter):
             return _Decision({}, None, None, Prepared(list(messages), None, None))
         prints = self._fingerprints(messages, idx, api)
         if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
-            return _Decision(prints, idx, None, self._placed(messages, prints, idx, None))
+            own = self._step_block(messages[idx + 1 :])
+            return _Decision(prints, idx, None, self._placed(messages, prints, idx, None, own=own))
         nested = self._nested(prints.values(), caller)
         return _Decision(prints, idx, self._request(messages, idx, nested))
 
@@ -267,7 +271,11 @@ class ClientMemory(Adapter):
         idx: int | None,
         injection: _core.Injection | None,
         caller: FrameType | None = None,
+        *,
+        own: str | None = None,
     ) -> Prepared:
+        """``messages`` with the blocks placed; ``own`` is the turn's block when the
+        conversation's tool calls say which it was (:meth:`note_step`)."""
         out = list(messages)
         if idx is None:
             return Prepared(out, injection, None)
@@ -280,7 +288,8 @@ class ClientMemory(Adapter):
             self._open(prints[idx], injection.turn.turn_id, nested, caller)
         for i in sorted(prints, reverse=True):  # right to left: an insert shifts nothing before it
             if i == idx or keep:
-                out = place_on(out, i, self._blocks.get(prints[i], ""), placement=self.placement)
+                block = own if i == idx and own is not None else self._blocks.get(prints[i], "")
+                out = place_on(out, i, block, placement=self.placement)
         return Prepared(out, injection, prints[idx])
 
     def _remember(self, fingerprint: str, injection: _core.Injection) -> None:
@@ -290,6 +299,24 @@ class ClientMemory(Adapter):
         while len(self._blocks) > MEMO_SIZE:
             old, _ = self._blocks.popitem(last=False)
             self._shown.pop(old, None)
+
+    def note_step(self, fingerprint: str | None, resp: Any) -> None:
+        """The reply to the turn of ``fingerprint`` asks for tools: remember its block under
+        the calls' ids, so that conversation's next step gets it even when another one with
+        the same words got a block since (:mod:`._call_ids`)."""
+        block = self._blocks.get(fingerprint) if fingerprint is not None else None
+        if block is None:
+            return
+        for cid in call_ids(reply_items(resp)):
+            self._steps[cid] = block
+        while len(self._steps) > MEMO_SIZE:
+            self._steps.popitem(last=False)
+
+    def _step_block(self, after: Sequence[Any]) -> str | None:
+        """The block a tool-loop step's calls were made under (None: not known)."""
+        if not self._steps:
+            return None
+        return next((self._steps[c] for c in call_ids(after) if c in self._steps), None)
 
     def _forget_stale(self, prints: dict[int, str], idx: int) -> None:
         """Before a new turn re-places the earlier blocks (``keep``): drop each one that

@@ -58,6 +58,8 @@ def _finished(
 ) -> None:
     try:
         asks = not kw.get("stream") and endpoint.wants_tools(resp)
+        if asks:
+            memory.note_step(fp, resp)
     except Exception:  # noqa: BLE001 - an unexpected response shape ends the turn
         asks = False
     if not asks:

@@ -706,3 +706,117 @@ class TestAsyncClients:
         assert 4 == len(rec.events) and (4, 4) == (len(claude_server.raw), len(openai_server.raw))
         assert_each_request_extends_the_last(claude_server.raw, "messages")
         assert_each_request_extends_the_last(openai_server.raw, "input")
+
+
+class TestTwoConversationsWithTheSameWords:
+    """Two tabs of one user open the same question on one wrapper: the second renders its
+    own block (a fact was written meanwhile), and the first tab's tool-loop step must still
+    carry the first tab's block. It was sent the second's: the fingerprint of the words is
+    the same, so the later block took its place (found by a helper under load)."""
+
+    @staticmethod
+    def _unique(reply: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[..., Any]:
+        """``reply`` with every tool-call id made unique, as a provider makes them."""
+        count = itertools.count()
+
+        def unique(body: dict[str, Any]) -> dict[str, Any]:
+            text = json.dumps(reply(body))
+            for old in ("call_", "tu_"):
+                text = text.replace(f': "{old}', f': "{old}{next(count)}x')
+            return dict(json.loads(text))
+
+        return unique
+
+    def _run(
+        self, store: SQLiteStore, send: Callable[[list[Any]], Any], step: Callable[..., Any]
+    ) -> None:
+        first_a = [{"role": "user", "content": QUESTIONS[0]}]
+        reply_a = send(first_a)
+        store.store("deploy_window", "Production deploys happen on Tuesdays.", "core")
+        send([{"role": "user", "content": QUESTIONS[0]}])  # tab B: a turn of its own
+        send(step(first_a, reply_a))  # tab A's tool-loop step
+
+    def _blocks(
+        self, bodies: list[dict[str, Any]], text: Callable[[dict[str, Any]], str]
+    ) -> list[str]:
+        return [text(b).split("[/Memory context]")[0] for b in bodies]
+
+    def test_anthropic(self, store: SQLiteStore, agent: AgentConfig) -> None:
+        server = Recorder(self._unique(anthropic_reply))
+        client = wrap_anthropic(
+            Anthropic(
+                api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(server))
+            ),
+            store,
+            agent,
+        )
+
+        def send(msgs: list[Any]) -> Any:
+            return client.messages.create(model="m", max_tokens=9, messages=msgs)
+
+        def step(msgs: list[Any], reply: Any) -> list[Any]:
+            use = next(b for b in reply.content if b.type == "tool_use")
+            return [
+                *msgs,
+                {"role": "assistant", "content": [b.model_dump() for b in reply.content]},
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "ok"}],
+                },
+            ]
+
+        self._run(store, send, step)
+        a1, b1, a2 = self._blocks(server.bodies(), lambda b: json.dumps(b["messages"][0]))
+        assert "deploy_window" not in a1
+        assert "deploy_window" in b1
+        assert a1 == a2
+
+    def test_openai_chat(self, store: SQLiteStore, agent: AgentConfig) -> None:
+        server = Recorder(self._unique(chat_reply))
+        client = wrap_openai(
+            OpenAI(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(server))),
+            store,
+            agent,
+        )
+
+        def send(msgs: list[Any]) -> Any:
+            return client.chat.completions.create(model="m", messages=msgs)
+
+        def step(msgs: list[Any], reply: Any) -> list[Any]:
+            message = reply.choices[0].message
+            return [
+                *msgs,
+                message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "ok"},
+            ]
+
+        self._run(store, send, step)
+        a1, b1, a2 = self._blocks(server.bodies(), lambda b: json.dumps(b["messages"][0]))
+        assert "deploy_window" not in a1
+        assert "deploy_window" in b1
+        assert a1 == a2
+
+    def test_openai_responses(self, store: SQLiteStore, agent: AgentConfig) -> None:
+        server = Recorder(self._unique(responses_reply))
+        client = wrap_openai(
+            OpenAI(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(server))),
+            store,
+            agent,
+        )
+
+        def send(msgs: list[Any]) -> Any:
+            return client.responses.create(model="m", input=msgs)
+
+        def step(msgs: list[Any], reply: Any) -> list[Any]:
+            call = reply.output[0]
+            return [
+                *msgs,
+                call.model_dump(exclude_none=True),
+                {"type": "function_call_output", "call_id": call.call_id, "output": "ok"},
+            ]
+
+        self._run(store, send, step)
+        a1, b1, a2 = self._blocks(server.bodies(), lambda b: json.dumps(b["input"][0]))
+        assert "deploy_window" not in a1
+        assert "deploy_window" in b1
+        assert a1 == a2
