@@ -259,6 +259,8 @@ def _passed_over(rows: Sequence[MemoryEntry], entries: Sequence[MemoryEntry]) ->
 
 
 _BELOW_RELEVANCE = "below_relevance"
+_OTHER_OWNER = "other_owner"
+_OWNER = frozenset({_OTHER_OWNER, "owner_only"})
 _BAD_NUMBERS = frozenset({"invalid_entry:score", "invalid_entry:importance"})
 _BAD_TEXTS = frozenset({"invalid_entry:key", "invalid_entry:content"})
 
@@ -286,12 +288,17 @@ def invalid_notes(invalid: Mapping[str, str]) -> list[str]:
 
 
 def abstention(traces: Sequence[StageTrace]) -> str | None:
-    """Why a render that rendered nothing abstained: the prompt gate, else the floor, but
-    only when no entry passed it: one a later stage dropped (a budget, a skip rule) scored
+    """Why a render that rendered nothing abstained: the prompt gate, the owner rule (every
+    entry past the floor was about someone else than the one asked about), else the floor,
+    but only when no entry passed it: one a later stage dropped (a budget, a skip rule) scored
     over the floor, so "every one scored under" would be untrue (None: not on purpose)."""
     kinds = [{r.split(":", 1)[0] for r in tr.dropped.values()} for tr in traces]
     if any(UNRELATED_PROMPT in k for k in kinds):
         return UNRELATED_PROMPT
+    owner = next((i for i, k in enumerate(kinds) if k & _OWNER), None)
+    if owner is not None:  # the entries past the floor were about someone else (``owners``)
+        on_purpose = _OWNER | {_BELOW_RELEVANCE}
+        return None if any(k - on_purpose for k in kinds[owner:]) else _OTHER_OWNER
     floor = next((i for i, k in enumerate(kinds) if _BELOW_RELEVANCE in k), None)
     if floor is None or any(k - {_BELOW_RELEVANCE} for k in kinds[floor:]):
         return None

@@ -50,6 +50,18 @@ def test_someone_elses_birthday_is_no_answer(store: SQLiteStore) -> None:
     assert "owner_only:raj" == dropped["raj_job"]
 
 
+def test_a_block_the_owner_rule_empties_says_why(store: SQLiteStore) -> None:
+    """The event's ``abstained`` was None (as for "nothing found"): the block is empty on
+    purpose, because everything past the floor was about someone else."""
+    result = render_memory_context(store, "when is raj's birthday?")
+    assert isinstance(result.event, MemoryRecall)
+    assert ("", "other_owner") == (result.text, result.event.abstained)
+    store.store("raj_birthday", "Raj's birthday is on 12 June.", "core", source="remember")
+    answered = render_memory_context(store, "when is raj's birthday?")
+    assert isinstance(answered.event, MemoryRecall)
+    assert answered.event.abstained is None
+
+
 def test_the_owners_own_fact_answers(store: SQLiteStore) -> None:
     store.store("raj_birthday", "Raj's birthday is on 12 June.", "core", source="remember")
     keys, dropped = render(store, "when is raj’s birthday?")  # a typographic apostrophe

@@ -138,6 +138,7 @@ def render(
             "no_query_terms": "the prompt has no content word, so nothing was recalled",
             "below_relevance": "every hit scored under min_relevance_score",
             "unrelated_prompt": "no memory is near the prompt (min_prompt_similarity)",
+            "other_owner": "the hits past the floor are about someone else than the one asked",
         }
         abstained = event.abstained if event is not None else None
         cause = why.get(abstained or "", "nothing survived")
