@@ -12,7 +12,7 @@ from memory_inject import (
     render_memory_context,
     resolve_inject_policy,
 )
-from memory_inject.config import GovernanceConfig, TrivialPromptConfig
+from memory_inject.config import GovernanceConfig, RendererConfig, TrivialPromptConfig
 from memory_inject.storage.sqlite import SQLiteStore
 
 GOV = MemoryInjectConfig(
@@ -84,6 +84,39 @@ class TestGovernanceRender:
         routed = next(t for t in out.trace if t.name == "routed_scope")
         assert "profile_mismatch:project:other" == routed.dropped["disputed"]
         store.close()
+
+    def test_contested_entries_face_the_skip_set_and_the_conversation_exclusion(
+        self, tmp_path: Path
+    ) -> None:
+        """The Contested Memory section showed what every block leaves out: autosaves,
+        history blobs, image markers and tool results, and, in a cron turn, a user's
+        private chat line (its active twin was excluded). Found by a fuzzing helper."""
+        cfg = MemoryInjectConfig(renderer=RendererConfig(kind="sectioned", max_contested=10))
+        s = SQLiteStore(tmp_path / "c.db")
+        rows = {
+            "assistant_resp_3": "deploy friday reply",
+            "tz_history": "deploy friday history blob",
+            "img": "deploy friday [IMAGE:/tmp/x.png]",
+            "tool": "deploy friday <tool_result>secret</tool_result>",
+        }
+        for key, content in rows.items():
+            s.store(key, content, "core", status="contested")
+        s.store("fine", "deploy friday needs a second reviewer", "core", status="contested")
+        s.store(
+            "chat",
+            "alice said the deploy password is tulip7",
+            "conversation",
+            session_id="alice_dm",
+            status="contested",
+        )
+        out = render_memory_context(s, "deploy friday", config=cfg)
+        assert "second reviewer" in out.text
+        assert not any(c in out.text for c in rows.values())
+        routed = next(t for t in out.trace if t.name == "routed_scope")
+        assert {"assistant_resp_3", "tz_history", "img", "tool"} <= set(routed.dropped)
+        cron = render_memory_context(s, "what is the deploy password?", config=cfg, origin="cron")
+        assert "tulip7" not in cron.text
+        s.close()
 
     def test_governance_off_keeps_the_zeroclaw_path(self, store: SQLiteStore) -> None:
         """With governance off (the default) no governance stage runs."""

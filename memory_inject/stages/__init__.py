@@ -13,7 +13,8 @@ runs, in order, each configured at construction::
     [governance stages]     memory.governance.enabled: status, profile, project,
                             positive applicability, negative scope (PI's reasons);
                             renderer sectioned alone: status and profile,
-    [routed_scope]          then the same scope stages over routed (contested) entries
+    [routed_scope]          then the same scope stages over routed (contested) entries,
+                            and the conversation exclusion and skip set below
     decay | rerank          the arm: time decay, or blend + duplicate collapse + MMR
     relevance_filter        scored entries under min_relevance_score
     conversation_exclusion  ``conversation`` rows when the policy excludes them
@@ -137,7 +138,13 @@ def build_stages(config: MemoryInjectConfig) -> tuple[NamedStage, ...]:
     if names:
         governance = tuple(build_governance(names, min_token_length=gov.min_token_length))
         chain.extend(NamedStage(name, stage) for name, stage in governance)
-        chain.append(NamedStage("routed_scope", RoutedScope(governance)))
+        # Routed (contested) entries are shown too: they face the scope stages, and what
+        # every block leaves out (a conversation the turn may not see, the skip set).
+        leave_out = (
+            ("conversation_exclusion", conversation_exclusion),
+            ("skip_set", skip_set),
+        )
+        chain.append(NamedStage("routed_scope", RoutedScope((*governance, *leave_out))))
     if config.rerank.enabled:
         arm = NamedStage(
             "rerank",
