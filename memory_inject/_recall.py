@@ -250,7 +250,7 @@ def run_sync(
         try:
             finished = hand_off(
                 store,
-                work,
+                res.heard(work),
                 max(0.0, until - time.perf_counter()),
                 grace=GRACE_S if seam.reports_waits else 0.0,
             )
@@ -261,7 +261,11 @@ def run_sync(
         else:
             if not finished:
                 with res.lock:
-                    res.abandoned = res.timed_out = True
+                    res.abandoned = True
+                    if res.wait_note is not None and res.wait is None:
+                        res.wait = res.wait_note(time.perf_counter() - t0)
+                    else:
+                        res.timed_out = True
         _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
 
@@ -308,7 +312,7 @@ async def run_async(
         job = _adrive(_steps(calls, res), store, res, until)
     # The task copies the context: a store call in it that waits for a connection tells
     # ``res`` (``contract.report_wait``), so a deadline passing then is named as that wait.
-    token = _WAIT_EAR.set(partial(_note_wait, res))
+    token = _WAIT_EAR.set(res.hear)
     try:
         task = asyncio.ensure_future(job)
     finally:
@@ -339,10 +343,6 @@ async def run_async(
             res.abandoned = True
     _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
-
-
-def _note_wait(res: Results, note: Callable[[float], str] | None) -> None:
-    res.wait_note = note
 
 
 #: An async recall on the event loop that takes longer than this is slow.

@@ -18,6 +18,7 @@ import attrs
 from attrs import define, frozen
 
 from memory_inject._calls import STANDING, Call
+from memory_inject.contract import _WAIT_EAR
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, merge_results
 from memory_inject.stages import UNRELATED_PROMPT, StageTrace
@@ -83,6 +84,23 @@ class Results:
     #: The greatest similarity an answer used told (``RecallAnswer.similarity``).
     similarity: float | None = None
     lock: threading.Lock = attrs.Factory(threading.Lock)
+
+    def hear(self, note: Callable[[float], str] | None) -> None:
+        """What a store call waits for now (``contract.report_wait``), or None."""
+        self.wait_note = note
+
+    def heard(self, work: Callable[[], None]) -> Callable[[], None]:
+        """``work`` for a recall thread, whose store calls tell :meth:`hear` what they wait
+        for, as an async render's task does."""
+
+        def run() -> None:
+            token = _WAIT_EAR.set(self.hear)
+            try:
+                work()
+            finally:
+                _WAIT_EAR.reset(token)
+
+        return run
 
 
 def _bad_number(entry: MemoryEntry) -> str | None:

@@ -346,6 +346,34 @@ def test_a_pool_wait_that_a_busy_loop_ends_late_is_still_the_wait(pg_dsn: str) -
 
 
 @pytest.mark.postgres
+def test_a_pool_wait_a_loaded_machine_ends_late_is_still_the_wait(
+    pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sync twin: a recall thread scheduled late (a loaded machine; here no grace at
+    all) ended its pool wait after the render's deadline, and the turn said ``deadline``
+    (seen once in a full run of the suite beside other work)."""
+    from memory_inject import _recall
+    from tests.storage._pg_backend import make_postgres_store
+
+    monkeypatch.setattr(_recall, "GRACE_S", 0.0)
+    cfg = MemoryInjectConfig(deadline_ms=200)
+    store = fill(make_postgres_store(pg_dsn, min_size=1, max_size=1), users=2)
+    try:
+        with store._engine.connections.connection():
+            results = []
+            for _ in range(5):
+                results.append(render_memory_context(store, QUESTION, sessions=["u1"], config=cfg))
+                time.sleep(0.1)  # the call the render left ends its own wait
+    finally:
+        store.close()
+    notes = [r.event.degraded for r in results if isinstance(r.event, MemoryRecall)]
+    assert 5 == len(notes)
+    assert all(1 == len(n) and n[0].startswith("pool_wait: all 1 connections") for n in notes), (
+        notes
+    )
+
+
+@pytest.mark.postgres
 def test_a_pool_that_gives_nothing_while_nothing_is_lent_is_not_busy(
     pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -250,7 +250,7 @@ class PostgresConnections:
         """
         t0 = time.perf_counter()
         try:
-            conn = self.pool.getconn(timeout=self._wait_for(deadline))
+            conn = self._get(deadline, read)
         except PoolTimeout:
             self._lending.exhausted(self.pool, time.perf_counter() - t0, deadline)
             with psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct:
@@ -307,6 +307,18 @@ class PostgresConnections:
         finally:
             self._lending.lend(pool, -1)
             await pool.putconn(conn)
+
+    def _get(self, deadline: float | None, read: bool) -> psycopg.Connection[Any]:
+        """:meth:`_aget`'s sync twin (a recall thread waits late on a loaded machine)."""
+        waits = read and self._lending.all_lent(self.pool)
+        if waits:
+            report_wait(self._lending.note)
+        try:
+            conn: psycopg.Connection[Any] = self.pool.getconn(timeout=self._wait_for(deadline))
+            return conn
+        finally:
+            if waits:
+                report_wait(None)
 
     async def _aget(
         self, pool: AsyncConnectionPool[Any], deadline: float | None, read: bool
