@@ -214,7 +214,7 @@ async def _athread(store: Memory, fn: Callable[[], Any], res: Results, until: fl
         res.waiting = kind
 
     try:
-        return await arun_in_thread(store, fn, until, waiting)
+        return await arun_in_thread(store, res.heard(fn), until, waiting)
     except (Busy, Waited) as exc:
         with res.lock:
             res.abandoned = True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from attrs import define, frozen
@@ -25,6 +25,8 @@ from memory_inject.stages import UNRELATED_PROMPT, StageTrace
 from memory_inject.stages.filters import out_of_scope
 
 __all__ = ["Recalled", "Results", "collect", "describe"]
+
+T = TypeVar("T")
 
 
 @frozen
@@ -89,14 +91,14 @@ class Results:
         """What a store call waits for now (``contract.report_wait``), or None."""
         self.wait_note = note
 
-    def heard(self, work: Callable[[], None]) -> Callable[[], None]:
+    def heard(self, work: Callable[[], T]) -> Callable[[], T]:
         """``work`` for a recall thread, whose store calls tell :meth:`hear` what they wait
         for, as an async render's task does."""
 
-        def run() -> None:
+        def run() -> T:
             token = _WAIT_EAR.set(self.hear)
             try:
-                work()
+                return work()
             finally:
                 _WAIT_EAR.reset(token)
 

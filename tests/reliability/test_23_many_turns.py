@@ -276,6 +276,38 @@ def test_busy_sqlite_read_connections_are_a_named_wait(
         assert word(1) in again.text
 
 
+def test_busy_read_connections_a_late_recall_thread_waits_for_are_still_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An async turn whose recall runs on a recall thread (the store's recalls were slow)
+    and whose thread ends its wait after the render's deadline (a loaded machine; here no
+    grace at all): the event said ``deadline`` beside ``connection_wait`` (once in a full
+    run of the suite beside other work). The wait is heard, so it is the one line."""
+    from memory_inject import _recall
+
+    monkeypatch.setattr(_recall, "GRACE_S", 0.0)
+    cfg = MemoryInjectConfig(deadline_ms=150)
+    with fill(SQLiteStore(tmp_path / "m.db", readers=2)) as store:
+        pool = store._engine.connections._readers
+        assert pool is not None
+        held = [pool.take(), pool.take()]
+        notes = []
+        try:
+            for _ in range(3):
+                _recall._inline_state[id(store)] = [0, time.perf_counter() + 60.0]
+                result = asyncio.run(
+                    arender_memory_context(store, QUESTION, sessions=["u1"], config=cfg)
+                )
+                assert isinstance(result.event, MemoryRecall)
+                notes.append(result.event.degraded)
+                time.sleep(0.1)
+        finally:
+            _recall._inline_state.pop(id(store), None)
+            for conn in held:
+                pool.give(conn)
+    assert all(1 == len(n) and n[0].startswith("connection_wait: all 2") for n in notes), notes
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_an_exhausted_postgres_pool_is_a_named_wait(pg_dsn: str, mode: str) -> None:

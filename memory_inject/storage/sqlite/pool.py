@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from memory_inject.contract import report_wait
 from memory_inject.exceptions import RecallWaitError, StorageError
 from memory_inject.storage.sqlite.term_stats import TermStats
 
@@ -81,10 +82,16 @@ class ReadPool:
 
     def _wait(self, place: list[Any], until: float | None, t0: float) -> sqlite3.Connection:
         wake: threading.Lock = place[0]
-        if until is None:
-            wake.acquire()
-        else:
-            wake.acquire(timeout=max(0.0, until - time.perf_counter()))
+        # The render hears of the wait: a deadline passing in it (this thread scheduled
+        # late on a loaded machine) is named as the wait, not as a recall out of time.
+        report_wait(self._note)
+        try:
+            if until is None:
+                wake.acquire()
+            else:
+                wake.acquire(timeout=max(0.0, until - time.perf_counter()))
+        finally:
+            report_wait(None)
         with self._lock:
             conn = place[1]
             if conn is None:
@@ -94,10 +101,12 @@ class ReadPool:
             return conn  # type: ignore[no-any-return]
         if self.closed:
             raise StorageError(f"{self.label}: read: the store is closed")
-        raise RecallWaitError(
+        raise RecallWaitError(self._note(time.perf_counter() - t0))
+
+    def _note(self, waited: float) -> str:
+        return (
             f"connection_wait: all {self.size} read connections of {self.label} "
-            f"stayed busy for {time.perf_counter() - t0:.3f}s (the turn's "
-            "deadline); the recall never started"
+            f"stayed busy for {waited:.3f}s (the turn's deadline); the recall never started"
         )
 
     def give(self, conn: sqlite3.Connection) -> None:
