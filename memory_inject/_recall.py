@@ -70,14 +70,17 @@ def _steps(calls: list[Call], res: Results) -> Steps:
                 notes += bad
                 batch = answer.entries
         except RecallWaitError as exc:
-            # The deadline passed before the call could start: name the wait.
+            # The deadline passed before the call could start: name the wait (unless the
+            # render gave up on the call first and said why).
             with res.lock:
-                res.wait, res.abandoned = exc.note, True
+                if not res.abandoned:
+                    res.wait, res.abandoned = exc.note, True
             return
         except RecallInterruptedError:
             # The store stopped at the deadline: what answered before it is used.
             with res.lock:
-                res.abandoned = res.timed_out = True
+                if not res.abandoned:
+                    res.abandoned = res.timed_out = True
             return
         except Exception as exc:  # noqa: BLE001 - a memory failure never fails the turn
             with res.lock:
@@ -261,11 +264,7 @@ def run_sync(
         else:
             if not finished:
                 with res.lock:
-                    res.abandoned = True
-                    if res.wait_note is not None and res.wait is None:
-                        res.wait = res.wait_note(time.perf_counter() - t0)
-                    else:
-                        res.timed_out = True
+                    res.give_up(time.perf_counter() - t0)
         _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
 
@@ -334,13 +333,10 @@ async def run_async(
         task.cancel()
         task.add_done_callback(_forget)
         with res.lock:
-            if res.waiting is not None:
-                res.wait = wait_note(res.waiting, time.perf_counter() - t0, store)
-            elif res.wait_note is not None and res.wait is None:
-                res.wait = res.wait_note(time.perf_counter() - t0)
-            elif res.wait is None and res.busy is None:
-                res.timed_out = True
-            res.abandoned = True
+            waited = time.perf_counter() - t0
+            res.give_up(
+                waited, None if res.waiting is None else wait_note(res.waiting, waited, store)
+            )
     _note_stall(store, res)
     return collect(res, time.perf_counter() - t0, plan, deadline)
 

@@ -87,6 +87,21 @@ class Results:
     similarity: float | None = None
     lock: threading.Lock = attrs.Factory(threading.Lock)
 
+    def give_up(self, waited: float, named: str | None = None) -> None:
+        """The render stopped waiting for its calls after ``waited`` s (the lock is held).
+        Why: what it waited for itself (``named``: a recall thread), else what a call said
+        it waits for (:meth:`hear`), else the deadline; a call's own account, come first,
+        stands (a late one is ignored: the calls see :attr:`abandoned`)."""
+        self.abandoned = True
+        if self.wait is not None or self.busy is not None or self.timed_out:
+            return
+        if named is not None:
+            self.wait = named
+        elif self.wait_note is not None:
+            self.wait = self.wait_note(waited)
+        else:
+            self.timed_out = True
+
     def hear(self, note: Callable[[float], str] | None) -> None:
         """What a store call waits for now (``contract.report_wait``), or None."""
         self.wait_note = note

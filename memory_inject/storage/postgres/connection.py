@@ -253,6 +253,7 @@ class PostgresConnections:
             conn = self._get(deadline, read)
         except PoolTimeout:
             self._lending.exhausted(self.pool, time.perf_counter() - t0, deadline)
+            report_wait(None)
             with psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct:
                 yield direct
             return
@@ -285,6 +286,7 @@ class PostgresConnections:
             conn = await self._aget(pool, deadline, read)
         except PoolTimeout:
             self._lending.exhausted(pool, time.perf_counter() - t0, deadline)
+            report_wait(None)
             async with await psycopg.AsyncConnection.connect(
                 self.dsn, autocommit=read, **self.connect_kwargs
             ) as direct:
@@ -313,12 +315,10 @@ class PostgresConnections:
         waits = read and self._lending.all_lent(self.pool)
         if waits:
             report_wait(self._lending.note)
-        try:
-            conn: psycopg.Connection[Any] = self.pool.getconn(timeout=self._wait_for(deadline))
-            return conn
-        finally:
-            if waits:
-                report_wait(None)
+        conn: psycopg.Connection[Any] = self.pool.getconn(timeout=self._wait_for(deadline))
+        if waits:  # a wait that timed out stays heard: the recall never started
+            report_wait(None)
+        return conn
 
     async def _aget(
         self, pool: AsyncConnectionPool[Any], deadline: float | None, read: bool
@@ -329,14 +329,10 @@ class PostgresConnections:
         waits = read and self._lending.all_lent(pool)
         if waits:
             report_wait(self._lending.note)
-        try:
-            conn: psycopg.AsyncConnection[Any] = await pool.getconn(
-                timeout=self._wait_for(deadline)
-            )
-            return conn
-        finally:
-            if waits:
-                report_wait(None)
+        conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=self._wait_for(deadline))
+        if waits:  # a wait that timed out stays heard: the recall never started
+            report_wait(None)
+        return conn
 
     async def async_pool(self) -> AsyncConnectionPool[Any]:
         """The async pool of the running loop, opened on first use.

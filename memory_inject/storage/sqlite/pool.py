@@ -85,19 +85,17 @@ class ReadPool:
         # The render hears of the wait: a deadline passing in it (this thread scheduled
         # late on a loaded machine) is named as the wait, not as a recall out of time.
         report_wait(self._note)
-        try:
-            if until is None:
-                wake.acquire()
-            else:
-                wake.acquire(timeout=max(0.0, until - time.perf_counter()))
-        finally:
-            report_wait(None)
+        if until is None:
+            wake.acquire()
+        else:
+            wake.acquire(timeout=max(0.0, until - time.perf_counter()))
         with self._lock:
             conn = place[1]
             if conn is None:
                 with contextlib.suppress(ValueError):
                     self._line.remove(place)
         if conn is not None:
+            report_wait(None)  # a wait that timed out stays heard: the recall never started
             return conn  # type: ignore[no-any-return]
         if self.closed:
             raise StorageError(f"{self.label}: read: the store is closed")
