@@ -72,3 +72,55 @@ class TestRenderArguments:
         s.store("deploy_target", "Production deploys go to prod-3.")
         out = render_memory_context(s, "where do deploys go?", turn=TurnMeta("cli", "a", "t1"))
         assert ["deploy_target"] == [e.key for e in out.entries]
+
+
+class TestLongRunsInThePrompt:
+    @pytest.mark.parametrize("run", ["日" * 10_923, "ก" * 40_000, "x" * 40_000])
+    def test_a_word_longer_than_any_stored_one_costs_the_turn_nothing(
+        self, tmp_path: Path, run: str
+    ) -> None:
+        """One run of 10,923 CJK characters (over 32 KiB of UTF-8) in a prompt failed every
+        SQLite recall ("Could not decode to UTF-8 column 'term'"), and the turn lost the
+        memory its other words name. Such a word is searched for nothing now."""
+        for s in (SQLiteStore(tmp_path / "m.db"), SQLiteStore(":memory:")):
+            s.store("deploy_target", "Production deploys go to prod-3.")
+            out = render_memory_context(s, "where do production deploys go? " + run)
+            assert out.success, out.event
+            assert ["deploy_target"] == [e.key for e in out.entries]
+            s.close()
+
+
+class TestTextThatIsNotText:
+    def test_a_namespace_with_a_lone_surrogate_is_a_config_error(self, tmp_path: Path) -> None:
+        """It loaded, and every write then failed with a bare UnicodeEncodeError."""
+        from memory_inject import load_agent_config
+        from memory_inject.exceptions import ConfigError
+
+        path = tmp_path / "agent.yaml"
+        path.write_text('agent: a\nmemory:\n  backend:\n    namespace: "\\ud800"\n')
+        with pytest.raises(ConfigError, match="'namespace' holds a lone surrogate") as caught:
+            load_agent_config(path)
+        assert str(path) in str(caught.value)
+        with pytest.raises(ValueError, match="'namespace' holds a lone surrogate"):
+            SQLiteStore(":memory:", namespace="\ud800")
+
+    def test_the_cli_says_an_argument_is_not_text(self, tmp_path: Path) -> None:
+        """``memory-inject forget`` with a byte of no encoding printed a traceback."""
+        import os
+        import subprocess
+        import sys
+
+        env = {**os.environ, "PYTHONUTF8": "1"}
+        run = [sys.executable, "-m", "memory_inject.cli"]
+        subprocess.run([*run, "add", "k", "deploy prod"], cwd=tmp_path, env=env, check=True)
+        out = subprocess.run(
+            [*run, "forget", os.fsdecode(b"k\xff")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert 1 == out.returncode
+        assert "Traceback" not in out.stderr
+        assert out.stderr.startswith("Error: an argument is not valid text")

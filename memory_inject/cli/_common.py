@@ -101,6 +101,12 @@ def opened_store(
         yield store, agent
     except MemoryInjectError as exc:  # a locked or damaged store: one line, not a traceback
         raise click.ClickException(str(exc)) from None
+    except UnicodeError as exc:  # an argument that is not text (a byte of no encoding)
+        raise click.ClickException(
+            f"an argument is not valid text ({exc.reason}: {exc.object[exc.start : exc.end]!r})"
+            if isinstance(exc, UnicodeEncodeError)
+            else f"an argument is not valid text ({exc})"
+        ) from None
     finally:
         if isinstance(store, SupportsClose):
             store.close()

@@ -89,6 +89,8 @@ def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
             return f"'{name}' must be one of {allowed} (got {value!r})"
         if meta.get("nonempty") and not value.strip():
             return f"'{name}' must be a non-empty string (got {value!r})"
+        if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
+            return f"'{name}' holds a lone surrogate, which is not text (got {value!r:.60})"
     if "ge" in meta and value < meta["ge"]:
         return f"'{name}' must be >= {meta['ge']} (got {value!r})"
     if "gt" in meta and value <= meta["gt"]:

@@ -142,6 +142,13 @@ def check_namespace(namespace: str) -> str:
     """``namespace`` if it is a non-empty string, else ``ValueError``."""
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"'namespace' must be a non-empty string (got {namespace!r})")
+    if not namespace.isascii():
+        try:
+            namespace.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"'namespace' holds a lone surrogate, which is not text (got {namespace!r})"
+            ) from None
     return namespace
 
 

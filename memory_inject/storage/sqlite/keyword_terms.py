@@ -76,8 +76,17 @@ _CACHED_WORD = 64
 _CACHED = 65536
 
 
+#: A query word longer than this is searched for nothing: no stored word is that long,
+#: and FTS5 cuts a token at 32 KiB inside a character, after which its vocabulary cannot
+#: be read ("Could not decode to UTF-8 column 'term'": a prompt holding 10,923 CJK
+#: characters in one run failed every recall).
+MAX_WORD_CHARS = 1024
+
+
 def tokens_of(word: str) -> tuple[str, ...]:
     """The index tokens of one query word, in order (empty when it has none)."""
+    if len(word) > MAX_WORD_CHARS:
+        return ()
     if len(word) > _CACHED_WORD:
         return _tokenize(word)
     return _cached_tokens(word)
