@@ -316,7 +316,9 @@ def test_long_query_words_are_not_kept_in_the_token_cache() -> None:
 
     before = _fts_terms._cached_tokens.cache_info().currsize
     for n in range(50):
-        word = f"w{n}" + "x" * 5000
+        word = f"w{n}" + "x" * 1000  # longer than 64, within MAX_WORD_CHARS: searched
         assert _fts_terms._tokenize(word) == _fts_terms.tokens_of(word)
+        # Longer than any stored word: searched for nothing (FTS5 cuts tokens at 32 KiB).
+        assert () == _fts_terms.tokens_of(word + "x" * 5000)
     assert before == _fts_terms._cached_tokens.cache_info().currsize
     assert ("deploi",) == _fts_terms.tokens_of("deploys")  # porter; short words are cached
