@@ -105,7 +105,9 @@ class TestTextThatIsNotText:
             SQLiteStore(":memory:", namespace="\ud800")
 
     def test_the_cli_says_an_argument_is_not_text(self, tmp_path: Path) -> None:
-        """``memory-inject forget`` with a byte of no encoding printed a traceback."""
+        """``memory-inject forget`` with a byte of no encoding printed a traceback. No row
+        can hold such a key (twenty-eighth round: a lookup by one finds nothing), so it is
+        a key with no memory, and ``add`` with one names the key."""
         import os
         import subprocess
         import sys
@@ -113,14 +115,17 @@ class TestTextThatIsNotText:
         env = {**os.environ, "PYTHONUTF8": "1"}
         run = [sys.executable, "-m", "memory_inject.cli"]
         subprocess.run([*run, "add", "k", "deploy prod"], cwd=tmp_path, env=env, check=True)
-        out = subprocess.run(
-            [*run, "forget", os.fsdecode(b"k\xff")],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+
+        def cli(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [*run, *args], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+            )
+
+        out = cli("forget", os.fsdecode(b"k\xff"))
         assert 1 == out.returncode
         assert "Traceback" not in out.stderr
-        assert out.stderr.startswith("Error: an argument is not valid text")
+        assert out.stderr.startswith("Error: no live memory under 'k\\udcff'")
+        added = cli("add", os.fsdecode(b"k\xff"), "deploy prod")
+        assert 1 == added.returncode
+        assert "Traceback" not in added.stderr
+        assert "'key' holds a lone surrogate" in added.stderr

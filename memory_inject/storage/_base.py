@@ -38,11 +38,12 @@ from memory_inject.storage._store_checks import (
     float32,
     forget_scope,
     given_vector,
+    matchable,
     owned,
     refuse_moves,
     refuse_owned,
 )
-from memory_inject.storage.records import MemoryRecord, store_draft
+from memory_inject.storage.records import MemoryRecord, is_text, store_draft
 
 __all__ = [
     "PersistentStore",
@@ -268,7 +269,7 @@ class PersistentStore:
 
     def get(self, key: str) -> MemoryRecord | None:
         """The live record under ``key`` (superseded and expired ones too), or None."""
-        return self._engine.get(key)
+        return self._engine.get(key) if is_text(key) else None
 
     def list(
         self,
@@ -278,6 +279,8 @@ class PersistentStore:
         limit: int | None = None,
     ) -> builtins.list[MemoryRecord]:
         """Live records, newest first by creation time, optionally filtered."""
+        if not (is_text(category) and is_text(session_id)):
+            return []  # no row holds such a value
         return self._engine.list(category, session_id, limit)
 
     def recall(
@@ -348,6 +351,10 @@ class PersistentStore:
         the store. Waits for a connection end at ``query.deadline``
         (:class:`~memory_inject.exceptions.RecallWaitError` names the wait).
         """
+        checked = matchable(query)
+        if checked is None:
+            return RecallAnswer(strategy="none")
+        query = checked
         if query.filtered:
             mine = keeps(None, query.profiles)  # statuses are the tag query's own SQL
             if mine is None:
@@ -371,6 +378,6 @@ class PersistentStore:
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; the event loop never waits on the engine."""
-        if query.filtered or query.restricted:
+        if query.filtered or query.restricted or matchable(query) is not query:
             return await asyncio.to_thread(self.answer, query)
         return await self._engine.aranked(query)

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import builtins
 import math
+import secrets
 import struct
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from memory_inject.contract import RecallAnswer
+import attrs
+
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name
 from memory_inject.exceptions import EmbedderError, KeyOwnedError
 from memory_inject.models import MemoryEntry
 from memory_inject.storage.fusion import RecallInfo
-from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.records import MemoryRecord, is_text
 
 __all__ = [
+    "NO_SUCH_SESSION",
     "VectorEmbedder",
     "answer_of",
     "check_namespace",
@@ -33,6 +37,7 @@ __all__ = [
     "float32",
     "forget_scope",
     "given_vector",
+    "matchable",
     "owned",
     "refuse_moves",
     "refuse_owned",
@@ -100,7 +105,34 @@ def forget_scope(
     if not all(isinstance(s, str) for s in named):
         raise TypeError(f"'sessions' must hold strings or None (got {wanted!r:.80})")
     sources = None if shared_sources is None else tuple(str(x) for x in shared_sources)
+    # An id no row can hold (a lone surrogate) names no row: left out, never sent.
+    named = [s for s in named if is_text(s)]
+    sources = None if sources is None else tuple(s for s in sources if is_text(s))
     return named, None in wanted, sources
+
+
+#: A session id no row holds, different in every process and never shown: what a
+#: scope named by a value no row can hold (a lone surrogate) is asked as.
+NO_SUCH_SESSION = f"\ufdd0no such session {secrets.token_hex(16)}"
+
+
+def matchable(query: RecallQuery) -> RecallQuery | None:
+    """``query`` with the values no row can hold (a lone surrogate) made harmless, or
+    None when it asks for nothing else: such a value matches no row, and a store
+    answers as for any value it has no rows of, rather than failing on its encoding.
+
+    A session scope of such an id still sees the shared rows a scope sees; an entity
+    or source query of one finds nothing; such statuses and profiles keep nothing.
+    """
+    if not (is_text(query.entity_id) and is_text(query.source)):
+        return None
+    if not is_text(query.session_id):
+        query = attrs.evolve(query, session_id=NO_SUCH_SESSION)
+    if query.statuses is not None and not all(map(is_text, query.statuses)):
+        query = attrs.evolve(query, statuses=tuple(filter(is_text, query.statuses)))
+    if query.profiles is not None and not all(map(is_text, query.profiles)):
+        query = attrs.evolve(query, profiles=tuple(filter(is_text, query.profiles)))
+    return query
 
 
 def answer_of(entries: builtins.list[MemoryEntry], info: RecallInfo) -> RecallAnswer:

@@ -21,6 +21,7 @@ __all__ = [
     "HARD_RULE_TYPES",
     "MemoryRecord",
     "carry_over",
+    "is_text",
     "standing_pick",
     "store_draft",
 ]
@@ -77,6 +78,18 @@ def store_draft(
         namespace=namespace,
         **{"timestamp": now if timestamp is None else timestamp, "updated_at": now, **fields},
     )
+
+
+def is_text(value: object) -> bool:
+    """False for a str holding a lone surrogate: no row can hold it (a UTF-8 store refuses
+    it, :func:`store_draft` too), so a lookup by it finds nothing rather than failing."""
+    if not isinstance(value, str) or value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_text(name: str, value: object) -> None:

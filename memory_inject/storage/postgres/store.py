@@ -43,6 +43,7 @@ from memory_inject.storage.fusion import Fusion, default_fusion
 from memory_inject.storage.postgres import bulk
 from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.schema import TableNames
+from memory_inject.storage.records import is_text
 
 __all__ = ["PostgresStore"]
 
@@ -164,6 +165,8 @@ class PostgresStore(PersistentStore):
     ) -> bool:
         """Soft-delete ``key``; True if a live row was forgotten (``sessions`` and
         ``shared_sources`` limit which, in the same statement: see ``SQLiteStore.forget``)."""
+        if not is_text(key):
+            return False  # no row holds such a key
         return self._engine.forget(key, forget_scope(sessions, shared_sources))
 
     def count(self) -> int:

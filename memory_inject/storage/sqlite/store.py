@@ -32,6 +32,7 @@ from memory_inject.embedders import Embedder
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.records import is_text
 from memory_inject.storage.sqlite import bulk, context, forks
 from memory_inject.storage.sqlite.connection import (
     DEFAULT_READERS,
@@ -221,6 +222,8 @@ class SQLiteStore(PersistentStore):
         when that is given): one statement, so a row written under the key by
         another scope meanwhile is never the one forgotten.
         """
+        if not is_text(key):
+            return False  # no row holds such a key
         return self._engine.forget(key, forget_scope(sessions, shared_sources))
 
     def count(self) -> int:
