@@ -144,20 +144,23 @@ def budget_lines(
             raw_left -= min(len(e.content), cut_point(e.content, limit))
             content = cut_for_cleaning(e.content, limit, prepare)
         text = line(e, content)
-        if stop is None and used + len(text) > budget.max_total_chars:
-            stop = CHARS_REASON
-        if (
-            stop is None
-            and fits is not None
-            and not fits(frame.head + "".join(body) + text + frame.foot)
-        ):
-            stop = TOKENS_REASON
-        if stop is not None:
-            budget_dropped[e.key] = stop
+        if used + len(text) > budget.max_total_chars:
+            stop = budget_dropped[e.key] = CHARS_REASON
             continue
         body.append(text)
         used += len(text)
         rendered.append(e)
+    if fits is not None and body:
+        # The first line over the token budget ends the block, as the first over the
+        # characters does. A block's tokens grow with its lines, so that line is found
+        # by bisection: one count when the whole block fits, about log2(lines) when it
+        # does not, never one count of the whole block per line.
+        head, foot = frame.head, frame.foot
+        if not fits(head + "".join(body) + foot):
+            kept = most_that_fit(len(body) - 1, lambda n: fits(head + "".join(body[:n]) + foot))
+            over = [e.key for e in rendered[kept:]]
+            budget_dropped = dict.fromkeys([*over, *budget_dropped], TOKENS_REASON)
+            del body[kept:], rendered[kept:]
 
     block = frame.head + "".join(body) + frame.foot if body else ""
     n_cap = len(capped)
