@@ -136,14 +136,16 @@ def _legacy_where(store: Memory, q: RecallQuery, filtered: bool) -> Any:
         keep = keeps(q.statuses, q.profiles)
     if keep is None:
         return fetch(q.limit)
-    _, kept, over = restricted(fetch, _listed, q.limit, keep)
-    return RecallAnswer(kept, passed_over=over)
+    odd: list[Any] = []
 
+    def listed(batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
+        # Anything else in the batch is not filtered away: it goes on with the kept
+        # entries, and the recall's validation names it, as for an unrestricted query.
+        odd[:] = [e for e in batch if not isinstance(e, MemoryEntry)]
+        return [e for e in batch if isinstance(e, MemoryEntry)]
 
-def _listed(batch: Sequence[MemoryEntry]) -> list[MemoryEntry]:
-    """A raw batch as a list of its entries (anything else in it is left to the recall's
-    validation, which names it)."""
-    return [e for e in batch if isinstance(e, MemoryEntry)]
+    _, kept, over = restricted(fetch, listed, q.limit, keep)
+    return RecallAnswer([*kept, *odd], passed_over=over)
 
 
 def _scan(store: Memory, q: RecallQuery, field: str, value: str) -> list[MemoryEntry]:
