@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_inject import MemoryEntry, MemoryInjectConfig, render_memory_context
+from memory_inject import MemoryEntry, MemoryInjectConfig, MemoryRecall, render_memory_context
 from memory_inject.config.schema import GovernanceConfig
 from memory_inject.testing import FixtureMemory
 
@@ -28,6 +28,7 @@ def test_a_non_entry_is_named_and_the_entry_still_renders(name: str) -> None:
     store = FixtureMemory({None: [42, good, "text"]})
     result = render_memory_context(store, "server deploy", config=CONFIGS[name])
     event = result.event
+    assert isinstance(event, MemoryRecall)
     assert ["k"] == [e.key for e in result.entries]
     assert event.success is False
     assert "invalid_entries: store returned 2 non-entries" == event.error
