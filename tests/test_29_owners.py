@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from memory_inject import render_memory_context
+from memory_inject import MemoryEntry, MemoryInjectConfig, RerankConfig, render_memory_context
 from memory_inject.signals import MemoryRecall
 from memory_inject.stages.owners import asked_owners
 from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.testing import FixtureMemory
 
 FACTS = {
     "raj_job": "Raj is my manager at Northgate.",
@@ -110,3 +111,31 @@ def test_a_pasted_log_is_read_for_a_few_owners_only() -> None:
     """Thousands of "x's" in a prompt were each scanned over every entry (1.8 s)."""
     prompt = " ".join(f"name{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}'s" for i in range(600))
     assert ["nameaa", "nameba", "nameca", "nameda"] == asked_owners(prompt)
+
+
+@pytest.mark.parametrize("rerank", [False, True])
+def test_a_fact_the_owner_rule_drops_takes_no_slot_on_either_arm(rerank: bool) -> None:
+    """Found by a helper (twenty-eighth round): the rerank arm picked until the block was
+    full, and the owner rule after it then dropped a pick, so the block held 3 of 4 and the
+    fifth fact was reported as ``budget:max_entries``. The arm applies the rule as it picks."""
+
+    def fact(key: str, content: str, score: float) -> MemoryEntry:
+        return MemoryEntry(key, content, "core", None, score=score, extra={"source": "remember"})
+
+    entries = [
+        fact("f1", "My birthday is on 4 March", 0.95),
+        fact("f2", "Raj birthday party is on 9 June", 0.9),
+        fact("f3", "Raj birthday cake is chocolate", 0.85),
+        fact("f4", "Raj birthday is celebrated at the office", 0.8),
+        fact("f5", "Raj birthday gift ideas: books", 0.75),
+        fact("f6", "Raj birthday card is signed by the team", 0.7),
+    ]
+    config = MemoryInjectConfig(rerank=RerankConfig(enabled=rerank))
+    result = render_memory_context(
+        FixtureMemory({None: entries}), "when is raj's birthday?", config=config
+    )
+    event = result.event
+    assert isinstance(event, MemoryRecall)
+    assert ("f2", "f3", "f4", "f5") == event.rendered_keys
+    assert "other_owner:raj" == event.dropped["f1"]
+    assert event.dropped["f6"] in {"budget:max_entries", "rerank:final_limit"}

@@ -35,6 +35,7 @@ from memory_inject.stages.filters import (
     is_chat_memory,
     key_skip_reason,
 )
+from memory_inject.stages.owners import owner_drops
 
 __all__ = [
     "Rerank",
@@ -234,6 +235,17 @@ def _rerank(
     else:
         picks = _in_order(cands)
 
+    # The owner rule (``owners``) runs in the relevance filter after the arm; applied to
+    # the picks here too, a fact it drops never takes a slot the renderer would fill.
+    owned = (
+        owner_drops(
+            ctx.query,
+            pool,
+            [e for e, s in zip(pool, scores, strict=True) if s is None or s >= floor],
+        )
+        if "'" in ctx.query or "\u2019" in ctx.query  # no possessive, no owner (most turns)
+        else {}
+    )
     need = final_limit if ctx.demand is None else min(final_limit, ctx.demand)
     unseen_reason = "rerank:final_limit" if need == final_limit else "budget:max_entries"
     out: list[MemoryEntry] = []
@@ -246,6 +258,9 @@ def _rerank(
                 dropped[pool[i].key] = f"below_relevance:{format_score(s)}"
                 continue
             e = pool[i]
+            if e.key in owned:
+                dropped[e.key] = owned[e.key]
+                continue
             out.append(e if s == e.score else e.with_score(s))
             if len(out) >= need:
                 break
@@ -268,6 +283,8 @@ def _rerank(
             dropped[e.key] = "conversation_excluded"
         elif s is not None and s < floor:
             dropped[e.key] = f"below_relevance:{format_score(s)}"
+        elif e.key in owned:
+            dropped[e.key] = owned[e.key]
         else:
             dropped[e.key] = unseen_reason
     return StageResult(out, dropped)
