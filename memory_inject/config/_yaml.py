@@ -10,6 +10,7 @@ a ``ConfigError`` naming the file.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,16 @@ class _SafeLoader(yaml.SafeLoader):
                 )
             seen.add(marker)
         return super().construct_mapping(node, deep=deep)
+
+
+# YAML 1.2 reads "1e-3" as a number; PyYAML's YAML 1.1 resolver wants a dot ("1.0e-3")
+# and reads it as text, which a number setting then refused as "must be a number (got
+# '1e-3')". Exponents without a dot are numbers here too.
+_SafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
 
 
 def read_yaml_file(path: str | os.PathLike[str]) -> Any:
