@@ -105,6 +105,20 @@ class TestRerankCases:
         kept, dups = collapse(rows, [0.9, 0.8, 0.7], 0.92)
         assert ([0, 2], {1: 0}) == (kept, dups)
 
+    def test_a_copy_of_a_dropped_duplicate_names_the_entry_that_stayed(self) -> None:
+        """B near-duplicates A; C is B's exact copy. C named B, a key not in the block
+        (found by a helper, twenty-eighth round); it names A, which stayed."""
+        base = "the deploy goes to prod three on friday after the standup meeting"
+        rows = [
+            e("A", base, 0.95),
+            e("B", base + " today", 0.9),
+            e("C", base.replace("the", "The  ", 1) + " TODAY", 0.85),
+        ]
+        cfg = MemoryInjectConfig(rerank=RerankConfig(enabled=True, near_duplicate_threshold=0.9))
+        result = rerank(StageContext(cfg, NOW), rows)
+        assert ["A"] == [x.key for x in result.survivors]
+        assert {"B": "duplicate_of:A", "C": "duplicate_of:A"} == result.dropped
+
     def test_mmr_of_one_candidate_is_itself(self) -> None:
         """A single candidate is returned as is."""
         assert ["a"] == run([e("a", "x")], strategy="mmr", threshold=0)

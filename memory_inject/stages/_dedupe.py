@@ -115,6 +115,9 @@ class Candidates:
         hit = self._near_duplicate(sh, mask)
         if hit is not None:
             self.dropped[e.key] = f"duplicate_of:{self.pool[self.kept[hit]].key}"
+            # Its exact copies are dropped too (the spec's order); they name the entry
+            # that stayed, not this one.
+            self._exact[n] = self.kept[hit]
             return
         pos = len(self.kept)
         self.kept.append(i)
