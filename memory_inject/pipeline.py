@@ -24,12 +24,12 @@ from types import MappingProxyType
 
 import attrs
 from attrs import field, frozen
-from blinker import NamedSignal
 
 from memory_inject._phrases import context_text
 from memory_inject._recall import run_async, run_sync
 from memory_inject._recalled import Recalled, abstention, invalid_notes
 from memory_inject._refill import Withholding
+from memory_inject._send import send_event
 from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject._turn import Turn, TurnInput, describe_fault, prepare
 from memory_inject.config import MemoryInjectConfig
@@ -294,7 +294,7 @@ def _skipped(t: Turn) -> RenderResult:
         turn_id=t.meta.turn_id,
         detail=None if t.policy.detail is None else scrub_credentials(t.policy.detail),
     )
-    _send(memory_skipped, t.store, event)
+    send_event(memory_skipped, t.store, event)
     return RenderResult("", (), (), event)
 
 
@@ -373,25 +373,5 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         text=text,
         prompt_similarity=rec.similarity,
     )
-    _send(memory_recall, t.store, event)
+    send_event(memory_recall, t.store, event)
     return RenderResult(text, rendered, event.trace, event)
-
-
-def _send(signal: NamedSignal, sender: Memory, event: MemoryRecall | MemorySkipped) -> None:
-    """Call every receiver; one that raises is logged and the rest still hear the event.
-
-    Observers never steer behaviour, so anything a receiver raises is isolated,
-    ``BaseException`` subclasses included (``CancelledError``, ``GeneratorExit``,
-    a custom one): a sync receiver cannot be cancelled by the event loop, so its
-    ``CancelledError`` is its own bug. ``KeyboardInterrupt`` and ``SystemExit``
-    still propagate: they stop the process, and a library must not swallow them.
-    """
-    if not signal.receivers:
-        return
-    for receiver in signal.receivers_for(sender):
-        try:
-            receiver(sender, event=event)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException:  # noqa: BLE001 - observers never steer behaviour, nor break the turn
-            _log.exception("%s receiver %r raised", signal.name, receiver)
