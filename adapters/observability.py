@@ -106,8 +106,10 @@ class _Bridge:
 
     def disconnect(self) -> None:
         if self._sender is not None:
-            memory_recall.disconnect(self, sender=self._sender)
-            memory_skipped.disconnect(self, sender=self._sender)
+            # From every sender: blinker's disconnect(receiver, sender=X) only unpairs X,
+            # and a strongly held receiver stayed in the signal's receivers for ever.
+            memory_recall.disconnect(self)
+            memory_skipped.disconnect(self)
             self._sender = None
 
     @property

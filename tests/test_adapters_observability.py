@@ -34,6 +34,7 @@ else:
         MemoryLoop,
         OpenTelemetryBridge,
     )
+from memory_inject.signals import memory_recall, memory_skipped
 from memory_inject.storage.sqlite import SQLiteStore
 from tests._twins import call, twin  # noqa: F401
 
@@ -148,6 +149,18 @@ class TestLoggingBridge:
         bridge.disconnect()
         one_turn(store)
         assert 1 == len([r for r in caplog.records if r.name == "memory_inject.recall"])
+
+    @pytest.mark.parametrize("per_store", [False, True])
+    def test_a_disconnected_bridge_is_let_go(self, store: SQLiteStore, per_store: bool) -> None:
+        """A bridge connected for one store and disconnected stayed among the signals'
+        receivers for ever (blinker unpairs only that sender): 5,000 per-tenant bridges
+        stayed alive, and a render with no listener paid for them (twenty-eighth round)."""
+        before = (dict(memory_recall.receivers), dict(memory_skipped.receivers))
+        for _ in range(3):
+            with LoggingBridge().connect(store if per_store else None) as bridge:
+                assert bridge.connected
+            assert not bridge.connected
+        assert before == (dict(memory_recall.receivers), dict(memory_skipped.receivers))
 
     def test_a_bridge_on_one_store_ignores_the_others(
         self, store: SQLiteStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
