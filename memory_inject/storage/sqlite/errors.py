@@ -9,6 +9,8 @@ thread, and the recall that met it says so (``damaged_rows: ...``) on its
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import threading
 
@@ -26,6 +28,7 @@ __all__ = [
     "DamagedRowError",
     "is_locked",
     "note_damaged",
+    "out_of_files",
     "take_damaged",
     "with_damaged",
     "wrap_error",
@@ -50,8 +53,26 @@ def wrap_error(exc: sqlite3.Error, what: str) -> StorageError:
     if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT) or "not a database" in str(exc):
         return StoreCorruptError(message)
     if code == sqlite3.SQLITE_CANTOPEN:
+        if (full := out_of_files()) is not None:
+            # The file is there: the process (or the system) has no file left to open it.
+            return StorageError(f"{what}: {full.strerror} (no file descriptor left): {exc}")
         return StoreMissingError(message)
     return StorageError(message)
+
+
+def out_of_files() -> OSError | None:
+    """The error opening one more file gives when the process or the system has no file
+    descriptor left (``EMFILE``, ``ENFILE``); None when one can be opened.
+
+    SQLite says only "unable to open database file" (``SQLITE_CANTOPEN``) for that, as
+    for a missing file, which sent an operator looking for a deleted database.
+    """
+    try:
+        fd = os.open(os.devnull, os.O_RDONLY)
+    except OSError as exc:
+        return exc if exc.errno in (errno.EMFILE, errno.ENFILE) else None
+    os.close(fd)
+    return None
 
 
 class DamagedRowError(ValueError):

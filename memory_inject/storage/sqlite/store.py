@@ -22,6 +22,7 @@ the public extras, each a line or two over those.
 from __future__ import annotations
 
 import builtins
+import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from typing import IO
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import Embedder
+from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage.fusion import Fusion
@@ -136,7 +138,14 @@ class SQLiteStore(PersistentStore):
             )
 
         self._open = engine
-        self._here = engine(str(path), create)
+        try:
+            self._here = engine(str(path), create)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            raise StorageError(
+                f"{path}: cannot open: {exc.strerror} (no file descriptor left)"
+            ) from exc
         self._pid = os.getpid()
 
     @property  # type: ignore[override] # the base's attribute, narrowed to this engine
