@@ -14,19 +14,21 @@ import asyncio
 import contextvars
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 
-from memory_inject.models import TurnOrigin
+from memory_inject.models import TurnMeta, TurnOrigin
 
 from . import _core
 
 if TYPE_CHECKING:
     from .loop import MemoryLoop
 
-__all__ = ["CURRENT", "LoopTurn", "active_turn", "current_turn", "where_running"]
+__all__ = ["CURRENT", "LoopTurn", "active_turn", "current_turn", "serving", "where_running"]
 
 
 @define
@@ -49,6 +51,9 @@ class LoopTurn:
     #: Set while the turn's first async render runs: a concurrent ``aprepare`` of the same
     #: turn (``asyncio.gather`` of two model calls) waits for it instead of rendering again.
     rendering: asyncio.Future[None] | None = field(default=None, repr=False, eq=False)
+    #: Set while the turn renders: a ``prepare`` of the same turn from inside that render
+    #: (a receiver of its event) places no block and renders nothing.
+    serving: bool = field(default=False, repr=False, eq=False)
     # Where a turn left open across calls runs (the client wrappers): the frame of the
     # host's code that opened it, its thread and its asyncio task.
     _frame: FrameType | None = field(default=None, repr=False, eq=False, alias="frame")
@@ -56,6 +61,16 @@ class LoopTurn:
     _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
     # The instruction of ``_frame`` that made the call (its ``f_lasti`` then).
     _site: int | None = field(default=None, repr=False, eq=False, alias="site")
+
+    def input(self, query: str, meta: TurnMeta) -> _core.TurnInput:
+        """What a render of this turn for ``query`` is asked (``meta``: the turn's ids)."""
+        return _core.TurnInput(
+            origin=self.origin,
+            query=query,
+            sessions=self.sessions,
+            suppress=self.suppress,
+            turn=meta,
+        )
 
     @property
     def block(self) -> str:
@@ -131,3 +146,18 @@ def active_turn() -> LoopTurn | None:
 def current_turn() -> LoopTurn | None:
     """The wrapped turn this code runs in, if any (any loop's); never one that ended."""
     return active_turn()
+
+
+@contextmanager
+def serving(turn: LoopTurn) -> Iterator[None]:
+    """While ``turn`` renders, it is the active turn (a one-shot one too: an agent that its
+    event's receivers run is a ``sub_turn``) and it is serving (its own ``prepare`` from
+    there renders nothing)."""
+    token = CURRENT.set(turn) if active_turn() is not turn else None
+    turn.serving = True
+    try:
+        yield
+    finally:
+        turn.serving = False
+        if token is not None:
+            CURRENT.reset(token)

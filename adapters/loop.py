@@ -48,7 +48,7 @@ from memory_inject.policy import InjectPolicy
 
 from . import _core
 from ._base import Adapter, AdapterOptions
-from ._turns import CURRENT, LoopTurn, active_turn, current_turn
+from ._turns import CURRENT, LoopTurn, active_turn, current_turn, serving
 from .messages import (
     Api,
     Placement,
@@ -243,25 +243,13 @@ class MemoryLoop(Adapter):
         if problem is not None:
             if turn.injection is not None:  # the turn has had its event: leave the list be
                 return _Decision(turn, None, None, problem)
-            req = _core.TurnInput(
-                origin=turn.origin,
-                query="",
-                sessions=turn.sessions,
-                suppress=turn.suppress,
-                turn=self._meta(turn.turn_id),
-            )
-            return _Decision(turn, req, None, problem)
-        if turn.injection is not None or idx is None or has_block(messages, api=self.api):
+            return _Decision(turn, turn.input("", self._meta(turn.turn_id)), None, problem)
+        if turn.serving or turn.injection is not None or idx is None:
             return _Decision(turn, None, None)
-        text = message_text(messages[idx])
-        turn.user_text = text
-        req = _core.TurnInput(
-            origin=turn.origin,
-            query=text if query is None else query,
-            sessions=turn.sessions,
-            suppress=turn.suppress,
-            turn=self._meta(turn.turn_id),
-        )
+        if has_block(messages, api=self.api):
+            return _Decision(turn, None, None)
+        text = turn.user_text = message_text(messages[idx])
+        req = turn.input(text if query is None else query, self._meta(turn.turn_id))
         return _Decision(turn, req, text)
 
     def _own(self, turn: LoopTurn, messages: Sequence[Any], idx: int | None) -> bool:
@@ -337,7 +325,8 @@ class MemoryLoop(Adapter):
         if decision.problem is not None:
             return self._place(messages, decision, self._unreadable(decision))
         decision.turn.tools = tool_names(messages)
-        served = self._serve(decision.req, self._save(decision), decision.turn.tools)
+        with serving(decision.turn):
+            served = self._serve(decision.req, self._save(decision), decision.turn.tools)
         return self._place(messages, decision, served)
 
     async def ainject(
@@ -350,7 +339,7 @@ class MemoryLoop(Adapter):
         """The async twin of :meth:`inject`. Calls of one turn made at once (``gather``)
         render once: the later ones wait for the first and place its block."""
         decision = self._decide(messages, query, turn)
-        while decision.req is not None and decision.turn.rendering is not None:
+        while decision.turn.rendering is not None and (decision.req or decision.turn.serving):
             await asyncio.shield(decision.turn.rendering)
             decision = self._decide(messages, query, turn)
         if decision.req is None:
@@ -365,7 +354,8 @@ class MemoryLoop(Adapter):
         decision.turn.tools = tool_names(messages)
         rendering = decision.turn.rendering = asyncio.get_running_loop().create_future()
         try:
-            served = await self._aserve(decision.req, self._save(decision), decision.turn.tools)
+            with serving(decision.turn):
+                served = await self._aserve(decision.req, self._save(decision), decision.turn.tools)
             return self._place(messages, decision, served)
         finally:
             decision.turn.rendering = None
