@@ -20,6 +20,7 @@ from typing import Any
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1]))
 
 from memory_inject import (
+    BudgetConfig,
     InMemoryStore,
     MemoryEntry,
     MemoryInjectConfig,
@@ -190,6 +191,25 @@ def main() -> None:
         lambda: render_memory_context(big, "deploy server", config=rr_none, now=NOW),
         50,
     )
+
+    # A token cap over many lines: the block is counted once when it fits, about
+    # log2(lines) times when it does not (it was once per line: 4-6 s at 1,000).
+    lines = [MemoryEntry(f"t{i}", sentence(rng), "core", NOW, score=0.9) for i in range(1000)]
+    many = Preset(lines)
+    for tokens in (1_000_000, 2_000):
+        capped = MemoryInjectConfig(
+            recall_limit=1024,
+            budget=BudgetConfig(
+                max_entries=10_000, max_total_chars=1_000_000, max_total_tokens=tokens
+            ),
+        )
+        row(
+            f"render 1,000 entries, max_total_tokens {tokens:,}",
+            lambda capped=capped: render_memory_context(
+                many, "deploy server", config=capped, now=NOW
+            ),
+            20,
+        )
 
     if args.reference:
         from tests.reference_rerank import reference_rerank
