@@ -17,6 +17,7 @@ connections own that state).
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import math
 import time
@@ -246,8 +247,14 @@ class PostgresEngine:
         return answer_of(entries, info)
 
     async def aranked(self, q: RecallQuery) -> RecallAnswer:
-        """The async twin of :meth:`ranked`, on the async pool of the running loop."""
-        run, early = self._ranked_run(q)
+        """The async twin of :meth:`ranked`, on the async pool of the running loop.
+
+        The prompt is embedded on a worker thread, never on the loop: a 3 s model held
+        every task of the loop 3 s, past the turn's deadline."""
+        if self.embedder is not None and self.fusion.search_mode != "bm25":
+            run, early = await asyncio.to_thread(self._ranked_run, q)
+        else:
+            run, early = self._ranked_run(q)
         if run is None:
             return early
         entries, info = await self.connections.arun(
