@@ -33,7 +33,7 @@ from memory_inject.exceptions import EmbedderError, StorageError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
 from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve_mentions
-from memory_inject.storage._store_checks import embed_checked
+from memory_inject.storage._query_vectors import QueryVectors
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.postgres import recall as rq
 from memory_inject.storage.postgres import schema as pg_schema
@@ -92,6 +92,7 @@ class PostgresEngine:
         rank_budget: int | None,
     ) -> None:
         self.embedder = embedder
+        self._prompts = None if embedder is None else QueryVectors(embedder)
         self.fusion = fusion
         connect_kwargs: dict[str, Any] = {}
         if "connect_timeout" not in dsn_parts(dsn):
@@ -322,9 +323,9 @@ class PostgresEngine:
         degraded: str | None = None
         # Embedded before a connection is taken: a slow model must not hold one.
         embedder = self.embedder if self.fusion.search_mode != "bm25" else None
-        if embedder is not None and reads_script(embedder, query):
+        if embedder is not None and self._prompts is not None and reads_script(embedder, query):
             try:
-                vector = embed_checked(embedder, [query])[0]
+                vector = self._prompts.vector(query)
             except EmbedderError as exc:
                 degraded = f"embedder_failed: {exc}"
         return rq.RecallRun(

@@ -25,7 +25,7 @@ from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of, refuse_owned
 from memory_inject.storage._jsonl import format_ts
-from memory_inject.storage._store_checks import embed_checked
+from memory_inject.storage._query_vectors import QueryVectors
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import MemoryRecord, carry_over
 from memory_inject.storage.sqlite import queries
@@ -70,6 +70,7 @@ class SQLiteEngine:
         self.connections = connections
         self.namespace = namespace
         self.embedder = embedder
+        self._prompts = None if embedder is None else QueryVectors(embedder)
         self._calibration = similarity_calibration(embedder)
         self._fusion = default_fusion(embedder) if fusion is None else fusion
         self._vectors: VectorCache | None = VectorCache(index=vector_index)
@@ -274,7 +275,8 @@ class SQLiteEngine:
         if not reads_script(self.embedder, query):
             return None, None  # its vector would say nothing: keywords alone
         try:
-            return embed_checked(self.embedder, [query])[0], None
+            assert self._prompts is not None  # noqa: S101 - made with the embedder
+            return self._prompts.vector(query), None
         except EmbedderError as exc:
             return None, f"embedder_failed: {exc}"
 
