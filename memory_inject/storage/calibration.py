@@ -51,9 +51,11 @@ __all__ = [
     "OPERATING_POINT",
     "SUBSTRING_WEIGHT",
     "coverage",
+    "dated_coverage",
     "fts5_idf",
     "grouped",
     "hybrid_score",
+    "is_number",
     "named_weights",
     "smoothed_idf",
     "substring_score",
@@ -220,3 +222,42 @@ def substring_score(found: float, words: int) -> float:
     if words <= 0:
         return 0.0
     return SUBSTRING_WEIGHT * min(1.0, found / words)
+
+
+def dated_coverage(
+    weights: Sequence[float],
+    present: Sequence[float],
+    numbers: Sequence[bool],
+    text: Sequence[float],
+    loose: Sequence[bool],
+    dated: bool,
+    groups: Sequence[int] | None = None,
+) -> float:
+    """:func:`coverage` by the day words' rule for a row.
+
+    Every row indexes its day in words ("8 May 2023": SQLite's ``ctx_day`` column,
+    PostgreSQL's day words under label B), so every row written on a 7th holds "7" and
+    every row of 2024 "2024"; a number of the query a row holds only there says nothing
+    of the row unless the query names the row's month too.
+
+    ``numbers`` says which terms are a number some row holds, ``text`` what each is
+    worth in the row outside its day words, ``loose`` which of them no row holds outside
+    its day words, ``dated`` whether the row's day words hold a query term that is not a
+    number (the query names the row's month). A ``dated`` row is scored as any. Otherwise
+    a number counts only where the row's text holds it, and a ``loose`` one the row's text
+    does not hold is left out of the row's query: "7" in "who is my dentist? (asking as
+    7)" is evidence for no row written on a 7th, and against no row written on the 8th,
+    while "8080" in "what runs on port 8080?", written in a row, still weighs against the
+    rows that do not hold it. A number no row holds (``numbers`` false) is an absent term
+    as any other.
+    """
+    if dated:
+        return coverage(weights, present, groups)
+    held = [t if n else p for p, n, t in zip(present, numbers, text, strict=True)]
+    kept = [0.0 if x and t <= 0.0 else w for w, x, t in zip(weights, loose, text, strict=True)]
+    return coverage(kept, held, groups)
+
+
+def is_number(token: str) -> bool:
+    """True for an index token of ASCII digits alone ("7", "2024"): the day words' numbers."""
+    return token.isascii() and token.isdigit()

@@ -30,9 +30,16 @@ from memory_inject.storage._variants import distinct, with_variants
 from memory_inject.storage.calibration import vector_score
 from memory_inject.storage.day_vote import by_score, day_key, pick_by_day
 from memory_inject.storage.fusion import Fusion, RawScores, RecallInfo, content_words, fuse
+from memory_inject.storage.postgres.day_numbers import (
+    DayWords,
+    day_stmt,
+    number_lexemes,
+    number_terms,
+)
 from memory_inject.storage.postgres.queries import Queries, Scope, Stmt, TermStats
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS, row_to_record
 from memory_inject.storage.postgres.terms import (
+    frequencies,
     frequency_queries,
     kept_plurals,
     lexeme_stmt,
@@ -320,7 +327,14 @@ def _keyword_steps(
     def named(i: int) -> bool:
         return names_asked(asked, str(rows[i][_CONTENT] or ""))
 
-    scores = score_hits(terms, counted, run.terms, [r[width + 1] for r in rows], by_word, named)
+    bits = [r[width + 1] for r in rows]
+    numbers = number_terms(terms, frequencies(terms, counted, run.terms)[1])
+    days = None
+    if any(numbers):  # the day words' rule (``day_numbers``)
+        ids = [str(r[_ID]) for r in rows]
+        day_rows = yield day_stmt(q, ids, number_lexemes(terms, numbers))
+        days = DayWords.of(terms, numbers, ids, day_rows)
+    scores = score_hits(terms, counted, run.terms, bits, by_word, named, days)
     found = list(zip(rows, scores, strict=True))
     if raw is not None:
         found = raw.window(found, width, run.limit * 2)

@@ -20,12 +20,21 @@ tested with weight-restricted tsqueries (:func:`probes`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING
 
 from attrs import Factory, field, frozen
 from psycopg import sql
 
-from memory_inject.storage.calibration import coverage, named_weights, term_weight
+from memory_inject.storage.calibration import (
+    coverage,
+    dated_coverage,
+    named_weights,
+    term_weight,
+)
 from memory_inject.storage.postgres.context import PRESENCE
+
+if TYPE_CHECKING:
+    from memory_inject.storage.postgres.day_numbers import DayWords
 
 __all__ = [
     "DF_CAP",
@@ -33,6 +42,8 @@ __all__ = [
     "Term",
     "TermStats",
     "array_literal",
+    "distinct_lexemes",
+    "frequencies",
     "frequency_queries",
     "kept_plurals",
     "lexeme_stmt",
@@ -190,7 +201,8 @@ def tsquery_literal(lexeme: str, prefix: bool) -> str:
     return quoted + (":*" if prefix else "")
 
 
-def _distinct(terms: Sequence[Term]) -> list[tuple[str, bool]]:
+def distinct_lexemes(terms: Sequence[Term]) -> list[tuple[str, bool]]:
+    """The distinct ``(lexeme, prefix)`` of ``terms``, in order: :func:`probes` asks of each."""
     return list(dict.fromkeys((lx, p) for lexemes, p in terms for lx in lexemes))
 
 
@@ -201,7 +213,7 @@ def to_count(terms: Sequence[Term], stats: TermStats) -> list[tuple[str, bool]]:
     common (rare ones, cheap to count through the GIN index).
     """
     small = stats.table_rows < EXACT_ROWS
-    return [(lx, p) for lx, p in _distinct(terms) if small or p or lx not in stats.common]
+    return [(lx, p) for lx, p in distinct_lexemes(terms) if small or p or lx not in stats.common]
 
 
 def frequency_queries(wanted: Sequence[tuple[str, bool]]) -> list[str]:
@@ -217,7 +229,7 @@ def probes(terms: Sequence[Term]) -> list[str]:
     """
     return [
         tsquery_literal(lx, p) + ("" if p else ":") + labels
-        for lx, p in _distinct(terms)
+        for lx, p in distinct_lexemes(terms)
         for labels, _ in PRESENCE
     ]
 
@@ -229,7 +241,7 @@ def present(terms: Sequence[Term], bits: Sequence[bool]) -> list[float]:
 
 def _presence(terms: Sequence[Term]) -> Callable[[Sequence[bool]], list[float]]:
     """:func:`present` for many rows of one query: the probe positions are worked out once."""
-    index = {key: i for i, key in enumerate(_distinct(terms))}
+    index = {key: i for i, key in enumerate(distinct_lexemes(terms))}
     width = len(PRESENCE)
     slots = [
         [[index[(lx, prefix)] * width + c for lx in lexemes] for c in range(width)]
@@ -260,6 +272,20 @@ def _presence(terms: Sequence[Term]) -> Callable[[Sequence[bool]], list[float]]:
     return row
 
 
+def frequencies(
+    terms: Sequence[Term], counted: Mapping[tuple[str, bool], int], stats: TermStats
+) -> tuple[float, list[int]]:
+    """The table's rows and each term's (its rarest lexeme's), from the rows ``counted``
+    (:func:`to_count`) or ANALYZE's estimate of a common lexeme."""
+    df: dict[tuple[str, bool], float] = {}
+    for lx, p in distinct_lexemes(terms):
+        n = counted.get((lx, p))
+        common = 0.0 if p else stats.common.get(lx, 0.0)
+        df[(lx, p)] = common if n is None else max(float(n), common if n >= DF_CAP else 0.0)
+    rows = max([stats.table_rows, *df.values()])
+    return rows, [round(min(df[(lx, p)] for lx in lexemes)) for lexemes, p in terms]
+
+
 def score_hits(
     terms: Sequence[Term],
     counted: Mapping[tuple[str, bool], int],
@@ -267,22 +293,25 @@ def score_hits(
     hits: Sequence[Sequence[bool]],
     groups: Sequence[int] | None = None,
     named: Callable[[int], bool] | None = None,
+    days: DayWords | None = None,
 ) -> list[float]:
     """Each hit's coverage of the query; ``counted`` holds the rows counted (:func:`to_count`),
     ``groups`` each term's word when some spell one (``_variants.with_variants``),
     ``named(i)`` whether hit ``i`` names a word of the prompt (``_names``: a term no row holds
-    weighs ``calibration.NAMED_ABSENT_WEIGHT`` in their scores)."""
-    df: dict[tuple[str, bool], float] = {}
-    for lx, p in _distinct(terms):
-        n = counted.get((lx, p))
-        common = 0.0 if p else stats.common.get(lx, 0.0)
-        df[(lx, p)] = common if n is None else max(float(n), common if n >= DF_CAP else 0.0)
-    rows = max([stats.table_rows, *df.values()])
-    containing = [round(min(df[(lx, p)] for lx in lexemes)) for lexemes, p in terms]
+    weighs ``calibration.NAMED_ABSENT_WEIGHT`` in their scores), ``days`` the hits' day
+    words when the query holds a number some row holds (``day_numbers``: scored by
+    ``calibration.dated_coverage``)."""
+    rows, containing = frequencies(terms, counted, stats)
     weights = [term_weight(round(rows), n) for n in containing]
     heavier = named_weights(weights, containing) if named and 0 in containing else None
     held = _presence(terms)
-    return [
-        coverage(heavier if heavier and named and named(i) else weights, held(found), groups)
-        for i, found in enumerate(hits)
-    ]
+    out: list[float] = []
+    for i, found in enumerate(hits):
+        w = heavier if heavier and named and named(i) else weights
+        if days is None:
+            out.append(coverage(w, held(found), groups))
+            continue
+        text = days.text(i, found)
+        n, loose = days.numbers, days.loose
+        out.append(dated_coverage(w, held(found), n, text, loose, days.dated[i], groups))
+    return out

@@ -14,8 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from memory_inject.storage.calibration import calibrated, coverage, fts5_idf, named_weights
 from memory_inject.storage.sqlite.changes import LogPosition
-from memory_inject.storage.sqlite.keyword_phrases import K1, OWN_MASK, B
+from memory_inject.storage.sqlite.keyword_phrases import (
+    K1,
+    OWN_MASK,
+    B,
+    dated_coverage,
+    is_number,
+)
 from memory_inject.storage.sqlite.keyword_postings import (
+    DAY_BIT,
     SCOPE_COL,
     Posting,
     posting_of,
@@ -310,6 +317,18 @@ def kept_scores(
     weighs ``calibration.NAMED_ABSENT_WEIGHT``)."""
     held = [postings.get(t, {}) for t in phrases]
     heavier = named_weights(weights, df) if named else weights
+    numbers = [d > 0 and is_number(t) for t, d in zip(phrases, df, strict=True)]
+    if any(numbers):  # the day words' rule (``keyword_phrases.dated_coverage``)
+        loose = [
+            n and not any(mask & ~DAY_BIT for _, mask in p.values())
+            for n, p in zip(numbers, held, strict=True)
+        ]
+        return [
+            _dated(
+                heavier if named and rid in named else weights, held, numbers, loose, groups, rid
+            )
+            for rid in rids
+        ]
     if groups is not None or named:
         return [
             coverage(
@@ -335,6 +354,27 @@ def kept_scores(
                 own = own or present >= 1.0
         out.append(calibrated(share, total, own=own))
     return out
+
+
+def _dated(
+    weights: Sequence[float],
+    held: Sequence[Mapping[int, Posting]],
+    numbers: Sequence[bool],
+    loose: Sequence[bool],
+    groups: Sequence[int] | None,
+    rid: int,
+) -> float:
+    """Row ``rid``'s coverage by ``keyword_phrases.dated_coverage``, from its postings."""
+    found = [p.get(rid) for p in held]
+    present = [present_weight(f) for f in found]
+    dated = any(
+        f is not None and f[1] & DAY_BIT and not n for f, n in zip(found, numbers, strict=True)
+    )
+    text = [
+        present_weight((f[0], f[1] & ~DAY_BIT)) if n and f is not None else 0.0
+        for f, n in zip(found, numbers, strict=True)
+    ]
+    return dated_coverage(weights, present, numbers, text, loose, dated, groups)
 
 
 def single_tokens(

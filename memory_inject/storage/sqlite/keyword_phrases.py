@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from attrs import define
 
-from memory_inject.storage.calibration import coverage
+from memory_inject.storage.calibration import coverage, dated_coverage, is_number
 from memory_inject.storage.sqlite.ddl import FTS_COLUMNS, OWN_COLUMNS
 
 __all__ = [
     "BM25_ARGS",
     "BM25_WEIGHTS",
     "COVERAGE_WEIGHTS",
+    "DAY_COLUMN",
     "K1",
     "OWN_MASK",
     "PREFIX_MARK",
@@ -35,8 +36,11 @@ __all__ = [
     "Phrase",
     "add_bm25",
     "coverage_of",
+    "dated_coverage",
+    "dates_only",
     "held_in_long",
     "holds",
+    "is_number",
     "span_of",
 ]
 
@@ -52,6 +56,13 @@ K1, B = 1.2, 0.75
 #: The columns a query word can be found in (the scope token never is one).
 TEXT_COLUMNS = len(COVERAGE_WEIGHTS)
 TEXT_COLUMN_NAMES = tuple(FTS_COLUMNS.replace(" ", "").split(","))[:TEXT_COLUMNS]
+#: The day words' column (``ddl_context.DAY_WORDS``: "8 May 2023"). Every row written on
+#: a 7th holds "7" there and every row of 2024 "2024", so a number of the query that a row
+#: holds only there says nothing of the row unless the query names the row's month too
+#: (:func:`dated_coverage`).
+DAY_COLUMN = TEXT_COLUMN_NAMES.index("ctx_day")
+#: The text columns but the day words.
+_NOT_DAY = tuple(n for c, n in enumerate(TEXT_COLUMN_NAMES) if c != DAY_COLUMN)
 #: The column bits (a mirror posting's mask) of a record's own columns (``ddl.OWN_COLUMNS``).
 OWN_MASK = sum(1 << c for c, name in enumerate(TEXT_COLUMN_NAMES) if name in OWN_COLUMNS)
 #: Marks a prefix phrase found in a long column: ``holds`` sees a token that
@@ -154,9 +165,12 @@ def coverage_of(
     weights: Sequence[float],
     cols: MarkedRow,
     groups: Sequence[int] | None = None,
+    dates_only: Collection[str] = (),
 ) -> float:
     """The row's :func:`coverage` of the query from its marked tokens per column
-    (``groups``: each phrase's word, when some are spellings of another)."""
+    (``groups``: each phrase's word, when some are spellings of another), by the day words'
+    rule (:func:`dated_coverage`; ``dates_only``: the query's numbers that no row holds
+    outside its day words, :func:`dates_only`)."""
     best: dict[str, float] = {}  # each marked token's best column weight
     for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
         for t in toks:
@@ -170,7 +184,41 @@ def coverage_of(
         for toks, weight in zip(cols, COVERAGE_WEIGHTS, strict=False):
             if toks and present[i] < weight and holds(set(toks), p.tokens, p.prefix):
                 present[i] = weight
-    return coverage(weights, present, groups)
+    numbers = [p.simple and p.df > 0 and is_number(p.tokens[0]) for p in phrases]
+    if not any(numbers):
+        return coverage(weights, present, groups)
+    day = cols[DAY_COLUMN] if len(cols) > DAY_COLUMN and cols[DAY_COLUMN] else ()
+    text = [0.0] * len(phrases)  # each number's best weight outside the day words
+    for i, p in enumerate(phrases):
+        if numbers[i]:
+            t = p.tokens[0]
+            text[i] = max(
+                (
+                    w
+                    for c, (toks, w) in enumerate(zip(cols, COVERAGE_WEIGHTS, strict=False))
+                    if c != DAY_COLUMN and toks and t in toks
+                ),
+                default=0.0,
+            )
+    loose = [n and p.tokens[0] in dates_only for n, p in zip(numbers, phrases, strict=True)]
+    dated = any(not is_number(t) for t in day)
+    return dated_coverage(weights, present, numbers, text, loose, dated, groups)
+
+
+def dates_only(conn: sqlite3.Connection, phrases: Sequence[Phrase]) -> set[str]:
+    """The tokens of the query's numbers some row holds (``df``) that no row holds
+    outside its day words: one column-filtered MATCH each, stopping at the first row."""
+    asked = [p.tokens[0] for p in phrases if p.simple and p.df > 0 and is_number(p.tokens[0])]
+    if not asked:
+        return set()
+    arm = (
+        "SELECT ? WHERE NOT EXISTS (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1)"
+    )
+    args: list[str] = []
+    for t in dict.fromkeys(asked):
+        args += [t, f'{{{" ".join(_NOT_DAY)}}} : "{t}"']
+    found = conn.execute(" UNION ALL ".join([arm] * (len(args) // 2)), args).fetchall()
+    return {str(t) for (t,) in found}
 
 
 def holds(tokens: set[str], term: tuple[str, ...], prefix: bool) -> bool:

@@ -16,10 +16,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from memory_inject.embedders import numpy_or_none
-from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS, COVERAGE_WEIGHTS
+from memory_inject.storage.sqlite.keyword_phrases import (
+    BM25_WEIGHTS,
+    COVERAGE_WEIGHTS,
+    DAY_COLUMN,
+)
 from memory_inject.storage.sqlite.keyword_terms import COLUMN_NAMES
 
 __all__ = [
+    "DAY_BIT",
     "INSTANCES_SELECT",
     "MAX_PAIRS",
     "SCOPE_COL",
@@ -161,6 +166,9 @@ def posting_of(per_col: list[int]) -> Posting:
                 mask |= 1 << col
     return shared((f, mask))
 
+
+#: A posting's bit for the day words (``keyword_phrases.DAY_COLUMN``).
+DAY_BIT = 1 << DAY_COLUMN
 
 #: What a hit in each text column proves (``COVERAGE_WEIGHTS``), per column mask.
 _MASK_WEIGHTS: dict[int, float] = {}

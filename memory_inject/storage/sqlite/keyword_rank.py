@@ -47,6 +47,7 @@ from memory_inject.storage.sqlite.keyword_phrases import (
     Phrase,
     add_bm25,
     coverage_of,
+    dates_only,
 )
 from memory_inject.storage.sqlite.keyword_terms import tokens_of_all
 from memory_inject.storage.sqlite.term_stats import TermStats
@@ -132,11 +133,16 @@ def keyword_hits(
     dfs = [p.df for p in phrases]
     names = _naming(conn, hits, named, rows or {}) if named is not None and 0 in dfs else set()
     heavier = named_weights(weights, dfs) if names else weights
+    only_days = dates_only(conn, phrases) if hits else set()
     return [
         (
             h.key,
             coverage_of(
-                phrases, heavier if h.rid in names else weights, marked.get(h.rid, []), by_word
+                phrases,
+                heavier if h.rid in names else weights,
+                marked.get(h.rid, []),
+                by_word,
+                only_days,
             ),
             h.score,
         )
