@@ -22,6 +22,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from attrs import define, field
+from psycopg import sql
 
 from memory_inject.models import MemoryEntry
 from memory_inject.storage._names import asked_words, names_asked
@@ -211,6 +212,16 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
         if not keyword and vector:
             keyword = yield from _pieces_as_keywords(run, fetch, raw, records)
     similarity = None if nearest is None else vector_score(nearest, run.calibration)
+    degraded = run.degraded
+    if similarity is not None and keyword:
+        got = yield _unembedded(q, [i for i, _ in keyword])
+        if got and got[0][0]:  # the nearest memory may be one of them: not known, not told
+            similarity = None
+            note = (
+                f"unembedded_rows: {got[0][0]} keyword hits hold no vector of this embedder "
+                "(written without it); the prompt's similarity is not known"
+            )
+            degraded = f"{degraded}; {note}" if degraded else note
     if raw is not None and vector:
         vector += [(i, vector_score(c, run.calibration)) for i, c in raw.unseen(keyword)]
     # As on SQLite: the rows returned are chosen among twice as many with their day's vote.
@@ -226,7 +237,7 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             row_to_record(records[i], RECALL_COLUMNS).to_entry(min(1.0, max(0.0, float(s))))
             for i, s in fused
         ]
-        return entries, RecallInfo(strategy, len(keyword), len(vector), run.degraded, similarity)
+        return entries, RecallInfo(strategy, len(keyword), len(vector), degraded, similarity)
     sub = SubstringQuery.of(run.query)
     patterns = sub.patterns()
     wanted = sub.window(run.limit) if sub.split else run.limit
@@ -238,7 +249,7 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
     like_hits = [row_to_record(r, RECALL_COLUMNS) for r in rows]
     best = sub.best(like_hits, lambda r: (r.key, r.content), run.limit)
     entries = [rec.to_entry(score) for rec, score in best]
-    return entries, RecallInfo("like" if entries else "none", 0, 0, run.degraded, similarity)
+    return entries, RecallInfo("like" if entries else "none", 0, 0, degraded, similarity)
 
 
 def _pieces_as_keywords(
@@ -339,3 +350,12 @@ def _keyword_steps(
     if raw is not None:
         found = raw.window(found, width, run.limit * 2)
     return [(r[:width], score) for r, score in found]
+
+
+def _unembedded(q: Queries, ids: Sequence[str]) -> Stmt:
+    """How many of the keyword hits ``ids`` hold no vector (a process without the embedder
+    wrote them): the scope's similarity (``min_prompt_similarity``) says nothing of them."""
+    query = sql.SQL(
+        "SELECT count(*) FROM {t} WHERE namespace = %s AND id = ANY(%s) AND embedding IS NULL"
+    ).format(t=q.t)
+    return Stmt(query, (q.ns, list(ids)))

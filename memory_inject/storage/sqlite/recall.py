@@ -192,6 +192,15 @@ def _run(
             like = _like_stage(conn, namespace, scope, params, sub, limit * 2)
             keyword = [(r.id, score) for r, score in like]
             bm25 = dict(keyword)
+    if similarity is not None and keyword and run.query_vec is not None:
+        missing = _unembedded(conn, namespace, [i for i, _ in keyword], hits, len(run.query_vec))
+        if missing:  # the nearest memory may be one of them: not known, so not told
+            similarity = None
+            note = (
+                f"unembedded_rows: {missing} keyword hits hold no vector of this embedder "
+                "(embed_missing() adds them); the prompt's similarity is not known"
+            )
+            degraded = f"{degraded}; {note}" if degraded else note
     vector, scores = _fusion_inputs(vector, hits, bm25, run.fusion, run.calibration)
     # The window's best, twice what is asked: the rows returned are chosen among them
     # with their day's vote (``day_vote``) where the fused order is the scores'.
@@ -266,6 +275,26 @@ def _vector_stage(
     nearest = cosine_top_k(query_vec, matrix, k)
     best = nearest[0][1] if nearest else None
     return [(str(rows[i][0]), s) for i, s in nearest if s > 0.0], None, skipped, best
+
+
+def _unembedded(
+    conn: sqlite3.Connection,
+    namespace: str,
+    ids: Sequence[str],
+    hits: ScopeVectors | None,
+    dim: int,
+) -> int:
+    """How many of the keyword hits ``ids`` hold no vector the prompt's can be compared
+    with (written without the embedder, or by a model of another size): the scope's
+    similarity (``min_prompt_similarity``) says nothing of them."""
+    if hits is not None:
+        have = hits.cosines(ids)
+        return sum(1 for i in ids if i not in have)
+    sql = (
+        "SELECT count(*) FROM memories WHERE namespace = ? AND id IN "
+        "(SELECT value FROM json_each(?)) AND (embedding IS NULL OR length(embedding) != ?)"
+    )
+    return int(conn.execute(sql, (namespace, json.dumps(list(ids)), 4 * dim)).fetchone()[0])
 
 
 def _fusion_inputs(
