@@ -185,8 +185,12 @@ class PersistentStore:
 
         A given vector that is not of the embedder's ``dim`` (another model's, or empty)
         would never be searched: ``foreign="refuse"`` makes it an :class:`EmbedderError`
-        naming the key, ``"embed"`` (an import) embeds the record again instead.
+        naming the key, ``"embed"`` (an import) embeds the record again instead, and
+        ``"reembed"`` (``import_jsonl(reembed=True)``) embeds every record again, whatever
+        vector it brings (another model's of the same size cannot be told apart).
         """
+        if foreign == "reembed" and self._embedder is not None:
+            records = [r.evolve(embedding=None) for r in records]
         out = [r if r.embedding is None else r.evolve(embedding=given_vector(r)) for r in records]
         dim = embedder_dim(self._embedder) if self._embedder is not None else None
         for i, r in enumerate(out):

@@ -80,6 +80,7 @@ def import_jsonl(
     progress: Callable[[int], object] | None = None,
     batch_size: int = BATCH,
     rebuild_index: bool | None = None,
+    reembed: bool = False,
 ) -> int:
     """Upsert one record per JSON line into ``store``'s namespace; returns how many.
 
@@ -99,7 +100,8 @@ def import_jsonl(
                     cur.execute(stmt)
                 for batch in _batched(_checked_lines(lines), max(1, batch_size)):
                     records = store._embedded(
-                        [r.evolve(namespace=store.namespace) for r in batch], foreign="embed"
+                        [r.evolve(namespace=store.namespace) for r in batch],
+                        foreign="reembed" if reembed else "embed",
                     )
                     with cur.copy(stage_copy(q)) as copy:
                         for i, record in enumerate(records, start=n):

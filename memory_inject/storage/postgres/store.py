@@ -223,6 +223,7 @@ class PostgresStore(PersistentStore):
         progress: Callable[[int], object] | None = None,
         batch_size: int = bulk.BATCH,
         rebuild_index: bool | None = None,
+        reembed: bool = False,
     ) -> int:
         """Upsert one record per JSON line into this namespace; returns how many.
 
@@ -230,7 +231,8 @@ class PostgresStore(PersistentStore):
         at a time and merged by one ``INSERT ... ON CONFLICT`` at the end, so a
         bad line (``ValueError`` with its line number) leaves the table as it
         was. A key repeated in the file keeps its last line; each line's
-        ``namespace`` is replaced by this store's.
+        ``namespace`` is replaced by this store's. ``reembed``: every row is
+        embedded again, whatever vector its line brings (as ``SQLiteStore``).
 
         With vectors, an import of at least 20,000 rows into an empty table
         (the initial load) drops the HNSW index and builds it after the merge,
@@ -242,5 +244,10 @@ class PostgresStore(PersistentStore):
         forces that choice either way.
         """
         return bulk.import_jsonl(
-            self, src, progress=progress, batch_size=batch_size, rebuild_index=rebuild_index
+            self,
+            src,
+            progress=progress,
+            batch_size=batch_size,
+            rebuild_index=rebuild_index,
+            reembed=reembed,
         )

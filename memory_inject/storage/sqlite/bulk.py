@@ -65,8 +65,10 @@ def import_jsonl(
     *,
     progress: Callable[[int], object] | None = None,
     batch_size: int = 1000,
+    reembed: bool = False,
 ) -> int:
     """``store.import_jsonl``: upsert one record per JSON line, ``batch_size`` per commit."""
+    foreign = "reembed" if reembed else "embed"
     done = 0
     batch: list[MemoryRecord] = []
     lines: list[int] = []
@@ -74,12 +76,12 @@ def import_jsonl(
         batch.append(record.evolve(namespace=store.namespace))
         lines.append(lineno)
         if len(batch) >= batch_size:
-            done += _import_batch(store, batch, lines)
+            done += _import_batch(store, batch, lines, foreign)
             batch, lines = [], []
             if progress is not None:
                 progress(done)
     if batch:
-        done += _import_batch(store, batch, lines)
+        done += _import_batch(store, batch, lines, foreign)
         if progress is not None:
             progress(done)
     if done >= MERGE_AFTER:
@@ -113,9 +115,12 @@ def _merge_keyword_index(store: SQLiteStore, done: int) -> None:
     store._engine.write(op, "import")
 
 
-def _import_batch(store: SQLiteStore, batch: list[MemoryRecord], lines: Sequence[int]) -> int:
+def _import_batch(
+    store: SQLiteStore, batch: list[MemoryRecord], lines: Sequence[int], foreign: str
+) -> int:
     try:
-        return _upsert_many(store._engine, store._embedded(batch, foreign="embed"), "import", lines)
+        records = store._embedded(batch, foreign=foreign)
+        return _upsert_many(store._engine, records, "import", lines)
     except _LineError as exc:
         raise ValueError(str(exc)) from exc.__cause__
     except KeyOwnedError:

@@ -319,6 +319,7 @@ class SQLiteStore(PersistentStore):
         *,
         progress: Callable[[int], object] | None = None,
         batch_size: int = 1000,
+        reembed: bool = False,
     ) -> int:
         """Upsert one record per JSON line into this namespace; returns how many.
 
@@ -326,9 +327,13 @@ class SQLiteStore(PersistentStore):
         ``ValueError`` with its line number) leaves the earlier batches in
         place; re-running the fixed file is safe because writes are upserts.
         Each line's ``namespace`` is replaced by this store's, so an export of
-        one agent can seed another.
+        one agent can seed another. With ``reembed`` every row is embedded again by this
+        store's embedder, whatever vector its line brings (a model switch to one of the
+        same size: its vectors cannot be told from the old model's).
         """
-        return bulk.import_jsonl(self, src, progress=progress, batch_size=batch_size)
+        return bulk.import_jsonl(
+            self, src, progress=progress, batch_size=batch_size, reembed=reembed
+        )
 
     def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
         """Write every row of this namespace, forgotten and superseded ones included."""
