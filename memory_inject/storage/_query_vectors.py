@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from memory_inject.embedders import embedder_name
+from memory_inject.exceptions import EmbedderError
 from memory_inject.storage._store_checks import VectorEmbedder, embed_checked
 
 __all__ = ["QueryVectors"]
@@ -31,13 +33,19 @@ class QueryVectors:
         self._kept: OrderedDict[str, tuple[float, ...]] = OrderedDict()
 
     def vector(self, query: str) -> tuple[float, ...]:
-        """``query``'s checked vector (``EmbedderError`` as :func:`embed_checked` raises)."""
+        """``query``'s checked vector (``EmbedderError`` as :func:`embed_checked` raises,
+        and for a vector of zeros: the recall is then by keywords, and says why)."""
         with self._lock:
             found = self._kept.get(query)
             if found is not None:
                 self._kept.move_to_end(query)
                 return found
         made = embed_checked(self.embedder, [query])[0]
+        if not any(made):
+            # A static model knows none of the prompt's words: its vector is 0, near
+            # nothing, and a vector-only recall found nothing without a word of why.
+            name = embedder_name(self.embedder)
+            raise EmbedderError(f"embedder {name!r} gave the prompt a vector of zeros")
         with self._lock:
             self._kept[query] = made
             while len(self._kept) > KEPT:

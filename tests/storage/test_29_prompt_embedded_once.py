@@ -16,6 +16,7 @@ import pytest
 
 from memory_inject import MemoryRecall, render_memory_context
 from memory_inject.embedders import HashingEmbedder
+from memory_inject.storage.fusion import Fusion
 from tests.storage import _pg_backend as pgb
 from tests.storage._sqlite_backend import make_sqlite_store
 
@@ -86,3 +87,24 @@ def test_a_failure_is_not_kept(store_factory: Callable[..., Any]) -> None:
     assert isinstance(healed.event, MemoryRecall)
     assert not any("embedder_failed" in d for d in healed.event.degraded)
     assert [PROMPT, PROMPT] == embedder.asked
+
+
+class ZeroForUnknown(Counting):
+    """A static model's way: a vector of zeros for a text of words it does not know."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = super().embed(texts)
+        return [[0.0] * 64 if "Xq7" in t else v for t, v in zip(texts, vectors, strict=True)]
+
+
+def test_a_prompt_embedded_to_zeros_is_searched_by_keywords_and_says_so(
+    store_factory: Callable[..., Any],
+) -> None:
+    """A vector of zeros is near nothing: a vector-only recall found nothing and said
+    nothing (found by a helper). It is a failed embedding now: keywords, and the reason."""
+    store = store_factory(embedder=ZeroForUnknown(), fusion=Fusion(search_mode="embedding"))
+    store.store("wifi", "Xq7 wifi password is hunter22")
+    result = render_memory_context(store, "Xq7 wifi password")
+    assert isinstance(result.event, MemoryRecall)
+    assert ["wifi"] == [e.key for e in result.entries]
+    assert any("gave the prompt a vector of zeros" in d for d in result.event.degraded)
