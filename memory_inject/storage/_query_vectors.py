@@ -6,12 +6,23 @@ another: with a 1.2 s model, two scopes ran past a 2 s deadline and the second s
 memory was lost. :class:`QueryVectors` keeps the last prompts' vectors of one store's
 embedder; a vector depends on the text alone, so a prompt asked again is not embedded
 again.
+
+A recall with a deadline waits for the model half the time it has left
+(:data:`EMBED_SHARE`), on a thread of its own: a model slower than that (a 3 s one,
+against a 2 s deadline) cost the whole block, the keyword hits it never needed
+included. Past the wait the recall goes on by keywords and says why; the vector, when it
+comes, is kept for the next turn with the prompt. At most :data:`EMBEDDING_AT_ONCE` such
+threads run per store: a model that hangs costs threads no more than that.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections import OrderedDict
+
+from attrs import Factory, define
 
 from memory_inject.embedders import embedder_name
 from memory_inject.exceptions import EmbedderError
@@ -21,6 +32,22 @@ __all__ = ["QueryVectors"]
 
 #: Prompts remembered per store: the scopes of the turns running at once.
 KEPT = 32
+#: The share of a recall's time left that it waits for the prompt's vector.
+EMBED_SHARE = 0.5
+#: Embedding threads one store runs at once for recalls with a deadline.
+EMBEDDING_AT_ONCE = 4
+#: An embedding thread with no prompt to embed for this long ends.
+IDLE_S = 30.0
+
+
+@define
+class _Job:
+    """One prompt to embed, and what came of it."""
+
+    query: str
+    done: threading.Event = Factory(threading.Event)
+    vector: tuple[float, ...] | None = None
+    failed: EmbedderError | None = None
 
 
 class QueryVectors:
@@ -31,8 +58,12 @@ class QueryVectors:
         self.embedder = embedder
         self._lock = threading.Lock()
         self._kept: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._running = threading.BoundedSemaphore(EMBEDDING_AT_ONCE)
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._workers = 0  # threads taking jobs (guarded by _lock)
+        self._busy = 0  # jobs put and not done (guarded by _lock)
 
-    def vector(self, query: str) -> tuple[float, ...]:
+    def vector(self, query: str, deadline: float | None = None) -> tuple[float, ...]:
         """``query``'s checked vector (``EmbedderError`` as :func:`embed_checked` raises,
         and for a vector of zeros: the recall is then by keywords, and says why)."""
         with self._lock:
@@ -40,14 +71,74 @@ class QueryVectors:
             if found is not None:
                 self._kept.move_to_end(query)
                 return found
-        made = embed_checked(self.embedder, [query])[0]
+        made = self._embed(query) if deadline is None else self._embed_by(query, deadline)
         if not any(made):
             # A static model knows none of the prompt's words: its vector is 0, near
             # nothing, and a vector-only recall found nothing without a word of why.
             name = embedder_name(self.embedder)
             raise EmbedderError(f"embedder {name!r} gave the prompt a vector of zeros")
+        self._keep(query, made)
+        return made
+
+    def _embed(self, query: str) -> tuple[float, ...]:
+        return embed_checked(self.embedder, [query])[0]
+
+    def _embed_by(self, query: str, deadline: float) -> tuple[float, ...]:
+        """The vector, waited for :data:`EMBED_SHARE` of the time left before ``deadline``
+        (a :func:`time.perf_counter` value); ``EmbedderError`` when it does not come."""
+        name = embedder_name(self.embedder)
+        if not self._running.acquire(blocking=False):
+            raise EmbedderError(
+                f"embedder {name!r} is still embedding {EMBEDDING_AT_ONCE} earlier prompts"
+            )
+        job = _Job(query)
         with self._lock:
-            self._kept[query] = made
+            self._busy += 1
+            start = self._busy > self._workers
+            self._workers += start
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._work, name="memory-inject-embed", daemon=True).start()
+        wait = max(0.0, (deadline - time.perf_counter()) * EMBED_SHARE)
+        if not job.done.wait(wait):
+            raise EmbedderError(
+                f"embedder {name!r} gave no vector in {wait * 1000:.0f} ms (half the time "
+                "the recall had left): searched by keywords"
+            )
+        if job.failed is not None:
+            raise job.failed
+        assert job.vector is not None  # noqa: S101 - set when done without a failure
+        return job.vector
+
+    def _work(self) -> None:
+        """A worker: embeds the prompts put on the queue; ends after :data:`IDLE_S` idle."""
+        while True:
+            try:
+                job = self._jobs.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    # A job counted in _busy may not be on the queue yet: go only while
+                    # the other workers outnumber the jobs not done.
+                    if self._busy < self._workers:
+                        self._workers -= 1
+                        return
+                continue
+            try:
+                job.vector = self._embed(job.query)
+            except EmbedderError as exc:
+                job.failed = exc
+            except Exception as exc:  # noqa: BLE001 - told to the recall that waits
+                job.failed = EmbedderError(f"embedder {embedder_name(self.embedder)!r}: {exc}")
+            finally:
+                with self._lock:
+                    self._busy -= 1
+                self._running.release()
+                job.done.set()
+            if job.vector is not None and any(job.vector):
+                self._keep(job.query, job.vector)  # a late vector serves the next turn
+
+    def _keep(self, query: str, vector: tuple[float, ...]) -> None:
+        with self._lock:
+            self._kept[query] = vector
             while len(self._kept) > KEPT:
                 self._kept.popitem(last=False)
-        return made

@@ -367,10 +367,12 @@ class TestStoreHangs:
         assert [("", True)] * 10 == outcomes
 
     @pytest.mark.parametrize("mode", MODES)
-    def test_hung_embedder_returns_by_the_deadline(
+    def test_hung_embedder_returns_by_the_deadline_with_the_keyword_block(
         self, mode: str, db: Path, gate: threading.Event
     ) -> None:
-        """An embedder that hangs inside a real SQLite recall is abandoned at the deadline."""
+        """An embedder that hangs inside a real SQLite recall is waited for half the time
+        the recall has, then the recall goes on by keywords (twenty-eighth round: it was
+        abandoned at the deadline, and the block with it)."""
 
         class Stuck(HashingEmbedder):
             armed = False
@@ -387,7 +389,9 @@ class TestStoreHangs:
             result, events, elapsed = render_timed(s, mode, gate)
             event = only_event(events)
             assert elapsed < HANG_BOUND_S
-            assert ("", False, True) == (result.text, event.success, event.partial)
+            block = "[Memory context]\n- fact: deploy goes to prod-3\n[/Memory context]\n\n"
+            assert (block, True, False) == (result.text, event.success, event.partial)
+            assert any("gave no vector in" in d for d in event.degraded)
             gate.set()
 
 

@@ -8,14 +8,17 @@ last prompts' vectors (a vector depends on the text alone); a failure is not kep
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from memory_inject import MemoryRecall, render_memory_context
+from memory_inject import MemoryInjectConfig, MemoryRecall, render_memory_context
 from memory_inject.embedders import HashingEmbedder
+from memory_inject.storage._query_vectors import EMBEDDING_AT_ONCE
 from memory_inject.storage.fusion import Fusion
 from tests.storage import _pg_backend as pgb
 from tests.storage._sqlite_backend import make_sqlite_store
@@ -108,3 +111,78 @@ def test_a_prompt_embedded_to_zeros_is_searched_by_keywords_and_says_so(
     assert isinstance(result.event, MemoryRecall)
     assert ["wifi"] == [e.key for e in result.entries]
     assert any("gave the prompt a vector of zeros" in d for d in result.event.degraded)
+
+
+class Stuck(Counting):
+    """Hangs on every text until ``gate`` is set, once ``armed``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.gate = threading.Event()
+        self.started: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if self.armed:
+            self.started.extend(texts)
+            self.gate.wait(30)
+        return super().embed(texts)
+
+
+SHORT = MemoryInjectConfig(deadline_ms=300)
+
+
+def test_a_slow_model_leaves_the_keyword_block_and_its_vector_for_the_next_turn(
+    store_factory: Callable[..., Any],
+) -> None:
+    """Found by a helper: a 3 s model against a 2 s deadline cost the whole block, the
+    keyword hit it never needed included. The recall waits half its time for the vector."""
+    embedder = Stuck()
+    store = store_factory(embedder=embedder)
+    store.store("dog", "My dog is called Biscuit.")
+    embedder.armed = True
+    try:
+        first = render_memory_context(store, PROMPT, config=SHORT)
+        assert isinstance(first.event, MemoryRecall)
+        assert ["dog"] == [e.key for e in first.entries]
+        assert first.event.success and not first.event.partial
+        assert any("gave no vector in" in d for d in first.event.degraded)
+    finally:
+        embedder.gate.set()
+    for _ in range(100):  # the hung call ends once released
+        if len(embedder.asked) == 2:  # the write, then the prompt
+            break
+        time.sleep(0.05)
+    asked = len(embedder.asked)
+    for _ in range(100):  # the late vector is kept once its thread ends
+        later = render_memory_context(store, PROMPT, config=SHORT)
+        assert isinstance(later.event, MemoryRecall)
+        if not later.event.degraded:
+            break
+        time.sleep(0.05)
+    assert isinstance(later.event, MemoryRecall)
+    assert not later.event.degraded
+    assert ["dog"] == [e.key for e in later.entries]
+    assert asked == len(embedder.asked)  # served by the vector that came late
+
+
+def test_a_hung_model_holds_a_bounded_number_of_threads(
+    store_factory: Callable[..., Any],
+) -> None:
+    embedder = Stuck()
+    store = store_factory(embedder=embedder)
+    store.store("dog", "My dog is called Biscuit.")
+    embedder.armed = True
+    quick = MemoryInjectConfig(deadline_ms=60)
+    try:
+        events = [
+            render_memory_context(store, f"{PROMPT} {i}", config=quick).event
+            for i in range(EMBEDDING_AT_ONCE + 1)
+        ]
+        degraded = [e.degraded for e in events if isinstance(e, MemoryRecall)]
+        assert all(any("gave no vector in" in d for d in x) for x in degraded[:-1])
+        busy = f"is still embedding {EMBEDDING_AT_ONCE} earlier prompts"
+        assert any(busy in d for d in degraded[-1])
+        assert EMBEDDING_AT_ONCE == len(embedder.started)  # the last never started one
+    finally:
+        embedder.gate.set()

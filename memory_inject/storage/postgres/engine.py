@@ -325,7 +325,7 @@ class PostgresEngine:
         embedder = self.embedder if self.fusion.search_mode != "bm25" else None
         if embedder is not None and self._prompts is not None and reads_script(embedder, query):
             try:
-                vector = self._prompts.vector(query)
+                vector = self._prompts.vector(query, q.deadline)
             except EmbedderError as exc:
                 degraded = f"embedder_failed: {exc}"
         return rq.RecallRun(

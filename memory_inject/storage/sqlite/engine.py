@@ -208,7 +208,9 @@ class SQLiteEngine:
                 rrf_k=fusion.rrf_k,
                 search_mode=forced,
             )
-        return answer_of(*self._recall(q.query, q.limit, q.session_id, q.since, q.until, fusion))
+        return answer_of(
+            *self._recall(q.query, q.limit, q.session_id, q.since, q.until, fusion, q.deadline)
+        )
 
     async def aranked(self, q: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`ranked`, on a worker thread."""
@@ -222,6 +224,7 @@ class SQLiteEngine:
         since: datetime | str | None,
         until: datetime | str | None,
         fusion: Fusion,
+        deadline: float | None = None,
     ) -> tuple[builtins.list[MemoryEntry], RecallInfo]:
         if limit <= 0:
             return [], RecallInfo()
@@ -232,7 +235,7 @@ class SQLiteEngine:
             sql = f"{scope} ORDER BY updated_at DESC, rid DESC LIMIT ?"
             rows = read(lambda c: self.fetch(c, sql, (*params, limit)), "recall")
             return [r.to_entry(None) for r in rows], with_damaged(RecallInfo(strategy="recent"))
-        query_vec, degraded = self._query_vector(query, fusion)
+        query_vec, degraded = self._query_vector(query, fusion, deadline)
 
         def run(conn: sqlite3.Connection) -> tuple[builtins.list[MemoryEntry], RecallInfo]:
             return scored_recall(
@@ -267,7 +270,7 @@ class SQLiteEngine:
         return entries, with_damaged(info)
 
     def _query_vector(
-        self, query: str, fusion: Fusion
+        self, query: str, fusion: Fusion, deadline: float | None = None
     ) -> tuple[tuple[float, ...] | None, str | None]:
         # Embedded outside the connection: a slow model must not block writers.
         if self.embedder is None or fusion.search_mode == "bm25":
@@ -276,7 +279,7 @@ class SQLiteEngine:
             return None, None  # its vector would say nothing: keywords alone
         try:
             assert self._prompts is not None  # noqa: S101 - made with the embedder
-            return self._prompts.vector(query), None
+            return self._prompts.vector(query, deadline), None
         except EmbedderError as exc:
             return None, f"embedder_failed: {exc}"
 
