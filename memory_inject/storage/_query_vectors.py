@@ -48,6 +48,11 @@ class _Job:
     done: threading.Event = Factory(threading.Event)
     vector: tuple[float, ...] | None = None
     failed: EmbedderError | None = None
+    put: float = Factory(time.perf_counter)
+
+    def waited(self, until: float) -> int:
+        """Milliseconds from the job's start to ``until`` (what a recall waited at most)."""
+        return round(max(0.0, until - self.put) * 1000)
 
 
 class QueryVectors:
@@ -62,6 +67,7 @@ class QueryVectors:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._workers = 0  # threads taking jobs (guarded by _lock)
         self._busy = 0  # jobs put and not done (guarded by _lock)
+        self._pending: dict[str, _Job] = {}  # the job of each prompt being embedded
 
     def vector(self, query: str, deadline: float | None = None) -> tuple[float, ...]:
         """``query``'s checked vector (``EmbedderError`` as :func:`embed_checked` raises,
@@ -85,24 +91,32 @@ class QueryVectors:
 
     def _embed_by(self, query: str, deadline: float) -> tuple[float, ...]:
         """The vector, waited for :data:`EMBED_SHARE` of the time left before ``deadline``
-        (a :func:`time.perf_counter` value); ``EmbedderError`` when it does not come."""
+        (a :func:`time.perf_counter` value); ``EmbedderError`` when it does not come.
+
+        Recalls asking for one prompt at once share one job (a burst of turns with the same
+        words embeds it once); a job waits for one of the :data:`EMBEDDING_AT_ONCE`
+        threads no longer than the recall would wait for its vector."""
         name = embedder_name(self.embedder)
-        if not self._running.acquire(blocking=False):
-            raise EmbedderError(
-                f"embedder {name!r} is still embedding {EMBEDDING_AT_ONCE} earlier prompts"
-            )
-        job = _Job(query)
+        until = time.perf_counter() + max(0.0, (deadline - time.perf_counter()) * EMBED_SHARE)
         with self._lock:
-            self._busy += 1
-            start = self._busy > self._workers
-            self._workers += start
-        self._jobs.put(job)
-        if start:
-            threading.Thread(target=self._work, name="memory-inject-embed", daemon=True).start()
-        wait = max(0.0, (deadline - time.perf_counter()) * EMBED_SHARE)
-        if not job.done.wait(wait):
+            job = self._pending.get(query)
+        if job is None:
+            if not self._running.acquire(timeout=max(0.0, until - time.perf_counter())):
+                raise EmbedderError(
+                    f"embedder {name!r} is still embedding {EMBEDDING_AT_ONCE} earlier prompts"
+                )
+            job = _Job(query)
+            with self._lock:
+                self._pending[query] = job
+                self._busy += 1
+                start = self._busy > self._workers
+                self._workers += start
+            self._jobs.put(job)
+            if start:
+                threading.Thread(target=self._work, name="memory-inject-embed", daemon=True).start()
+        if not job.done.wait(max(0.0, until - time.perf_counter())):
             raise EmbedderError(
-                f"embedder {name!r} gave no vector in {wait * 1000:.0f} ms (half the time "
+                f"embedder {name!r} gave no vector in {job.waited(until)} ms (half the time "
                 "the recall had left): searched by keywords"
             )
         if job.failed is not None:
@@ -132,6 +146,8 @@ class QueryVectors:
             finally:
                 with self._lock:
                     self._busy -= 1
+                    if self._pending.get(job.query) is job:
+                        del self._pending[job.query]
                 self._running.release()
                 job.done.set()
             if job.vector is not None and any(job.vector):

@@ -289,7 +289,10 @@ def _unembedded(
     similarity (``min_prompt_similarity``) says nothing of them."""
     if hits is not None:
         have = hits.cosines(ids)
-        return sum(1 for i in ids if i not in have)
+        ids = [i for i in ids if i not in have]
+        if not ids:
+            return 0
+        # The cached matrix may not hold a row written since: the rows themselves say.
     sql = (
         "SELECT count(*) FROM memories WHERE namespace = ? AND id IN "
         "(SELECT value FROM json_each(?)) AND (embedding IS NULL OR length(embedding) != ?)"
