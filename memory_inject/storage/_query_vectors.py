@@ -49,6 +49,7 @@ class _Job:
     vector: tuple[float, ...] | None = None
     failed: EmbedderError | None = None
     put: float = Factory(time.perf_counter)
+    cancelled: bool = False
 
     def waited(self, until: float) -> int:
         """Milliseconds from the job's start to ``until`` (what a recall waited at most)."""
@@ -113,7 +114,13 @@ class QueryVectors:
                 self._workers += start
             self._jobs.put(job)
             if start:
-                threading.Thread(target=self._work, name="memory-inject-embed", daemon=True).start()
+                try:
+                    worker = threading.Thread(target=self._work, name="memory-inject-embed")
+                    worker.daemon = True
+                    worker.start()
+                except RuntimeError as exc:  # no thread left: the job is called off
+                    self._call_off(job)
+                    raise EmbedderError(f"embedder {name!r}: no thread to embed on: {exc}") from exc
         if not job.done.wait(max(0.0, until - time.perf_counter())):
             raise EmbedderError(
                 f"embedder {name!r} gave no vector in {job.waited(until)} ms (half the time "
@@ -137,6 +144,8 @@ class QueryVectors:
                         self._workers -= 1
                         return
                 continue
+            if job.cancelled:
+                continue
             try:
                 job.vector = self._embed(job.query)
             except EmbedderError as exc:
@@ -152,6 +161,18 @@ class QueryVectors:
                 job.done.set()
             if job.vector is not None and any(job.vector):
                 self._keep(job.query, job.vector)  # a late vector serves the next turn
+
+    def _call_off(self, job: _Job) -> None:
+        """Undo a job whose thread could not start (it stays on the queue, skipped)."""
+        with self._lock:
+            job.cancelled = True
+            self._workers -= 1
+            self._busy -= 1
+            if self._pending.get(job.query) is job:
+                del self._pending[job.query]
+        self._running.release()
+        job.failed = EmbedderError("no thread to embed on")
+        job.done.set()
 
     def _keep(self, query: str, vector: tuple[float, ...]) -> None:
         with self._lock:

@@ -186,3 +186,34 @@ def test_a_hung_model_holds_a_bounded_number_of_threads(
         assert EMBEDDING_AT_ONCE == len(embedder.started)  # the last never started one
     finally:
         embedder.gate.set()
+
+
+def test_no_thread_to_embed_on_leaves_the_keyword_block(
+    store_factory: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process out of threads: the turn gets its keyword block and the reason, and the
+    next turn, with threads again, embeds as before."""
+    store = store_factory(embedder=Counting())
+    store.store("dog", "My dog is called Biscuit.")
+    real = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name == "memory-inject-embed":
+            raise RuntimeError("can't start new thread")
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    first = render_memory_context(store, PROMPT, config=SHORT)
+    assert isinstance(first.event, MemoryRecall)
+    assert ["dog"] == [e.key for e in first.entries]
+    assert any("no thread to embed on" in d for d in first.event.degraded)
+    monkeypatch.setattr(threading.Thread, "start", real)
+    for _ in range(100):
+        later = render_memory_context(store, PROMPT, config=SHORT)
+        assert isinstance(later.event, MemoryRecall)
+        if not later.event.degraded:
+            break
+        time.sleep(0.05)
+    assert isinstance(later.event, MemoryRecall)
+    assert not later.event.degraded
+    assert ["dog"] == [e.key for e in later.entries]
