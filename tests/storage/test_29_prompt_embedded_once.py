@@ -132,6 +132,19 @@ class Stuck(Counting):
 SHORT = MemoryInjectConfig(deadline_ms=300)
 
 
+def settled(store: Any) -> Any:
+    """The first render of :data:`PROMPT` that nothing degraded (within about 5 s)."""
+    degraded: tuple[str, ...] = ()
+    for _ in range(100):
+        later = render_memory_context(store, PROMPT, config=SHORT)
+        assert isinstance(later.event, MemoryRecall)
+        degraded = later.event.degraded
+        if not degraded:
+            return later
+        time.sleep(0.05)
+    raise AssertionError(f"still degraded: {degraded}")
+
+
 def test_a_slow_model_leaves_the_keyword_block_and_its_vector_for_the_next_turn(
     store_factory: Callable[..., Any],
 ) -> None:
@@ -154,14 +167,7 @@ def test_a_slow_model_leaves_the_keyword_block_and_its_vector_for_the_next_turn(
             break
         time.sleep(0.05)
     asked = len(embedder.asked)
-    for _ in range(100):  # the late vector is kept once its thread ends
-        later = render_memory_context(store, PROMPT, config=SHORT)
-        assert isinstance(later.event, MemoryRecall)
-        if not later.event.degraded:
-            break
-        time.sleep(0.05)
-    assert isinstance(later.event, MemoryRecall)
-    assert not later.event.degraded
+    later = settled(store)
     assert ["dog"] == [e.key for e in later.entries]
     assert asked == len(embedder.asked)  # served by the vector that came late
 
@@ -208,12 +214,5 @@ def test_no_thread_to_embed_on_leaves_the_keyword_block(
     assert ["dog"] == [e.key for e in first.entries]
     assert any("no thread to embed on" in d for d in first.event.degraded)
     monkeypatch.setattr(threading.Thread, "start", real)
-    for _ in range(100):
-        later = render_memory_context(store, PROMPT, config=SHORT)
-        assert isinstance(later.event, MemoryRecall)
-        if not later.event.degraded:
-            break
-        time.sleep(0.05)
-    assert isinstance(later.event, MemoryRecall)
-    assert not later.event.degraded
+    later = settled(store)
     assert ["dog"] == [e.key for e in later.entries]
