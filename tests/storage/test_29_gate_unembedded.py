@@ -62,3 +62,21 @@ def test_embedded_rows_are_gated_as_before(stores: tuple[Any, Any]) -> None:
     assert isinstance(event, MemoryRecall)
     assert event.prompt_similarity is not None
     assert not any("unembedded_rows" in d for d in event.degraded)
+
+
+def test_embed_missing_gives_those_rows_their_vectors(stores: tuple[Any, Any]) -> None:
+    """PostgreSQL had no ``embed_missing()`` (twenty-eighth round): nothing repaired such
+    rows there. Both stores now embed them, once."""
+    plain, embedded = stores
+    embedded.store("cat", "The office cat is called Miso.")
+    plain.store("dog", "My dog is called Biscuit.")
+    plain.store("gone", "My old dog was called Rex.")
+    plain.forget("gone")
+    assert 1 == embedded.embed_missing()
+    assert 0 == embedded.embed_missing()
+    assert embedded.get("dog").embedding is not None
+    result = render_memory_context(embedded, "what is my dog called?", config=GATED)
+    event = result.event
+    assert isinstance(event, MemoryRecall)
+    assert event.prompt_similarity is not None
+    assert not any("unembedded_rows" in d for d in event.degraded)

@@ -219,7 +219,7 @@ def recall_steps(run: RecallRun) -> Generator[Stmt, Any, Outcome]:
             similarity = None
             note = (
                 f"unembedded_rows: {got[0][0]} keyword hits hold no vector of this embedder "
-                "(written without it); the prompt's similarity is not known"
+                "(embed_missing() adds them); the prompt's similarity is not known"
             )
             degraded = f"{degraded}; {note}" if degraded else note
     if raw is not None and vector:

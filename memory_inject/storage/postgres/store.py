@@ -40,7 +40,7 @@ from memory_inject.models import MemoryEntry
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage._base import VectorEmbedder as _Embedder
 from memory_inject.storage.fusion import Fusion, default_fusion
-from memory_inject.storage.postgres import bulk
+from memory_inject.storage.postgres import backfill, bulk
 from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.schema import TableNames
 from memory_inject.storage.records import is_text
@@ -215,6 +215,10 @@ class PostgresStore(PersistentStore):
     def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int:
         """Write every row of this namespace, forgotten and superseded ones included."""
         return bulk.export_jsonl(self, dst)
+
+    def embed_missing(self, *, batch_size: int = 256) -> int:
+        """Embed the live rows that have no vector yet (written without the embedder)."""
+        return backfill.embed_missing(self, batch_size=batch_size)
 
     def import_jsonl(
         self,
