@@ -155,6 +155,12 @@ def _import_pi(path: Path, batch_size: int, db: Path | None, agent_path: Path | 
     metavar="ID=NAME",
     help="founder-os memory.db: the name of a company_id (repeatable).",
 )
+@click.option(
+    "--reembed",
+    is_flag=True,
+    help="JSON Lines: embed every row again with the agent's embedder, whatever vector its "
+    "line brings (after a switch to another model of the same size).",
+)
 @store_options
 def import_(
     file: Path,
@@ -162,6 +168,7 @@ def import_(
     db: Path | None,
     agent_path: Path | None,
     companies: tuple[str, ...] = (),
+    reembed: bool = False,
 ) -> None:
     """Upsert every record of FILE into the store: a JSON Lines export, founder-os's memory.db,
     or PI's memory (its directory, project or .pi dir, scratchpad.md, daily/YYYY-MM-DD.md,
@@ -191,10 +198,18 @@ def import_(
         if not isinstance(store, SupportsJsonl):
             raise click.ClickException(f"the {store.name!r} store cannot import")
         task = progress.add_task("import", total=total)
+        again = {"reembed": True} if reembed else {}  # a store of one's own may not take it
         try:
             done = store.import_jsonl(
-                file, batch_size=batch_size, progress=lambda n: progress.update(task, completed=n)
+                file,
+                batch_size=batch_size,
+                progress=lambda n: progress.update(task, completed=n),
+                **again,
             )
+        except TypeError as exc:
+            if not again:
+                raise
+            raise click.ClickException(f"the {store.name!r} store cannot reembed: {exc}") from None
         except (MemoryInjectError, ValueError, OSError) as exc:
             raise click.ClickException(f"{file}: {exc}") from None
     click.echo(f"imported {done} memories from {file}")
