@@ -159,6 +159,11 @@ def check_backend(raw: Any, path: str) -> list[str]:
             "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
             f"(got null) @ {path}.embedder_model"
         )
+    if raw.get("embedder") == "hashing" and raw.get("embedder_model"):
+        problems.append(
+            "'embedder_model' must be null when 'embedder' is hashing, which has no model "
+            f"(got {raw['embedder_model']!r:.60}) @ {path}.embedder_model"
+        )
     weights = [raw.get(k, getattr(BackendConfig(), k)) for k in ("vector_weight", "keyword_weight")]
     if raw.get("fusion", "auto") != "auto" and sum(float(w) for w in weights) <= 0.0:
         problems.append(
