@@ -130,6 +130,13 @@ def _run(
                 "numbers; those rows were searched by keyword only"
             )
             degraded = f"{degraded}; {note}" if degraded else note
+        if nearest_cos is None and not loading and (other := _foreign(conn, run)):
+            note = (
+                f"foreign_vectors: {other} rows of this scope hold vectors of another size "
+                "(another model) and none of this embedder's; searched by keyword only "
+                "(embed_missing() embeds them again)"
+            )
+            degraded = f"{degraded}; {note}" if degraded else note
     nearest = len(vector)
     # "embedding" mode skips the keyword stage only while the vector stage is live.
     if run.query_vec is None or loading or run.fusion.search_mode != "embedding":
@@ -275,6 +282,18 @@ def _vector_stage(
     nearest = cosine_top_k(query_vec, matrix, k)
     best = nearest[0][1] if nearest else None
     return [(str(rows[i][0]), s) for i, s in nearest if s > 0.0], None, skipped, best
+
+
+def _foreign(conn: sqlite3.Connection, run: RecallRun) -> int:
+    """How many live rows of the scope hold a vector of another size than the prompt's:
+    asked only when the scope held none of its size (the vector stage found nothing)."""
+    assert run.query_vec is not None  # noqa: S101 - asked after the vector stage only
+    sql = (
+        f"SELECT count(*) FROM memories WHERE namespace = ? AND {run.scope} "  # noqa: S608
+        "AND embedding IS NOT NULL AND length(embedding) != ?"
+    )
+    found = conn.execute(sql, (run.namespace, *run.params, 4 * len(run.query_vec))).fetchone()
+    return int(found[0])
 
 
 def _unembedded(
