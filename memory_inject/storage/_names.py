@@ -109,9 +109,13 @@ def _is_name(text: str, word: str, start: int, end: int) -> bool:
         # A name's first word: "Bank" of "Northgate Bank" (and "Kimura" of "Ray Kimura")
         # goes on a name, and a common word there would make "bank" prompts name the row.
         return not _goes_on_a_name(text, i)
-    # A sentence starts: a name only if a colon, or a capitalised word, goes on.
+    # A sentence starts: a name only if a colon, or a capitalised word, goes on; a day or
+    # a month does not ("Next Friday works": "Next" names nothing).
     after = _FOLLOW.match(text, end)
-    return after is not None and (after.group(1) is not None or _titled(after.group(2)))
+    if after is None:
+        return False
+    follower = after.group(2)
+    return after.group(1) is not None or (_titled(follower) and _bare(follower) not in _TIME_WORDS)
 
 
 #: After a word that starts a sentence: a colon, or ("&" and) the next word.

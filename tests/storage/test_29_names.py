@@ -62,6 +62,10 @@ class TestNamesOf:
             ("Fennick & Dale upgraded in October.", {"fennick", "october"}),
             ("Kestrel makes every vendor fill in a form.", set()),
             ("Caroline: What a day! Then we went home.", {"caroline"}),
+            # A day or a month after a sentence's first word makes it no name (twenty-eighth
+            # round: "Next" made "when is my next shift?" name this row).
+            ("Gina: Sounds good. Next Friday works for me.", {"gina"}),
+            ("Sure. Early March suits us.", set()),
             ("Uses VS Code and SSO.", {"code"}),
             ("Lumora's budget is set.", set()),
             ("the budget of Lumora's team", {"lumora"}),
