@@ -424,6 +424,16 @@ class TestChoices:
         cfg = load_agent_config(write(tmp_path, text)).memory
         assert ("bracket", "mmr") == (cfg.renderer.kind, cfg.rerank.strategy)
 
+    @pytest.mark.parametrize("blank", ["''", "'  '"])
+    def test_blank_strategy_is_none(self, tmp_path: Path, blank: str) -> None:
+        """A blank rerank strategy reads as none, as the spec's ``s in ("none", "")``."""
+        text = f"agent: a\nmemory:\n  rerank: {{enabled: true, strategy: {blank}}}\n"
+        cfg = load_agent_config(write(tmp_path, text)).memory
+        assert "none" == cfg.rerank.strategy
+        assert "none" == RerankConfig(strategy=" ").strategy
+        # blank is no wildcard for the other choices
+        assert problems_of(tmp_path, "agent: a\nmemory:\n  renderer: ''\n")
+
     def test_unknown_tokenizer(self, tmp_path: Path) -> None:
         """A tokenizer that cannot be loaded offline fails at load time, not mid-turn."""
         expected = (

@@ -84,7 +84,8 @@ def problem(name: str, value: Any, meta: Mapping[str, Any]) -> str | None:
         if not isinstance(value, str):
             return f"'{name}' must be a string (got {value!r})"
         choices = meta.get("choices")
-        if choices is not None and value.strip().lower() not in choices:
+        chosen = value.strip().lower() or meta.get("blank", "")
+        if choices is not None and chosen not in choices:
             allowed = ", ".join(repr(c) for c in choices)
             return f"'{name}' must be one of {allowed} (got {value!r})"
         if meta.get("nonempty") and not value.strip():
@@ -120,7 +121,7 @@ def setting(default: Any, kind: str, doc: str, **meta: Any) -> Any:
     meta.update(kind=kind, doc=doc)
     conv: Callable[[Any], Any] | None = None
     if kind == "str" and "choices" in meta:
-        conv = _norm_choice
+        conv = _blank_is(meta["blank"]) if "blank" in meta else _norm_choice
     elif kind == "float":
         conv = _to_float
     elif kind == "strlist":
@@ -162,6 +163,16 @@ def to_tuple(value: Any) -> Any:
 
 def _norm_choice(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
+
+
+def _blank_is(blank: str) -> Callable[[Any], Any]:
+    """A choice whose blank spelling means ``blank`` (the spec reads ``""`` as ``"none"``)."""
+
+    def norm(value: Any) -> Any:
+        value = _norm_choice(value)
+        return blank if value == "" else value
+
+    return norm
 
 
 def _to_float(value: Any) -> Any:

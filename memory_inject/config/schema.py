@@ -2,11 +2,9 @@
 
 The defaults are zeroclaw's (spec section 4) but for the four docs/pipeline.md lists;
 ``config/defaults.yaml`` documents every key and a test keeps it equal to these classes.
-Owns the top-level :class:`MemoryInjectConfig` (with its per-origin overrides),
-the decay, rerank and budget groups, the agent and cron files' classes and the
-converter. The other groups live in ``_backend``, ``_turn_groups``, ``_renderer``
-and ``_recall_plan``, and are re-exported here.
-"""
+Owns :class:`MemoryInjectConfig` (with per-origin overrides), the decay, rerank and budget
+groups, the agent and cron files' classes and the converter; the other groups live in
+``_backend``, ``_turn_groups``, ``_renderer`` and ``_recall_plan`` (re-exported here)."""
 
 from __future__ import annotations
 
@@ -87,7 +85,9 @@ class RerankConfig:
     """The gated rerank arm (replaces decay when enabled)."""
 
     enabled: bool = setting(False, "bool", "switch the decay arm for the rerank arm")
-    strategy: str = setting("none", "str", "none or mmr", choices=STRATEGIES)
+    strategy: str = setting(
+        "none", "str", "none or mmr (blank: none)", choices=STRATEGIES, blank="none"
+    )
     threshold: int = setting(
         5, "int", "min candidates for the strategy to run", ge=0, le=MAX_CANDIDATE_POOL
     )
