@@ -183,18 +183,23 @@ class PersistentStore:
     ) -> builtins.list[MemoryRecord]:
         """Records as they will read back: float32 vectors, embedded if an embedder is set.
 
-        A given vector that is not of the embedder's ``dim`` (another model's, or empty)
-        would never be searched: ``foreign="refuse"`` makes it an :class:`EmbedderError`
+        A given vector that is all zeros or not of the embedder's ``dim`` (another model's,
+        or empty) would never be searched: ``foreign="refuse"`` makes it an :class:`EmbedderError`
         naming the key, ``"embed"`` (an import) embeds the record again instead, and
         ``"reembed"`` (``import_jsonl(reembed=True)``) embeds every record again, whatever
-        vector it brings (another model's of the same size cannot be told apart).
+        vector it brings (another model's of the same size cannot be told apart). A text the
+        embedder gives zeros for (no word it knows) is kept without a vector.
         """
         if foreign == "reembed" and self._embedder is not None:
             records = [r.evolve(embedding=None) for r in records]
         out = [r if r.embedding is None else r.evolve(embedding=given_vector(r)) for r in records]
         dim = embedder_dim(self._embedder) if self._embedder is not None else None
         for i, r in enumerate(out):
-            if dim is not None and r.embedding is not None and len(r.embedding) != dim:
+            if r.embedding and not any(r.embedding):  # zeros: no prompt is near it
+                if foreign == "refuse":
+                    raise EmbedderError(f"'embedding' of {r.key!r:.80} is all zeros")
+                out[i] = r.evolve(embedding=None)
+            elif dim is not None and r.embedding is not None and len(r.embedding) != dim:
                 if foreign != "embed":
                     raise EmbedderError(
                         f"'embedding' of {r.key!r:.80} has {len(r.embedding)} dimensions; "
@@ -205,8 +210,8 @@ class PersistentStore:
         if self._embedder is None or not todo:
             return out
         vectors = self._embed([out[i].content for i in todo])
-        for i, vec in zip(todo, vectors, strict=True):
-            out[i] = out[i].evolve(embedding=vec)
+        for i, vec in zip(todo, vectors, strict=True):  # zeros (no known word): no vector
+            out[i] = out[i].evolve(embedding=vec if any(vec) else None)
         return out
 
     # -- writes ---------------------------------------------------------------
