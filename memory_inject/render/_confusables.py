@@ -4,7 +4,9 @@ NFKC leaves ``[/Меmоry соntехt]`` alone when its ``е``, ``о``, ``с`` a
 Cyrillic, yet a model reads it as the closing marker. :data:`CONFUSABLES` maps each
 letter that looks like a Latin one in common fonts (Unicode's confusables for the
 Latin alphabet, the ones of Cyrillic, Greek, Armenian and Cherokee, Latin small
-capitals and a few Latin look-alikes) to that Latin letter, for the marker view
+capitals and a few Latin look-alikes) to that Latin letter, and each blank, slash,
+bracket and sign that reads as one of a marker's (a Hangul filler, a division slash) to
+it, for the marker view
 (:mod:`._view`) only: stored text is never rewritten, only a marker found through
 the view is defused.
 """
@@ -98,7 +100,33 @@ _LOOKALIKES: dict[str, tuple[str, ...]] = {
     "Z": ("GREEK CAPITAL LETTER ZETA", "CHEROKEE LETTER NO"),
 }
 
-#: Each look-alike letter and the Latin letter it reads as.
+# Characters a marker is made of -> Unicode names of what reads as them: blanks that are
+# letters or symbols (no space separator, so not folded as one) and slashes, brackets and
+# signs of other blocks.
+_MARKS: dict[str, tuple[str, ...]] = {
+    " ": (
+        "HANGUL FILLER",
+        "HANGUL CHOSEONG FILLER",
+        "HANGUL JUNGSEONG FILLER",
+        "HALFWIDTH HANGUL FILLER",
+        "BRAILLE PATTERN BLANK",
+    ),
+    "/": (
+        "DIVISION SLASH",
+        "FRACTION SLASH",
+        "BIG SOLIDUS",
+        "BOX DRAWINGS LIGHT DIAGONAL UPPER RIGHT TO LOWER LEFT",
+        "MATHEMATICAL RISING DIAGONAL",
+    ),
+    "[": ("LIGHT LEFT TORTOISE SHELL BRACKET ORNAMENT", "MATHEMATICAL LEFT WHITE SQUARE BRACKET"),
+    "]": ("LIGHT RIGHT TORTOISE SHELL BRACKET ORNAMENT", "MATHEMATICAL RIGHT WHITE SQUARE BRACKET"),
+    "#": ("MUSIC SHARP SIGN",),
+}
+
+#: Each look-alike (a letter, a blank, a slash, a bracket or a sign) and what it reads as.
 CONFUSABLES: dict[str, str] = {
-    unicodedata.lookup(name): latin for latin, names in _LOOKALIKES.items() for name in names
+    unicodedata.lookup(name): plain
+    for table in (_LOOKALIKES, _MARKS)
+    for plain, names in table.items()
+    for name in names
 }
