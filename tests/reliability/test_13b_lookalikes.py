@@ -237,14 +237,19 @@ def read_as_latin(text: str) -> str:
 
 
 @st.composite
-def homoglyphed(draw: st.DrawFn, markers: list[str] = MARKERS) -> str:
-    """A marker with some of its letters written in another script, in filler."""
+def swapped(draw: st.DrawFn, table: dict[str, str], markers: list[str] = MARKERS) -> str:
+    """A marker with some of its characters swapped for a look-alike of ``table``, in filler."""
     marker = draw(st.sampled_from(markers))
     out = [
-        draw(st.sampled_from(_HOMOGLYPHS[ch])) if ch in _HOMOGLYPHS and draw(st.booleans()) else ch
+        draw(st.sampled_from(table[ch])) if ch in table and draw(st.booleans()) else ch
         for ch in marker
     ]
     return draw(_FILLER) + "".join(out) + draw(_FILLER)
+
+
+def homoglyphed(markers: list[str] = MARKERS) -> st.SearchStrategy[str]:
+    """A marker with some of its letters written in another script, in filler."""
+    return swapped(_HOMOGLYPHS, markers)
 
 
 class TestHomoglyphs:
@@ -295,17 +300,9 @@ def read_as_marks(text: str) -> str:
     return "".join(_AS_MARK.get(ch, ch) for ch in read_as_latin(text))
 
 
-@st.composite
-def marked(draw: st.DrawFn, markers: list[str] = MARKERS) -> str:
+def marked(markers: list[str] = MARKERS) -> st.SearchStrategy[str]:
     """A marker with some of its blanks, slashes, brackets and signs swapped, in filler."""
-    marker = draw(st.sampled_from(markers))
-    out = [
-        draw(st.sampled_from(_MARK_LOOKALIKES[ch]))
-        if ch in _MARK_LOOKALIKES and draw(st.booleans())
-        else ch
-        for ch in marker
-    ]
-    return draw(_FILLER) + "".join(out) + draw(_FILLER)
+    return swapped(_MARK_LOOKALIKES, markers)
 
 
 class TestMarkLookalikes:
