@@ -91,6 +91,14 @@ TOOL_SOURCES = ("tool",)
 #: any holding a control character.
 RESERVED = re.compile(r"^user_msg(_|$)|:|[\x00-\x1f\x7f]")
 
+#: The shape of a key the tools derive (``memory_key``): the model may name one only to
+#: update its own row, so no answer tells it whether another scope holds one.
+DERIVED = re.compile(r"mem_[0-9a-f]{16}")
+DERIVED_REFUSED = (
+    "keys shaped 'mem_' and 16 hex digits are made by this tool; leave 'key' out to store "
+    "a new memory, or give the key of one of yours"
+)
+
 SHARED_REFUSED = (
     "This memory is shared by every user; the host has not let the model change shared "
     "memories, so nothing was changed."

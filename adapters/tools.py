@@ -70,6 +70,8 @@ from ._remember import (
 from ._tool_schema import (
     CATEGORIES,
     CURATED_REFUSED,
+    DERIVED,
+    DERIVED_REFUSED,
     FORGET,
     MAX_TOOL_CONTENT,
     RECALL,
@@ -263,9 +265,15 @@ class MemoryTools(Sequence[MemoryTool]):
             raise ValueError(SHARED_REFUSED)
         return text, key, fields
 
-    def _may_replace(self, key: str, session: str | None) -> None:
-        """A shared write must not replace a curated shared row (without ``curated_writes``)."""
+    def _may_replace(self, key: str, session: str | None, given: bool = False) -> None:
+        """A shared write must not replace a curated shared row (without ``curated_writes``),
+        and a derived key the model gives must name a row of its own (``DERIVED_REFUSED``
+        alike for a missing one and another scope's: no oracle of another user's facts)."""
         get = getattr(self.store, "get", None)
+        if given and DERIVED.fullmatch(key):
+            mine = callable(get) and (found := get(key)) is not None and self._visible(found)
+            if not mine:
+                raise ValueError(DERIVED_REFUSED)
         if session is not None or self.curated_writes or not callable(get):
             return
         found = get(key)
@@ -326,7 +334,7 @@ class MemoryTools(Sequence[MemoryTool]):
             args = self._args(name, arguments)
             if name == STORE:
                 text, key, fields = self._store_args(args)
-                self._may_replace(key, fields.get("session_id"))
+                self._may_replace(key, fields.get("session_id"), "key" in args)
                 sync_store(self.store, key, text, fields)
                 return f"Remembered as {key!r}."
             if name == RECALL:
@@ -345,7 +353,9 @@ class MemoryTools(Sequence[MemoryTool]):
             args = self._args(name, arguments)
             if name == STORE:
                 text, key, fields = self._store_args(args)
-                await asyncio.to_thread(self._may_replace, key, fields.get("session_id"))
+                await asyncio.to_thread(
+                    self._may_replace, key, fields.get("session_id"), "key" in args
+                )
                 if isinstance(self.store, SupportsAsyncWrite):
                     await self.store.astore(key, text, **fields)
                 else:
