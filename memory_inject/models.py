@@ -24,6 +24,7 @@ __all__ = [
     "TurnOrigin",
     "day_key",
     "parse_timestamp",
+    "utc_timestamp",
 ]
 
 #: Rows written by these sources stand alone: a fact stored on purpose (``remember()``,
@@ -96,6 +97,20 @@ def parse_timestamp(value: datetime | str, name: str = "timestamp") -> datetime:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         value = value.replace(tzinfo=UTC)
     return value
+
+
+def utc_timestamp(value: datetime | str, name: str = "timestamp") -> datetime:
+    """:func:`parse_timestamp` in UTC, as every store reads a record's times back (a time
+    of a zone with summer time compares with one of the same zone by its clock, so the
+    hour a clock repeats sorted wrong); ``ValueError`` for a time with no UTC day
+    (``9999-12-31T23:30-05:00`` is a time of its zone, past year 9999 in UTC)."""
+    value = parse_timestamp(value, name)
+    if value.tzinfo is UTC:
+        return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"'{name}' is out of range in UTC (got {value.isoformat()!r})") from None
 
 
 def _timestamp(value: datetime | str | None) -> datetime | None:

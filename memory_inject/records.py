@@ -30,7 +30,7 @@ from memory_inject.models import (
     _is_bool,
     _kind,
     _optional_str,
-    parse_timestamp,
+    utc_timestamp,
 )
 
 __all__ = [
@@ -49,7 +49,7 @@ def _now() -> datetime:
 
 def _opt_ts(value: datetime | str | None, name: str) -> datetime | None:
     """The optional date-time field ``name`` (an error names it)."""
-    return None if value is None else parse_timestamp(value, name)
+    return None if value is None else utc_timestamp(value, name)
 
 
 def _updated_at(value: datetime | str | None) -> datetime | None:
@@ -108,7 +108,7 @@ class MemoryRecord:
     key: str
     content: str
     category: str = field(default=MemoryCategory.CORE, converter=_category)
-    timestamp: datetime = field(factory=_now, converter=parse_timestamp)
+    timestamp: datetime = field(factory=_now, converter=utc_timestamp)
     id: str = field(default=None)
     updated_at: datetime | None = field(default=None, converter=_updated_at)
     session_id: str | None = field(default=None, validator=_optional_str)

@@ -223,6 +223,29 @@ def _latest_date(month: int, day: int, year: int | None, today: date) -> date | 
 #: A window that runs up to the turn ends just after it: ``until`` (one tick before the end)
 #: is then ``now`` itself, at midnight too ("today" was an empty window at 00:00:00).
 _TICK = timedelta(microseconds=1)
+
+
+def _just_after(now: datetime, ticks: int = 1) -> datetime:
+    """``now`` and a tick (``ticks`` of them), counted in UTC: ``now + _TICK`` drops
+    ``fold``, so in the hour a clock repeats (01:10 the second time) it was an hour off."""
+    return (now.astimezone(UTC) + ticks * _TICK).astimezone(now.tzinfo)
+
+
+def _from_year_one(since: datetime) -> datetime:
+    """``since``, or the first UTC instant when it falls before it (midnight of 1 January
+    of year 1 east of UTC is a time of its zone, and of no UTC day)."""
+    try:
+        since.astimezone(UTC)
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+    return since
+
+
+def _before(a: datetime, b: datetime) -> bool:
+    """``a < b`` as instants (two times of one zone compare by their clocks, fold unseen)."""
+    return a.astimezone(UTC) < b.astimezone(UTC)
+
+
 #: A clock in these years grounds time phrases; at the ends of ``datetime``'s calendar
 #: (years 1 and 9999) a window and the days read around it overflow it.
 _GROUNDED_YEARS = (2, 9998)
@@ -233,7 +256,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
     today = now.date()
     day = timedelta(days=1)
     if name == "today":
-        return _start_of(today, tz), now + _TICK
+        return _start_of(today, tz), _just_after(now)
     if name in ("yesterday", "day_before_yesterday", "days_ago"):
         back = {"yesterday": 1, "day_before_yesterday": 2}.get(name) or _count(m.group(1))
         if back is None:
@@ -245,7 +268,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return noon, _start_of(today, tz) + timedelta(hours=6)
     monday = today - timedelta(days=today.weekday())
     if name == "this_week":
-        return _start_of(monday, tz), now + _TICK
+        return _start_of(monday, tz), _just_after(now)
     back = 1 if name.startswith("last_") else _count(m.group(1)) if name.endswith("_ago") else 0
     if back is None:
         return None
@@ -254,7 +277,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _start_of(first, tz), _start_of(first + timedelta(weeks=1), tz)
     month_start = date(today.year, today.month, 1)
     if name == "this_month":
-        return _start_of(month_start, tz), now + _TICK
+        return _start_of(month_start, tz), _just_after(now)
     if name in ("last_month", "months_ago"):
         first = _add_months(month_start, -back)
         return _start_of(first, tz), _start_of(_add_months(first, 1), tz)
@@ -265,10 +288,10 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         return _start_of(date(year, 1, 1), tz), _start_of(date(year + 1, 1, 1), tz)
     saturday = monday + timedelta(days=5)
     if name == "this_weekend":
-        return (_start_of(saturday, tz), now + _TICK) if today >= saturday else None
+        return (_start_of(saturday, tz), _just_after(now)) if today >= saturday else None
     if name == "last_weekend":
         if today >= saturday and not m.group(0).lower().startswith(("last", "this past")):
-            return _start_of(saturday, tz), now + _TICK
+            return _start_of(saturday, tz), _just_after(now)
         first = saturday - timedelta(weeks=1)
         return _start_of(first, tz), _start_of(first + 2 * day, tz)
     if name == "on_weekday" and not _PAST.search(m.string):
@@ -277,7 +300,7 @@ def _resolve(name: str, m: re.Match[str], now: datetime) -> tuple[datetime, date
         wanted = _WEEKDAYS.index(m.group(1).lower())
         back = (today.weekday() - wanted) % 7 or (7 if name == "last_weekday" else 0)
         if back == 0:  # "what did we decide on Friday?", asked on a Friday
-            return _start_of(today, tz), now + _TICK
+            return _start_of(today, tz), _just_after(now)
         first = today - back * day
         return _start_of(first, tz), _start_of(first + day, tz)
     if name in ("iso_date", "day_month", "month_day"):
@@ -339,13 +362,13 @@ def time_window(text: str, now: datetime) -> TimeWindow | None:
         try:
             window = _resolve(name, m, now)
             if window is not None:
-                until = min(window[1] - _TICK, now)
+                since, until = _from_year_one(window[0]), _just_after(window[1], -1)
+                until = now if _before(now, until) else until
         except (OverflowError, ValueError):  # a clock at the ends of the calendar
             window = None
-        if window is None or window[0] > now:
+        if window is None or _before(now, since):
             refused.append((start, m.end()))
             continue
-        since = window[0]
         begin, kind = m.start(), name
         before = _SINCE.search(text, max(0, begin - 16), begin)
         if before is not None:  # "since last week": on to now

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timezone
 
 from attrs import frozen
 
@@ -35,6 +35,7 @@ __all__ = [
 ]
 
 _LN2 = math.log(2.0)
+_FIXED = (timezone, type(None))  # zones whose clock is the time (no summer time)
 _CORE = MemoryCategory.CORE
 _CONVERSATION = MemoryCategory.CONVERSATION
 
@@ -140,6 +141,8 @@ def age_days(ts: datetime | None, now: datetime) -> float | None:
     """Whole seconds since ``ts`` (future -> 0) in days; None if unknown."""
     if ts is None:
         return None
+    if ts.tzinfo is now.tzinfo and type(ts.tzinfo) not in _FIXED:  # one zone with summer time:
+        ts, now = ts.astimezone(UTC), now.astimezone(UTC)  # its clocks differ from the time
     delta = now - ts
     seconds = delta.days * 86400 + delta.seconds  # floor == trunc for positive deltas
     return max(0, seconds) / 86400

@@ -50,7 +50,9 @@ def records(draw: st.DrawFn) -> MemoryRecord:
         times_used=draw(st.integers(0, 2**40)),
         last_used_at=draw(_when),
         metadata=draw(st.none() | st.dictionaries(_text, st.integers() | _text, max_size=2)),
-        embedding=draw(st.none() | st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2)),
+        embedding=draw(
+            st.none() | st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2).filter(any)
+        ),  # a vector of zeros is refused (is near no prompt)
     )
 
 
