@@ -6,7 +6,9 @@ async runner awaits them the same way). Many turns run at once in a server,
 so the rules are about *stuck* calls, not running ones:
 
 * A call is **stuck** once its turn stopped waiting for it (the deadline
-  passed) and it has not returned. Only stuck calls count against a store:
+  passed), it has run :data:`~memory_inject._slots.HUNG_AFTER_S` (1 s: a turn
+  of a 10 ms deadline says nothing of the store) and it has not returned.
+  Only stuck calls count against a store:
   a store with :data:`MAX_STUCK_PER_STORE` of them is skipped at once
   (``store_busy``), because it is hung; a healthy store serves any number of
   concurrent turns, however many calls are running.

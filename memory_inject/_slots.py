@@ -23,6 +23,7 @@ from memory_inject.contract import Memory
 
 __all__ = [
     "EXHAUSTED",
+    "HUNG_AFTER_S",
     "MAX_STUCK_PER_STORE",
     "MAX_THREADS",
     "Busy",
@@ -42,6 +43,10 @@ __all__ = [
 MAX_STUCK_PER_STORE = 4
 #: Recall threads in the process, busy or idle.
 MAX_THREADS = 64
+#: A call counts as stuck only once it has run this long (seconds), whatever its turn's
+#: deadline: a turn of ``deadline_ms: 10`` giving up on a 200 ms answer says nothing of
+#: the store, and four such turns made a healthy store send every other turn away.
+HUNG_AFTER_S = 1.0
 
 _lock = threading.Lock()
 
@@ -176,12 +181,13 @@ class Job:
     ``key`` is its store's ``id``, the ledger's key.
     """
 
-    __slots__ = ("due", "finished", "key", "stuck")
+    __slots__ = ("due", "finished", "key", "started", "stuck")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.finished = False
         self.stuck = False
+        self.started = time.perf_counter()
         #: When a call whose turn stopped waiting early becomes stuck (None: not given up).
         self.due: float | None = None
 
@@ -208,13 +214,16 @@ class Job:
 
     def give_up(self, at: float | None = None) -> None:
         """The turn stopped waiting: a call still running is stuck from ``at`` (a
-        ``perf_counter`` value, the turn's deadline; None: now). A turn cancelled before
-        its deadline (a client hung up) does not make a healthy call stuck: it holds its
-        slot until it returns, and counts against the store only once the deadline passed."""
+        ``perf_counter`` value, the turn's deadline; None: now), and not before it has run
+        :data:`HUNG_AFTER_S`. A turn cancelled before its deadline (a client hung up) does
+        not make a healthy call stuck: it holds its slot until it returns, and counts
+        against the store only once the deadline passed."""
         with _lock:
             if self.finished or self.stuck or self.due is not None:
                 return
-            if at is not None and at > time.perf_counter():
+            now = time.perf_counter()
+            at = max(now if at is None else at, self.started + HUNG_AFTER_S)
+            if at > now:
                 self.due = at
                 _STUCK.due.setdefault(self.key, []).append(self)
                 return

@@ -53,3 +53,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _needs_postgres(item):
             item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture
+def hung_at_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call its turn gave up on counts as stuck from the turn's deadline, with no floor
+    (``_slots.HUNG_AFTER_S``): for tests of the hung-store rules with short deadlines. The
+    floor itself is tested in ``tests/reliability/test_29_short_deadlines.py``."""
+    from memory_inject import _slots
+
+    monkeypatch.setattr(_slots, "HUNG_AFTER_S", 0.0)

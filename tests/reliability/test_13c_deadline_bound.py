@@ -181,6 +181,7 @@ class Healthy:
         return [FACT]
 
 
+@pytest.mark.usefixtures("hung_at_deadline")
 def test_hung_async_renders_of_one_store_leave_threads_for_the_others(
     gate: threading.Event,
 ) -> None:
@@ -205,6 +206,7 @@ def test_hung_async_renders_of_one_store_leave_threads_for_the_others(
     assert [True] == [d.startswith("store_busy: ") for d in later]
 
 
+@pytest.mark.usefixtures("hung_at_deadline")
 def test_distinct_hung_stores_cannot_grow_threads_without_bound(gate: threading.Event) -> None:
     stores = [SyncHang(gate, f"hung-{i}") for i in range(_deadline.MAX_THREADS + 20)]
     with recording() as rec:

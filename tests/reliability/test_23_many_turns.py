@@ -207,6 +207,7 @@ class Hung:
         return [MemoryEntry("fact", "deploys go to prod-3", MemoryCategory.CORE, None, score=0.9)]
 
 
+@pytest.mark.usefixtures("hung_at_deadline")
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_hung_store_is_capped_after_its_calls_pass_their_deadline(mode: str) -> None:
     """The protection against a hung store stays: the first renders wait out their deadline

@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from memory_inject import (
     MemoryInjectConfig,
     TurnMeta,
@@ -132,6 +134,7 @@ class TestHungUpClients:
         assert seen["alice"].success
         assert () == seen["alice"].degraded
 
+    @pytest.mark.usefixtures("hung_at_deadline")
     def test_a_cancelled_call_still_running_past_the_deadline_is_stuck(self) -> None:
         """The other side: a call whose client hung up and which then hangs past its
         turn's deadline counts against the store, and the next turn is told so."""
