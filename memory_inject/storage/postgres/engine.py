@@ -282,10 +282,12 @@ class PostgresEngine:
         """The recall's inputs (a run), or None and the answer when the server need not be asked.
 
         ``q.mode`` forces one modality, as on SQLite: ``"semantic"`` (the
-        pgvector stage; none without an embedder and pgvector, said so in the
-        answer) or ``"lexical"`` (the keyword stage).
+        pgvector stage; the keyword stage without an embedder; none with an embedder
+        but without pgvector, said so in the answer) or ``"lexical"`` (the keyword stage).
         """
         forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
+        if forced == "embedding" and self.embedder is None:
+            forced = "bm25"  # a store without an embedder is keyword-only, semantic asks too
         if forced == "embedding" and not self.vectors:
             return None, RecallAnswer(degraded=("embedder_failed: no vector search configured",))
         run = self._run_of(q)
