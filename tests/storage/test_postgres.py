@@ -444,6 +444,22 @@ class TestFaults:
         assert isinstance(outcome[0].__cause__, psycopg.OperationalError)
         assert ["k"] == [e.key for e in store.recall("cut mid query", 5)]
 
+    def test_embed_missing_names_a_driver_error_as_a_storage_error(
+        self, open_store: Factory, db: str
+    ) -> None:
+        """``embed_missing`` let a raw psycopg error out (twenty-ninth round: a helper's
+        writers, catching ``StorageError`` as the store's docstring says, died on it)."""
+        open_store().store("k", "written without the embedder")
+        store = open_store(embedder=HashingEmbedder(dim=16), timeout=0.5)
+        with psycopg.connect(db) as locker:
+            locker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+            with pytest.raises(StorageError) as info:
+                store.embed_missing()
+            locker.rollback()
+        assert isinstance(info.value.__cause__, psycopg.Error)
+        assert "embed_missing" in str(info.value)
+        assert 1 == store.embed_missing()
+
     def test_locked_table_fails_within_timeout(self, open_store: Factory, db: str) -> None:
         """A lock held past ``timeout`` is StoreLockedError, not a hung turn."""
         store = open_store(timeout=0.5)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from psycopg import sql
 
+from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.schema import COLUMNS, row_to_record
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def embed_missing(store: PostgresStore, *, batch_size: int = 256) -> int:
     ).format(t=q.t)
     done, after = 0, ""
     while True:
-        with engine.connections.connection(read=True) as conn:
+        with translate_errors("embed_missing"), engine.connections.connection(read=True) as conn:
             rows = conn.execute(pick, (q.ns, after, max(1, batch_size))).fetchall()
         if not rows:
             return done
@@ -47,7 +48,11 @@ def embed_missing(store: PostgresStore, *, batch_size: int = 256) -> int:
         after = todo[-1].id
         # Embedded before a connection is taken: a slow model must not hold one.
         made = store._embedded([r.evolve(embedding=None) for r in todo])
-        with engine.connections.connection() as conn, conn.cursor() as cur:
+        with (
+            translate_errors("embed_missing"),
+            engine.connections.connection() as conn,
+            conn.cursor() as cur,
+        ):
             for new in made:
                 if new.embedding is not None:
                     cur.execute(put, (list(new.embedding), q.ns, new.id, new.content))
