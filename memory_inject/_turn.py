@@ -25,7 +25,13 @@ from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.plan import RecallPlan, plan_for, recall_limit_for
-from memory_inject.policy import InjectPolicy, direct_policy, has_session, resolve_inject_policy
+from memory_inject.policy import (
+    InjectPolicy,
+    direct_policy,
+    has_session,
+    resolve_inject_policy,
+    skips_as_trivial,
+)
 from memory_inject.profile import ProfileIdentity, TurnProfile, turn_profile
 from memory_inject.stages import governed, recall_restriction
 from memory_inject.standing import standing_fetch
@@ -57,9 +63,15 @@ def _policy(
             raise TypeError("pass either 'policy' or 'config'/'origin', not both")
         return policy
     if inp.origin is None:
-        if inp.suppress:
-            return InjectPolicy(False, reason="suppressed", config=direct_policy(config).config)
-        return direct_policy(config)
+        direct = direct_policy(config)
+        reason = "suppressed" if inp.suppress else None
+        if reason is None and config is not None:  # the file's switches hold without one too
+            reason = "origin_disabled" if not config.enabled else None
+            if reason is None and inp.query is not None and skips_as_trivial(config, inp.query):
+                reason = "trivial_prompt"
+        return (
+            direct if reason is None else InjectPolicy(False, reason=reason, config=direct.config)
+        )
     return resolve_inject_policy(
         inp.origin,
         has_session=has_session(inp.sessions),

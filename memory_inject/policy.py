@@ -35,6 +35,7 @@ __all__ = [
     "has_session",
     "resolve_inject_policy",
     "should_autosave",
+    "skips_as_trivial",
 ]
 
 #: The configuration a render uses when it is given none (zeroclaw's defaults).
@@ -146,6 +147,11 @@ def direct_policy(
 _direct: PerObject[MemoryInjectConfig, InjectPolicy] = PerObject(
     lambda cfg: InjectPolicy(True, False, None, None, cfg)
 )
+
+
+def skips_as_trivial(config: MemoryInjectConfig, query: str) -> bool:
+    """Whether ``config``'s ``trivial_prompt`` filter skips ``query`` (off by default)."""
+    return _is_trivial(config, query)
 
 
 def _is_trivial(config: MemoryInjectConfig, query: str) -> bool:
