@@ -314,7 +314,20 @@ def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool
         return "sessionless_unshared" if mixed and entry.category not in SHARED_CATEGORIES else None
     if not isinstance(sid, str):
         return "invalid_session_id"
-    return None if sid in own else "foreign_session"
+    if sid in own or _profile_session(entry, sid):
+        return None
+    return "foreign_session"
+
+
+def _profile_session(entry: MemoryEntry, sid: str) -> bool:
+    """A session record bound to a profile: PI's Today's Sessions shows the profile's
+    sessions of the day, the others included (docs/adapters.md, "Who sees it"); the
+    profile's own rule (governance, the standing read) keeps other profiles' out."""
+    return (
+        entry.category == SESSION_CATEGORY
+        and entry.key == SESSION_KEY_PREFIX + sid
+        and isinstance(entry.extra.get("profile_id"), str)
+    )
 
 
 def is_chat_memory(entry: MemoryEntry) -> bool:
