@@ -292,6 +292,16 @@ class TestValidate:
             "(got 3) @ $.memory",
         ] == result.stdout.splitlines()
 
+    def test_a_directory_or_a_missing_file_is_a_problem_like_any(self, tmp_path: Path) -> None:
+        """A directory was refused by click (exit 2 and the usage) while a missing file was
+        the loader's problem line (exit 1); both are problem lines now (round 29)."""
+        (tmp_path / "dir.yaml").mkdir()
+        result = run("validate", str(tmp_path / "dir.yaml"), str(tmp_path / "missing.yaml"))
+        assert 1 == result.exit_code
+        lines = result.stdout.splitlines()
+        assert f"{tmp_path / 'dir.yaml'}: is a directory, not a YAML file @ $" == lines[0]
+        assert lines[1].startswith(f"{tmp_path / 'missing.yaml'}: cannot be read: ")
+
     def test_cron_job_files_are_validated_too(self, tmp_path: Path) -> None:
         """A file with a jobs list is checked as cron jobs."""
         jobs = tmp_path / "jobs.yaml"

@@ -27,7 +27,7 @@ def _problems(path: Path) -> list[str]:
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 def validate(files: Sequence[Path]) -> None:
     """Check agent files (and cron job files); print every problem with its path."""
     failed = 0
