@@ -12,7 +12,7 @@ turns of one session stay one row, one line. The fields live in the row's
 =============  ==============================================================
 ``project``    the project the session works on (no bracket when empty)
 ``name``       the session's first user message, at most 80 characters
-``tools``      tool names, de-duplicated in first-use order, at most 10
+``tools``      tool names, de-duplicated in first-use order, at most 10 (of 64 characters)
 ``decisions``  ``#decision`` / ``#key`` lines, in order, at most 20
 ``started_at`` the first turn's time (also the row's ``timestamp``)
 ``ended_at``   the last turn's time
@@ -64,6 +64,7 @@ MAX_SESSION_TOOLS = 10
 MAX_SESSION_DECISIONS = 20
 SESSION_NAME_CHARS = 80
 _DECISION_CHARS = 400  # a decision line longer than this is cut (PI keeps the whole line)
+_TOOL_CHARS = 64  # a tool name a model chose is cut here (a 10 MB name was kept whole)
 _MARKERS = ("#decision", "#key")
 
 
@@ -141,7 +142,11 @@ def session_fields(
     metadata = {
         "project": old_project if isinstance(old_project, str) and old_project else project or "",
         "name": old_name if isinstance(old_name, str) and old_name else first,
-        "tools": _merged(_strings(meta.get("tools")), tools, MAX_SESSION_TOOLS),
+        "tools": _merged(
+            _strings(meta.get("tools")),
+            (t[:_TOOL_CHARS] if isinstance(t, str) else t for t in tools),
+            MAX_SESSION_TOOLS,
+        ),
         "decisions": _merged(_strings(meta.get("decisions")), cleaned, MAX_SESSION_DECISIONS),
         "started_at": started.isoformat(),
         "ended_at": now.isoformat(),

@@ -205,6 +205,12 @@ class TestSessionFields:
         assert (NOW.isoformat(), later.isoformat()) == (meta["started_at"], meta["ended_at"])
         assert "profile_id" not in fields
 
+    def test_a_tool_name_is_cut_to_64_characters(self) -> None:
+        """A model names its tools: a 10 MB name was kept whole in the row (round 29)."""
+        huge = "x" * 10_000_000
+        fields = session_fields(None, session_id="s1", name="n", tools=[huge, "bash"], now=NOW)
+        assert ["x" * 64, "bash"] == fields["metadata"]["tools"]
+
     def test_a_row_of_another_profile_is_refused(self) -> None:
         """A session never merges into (or overwrites) another profile's row."""
         row = MemoryRecord(**session_fields(None, session_id="s1", now=NOW, profile_id="project:a"))
