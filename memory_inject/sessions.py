@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from memory_inject._text import scrub_credentials
+from memory_inject._text import SUMMARY_WINDOW, scrubbed_summary
 from memory_inject.contract import SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import parse_timestamp
 from memory_inject.profile import resolve_profile
@@ -136,9 +136,10 @@ def session_fields(
         meta = existing.metadata or {}
         started = existing.timestamp
     old_name = meta.get("name")
-    first = " ".join(scrub_credentials(name).split())[:SESSION_NAME_CHARS]
+    # A bounded prefix is scrubbed (a 10 MB first message took 4 s, past any deadline).
+    first = " ".join(scrubbed_summary(name, SUMMARY_WINDOW).split())[:SESSION_NAME_CHARS]
     old_project = meta.get("project")
-    cleaned = [scrub_credentials(d.strip())[:_DECISION_CHARS] for d in decisions]
+    cleaned = [scrubbed_summary(d.strip(), SUMMARY_WINDOW)[:_DECISION_CHARS] for d in decisions]
     metadata = {
         "project": old_project if isinstance(old_project, str) and old_project else project or "",
         "name": old_name if isinstance(old_name, str) and old_name else first,

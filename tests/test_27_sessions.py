@@ -205,6 +205,20 @@ class TestSessionFields:
         assert (NOW.isoformat(), later.isoformat()) == (meta["started_at"], meta["ended_at"])
         assert "profile_id" not in fields
 
+    def test_a_huge_first_message_is_named_and_scrubbed_from_its_start(self) -> None:
+        """A 10 MB message is scrubbed only as far as its name and decisions reach (it took
+        4 s, past any deadline, round 29); what they show is still scrubbed."""
+        secret = "sk-" + "a1b2c3d4" * 4
+        text = f"deploy with {secret} now " + "word " * 2_000_000
+        decision = f"#decision rotate {secret} " + "x" * 3_000_000
+        fields = session_fields(None, session_id="s", name=text, decisions=[decision], now=NOW)
+        meta = fields["metadata"]
+        assert meta["name"].startswith("deploy with sk-")
+        assert secret not in meta["name"]
+        assert "[REDACTED]" in meta["name"]
+        [kept] = meta["decisions"]
+        assert (secret not in kept, len(kept)) == (True, 400)
+
     def test_a_tool_name_is_cut_to_64_characters(self) -> None:
         """A model names its tools: a 10 MB name was kept whole in the row (round 29)."""
         huge = "x" * 10_000_000
