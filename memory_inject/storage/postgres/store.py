@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -44,6 +45,18 @@ from memory_inject.storage.postgres import backfill, bulk
 from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.schema import TableNames
 from memory_inject.storage.records import is_text
+
+#: The engines of parent processes, held so that they are never closed in a child.
+_ORPHANS: builtins.list[PostgresEngine] = []
+_FORKED = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _FORKED  # noqa: PLW0603 - a lock a parent's thread held stays held otherwise
+    _FORKED = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 __all__ = ["PostgresStore"]
 
@@ -102,19 +115,45 @@ class PostgresStore(PersistentStore):
         self._namespace = check_namespace(namespace)
         self._name = name
         self._embedder = embedder
-        self._engine: PostgresEngine = PostgresEngine(
-            dsn,
-            names,
-            namespace,
-            embedder=embedder,
-            fusion=fusion if fusion is not None else default_fusion(embedder),
-            min_size=min_size,
-            max_size=max_size,
-            vectors=vectors,
-            timeout=timeout,
-            shared_categories=shared_categories,
-            rank_budget=rank_budget,
-        )
+
+        def engine() -> PostgresEngine:
+            return PostgresEngine(
+                dsn,
+                names,
+                namespace,
+                embedder=embedder,
+                fusion=fusion if fusion is not None else default_fusion(embedder),
+                min_size=min_size,
+                max_size=max_size,
+                vectors=vectors,
+                timeout=timeout,
+                shared_categories=shared_categories,
+                rank_budget=rank_budget,
+            )
+
+        self._open = engine
+        self._here = engine()
+        self._pid = os.getpid()
+
+    @property  # type: ignore[override] # the base's attribute, narrowed to this engine
+    def _engine(self) -> PostgresEngine:
+        """The engine of this process. A child of ``fork()`` (``gunicorn --preload``,
+        ``multiprocessing``) opens its own pool on its first call: the parent's
+        connections are its sockets, and one statement from the child on them broke the
+        parent's session. The parent's engine is kept, never closed, in the child
+        (closing a connection sends the server its goodbye on the shared socket)."""
+        if self._pid != os.getpid():
+            with _FORKED:
+                if self._pid != os.getpid():
+                    _ORPHANS.append(self._here)
+                    if not self._here.connections.closed:
+                        self._here = self._open()
+                    self._pid = os.getpid()
+        return self._here
+
+    @_engine.setter
+    def _engine(self, engine: PostgresEngine) -> None:
+        self._here, self._pid = engine, os.getpid()
 
     # -- identity ---------------------------------------------------------------
 
