@@ -57,7 +57,7 @@ from memory_inject._slots import (
     waited_note,
     waited_store_note,
 )
-from memory_inject.contract import Memory
+from memory_inject.contract import _SLOT_LEND, Memory
 
 __all__ = [
     "MAX_RUNNING_PER_STORE",
@@ -187,6 +187,22 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _lender(job: Job) -> Callable[[], Callable[[], None]]:
+    """What lends ``job``'s slot while its call waits for a prompt's vector
+    (``contract._SLOT_LEND``). A task the freed slot goes to starts on a thread of its
+    own, not after this call in this thread's chain: this call is still waiting."""
+
+    def lend() -> Callable[[], None]:
+        chain = getattr(_local, "chain", None)
+        _local.chain = None
+        try:
+            return job.lend()
+        finally:
+            _local.chain = chain
+
+    return lend
+
+
 def _submit(job: Job, run: Callable[[], None], until: float, t0: float) -> None:
     try:
         _THREADS.submit(run, until)
@@ -221,9 +237,11 @@ def hand_off(
     done.acquire()
 
     def run() -> None:
+        token = _SLOT_LEND.set(_lender(job))
         try:
             work()
         finally:
+            _SLOT_LEND.reset(token)
             job.finish()
             done.release()
 
@@ -271,11 +289,13 @@ async def arun_in_thread(
     def run() -> None:
         value: Any = None
         error: BaseException | None = None
+        token = _SLOT_LEND.set(_lender(jobs[0]))
         try:
             value = fn()
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             error = exc
         finally:
+            _SLOT_LEND.reset(token)
             jobs[0].finish()
         tell(value, error)
 

@@ -19,6 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 
+from memory_inject._slot_notes import (
+    EXHAUSTED,
+    MAX_THREADS,
+    store_busy,
+    waited_note,
+    waited_store_note,
+)
 from memory_inject.contract import Memory
 
 __all__ = [
@@ -41,8 +48,6 @@ __all__ = [
 #: A store with this many calls still running past their deadline is skipped at
 #: once, so one hung store cannot take every thread and starve the other stores.
 MAX_STUCK_PER_STORE = 4
-#: Recall threads in the process, busy or idle.
-MAX_THREADS = 64
 #: A call counts as stuck only once it has run this long (seconds), whatever its turn's
 #: deadline: a turn of ``deadline_ms: 10`` giving up on a 200 ms answer says nothing of
 #: the store, and four such turns made a healthy store send every other turn away.
@@ -135,35 +140,6 @@ class Waited(Exception):
         self.note = note
 
 
-def _store_busy(n: int) -> str:
-    return (
-        f"store_busy: {n} earlier recalls of this store are still running past their "
-        "deadline; recall skipped"
-    )
-
-
-EXHAUSTED = (
-    f"recall_threads_exhausted: all {MAX_THREADS} recall threads are held by calls "
-    "past their deadline; recall skipped"
-)
-
-
-def waited_note(waited: float) -> str:
-    """The event's line for a turn that waited its whole deadline for any recall thread."""
-    return (
-        f"recall_wait: all {MAX_THREADS} recall threads stayed busy for {waited:.3f}s "
-        "(the turn's deadline); the recall never started"
-    )
-
-
-def waited_store_note(waited: float, slots: int) -> str:
-    """The event's line for a turn that waited its whole deadline for one of the store's slots."""
-    return (
-        f"recall_wait: {slots} recalls of this store stayed running for "
-        f"{waited:.3f}s (the turn's deadline); the recall never started"
-    )
-
-
 def stuck_total() -> int:
     """How many calls to any store are running past their turn's deadline now."""
     return _STUCK.total
@@ -181,11 +157,12 @@ class Job:
     ``key`` is its store's ``id``, the ledger's key.
     """
 
-    __slots__ = ("due", "finished", "key", "started", "stuck")
+    __slots__ = ("due", "finished", "key", "lent", "started", "stuck")
 
     def __init__(self, key: int) -> None:
         self.key = key
         self.finished = False
+        self.lent = False  # its slot went to the next turn while it waits (``lend``)
         self.stuck = False
         self.started = time.perf_counter()
         #: When a call whose turn stopped waiting early becomes stuck (None: not given up).
@@ -199,7 +176,7 @@ class Job:
             if self.finished:
                 return
             self.finished = True
-            waiter = _hand_on(self.key)
+            waiter = None if self.lent else _hand_on(self.key)
             if self.stuck:
                 n = _STUCK.per_store.get(self.key, 1) - 1
                 if n <= 0:
@@ -211,6 +188,24 @@ class Job:
                 _undue(self)
         if waiter is not None:
             _start(waiter)
+
+    def lend(self) -> Callable[[], None]:
+        """The call waits for something not the store (its prompt's vector): the slot goes
+        to the next turn in line meanwhile (it held it for half its deadline, and the turns
+        behind it lost theirs). Answers what takes it back, without waiting in line."""
+        with _lock:
+            if self.finished or self.lent:
+                return _nothing
+            self.lent = True
+            waiter = _hand_on(self.key)
+        if waiter is not None:
+            _start(waiter)
+        return self._take_back
+
+    def _take_back(self) -> None:
+        with _lock:
+            self.lent = False
+            _STUCK.running[self.key] = _STUCK.running.get(self.key, 0) + 1
 
     def give_up(self, at: float | None = None) -> None:
         """The turn stopped waiting: a call still running is stuck from ``at`` (a
@@ -256,6 +251,10 @@ def _promote(key: int) -> None:
     for job in [j for j in jobs if j.due is not None and j.due <= now]:
         _undue(job)
         job._stick()
+
+
+def _nothing() -> None:
+    """Nothing to take back: the slot was not lent."""
 
 
 class Full(Exception):
@@ -307,7 +306,7 @@ def _claim(store: Memory, slots: int) -> tuple[int, int, _Waiter | None]:
     _promote(key)
     n = _STUCK.per_store.get(key, 0)
     if n >= min(MAX_STUCK_PER_STORE, slots):
-        raise Busy(_store_busy(n))
+        raise Busy(store_busy(n))
     running = _STUCK.running.get(key, 0)
     if running < slots and not _STUCK.waiters.get(key):
         _STUCK.running[key] = running + 1

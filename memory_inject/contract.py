@@ -366,6 +366,14 @@ _WAIT_EAR: ContextVar[Callable[[Callable[[float], str] | None], None] | None] = 
 )
 
 
+#: Set on a recall thread around a render's calls: lends the call's slot of the store to
+#: the next turn while the call waits for its prompt's vector, and answers what takes it
+#: back (``storage._query_vectors``; ``memory_inject._deadline`` sets it).
+_SLOT_LEND: ContextVar[Callable[[], Callable[[], None]] | None] = ContextVar(
+    "memory_inject_slot_lend", default=None
+)
+
+
 def report_wait(note: Callable[[float], str] | None) -> None:
     """Tell the render that this async call now waits for something it needs before its
     recall can start (a pooled connection), or, with None, that the wait is over.

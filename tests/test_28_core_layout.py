@@ -36,6 +36,11 @@ SPLITS = {
     "memory_inject._refill": {"memory_inject.pipeline"},
     "memory_inject.plan": {"memory_inject._recall", "memory_inject.pipeline"},
     "memory_inject._slots": {"memory_inject._deadline", "memory_inject._recall"},
+    "memory_inject._slot_notes": {
+        "memory_inject._slots",
+        "memory_inject._deadline",
+        "memory_inject._recall",
+    },
     "memory_inject._recall_query": {"memory_inject.contract"},
     "memory_inject._store_capabilities": {"memory_inject.contract"},
     "memory_inject._supports": {"memory_inject.contract"},
@@ -91,10 +96,16 @@ REEXPORTS = {
     },
     "memory_inject._deadline": {
         "MAX_STUCK_PER_STORE": "memory_inject._slots",
-        "MAX_THREADS": "memory_inject._slots",
+        "MAX_THREADS": "memory_inject._slot_notes",
         "Busy": "memory_inject._slots",
         "Waited": "memory_inject._slots",
         "stuck_calls": "memory_inject._slots",
+    },
+    "memory_inject._slots": {
+        "EXHAUSTED": "memory_inject._slot_notes",
+        "MAX_THREADS": "memory_inject._slot_notes",
+        "waited_note": "memory_inject._slot_notes",
+        "waited_store_note": "memory_inject._slot_notes",
     },
 }
 
