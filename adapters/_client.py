@@ -230,9 +230,18 @@ class ClientMemory(Adapter):
         if active is not None and mark is not None and active.owner is self._mark_owner:
             self.close(mark.fingerprint)
 
-    def close(self, fingerprint: str | None) -> None:
-        """End the turn of ``fingerprint`` if it is the open one (the model answered)."""
+    def close(self, fingerprint: str | None, where: LoopTurn | None = None) -> None:
+        """End the turn of ``fingerprint`` if it is the open one (the model answered).
+
+        ``where``: the mark open where the call was made; a stream read in another
+        context (a worker thread, a finalizer's task) ends that mark itself."""
         active = CURRENT.get()
+        if where is not None and active is not where and fingerprint is not None:
+            opened = _MARKS.get(where.turn_id)
+            if opened is not None and opened.fingerprint == fingerprint:
+                _MARKS.pop(where.turn_id, None)
+                where.close()
+            return
         mark = _MARKS.get(active.turn_id) if active is not None else None
         if fingerprint is None or active is None or mark is None:
             return
@@ -304,10 +313,14 @@ class ClientMemory(Adapter):
         """The reply to the turn of ``fingerprint`` asks for tools: remember its block under
         the calls' ids, so that conversation's next step gets it even when another one with
         the same words got a block since (:mod:`._call_ids`)."""
+        self.note_calls(fingerprint, call_ids(reply_items(resp)))
+
+    def note_calls(self, fingerprint: str | None, ids: Iterable[str]) -> None:
+        """:meth:`note_step` for the call ids a streamed reply carried."""
         block = self._blocks.get(fingerprint) if fingerprint is not None else None
         if block is None:
             return
-        for cid in call_ids(reply_items(resp)):
+        for cid in ids:
             self._steps[cid] = block
         while len(self._steps) > MEMO_SIZE:
             self._steps.popitem(last=False)

@@ -20,6 +20,7 @@ from typing import Any
 from attrs import frozen
 
 from ._client import ClientMemory
+from ._client_stream import Seen, watch_manager, watch_stream
 from .messages import Api, get_field
 
 __all__ = ["Client", "Create", "Endpoint", "Forward", "acall", "call", "memory_of"]
@@ -29,11 +30,13 @@ _log = logging.getLogger("memory_inject.adapters")
 
 @frozen
 class Endpoint:
-    """How one SDK method carries its messages: the keyword, the API and the tool test."""
+    """How one SDK method carries its messages: the keyword, the API and the tool tests
+    (of a whole response, and of a streamed reply's events one by one)."""
 
     key: str  # "messages" or "input"
     api: Api
     wants_tools: Callable[[Any], bool]  # the response asks the caller to run a tool
+    see: Callable[[Seen, Any], None]  # one streamed event: its calls, its stop, its end
 
 
 def _outgoing(value: Any) -> tuple[list[Any], bool] | None:
@@ -54,16 +57,23 @@ def _back(messages: list[Any], was_text: bool) -> Any:
 
 
 def _finished(
-    memory: ClientMemory, endpoint: Endpoint, fp: str | None, resp: Any, **kw: Any
-) -> None:
+    memory: ClientMemory, endpoint: Endpoint, fp: str | None, resp: Any, *, helper: bool, kw: Any
+) -> Any:
+    """What the caller gets: a stream watched as it is read (:mod:`._client_stream`),
+    or the response, its turn settled now (kept open when it asks for a tool)."""
+    if helper:
+        return watch_manager(memory, endpoint, fp, resp)
+    if kw.get("stream"):
+        return watch_stream(memory, endpoint, fp, resp)
     try:
-        asks = not kw.get("stream") and endpoint.wants_tools(resp)
+        asks = endpoint.wants_tools(resp)
         if asks:
             memory.note_step(fp, resp)
     except Exception:  # noqa: BLE001 - an unexpected response shape ends the turn
         asks = False
     if not asks:
         memory.close(fp)
+    return resp
 
 
 def call(
@@ -77,7 +87,8 @@ def call(
 ) -> Any:
     """``create(**kwargs)`` with this turn's block placed in ``kwargs[endpoint.key]``;
     ``caller`` is the host's frame that called it (see :meth:`ClientMemory.prepare`);
-    ``stream``: the reply is read later (a stream helper), as ``stream=True``."""
+    ``stream``: ``create`` is a stream helper, whose manager is returned watched; with
+    ``stream=True`` in ``kwargs`` the SDK's stream is returned watched."""
     found = _outgoing(kwargs.get(endpoint.key))
     if found is None:
         return create(**kwargs)
@@ -92,8 +103,7 @@ def call(
     except BaseException:
         memory.close(prepared.fingerprint)
         raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=stream or kwargs.get("stream"))
-    return resp
+    return _finished(memory, endpoint, prepared.fingerprint, resp, helper=stream, kw=kwargs)
 
 
 async def acall(
@@ -122,8 +132,7 @@ async def acall(
     except BaseException:
         memory.close(prepared.fingerprint)
         raise
-    _finished(memory, endpoint, prepared.fingerprint, resp, stream=stream or kwargs.get("stream"))
-    return resp
+    return _finished(memory, endpoint, prepared.fingerprint, resp, helper=stream, kw=kwargs)
 
 
 class Forward:
@@ -175,8 +184,8 @@ class Create(Forward):
 
     def stream(self, **kwargs: Any) -> Any:
         """The SDK's ``stream`` helper (a stream manager) with memory, like ``create(stream=
-        True)``: the turn ends when the call is made (a tool step is found by its
-        conversation, as for any stream)."""
+        True)``: the stream is watched as it is read, and a reply that asks for a tool
+        keeps the turn open, as a non-streamed one does."""
         fn = self._target.stream
         caller = sys._getframe(1)
         if inspect.iscoroutinefunction(inspect.unwrap(self._target.create)):

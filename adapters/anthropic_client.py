@@ -26,6 +26,7 @@ from memory_inject.contract import Memory
 
 from ._client import ClientMemory, ClientOptions
 from ._client_call import Client, Create, Endpoint, memory_of
+from ._client_stream import Seen
 from .messages import get_field
 
 __all__ = ["AnthropicWithMemory", "memory_of", "wrap_anthropic"]
@@ -37,7 +38,20 @@ def _wants_tools(resp: Any) -> bool:
     return bool(get_field(resp, "stop_reason") == "tool_use")
 
 
-MESSAGES = Endpoint("messages", "anthropic", _wants_tools)
+def _see(seen: Seen, event: Any) -> None:
+    """A streamed event: a ``tool_use`` block's id, the stop reason, ``message_stop``."""
+    kind = get_field(event, "type")
+    if kind == "content_block_start":
+        block = get_field(event, "content_block")
+        if get_field(block, "type") == "tool_use":
+            seen.add(get_field(block, "id"))
+    elif kind == "message_delta":
+        seen.asks = get_field(get_field(event, "delta"), "stop_reason") == "tool_use"
+    elif kind == "message_stop":
+        seen.done = True
+
+
+MESSAGES = Endpoint("messages", "anthropic", _wants_tools, _see)
 
 
 class AnthropicWithMemory(Client):

@@ -35,6 +35,7 @@ from memory_inject.contract import Memory
 
 from ._client import ClientMemory, ClientOptions
 from ._client_call import Client, Create, Endpoint, Forward, memory_of
+from ._client_stream import Seen
 from .messages import get_field
 
 __all__ = ["CLIENT_TOOL_CALLS", "OpenAIWithMemory", "memory_of", "wrap_openai"]
@@ -68,8 +69,41 @@ def _responses_wants_tools(resp: Any) -> bool:
     )
 
 
-CHAT = Endpoint("messages", "openai", _chat_wants_tools)
-RESPONSES = Endpoint("input", "openai", _responses_wants_tools)
+def _chat_see(seen: Seen, event: Any) -> None:
+    """A streamed chunk (or the stream helper's ``chunk`` event): the calls' ids in the
+    first delta of each call, ``finish_reason`` per choice; done once all have one."""
+    if get_field(event, "type") == "chunk":
+        event = get_field(event, "chunk")
+    for choice in get_field(event, "choices") or ():
+        for tc in get_field(get_field(choice, "delta"), "tool_calls") or ():
+            seen.asks = True
+            seen.add(get_field(tc, "id"))
+        finish = get_field(choice, "finish_reason")
+        if finish is None:
+            seen.pending.add(get_field(choice, "index"))
+            continue
+        seen.pending.discard(get_field(choice, "index"))
+        seen.asks = seen.asks or finish == "tool_calls"
+        seen.done = not seen.pending
+
+
+_RESPONSE_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _responses_see(seen: Seen, event: Any) -> None:
+    """A Responses event: an output item the caller must answer, and the reply's end."""
+    kind = get_field(event, "type")
+    item = get_field(event, "item")
+    if kind in {"response.output_item.added", "response.output_item.done"}:
+        if get_field(item, "type") in CLIENT_TOOL_CALLS:
+            seen.asks = True
+            seen.add(get_field(item, "call_id"))
+    elif kind in _RESPONSE_ENDS or kind == "error":
+        seen.done = True
+
+
+CHAT = Endpoint("messages", "openai", _chat_wants_tools, _chat_see)
+RESPONSES = Endpoint("input", "openai", _responses_wants_tools, _responses_see)
 
 
 class _Chat(Forward):
