@@ -26,6 +26,7 @@ from typing import TypeVar
 from memory_inject.exceptions import (
     RecallInterruptedError,
     RecallWaitError,
+    StorageError,
     StoreLockedError,
 )
 from memory_inject.storage._base import check_open
@@ -101,13 +102,15 @@ class SQLiteConnection:
         self._busy_ms = busy_timeout_ms
         self._file = None if self._path == ":memory:" else os.path.abspath(self._path)
         self._local = threading.local()
+        self._files = OpenFiles(None)  # none to check while the schema is prepared
         self._conn = connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
             self._open_waiting(self._prepare_schema(create, synchronous))
         except BaseException:
             self._conn.close()
             raise
-        # The files the connections hold: a write checks they are still the ones at the path.
+        # The files the connections hold: a write checks they are still the ones at the path,
+        # and every read and write that neither the log nor its index was truncated.
         self._files = OpenFiles(self._file)
         # Reads get connections of their own: under WAL they never wait for a
         # writer, so a write stuck behind another process's lock cannot stall
@@ -182,6 +185,7 @@ class SQLiteConnection:
             conn, lock = self._take_reader(until, what)
             try:
                 check_open(self._closed, what)
+                self._check_index(what)
                 left = until - time.perf_counter()
                 conn.set_progress_handler(lambda: time.perf_counter() > until, PROGRESS_STEPS)
                 self._busy_within(conn, max(1, min(self._busy_ms, int(left * 1000.0))))
@@ -200,12 +204,21 @@ class SQLiteConnection:
                 if attempt == 1 and is_locked(exc) and not late:
                     time.sleep(LOCK_RETRY_DELAY_S)
                     continue
-                raise wrap_error(exc, f"{self._path}: {what}") from exc
+                raise self._wrap(exc, what) from exc
             except sqlite3.Error as exc:
-                raise wrap_error(exc, f"{self._path}: {what}") from exc
+                raise self._wrap(exc, what) from exc
             finally:
                 self._give_reader(conn, lock)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _check_index(self, what: str) -> None:
+        """Refuse a read before SQLite touches a truncated WAL index (it would SIGBUS)."""
+        if (damage := self._files.damage(self._path, what, log=False)) is not None:
+            raise damage
+
+    def _wrap(self, exc: sqlite3.Error, what: str) -> StorageError:
+        """The error to raise for ``exc``: the truncated file, when that explains it."""
+        return self._files.damage(self._path, what) or wrap_error(exc, f"{self._path}: {what}")
 
     def _busy_within(self, conn: sqlite3.Connection, most: int) -> None:
         """Make SQLite's lock waits on ``conn`` end within ``most`` ms (and not much sooner).
@@ -303,7 +316,7 @@ class SQLiteConnection:
                 if attempt == 1 and is_locked(exc):
                     time.sleep(LOCK_RETRY_DELAY_S)
                     continue
-                raise wrap_error(exc, f"{self._path}: {what}") from exc
+                raise self._wrap(exc, what) from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     def write(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
@@ -339,6 +352,7 @@ class SQLiteConnection:
             conn, lock = self._take_reader(None, what)
             try:
                 check_open(self._closed, what)
+                self._check_index(what)
                 if self._busy_now.get(conn, self._busy_ms) != self._busy_ms:
                     self._busy_within(conn, self._busy_ms)
                 return op(conn)
@@ -355,6 +369,9 @@ class SQLiteConnection:
         A read running now finishes; its connection is closed when it is given back.
         """
         with self._lock:
+            if not self._closed:
+                # A truncated WAL index is made whole (zeros) first: SQLite's close reads it.
+                self._files.damage(self._path, "close", log=False)
             self._closed = True
             conn, self._conn = self._conn, None  # type: ignore[assignment]
         if self._readers is not None:
