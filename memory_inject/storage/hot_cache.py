@@ -51,6 +51,7 @@ from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryEntry
 
 __all__ = [
+    "HOT_CACHE_MAX_QUERY_CHARS",
     "HOT_CACHE_SIZE",
     "HOT_CACHE_TTL_S",
     "HotCacheInfo",
@@ -62,6 +63,9 @@ __all__ = [
 HOT_CACHE_SIZE = 256
 #: Seconds an answer is served for at most (zeroclaw's).
 HOT_CACHE_TTL_S = 300.0
+#: A query longer than this (characters) is never kept: each answer is filed under its
+#: query's text, and 256 pasted 1.4 MB prompts held 352 MB that no turn asked for again.
+HOT_CACHE_MAX_QUERY_CHARS = 4096
 
 #: Members the wrapper forwards as they are: they never change what recall returns.
 _READS = frozenset(
@@ -181,12 +185,15 @@ class HotCacheStore:
             self._answers.clear()
 
     def _key(self, query: RecallQuery) -> tuple[int, Hashable, RecallQuery] | None:
-        """The key of ``query`` now, or None when it cannot be one (unhashable fields).
+        """The key of ``query`` now, or None when it cannot be one (unhashable fields, a
+        text over :data:`HOT_CACHE_MAX_QUERY_CHARS`).
 
         The wrapper's write count is read before the store's ``data_version``
         and both before the store is asked, so an answer a write may have
         overtaken is filed under a key no later lookup makes.
         """
+        if isinstance(query.query, str) and len(query.query) > HOT_CACHE_MAX_QUERY_CHARS:
+            return None
         generation = self._generation
         version = self._inner.data_version  # type: ignore[attr-defined]
         if query.deadline is not None:
