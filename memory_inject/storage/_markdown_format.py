@@ -69,13 +69,15 @@ def block_of(record: MemoryRecord) -> str:
 
 def parse_doc(text: str, written: str | None = None) -> Doc:
     """The records and the other text of a file (lines split on ``\\n`` only: a memory's
-    own ``\\r`` is kept). A file saved with CRLF line endings throughout (a Windows editor,
-    git's ``autocrlf``) is read as LF, and a leading byte-order mark is dropped: either
+    own ``\\r`` is kept). A file saved with CRLF line endings (a Windows editor, git's
+    ``autocrlf``; on most of its lines, so a line appended with LF does not hide it) is read
+    as LF, and a leading byte-order mark is dropped: either
     made every block unreadable before, and the next write of a key duplicated it.
     ``written`` (ISO) is the time of a block whose comment gives none (written by hand)."""
     doc = Doc()
     text = text.removeprefix("\ufeff")
-    if "\r\n" in text and text.count("\r\n") == text.count("\n"):
+    crlf = text.count("\r\n")
+    if crlf and 2 * crlf >= text.count("\n"):  # most lines: a line appended with LF too
         text = text.replace("\r\n", "\n")
     lines = text.split("\n")
     i = 0

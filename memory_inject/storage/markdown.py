@@ -137,16 +137,25 @@ class MarkdownStore:
 
     def _files(self) -> list[Path]:
         daily = self._root / DAILY_DIR
-        days = sorted(daily.glob("*.md")) if daily.is_dir() else []
+        # Hidden files are an editor's (Emacs's lock ``.#2026-03-01.md``, macOS's
+        # ``._2026-03-01.md``), not memories: reading one failed every recall and write.
+        listed = daily.glob("*.md") if daily.is_dir() else ()
+        days = sorted(p for p in listed if not p.name.startswith("."))
         core = self._root / CORE_FILE
         for path in (core, *days):
-            if path.exists() and not path.is_file():
+            if path.is_dir():
                 # A folder named MEMORY.md hid every core memory behind a success.
                 raise StorageError(f"{path}: not a file (a folder?): the memories cannot be read")
         return [core, *days] if core.is_file() else days
 
     def _load(self) -> dict[Path, Doc]:
-        return {p: read_doc(p) for p in self._files()}
+        docs = {}
+        for p in self._files():
+            try:
+                docs[p] = read_doc(p)
+            except FileNotFoundError:  # deleted since it was listed (by hand): it is gone
+                continue
+        return docs
 
     def _records(self) -> list[MemoryRecord]:
         """This namespace's records, one per key (a key found twice: the later update)."""
