@@ -197,3 +197,16 @@ def seam_of(store: Memory) -> Seam:
 def as_answer(batch: Any) -> RecallAnswer | None:
     """``batch`` if the store answered with a :class:`RecallAnswer`, else None (a raw batch)."""
     return batch if isinstance(batch, RecallAnswer) else None
+
+
+def recall_answer(store: Memory, q: RecallQuery) -> RecallAnswer:
+    """``q`` answered through ``store``'s ``recall`` (and ``recall_where``) as the seam
+    asks a store without ``answer``: for a store whose own ``answer`` adds to that (a
+    Markdown store names the blocks it could not read)."""
+    filtered = callable(getattr(store, "recall_where", None))
+    recall: Any = store.recall
+    if q.filtered or q.mode is not None or q.restricted:
+        batch = _legacy_where(store, q, filtered)
+    else:
+        batch = recall(q.query, q.limit, session_id=q.session_id, since=q.since, until=q.until)
+    return as_answer(batch) or RecallAnswer(list(batch))

@@ -25,7 +25,17 @@ from memory_inject.exceptions import StorageError
 from memory_inject.storage._jsonl import record_from_json, record_to_json
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["Doc", "block_of", "heading_of", "parse_doc", "read_doc", "render_doc", "write_atomic"]
+__all__ = [
+    "Doc",
+    "block_of",
+    "heading_of",
+    "markdown_score",
+    "parse_doc",
+    "read_doc",
+    "render_doc",
+    "visible",
+    "write_atomic",
+]
 
 _MARK = "<!-- memory-inject "
 _END = " -->"
@@ -44,6 +54,9 @@ class Doc:
 
     foreign: list[str] = field(factory=list)
     records: list[MemoryRecord] = field(factory=list)
+    #: Blocks that could not be read (kept as text): ``"line N: why"`` (``read_doc``: the
+    #: file's name in front).
+    damaged: list[str] = field(factory=list)
 
 
 def heading_of(key: str) -> str:
@@ -97,8 +110,9 @@ def parse_doc(text: str, written: str | None = None) -> Doc:
                 if written is not None and not meta.get("timestamp"):
                     meta["timestamp"] = written
                 doc.records.append(record_from_json({**meta, "content": "\n".join(body)}))
-            except ValueError:
+            except ValueError as exc:
                 doc.foreign.extend(lines[i:j])  # kept as text, never lost
+                doc.damaged.append(f"line {i + 1}: {str(exc).splitlines()[0]:.120}")
             i = j
         else:
             doc.foreign.append(line)
@@ -122,9 +136,11 @@ def render_doc(doc: Doc) -> str:
 def read_doc(path: Path) -> Doc:
     """``path`` parsed; a file that is not UTF-8 is a ``StorageError`` (never rewritten)."""
     try:
-        return parse_doc(path.read_bytes().decode("utf-8"), _written(path))
+        doc = parse_doc(path.read_bytes().decode("utf-8"), _written(path))
     except UnicodeDecodeError as exc:
         raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    doc.damaged[:] = [f"{path.name} {d}" for d in doc.damaged]
+    return doc
 
 
 def _written(path: Path) -> str:
@@ -158,3 +174,34 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def markdown_score(query: str, content: str) -> float:
+    """zeroclaw's markdown relevance: the share of the query's lowercase whitespace tokens
+    that are substrings of the lowercase content (0.0 when the query has none)."""
+    tokens = query.lower().split()
+    if not tokens:
+        return 0.0
+    text = content.lower()
+    return sum(1 for t in tokens if t in text) / len(tokens)
+
+
+def visible(
+    r: MemoryRecord,
+    now: datetime,
+    session_id: str | None,
+    lo: datetime | None,
+    hi: datetime | None,
+    shared: frozenset[str],
+) -> bool:
+    """Whether a recall at ``now`` sees ``r``: current, of the session (or a sessionless
+    row of a ``shared`` category), and written between ``lo`` and ``hi``."""
+    if r.superseded_by is not None or (r.expires_at is not None and r.expires_at <= now):
+        return False
+    if (
+        session_id is not None
+        and r.session_id != session_id
+        and not (r.session_id is None and r.category in shared)
+    ):
+        return False
+    return (lo is None or r.timestamp >= lo) and (hi is None or r.timestamp <= hi)

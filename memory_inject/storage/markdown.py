@@ -15,7 +15,7 @@ start a line of the file and forge a heading or a block: a memory holding
 ``## key`` or the comment marker reads back exactly as written. Text the store
 did not write (a note a person added) is kept when a file is rewritten, blank
 lines aside; a block whose comment no longer parses is kept as such text,
-recalled by no one.
+recalled by no one and named on the event (``answer``: ``damaged_blocks``).
 
 Recall scores as zeroclaw's markdown backend does (spec 7.4): the share of the
 query's lowercase whitespace-separated tokens found as substrings of the
@@ -47,10 +47,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from memory_inject._seam import recall_answer
+from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import refuse_owned
-from memory_inject.storage._markdown_format import Doc, read_doc, render_doc, write_atomic
+from memory_inject.storage._markdown_format import (
+    Doc,
+    markdown_score,
+    read_doc,
+    render_doc,
+    visible,
+    write_atomic,
+)
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
 
 try:
@@ -58,23 +69,13 @@ try:
 except ImportError:  # pragma: no cover - Windows: the in-process lock only
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["MarkdownStore"]
+__all__ = ["MarkdownStore", "markdown_score"]
 
 CORE_FILE = "MEMORY.md"
 DAILY_DIR = "memory"
 _CORE_HEADER = "# Long-Term Memory"
 _LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
-
-
-def markdown_score(query: str, content: str) -> float:
-    """zeroclaw's markdown relevance: the share of the query's lowercase whitespace tokens
-    that are substrings of the lowercase content (0.0 when the query has none)."""
-    tokens = query.lower().split()
-    if not tokens:
-        return 0.0
-    text = content.lower()
-    return sum(1 for t in tokens if t in text) / len(tokens)
 
 
 class MarkdownStore:
@@ -101,6 +102,7 @@ class MarkdownStore:
             )
         self._namespace = namespace
         self._shared = frozenset(str(c) for c in shared_categories)
+        self._seen = threading.local()  # this thread's last read: its damaged blocks
         self._name = name
         key = os.path.abspath(self._root)
         with _LOCKS_GUARD:
@@ -161,6 +163,7 @@ class MarkdownStore:
         """This namespace's records, one per key (a key found twice: the later update)."""
         with self._lock:
             docs = self._load()
+        self._seen.damaged = [d for doc in docs.values() for d in doc.damaged]
         out: dict[str, MemoryRecord] = {}
         for doc in docs.values():
             for r in doc.records:
@@ -352,7 +355,7 @@ class MarkdownStore:
         now = datetime.now(UTC)
         lo = None if since is None else parse_timestamp(since)
         hi = None if until is None else parse_timestamp(until)
-        pool = [r for r in self._records() if self._visible(r, now, session_id, lo, hi)]
+        pool = [r for r in self._records() if visible(r, now, session_id, lo, hi, self._shared)]
         if is_time_only(query):
             pool.sort(key=lambda r: (r.updated_at or r.timestamp, r.key), reverse=True)
             return [r.to_entry(None) for r in pool[:limit]]
@@ -360,6 +363,24 @@ class MarkdownStore:
         hits = [(s, r) for s, r in scored if s > 0.0]
         hits.sort(key=lambda h: (h[0], h[1].updated_at or h[1].timestamp, h[1].key), reverse=True)
         return [r.to_entry(s) for s, r in hits[:limit]]
+
+    def answer(self, query: RecallQuery) -> RecallAnswer:
+        """``query`` answered as ``recall`` answers it, naming the blocks of the files that
+        could not be read (a hand edit's typo): such a memory was gone with no reason."""
+        self._seen.damaged = []
+        answer = recall_answer(self, query)
+        damaged = self._seen.damaged
+        if not damaged:
+            return answer
+        note = (
+            f"damaged_blocks: {len(damaged)} blocks could not be read and are recalled by "
+            f"no one ({'; '.join(damaged[:3])}{'; ...' if len(damaged) > 3 else ''})"
+        )
+        return attrs.evolve(answer, degraded=(*answer.degraded, note))
+
+    async def aanswer(self, query: RecallQuery) -> RecallAnswer:
+        """``answer`` in a worker thread (file reads block)."""
+        return await asyncio.to_thread(self.answer, query)
 
     async def arecall(
         self,
@@ -374,21 +395,3 @@ class MarkdownStore:
         return await asyncio.to_thread(
             self.recall, query, limit, session_id=session_id, since=since, until=until
         )
-
-    def _visible(
-        self,
-        r: MemoryRecord,
-        now: datetime,
-        session_id: str | None,
-        lo: datetime | None,
-        hi: datetime | None,
-    ) -> bool:
-        if r.superseded_by is not None or (r.expires_at is not None and r.expires_at <= now):
-            return False
-        if (
-            session_id is not None
-            and r.session_id != session_id
-            and not (r.session_id is None and r.category in self._shared)
-        ):
-            return False
-        return (lo is None or r.timestamp >= lo) and (hi is None or r.timestamp <= hi)

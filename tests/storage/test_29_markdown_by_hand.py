@@ -62,3 +62,30 @@ def test_a_daily_file_deleted_after_the_listing_is_gone_not_an_error(tmp_path: P
     store._files = lambda: listed  # type: ignore[method-assign]
     assert ("deploy_target",) == _keys(store)
     store.store("new_note", "Production deploys are on Tuesdays now.", "daily")
+
+
+def test_a_block_a_hand_edit_broke_is_named_on_the_event(tmp_path: Path) -> None:
+    (tmp_path / CORE_FILE).write_text(
+        "# Long-Term Memory\n\n"
+        "## tea\n"
+        '<!-- memory-inject {"key": "tea", "category": "core", "importance": 7} -->\n'
+        "> The user's tea preference is oolong.\n\n"
+        "## deploy_target\n"
+        '<!-- memory-inject {"key": "deploy_target", "category": "core"} -->\n'
+        "> Production deploys go to prod-3.\n",
+        encoding="utf-8",
+    )
+    store = MarkdownStore(tmp_path)
+    result = render_memory_context(store, QUESTION)
+    event = result.event
+    assert isinstance(event, MemoryRecall)
+    assert ("deploy_target",) == event.rendered_keys
+    assert (
+        "damaged_blocks: 1 blocks could not be read and are recalled by no one "
+        "(MEMORY.md line 3: 'importance' must be between 0 and 1 (got 7))",
+    ) == event.degraded
+    clean = MarkdownStore(tmp_path / "clean")
+    clean.store("deploy_target", "Production deploys go to prod-3.")
+    event = render_memory_context(clean, QUESTION).event
+    assert isinstance(event, MemoryRecall)
+    assert () == event.degraded
