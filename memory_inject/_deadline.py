@@ -130,7 +130,7 @@ class _Threads:
                 left = 0.0 if until is None else until - time.perf_counter()
                 if left <= 0.0:
                     raise Full
-                self._cond.wait(left)
+                self._cond.wait(min(left, 0.05))  # calls given up on turn stuck meanwhile
         try:
             threading.Thread(
                 target=self._work, args=(fn,), name="memory-inject-recall", daemon=True

@@ -141,13 +141,19 @@ class Waited(Exception):
 
 
 def stuck_total() -> int:
-    """How many calls to any store are running past their turn's deadline now."""
+    """How many calls to any store are running past their turn's deadline now (a call
+    given up on earlier counts from its time: every store's are promoted here first)."""
+    if _STUCK.due:
+        with _lock:
+            for key in list(_STUCK.due):
+                _promote(key)
     return _STUCK.total
 
 
 def stuck_calls(store: object) -> int:
     """How many calls to ``store`` are running past their turn's deadline now."""
     with _lock:
+        _promote(id(store))
         return _STUCK.per_store.get(id(store), 0)
 
 

@@ -109,3 +109,48 @@ def test_a_hung_store_is_still_capped_once_its_calls_have_run_long_enough() -> N
     while _slots.stuck_calls(store) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert ("victim_fact",) == _turn(store, "victim", MemoryInjectConfig()).rendered_keys
+
+
+class _Hung:
+    """A store of one's own whose backend stopped answering (32 slots, as a default)."""
+
+    name = "hung"
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    def recall(self, *args: Any, **kwargs: Any) -> list[Any]:
+        self.gate.wait(30)
+        return []
+
+
+def test_calls_given_up_early_count_once_they_have_run_long_enough() -> None:
+    """A helper's burst on two hung stores held all 64 recall threads with calls given up
+    at 200 ms: they were counted only when their own store was asked again, so the
+    ledger said 0 stuck and every other store's turn waited out its deadline
+    (``recall_wait``). They count everywhere once they have run ``HUNG_AFTER_S``."""
+    gate = threading.Event()
+    hung = [_Hung(gate), _Hung(gate)]
+    cfg = MemoryInjectConfig(deadline_ms=200)
+    burst = [
+        threading.Thread(target=render_memory_context, args=(h, "deploys"), kwargs={"config": cfg})
+        for h in hung
+        for _ in range(40)
+    ]
+    try:
+        for t in burst:
+            t.start()
+        for t in burst:
+            t.join()
+        time.sleep(_slots.HUNG_AFTER_S + 0.2)
+        assert [32, 32] == [_slots.stuck_calls(h) for h in hung]
+        ok = Answers(0.0)
+        _fill(ok)
+        event = _turn(ok, "victim", MemoryInjectConfig())
+        assert [d.split(":")[0] for d in event.degraded] == ["recall_threads_exhausted"]
+    finally:
+        gate.set()
+    deadline = time.monotonic() + 10
+    while _slots.stuck_total() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert 0 == _slots.stuck_total()
