@@ -158,6 +158,13 @@ class _Proxy:
     def __class__(self) -> type[Any]:
         return type(self._target)
 
+    def __del__(self) -> None:
+        # A stream dropped unread kept its turn open: every later conversation from that
+        # code was a sub_turn with no memory (a helper's stress run, round 29).
+        watch = self.__dict__.get("_watch")
+        if watch is not None and not watch.settled:
+            watch.abandon()
+
 
 class _Stream(_Proxy):
     """A sync stream (the SDK's ``Stream`` or a helper's stream), watched as it is read."""
@@ -217,18 +224,42 @@ class _Stream(_Proxy):
         return run
 
 
-class _AsyncStream(_Proxy):
-    """An async stream, watched as it is read (the twin of :class:`_Stream`)."""
+class _AsyncEvents:
+    """The events of an async stream as ``async for`` reads them; dropped before the
+    end (``break``), it ends the turn at once."""
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
+    def __init__(self, stream: _AsyncStream, events: Any, watch: Watch) -> None:
+        # The stream is held while it is read: ``async for e in await create(...)`` keeps
+        # only this iterator, and the stream dropped would end the turn (``_Proxy``).
+        self._stream, self._events, self._watch = stream, events, watch
+
+    def __aiter__(self) -> _AsyncEvents:
+        return self
+
+    async def __anext__(self) -> Any:
         try:
-            async for event in self._target:
-                self._watch.see(event)
-                yield event
+            event = await self._events.__anext__()
+        except StopAsyncIteration:
+            self._watch.settle()
+            raise
         except BaseException:
             self._watch.abandon()
             raise
-        self._watch.settle()
+        self._watch.see(event)
+        return event
+
+    def __del__(self) -> None:
+        if not self._watch.settled:
+            self._watch.abandon()
+
+
+class _AsyncStream(_Proxy):
+    """An async stream, watched as it is read (the twin of :class:`_Stream`)."""
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        # Not an async generator: one left by ``break`` is closed by the event loop later,
+        # after the caller's next call had found its turn still open (a sub_turn).
+        return _AsyncEvents(self, self._target.__aiter__(), self._watch)
 
     async def __anext__(self) -> Any:
         try:

@@ -246,6 +246,34 @@ class TestTheStreamItself:
                 pass
         assert [Q1] == [e.query_summary for e in rec.recalls]
 
+    def test_an_async_for_left_by_break_ends_its_turn_at_once(self, store: SQLiteStore) -> None:
+        """``async for ... break`` closed the watch only when the event loop finalised it:
+        a call made right after the break was a sub_turn with no memory (round 29)."""
+        http = httpx2.AsyncClient(transport=httpx2.MockTransport(_sse.ChatStreams()))
+        sdk = AsyncOpenAI(api_key="k", http_client=http)
+        client = wrap_openai(sdk, store, pi_agent(), sessions=["ana"])
+
+        async def run() -> Any:
+            messages: Any = [{"role": "user", "content": Q1}]
+            stream: Any = await client.chat.completions.create(
+                model="m", messages=messages, stream=True
+            )
+            async for _ in stream:
+                break
+            return current_turn()
+
+        assert asyncio.run(run()) is None
+
+    def test_a_stream_dropped_unread_ends_its_turn(self, store: SQLiteStore) -> None:
+        """A stream never read kept its turn open for good: every later conversation of
+        that code was a sub_turn with no memory (round 29)."""
+        client = _chat(store, httpx2.MockTransport(_sse.ChatStreams()))
+        messages = [{"role": "user", "content": Q1}]
+        stream = client.chat.completions.create(model="m", messages=messages, stream=True)
+        assert current_turn() is not None
+        del stream
+        assert current_turn() is None
+
     def test_a_helper_left_early_ends_its_turn(self, store: SQLiteStore) -> None:
         """Anthropic's ``messages.stream`` left after one event: the turn ends at its exit."""
         http = httpx2.Client(transport=httpx2.MockTransport(_sse.AnthropicStreams()))
