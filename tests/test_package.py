@@ -121,10 +121,13 @@ class TestImportDirection:
 
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
         """storage/ imports only models, records, errors, embedders, the stopword list,
-        the contract (the seam's RecallQuery / RecallAnswer values it answers with) and
-        the contract's filter-first rules for restricted queries."""
+        the contract (the seam's RecallQuery / RecallAnswer values it answers with),
+        the contract's filter-first rules for restricted queries, and the answer of a
+        store with only ``recall`` (``_recall_only``: the Markdown store answers as the
+        seam would ask it, and adds the blocks it could not read)."""
         allowed = {
             "_filter_first",
+            "_recall_only",
             "models",
             "records",
             "exceptions",

@@ -49,7 +49,7 @@ from typing import Any
 
 import attrs
 
-from memory_inject._seam import recall_answer
+from memory_inject._recall_only import recall_answer
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
