@@ -21,7 +21,9 @@ A run started inside a tool of a run (``Runner.run`` in a function tool, or
 No private SDK attribute is read. A run's calls are one turn by their input:
 the first call of a new user message (nothing after it) renders; the calls
 after it (tool results, handoffs: items after that message) with the same
-conversation and sessions reuse the block. A run is nested while the run
+conversation and sessions reuse the block, and so does a handoff whose input filter
+kept the question alone (its agent is one the call before named in ``handoffs``, in the
+same trace). A run is nested while the run
 that filtered last in this context is still running: the filter remembers
 the outermost frame of the SDK's own code around it (its ``Runner.run``, or
 the task of its current model turn, where its tools run), and that frame is
@@ -41,7 +43,7 @@ from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any, Unpack
 
-from agents import FunctionTool, RunConfig, Tool
+from agents import Agent, FunctionTool, Handoff, RunConfig, Tool, get_current_trace
 from agents.run_config import CallModelData, ModelInputData
 from attrs import frozen
 
@@ -73,6 +75,20 @@ class _RunMark:
     @property
     def live(self) -> bool:
         return self.frame is not None and _running(self.frame, self.thread, self.task)
+
+
+@frozen(eq=False)
+class _Run:
+    """A turn's injection, the trace of the run that last filtered it and where that run's
+    agent can hand off to (the agents it names)."""
+
+    injection: _core.Injection
+    trace: Any
+    targets: frozenset[str]
+
+
+def _targets(agent: Agent[Any]) -> frozenset[str]:
+    return frozenset(h.agent_name if isinstance(h, Handoff) else h.name for h in agent.handoffs)
 
 
 # The run whose filter ran last in this context (inherited by the tool tasks it starts).
@@ -219,7 +235,7 @@ class AgentsMemory(FrameworkAdapter):
                 f"was given, not the filtered one; got {options.get('earlier_blocks')!r})"
             )
         super().__init__(store, agent_config, **options)
-        self._runs: OrderedDict[str, _core.Injection] = OrderedDict()
+        self._runs: OrderedDict[str, _Run] = OrderedDict()
 
     def run_config(self, **kwargs: Any) -> RunConfig:
         """A ``RunConfig`` with this filter (``kwargs``: any other ``RunConfig`` field)."""
@@ -253,7 +269,13 @@ class AgentsMemory(FrameworkAdapter):
         continues = idx < len(items) - 1 and not any(
             _get(item, "role") in _HOST_ROLES for item in items[idx + 1 :]
         )
-        injection = self._runs.get(key) if continues else None
+        trace = get_current_trace()
+        run = self._runs.get(key)
+        # A handoff whose input filter dropped the items after the question (or kept the
+        # question alone) looks like a new run's first call: it is the same run when its
+        # agent is one the call before named as a handoff, in the same trace.
+        handoff = run is not None and run.trace is trace and data.agent.name in run.targets
+        injection = run.injection if run is not None and (continues or handoff) else None
         sdk = _sdk_frame()
         if injection is None:
             parent = _parent.get()
@@ -268,9 +290,10 @@ class AgentsMemory(FrameworkAdapter):
                     injection = await self.abegin(input_text(items[idx]), data.context)
             else:
                 injection = await self.abegin(input_text(items[idx]), data.context)
-            self._runs[key] = injection
-            while len(self._runs) > _MAX_RUNS:
-                self._runs.popitem(last=False)
+        self._runs[key] = _Run(injection, trace, _targets(data.agent))
+        self._runs.move_to_end(key)
+        while len(self._runs) > _MAX_RUNS:
+            self._runs.popitem(last=False)
         thread, task = where_running()
         if sdk is not None:  # called outside a run, nothing would end the mark: none
             self._mark(injection, sdk, thread, task)
