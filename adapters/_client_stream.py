@@ -90,6 +90,20 @@ class Watch:
         if self.seen.done:
             self.settle()
 
+    async def anext_of(self, events: Any) -> Any:
+        """The next event of the async iterator ``events``, seen; its end settles the turn,
+        and a read that fails (or is cancelled) ends it."""
+        try:
+            event = await events.__anext__()
+        except StopAsyncIteration:
+            self.settle()
+            raise
+        except BaseException:
+            self.abandon()
+            raise
+        self.see(event)
+        return event
+
     def settle(self) -> None:
         """The reply ended: a tool call keeps the turn open (its ids noted), else it ends."""
         self._end(keep=self.seen.asks)
@@ -237,16 +251,7 @@ class _AsyncEvents:
         return self
 
     async def __anext__(self) -> Any:
-        try:
-            event = await self._events.__anext__()
-        except StopAsyncIteration:
-            self._watch.settle()
-            raise
-        except BaseException:
-            self._watch.abandon()
-            raise
-        self._watch.see(event)
-        return event
+        return await self._watch.anext_of(self._events)
 
     def __del__(self) -> None:
         if not self._watch.settled:
@@ -262,16 +267,7 @@ class _AsyncStream(_Proxy):
         return _AsyncEvents(self, self._target.__aiter__(), self._watch)
 
     async def __anext__(self) -> Any:
-        try:
-            event = await self._target.__anext__()
-        except StopAsyncIteration:
-            self._watch.settle()
-            raise
-        except BaseException:
-            self._watch.abandon()
-            raise
-        self._watch.see(event)
-        return event
+        return await self._watch.anext_of(self._target)
 
     async def __aenter__(self) -> Any:
         await self._target.__aenter__()
