@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
+from memory_inject import _filler
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 
 __all__ = [
@@ -168,13 +169,28 @@ def has_query_terms(prompt: str) -> bool:
     Not a content word: a function word (:data:`~memory_inject._stopwords.STOPWORDS`),
     a word of an acknowledgement, greeting or laughter ("ok", "thanks!",
     "hi", "haha", "go on"), a request word ("please"), one letter, or a
-    number of one or two digits ("+1"); image and file markers
+    number of one or two digits ("+1"); in a short prompt, chat whose words are topics
+    elsewhere ("good job", "that works", "see you tomorrow", "amazing!":
+    :mod:`memory_inject._filler`); image and file markers
     (``[IMAGE:/tmp/a.png]``) are not read. An empty, blank, emoji-only or
     punctuation-only prompt has none. A prompt without content words
     recalls nothing in a render (the event says ``abstained=no_query_terms``).
     Stops at the first content word, so a long prompt costs little.
     """
     text = _MARKUP.sub(" ", prompt) if "[" in prompt else prompt
+    phrased = False
+    for word in _content_words(text):
+        # Most prompts stop at their first word: one no filler phrase holds.
+        if word not in _filler.PHRASE_WORDS or len(text) > _filler.MAX_CHARS:
+            return True
+        phrased = True
+    if not phrased:
+        return False
+    return next(_content_words(_filler.without_filler(_words(text))), None) is not None
+
+
+def _content_words(text: str) -> Iterator[str]:
+    """The words of ``text`` that name a topic (see :func:`has_query_terms`), casefolded."""
     for match in _WORD.finditer(text):
         word = match.group()
         if not word.isascii():
@@ -184,8 +200,9 @@ def has_query_terms(prompt: str) -> bool:
             continue
         if word in STOPWORDS or word in CHITCHAT or word in REQUEST_WORDS:
             continue
-        return True
-    return False
+        if word in _filler.FILLER_WORDS:
+            continue
+        yield word
 
 
 # "What do you know about me?", "who am I?", "what have I told you?": the user asks what
