@@ -12,7 +12,7 @@ from typing import Any
 
 from attrs import frozen
 
-from memory_inject.config._constraints import check_class, group, setting
+from memory_inject.config._constraints import check_class, group, loaded_values, setting
 
 __all__ = ["BackendConfig", "PoolConfig", "check_backend"]
 
@@ -34,14 +34,17 @@ class PoolConfig:
 
 
 def _check_pool(raw: Any, path: str) -> list[str]:
-    """The pool group's keys, then ``min_size`` <= ``max_size``."""
+    """The pool group's keys, then ``min_size`` <= ``max_size`` when both are valid."""
     problems = check_class(PoolConfig, raw, path)
-    if problems or not isinstance(raw, Mapping):
+    if not isinstance(raw, Mapping):
         return problems
-    lo, hi = raw.get("min_size", 1), raw.get("max_size", 8)
-    if lo > hi:
-        return [f"'min_size' must be at most 'max_size' ({hi}) (got {lo}) @ {path}.min_size"]
-    return []
+    bounds = loaded_values(PoolConfig, raw)
+    lo, hi = bounds.get("min_size"), bounds.get("max_size")
+    if lo is not None and hi is not None and lo > hi:
+        problems.append(
+            f"'min_size' must be at most 'max_size' ({hi}) (got {lo}) @ {path}.min_size"
+        )
+    return problems
 
 
 @frozen
@@ -142,32 +145,39 @@ def _dsn_problem(dsn: str) -> str | None:
 def check_backend(raw: Any, path: str) -> list[str]:
     """The backend group's keys, then what ``open_store`` would refuse: ``kind: postgres``
     without a ``dsn``, and a ``path`` holding a NUL character (``validate`` said "ok" to
-    both, and the agent failed when it opened its store)."""
+    both, and the agent failed when it opened its store).
+
+    The checks that compare keys run beside the keys' own problems, on the keys that
+    have none (:func:`loaded_values`), so a file's every problem is reported at once.
+    """
     problems = check_class(BackendConfig, raw, path)
-    if problems or not isinstance(raw, Mapping):
+    if not isinstance(raw, Mapping):
         return problems
-    kind = raw.get("kind", "sqlite")
-    if isinstance(kind, str) and kind.strip().lower() == "postgres" and not raw.get("dsn"):
+    v = loaded_values(BackendConfig, raw)
+    if v.get("kind") == "postgres" and "dsn" in v and not v["dsn"]:
         problems.append(f"'dsn' must be set when 'kind' is postgres (got null) @ {path}.dsn")
-    elif isinstance(raw.get("dsn"), str) and (bad := _dsn_problem(raw["dsn"])) is not None:
+    elif isinstance(v.get("dsn"), str) and (bad := _dsn_problem(v["dsn"])) is not None:
         problems.append(f"'dsn' is not a PostgreSQL connection string: {bad} @ {path}.dsn")
-    where = raw.get("path")
+    where = v.get("path")
     if isinstance(where, str) and "\0" in where:
         problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")
-    if raw.get("embedder") == "model2vec" and not raw.get("embedder_model"):
+    model = v.get("embedder_model", False)  # False: the key has a problem of its own
+    if v.get("embedder") == "model2vec" and model in (None, ""):
         problems.append(
             "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
             f"(got null) @ {path}.embedder_model"
         )
-    if raw.get("embedder") == "hashing" and raw.get("embedder_model"):
+    if v.get("embedder") == "hashing" and model:
         problems.append(
             "'embedder_model' must be null when 'embedder' is hashing, which has no model "
-            f"(got {raw['embedder_model']!r:.60}) @ {path}.embedder_model"
+            f"(got {model!r:.60}) @ {path}.embedder_model"
         )
-    weights = [raw.get(k, getattr(BackendConfig(), k)) for k in ("vector_weight", "keyword_weight")]
-    if raw.get("fusion", "auto") != "auto" and sum(float(w) for w in weights) <= 0.0:
+    vector, keyword = v.get("vector_weight"), v.get("keyword_weight")
+    named = v.get("fusion") not in (None, "auto")
+    if named and vector is not None and keyword is not None and vector + keyword <= 0.0:
         problems.append(
             f"'vector_weight' + 'keyword_weight' must be > 0 when 'fusion' is "
-            f"{raw.get('fusion')} (got {weights[0]} + {weights[1]}) @ {path}.vector_weight"
+            f"{v['fusion']} (got {raw.get('vector_weight', vector)} + "
+            f"{raw.get('keyword_weight', keyword)}) @ {path}.vector_weight"
         )
     return problems

@@ -29,6 +29,7 @@ __all__ = [
     "described",
     "did_you_mean",
     "group",
+    "loaded_values",
     "problem",
     "setting",
     "to_tuple",
@@ -245,6 +246,27 @@ def check_class(
             if msg is not None:
                 problems.append(f"{msg} @ {path}")
     return problems
+
+
+def loaded_values(cls: type, raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What a check comparing two keys of ``raw`` may read: each setting of ``cls`` as it
+    would load (its default when absent, converted: ``' Hashing'`` is ``'hashing'``).
+
+    A key with a problem of its own is left out, so a check that needs it is skipped
+    (already reported once) rather than run on a value that never loads.
+    """
+    values: dict[str, Any] = {}
+    for a in attrs.fields(cls):
+        meta = a.metadata
+        if not a.init or "kind" not in meta or "check" in meta or meta["kind"] == "list_of":
+            continue
+        if a.name not in raw:
+            if a.default is not attrs.NOTHING and not hasattr(a.default, "factory"):
+                values[a.name] = a.default
+        elif problem(a.name, raw[a.name], meta) is None:
+            convert = a.converter
+            values[a.name] = convert(raw[a.name]) if callable(convert) else raw[a.name]
+    return values
 
 
 def _check_list(key: str, value: Any, meta: Mapping[str, Any], path: str) -> list[str]:

@@ -16,19 +16,23 @@ from typing import Any
 import attrs
 
 from memory_inject._tokens import load_encoding
-from memory_inject.config._constraints import check_file
+from memory_inject.config._constraints import check_file, problem
 from memory_inject.config._presets import expand_preset
 from memory_inject.config._yaml import read_yaml_file
 from memory_inject.config.schema import (
     AgentConfig,
+    BudgetConfig,
     CronJob,
     CronJobsFile,
     MemoryInjectConfig,
     _converter,
 )
 from memory_inject.exceptions import ConfigError
+from memory_inject.models import TurnOrigin
 
 __all__ = ["load_agent_config", "load_cron_jobs", "parse_agent_config", "parse_cron_jobs"]
+
+_TOKENIZER_META = attrs.fields(BudgetConfig).tokenizer.metadata
 
 
 def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
@@ -40,10 +44,9 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     if isinstance(data, Mapping) and isinstance(data.get("memory"), Mapping):
         data = {**data, "memory": expand_preset(data["memory"])}
     problems = check_file(AgentConfig, data, allowed=("agent", "memory"))
-    if problems:
-        raise ConfigError(source, problems)
-    memory = data.get("memory") or {}
-    problems = _raw_tokenizer_problems(memory)
+    memory = data.get("memory") if isinstance(data, Mapping) else None
+    memory = memory if isinstance(memory, Mapping) else {}
+    problems += _raw_tokenizer_problems(memory)  # beside the rest: every problem at once
     if problems:
         raise ConfigError(source, problems)
     try:
@@ -55,14 +58,23 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
 
 
 def _raw_tokenizer_problems(memory: Mapping[str, Any]) -> list[str]:
-    """Tokenizers named in the raw ``memory`` mapping that cannot load offline."""
-    found = [("$.memory.budget", (memory.get("budget") or {}).get("tokenizer"))]
-    for origin, override in (memory.get("origins") or {}).items():
-        budget = (override or {}).get("budget") or {}
-        found.append((f"$.memory.origins.{origin}.budget", budget.get("tokenizer")))
+    """Tokenizers named in the raw ``memory`` mapping that cannot load offline.
+
+    Only a tokenizer that is a valid name where it stands is tried: a bad shape around
+    it, or a bad value, is the checker's problem, reported once.
+    """
+    found = [("$.memory", memory)]
+    origins = memory.get("origins")
+    if isinstance(origins, Mapping):
+        valid = {o.value for o in TurnOrigin}
+        found += [(f"$.memory.origins.{o}", v) for o, v in origins.items() if o in valid]
     problems = []
-    for path, name in found:
-        if name is None:
+    for where, group in found:
+        budget = group.get("budget") if isinstance(group, Mapping) else None
+        if not isinstance(budget, Mapping) or "tokenizer" not in budget:
+            continue
+        path, name = f"{where}.budget", budget["tokenizer"]
+        if problem("tokenizer", name, _TOKENIZER_META) is not None:
             continue
         try:
             load_encoding(name)

@@ -1,0 +1,156 @@
+"""Loading reports every problem of a file, and a blank ``profile_id`` is one (round 30).
+
+Found by a tester: the checks that compare two keys (``embedder_model`` with ``embedder``,
+``dsn`` with ``kind``, ``min_size`` with ``max_size``, the fusion weights) and the offline
+tokenizer check ran only when no key had a problem of its own, so a file with two problems
+reported one, against configuration.md's "every problem it found".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from memory_inject import load_agent_config
+from memory_inject.cli import cli
+from memory_inject.exceptions import ConfigError
+
+HASHING_MODEL = (
+    "'embedder_model' must be null when 'embedder' is hashing, which has no model "
+    "(got 'foo') @ $.memory.backend.embedder_model"
+)
+NO_MODEL2VEC_MODEL = (
+    "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
+    "(got null) @ $.memory.backend.embedder_model"
+)
+READERS = "'readers' must be >= 1 (got 0) @ $.memory.backend"
+
+
+def _problems(tmp_path: Path, memory: str) -> tuple[str, ...]:
+    """The problems of an agent file with this ``memory`` mapping (no file prefix)."""
+    path = tmp_path / "a.yaml"
+    path.write_text(f"agent: a\nmemory: {memory}\n")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path)
+    prefix = f"{path}: "
+    assert all(p.startswith(prefix) for p in info.value.problems)
+    return tuple(p[len(prefix) :] for p in info.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        ("{embedder: hashing, embedder_model: foo, readers: 0}", (READERS, HASHING_MODEL)),
+        ("{embedder: model2vec, readers: 0}", (READERS, NO_MODEL2VEC_MODEL)),
+        (
+            "{kind: postgres, path: '', embedder: hashing, embedder_model: foo}",
+            (
+                "'path' must be a non-empty string (got '') @ $.memory.backend",
+                "'dsn' must be set when 'kind' is postgres (got null) @ $.memory.backend.dsn",
+                HASHING_MODEL,
+            ),
+        ),
+        (
+            "{fusion: rrf, vector_weight: 0, keyword_weight: 0, readers: 0}",
+            (
+                READERS,
+                "'vector_weight' + 'keyword_weight' must be > 0 when 'fusion' is rrf "
+                "(got 0 + 0) @ $.memory.backend.vector_weight",
+            ),
+        ),
+    ],
+)
+def test_a_cross_key_problem_is_reported_beside_a_key_problem(
+    tmp_path: Path, backend: str, expected: tuple[str, ...]
+) -> None:
+    assert expected == _problems(tmp_path, f"{{backend: {backend}}}")
+
+
+def test_the_pool_bounds_are_compared_beside_a_bad_pool_key(tmp_path: Path) -> None:
+    assert (
+        "'spare' is not a known key (got 1) @ $.memory.backend.pool",
+        "'min_size' must be at most 'max_size' (8) (got 9) @ $.memory.backend.pool.min_size",
+    ) == _problems(tmp_path, "{backend: {pool: {min_size: 9, max_size: 8, spare: 1}}}")
+
+
+@pytest.mark.parametrize(
+    ("backend", "expected"),
+    [
+        # A key with its own problem is not compared: no "(got null)" for a dsn that is there.
+        ("{kind: postgres, dsn: 5}", "'dsn' must be a string (got 5) @ $.memory.backend"),
+        (
+            "{embedder: hashed, embedder_model: foo}",
+            "'embedder' must be one of 'none', 'hashing', 'sentence-transformers', "
+            "'minilm-onnx', 'model2vec' (got 'hashed') @ $.memory.backend",
+        ),
+        (
+            "{embedder: model2vec, embedder_model: 5}",
+            "'embedder_model' must be a string (got 5) @ $.memory.backend",
+        ),
+        (
+            "{fusion: rrf, vector_weight: abc, keyword_weight: 0}",
+            "'vector_weight' must be a number (got 'abc') @ $.memory.backend",
+        ),
+        (
+            "{fusion: rrff, vector_weight: 0, keyword_weight: 0}",
+            "'fusion' must be one of 'auto', 'weighted', 'rrf', 'minmax', 'max' "
+            "(got 'rrff') @ $.memory.backend",
+        ),
+        (
+            "{pool: {min_size: x, max_size: 8}}",
+            "'min_size' must be an integer (got 'x') @ $.memory.backend.pool",
+        ),
+        (
+            "{pool: {min_size: 9, max_size: 0}}",
+            "'max_size' must be >= 1 (got 0) @ $.memory.backend.pool",
+        ),
+    ],
+)
+def test_a_check_on_a_key_that_failed_is_skipped(
+    tmp_path: Path, backend: str, expected: str
+) -> None:
+    assert (expected,) == _problems(tmp_path, f"{{backend: {backend}}}")
+
+
+def test_the_choices_are_compared_as_they_load(tmp_path: Path) -> None:
+    """``embedder: Hashing`` loads as ``hashing``; the model check reads it that way too."""
+    assert (HASHING_MODEL,) == _problems(
+        tmp_path, "{backend: {embedder: ' Hashing', embedder_model: foo}}"
+    )
+
+
+def test_an_unavailable_tokenizer_is_reported_beside_other_problems(tmp_path: Path) -> None:
+    assert (
+        "'recall_limit' must be >= 0 (got -1) @ $.memory",
+        "'tokenizer' must name a tiktoken encoding available offline (got 'no_such_encoding')"
+        " @ $.memory.origins.cron.budget",
+    ) == _problems(
+        tmp_path, "{recall_limit: -1, origins: {cron: {budget: {tokenizer: no_such_encoding}}}}"
+    )
+
+
+@pytest.mark.parametrize(
+    "memory",
+    [
+        "{budget: [x], origins: {cron: {budget: {tokenizer: ''}}}}",
+        "{budget: {tokenizer: 5}, origins: [cron]}",
+        "{origins: {cron: 5, daemon: {budget: 7}}}",
+        "{origins: {crons: {budget: {tokenizer: cl100k_base}}}}",
+    ],
+)
+def test_bad_shapes_around_a_tokenizer_are_reported_not_raised(tmp_path: Path, memory: str) -> None:
+    problems = _problems(tmp_path, memory)
+    assert problems
+    assert not any("tiktoken" in p for p in problems)
+
+
+def test_validate_prints_both_problems(tmp_path: Path) -> None:
+    bad = tmp_path / "two.yaml"
+    bad.write_text(
+        "agent: x\nmemory:\n  backend: {embedder: hashing, embedder_model: foo, readers: 0}\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(bad)])
+    assert 1 == result.exit_code
+    assert [f"{bad}: {READERS}", f"{bad}: {HASHING_MODEL}"] == result.stdout.splitlines()
