@@ -3,7 +3,9 @@
 Found by a tester: the checks that compare two keys (``embedder_model`` with ``embedder``,
 ``dsn`` with ``kind``, ``min_size`` with ``max_size``, the fusion weights) and the offline
 tokenizer check ran only when no key had a problem of its own, so a file with two problems
-reported one, against configuration.md's "every problem it found".
+reported one, against configuration.md's "every problem it found". And
+``governance.profile_id: ""`` loaded, and ``remember()`` stamped rows with the profile of
+the process's working directory instead.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from click.testing import CliRunner
 
 from memory_inject import load_agent_config
 from memory_inject.cli import cli
+from memory_inject.config import GovernanceConfig
 from memory_inject.exceptions import ConfigError
 
 HASHING_MODEL = (
@@ -154,3 +157,32 @@ def test_validate_prints_both_problems(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["validate", str(bad)])
     assert 1 == result.exit_code
     assert [f"{bad}: {READERS}", f"{bad}: {HASHING_MODEL}"] == result.stdout.splitlines()
+
+
+# -- governance.profile_id ------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["''", "'   '", '"\\t"'])
+def test_a_blank_profile_id_is_refused_with_the_file_and_key(tmp_path: Path, value: str) -> None:
+    (problem,) = _problems(tmp_path, f"{{governance: {{profile_id: {value}}}}}")
+    assert problem.startswith("'profile_id' must be a non-empty string (got ")
+    assert problem.endswith(") @ $.memory.governance")
+
+
+def test_a_blank_profile_id_in_an_origin_is_refused(tmp_path: Path) -> None:
+    assert (
+        "'profile_id' must be a non-empty string (got '') @ $.memory.origins.cron.governance",
+    ) == _problems(tmp_path, "{origins: {cron: {governance: {profile_id: ''}}}}")
+
+
+def test_a_blank_profile_id_is_refused_in_code_too() -> None:
+    with pytest.raises(ValueError, match="'profile_id' must be a non-empty string"):
+        GovernanceConfig(profile_id=" ")
+
+
+def test_a_null_or_named_profile_id_loads(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text("agent: a\nmemory: {governance: {profile_id: null}}\n")
+    assert load_agent_config(path).memory.governance.profile_id is None
+    path.write_text("agent: a\nmemory: {governance: {profile_id: 'project:alpha'}}\n")
+    assert "project:alpha" == load_agent_config(path).memory.governance.profile_id

@@ -34,7 +34,11 @@ class GovernanceConfig:
         _GOVERNANCE_STAGES, "strlist", "which stages, in order", choices_list=_GOVERNANCE_STAGES
     )
     profile_id: str | None = setting(
-        None, "str", "explicit profile (else resolved from the cwd)", nullable=True
+        None,
+        "str",
+        "explicit profile (null: resolved from the cwd; never blank)",
+        nullable=True,
+        nonempty=True,
     )
     include_working_directory: bool = setting(
         False, "bool", "match applicability phrases against the cwd too"
