@@ -21,6 +21,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from memory_inject.exceptions import (
@@ -34,7 +35,7 @@ from memory_inject.storage.sqlite import forks
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.files import OpenFiles
 from memory_inject.storage.sqlite.locks import wal_lock_note
-from memory_inject.storage.sqlite.migrations import connect, prepare
+from memory_inject.storage.sqlite.migrations import access_hint, connect, prepare
 from memory_inject.storage.sqlite.pool import ReadPool
 from memory_inject.storage.sqlite.term_stats import TermStats
 
@@ -106,6 +107,11 @@ class SQLiteConnection:
         self._conn = connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
             self._open_waiting(self._prepare_schema(create, synchronous))
+        except StorageError as exc:  # "attempt to write a readonly database": say which part
+            self._conn.close()
+            if hint := access_hint(Path(self._file or path)):
+                raise type(exc)(f"{exc}{hint}") from exc
+            raise
         except BaseException:
             self._conn.close()
             raise

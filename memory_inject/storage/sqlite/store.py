@@ -137,9 +137,13 @@ class SQLiteStore(PersistentStore):
                 vector_index=vector_index,
             )
 
+        # Resolved once: a relative path read again after the process's ``chdir`` opened
+        # another agent's file for the reads, while the writes went on to this one.
+        where = os.fspath(path)
+        where = where if where == ":memory:" else os.path.abspath(where)
         self._open = engine
         try:
-            self._here = engine(str(path), create)
+            self._here = engine(where, create)
         except OSError as exc:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
