@@ -61,6 +61,7 @@ from memory_inject.models import TurnOrigin
 from . import _core
 from ._base import Adapter, AdapterOptions
 from ._call_ids import call_ids, reply_items
+from ._kept import Shown, digest, stale
 from ._turns import CURRENT, LoopTurn, active_turn, where_running
 from .loop import MemoryLoop
 from .messages import (
@@ -158,7 +159,7 @@ class ClientMemory(Adapter):
         self.suppress = suppress
         self._blocks: OrderedDict[str, str] = OrderedDict()
         # fingerprint -> (key, content digest) of each row its block shows (keep mode)
-        self._shown: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._shown: dict[str, Shown] = {}
         # tool-call id -> the block sent with the call whose reply made it (``_call_ids``)
         self._steps: OrderedDict[str, str] = OrderedDict()
         self._mark_owner = MemoryLoop(store, agent_config)  # owns the marks, renders nothing
@@ -304,7 +305,7 @@ class ClientMemory(Adapter):
     def _remember(self, fingerprint: str, injection: _core.Injection) -> None:
         self._blocks[fingerprint] = injection.block
         entries = injection.result.entries if injection.result is not None else ()
-        self._shown[fingerprint] = tuple((e.key, _digest(e.content)) for e in entries)
+        self._shown[fingerprint] = tuple((e.key, digest(e.content)) for e in entries)
         while len(self._blocks) > MEMO_SIZE:
             old, _ = self._blocks.popitem(last=False)
             self._shown.pop(old, None)
@@ -332,32 +333,12 @@ class ClientMemory(Adapter):
         return next((self._steps[c] for c in call_ids(after) if c in self._steps), None)
 
     def _forget_stale(self, prints: dict[int, str], idx: int) -> None:
-        """Before a new turn re-places the earlier blocks (``keep``): drop each one that
-        shows a row no longer there as shown (forgotten, changed, moved out of the turn's
-        sessions), so a fact the user had forgotten is never sent again. A store that
-        cannot be asked (no ``get``) keeps none. Rows are looked up once per turn."""
-        get = getattr(self.store, "get", None)
-        seen: dict[str, str | None] = {}
-
-        def live(key: str) -> str | None:
-            if key not in seen:
-                try:
-                    rec = get(key) if callable(get) else None
-                except Exception:  # noqa: BLE001 - unknown: treated as gone
-                    rec = None
-                visible = rec is not None and (
-                    rec.session_id is None or rec.session_id in self.sessions
-                )
-                seen[key] = _digest(str(rec.content)) if rec is not None and visible else None
-            return seen[key]
-
-        for i, fingerprint in prints.items():
-            if i == idx or not self._blocks.get(fingerprint):
-                continue
-            shown = self._shown.get(fingerprint, ())
-            if not callable(get) or any(live(k) != d for k, d in shown):
-                self._blocks[fingerprint] = ""  # stripped from now on, in every later request
-                self._shown.pop(fingerprint, None)
+        """Before a new turn re-places the earlier blocks (``keep``): strip for good each
+        one that shows a row no longer there as shown (:func:`._kept.stale`)."""
+        earlier = [fp for i, fp in prints.items() if i != idx and self._blocks.get(fp)]
+        for fingerprint in stale(self.store, self.sessions, self._shown, earlier):
+            self._blocks[fingerprint] = ""  # stripped from now on, in every later request
+            self._shown.pop(fingerprint, None)
 
     def prepare(
         self, messages: Sequence[Any], *, api: Api, caller: FrameType | None = None
@@ -388,7 +369,3 @@ class ClientMemory(Adapter):
     def _save(self, req: _core.TurnInput) -> _core.Save:
         first = next((s for s in self.sessions if s is not None), None)
         return _core.Save(f"user_msg_{req.turn.turn_id}", req.query, first)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
