@@ -7,16 +7,53 @@ model made in that conversation, whose ids the provider makes unique (Chat Compl
 ``tool_calls[].id``, Anthropic's ``tool_use`` block ``id``, the Responses API's
 ``call_id``). A block is remembered under those ids when the reply asks for tools, so the
 next step of each conversation gets the block that conversation was sent.
+
+The same ids tie a step to its turn when the step carries no user message: a Responses
+loop on server-side state (``previous_response_id``, ``conversation=``) sends only the
+tools' ``function_call_output`` items, so their ``call_id`` is all that says which turn
+they continue, and which turn the model's answer to them ends (:class:`Steps`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .messages import get_field
 
-__all__ = ["call_ids", "reply_items"]
+__all__ = ["Steps", "call_ids", "reply_items"]
+
+
+class Steps:
+    """The tool calls a wrapper's turns asked for, by id: the turn's fingerprint and the
+    block sent with the request whose reply made the call (the oldest forgotten first)."""
+
+    def __init__(self, size: int) -> None:
+        """Remember at most ``size`` calls."""
+        self._size = size
+        self._by_id: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+
+    def note(self, fingerprint: str, block: str | None, ids: Iterable[str]) -> None:
+        """The reply to the turn of ``fingerprint``, sent with ``block``, made calls ``ids``."""
+        for cid in ids:
+            self._by_id[cid] = (fingerprint, block)
+        while len(self._by_id) > self._size:
+            self._by_id.popitem(last=False)
+
+    def _found(self, items: Iterable[Any]) -> Iterator[tuple[str, str | None]]:
+        if not self._by_id:
+            return iter(())
+        found = (self._by_id.get(c) for c in sorted(call_ids(items)))
+        return (f for f in found if f is not None)  # another thread may have trimmed it
+
+    def block(self, items: Iterable[Any]) -> str | None:
+        """The block the calls answered in ``items`` were made under (None: not known)."""
+        return next((b for _, b in self._found(items) if b is not None), None)
+
+    def turns(self, items: Iterable[Any]) -> frozenset[str]:
+        """The fingerprints of the turns whose calls ``items`` answer (or repeat)."""
+        return frozenset(fp for fp, _ in self._found(items))
 
 
 def reply_items(resp: Any) -> list[Any]:

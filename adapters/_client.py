@@ -11,6 +11,10 @@ a new turn or another step of a tool loop:
 * anything else is a new turn: policy, render, one event. So a retry of the same
   request, or another conversation that happens to start with the same words, is a
   turn of its own, and the rule needs no state shared between threads or tasks.
+* a request with no user message, only the tools' outputs (a Responses loop on
+  server-side state: ``previous_response_id``, ``conversation=``), is a step of the turn
+  whose reply asked for those calls, found by their ids (:mod:`._call_ids`): nothing is
+  placed (the server holds the block it got), and the model's answer ends that turn.
 
 **Earlier blocks.** With ``earlier_blocks="keep"`` (the default) every
 earlier user message the wrapper gave a block gets the same block again, at
@@ -30,7 +34,8 @@ variable (a context variable, so it follows threads and tasks as MemoryLoop's
 does). A new turn that starts while a mark is open, in a conversation that
 does not contain the marked turn's message, is a nested agent (a tool that
 runs another agent): ``sub_turn``, no block, one ``memory_skipped``. A
-conversation that does contain it is the next turn of the same one. The mark
+conversation that does contain it (or the outputs of its tool calls, sent on
+server-side state) is the next turn of the same one. The mark
 closes when the model answers without asking for a tool (or the call raises),
 and it is live only while the host code that made the call is still running
 (its frame, held by the mark: on this stack, on the stack of the thread or in
@@ -60,7 +65,7 @@ from memory_inject.models import TurnOrigin
 
 from . import _core
 from ._base import Adapter, AdapterOptions
-from ._call_ids import call_ids, reply_items
+from ._call_ids import Steps, call_ids, reply_items
 from ._kept import Shown, digest, stale
 from ._turns import CURRENT, LoopTurn, active_turn, where_running
 from .loop import MemoryLoop
@@ -160,8 +165,8 @@ class ClientMemory(Adapter):
         self._blocks: OrderedDict[str, str] = OrderedDict()
         # fingerprint -> (key, content digest) of each row its block shows (keep mode)
         self._shown: dict[str, Shown] = {}
-        # tool-call id -> the block sent with the call whose reply made it (``_call_ids``)
-        self._steps: OrderedDict[str, str] = OrderedDict()
+        # tool-call id -> its turn and the block sent with the call whose reply made it
+        self._steps = Steps(MEMO_SIZE)
         self._mark_owner = MemoryLoop(store, agent_config)  # owns the marks, renders nothing
 
     # -- one call -------------------------------------------------------------------
@@ -178,13 +183,15 @@ class ClientMemory(Adapter):
                 out[i] = h.copy().hexdigest()
         return out
 
-    def _nested(self, fingerprints: Iterable[str], caller: FrameType | None) -> bool:
+    def _nested(
+        self, fingerprints: Iterable[str], caller: FrameType | None, before: Sequence[Any]
+    ) -> bool:
         active = active_turn()
         if active is None:
             return False
         mark = _MARKS.get(active.turn_id)
-        if mark is not None and mark.fingerprint in set(fingerprints):
-            return False  # the open turn's next step
+        if mark is not None and mark.fingerprint in {*fingerprints, *self._steps.turns(before)}:
+            return False  # the open turn's next step (its tools' outputs: server-side state)
         # Another conversation from the very call that opened the turn: the host's loop
         # came round (a worker's next request), so the open turn was left, not entered.
         return caller is None or not active.called_again_from(caller)
@@ -265,13 +272,14 @@ class ClientMemory(Adapter):
             )
             injection = _core.unreadable(self.store, self.agent_config, req, problem)
             return _Decision({}, None, None, Prepared(list(messages), injection, None))
-        if idx is None:
-            return _Decision({}, None, None, Prepared(list(messages), None, None))
+        if idx is None:  # tools' outputs alone (server-side state): a step of their turn
+            step = Prepared(list(messages), None, self._turn_of(messages))
+            return _Decision({}, None, None, step)
         prints = self._fingerprints(messages, idx, api)
         if prints[idx] in self._blocks and idx < len(messages) - 1:  # a tool-loop step
             own = self._step_block(messages[idx + 1 :])
             return _Decision(prints, idx, None, self._placed(messages, prints, idx, None, own=own))
-        nested = self._nested(prints.values(), caller)
+        nested = self._nested(prints.values(), caller, messages[:idx])
         return _Decision(prints, idx, self._request(messages, idx, nested))
 
     def _placed(
@@ -318,19 +326,22 @@ class ClientMemory(Adapter):
 
     def note_calls(self, fingerprint: str | None, ids: Iterable[str]) -> None:
         """:meth:`note_step` for the call ids a streamed reply carried."""
-        block = self._blocks.get(fingerprint) if fingerprint is not None else None
-        if block is None:
-            return
-        for cid in ids:
-            self._steps[cid] = block
-        while len(self._steps) > MEMO_SIZE:
-            self._steps.popitem(last=False)
+        if fingerprint is not None:
+            self._steps.note(fingerprint, self._blocks.get(fingerprint), ids)
 
     def _step_block(self, after: Sequence[Any]) -> str | None:
         """The block a tool-loop step's calls were made under (None: not known)."""
-        if not self._steps:
-            return None
-        return next((self._steps[c] for c in call_ids(after) if c in self._steps), None)
+        return self._steps.block(after)
+
+    def _turn_of(self, messages: Sequence[Any]) -> str | None:
+        """The turn whose tool calls ``messages`` answer (the open one first), so that the
+        model's answer to them ends it; None: calls this wrapper did not see."""
+        turns = self._steps.turns(messages)
+        active = active_turn()
+        mark = _MARKS.get(active.turn_id) if active is not None else None
+        if mark is not None and mark.fingerprint in turns:
+            return mark.fingerprint
+        return min(turns, default=None)
 
     def _forget_stale(self, prints: dict[int, str], idx: int) -> None:
         """Before a new turn re-places the earlier blocks (``keep``): strip for good each

@@ -21,9 +21,10 @@ touched. See :mod:`._client` for the rules and docs/adapters.md for the costs.
 
 ``parse`` and the ``stream`` helper of both resources place the block as ``create``
 does, and so do the client's copies (``with_options``, ``copy``) and ``beta``. Not
-intercepted: ``with_raw_response`` / ``with_streaming_response`` calls,
-and ``previous_response_id`` chains see only the new input (the server holds
-the rest, with the block it was sent).
+intercepted: ``with_raw_response`` / ``with_streaming_response`` calls.
+``previous_response_id`` and ``conversation=`` chains see only the new input (the
+server holds the rest, with the block it was sent): a request of the tools' outputs
+alone continues the turn whose calls they answer, and the answer to it ends that turn.
 """
 
 from __future__ import annotations
