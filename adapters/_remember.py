@@ -16,6 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from attrs import frozen
@@ -130,7 +131,10 @@ def write_args(
         )
     policy = policy_for(agent, origin, session_id is not None)
     stamped = {**fields, **_core.profile_fields(policy.config, cwd), "session_id": session_id}
-    return text, key, {"category": cat, **stamped}
+    # Stated now: a fact written again under its key is new information, so its age (what
+    # decay counts, for a ``daily`` fact) starts again. An update kept the first write's
+    # time, and a book the model rewrote today decayed as a year old, never shown.
+    return text, key, {"category": cat, **stamped, "timestamp": datetime.now(UTC)}
 
 
 def _failed(key: str, exc: Exception) -> Remembered:
