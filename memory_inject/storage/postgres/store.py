@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import builtins
 import os
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from types import TracebackType
 from typing import IO, Self
 
 from memory_inject.models import MemoryEntry
+from memory_inject.storage import _forks
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage._base import VectorEmbedder as _Embedder
 from memory_inject.storage.fusion import Fusion, default_fusion
@@ -46,19 +47,14 @@ from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.schema import TableNames
 from memory_inject.storage.records import is_text
 
-#: The engines of parent processes, held so that they are never closed in a child.
-_ORPHANS: builtins.list[PostgresEngine] = []
-_FORKED = threading.Lock()
-
-
-def _after_fork_in_child() -> None:
-    global _FORKED  # noqa: PLW0603 - a lock a parent's thread held stays held otherwise
-    _FORKED = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
 __all__ = ["PostgresStore"]
+
+
+def _reopened(engine: PostgresEngine, open_: Callable[[], PostgresEngine]) -> PostgresEngine:
+    """The engine a child of ``fork()`` uses in place of its parent's ``engine``: its own
+    pool, unless the store was closed. The parent's is kept, never closed, in the child."""
+    _forks.keep(engine)
+    return engine if engine.connections.closed else open_()
 
 
 class PostgresStore(PersistentStore):
@@ -131,9 +127,7 @@ class PostgresStore(PersistentStore):
                 rank_budget=rank_budget,
             )
 
-        self._open = engine
-        self._here = engine()
-        self._pid = os.getpid()
+        self._here = _forks.PerProcess(engine(), partial(_reopened, open_=engine))
 
     @property  # type: ignore[override] # the base's attribute, narrowed to this engine
     def _engine(self) -> PostgresEngine:
@@ -142,18 +136,11 @@ class PostgresStore(PersistentStore):
         connections are its sockets, and one statement from the child on them broke the
         parent's session. The parent's engine is kept, never closed, in the child
         (closing a connection sends the server its goodbye on the shared socket)."""
-        if self._pid != os.getpid():
-            with _FORKED:
-                if self._pid != os.getpid():
-                    _ORPHANS.append(self._here)
-                    if not self._here.connections.closed:
-                        self._here = self._open()
-                    self._pid = os.getpid()
-        return self._here
+        return self._here.get()
 
     @_engine.setter
     def _engine(self, engine: PostgresEngine) -> None:
-        self._here, self._pid = engine, os.getpid()
+        self._here.set(engine)
 
     # -- identity ---------------------------------------------------------------
 

@@ -30,8 +30,8 @@ from memory_inject.exceptions import (
     StorageError,
     StoreLockedError,
 )
+from memory_inject.storage import _forks
 from memory_inject.storage._base import check_open
-from memory_inject.storage.sqlite import forks
 from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.files import OpenFiles
 from memory_inject.storage.sqlite.locks import wal_lock_note
@@ -136,7 +136,7 @@ class SQLiteConnection:
         self._shared_stats = TermStats()
         # Each connection's busy_timeout where it is not the store's own (ms).
         self._busy_now: dict[sqlite3.Connection, int] = {}
-        forks.track(self, self._lock)
+        _forks.track(self, self._lock)
 
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:

@@ -26,12 +26,14 @@ import errno
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import IO
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import Embedder
 from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryEntry
+from memory_inject.storage import _forks
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.records import is_text
@@ -141,30 +143,24 @@ class SQLiteStore(PersistentStore):
         # another agent's file for the reads, while the writes went on to this one.
         where = os.fspath(path)
         where = where if where == ":memory:" else os.path.abspath(where)
-        self._open = engine
         try:
-            self._here = engine(where, create)
+            opened = engine(where, create)
         except OSError as exc:
             if exc.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
             raise StorageError(
                 f"{path}: cannot open: {exc.strerror} (no file descriptor left)"
             ) from exc
-        self._pid = os.getpid()
+        self._here = _forks.PerProcess(opened, partial(forks.reopened, open_=engine))
 
     @property  # type: ignore[override] # the base's attribute, narrowed to this engine
     def _engine(self) -> SQLiteEngine:
         """The engine of this process: a child of ``fork()`` opens its own (:mod:`.forks`)."""
-        if self._pid != os.getpid():
-            with forks.guard():
-                if self._pid != os.getpid():
-                    self._here = forks.reopened(self._here, self._open)
-                    self._pid = os.getpid()
-        return self._here
+        return self._here.get()
 
     @_engine.setter
     def _engine(self, engine: SQLiteEngine) -> None:
-        self._here, self._pid = engine, os.getpid()
+        self._here.set(engine)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, namespace={self._namespace!r})"
