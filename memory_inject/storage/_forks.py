@@ -14,12 +14,14 @@ only the thread that forked. Three things follow, shared by the stores:
   goodbye on the shared socket). :func:`keep` holds it, never closed, for the
   life of the child.
 - Some work must not be in flight at the fork at all: a SQLite write transaction
-  open then stays open in SQLite's lock bookkeeping of the file in the child. A
-  lock given to :func:`track` is taken by the fork before it copies the process,
-  so the fork waits for that work to end, and is released on both sides after it.
+  open then stays open in SQLite's lock bookkeeping of the file in the child, and
+  a ``MarkdownStore`` write's advisory lock on ``.lock`` belongs to a file
+  description the child shares, so it stays held until the child exits. A lock
+  given to :func:`track` is taken by the fork before it copies the process, so
+  the fork waits for that work to end, and is released on both sides after it.
 
 The store-specific parts stay with each store (``sqlite/forks.py``,
-``postgres/store.py``).
+``postgres/store.py``, ``markdown.py``).
 """
 
 from __future__ import annotations

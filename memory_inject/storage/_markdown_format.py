@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,10 @@ from memory_inject.storage.records import MemoryRecord
 __all__ = [
     "Doc",
     "block_of",
+    "drop_record",
+    "find_record",
     "heading_of",
+    "latest",
     "markdown_score",
     "parse_doc",
     "read_doc",
@@ -205,3 +209,34 @@ def visible(
     ):
         return False
     return (lo is None or r.timestamp >= lo) and (hi is None or r.timestamp <= hi)
+
+
+def find_record(docs: Mapping[Path, Doc], namespace: str, key: str) -> MemoryRecord | None:
+    """The latest record under ``key`` of ``namespace`` in the files (deleted ones too)."""
+    found = [
+        r for d in docs.values() for r in d.records if r.key == key and r.namespace == namespace
+    ]
+    return max(found, key=lambda r: r.updated_at or r.timestamp) if found else None
+
+
+def drop_record(docs: Mapping[Path, Doc], namespace: str, key: str) -> bool:
+    """Remove every block under ``key`` of ``namespace`` from the files; True if one was."""
+    dropped = False
+    for doc in docs.values():
+        keep = [r for r in doc.records if r.key != key or r.namespace != namespace]
+        dropped = dropped or len(keep) != len(doc.records)
+        doc.records = keep
+    return dropped
+
+
+def latest(docs: Iterable[Doc], namespace: str) -> list[MemoryRecord]:
+    """``namespace``'s live records, one per key (a key found twice: the later update)."""
+    out: dict[str, MemoryRecord] = {}
+    for doc in docs:
+        for r in doc.records:
+            old = out.get(r.key)
+            if r.namespace == namespace and (
+                old is None or (r.updated_at or r.timestamp) > (old.updated_at or old.timestamp)
+            ):
+                out[r.key] = r
+    return [r for r in out.values() if r.deleted_at is None]

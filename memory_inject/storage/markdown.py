@@ -30,7 +30,11 @@ conversation), and ``store`` is an upsert by key that ``forget`` can undo
 Writes are durable and never lost: under one lock per folder in the process,
 and an advisory lock on ``.lock`` across processes where ``fcntl`` exists,
 the files are read again, changed and replaced atomically (a temporary file,
-``fsync``, ``os.replace``, then the folder's ``fsync``).
+``fsync``, ``os.replace``, then the folder's ``fsync``). A ``fork()`` waits for
+the calls in flight under a folder's lock (:func:`~._forks.track`): one in flight
+at the fork left the lock held in the child for good, and a write's open
+``.lock`` file too, whose advisory lock then stayed held until the child exited,
+so the child's first call hung and the parent's next write with it.
 
 The file format (blocks, parsing, the atomic write) is in :mod:`._markdown_format`.
 """
@@ -53,9 +57,13 @@ from memory_inject._recall_only import recall_answer
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
+from memory_inject.storage import _forks
 from memory_inject.storage._base import refuse_owned
 from memory_inject.storage._markdown_format import (
     Doc,
+    drop_record,
+    find_record,
+    latest,
     markdown_score,
     read_doc,
     render_doc,
@@ -76,6 +84,14 @@ DAILY_DIR = "memory"
 _CORE_HEADER = "# Long-Term Memory"
 _LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    global _LOCKS_GUARD  # noqa: PLW0603 - a parent's thread opening a store held it
+    _LOCKS_GUARD = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class MarkdownStore:
@@ -107,6 +123,7 @@ class MarkdownStore:
         key = os.path.abspath(self._root)
         with _LOCKS_GUARD:
             self._lock = _LOCKS.setdefault(key, threading.RLock())
+        _forks.track(self, self._lock)  # a fork waits for this store's calls in flight
 
     def __repr__(self) -> str:
         return f"MarkdownStore({str(self._root)!r}, namespace={self._namespace!r})"
@@ -164,15 +181,7 @@ class MarkdownStore:
         with self._lock:
             docs = self._load()
         self._seen.damaged = [d for doc in docs.values() for d in doc.damaged]
-        out: dict[str, MemoryRecord] = {}
-        for doc in docs.values():
-            for r in doc.records:
-                old = out.get(r.key)
-                if r.namespace == self._namespace and (
-                    old is None or (r.updated_at or r.timestamp) > (old.updated_at or old.timestamp)
-                ):
-                    out[r.key] = r
-        return [r for r in out.values() if r.deleted_at is None]
+        return latest(docs.values(), self._namespace)
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[dict[Path, Doc]]:
@@ -200,21 +209,10 @@ class MarkdownStore:
         docs[path].records.append(record)
 
     def _drop(self, docs: dict[Path, Doc], key: str) -> bool:
-        dropped = False
-        for doc in docs.values():
-            keep = [r for r in doc.records if r.key != key or r.namespace != self._namespace]
-            dropped = dropped or len(keep) != len(doc.records)
-            doc.records = keep
-        return dropped
+        return drop_record(docs, self._namespace, key)
 
     def _find(self, docs: dict[Path, Doc], key: str) -> MemoryRecord | None:
-        found = [
-            r
-            for d in docs.values()
-            for r in d.records
-            if r.key == key and r.namespace == self._namespace
-        ]
-        return max(found, key=lambda r: r.updated_at or r.timestamp) if found else None
+        return find_record(docs, self._namespace, key)
 
     # -- writes ---------------------------------------------------------------
 
