@@ -9,19 +9,34 @@ people type between questions is made of words that *are* topics elsewhere: "goo
 friend's work, all at a score of 1.0), though it asks nothing.
 
 So a short prompt has these phrases taken out before its words are read
-(:func:`without_filler`), and :data:`FILLER_WORDS` count as no topic alone. Only whole
+(:func:`without_filler`), and :data:`FILLER_WORDS` count as no topic alone. A question
+("what was the good news?", "what makes me sad?", "when is my next stop?") keeps them:
+it asks about something, and only what is asked of the assistant itself goes
+(:data:`ASKED_PHRASES`: "how are you today?", "what do you mean?") with the words that
+are never a topic (:data:`ALWAYS_WORDS`: "congrats", "gracias", "bruh"). Only whole
 phrases go: "good job on the quarterly report?" keeps "quarterly report", "that works, add
 it to my calendar for friday" keeps "add", "calendar", "friday". A prompt longer than
-:data:`MAX_CHARS` is read as it is (such chat is short; the rule costs nothing on a long
-prompt). Phrases are matched as whole words of the casefolded prompt with every character
-but letters and digits read as a space ("let's" is "let s", "you're" is "you re").
+:data:`MAX_CHARS` (its spaces not counted) is read as it is: such chat is short, and the
+rule costs nothing on a long prompt. Phrases are matched as whole words of the casefolded
+prompt with every character but letters and digits read as a space ("let's" is "let s",
+"you're" is "you re").
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["FILLER_PHRASES", "FILLER_WORDS", "MAX_CHARS", "PHRASE_WORDS", "without_filler"]
+__all__ = [
+    "ALWAYS_WORDS",
+    "ASKED_PHRASES",
+    "FILLER_PHRASES",
+    "FILLER_WORDS",
+    "MAX_CHARS",
+    "PHRASE_WORDS",
+    "filler_words",
+    "is_question",
+    "without_filler",
+]
 
 #: Prompts longer than this are read as they are.
 MAX_CHARS = 120
@@ -79,31 +94,75 @@ FILLER_PHRASES: tuple[str, ...] = (
 )
 # fmt: on
 
-#: Words of reaction, praise, agreement and turn-taking that are never a topic alone.
-FILLER_WORDS = frozenset(
+#: Words of greeting, thanks and interjection: never a topic, asked or not.
+ALWAYS_WORDS = frozenset(
     (
-        "absolutely definitely totally certainly indeed surely obviously interesting amazing "
-        "wonderful fantastic brilliant impressive incredible lovely sweet neat wild crazy "
-        "insane funny hilarious sad awful terrible weird bravo congrats congratulations kudos "
-        "appreciate appreciated helpful useful brb nevermind nvm wait stop ttyl omg gg gr8 "
-        "thnx thnks tks thank shorter longer simpler briefer shorten simplify rephrase repeat "
-        "elaborate clarify gracias merci danke vale claro bueno perfecto genial oui bien super "
-        "parfait ja nein genau klar prima bitte tschüss adios adiós hola bonjour salut ciao "
-        "hallo nah maybe almost whoa woah woww yikes damn dang seriously huh bruh ngl concise "
-        "answer now"
+        "absolutely definitely totally certainly indeed surely obviously bravo congrats "
+        "congratulations kudos appreciate appreciated brb nevermind nvm ttyl omg gg gr8 thnx "
+        "thnks tks thank gracias merci danke bitte tschüss adios adiós hola bonjour salut ciao "
+        "hallo nah whoa woah woww yikes damn dang huh bruh ngl"
     ).split()
 )
 
-#: Every word of a phrase: a prompt whose content words are all outside it keeps them all.
-PHRASE_WORDS = frozenset(w for phrase in FILLER_PHRASES for w in phrase.split())
+#: Words of reaction, praise and turn-taking that are no topic in a remark ("amazing!",
+#: "so sad", "make it shorter") but may be what a question asks about ("what makes me
+#: sad?", "when is my next stop?").
+FILLER_WORDS = ALWAYS_WORDS | frozenset(
+    (
+        "interesting amazing wonderful fantastic brilliant impressive incredible lovely sweet "
+        "neat wild crazy insane funny hilarious sad awful terrible weird helpful useful wait "
+        "stop shorter longer simpler briefer shorten simplify rephrase repeat elaborate clarify "
+        "vale claro bueno perfecto genial oui bien super parfait ja nein genau klar prima "
+        "maybe almost seriously concise answer now"
+    ).split()
+)
 
-_PHRASES = re.compile(
-    r"\b(?:"
-    + "|".join(re.escape(p) for p in sorted(FILLER_PHRASES, key=len, reverse=True))
-    + r")\b"
+#: What a question asks of the assistant itself, never of the memory.
+# fmt: off
+ASKED_PHRASES: tuple[str, ...] = (
+    "how are you", "how are you doing", "how are you today", "how s it going",
+    "how is it going", "how are things", "how s your day", "how is your day", "what s up",
+    "are you there", "you there", "still there", "are you a robot", "are you a bot",
+    "are you human", "are you real", "who are you", "what s your name",
+    "do you have feelings", "what do you mean", "what does that mean", "say that again",
+    "repeat that", "can you repeat that", "come again", "what else", "tl dr",
+)
+# fmt: on
+
+# A question: a question mark, or one of these first ("what", "do you", "is it").
+_OPENERS = frozenset(
+    "what whats when whens where wheres who whos whom whose which why how hows do does did "
+    "is are was were can could should would will shall am".split()
 )
 
 
-def without_filler(words: str) -> str:
-    """``words`` (casefolded, one space between words) without :data:`FILLER_PHRASES`."""
-    return _PHRASES.sub(" ", words)
+def is_question(text: str, words: str) -> bool:
+    """True when ``text`` asks (``words``: its words as :func:`without_filler` takes them)."""
+    return "?" in text or words.split(" ", 1)[0] in _OPENERS
+
+
+def filler_words(question: bool) -> frozenset[str]:
+    """The words that are no topic in a short prompt: fewer in a question."""
+    return ALWAYS_WORDS if question else FILLER_WORDS
+
+
+#: Every word of a phrase, and the filler words: a prompt whose content words are all
+#: outside it keeps them all.
+PHRASE_WORDS = (
+    frozenset(w for phrase in FILLER_PHRASES + ASKED_PHRASES for w in phrase.split()) | FILLER_WORDS
+)
+
+
+def _matcher(phrases: tuple[str, ...]) -> re.Pattern[str]:
+    ordered = sorted(phrases, key=len, reverse=True)  # the longest phrase first
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, ordered)) + r")\b")
+
+
+_PHRASES = _matcher(FILLER_PHRASES)
+_ASKED = _matcher(ASKED_PHRASES)
+
+
+def without_filler(words: str, question: bool = False) -> str:
+    """``words`` (casefolded, one space between words) without :data:`FILLER_PHRASES`,
+    or, in a question, without :data:`ASKED_PHRASES` only."""
+    return (_ASKED if question else _PHRASES).sub(" ", words)

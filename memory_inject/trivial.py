@@ -178,19 +178,24 @@ def has_query_terms(prompt: str) -> bool:
     Stops at the first content word, so a long prompt costs little.
     """
     text = _MARKUP.sub(" ", prompt) if "[" in prompt else prompt
+    short = len(text) <= _filler.MAX_CHARS or len(text.strip()) <= _filler.MAX_CHARS
     phrased = False
-    for word in _content_words(text):
+    for word in _content_words(text, _filler.ALWAYS_WORDS if short else frozenset()):
         # Most prompts stop at their first word: one no filler phrase holds.
-        if word not in _filler.PHRASE_WORDS or len(text) > _filler.MAX_CHARS:
+        if not short or word not in _filler.PHRASE_WORDS:
             return True
         phrased = True
     if not phrased:
         return False
-    return next(_content_words(_filler.without_filler(_words(text))), None) is not None
+    words = _words(text)
+    question = _filler.is_question(text, words)
+    rest = _filler.without_filler(words, question)
+    return next(_content_words(rest, _filler.filler_words(question)), None) is not None
 
 
-def _content_words(text: str) -> Iterator[str]:
-    """The words of ``text`` that name a topic (see :func:`has_query_terms`), casefolded."""
+def _content_words(text: str, filler: frozenset[str]) -> Iterator[str]:
+    """The words of ``text`` that name a topic (see :func:`has_query_terms`), casefolded;
+    ``filler``: more words that do not, in this prompt."""
     for match in _WORD.finditer(text):
         word = match.group()
         if not word.isascii():
@@ -200,7 +205,7 @@ def _content_words(text: str) -> Iterator[str]:
             continue
         if word in STOPWORDS or word in CHITCHAT or word in REQUEST_WORDS:
             continue
-        if word in _filler.FILLER_WORDS:
+        if word in filler:
             continue
         yield word
 

@@ -54,8 +54,17 @@ FILLER = [
     "merci beaucoup",
 ]
 
-# The same words, asking about something the memory may hold.
+# The same words, asking about something the memory may hold: a question keeps its words
+# of reaction and praise (a helper's review found these rendered nothing in the first cut).
 TOPICAL = [
+    "what was the good news?",
+    "what was my great idea?",
+    "what did I agree to?",
+    "what makes me sad?",
+    "when is my next stop?",
+    "what's new with me?",
+    "who is Prima?",
+    "what was amazing about Kyoto?",
     "good job on the quarterly report?",
     "that works, add it to my calendar for friday",
     "see you at the gym at 6?",
@@ -86,6 +95,11 @@ def test_a_long_prompt_is_read_as_it_is() -> None:
     long = ", ".join(["good job"] * 20)
     assert len(long) > MAX_CHARS
     assert has_query_terms(long)
+    assert has_query_terms(" ".join(["amazing"] * 40))
+
+
+def test_spaces_do_not_make_a_prompt_long() -> None:
+    assert not has_query_terms("yep that works" + "\n" * 200)
 
 
 @pytest.fixture

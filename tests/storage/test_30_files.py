@@ -86,3 +86,41 @@ def test_permissions_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert "its directory" in hint and "-wal and -shm" in hint
     monkeypatch.setattr(os, "access", lambda p, mode: True)
     assert migrations.access_hint(db) == ""
+
+
+def test_dot_dot_after_a_linked_directory_is_where_the_system_finds_it(tmp_path: Path) -> None:
+    """``current/../data/m.db`` with ``current`` a link: the link's target's parent holds
+    ``data``, as the OS resolves it (folding ``..`` as text opened another, empty file)."""
+    real = tmp_path / "srv" / "releases" / "v2"
+    real.mkdir(parents=True)
+    (tmp_path / "srv" / "releases" / "data").mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "current").symlink_to(real)
+    first = SQLiteStore(tmp_path / "srv" / "releases" / "data" / "m.db")
+    first.store("bank", "Alice banks with Chase.")
+    first.close()
+    store = SQLiteStore(str(home / "current" / ".." / "data" / "m.db"), create=False)
+    try:
+        assert store.get("bank") is not None
+    finally:
+        store.close()
+    assert not (home / "data").exists()
+
+
+def test_a_link_made_under_an_open_store_leaves_its_reads_working(tmp_path: Path) -> None:
+    """Checked at open: read connections opened later do not fail while writes go on."""
+    store = SQLiteStore(tmp_path / "m.db", readers=4)
+    try:
+        store.store("car", "Drives a blue Corolla.")
+        os.link(tmp_path / "m.db", tmp_path / "backup.db")
+        store.store("bike", "Rides a red bike.")
+        out = render_memory_context(store, "what car do I drive?")
+        assert [e.key for e in out.entries] == ["car"]
+    finally:
+        store.close()
+
+
+def test_a_bytes_path_is_a_clear_type_error(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="'path' must be a str"):
+        SQLiteStore(os.fsencode(tmp_path / "m.db"))  # type: ignore[arg-type]

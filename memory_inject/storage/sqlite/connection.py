@@ -129,7 +129,7 @@ class SQLiteConnection:
             else ReadPool(
                 path,
                 readers,
-                lambda: connect(path, create=False, busy_timeout_ms=busy_timeout_ms),
+                lambda: connect(path, create=False, busy_timeout_ms=busy_timeout_ms, links=False),
             )
         )
         # The shared connection's index statistics (":memory:"), cached until the data changes.

@@ -32,7 +32,9 @@ APPLICATION_ID = 0x4D494E4A
 _REQUIRED_TABLES = ("memories", "memories_fts")
 
 
-def connect(path: str, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connection:
+def connect(
+    path: str, *, create: bool, busy_timeout_ms: int, links: bool = True
+) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode for use from any thread (callers hold a lock).
 
     Parent directories are created when ``create`` is true; with ``create``
@@ -40,17 +42,21 @@ def connect(path: str, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connect
     A file with more than one name (hard links) is refused: SQLite keeps a
     write-ahead log per name, so writers through two names overwrite each
     other's commits (sqlite.org, "How To Corrupt An SQLite Database File", 2.5),
-    and a tester's 30 returned writes of one process were lost that way.
+    and a tester's 30 returned writes of one process were lost that way. The store
+    checks at open; ``links`` false (its read connections, opened later) does not, so
+    a link made under an open store does not fail its reads while its writes go on.
     """
     timeout = busy_timeout_ms / 1000.0
     if path == ":memory:":
         return sqlite3.connect(
             ":memory:", timeout=timeout, isolation_level=None, check_same_thread=False
         )
+    if not isinstance(path, str):
+        raise TypeError(f"'path' must be a str or os.PathLike[str] (got {path!r:.80})")
     if "\0" in path:  # the URI would end the name there and create another file
         raise ValueError(f"'path' must not hold a NUL character (got {path!r:.80})")
     p = Path(path)
-    _check_file(p, path, create)
+    _check_file(p, path, create, links)
     mode = "rwc" if create else "rw"
     uri = f"file:{urllib.parse.quote(str(p.absolute()))}?mode={mode}"
     try:
@@ -61,7 +67,7 @@ def connect(path: str, *, create: bool, busy_timeout_ms: int) -> sqlite3.Connect
         raise wrap_error(exc, f"{path}: cannot open{access_hint(p)}") from exc
 
 
-def _check_file(p: Path, path: str, create: bool) -> None:
+def _check_file(p: Path, path: str, create: bool, links: bool) -> None:
     """Refuse what SQLite would open badly or report unclearly: a directory, a missing
     file (``create`` false), a file with several names; create the parent directories."""
     try:
@@ -72,11 +78,13 @@ def _check_file(p: Path, path: str, create: bool) -> None:
         raise StorageError(f"{path}: cannot open: {exc.strerror}") from exc
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise StoreMissingError(f"{path}: is a directory, not a database file")
-    if st is not None and st.st_nlink > 1:
+    if links and st is not None and st.st_nlink > 1:
+        real = os.path.realpath(path)
+        named = path if real == os.path.abspath(path) else f"{path} (the file {real})"
         raise StorageError(
-            f"{path}: the file has {st.st_nlink} names (hard links); SQLite keeps a write-ahead "
-            "log per name, so writes through another name overwrite this one's: open it "
-            "through one name only (a copy, or a symbolic link, is safe)"
+            f"{named}: the file has {st.st_nlink} names (hard links); SQLite keeps a "
+            "write-ahead log per name, so writes through another name overwrite this one's: "
+            "remove the other names (a copy is safe)"
         )
     if st is None:
         if not create:

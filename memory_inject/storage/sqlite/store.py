@@ -139,10 +139,14 @@ class SQLiteStore(PersistentStore):
                 vector_index=vector_index,
             )
 
-        # Resolved once: a relative path read again after the process's ``chdir`` opened
-        # another agent's file for the reads, while the writes went on to this one.
+        # Made absolute once: a relative path read again after the process's ``chdir``
+        # opened another agent's file for the reads, while the writes went on to this one.
+        # Joined, not folded: ``link/../m.db`` is where the link's target's parent holds it.
         where = os.fspath(path)
-        where = where if where == ":memory:" else os.path.abspath(where)
+        if not isinstance(where, str):
+            raise TypeError(f"'path' must be a str or os.PathLike[str] (got {path!r:.80})")
+        if where != ":memory:" and not os.path.isabs(where):
+            where = os.path.join(os.getcwd(), where)
         try:
             opened = engine(where, create)
         except OSError as exc:
