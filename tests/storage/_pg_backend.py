@@ -31,6 +31,7 @@ from memory_inject.exceptions import PgvectorUnusableError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import context as pg_context
+from memory_inject.storage.postgres import neighbours as pg_neighbours
 from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
@@ -251,3 +252,12 @@ def old_schema(m: pytest.MonkeyPatch, version: int) -> None:
         m.setattr(pg_context, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
         m.setattr(pg_context, "context_params", _context_params_5)
         m.setattr(pg_context, "context_values", _context_values_5)
+        # Nor did it compute context again after a write (no ``ctx_near`` to compute).
+        m.setattr(pg_neighbours, "refresh", _no_refresh)
+
+
+def _no_refresh(*_: Any) -> Any:
+    """``neighbours.refresh`` for a library before it existed: a statement that does nothing."""
+    from memory_inject.storage.postgres.queries import Stmt
+
+    return Stmt(sql.SQL("SELECT 0 WHERE false"), None, rows=False)

@@ -101,14 +101,17 @@ class TestOneEvent:
         assert (1.0, HALF) == (found["e0"], found["e1"])
         assert "gone" not in found
 
-    def test_an_update_keeps_the_context_of_both_rows(
+    def test_an_update_gives_its_successors_the_new_text(
         self, engine_store: Callable[[str], Any], engine: str
     ) -> None:
-        """Rewriting a row leaves its neighbours, and its successor's, as first written."""
+        """Rewriting a row rewrites the context its successors took from it (issue 29,
+        thirtieth round; until then they kept the old text, found by no row's own words)."""
         store = engine_store(engine)
         _write_event(store)
         store.store("e1", "Caroline: I went to the library yesterday.", timestamp=AT)
-        assert {"e2": HALF, "e3": QUARTER} == _scores(store, "LGBTQ support group")
+        assert {} == _scores(store, "LGBTQ support group")
+        found = _scores(store, "library")
+        assert (1.0, ["e1", "e2", "e3"]) == (found["e1"], list(found))
 
     def test_an_import_gets_the_context_single_writes_get(
         self, engine_store: Callable[[str], Any], engine: str

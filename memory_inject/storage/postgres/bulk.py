@@ -26,6 +26,7 @@ from psycopg import sql
 from memory_inject.storage._base import owned
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.postgres import hnsw
+from memory_inject.storage.postgres import neighbours as nb
 from memory_inject.storage.postgres.context import fill_near, merge_with_context
 from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.queries import Queries, Stmt
@@ -48,8 +49,10 @@ __all__ = [
     "import_jsonl",
     "stage_copy",
     "stage_create",
+    "stage_held",
     "stage_merge",
     "stage_near",
+    "stage_refresh",
 ]
 
 T = TypeVar("T")
@@ -116,14 +119,22 @@ def import_jsonl(
             # and builds it once the rows are in: inserting into it is several times slower.
             dropped = rebuild and hnsw.drop_concurrently(*_at(engine), "import into")
             with conn.cursor() as cur:
+                # The merge rewrites rows of any stream: the namespace's writers wait.
+                lock = nb.lock_namespace(q.t, q.names.table, q.ns)
+                cur.execute(lock.query, lock.params)
                 _check_staged(q, cur)
                 cur.execute(sql.SQL("SELECT coalesce(max(rid), 0) FROM {t}").format(t=q.t))
                 before = cur.fetchone()
+                held = stage_held(q)  # where the rows of keys written again were
+                cur.execute(held.query, held.params)
                 merge = stage_merge(q)
                 cur.execute(merge.query, merge.params)
                 # The new sessionless rows with no event: their near neighbours.
                 near = stage_near(q, int(before[0]) if before else 0)
                 cur.execute(near.query, near.params)
+                # Keys written again: their rows and their successors get context afresh.
+                again = stage_refresh(q)
+                cur.execute(again.query, again.params)
             conn.commit()
         finally:
             _unstage(conn)
@@ -258,6 +269,30 @@ def stage_merge(q: Queries) -> Stmt:
     """
     query = merge_with_context(q.t, _STAGE, COLUMNS, q.assignments(()))
     return Stmt(query, {"ns": q.ns}, rows=False)
+
+
+_HELD = sql.Identifier("memory_inject_held")
+
+
+def stage_held(q: Queries) -> Stmt:
+    """Keep, for the transaction, where the table's rows of the staged keys are before the
+    merge (:data:`.neighbours.ANCHOR`), for :func:`stage_refresh`."""
+    query = sql.SQL(
+        "CREATE TEMP TABLE {h} ON COMMIT DROP AS SELECT rid, session_id, category, "
+        'profile_id, layer, "timestamp" AS ts FROM {t} WHERE namespace = %(ns)s '
+        'AND "key" IN (SELECT "key" FROM {s})'
+    ).format(h=_HELD, t=q.t, s=_STAGE)
+    return Stmt(query, {"ns": q.ns}, rows=False)
+
+
+def stage_refresh(q: Queries) -> Stmt:
+    """Context afresh for the rows the merge updated, as they were and as they are, and
+    for the rows that took context from them (:func:`.neighbours.refresh`)."""
+    anchors = sql.SQL(
+        "SELECT * FROM {h} UNION ALL SELECT rid, session_id, category, profile_id, layer, "
+        '"timestamp" FROM {t} WHERE rid IN (SELECT rid FROM {h})'
+    ).format(h=_HELD, t=q.t)
+    return nb.refresh(q.t, anchors, {"ns": q.ns})
 
 
 def stage_near(q: Queries, before: int) -> Stmt:

@@ -4,9 +4,9 @@ A record written in a session also indexes, at low weight, the content of the
 two live records written just before it in that namespace and session
 (``ctx_prev``, ``ctx_prev2``, by ``rid``), and every record its UTC date as
 words (``ctx_day``, "8 May 2023"), as the SQLite store does (its schema 3).
-The neighbours are set once, when the row is inserted (an update of the row
-keeps them, and no older row is ever rewritten); the day is a generated column
-and follows the timestamp.
+The neighbours are set when the row is inserted, and computed again
+(:mod:`.neighbours`) when it is written again or a row they came from is
+forgotten or rewritten; the day is a generated column and follows the timestamp.
 
 Sessionless records of one *event* (schema 5: one namespace, category and
 profile, none and blank alike, stamped with one timestamp, no PI ``layer``)
@@ -45,6 +45,8 @@ __all__ = [
     "context_values",
     "fill_near",
     "merge_with_context",
+    "near_of",
+    "stream_key",
     "tsv_expression",
 ]
 
@@ -285,24 +287,44 @@ def context_values(t: sql.Identifier, kind: str = "session") -> sql.Composable:
     return sql.SQL(_SESSIONLESS).format(e0=e0, e1=e1, n0=n0, n1=n1)
 
 
+_NEAR_OF = (
+    "(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "  # noqa: S608 - constants
+    "AND p.session_id IS NULL AND p.layer IS NULL AND p.category = m.category "
+    "AND coalesce(p.profile_id, '') = coalesce(m.profile_id, '') "
+    'AND p."timestamp" >= m."timestamp" - ' + NEAR_INTERVAL + " "
+    'AND p."timestamp" < m."timestamp" AND p.rid < m.rid AND p.deleted_at IS NULL '
+    'ORDER BY p."timestamp" DESC, p.rid DESC LIMIT 1 OFFSET {n})'
+)
+
+
+def near_of(t: sql.Identifier, n: int) -> sql.Composed:
+    """The content of the ``n``-th near neighbour of row ``m`` (the live sessionless rows of
+    its group written before it, by ``rid``, in the :data:`NEAR_INTERVAL` before it)."""
+    return sql.SQL(_NEAR_OF).format(t=t, n=sql.Literal(n))
+
+
 def fill_near(t: sql.Identifier, where: sql.Composable) -> sql.Composed:
     """Give the sessionless rows ``where`` picks that have no context yet their near
     neighbours (the rows before them by ``rid``), as an insert would have."""
-    near = (
-        "(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "  # noqa: S608 - constants
-        "AND p.session_id IS NULL AND p.layer IS NULL AND p.category = m.category "
-        "AND coalesce(p.profile_id, '') = coalesce(m.profile_id, '') "
-        'AND p."timestamp" >= m."timestamp" - ' + NEAR_INTERVAL + " "
-        'AND p."timestamp" < m."timestamp" AND p.rid < m.rid AND p.deleted_at IS NULL '
-        'ORDER BY p."timestamp" DESC, p.rid DESC LIMIT 1 OFFSET {n})'
-    )
-    n0, n1 = (sql.SQL(near).format(t=t, n=sql.Literal(n)) for n in (0, 1))
+    n0, n1 = near_of(t, 0), near_of(t, 1)
     return sql.SQL(
         "UPDATE {t} AS u SET ctx_prev = c.p0, ctx_prev2 = c.p1, ctx_near = true "
         "FROM (SELECT m.rid, {n0} AS p0, {n1} AS p1 FROM {t} AS m "
         "WHERE m.session_id IS NULL AND m.layer IS NULL AND m.ctx_prev IS NULL "
         "AND NOT {alone} AND {where}) AS c WHERE u.rid = c.rid AND c.p0 IS NOT NULL"
     ).format(t=t, n0=n0, n1=n1, where=where, alone=sql.SQL(standalone_sql("m")))
+
+
+def stream_key(table: str, r: str) -> str:
+    """SQL for the advisory lock key (int4) of the stream of row ``r``: its session's, else
+    its category and profile's (where its event and near neighbours are); ``.neighbours``."""
+    tab = "'" + table.replace("'", "''") + "'"
+    return (
+        f"hashtext(CASE WHEN {r}.session_id IS NOT NULL "
+        f"THEN ROW('s', {tab}, {r}.namespace, {r}.session_id)::text "
+        f"ELSE ROW('g', {tab}, {r}.namespace, {r}.category, coalesce({r}.profile_id, ''))::text "
+        "END)"
+    )
 
 
 def add_near_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
@@ -318,9 +340,10 @@ def merge_with_context(
 ) -> sql.Composed:
     """Upsert the staged rows in file order, new rows with their neighbours (param: ``ns``).
 
-    A staged row whose key the table holds is an update and keeps its
-    neighbours; the new ones follow the last two live rows of their session
-    (or event) already in the table, and each other in file order.
+    A staged row whose key the table holds is an update (its neighbours are computed
+    again after the merge: ``bulk.stage_refresh``); the new ones follow the last two
+    live rows of their session (or event) already in the table, and each other in file
+    order.
     """
     stream = sql.SQL(_STREAM.format(r="f", ns="%(ns)s::text"))
     source = sql.SQL(

@@ -45,6 +45,7 @@ from memory_inject.storage.postgres.connection import (
 )
 from memory_inject.storage.postgres.errors import dsn_parts, translate_errors
 from memory_inject.storage.postgres.folding import config_sql
+from memory_inject.storage.postgres.neighbours import StreamMoved
 from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
@@ -54,11 +55,13 @@ from memory_inject.storage.postgres.schema import (
     row_to_record,
 )
 from memory_inject.storage.postgres.standing import standing_statement
-from memory_inject.storage.postgres.writes import supersede_steps, upsert_steps
+from memory_inject.storage.postgres.writes import forget_steps, supersede_steps, upsert_steps
 from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, standing_pick
 
 __all__ = ["PostgresEngine"]
 
+#: How many times a write runs when its row keeps moving to a stream it had not locked.
+_MOVED_TRIES = 5
 #: How long the keyword stage trusts its copy of the table's word statistics.
 _TERMS_TTL_S = 60.0
 
@@ -161,12 +164,22 @@ class PostgresEngine:
         one writer at a time does.
         """
         try:
-            return self.connections.run(action, steps())  # type: ignore[no-any-return]
+            return self._moved(action, steps)  # type: ignore[no-any-return]
         except ValueError as exc:
             cause = exc.__cause__
             if not isinstance(cause, UniqueViolation) or cause.diag.constraint_name != self._pkey:
                 raise
-        return self.connections.run(action, steps())  # type: ignore[no-any-return]
+        return self._moved(action, steps)  # type: ignore[no-any-return]
+
+    def _moved(self, action: str, steps: Callable[[], Any]) -> Any:
+        """Run ``steps``, again when the row moved to a stream it had not locked
+        (:class:`~.neighbours.StreamMoved`: a concurrent move; rolled back)."""
+        for _ in range(_MOVED_TRIES - 1):
+            try:
+                return self.connections.run(action, steps())
+            except StreamMoved:
+                continue
+        return self.connections.run(action, steps())
 
     def write_usage(self, ids: builtins.list[str]) -> int:
         """Count one use of each id; returns the live rows touched."""
@@ -179,7 +192,7 @@ class PostgresEngine:
         if scope is not None and not scope[0] and not scope[1]:
             return False
         self.writes += 1
-        return self.connections.run("forget", rowcount_of(self.q.forget(key, scope))) > 0
+        return bool(self._moved("forget", lambda: forget_steps(self.q, key, scope)))
 
     # -- reads ------------------------------------------------------------------
 

@@ -83,7 +83,7 @@ def keyword_query(
     # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
     extra = sql.SQL(
         ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
-        "WHERE d.tsv @@ x.q LIMIT %(cap)s) AS c) "
+        "WHERE d.tsv @@ x.q AND d.deleted_at IS NULL LIMIT %(cap)s) AS c) "
         "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
     ).format(t=t)
     if cosine:
@@ -112,7 +112,7 @@ def term_stats_query(t: sql.Identifier) -> sql.Composed:
         " FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
         " max(c.reltuples),"
         " CASE WHEN coalesce(max(c.reltuples), -1) < {exact}"
-        " THEN (SELECT count(*) FROM {t}) END"
+        " THEN (SELECT count(*) FROM {t} WHERE deleted_at IS NULL) END"
         " FROM pg_class AS c"
         " JOIN pg_namespace AS ns ON ns.oid = c.relnamespace"
         " LEFT JOIN pg_stats AS s ON s.schemaname = ns.nspname AND s.tablename = c.relname"

@@ -312,11 +312,10 @@ class Queries:
     def upsert(self, params: list[Any], keep: Sequence[str], move: bool = False) -> Stmt:
         """Insert ``params`` (one per column), or update the row under its key; returns the row.
 
-        The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored
-        values on update. A new row of a session (or an event) gets its two
-        predecessors as context (:mod:`.context`); an update keeps the row's. A live row of
-        another scope is not replaced (no row comes back) unless ``move``. The
-        statement is built once per ``keep`` and ``move``.
+        The columns in ``keep`` (and ``namespace`` and ``key``) keep their stored values on
+        update. A new row of a session (or an event) gets its two predecessors as context
+        (:mod:`.context`); an updated row's are computed after (``writes.upsert_steps``).
+        A live row of another scope is not replaced (no row comes back) unless ``move``.
         """
         kind, context = _ctx.context_params(params)
         key = (*keep, "\x00move" if move else "", kind)
@@ -330,12 +329,17 @@ class Queries:
                 else "WHERE {t}.deleted_at IS NOT NULL "
                 "OR {t}.session_id IS NOT DISTINCT FROM EXCLUDED.session_id "
             ).format(t=self.t)
+            # Then its rid, whether it is new, and where the row it replaced was (the
+            # statement's snapshot is before the change) with its stream's lock key.
             query = sql.SQL(
                 "INSERT INTO {t} ({cols}, {ctx_cols}) VALUES ({ph}, {ctx}) "
                 'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} {guard}'
-                "RETURNING {cols}"
+                "RETURNING {cols}, {t}.rid, {t}.xmax = 0, (SELECT json_build_array(o.rid, "
+                'o.session_id, o.category, o.profile_id, o.layer, o."timestamp", {key}) '
+                "FROM {t} AS o WHERE o.rid = {t}.rid)"
             ).format(
                 t=self.t,
+                key=sql.SQL(_ctx.stream_key(self.names.table, "o")),
                 cols=self.all,
                 ph=sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
                 ctx_cols=sql.SQL(_ctx.CONTEXT_COLUMNS),
@@ -345,31 +349,6 @@ class Queries:
             )
             self._upserts[key] = query
         return Stmt(query, [*params, *context])
-
-    def forget(
-        self,
-        key: str,
-        scope: tuple[list[str], bool, tuple[str, ...] | None] | None = None,
-    ) -> Stmt:
-        """Soft-delete the row under ``key`` (set ``deleted_at``); sends back the rowcount.
-
-        With ``scope`` (``_base.forget_scope``): only a row of those sessions, or a
-        shared row (of those sources) when allowed, in the same statement.
-        """
-        query = sql.SQL(
-            "UPDATE {t} SET deleted_at = now() "
-            'WHERE namespace = %(ns)s AND "key" = %(key)s AND deleted_at IS NULL'
-        ).format(t=self.t)
-        params: dict[str, Any] = {"ns": self.ns, "key": key}
-        if scope is not None:
-            named, shared, sources = scope
-            params.update(named=named, shared=shared, sources=list(sources or ()))
-            query += sql.SQL(
-                " AND (session_id = ANY(%(named)s) OR (%(shared)s AND session_id IS NULL"
-                + ("" if sources is None else " AND source = ANY(%(sources)s)")
-                + "))"
-            )
-        return Stmt(query, params, rows=False)
 
     def mark_used(self, ids: list[str]) -> Stmt:
         """Bump ``times_used`` and ``last_used_at`` of rows in ``ids``; sends back the rowcount."""

@@ -20,6 +20,7 @@ from memory_inject.exceptions import KeyOwnedError
 from memory_inject.storage._base import owned, refuse_moves
 from memory_inject.storage._jsonl import read_jsonl, write_jsonl
 from memory_inject.storage.records import MemoryRecord
+from memory_inject.storage.sqlite import neighbours
 from memory_inject.storage.sqlite.codec import UPSERT, encode_vector, record_to_row
 from memory_inject.storage.sqlite.engine import SQLiteEngine
 
@@ -151,6 +152,7 @@ def _upsert_many(
             if sessions.get(key, session) != session:
                 line = "" if lines is None else f" (line {lines[_last_of(records, key)]})"
                 raise owned(str(key), f"{what}{line}")
+        held = neighbours.anchors(conn, namespace, sessions)
         try:
             conn.executemany(UPSERT, rows)
         except sqlite3.IntegrityError as exc:
@@ -164,6 +166,9 @@ def _upsert_many(
                         f"{lines[0]}-{lines[-1]} was written"
                     ) from exc
             raise
+        if held:  # keys written again: their rows and their successors get context afresh
+            again = neighbours.anchors(conn, namespace, sessions)
+            neighbours.refresh(conn, namespace, [*held, *again])
 
     engine.write(op, what)
     return len(rows)

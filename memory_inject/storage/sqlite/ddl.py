@@ -23,6 +23,7 @@ from memory_inject.storage.sqlite.ddl_context import (
     OWN_MATCH,
     own_match,
 )
+from memory_inject.storage.sqlite.ddl_live import live_index
 
 __all__ = [
     "FTS_COLUMNS",
@@ -325,6 +326,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "DROP TRIGGER memories_fts_insert",
         _fts_insert_trigger(CTX_STANDALONE_ASSIGN),
     ),
+    # 12: the keyword index holds live rows only (``ddl_live``): a forgotten row's words
+    # no longer count in any other row's score.
+    live_index(FTS_COLUMNS, _SCOPE_TOKEN),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

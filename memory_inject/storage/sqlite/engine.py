@@ -28,7 +28,7 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._query_vectors import QueryVectors
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import MemoryRecord, carry_over
-from memory_inject.storage.sqlite import queries
+from memory_inject.storage.sqlite import neighbours, queries
 from memory_inject.storage.sqlite.changes import log_position
 from memory_inject.storage.sqlite.codec import UPSERT, fetch, record_to_row
 from memory_inject.storage.sqlite.connection import SQLiteConnection
@@ -110,7 +110,7 @@ class SQLiteEngine:
             # In the write's own transaction: no other writer can slip in between.
             refuse_owned(old[0] if old else None, draft.session_id, draft.key, "store")
             record = carry_over(draft, old[0], fields, timestamp) if old else draft
-            conn.execute(UPSERT, record_to_row(record))
+            self._upsert(conn, record)
             return record
 
         return self.write(op, "store")
@@ -122,7 +122,7 @@ class SQLiteEngine:
             if not move:
                 old = self.fetch(conn, "key = ?", (record.key,))
                 refuse_owned(old[0] if old else None, record.session_id, record.key, "upsert")
-            conn.execute(UPSERT, record_to_row(record))
+            self._upsert(conn, record)
 
         self.write(op, "upsert")
         return record
@@ -135,8 +135,24 @@ class SQLiteEngine:
         if statement is None:
             return False
         sql, params = statement
-        cur = self.write(lambda c: c.execute(sql, params), "forget")
-        return cur.rowcount > 0
+
+        def op(conn: sqlite3.Connection) -> int:
+            gone = conn.execute(f"{sql} RETURNING {neighbours.ANCHOR}", params).fetchall()
+            # The rows that held its text as context get theirs again, in this transaction.
+            neighbours.refresh(conn, self.namespace, gone)
+            return len(gone)
+
+        return self.write(op, "forget") > 0
+
+    def _upsert(self, conn: sqlite3.Connection, record: MemoryRecord) -> None:
+        """Write ``record`` on ``conn``; when its key was held (an update, a revive, a move)
+        the row and the rows that took context from it get their context again
+        (:func:`.neighbours.refresh`), as an insert computes it."""
+        before = neighbours.anchors(conn, self.namespace, (record.key,))
+        conn.execute(UPSERT, record_to_row(record))
+        if before:
+            after = neighbours.anchors(conn, self.namespace, (record.key,))
+            neighbours.refresh(conn, self.namespace, [*before, *after])
 
     def write_superseding(self, old_key: str, new: MemoryRecord) -> MemoryRecord:
         """Write ``new`` and mark ``old_key`` superseded by it, in one transaction."""
@@ -150,7 +166,7 @@ class SQLiteEngine:
             refuse_owned(held[0] if held else None, new.session_id, new.key, "supersede")
             links = new.supersedes if old[0].id in new.supersedes else (*new.supersedes, old[0].id)
             record = new.evolve(supersedes=links)
-            conn.execute(UPSERT, record_to_row(record))
+            self._upsert(conn, record)
             conn.execute(
                 "UPDATE memories SET superseded_by = ? WHERE namespace = ? AND key = ?",
                 (record.id, self.namespace, old_key),

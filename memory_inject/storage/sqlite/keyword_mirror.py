@@ -228,7 +228,7 @@ class KeywordMirror:
         scopes: dict[str, frozenset[str]] = {"": frozenset()}
         for rid, key, scope, near, sz in conn.execute(
             "SELECT m.rid, m.id, m.ctx_scope, m.ctx_near, d.sz FROM memories AS m "
-            "LEFT JOIN memories_fts_docsize AS d ON d.id = m.rid"
+            "LEFT JOIN memories_fts_docsize AS d ON d.id = m.rid WHERE m.deleted_at IS NULL"
         ):
             text = str(scope) if scope else ""
             tokens = scopes.get(text)
@@ -249,7 +249,8 @@ class KeywordMirror:
             # Each changed row with its indexed bytes (the last column), in one statement.
             found = conn.execute(
                 f"SELECT m.rid, m.id, m.ctx_near, {_M_COLUMNS}, {_ROW_BYTES} "  # noqa: S608
-                "FROM memories AS m WHERE m.rid IN (SELECT value FROM json_each(?))",
+                "FROM memories AS m WHERE m.rid IN (SELECT value FROM json_each(?)) "
+                "AND m.deleted_at IS NULL",  # a forgotten row is not in the index (schema 12)
                 (json.dumps(rids),),
             ).fetchall()
             if any(int(row[-1]) > PATCH_MAX_BYTES for row in found):
