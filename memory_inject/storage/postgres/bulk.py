@@ -278,7 +278,7 @@ def stage_held(q: Queries) -> Stmt:
     """Keep, for the transaction, where the table's rows of the staged keys are before the
     merge (:data:`.neighbours.ANCHOR`), for :func:`stage_refresh`."""
     query = sql.SQL(
-        "CREATE TEMP TABLE {h} ON COMMIT DROP AS SELECT rid, session_id, category, "
+        'CREATE TEMP TABLE {h} ON COMMIT DROP AS SELECT rid, "key", session_id, category, '
         'profile_id, layer, "timestamp" AS ts FROM {t} WHERE namespace = %(ns)s '
         'AND "key" IN (SELECT "key" FROM {s})'
     ).format(h=_HELD, t=q.t, s=_STAGE)
@@ -289,8 +289,8 @@ def stage_refresh(q: Queries) -> Stmt:
     """Context afresh for the rows the merge updated, as they were and as they are, and
     for the rows that took context from them (:func:`.neighbours.refresh`)."""
     anchors = sql.SQL(
-        "SELECT * FROM {h} UNION ALL SELECT rid, session_id, category, profile_id, layer, "
-        '"timestamp" FROM {t} WHERE rid IN (SELECT rid FROM {h})'
+        'SELECT * FROM {h} UNION ALL SELECT rid, "key", session_id, category, profile_id, '
+        'layer, "timestamp" FROM {t} WHERE namespace = %(ns)s AND "key" IN (SELECT "key" FROM {h})'
     ).format(h=_HELD, t=q.t)
     return nb.refresh(q.t, anchors, {"ns": q.ns})
 

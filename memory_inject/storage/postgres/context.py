@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_COLUMNS",
+    "NEAR_ROWS",
     "PRESENCE",
     "RANK_WEIGHTS",
     "add_context",
@@ -287,20 +288,21 @@ def context_values(t: sql.Identifier, kind: str = "session") -> sql.Composable:
     return sql.SQL(_SESSIONLESS).format(e0=e0, e1=e1, n0=n0, n1=n1)
 
 
-_NEAR_OF = (
-    "(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "  # noqa: S608 - constants
+#: The live sessionless rows of row ``m``'s group written before it (by ``rid``) in the
+#: :data:`NEAR_INTERVAL` before it, nearest first: its near neighbours.
+NEAR_ROWS = (
+    "SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "  # noqa: S608 - constants
     "AND p.session_id IS NULL AND p.layer IS NULL AND p.category = m.category "
     "AND coalesce(p.profile_id, '') = coalesce(m.profile_id, '') "
     'AND p."timestamp" >= m."timestamp" - ' + NEAR_INTERVAL + " "
     'AND p."timestamp" < m."timestamp" AND p.rid < m.rid AND p.deleted_at IS NULL '
-    'ORDER BY p."timestamp" DESC, p.rid DESC LIMIT 1 OFFSET {n})'
+    'ORDER BY p."timestamp" DESC, p.rid DESC'
 )
 
 
 def near_of(t: sql.Identifier, n: int) -> sql.Composed:
-    """The content of the ``n``-th near neighbour of row ``m`` (the live sessionless rows of
-    its group written before it, by ``rid``, in the :data:`NEAR_INTERVAL` before it)."""
-    return sql.SQL(_NEAR_OF).format(t=t, n=sql.Literal(n))
+    """The content of the ``n``-th near neighbour of row ``m`` (:data:`NEAR_ROWS`)."""
+    return sql.SQL("(" + NEAR_ROWS + " LIMIT 1 OFFSET {n})").format(t=t, n=sql.Literal(n))
 
 
 def fill_near(t: sql.Identifier, where: sql.Composable) -> sql.Composed:

@@ -20,20 +20,22 @@ import takes alone (:func:`lock_namespace`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from psycopg import sql
 
 from memory_inject.storage.day_vote import standalone_sql
-from memory_inject.storage.postgres.context import _WITHIN, NEAR_INTERVAL, near_of, stream_key
+from memory_inject.storage.postgres.context import _WITHIN, NEAR_INTERVAL, NEAR_ROWS, stream_key
 from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import LOCK_CLASS
 
 __all__ = [
     "ANCHOR",
+    "KINDS",
     "StreamMoved",
     "forget",
+    "kind",
     "lock_namespace",
     "lock_streams",
     "refresh",
@@ -44,7 +46,7 @@ __all__ = [
 STREAM_LOCK = LOCK_CLASS + 1
 NAMESPACE_LOCK = LOCK_CLASS + 2
 #: A row's place among the others: what decides whose neighbour it is.
-ANCHOR = ("rid", "session_id", "category", "profile_id", "layer", "timestamp")
+ANCHOR = ("rid", "key", "session_id", "category", "profile_id", "layer", "timestamp")
 
 
 class StreamMoved(Exception):
@@ -104,8 +106,8 @@ def forget(
     key: str,
     scope: tuple[list[str], bool, tuple[str, ...] | None] | None = None,
 ) -> Stmt:
-    """Soft-delete the row under ``key`` (set ``deleted_at``); sends back its ``rid`` and
-    its stream's lock key (no row: nothing was forgotten).
+    """Soft-delete the row under ``key`` (set ``deleted_at``); sends back its key, its
+    stream's lock key, session and layer (no row: nothing was forgotten).
 
     With ``scope`` (``_base.forget_scope``): only a row of those sessions, or a
     shared row (of those sources) when allowed, in the same statement.
@@ -123,7 +125,9 @@ def forget(
             + ("" if sources is None else " AND source = ANY(%(sources)s)")
             + "))"
         )
-    query += sql.SQL(" RETURNING rid, {key}").format(key=sql.SQL(stream_key(table, "g")))
+    query += sql.SQL(' RETURNING "key", {k}, session_id, layer').format(
+        k=sql.SQL(stream_key(table, "g"))
+    )
     return Stmt(query, params)
 
 
@@ -138,89 +142,154 @@ def _group(r: str) -> str:
 
 
 # The live rows that may hold an anchor's text as context: in its session the next two,
-# in its event the next two, and the sessionless rows written within NEAR_INTERVAL after
-# it with fewer than two live rows between (the two near neighbours they take). A
-# superset does no harm (a row computed again gets what it had); each arm is an index range.
-_TARGETS = (
-    "SELECT a.rid FROM a "  # noqa: S608 - built from constants
-    "UNION SELECT d.rid FROM a CROSS JOIN LATERAL (SELECT p.rid FROM {t} AS p "
-    "WHERE a.session_id IS NOT NULL AND p.namespace = %(ns)s AND p.session_id = a.session_id "
-    "AND p.rid > a.rid AND p.deleted_at IS NULL ORDER BY p.rid LIMIT 2) AS d "
-    "UNION SELECT d.rid FROM a CROSS JOIN LATERAL (SELECT p.rid FROM {t} AS p "
-    "WHERE a.session_id IS NULL AND a.layer IS NULL AND " + _group("p") + " "
-    'AND p."timestamp" = a.ts AND p.rid > a.rid ORDER BY p.rid LIMIT 2) AS d '
-    "UNION SELECT p.rid FROM a JOIN {t} AS p ON a.session_id IS NULL AND a.layer IS NULL "
-    "AND " + _group("p") + ' AND p."timestamp" > a.ts '
-    'AND p."timestamp" <= a.ts + ' + NEAR_INTERVAL + " AND p.rid > a.rid "
-    "WHERE (SELECT count(*) FROM (SELECT 1 FROM {t} AS q WHERE " + _group("q") + " "
-    'AND q.rid < p.rid AND q.rid <> a.rid AND q."timestamp" < p."timestamp" '
+# in its event the next two (:data:`_TARGETS`), and the sessionless rows written within
+# NEAR_INTERVAL after it with fewer than two live rows between (:data:`_TAKES_IT`), the
+# two near neighbours they take. Two rows after it by time (``_AFTER``) that are both
+# older (rid) than a row and before it in time rule that row out, so only the rows up to
+# the second of them in time, or older than one of them, are looked at (with rows written
+# in time order, the two rows themselves). A superset does no harm (a row computed again
+# gets what it had); each arm is an index range.
+_AFTER = (
+    "SELECT a.*, x.n, x.upto, x.older FROM a CROSS JOIN LATERAL (SELECT count(*) AS n, "  # noqa: S608
+    'max(y.ts) AS upto, max(y.rid) AS older FROM (SELECT q.rid, q."timestamp" AS ts '
+    "FROM {t} AS q WHERE " + _group("q") + ' AND q."timestamp" >= a.ts '
+    'AND q."timestamp" <= a.ts + ' + NEAR_INTERVAL + ' AND (q."timestamp" > a.ts '
+    'OR q.rid > a.rid) ORDER BY q."timestamp", q.rid LIMIT 2) AS y) AS x '
+    "WHERE a.session_id IS NULL AND a.layer IS NULL"
+)
+_TAKES_IT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM {t} AS q WHERE "  # noqa: S608 - constants
+    + _group("q")
+    + " "
+    'AND q.rid < p.rid AND q.rid <> a.rid AND q."timestamp" >= a.ts '
+    'AND q."timestamp" < p."timestamp" '
     'AND (q."timestamp" > a.ts OR (q."timestamp" = a.ts AND q.rid > a.rid)) LIMIT 2) AS c) < 2'
 )
-# The n-th live row before ``m`` in its session (within NEAR_INTERVAL) and in its event.
-_SESSION_N = (
-    "(SELECT CASE WHEN "  # noqa: S608 - built from constants
-    + _WITHIN.format(p='p."timestamp"', r='m."timestamp"')
-    + " "
-    "THEN p.content END FROM {t} AS p WHERE p.namespace = m.namespace "
-    "AND p.session_id = m.session_id AND p.rid < m.rid AND p.deleted_at IS NULL "
-    "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+_SELF = 'SELECT a."key" FROM a'
+_SESSION_NEXT = (
+    'SELECT d."key" FROM a CROSS JOIN LATERAL (SELECT p."key" FROM {t} AS p '
+    "WHERE a.session_id IS NOT NULL AND p.namespace = %(ns)s AND p.session_id = a.session_id "
+    "AND p.rid > a.rid AND p.deleted_at IS NULL ORDER BY p.rid LIMIT 2) AS d"
 )
-_EVENT_N = (
-    "(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "
+_GROUP_NEXT = (
+    'SELECT d."key" FROM a CROSS JOIN LATERAL (SELECT p."key" FROM {t} AS p '  # noqa: S608
+    "WHERE a.session_id IS NULL AND a.layer IS NULL AND " + _group("p") + " "
+    'AND p."timestamp" = a.ts AND p.rid > a.rid ORDER BY p.rid LIMIT 2) AS d '
+    'UNION SELECT p."key" FROM later AS a JOIN {t} AS p ON ' + _group("p") + " "
+    'AND p."timestamp" > a.ts AND p.rid > a.rid AND p."timestamp" <= '
+    "CASE WHEN a.n < 2 THEN a.ts + " + NEAR_INTERVAL + " ELSE a.upto END WHERE " + _TAKES_IT + " "
+    # The stream index's rid range is the one to use: the category as an expression.
+    'UNION SELECT p."key" FROM later AS a JOIN {t} AS p ON a.n >= 2 AND p.rid > a.rid '
+    "AND p.rid < a.older AND p.namespace = %(ns)s AND p.session_id IS NULL "
+    "AND p.layer IS NULL AND p.category || '' = a.category "
+    "AND coalesce(p.profile_id, '') = coalesce(a.profile_id, '') AND p.deleted_at IS NULL "
+    'AND p."timestamp" > a.ts AND p."timestamp" <= a.ts + ' + NEAR_INTERVAL + " "
+    "WHERE " + _TAKES_IT
+)
+# The two live rows before ``m`` in its session (each within NEAR_INTERVAL of it), in
+# its event, and its near ones: arrays of at most two, one subquery each.
+_SESSION_TWO = (
+    "ARRAY(SELECT CASE WHEN "  # noqa: S608 - built from constants
+    + _WITHIN.format(p='p."timestamp"', r='m."timestamp"')
+    + " THEN p.content END FROM {t} AS p WHERE p.namespace = m.namespace "
+    "AND p.session_id = m.session_id AND p.rid < m.rid AND p.deleted_at IS NULL "
+    "ORDER BY p.rid DESC LIMIT 2)"
+)
+_EVENT_TWO = (
+    "ARRAY(SELECT p.content FROM {t} AS p WHERE p.namespace = m.namespace "
     "AND p.session_id IS NULL AND p.layer IS NULL AND p.category = m.category "
     "AND coalesce(p.profile_id, '') = coalesce(m.profile_id, '') "
     'AND p."timestamp" = m."timestamp" AND p.rid < m.rid AND p.deleted_at IS NULL '
-    "ORDER BY p.rid DESC LIMIT 1 OFFSET {n})"
+    "ORDER BY p.rid DESC LIMIT 2)"
 )
 # A row's context as an insert gives it (``context.context_params``): none for a fact
 # stored on purpose, its session's, none for a PI record, else its event's or its near one.
 _ROW_CONTEXT = (
-    "CASE WHEN {alone} THEN NULL WHEN m.session_id IS NOT NULL THEN {s0} "
-    "WHEN m.layer IS NOT NULL THEN NULL ELSE coalesce({e0}, {n0}) END AS p0, "
-    "CASE WHEN {alone} THEN NULL WHEN m.session_id IS NOT NULL THEN {s1} "
-    "WHEN m.layer IS NOT NULL THEN NULL WHEN {e0} IS NOT NULL THEN {e1} ELSE {n1} END AS p1, "
-    "CASE WHEN {alone} OR m.session_id IS NOT NULL OR m.layer IS NOT NULL THEN NULL "
-    "WHEN {e0} IS NULL AND {n0} IS NOT NULL THEN true END AS nr"
+    "CASE WHEN {alone} THEN NULL WHEN m.session_id IS NOT NULL THEN x.s[1] "
+    "WHEN m.layer IS NOT NULL THEN NULL ELSE coalesce(x.e[1], x.n[1]) END AS p0, "
+    "CASE WHEN {alone} THEN NULL WHEN m.session_id IS NOT NULL THEN x.s[2] "
+    "WHEN m.layer IS NOT NULL THEN NULL WHEN x.e[1] IS NOT NULL THEN x.e[2] ELSE x.n[2] END "
+    "AS p1, CASE WHEN {alone} OR m.session_id IS NOT NULL OR m.layer IS NOT NULL THEN NULL "
+    "WHEN x.e[1] IS NULL AND x.n[1] IS NOT NULL THEN true END AS nr"
 )
+_NEIGHBOURS = (
+    "CROSS JOIN LATERAL (SELECT CASE WHEN m.session_id IS NOT NULL THEN {s} END AS s, "
+    "CASE WHEN m.session_id IS NULL AND m.layer IS NULL THEN {e} END AS e, "
+    "CASE WHEN m.session_id IS NULL AND m.layer IS NULL THEN {n} END AS n) AS x"
+)
+#: The kinds of row a refresh may meet (:func:`kind`): a session's, a sessionless group's
+#: (events and near context), a PI record (no neighbours).
+KINDS = ("session", "group", "pi")
+_NONE = sql.SQL("NULL::text[]")
 
 
-def refresh(t: sql.Identifier, anchors: sql.Composable, params: dict[str, Any]) -> Stmt:
+def kind(session_id: str | None, layer: str | None) -> str:
+    """Which of :data:`KINDS` a row with ``session_id`` and ``layer`` is."""
+    if session_id is not None:
+        return "session"
+    return "group" if layer is None else "pi"
+
+
+def refresh(
+    t: sql.Identifier,
+    anchors: sql.Composable,
+    params: dict[str, Any],
+    kinds: Iterable[str] = KINDS,
+) -> Stmt:
     """Compute again the context of the live rows ``anchors`` (a query of :data:`ANCHOR`
     columns, the timestamp named ``ts``) and of the rows that took context from them;
-    only rows whose context changes are written. ``params`` holds ``ns`` and the anchors'."""
-    n = {i: sql.Literal(i) for i in (0, 1)}
-    context = sql.SQL(_ROW_CONTEXT).format(
-        alone=sql.SQL(standalone_sql("m")),
-        s0=sql.SQL(_SESSION_N).format(t=t, n=n[0]),
-        s1=sql.SQL(_SESSION_N).format(t=t, n=n[1]),
-        e0=sql.SQL(_EVENT_N).format(t=t, n=n[0]),
-        e1=sql.SQL(_EVENT_N).format(t=t, n=n[1]),
-        n0=near_of(t, 0),
-        n1=near_of(t, 1),
+    only rows whose context changes are written. ``params`` holds ``ns`` and the anchors'.
+    ``kinds``: of the anchors (:func:`kind`); the statement looks for those only (its
+    planning is most of its cost)."""
+    kinds = set(kinds)
+    session, group = "session" in kinds, "group" in kinds
+    context = sql.SQL(_ROW_CONTEXT).format(alone=sql.SQL(standalone_sql("m")))
+    lateral = sql.SQL(_NEIGHBOURS).format(
+        s=sql.SQL(_SESSION_TWO).format(t=t) if session else _NONE,
+        e=sql.SQL(_EVENT_TWO).format(t=t) if group else _NONE,
+        n=sql.SQL("ARRAY(" + NEAR_ROWS + " LIMIT 2)").format(t=t) if group else _NONE,
     )
+    arms = [_SELF, *([_SESSION_NEXT] if session else []), *([_GROUP_NEXT] if group else [])]
+    later = sql.SQL("later AS ({}), ").format(sql.SQL(_AFTER).format(t=t)) if group else sql.SQL("")
     query = sql.SQL(
-        "WITH a AS ({anchors}), targets AS ({targets}), "
-        "fresh AS (SELECT m.rid, {context} FROM {t} AS m "
-        "WHERE m.rid IN (SELECT rid FROM targets) AND m.deleted_at IS NULL) "
+        "WITH a AS ({anchors}), {later}targets AS ({targets}), "
+        'fresh AS (SELECT m."key", {context} FROM {t} AS m {lateral} WHERE m.namespace = %(ns)s '
+        'AND m."key" IN (SELECT "key" FROM targets) AND m.deleted_at IS NULL) '
         "UPDATE {t} AS u SET ctx_prev = f.p0, ctx_prev2 = f.p1, ctx_near = f.nr FROM fresh AS f "
-        "WHERE u.rid = f.rid AND (u.ctx_prev, u.ctx_prev2, u.ctx_near) "
-        "IS DISTINCT FROM (f.p0, f.p1, f.nr)"
-    ).format(anchors=anchors, targets=sql.SQL(_TARGETS).format(t=t), context=context, t=t)
+        'WHERE u.namespace = %(ns)s AND u."key" = f."key" '
+        "AND (u.ctx_prev, u.ctx_prev2, u.ctx_near) IS DISTINCT FROM (f.p0, f.p1, f.nr)"
+    ).format(
+        anchors=anchors,
+        later=later,
+        targets=sql.SQL(" UNION ".join(arms)).format(t=t),
+        context=context,
+        lateral=lateral,
+        t=t,
+    )
     return Stmt(query, params, rows=False)
 
 
 def refresh_rows(
-    t: sql.Identifier, ns: str, rids: Sequence[int], before: Sequence[Sequence[Any]] = ()
+    t: sql.Identifier,
+    ns: str,
+    keys: Sequence[str],
+    kinds: Iterable[str],
+    before: Sequence[Sequence[Any]] = (),
 ) -> Stmt:
-    """:func:`refresh` of the rows ``rids`` as they are now and of the places ``before``
-    (:data:`ANCHOR` values: where a written row was before its write)."""
+    """:func:`refresh` of the rows under ``keys`` as they are now and of the places
+    ``before`` (:data:`ANCHOR` values: where a written row was before its write), all of
+    ``kinds``. Rows are found by key: the table has no index on ``rid`` alone."""
     anchors = sql.SQL(
-        'SELECT rid, session_id, category, profile_id, layer, "timestamp" AS ts FROM {t} '
-        "WHERE rid = ANY(%(rids)s::bigint[]) UNION ALL SELECT * FROM unnest(%(b_rid)s::bigint[], "
-        "%(b_session)s::text[], %(b_category)s::text[], %(b_profile)s::text[], "
-        "%(b_layer)s::text[], %(b_ts)s::timestamptz[])"
+        'SELECT rid, "key", session_id, category, profile_id, layer, "timestamp" AS ts '
+        'FROM {t} WHERE namespace = %(ns)s AND "key" = ANY(%(keys)s::text[])'
     ).format(t=t)
-    params: dict[str, Any] = {"ns": ns, "rids": list(rids)}
-    for i, name in enumerate(("rid", "session", "category", "profile", "layer", "ts")):
-        params["b_" + name] = [place[i] for place in before]
-    return refresh(t, anchors, params)
+    params: dict[str, Any] = {"ns": ns, "keys": list(keys)}
+    if before:
+        anchors += sql.SQL(
+            " UNION ALL SELECT * FROM unnest(%(b_rid)s::bigint[], %(b_key)s::text[], "
+            "%(b_session)s::text[], %(b_category)s::text[], %(b_profile)s::text[], "
+            "%(b_layer)s::text[], %(b_ts)s::timestamptz[])"
+        )
+        for i, name in enumerate(("rid", "key", "session", "category", "profile", "layer", "ts")):
+            params["b_" + name] = [place[i] for place in before]
+    return refresh(t, anchors, params, kinds)

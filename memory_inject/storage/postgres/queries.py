@@ -336,7 +336,7 @@ class Queries:
                 'ON CONFLICT (namespace, "key") DO UPDATE SET {assign} {guard}'
                 "RETURNING {cols}, {t}.rid, {t}.xmax = 0, (SELECT json_build_array(o.rid, "
                 'o.session_id, o.category, o.profile_id, o.layer, o."timestamp", {key}) '
-                "FROM {t} AS o WHERE o.rid = {t}.rid)"
+                'FROM {t} AS o WHERE o.namespace = {t}.namespace AND o."key" = {t}."key")'
             ).format(
                 t=self.t,
                 key=sql.SQL(_ctx.stream_key(self.names.table, "o")),

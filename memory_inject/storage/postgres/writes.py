@@ -56,13 +56,15 @@ def upsert_steps(
     if not rows:  # the statement's guard: the key's live row is another scope's
         raise owned(record.key, what)
     n = len(COLUMNS)
-    rid, inserted, before = rows[0][n], rows[0][n + 1], rows[0][n + 2]
+    inserted, before = rows[0][n + 1], rows[0][n + 2]
     if before is None and not inserted:
         raise nb.StreamMoved(record.key)  # a row came in after the lock: run again
     if before is not None:
         if int(before[-1]) not in locked:
             raise nb.StreamMoved(record.key)
-        yield nb.refresh_rows(q.t, q.ns, [int(rid)], [before[:-1]])
+        place = (before[0], record.key, *before[1:-1])
+        kinds = {nb.kind(record.session_id, record.layer), nb.kind(before[1], before[4])}
+        yield nb.refresh_rows(q.t, q.ns, [record.key], kinds, [place])
     return row_to_record(rows[0][:n])
 
 
@@ -73,10 +75,11 @@ def forget_steps(
     it get theirs again. True when a row was forgotten."""
     locked = {int(r[0]) for r in (yield _lock(q, (key,)))}
     rows = yield nb.forget(q.t, q.names.table, q.ns, key, scope)
-    if any(int(k) not in locked for _, k in rows):
+    if any(int(row[1]) not in locked for row in rows):
         raise nb.StreamMoved(key)
     if rows:
-        yield nb.refresh_rows(q.t, q.ns, [int(rid) for rid, _ in rows])
+        kinds = {nb.kind(row[2], row[3]) for row in rows}
+        yield nb.refresh_rows(q.t, q.ns, [str(row[0]) for row in rows], kinds)
     return bool(rows)
 
 

@@ -41,23 +41,43 @@ _GROUP = (
     "AND {r}.deleted_at IS NULL"
 )
 # The live rows that may hold the anchor's text as context: in its session the next two
-# (``ddl_context._NEIGHBOUR``), in its event the next two (``_EVENT_NEIGHBOUR``), and the
-# sessionless rows written within NEAR_MINUTES after it that have fewer than two live
-# rows between it and them, the two they take (``_NEAR_NEIGHBOUR``). A superset does no
-# harm (a row computed again gets what it had); each part is an index range.
-_DEPENDENTS = (
-    "SELECT rid FROM (SELECT p.rid FROM memories AS p WHERE :session IS NOT NULL "  # noqa: S608
-    "AND p.namespace = :ns AND p.session_id = :session AND p.rid > :rid "
-    "AND p.deleted_at IS NULL ORDER BY p.rid LIMIT 2) "
-    "UNION SELECT rid FROM (SELECT p.rid FROM memories AS p WHERE :session IS NULL "
-    "AND :layer IS NULL AND " + _GROUP.format(r="p") + " AND p.timestamp = :ts "
-    "AND p.rid > :rid ORDER BY p.rid LIMIT 2) "
-    "UNION SELECT p.rid FROM memories AS p WHERE :session IS NULL AND :layer IS NULL "
-    "AND " + _GROUP.format(r="p") + " AND p.timestamp > :ts AND p.timestamp <= :until "
-    "AND p.rid > :rid AND (SELECT count(*) FROM (SELECT 1 FROM memories AS q "
+# (``ddl_context._NEIGHBOUR``), in its event the next two (``_EVENT_NEIGHBOUR``).
+_SESSION_NEXT = (
+    "SELECT p.rid FROM memories AS p WHERE p.namespace = :ns AND p.session_id = :session "
+    "AND p.rid > :rid AND p.deleted_at IS NULL ORDER BY p.rid LIMIT 2"
+)
+_EVENT_NEXT = (
+    "SELECT p.rid FROM memories AS p WHERE " + _GROUP.format(r="p") + " "  # noqa: S608
+    "AND p.timestamp = :ts AND p.rid > :rid ORDER BY p.rid LIMIT 2"
+)
+# And the sessionless rows written within NEAR_MINUTES after it whose near neighbours
+# (``_NEAR_NEIGHBOUR``: the two live rows before them by time, written before them) it is
+# one of: fewer than two live rows between it and them (:data:`_TAKES_IT`). Two rows
+# after it by time (:data:`_AFTER`) that are both older (rid) than a row and before it
+# in time rule that row out, so only the rows up to the second of them in time, or
+# older than one of them, are looked at (:data:`_NEAR_BY_TIME`, :data:`_NEAR_BY_RID`):
+# with rows written in time order, the two rows themselves.
+_AFTER = (
+    "SELECT rid, timestamp FROM memories AS q WHERE " + _GROUP.format(r="q") + " "  # noqa: S608
+    "AND q.timestamp >= :ts AND q.timestamp <= :until AND (q.timestamp > :ts OR q.rid > :rid) "
+    "ORDER BY q.timestamp, q.rid LIMIT 2"
+)
+_TAKES_IT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM memories AS q "  # noqa: S608 - constants
     "WHERE " + _GROUP.format(r="q") + " AND q.rid < p.rid AND q.rid <> :rid "
-    "AND q.timestamp < p.timestamp "
+    "AND q.timestamp >= :ts AND q.timestamp < p.timestamp "
     "AND (q.timestamp > :ts OR (q.timestamp = :ts AND q.rid > :rid)) LIMIT 2)) < 2"
+)
+_NEAR_BY_TIME = (
+    "SELECT p.rid FROM memories AS p WHERE " + _GROUP.format(r="p") + " "  # noqa: S608
+    "AND p.timestamp > :ts AND p.timestamp <= :upto AND p.rid > :rid AND " + _TAKES_IT
+)
+# The group's columns with ``+``: the rowid range is the index to use.
+_NEAR_BY_RID = (
+    "SELECT p.rid FROM memories AS p WHERE p.rid > :rid AND p.rid < :older "  # noqa: S608
+    "AND +p.namespace = :ns AND p.session_id IS NULL AND p.layer IS NULL "
+    "AND +p.category = :category AND coalesce(p.profile_id, '') = :profile "
+    "AND p.deleted_at IS NULL AND p.timestamp > :ts AND p.timestamp <= :until AND " + _TAKES_IT
 )
 _TARGETS = "rid IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
 
@@ -71,20 +91,27 @@ def anchors(conn: sqlite3.Connection, namespace: str, keys: Iterable[str]) -> li
     ).fetchall()
 
 
-def _dependents(conn: sqlite3.Connection, namespace: str, anchor: Sequence[Any]) -> list[int]:
+def _dependents(conn: sqlite3.Connection, namespace: str, anchor: Sequence[Any]) -> set[int]:
+    """The live rows that may hold ``anchor``'s row's text as context (a superset does no
+    harm: a row computed again gets what it had); a few index ranges."""
     rid, session, category, profile, layer, ts = anchor
+    if session is not None:
+        args: dict[str, Any] = {"ns": namespace, "session": session, "rid": rid}
+        return {int(r) for (r,) in conn.execute(_SESSION_NEXT, args)}
+    if layer is not None:
+        return set()  # a PI record is no row's neighbour
     until = format_ts(parse_timestamp(ts) + timedelta(minutes=NEAR_MINUTES, seconds=1))
-    args = {
-        "ns": namespace,
-        "rid": rid,
-        "session": session,
-        "category": category,
-        "profile": profile or "",
-        "layer": layer,
-        "ts": ts,
-        "until": until,
-    }
-    return [int(r) for (r,) in conn.execute(_DEPENDENTS, args)]
+    args = {"ns": namespace, "rid": rid, "category": category, "profile": profile or ""}
+    args.update(ts=ts, until=until)
+    found = {int(r) for (r,) in conn.execute(_EVENT_NEXT, args)}
+    after = conn.execute(_AFTER, args).fetchall()
+    if len(after) < 2:  # fewer than two rows in the window after it: each may take it
+        args.update(upto=until, older=0)
+    else:
+        args.update(upto=after[1][1], older=max(int(after[0][0]), int(after[1][0])))
+    found.update(int(r) for (r,) in conn.execute(_NEAR_BY_TIME, args))
+    found.update(int(r) for (r,) in conn.execute(_NEAR_BY_RID, args))
+    return found
 
 
 def refresh(conn: sqlite3.Connection, namespace: str, changed: Iterable[Sequence[Any]]) -> int:
@@ -94,7 +121,7 @@ def refresh(conn: sqlite3.Connection, namespace: str, changed: Iterable[Sequence
     rids: set[int] = set()
     for anchor in changed:
         rids.add(int(anchor[0]))
-        rids.update(_dependents(conn, namespace, anchor))
+        rids |= _dependents(conn, namespace, anchor)
     if not rids:
         return 0
     todo = (json.dumps(sorted(rids)),)
