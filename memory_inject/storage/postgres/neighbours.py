@@ -141,14 +141,14 @@ def _group(r: str) -> str:
     )
 
 
-# The live rows that may hold an anchor's text as context: in its session the next two,
-# in its event the next two (:data:`_TARGETS`), and the sessionless rows written within
-# NEAR_INTERVAL after it with fewer than two live rows between (:data:`_TAKES_IT`), the
-# two near neighbours they take. Two rows after it by time (``_AFTER``) that are both
-# older (rid) than a row and before it in time rule that row out, so only the rows up to
-# the second of them in time, or older than one of them, are looked at (with rows written
-# in time order, the two rows themselves). A superset does no harm (a row computed again
-# gets what it had); each arm is an index range.
+# The live rows that may hold an anchor's text as context (``_SESSION_NEXT``,
+# ``_GROUP_NEXT``): in its session the next two, in its event the next two, and the
+# sessionless rows written within NEAR_INTERVAL after it with fewer than two live rows
+# between (``_TAKES_IT``), the two near neighbours they take. Two rows after it by time
+# (``_AFTER``) that are both older (rid) than a row and before it in time rule that row
+# out, so only the rows up to the second of them in time, or older than one of them, are
+# looked at (with rows written in time order, the two rows themselves). A superset does
+# no harm (a row computed again gets what it had); each arm is an index range.
 _AFTER = (
     "SELECT a.*, x.n, x.upto, x.older FROM a CROSS JOIN LATERAL (SELECT count(*) AS n, "  # noqa: S608
     'max(y.ts) AS upto, max(y.rid) AS older FROM (SELECT q.rid, q."timestamp" AS ts '

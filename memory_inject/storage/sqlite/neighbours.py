@@ -8,7 +8,7 @@ forgotten row revived, perhaps by another scope) may not keep the context of
 the row it replaces. So every write that changes a row already held (its
 text, its scope, its time, whether it is forgotten) calls :func:`refresh` in
 its own transaction with the row as it was and as it is (:func:`anchors`):
-the row itself and the rows that took context from it (:data:`_DEPENDENTS`)
+the row itself and the rows that took context from it (:func:`_dependents`)
 get theirs again, by the very expressions the insert trigger uses, over the
 live rows written before each. A new key needs nothing (the trigger did it,
 and no row was written after it). Only those few rows are touched, and their
