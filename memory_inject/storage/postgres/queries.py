@@ -302,11 +302,17 @@ class Queries:
     # writes
 
     def assignments(self, keep: Sequence[str]) -> sql.Composed:
-        """``c = EXCLUDED.c`` for every column but ``namespace``, ``key`` and ``keep``."""
+        """``c = EXCLUDED.c`` for every column but ``namespace`` and ``key``; a column of
+        ``keep`` keeps its stored value, unless the row was forgotten (a forgotten row
+        belongs to no one: a write of its key is a new row, as on SQLite)."""
         return sql.SQL(", ").join(
-            sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c))
+            sql.SQL(
+                "{c} = CASE WHEN {t}.deleted_at IS NULL THEN {t}.{c} ELSE EXCLUDED.{c} END"
+                if c in keep
+                else "{c} = EXCLUDED.{c}"
+            ).format(c=sql.Identifier(c), t=self.t)
             for c in COLUMNS
-            if c not in ("namespace", "key", *keep)
+            if c not in ("namespace", "key")
         )
 
     def upsert(self, params: list[Any], keep: Sequence[str], move: bool = False) -> Stmt:

@@ -109,7 +109,10 @@ class SQLiteEngine:
             old = self.fetch(conn, "key = ?", (draft.key,))
             # In the write's own transaction: no other writer can slip in between.
             refuse_owned(old[0] if old else None, draft.session_id, draft.key, "store")
-            record = carry_over(draft, old[0], fields, timestamp) if old else draft
+            # A forgotten row belongs to no one: a write of its key is a new row (no usage,
+            # links or creation time of the one forgotten), as InMemoryStore's is.
+            live = old[0] if old and old[0].deleted_at is None else None
+            record = carry_over(draft, live, fields, timestamp) if live else draft
             self._upsert(conn, record)
             return record
 
