@@ -23,6 +23,7 @@ import pytest
 
 from memory_inject import MemoryInjectConfig, arender_memory_context, render_memory_context
 from memory_inject.exceptions import RecallInterruptedError
+from memory_inject.storage import _forks
 from memory_inject.storage.fusion import RecallInfo
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite.engine import SQLiteEngine
@@ -116,10 +117,11 @@ def test_the_next_renders_are_served_after_a_stopped_recall(tmp_path: Path) -> N
         store.threads = []
         store.store("fact", "deploys go to prod-3")
         render_memory_context(store, "deploy", config=DEADLINE)
+        plain = SQLiteEngine.__new__(SQLiteEngine)  # the same caches, normal recall
+        plain.__dict__.update(store._engine.__dict__)
         fine = SQLiteStore.__new__(SQLiteStore)  # the same file and connections, normal recall
         fine.__dict__.update(store.__dict__)
-        fine._engine = SQLiteEngine.__new__(SQLiteEngine)  # the same caches, normal recall
-        fine._engine.__dict__.update(store._engine.__dict__)
+        fine._here = _forks.PerProcess(plain, lambda e: e)  # its own, not the slow store's
         with recording() as rec:
             results = [render_memory_context(fine, "deploy", config=DEADLINE) for _ in range(5)]
     assert all("prod-3" in r.text for r in results)
