@@ -18,16 +18,22 @@ the block, so a replayed history never collects blocks.
 A run started inside a tool of a run (``Runner.run`` in a function tool, or
 ``agent.as_tool()``) is a ``sub_turn``: no parent block, its own event.
 
-No private SDK attribute is read. A run's calls are one turn by their input:
-the first call of a new user message (nothing after it) renders; the calls
-after it (tool results, handoffs: items after that message) with the same
-conversation and sessions reuse the block, and so does a handoff whose input filter
-kept the question alone (its agent is one the call before named in ``handoffs``, in the
-same trace). A run is nested while the run
-that filtered last in this context is still running: the filter remembers
-the outermost frame of the SDK's own code around it (its ``Runner.run``, or
-the task of its current model turn, where its tools run), and that frame is
-live exactly while the run (or its turn's tools) is.
+A run's calls are one turn by the SDK's own word for the run: the
+``RunContextWrapper`` it makes for each ``Runner.run`` (``run_sync``,
+``run_streamed``) and passes to every hook, tool and handoff of that run.
+The filter is not given it: it is the one held by the SDK's frame that
+calls the filter (no private attribute is read). The first call of a run
+renders; every later call of the same run reuses the block, whatever a
+handoff's input filter kept, and a new run always renders (the same
+question again, in one outer ``trace()`` or not). A run resumed from a
+``RunState`` keeps its wrapper; one read back from JSON has a new one, and
+its call still continues the turn of the same conversation and sessions when
+the items after the newest user message are the model's (tool results, no
+developer or system note). A run is nested while the run that filtered last
+in this context is still running: the filter remembers the outermost frame
+of the SDK's own code around it (its ``Runner.run``, or the task of its
+current model turn, where its tools run), and that frame is live exactly
+while the run (or its turn's tools) is.
 
 Needs the ``agents`` extra (``pip install "memory-inject[agents]"``).
 """
@@ -38,12 +44,13 @@ import contextvars
 import hashlib
 import logging
 import sys
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import Any, Unpack
 
-from agents import Agent, FunctionTool, Handoff, RunConfig, Tool, get_current_trace
+from agents import FunctionTool, RunConfig, RunContextWrapper, Tool
 from agents.run_config import CallModelData, ModelInputData
 from attrs import frozen
 
@@ -77,18 +84,26 @@ class _RunMark:
         return self.frame is not None and _running(self.frame, self.thread, self.task)
 
 
-@frozen(eq=False)
-class _Run:
-    """A turn's injection, the trace of the run that last filtered it and where that run's
-    agent can hand off to (the agents it names)."""
+class _ByRun:
+    """Each run's injection, by the run's ``RunContextWrapper`` (held weakly: by its id,
+    checked to be the same object, the oldest dropped past ``_MAX_RUNS``)."""
 
-    injection: _core.Injection
-    trace: Any
-    targets: frozenset[str]
+    def __init__(self) -> None:
+        self._runs: OrderedDict[int, tuple[weakref.ref[Any], _core.Injection]] = OrderedDict()
 
+    def get(self, run: object) -> _core.Injection | None:
+        entry = self._runs.get(id(run))
+        return entry[1] if entry is not None and entry[0]() is run else None
 
-def _targets(agent: Agent[Any]) -> frozenset[str]:
-    return frozenset(h.agent_name if isinstance(h, Handoff) else h.name for h in agent.handoffs)
+    def put(self, run: object, injection: _core.Injection) -> None:
+        try:
+            ref = weakref.ref(run)
+        except TypeError:  # not weakly referable: not kept (the conversation decides)
+            return
+        self._runs[id(run)] = (ref, injection)
+        self._runs.move_to_end(id(run))
+        while len(self._runs) > _MAX_RUNS:
+            self._runs.popitem(last=False)
 
 
 # The run whose filter ran last in this context (inherited by the tool tasks it starts).
@@ -97,16 +112,28 @@ _parent: contextvars.ContextVar[_RunMark | None] = contextvars.ContextVar(
 )
 
 
-def _sdk_frame() -> FrameType | None:
-    """The outermost frame of the SDK's own code (the ``agents`` package) around this call,
-    before the host's code: the run's ``Runner.run``, or the task of its model turn."""
+def _sdk_call() -> tuple[FrameType | None, RunContextWrapper[Any] | None]:
+    """The SDK's code (the ``agents`` package) that called the filter: its outermost frame
+    before the host's code (the run's ``Runner.run``, or the task of its model turn), and
+    the run's ``RunContextWrapper``, the innermost one its frames hold (the one the SDK
+    builds the filter's ``CallModelData`` from)."""
     f: FrameType | None = sys._getframe(1)
     while f is not None and not _in_sdk(f):
         f = f.f_back
-    found = None
+    found, run = None, None
     while f is not None and _in_sdk(f):
+        if run is None:
+            run = _wrapper_in(f)
         found, f = f, f.f_back
-    return found
+    return found, run
+
+
+def _wrapper_in(frame: FrameType) -> RunContextWrapper[Any] | None:
+    local = frame.f_locals
+    named = local.get("context_wrapper")
+    if isinstance(named, RunContextWrapper):
+        return named
+    return next((v for v in local.values() if isinstance(v, RunContextWrapper)), None)
 
 
 def _in_sdk(frame: FrameType) -> bool:
@@ -235,7 +262,8 @@ class AgentsMemory(FrameworkAdapter):
                 f"was given, not the filtered one; got {options.get('earlier_blocks')!r})"
             )
         super().__init__(store, agent_config, **options)
-        self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._runs: OrderedDict[str, _core.Injection] = OrderedDict()
+        self._by_run = _ByRun()
 
     def run_config(self, **kwargs: Any) -> RunConfig:
         """A ``RunConfig`` with this filter (``kwargs``: any other ``RunConfig`` field)."""
@@ -262,21 +290,19 @@ class AgentsMemory(FrameworkAdapter):
         except Exception:  # noqa: BLE001 - abegin reports it on the turn
             sessions = None
         key = _turn_key(items, idx, sessions)
-        # A call with items after the user message (tool results, a handoff) continues
-        # its turn; a fresh user message (nothing after it) always starts one, and so does
-        # one followed by a message the host wrote (a developer or system note): a new
-        # Runner.run, which got the earlier run's block (a forgotten fact too) and no event.
+        sdk, run = _sdk_call()
+        # The SDK's run decides: every call of a run (its tool loop, its handoffs, whatever
+        # their input filters kept) is the turn its first call began, and another run (the
+        # same question asked again, in the same trace or not) is a turn of its own.
+        injection = self._by_run.get(run) if run is not None else None
+        # A run of its own wrapper continuing a conversation's turn (resumed from a RunState
+        # read back from JSON): items the model wrote after the user message, and no message
+        # the host wrote (a developer or system note: a new run of the same question).
         continues = idx < len(items) - 1 and not any(
             _get(item, "role") in _HOST_ROLES for item in items[idx + 1 :]
         )
-        trace = get_current_trace()
-        run = self._runs.get(key)
-        # A handoff whose input filter dropped the items after the question (or kept the
-        # question alone) looks like a new run's first call: it is the same run when its
-        # agent is one the call before named as a handoff, in the same trace.
-        handoff = run is not None and run.trace is trace and data.agent.name in run.targets
-        injection = run.injection if run is not None and (continues or handoff) else None
-        sdk = _sdk_frame()
+        if injection is None and continues:
+            injection = self._runs.get(key)
         if injection is None:
             parent = _parent.get()
             # The parent's tool is running and this is another run (another question, or
@@ -290,7 +316,9 @@ class AgentsMemory(FrameworkAdapter):
                     injection = await self.abegin(input_text(items[idx]), data.context)
             else:
                 injection = await self.abegin(input_text(items[idx]), data.context)
-        self._runs[key] = _Run(injection, trace, _targets(data.agent))
+        if run is not None:
+            self._by_run.put(run, injection)
+        self._runs[key] = injection
         self._runs.move_to_end(key)
         while len(self._runs) > _MAX_RUNS:
             self._runs.popitem(last=False)
