@@ -130,3 +130,15 @@ def test_zeroclaws_setting_searches_filler_as_written(store: SQLiteStore) -> Non
     cfg = MemoryInjectConfig(require_query_terms=False)
     out = render_memory_context(store, "yep that works", config=cfg)
     assert "job" in [e.key for e in out.entries] or "laptop" in [e.key for e in out.entries]
+
+
+SETS = Path(__file__).resolve().parent.parent / "benchmarks" / "filler"
+
+
+@pytest.mark.parametrize("name", ["set1_topical.txt", "set2_topical.txt"])
+def test_no_topical_message_of_the_benchmark_sets_loses_its_words(name: str) -> None:
+    """The helpers' 250 short messages that carry a topic (``benchmarks/filler``) all keep
+    a word to recall by, whatever words of chat they share with the fillers."""
+    lines = [x.strip() for x in (SETS / name).read_text(encoding="utf-8").splitlines()]
+    lost = [x for x in lines if x and not has_query_terms(x)]
+    assert lost == []
