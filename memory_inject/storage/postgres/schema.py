@@ -231,8 +231,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
 
 
 def _relation_exists(conn: psycopg.Connection[Any], ident: sql.Identifier) -> bool:
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (ident.as_string(),))
-    found = row.fetchone()
+    found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (ident.as_string(),)).fetchone()
     return bool(found and found[0])
 
 
@@ -248,6 +247,9 @@ def migrate(conn: psycopg.Connection[Any], names: TableNames) -> int:
     row = conn.execute(sql.SQL("SELECT max(version) FROM {}").format(names.versions)).fetchone()
     current = int(row[0]) if row and row[0] is not None else 0
     newest = MIGRATIONS[-1][0]
+    if current and not _relation_exists(conn, names.ident()):  # dropped by hand: calls failed
+        msg = f"table {names.table!r} is missing but {names.table}_schema_version is at {current}"
+        raise SchemaMismatchError(f"{msg}: drop that too to start an empty table")
     if current > newest:
         raise SchemaMismatchError(
             f"table {names.table!r} is at schema version {current}, newer than this "
