@@ -186,3 +186,27 @@ def test_a_null_or_named_profile_id_loads(tmp_path: Path) -> None:
     assert load_agent_config(path).memory.governance.profile_id is None
     path.write_text("agent: a\nmemory: {governance: {profile_id: 'project:alpha'}}\n")
     assert "project:alpha" == load_agent_config(path).memory.governance.profile_id
+
+
+@pytest.mark.parametrize(
+    ("memory", "expected"),
+    [
+        (
+            "{backend: {kind: postgres, dsn: ''}}",
+            "'dsn' must be set when 'kind' is postgres (got '')",
+        ),
+        (
+            "{backend: {kind: postgres, dsn: '  '}}",
+            "'dsn' must be set when 'kind' is postgres (got '  ')",
+        ),
+        (
+            "{backend: {embedder: model2vec, embedder_model: '  '}}",
+            "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
+            "(got '  ')",
+        ),
+    ],
+)
+def test_a_blank_value_is_named_as_given(tmp_path: Path, memory: str, expected: str) -> None:
+    """A helper's review (round 30): an empty ``dsn`` was reported as "(got null)", and a
+    blank model2vec path loaded."""
+    assert any(expected in p for p in _problems(tmp_path, memory))

@@ -154,18 +154,19 @@ def check_backend(raw: Any, path: str) -> list[str]:
     if not isinstance(raw, Mapping):
         return problems
     v = loaded_values(BackendConfig, raw)
-    if v.get("kind") == "postgres" and "dsn" in v and not v["dsn"]:
-        problems.append(f"'dsn' must be set when 'kind' is postgres (got null) @ {path}.dsn")
+    if v.get("kind") == "postgres" and "dsn" in v and not (v["dsn"] or "").strip():
+        got = "null" if v["dsn"] is None else repr(v["dsn"])
+        problems.append(f"'dsn' must be set when 'kind' is postgres (got {got}) @ {path}.dsn")
     elif isinstance(v.get("dsn"), str) and (bad := _dsn_problem(v["dsn"])) is not None:
         problems.append(f"'dsn' is not a PostgreSQL connection string: {bad} @ {path}.dsn")
     where = v.get("path")
     if isinstance(where, str) and "\0" in where:
         problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")
     model = v.get("embedder_model", False)  # False: the key has a problem of its own
-    if v.get("embedder") == "model2vec" and model in (None, ""):
+    if v.get("embedder") == "model2vec" and (model is None or str(model).strip() == ""):
         problems.append(
             "'embedder_model' must name a local model2vec path when 'embedder' is model2vec "
-            f"(got null) @ {path}.embedder_model"
+            f"(got {'null' if model is None else repr(model)}) @ {path}.embedder_model"
         )
     if v.get("embedder") == "hashing" and model:
         problems.append(
