@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from psycopg.errors import UniqueViolation
+from psycopg.errors import DeadlockDetected, UniqueViolation
 
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import reads_script, similarity_calibration
-from memory_inject.exceptions import EmbedderError, StorageError
+from memory_inject.exceptions import EmbedderError, StorageError, StoreLockedError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
 from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve_mentions
@@ -45,7 +45,7 @@ from memory_inject.storage.postgres.connection import (
 )
 from memory_inject.storage.postgres.errors import dsn_parts, translate_errors
 from memory_inject.storage.postgres.folding import config_sql
-from memory_inject.storage.postgres.neighbours import StreamMoved
+from memory_inject.storage.postgres.neighbours import StreamMoved, lock_namespace
 from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
@@ -64,6 +64,20 @@ __all__ = ["PostgresEngine"]
 _MOVED_TRIES = 5
 #: How long the keyword stage trusts its copy of the table's word statistics.
 _TERMS_TTL_S = 60.0
+
+
+def _again_if_deadlocked(run: Callable[[], Any]) -> Any:
+    """``run()``, once more (after a pause) when the server ended it to break a deadlock:
+    its transaction was rolled back, and PostgreSQL's advice is to run it again. Row
+    updates of several rows (``mark_used``, a rewrite's neighbours) can cross."""
+    for pause in (0.01, 0.05):
+        try:
+            return run()
+        except StoreLockedError as exc:
+            if not isinstance(exc.__cause__, DeadlockDetected):
+                raise
+            time.sleep(pause)
+    return run()
 
 
 class PostgresEngine:
@@ -173,17 +187,28 @@ class PostgresEngine:
 
     def _moved(self, action: str, steps: Callable[[], Any]) -> Any:
         """Run ``steps``, again when the row moved to a stream it had not locked
-        (:class:`~.neighbours.StreamMoved`: a concurrent move; rolled back)."""
+        (:class:`~.neighbours.StreamMoved`: a concurrent move; rolled back) or the server
+        chose it to end a deadlock. The last try holds the namespace's lock alone, as an
+        import does: no row can move then (a helper's ten movers of one key made five tries
+        run out, and ``StreamMoved`` reached the caller)."""
         for _ in range(_MOVED_TRIES - 1):
             try:
-                return self.connections.run(action, steps())
+                return _again_if_deadlocked(lambda: self.connections.run(action, steps()))
             except StreamMoved:
                 continue
-        return self.connections.run(action, steps())
+        return self.connections.run(action, self._alone(steps()))
+
+    def _alone(self, steps: Any) -> Any:
+        yield lock_namespace(self.q.t, self.q.names.table, self.q.ns)
+        return (yield from steps)
 
     def write_usage(self, ids: builtins.list[str]) -> int:
         """Count one use of each id; returns the live rows touched."""
-        return self.connections.run("mark_used", rowcount_of(self.q.mark_used(ids)))
+        return int(
+            _again_if_deadlocked(
+                lambda: self.connections.run("mark_used", rowcount_of(self.q.mark_used(ids)))
+            )
+        )
 
     def forget(
         self, key: str, scope: tuple[builtins.list[str], bool, tuple[str, ...] | None] | None

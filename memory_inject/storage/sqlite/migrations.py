@@ -21,6 +21,7 @@ from memory_inject.exceptions import (
     StoreCorruptError,
     StoreMissingError,
 )
+from memory_inject.storage.sqlite import neighbours
 from memory_inject.storage.sqlite.ddl import MIGRATIONS, SCHEMA_VERSION
 from memory_inject.storage.sqlite.errors import wrap_error
 
@@ -135,6 +136,8 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
                 return version
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)
+            if version + 1 == _LIVE_INDEX:
+                _forgotten_context(conn)
             conn.execute(f"PRAGMA user_version = {version + 1}")
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("COMMIT")
@@ -142,6 +145,24 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+#: The schema whose keyword index holds live rows only (``ddl_live``).
+_LIVE_INDEX = 12
+
+
+def _forgotten_context(conn: sqlite3.Connection) -> None:
+    """Schema 12, once its index is built: the live rows that took a forgotten row's text
+    as context before it get theirs again, as a forget now does (a helper's upgraded file
+    held 722 such rows, and a forgotten password still lifted the row after it)."""
+    spaces = conn.execute("SELECT DISTINCT namespace FROM memories WHERE deleted_at IS NOT NULL")
+    for (namespace,) in spaces.fetchall():
+        gone = conn.execute(
+            f"SELECT {neighbours.ANCHOR} FROM memories "  # noqa: S608 - a constant
+            "WHERE namespace = ? AND deleted_at IS NOT NULL",
+            (namespace,),
+        ).fetchall()
+        neighbours.refresh(conn, namespace, gone)
 
 
 def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
