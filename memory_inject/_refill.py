@@ -1,15 +1,18 @@
-"""The recall-time threat scan's refill: withhold what a rule flags, then ask the store again.
+"""The recall step's refill: withhold what a turn may not be shown, then ask the store again.
 
 Owns :class:`Withholding` (one turn's withheld rows and its refill rounds) and
 the refill's bounds (zeroclaw's ``READ_REFILL_MULTIPLIER``, the number of
-rounds). The rules themselves are ``memory_inject.stages.threat``; the recall
+rounds). Two rules withhold: the threat scan's (``memory_inject.stages.threat``)
+and a scheduled turn's scope (a sessionless cron or daemon turn sees the rows
+bound to no session: :func:`~memory_inject.stages.filters.unshared`), so a row
+either withholds never takes the place of one the turn may see. The recall
 step of ``memory_inject.pipeline`` drives the rounds.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 from attrs import define
@@ -20,7 +23,7 @@ from memory_inject._turn import Turn
 from memory_inject.config import MAX_CANDIDATE_POOL
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, recall_limit_for
-from memory_inject.stages.filters import SHARED_CATEGORIES
+from memory_inject.stages.filters import SHARED_CATEGORIES, eligibility_reason, unshared
 from memory_inject.stages.threat import ThreatScan, threat_scan_for
 
 __all__ = ["Withholding"]
@@ -46,23 +49,80 @@ def _owed(scope: str | None, flagged: Sequence[MemoryEntry]) -> int:
 
 
 @define
-class Withholding:
-    """The recall-time threat scan of one turn (``stages/threat.py``): withhold, then refill.
+class _Rules:
+    """What one turn may not be shown, known at recall time.
 
-    A row a rule flags is withheld, named ``threat:<rule>`` on the recall trace,
-    and the store is asked again: each scope for its limit plus the withheld rows
-    it could have returned (a plan: each query and the cap plus all of them), at
-    most 4 x its limit, in up to 3 more rounds while new rows are withheld. A
-    hostile row therefore never takes a benign row's place. A turn that withholds
-    nothing makes no other call and renders what it did without the scan. A round
-    that fails or runs out of time is not used: the turn keeps the last whole
-    answer, with one note on the event.
+    Withheld (dropped by the recall step): the threat scan's flags, and, for a
+    scheduled turn that names no session, the rows bound to one
+    (``foreign_session``). Left to their stages, but counted so the store is asked
+    for more: the rows the skip set drops (autosaves, history blobs, ...) and,
+    when the policy excludes it, chat memory. Without the count a chat that
+    autosaves each message fills the recall limit with its own messages, and the
+    fact it asks about falls out of the block.
+    """
+
+    scan: ThreatScan | None
+    shared_only: bool
+    exclude_conversation: bool
+
+    @property
+    def label(self) -> str:
+        """The prefix of the refill's notes on the event."""
+        return "threat_scan" if self.scan is not None else "refill"
+
+    def withhold(self, entries: Sequence[MemoryEntry]) -> dict[str, str]:
+        """``{key: reason}`` for each entry a rule withholds."""
+        held = {} if self.scan is None else self.scan.withhold(entries).dropped
+        if self.shared_only:
+            for e in entries:
+                why = unshared(e, True)
+                if why is not None:
+                    held.setdefault(e.key, why)
+        return held
+
+    def doomed(self, entries: Sequence[MemoryEntry], held: Mapping[str, str], need: int) -> int:
+        """How many entries, not withheld, a later stage drops whatever their score: 0 once
+        ``need`` entries are found that none drops (the turn lacks nothing, and a long
+        answer is read no further)."""
+        left = need
+        doomed = 0
+        for e in entries:
+            if e.key in held:
+                continue
+            if eligibility_reason(e, self.exclude_conversation) is not None:
+                doomed += 1
+            else:
+                left -= 1
+                if left <= 0:
+                    return 0
+        return doomed
+
+
+@define
+class Withholding:
+    """The recall-time rules of one turn (:class:`_Rules`): withhold, then refill.
+
+    A row a rule flags is withheld, named on the recall trace (``threat:<rule>``,
+    ``foreign_session``), and the store is asked again. For threat flags alone,
+    each scope is asked for its limit plus the withheld rows it could have returned
+    (a plan: each query and the cap plus all of them), at most 4 x its limit, in
+    up to 3 more rounds while new rows are withheld, so a hostile row never takes a
+    benign row's place. Rows another session holds, or that the skip set or the
+    conversation exclusion drop, may outnumber the rest many times over (every
+    message of a chat autosaved): while fewer than the limit remain, each round asks
+    4 times as many (5, 20, 80, 320; at most the candidate pool, 1,024). A turn
+    with nothing to withhold or drop makes no other call. A round that fails or runs
+    out of time is not used: the turn keeps the last whole answer, with one note on
+    the event.
     """
 
     t: Turn
-    scan: ThreatScan
+    rules: _Rules
     rec: Recalled
     held: dict[str, str]
+    #: How many of the answer's rows, not withheld, a later stage drops (0 when as many
+    #: rows as the limit are left without them).
+    doomed: int
     limits: dict[str | None, int]
     plan: RecallPlan | None
     rounds: int = 0
@@ -71,37 +131,56 @@ class Withholding:
 
     @classmethod
     def of(cls, t: Turn, rec: Recalled) -> Withholding | None:
-        """The turn's withholding, or None when the scan is off or flags nothing."""
-        scan = threat_scan_for(t.config)
-        if scan is None or not rec.entries:
+        """The turn's rules, or None when its answer has nothing they withhold or drop."""
+        if not rec.entries:
             return None
-        held = scan.withhold(rec.entries).dropped
-        if not held:
-            return None
+        shared_only = t.policy.shared_only and not any(s is not None for s in t.scopes)
+        rules = _Rules(threat_scan_for(t.config), shared_only, t.policy.exclude_conversation)
+        held = rules.withhold(rec.entries)
         base = recall_limit_for(t.config)
+        doomed = rules.doomed(rec.entries, held, base)
+        if not held and not doomed:
+            return None
         limits = dict.fromkeys(t.scopes, base)
-        return cls(t, scan, rec, held, limits, t.plan, 0, rec.duration, list(rec.degraded))
+        return cls(t, rules, rec, held, doomed, limits, t.plan, 0, rec.duration, list(rec.degraded))
 
     def _flagged(self) -> list[MemoryEntry]:
         return [e for e in self.rec.entries if e.key in self.held]
+
+    def _widening(self) -> bool:
+        """Whether this round grows by the multiplier (rows of other scopes, or dropped by
+        a stage, are owed) rather than by the threat flags alone."""
+        return self.doomed > 0 or any(r == "foreign_session" for r in self.held.values())
 
     def ask(self) -> tuple[list[Call], RecallPlan | None] | None:
         """The next round's calls and plan, or None when no round would return more."""
         t = self.t
         if self.rounds >= _REFILL_ROUNDS or t.rebuild is None:
             return None
+        base = recall_limit_for(t.config)
+        widening = self._widening()
+        if widening and len(self.rec.entries) - len(self.held) - self.doomed >= base:
+            return None  # as many rows as the turn could use are left
         if t.until is not None and time.perf_counter() >= t.until:
-            self.notes.append(f"threat_scan: no time left to refill {len(self.held)} withheld")
+            self.notes.append(
+                f"{self.rules.label}: no time left to refill {len(self.held) + self.doomed} "
+                "withheld or dropped"
+            )
             return None
         flagged = self._flagged()
         standing = [c for c in t.calls if c.source == STANDING]
         plan = self.plan
         if plan is None:
-            base = recall_limit_for(t.config)
             if self.rec.raw_count < min(self.limits.values()):
                 return None  # every scope came back short: the store has no more
-            ceiling = min(base * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
-            limits = {s: min(ceiling, base + _owed(s, flagged)) for s in self.limits}
+            if widening:
+                limits = {
+                    s: min(n * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
+                    for s, n in self.limits.items()
+                }
+            else:
+                ceiling = min(base * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
+                limits = {s: min(ceiling, base + _owed(s, flagged)) for s in self.limits}
             if all(limits[s] <= self.limits[s] for s in limits):
                 return None
             self.limits = limits
@@ -109,8 +188,11 @@ class Withholding:
         else:
             k = len(flagged)
             base_plan = t.plan or plan
+            times = int(_REFILL_MULTIPLIER ** (self.rounds + 1))
 
             def more(n: int) -> int:
+                if widening:
+                    return min(n * times, MAX_CANDIDATE_POOL)
                 return min(n + k, n * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
 
             wider = attrs.evolve(
@@ -121,7 +203,7 @@ class Withholding:
             if wider == plan:
                 return None
             self.plan = plan = wider
-            calls = t.rebuild(recall_limit_for(t.config), t.scopes, plan)
+            calls = t.rebuild(base, t.scopes, plan)
         self.rounds += 1
         return [*calls, *standing], plan
 
@@ -131,13 +213,15 @@ class Withholding:
         if not rec.any_ok or rec.partial or len(rec.errors) > len(self.rec.errors):
             why = "deadline" if rec.partial else "; ".join(rec.errors) or "no answer"
             self.notes.append(
-                f"threat_scan: refill not used ({why}); {len(self.held)} withheld not replaced"
+                f"{self.rules.label}: refill not used ({why}); "
+                f"{len(self.held)} withheld not replaced"
             )
             self.rounds = _REFILL_ROUNDS
             return
         self.notes.extend(rec.degraded)
         self.rec = rec
-        self.held = self.scan.withhold(rec.entries).dropped
+        self.held = self.rules.withhold(rec.entries)
+        self.doomed = self.rules.doomed(rec.entries, self.held, recall_limit_for(self.t.config))
 
     def result(self) -> Recalled:
         """The last whole answer without the withheld rows, which join the recall's drops."""

@@ -340,6 +340,7 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
             text_ctx,
             sessions=t.scopes,
             similarity=rec.similarity,
+            shared_only=t.policy.shared_only,
         )
         text, rendered, stage_traces = run_stages(ctx, recalled)
         traces.extend(stage_traces)

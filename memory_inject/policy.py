@@ -8,7 +8,8 @@ origin                         has_session  suppress  result
 any                            any          true      skip (``suppressed``)
 sub_turn                       any          false     skip (``sub_turn``)
 (origin disabled in config)    any          false     skip (``origin_disabled``)
-cron / daemon                  any          false     inject, exclude conversation
+cron / daemon                  any          false     inject, exclude conversation,
+                                                      shared rows only when sessionless
 interactive/channel/agent_dir  true         false     inject
 interactive/channel/agent_dir  false        false     inject, exclude conversation
 =============================  ===========  ========  =================================
@@ -64,6 +65,14 @@ class InjectPolicy:
     #: What went wrong, when a skip reports a failure (an adapter's unreadable message, a
     #: host callback that raised); carried to ``MemorySkipped.detail``.
     detail: str | None = field(default=None, eq=False)
+
+    @property
+    def shared_only(self) -> bool:
+        """True for a scheduled turn (cron, daemon): without a session of its own it sees
+        only the shared rows, none bound to a session (a fact stored in someone's private
+        chat is not a job's to post). Derived from ``origin``, so it takes no part in
+        equality."""
+        return self.inject and self.origin in _SCHEDULED
 
 
 _SCHEDULED = frozenset({TurnOrigin.CRON, TurnOrigin.DAEMON})

@@ -441,7 +441,8 @@ class TestAdapterRecording:
         self, store: Any, rerank: bool
     ) -> None:
         """A session record holds the chat's first message word for word: chat memory, held
-        back from cron, daemon and sessionless turns as ``conversation`` rows are."""
+        back from sessionless turns as ``conversation`` rows are; cron and daemon turns see
+        no row bound to a session at all (the recall step withholds it)."""
         memory: dict[str, Any] = {"sessions": {"record": True}}
         if rerank:
             memory["rerank"] = {"enabled": True}
@@ -464,7 +465,11 @@ class TestAdapterRecording:
         for block in blocks:
             assert "Elm Street" in block and "Dr Smith" not in block
         assert "Dr Smith" in own  # the chat's own later turn still has it
-        assert 3 * [{"session:alice_chat": "conversation_excluded"}] == [
+        assert [
+            {"session:alice_chat": "foreign_session"},
+            {"session:alice_chat": "foreign_session"},
+            {"session:alice_chat": "conversation_excluded"},
+        ] == [
             {k: v for k, v in e.dropped.items() if k.startswith("session:")} for e in rec.events[:3]
         ]
 

@@ -58,6 +58,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
         "conversation",
         session_id="telegram_alice",
     )
+    s.store("cli_chat", "I said at the CLI that the prod-3 incidents worry me.", "conversation")
     yield s
     s.close()
 
@@ -66,7 +67,9 @@ class TestRun:
     def test_the_query_is_the_prefixed_prompt_and_chat_memory_is_excluded(
         self, store: SQLiteStore
     ) -> None:
-        """Cron recalls with [cron:<id> <name>] <prompt>, sessionless, without conversation."""
+        """Cron recalls with [cron:<id> <name>] <prompt>, sessionless, without conversation:
+        a sessionless chat row is excluded as conversation, and a chat bound to a session
+        is not the job's at all (withheld by the recall step, as another session's)."""
         with recording() as rec:
             turn = call(
                 CronAdapter(store, AgentConfig(agent="sched")), "run", NIGHTLY, turn_id="c1"
@@ -75,9 +78,10 @@ class TestRun:
         assert turn.block.startswith("[Memory context]\n- incident_2231: ")
         assert turn.block + turn.query == turn.prompt
         ev = rec.events[0]
-        assert ("cron", (None,), "conversation_excluded") == (
+        assert ("cron", (None,), "conversation_excluded", "foreign_session") == (
             ev.origin,
             ev.sessions,
+            ev.dropped.get("cli_chat"),
             ev.dropped.get("chat"),
         )
         assert turn.store is store

@@ -34,6 +34,13 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
         "conversation",
         session_id="telegram_alice",
     )
+    s.store("cli_chat", "I asked at the CLI whether the backup job ran.", "conversation")
+    s.store(
+        "dm_fact",
+        "Alice is moving the backup job to Friday, she said in private.",
+        "core",
+        session_id="telegram_alice",
+    )
     yield s
     s.close()
 
@@ -42,7 +49,8 @@ class TestHeartbeat:
     def test_the_query_is_the_prefixed_task_and_the_turn_is_sessionless(
         self, store: SQLiteStore
     ) -> None:
-        """A heartbeat recalls with [Heartbeat Task | prio] text, no session, no chat rows."""
+        """A heartbeat recalls with [Heartbeat Task | prio] text, no session, no chat rows,
+        and no row bound to a session (a fact stored in Alice's chat is not the daemon's)."""
         with recording() as rec:
             turn = call(
                 DaemonAdapter(store, AgentConfig(agent="ops")),
@@ -61,7 +69,12 @@ class TestHeartbeat:
             ev.turn_id,
             ev.sessions,
         )
-        assert "conversation_excluded" == ev.dropped["chat"]
+        assert {
+            "cli_chat": "conversation_excluded",
+            "chat": "foreign_session",
+            "dm_fact": "foreign_session",
+        } == {k: ev.dropped.get(k) for k in ("cli_chat", "chat", "dm_fact")}
+        assert "Friday" not in turn.block
 
     def test_the_default_priority_is_normal(self, store: SQLiteStore) -> None:
         """Without a priority the task is marked normal."""

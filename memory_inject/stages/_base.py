@@ -41,6 +41,9 @@ class StageContext:
     routed: Mapping[str, Sequence[MemoryEntry]] = field(factory=dict)
     #: The turn's session scopes (``None`` is the unscoped recall).
     sessions: tuple[str | None, ...] = (None,)
+    #: A scheduled turn (``InjectPolicy.shared_only``): named no session, it keeps only
+    #: the rows bound to none.
+    shared_only: bool = False
     #: How close the nearest row the recall searched is to the prompt, by the store's
     #: embedder (``RecallAnswer.similarity``; None: no store told one).
     similarity: float | None = None

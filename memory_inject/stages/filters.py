@@ -32,6 +32,7 @@ __all__ = [
     "should_skip_entry",
     "skip_reason",
     "skip_set",
+    "unshared",
 ]
 
 _LN2 = math.log(2.0)
@@ -271,8 +272,10 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
 
     A turn that names no session (``[]``, ``[None]``) keeps everything but a
     row whose session id is not a string (``invalid_session_id``, a store
-    fault). A turn that names one sees only what a recall scoped to its
-    sessions may return:
+    fault); a scheduled one (``ctx.shared_only``) keeps only the rows bound to no
+    session (``foreign_session``: the recall step already withheld them and asked
+    again, this catches any other path). A turn that names one sees only what a
+    recall scoped to its sessions may return:
 
     * a row bound to another session is dropped (``foreign_session``), and so
       is a row whose session id is not a string (``invalid_session_id``);
@@ -284,15 +287,18 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
     own = {s for s in ctx.sessions if s is not None}
     if not own:
         # A row whose session id is not a string is a store fault, named in every turn.
-        if all(e.session_id is None or isinstance(e.session_id, str) for e in entries):
+        if all(e.session_id is None for e in entries) or (
+            not ctx.shared_only and all(isinstance(e.session_id, str | None) for e in entries)
+        ):
             return StageResult(entries if isinstance(entries, list) else list(entries))
         kept: list[MemoryEntry] = []
         bad: dict[str, str] = {}
         for e in entries:
-            if e.session_id is None or isinstance(e.session_id, str):
+            why = unshared(e, ctx.shared_only)
+            if why is None:
                 kept.append(e)
             else:
-                bad[e.key] = "invalid_session_id"
+                bad[e.key] = why
         return StageResult(kept, bad)
     mixed = None in ctx.sessions
     out: list[MemoryEntry] = []
@@ -304,6 +310,17 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
         else:
             dropped[e.key] = why
     return StageResult(out, dropped)
+
+
+def unshared(entry: MemoryEntry, shared_only: bool) -> str | None:
+    """Why a turn that names no session drops ``entry`` (``shared_only``: a scheduled
+    turn, which sees the rows bound to no session), or None when it stays."""
+    sid = entry.session_id
+    if sid is None:
+        return None
+    if not isinstance(sid, str):
+        return "invalid_session_id"
+    return "foreign_session" if shared_only else None
 
 
 def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool) -> str | None:
