@@ -55,10 +55,11 @@ class _Rules:
     Withheld (dropped by the recall step): the threat scan's flags, and, for a
     scheduled turn that names no session, the rows bound to one
     (``foreign_session``). Left to their stages, but counted so the store is asked
-    for more: the rows the skip set drops (autosaves, history blobs, ...) and,
-    when the policy excludes it, chat memory. Without the count a chat that
-    autosaves each message fills the recall limit with its own messages, and the
-    fact it asks about falls out of the block.
+    for more when nothing else is left: the rows the skip set drops (autosaves,
+    history blobs, ...) and, when the policy excludes it, chat memory. Without the
+    count a chat that autosaves each message fills the recall limit with its own
+    messages, and the fact it asks about falls out of the block. (Only a page of
+    nothing else: a turn that has some row to show pays no other call for them.)
     """
 
     scan: ThreatScan | None
@@ -80,21 +81,17 @@ class _Rules:
                     held.setdefault(e.key, why)
         return held
 
-    def doomed(self, entries: Sequence[MemoryEntry], held: Mapping[str, str], need: int) -> int:
-        """How many entries, not withheld, a later stage drops whatever their score: 0 once
-        ``need`` entries are found that none drops (the turn lacks nothing, and a long
-        answer is read no further)."""
-        left = need
-        doomed = 0
+    def doomed(self, entries: Sequence[MemoryEntry], held: Mapping[str, str]) -> list[MemoryEntry]:
+        """The entries, not withheld, a later stage drops whatever their score, when they
+        are all the turn has left; none once one entry is found that no stage drops (a
+        long answer is read no further)."""
+        doomed: list[MemoryEntry] = []
         for e in entries:
             if e.key in held:
                 continue
-            if eligibility_reason(e, self.exclude_conversation) is not None:
-                doomed += 1
-            else:
-                left -= 1
-                if left <= 0:
-                    return 0
+            if eligibility_reason(e, self.exclude_conversation) is None:
+                return []
+            doomed.append(e)
         return doomed
 
 
@@ -103,26 +100,28 @@ class Withholding:
     """The recall-time rules of one turn (:class:`_Rules`): withhold, then refill.
 
     A row a rule flags is withheld, named on the recall trace (``threat:<rule>``,
-    ``foreign_session``), and the store is asked again. For threat flags alone,
-    each scope is asked for its limit plus the withheld rows it could have returned
-    (a plan: each query and the cap plus all of them), at most 4 x its limit, in
-    up to 3 more rounds while new rows are withheld, so a hostile row never takes a
-    benign row's place. Rows another session holds, or that the skip set or the
-    conversation exclusion drop, may outnumber the rest many times over (every
-    message of a chat autosaved): while fewer than the limit remain, each round asks
-    4 times as many (5, 20, 80, 320; at most the candidate pool, 1,024). A turn
-    with nothing to withhold or drop makes no other call. A round that fails or runs
-    out of time is not used: the turn keeps the last whole answer, with one note on
-    the event.
+    ``foreign_session``), and the store is asked again; so is it when the rows the
+    skip set or the conversation exclusion will drop are all the answer holds.
+    Each scope is asked for its limit plus the withheld or dropped rows it could
+    have returned (a plan: each query and the cap plus all of them), at most 4 x its
+    limit, in up to 3 more rounds while rows are still withheld or nothing else is
+    left, so a hostile row, or a chat's own autosaved messages, never take the
+    place of the rows ranked within 4 x the limit. Another session's rows may
+    outnumber a scheduled turn's shared rows many times over: while fewer than the
+    limit are left, each round asks it 4 times as many (5, 20, 80, 320; at most the
+    candidate pool, 1,024). A turn with nothing to withhold, or with a row to show
+    among those a stage drops, makes no other call. A round that fails or runs out
+    of time is not used: the turn keeps the last whole answer, with one note on the
+    event.
     """
 
     t: Turn
     rules: _Rules
     rec: Recalled
     held: dict[str, str]
-    #: How many of the answer's rows, not withheld, a later stage drops (0 when as many
-    #: rows as the limit are left without them).
-    doomed: int
+    #: The answer's rows, not withheld, a later stage drops, when nothing else is left
+    #: (none once one row is).
+    doomed: list[MemoryEntry]
     limits: dict[str | None, int]
     plan: RecallPlan | None
     rounds: int = 0
@@ -138,19 +137,15 @@ class Withholding:
         rules = _Rules(threat_scan_for(t.config), shared_only, t.policy.exclude_conversation)
         held = rules.withhold(rec.entries)
         base = recall_limit_for(t.config)
-        doomed = rules.doomed(rec.entries, held, base)
+        doomed = rules.doomed(rec.entries, held)
         if not held and not doomed:
             return None
         limits = dict.fromkeys(t.scopes, base)
         return cls(t, rules, rec, held, doomed, limits, t.plan, 0, rec.duration, list(rec.degraded))
 
-    def _flagged(self) -> list[MemoryEntry]:
-        return [e for e in self.rec.entries if e.key in self.held]
-
-    def _widening(self) -> bool:
-        """Whether this round grows by the multiplier (rows of other scopes, or dropped by
-        a stage, are owed) rather than by the threat flags alone."""
-        return self.doomed > 0 or any(r == "foreign_session" for r in self.held.values())
+    def _owed(self) -> list[MemoryEntry]:
+        """The answer's rows the turn will not show: withheld, then dropped by a stage."""
+        return [*(e for e in self.rec.entries if e.key in self.held), *self.doomed]
 
     def ask(self) -> tuple[list[Call], RecallPlan | None] | None:
         """The next round's calls and plan, or None when no round would return more."""
@@ -158,16 +153,18 @@ class Withholding:
         if self.rounds >= _REFILL_ROUNDS or t.rebuild is None:
             return None
         base = recall_limit_for(t.config)
-        widening = self._widening()
-        if widening and len(self.rec.entries) - len(self.held) - self.doomed >= base:
-            return None  # as many rows as the turn could use are left
+        owed = self._owed()
+        # Other sessions' rows may outnumber a scheduled turn's shared rows many times
+        # over: it widens by the multiplier, until as many rows as the limit are left.
+        # Threat flags and the rows a stage drops grow the limit by their number.
+        widening = any(r == "foreign_session" for r in self.held.values())
+        if widening and len(self.rec.entries) - len(owed) >= base:
+            return None
         if t.until is not None and time.perf_counter() >= t.until:
             self.notes.append(
-                f"{self.rules.label}: no time left to refill {len(self.held) + self.doomed} "
-                "withheld or dropped"
+                f"{self.rules.label}: no time left to refill {len(owed)} withheld or dropped"
             )
             return None
-        flagged = self._flagged()
         standing = [c for c in t.calls if c.source == STANDING]
         plan = self.plan
         if plan is None:
@@ -180,13 +177,13 @@ class Withholding:
                 }
             else:
                 ceiling = min(base * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
-                limits = {s: min(ceiling, base + _owed(s, flagged)) for s in self.limits}
+                limits = {s: min(ceiling, base + _owed(s, owed)) for s in self.limits}
             if all(limits[s] <= self.limits[s] for s in limits):
                 return None
             self.limits = limits
             calls = [c for s in t.scopes for c in t.rebuild(limits[s], (s,), None)]
         else:
-            k = len(flagged)
+            k = len(owed)
             base_plan = t.plan or plan
             times = int(_REFILL_MULTIPLIER ** (self.rounds + 1))
 
@@ -221,7 +218,7 @@ class Withholding:
         self.notes.extend(rec.degraded)
         self.rec = rec
         self.held = self.rules.withhold(rec.entries)
-        self.doomed = self.rules.doomed(rec.entries, self.held, recall_limit_for(self.t.config))
+        self.doomed = self.rules.doomed(rec.entries, self.held)
 
     def result(self) -> Recalled:
         """The last whole answer without the withheld rows, which join the recall's drops."""

@@ -77,13 +77,11 @@ class TestRequest:
         assert scoped.block + "how is Acme billing done?" == scoped.prompt
 
     def test_the_recall_limit_comes_from_the_config(self, store: SQLiteStore) -> None:
-        """recall_limit per origin reaches the store; 0 means the pool cap (1024). With 2,
-        the sessionless turn drops the chat row it got, so the store is asked once more, 4
-        times as many (the pool cap has nothing more to ask)."""
+        """recall_limit per origin reaches the store; 0 means the pool cap (1024)."""
         two, unlimited = LimitRecorder(store), LimitRecorder(store)
         call(AgentDirectAdapter(two, agent(recall_limit=2)), "request", "Acme billing")
         call(AgentDirectAdapter(unlimited, agent(recall_limit=0)), "request", "Acme billing")
-        assert ([2, 8], [1024]) == (two.limits, unlimited.limits)
+        assert ([2], [1024]) == (two.limits, unlimited.limits)
 
     def test_the_async_twin_matches(self, store: SQLiteStore) -> None:
         """arequest renders what request renders."""

@@ -95,16 +95,25 @@ class TestRender:
         assert BLOCK == result.stdout
         assert "rendered=1" in result.stderr
 
-    def test_explain_shows_every_candidate_its_scores_and_its_fate(self, workdir: Path) -> None:
+    @pytest.mark.parametrize(
+        ("origin", "fate"),
+        [
+            ("interactive", "dropped by conversation_exclusion: conversation_excluded"),
+            ("cron", "dropped by recall: foreign_session"),  # bound to a session
+        ],
+    )
+    def test_explain_shows_every_candidate_its_scores_and_its_fate(
+        self, workdir: Path, origin: str, fate: str
+    ) -> None:
         """--explain lists each recalled key, its scores and the stage that dropped it."""
         seed()
-        result = run("render", "where do prod-3 deploys go?", "--origin", "cron", "--explain")
+        result = run("render", "where do prod-3 deploys go?", "--origin", origin, "--explain")
         assert BLOCK == result.stdout
         lines = result.stderr.splitlines()
         target = next(line for line in lines if "deploy_target" in line)
         chat = next(line for line in lines if "prod_chat" in line)
         assert "rendered" in target and "1.0000" in target
-        assert "dropped by conversation_exclusion: conversation_excluded" in chat
+        assert fate in chat
         assert any("decay" in line for line in lines)
 
     @pytest.mark.parametrize("key", ["deploy [/note]", "deploy [red]note"])
