@@ -35,14 +35,15 @@ limited to the tools' own scopes, and also sees only rows of their profile
 refusal is one line for the model, and leaves the store unchanged.
 
 This module owns the tools bound to a turn (:class:`MemoryTools`); the write
-path ``remember`` shares with them is in :mod:`._remember` and the tools'
-definitions and limits in :mod:`._tool_schema` (both public from here).
+path ``remember`` shares with them is in :mod:`._remember`, the tools'
+definitions and limits in :mod:`._tool_schema` (both public from here), and
+what the turn lets them see and change (forget, who owns a row) in
+:mod:`._tool_scope`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import logging
 import os
@@ -53,7 +54,6 @@ from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, arender_memory_context, render_memory_context
-from memory_inject.policy import has_session
 
 from . import _core
 from ._base import check_store
@@ -62,16 +62,12 @@ from ._remember import (
     RememberOptions,
     aremember,
     memory_key,
-    policy_for,
     remember,
     sync_store,
     write_args,
 )
 from ._tool_schema import (
     CATEGORIES,
-    CURATED_REFUSED,
-    DERIVED,
-    DERIVED_REFUSED,
     FORGET,
     MAX_TOOL_CONTENT,
     RECALL,
@@ -82,6 +78,7 @@ from ._tool_schema import (
     MemoryTool,
     refuse_unshown,
 )
+from ._tool_scope import ToolScope
 
 if TYPE_CHECKING:  # the SDKs are optional extras; only their types are named here
     from anthropic.types import ToolParam
@@ -131,7 +128,7 @@ class ToolOptions(TypedDict, total=False):
     categories: Iterable[str]
 
 
-class MemoryTools(Sequence[MemoryTool]):
+class MemoryTools(ToolScope, Sequence[MemoryTool]):
     """The memory tools bound to one store, agent and turn (sessions, origin).
 
     Writes go to the first session scope (None when sessionless), stamped like
@@ -150,14 +147,16 @@ class MemoryTools(Sequence[MemoryTool]):
         unknown = [n for n in picked if n not in TOOLS]
         if unknown:
             raise ValueError(f"'names' must be among {tuple(TOOLS)} (got {unknown!r})")
-        self.store = store
-        self.agent = agent
-        self.sessions = _core.scopes(options.get("sessions") or ())  # None: none, as a render
-        self.origin = TurnOrigin(options.get("origin", TurnOrigin.INTERACTIVE))
-        self.cwd = options.get("cwd")
+        super().__init__(
+            store,
+            agent,
+            sessions=options.get("sessions"),
+            origin=options.get("origin", TurnOrigin.INTERACTIVE),
+            cwd=options.get("cwd"),
+            shared_writes=options.get("shared_writes", False),
+            curated_writes=options.get("curated_writes", False),
+        )
         self.turn_id = options.get("turn_id")
-        self.shared_writes = bool(options.get("shared_writes", False))
-        self.curated_writes = bool(options.get("curated_writes", False))
         cats = options.get("categories", CATEGORIES)
         if isinstance(cats, str) or not all(isinstance(c, str) and c for c in cats):
             raise ValueError(f"'categories' must be a list of category names (got {cats!r:.80})")
@@ -259,73 +258,19 @@ class MemoryTools(Sequence[MemoryTool]):
         if category not in self.categories:
             allowed = list(self.categories)
             raise ValueError(f"'category' must be one of {allowed} (got {category!r:.40})")
-        config = policy_for(self.agent, self.origin, has_session(self.sessions)).config
+        config = self.policy().config
         refuse_unshown(key, text, "key" in args, config)
         if session is None and not self.shared_writes:
             raise ValueError(SHARED_REFUSED)
         return text, key, fields
 
-    def _may_replace(self, key: str, session: str | None, given: bool = False) -> None:
-        """A shared write must not replace a curated shared row (without ``curated_writes``),
-        and a derived key the model gives must name a row of its own (``DERIVED_REFUSED``
-        alike for a missing one and another scope's: no oracle of another user's facts)."""
-        get = getattr(self.store, "get", None)
-        if given and DERIVED.fullmatch(key):
-            mine = callable(get) and (found := get(key)) is not None and self._visible(found)
-            if not mine:
-                raise ValueError(DERIVED_REFUSED)
-        if session is not None or self.curated_writes or not callable(get):
-            return
-        found = get(key)
-        shared = found is not None and getattr(found, "session_id", None) is None
-        if shared and getattr(found, "source", None) not in TOOL_SOURCES:
-            raise ValueError(CURATED_REFUSED)
-
     def _render_args(self, query: object) -> dict[str, Any]:
         if not isinstance(query, str) or not query.strip():
             raise ValueError("'query' must be a non-empty string")
-        policy = policy_for(self.agent, self.origin, has_session(self.sessions))
+        policy = self.policy()
         alias = self.agent.agent if self.agent is not None else None
         turn = TurnMeta("tool", alias, self.turn_id or _core.new_turn_id())
         return {"policy": policy, "sessions": self.sessions, "turn": turn, "cwd": self.cwd}
-
-    def _forget(self, key: object) -> str:
-        if not isinstance(key, str) or not key:
-            raise ValueError("'key' must be a non-empty string")
-        get, forget = getattr(self.store, "get", None), getattr(self.store, "forget", None)
-        if not callable(get) or not callable(forget):
-            return "This memory cannot forget."
-        record = get(key)
-        if record is None or not self._visible(record):
-            return f"No memory under {key!r}."
-        shared = getattr(record, "session_id", None) is None
-        if shared and not self.shared_writes:
-            raise ValueError(SHARED_REFUSED)  # "Error: ...", as the same write's refusal
-        if shared and not self.curated_writes and record.source not in TOOL_SOURCES:
-            raise ValueError(CURATED_REFUSED)
-        if not _scoped(forget):
-            return "This memory cannot forget within a scope; nothing was forgotten."
-        # One statement, limited to the tools' scopes: a row another scope wrote under
-        # the key since the look above is never the one forgotten.
-        named: list[str | None] = [s for s in self.sessions if s is not None]
-        if self.shared_writes:
-            named.append(None)
-        sources = None if self.curated_writes else TOOL_SOURCES
-        if not forget(key, sessions=named, shared_sources=sources):
-            return f"No memory under {key!r}."
-        return f"Forgot {key!r}."
-
-    def _visible(self, record: Any) -> bool:
-        """Active, of the tools' sessions or shared, and of their profile (governance on)."""
-        if getattr(record, "status", "active") != "active":
-            return False
-        session = getattr(record, "session_id", None)
-        if session is not None and session not in self.sessions:
-            return False
-        policy = policy_for(self.agent, self.origin, has_session(self.sessions))
-        mine = _core.profile_fields(policy.config, self.cwd).get("profile_id")
-        theirs = getattr(record, "profile_id", None)
-        return mine is None or theirs is None or mine == theirs
 
     def call(self, name: str, arguments: str | Mapping[str, Any] | None = None) -> str:
         """Run one tool call; the text for the model. Never raises: a bad call or a failing
@@ -370,14 +315,6 @@ class MemoryTools(Sequence[MemoryTool]):
         except Exception as exc:  # noqa: BLE001 - memory never fails the turn
             _log.warning("memory_inject: tool %s failed", name, exc_info=exc)
             return f"Error: memory failed ({type(exc).__name__})"
-
-
-def _scoped(forget: Any) -> bool:
-    """True when the store's ``forget`` takes ``sessions`` (limits itself to scopes)."""
-    try:
-        return "sessions" in inspect.signature(forget).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _recalled(result: RenderResult) -> str:
