@@ -111,7 +111,8 @@ class ToolOptions(TypedDict, total=False):
     #: The turn's session scopes: writes go to the first, recall and forget see them all
     #: (None: no session, as for a render).
     sessions: Iterable[str | None] | None
-    #: The turn's origin (default ``interactive``): its policy shapes recall.
+    #: The turn's origin (default ``interactive``): its policy shapes recall, and when it
+    #: gives the origin no memory (``enabled: false``) every call is refused.
     origin: TurnOrigin | str
     #: The working directory the governance profile is resolved from.
     cwd: str | os.PathLike[str] | None
@@ -224,6 +225,8 @@ class MemoryTools(ToolScope, Sequence[MemoryTool]):
     def _args(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
         if not self.handles(name):
             raise ValueError(f"unknown tool {name!r}; these are {[t.name for t in self.tools]}")
+        if name != RECALL:  # memory off for the origin: no write, as no recall (which skips)
+            self.refuse_when_off("stored" if name == STORE else "forgotten")
         if arguments is None or arguments == "":
             return {}
         try:
