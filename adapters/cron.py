@@ -4,7 +4,9 @@ The core policy gives cron turns a block without conversation memory. A job
 with ``uses_memory: false`` is memory-free end to end (zeroclaw issue 8695):
 the turn is suppressed, the store is never called (no recall; one memory_skipped) and
 the run is bound to no memory at all (:attr:`CronTurn.store` is None, so
-the host offers the job no memory tools either). Cron turns never autosave.
+the host offers the job no memory tools either). The same holds for every run
+the policy gives no memory, such as ``origins: {cron: {enabled: false}}``.
+Cron turns never autosave.
 
 The jobs file and :class:`CronJob` belong to :mod:`memory_inject.config`, so a
 bad jobs file is checked, and worded, like a bad agent file; they are
@@ -32,7 +34,8 @@ def cron_query(job: CronJob) -> str:
 
 @frozen(kw_only=True)
 class CronTurn(_core.Injection):
-    """The job's run: ``prompt`` is what the model gets; ``store`` the store bound to it."""
+    """The job's run: ``prompt`` is what the model gets; ``store`` the store bound to it
+    (None when the run's policy gives it no memory: bind no memory tools then)."""
 
     job: CronJob
     store: Memory | None = None
@@ -58,7 +61,10 @@ class CronAdapter(Adapter):
         )
 
     def _turn(self, job: CronJob, injection: _core.Injection) -> CronTurn:
-        return turn_of(CronTurn, injection, job=job, store=self.store if job.uses_memory else None)
+        # A run the policy gives no memory (suppressed, origin_disabled, sub_turn) hands
+        # out no store: tools bound to it would read and write what the turn may not.
+        store = self.store if injection.policy.inject else None
+        return turn_of(CronTurn, injection, job=job, store=store)
 
     def run(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The job's prompt with its block; never raises because of memory.
