@@ -6,7 +6,10 @@ autosaves, a :class:`~._core.Save`. :meth:`Adapter._serve` (and its async twin
 policy and the render (:func:`._core.run`), then the autosave with the turn's
 policy, so the saved row carries the profile the render used, then the
 turn's session row (:func:`._core.record_turn`, with ``memory.sessions.record``).
-Subclasses add only their request shape and their turn type.
+A turn that starts at the adapter (channel, cron, daemon, agent_direct) goes through
+:meth:`Adapter._serve_turn`, which checks and sets the turn mark of :mod:`._turns` as
+:class:`~.loop.MemoryLoop` does: a ``sub_turn`` inside a live turn, the live turn while
+it renders. Subclasses add only their request shape and their turn type.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import attrs
 from memory_inject.config import AgentConfig
 from memory_inject.config._constraints import did_you_mean
 from memory_inject.contract import Memory, supports
-from memory_inject.models import TurnMeta
+from memory_inject.models import TurnMeta, TurnOrigin
 
 from . import _core
+from ._turns import LoopTurn, active_turn, serving
 
 __all__ = ["Adapter", "AdapterOptions", "check_store", "turn_of"]
 
@@ -156,6 +160,42 @@ class Adapter:
             saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)
             injection = _with_save(injection, saved)
         return await _core.arecord_turn(self.store, injection, tools=tools, cwd=self.cwd)
+
+    def _entered(self, req: _core.TurnInput) -> tuple[_core.TurnInput, LoopTurn]:
+        """``req`` as a turn that starts here, and its mark: a ``sub_turn`` when another turn
+        is live in this context (any adapter's), as :class:`~.loop.MemoryLoop` decides."""
+        nested = active_turn() is not None
+        if nested:
+            req = attrs.evolve(req, origin=TurnOrigin.SUB_TURN)
+        if req.origin is None:
+            raise TypeError("an adapter's TurnInput needs an 'origin'")
+        mark = LoopTurn(
+            origin=req.origin,
+            sessions=req.sessions,
+            suppress=req.suppress,
+            turn_id=req.turn.turn_id,
+            owner=self,
+            nested=nested,
+        )
+        return req, mark
+
+    def _serve_turn(self, req: _core.TurnInput, save: _core.Save | None = None) -> _core.Injection:
+        """:meth:`_serve` for a turn that starts at this adapter (a channel message, a cron
+        run, a heartbeat, a direct request): a ``sub_turn`` inside a live turn, and the live
+        turn itself while it renders (:func:`._turns.serving`), so an agent its event's
+        receivers run is one. The mark is this task's or thread's alone, and ends with
+        the render on every exit path."""
+        req, mark = self._entered(req)
+        with serving(mark):
+            return self._serve(req, save)
+
+    async def _aserve_turn(
+        self, req: _core.TurnInput, save: _core.Save | None = None
+    ) -> _core.Injection:
+        """The async twin of :meth:`_serve_turn`."""
+        req, mark = self._entered(req)
+        with serving(mark):
+            return await self._aserve(req, save)
 
 
 def _with_save(injection: _core.Injection, saved: tuple[str | None, str | None]) -> _core.Injection:

@@ -4,8 +4,9 @@ This module owns the context variable that marks "inside a wrapped turn"
 (:data:`CURRENT`), the mark itself (:class:`LoopTurn`), and the test that a
 mark left open across calls is still live (:func:`_running`: the code that
 opened it has not returned). :class:`~.loop.MemoryLoop` and the client
-wrappers (:mod:`._client`) open and close marks; :func:`current_turn` is
-public from :mod:`.loop`.
+wrappers (:mod:`._client`) open and close marks, and the entry adapters
+(channel, cron, daemon, agent_direct: :meth:`~._base.Adapter._serve_turn`)
+mark each turn while it renders; :func:`current_turn` is public from :mod:`.loop`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from memory_inject.models import TurnMeta, TurnOrigin
 from . import _core
 
 if TYPE_CHECKING:
-    from .loop import MemoryLoop
+    from ._base import Adapter
 
 __all__ = ["CURRENT", "LoopTurn", "active_turn", "current_turn", "serving", "where_running"]
 
@@ -39,7 +40,8 @@ class LoopTurn:
     sessions: tuple[str | None, ...]
     suppress: bool
     turn_id: str
-    owner: MemoryLoop = field(repr=False, eq=False)
+    #: The adapter whose turn it is (a loop's own ``prepare`` continues only its own turn).
+    owner: Adapter = field(repr=False, eq=False)
     nested: bool = False
     injection: _core.Injection | None = None
     #: The raw text of the turn's user message, set by its first ``prepare``.
@@ -152,7 +154,12 @@ def current_turn() -> LoopTurn | None:
 def serving(turn: LoopTurn) -> Iterator[None]:
     """While ``turn`` renders, it is the active turn (a one-shot one too: an agent that its
     event's receivers run is a ``sub_turn``) and it is serving (its own ``prepare`` from
-    there renders nothing)."""
+    there renders nothing).
+
+    A turn this marks (a one-shot turn: ``prepare`` outside ``turn()``, a channel message,
+    a cron run, a heartbeat, a direct request) ends with its render, on every exit path
+    (return, exception, cancellation): the mark is reset here and closed for every copy of
+    the context taken inside it (a task or thread a receiver started)."""
     token = CURRENT.set(turn) if active_turn() is not turn else None
     turn.serving = True
     try:
@@ -160,4 +167,5 @@ def serving(turn: LoopTurn) -> Iterator[None]:
     finally:
         turn.serving = False
         if token is not None:
+            turn.close()
             CURRENT.reset(token)

@@ -78,11 +78,11 @@ class AgentDirectAdapter(Adapter):
     ) -> DirectTurn:
         """Recall and render for one request; never raises because of memory."""
         req = self._request(text, session_id, turn_id)
-        return turn_of(DirectTurn, self._serve(req, self._save(req, session_id)))
+        return turn_of(DirectTurn, self._serve_turn(req, self._save(req, session_id)))
 
     async def arequest(
         self, text: str, *, session_id: str | None = None, turn_id: str | None = None
     ) -> DirectTurn:
         """The async twin of :meth:`request`."""
         req = self._request(text, session_id, turn_id)
-        return turn_of(DirectTurn, await self._aserve(req, self._save(req, session_id)))
+        return turn_of(DirectTurn, await self._aserve_turn(req, self._save(req, session_id)))

@@ -250,10 +250,10 @@ class ChannelAdapter(Adapter):
 
     def handle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """Recall and render for one inbound message; never raises because of memory."""
-        injection = self._serve(self._request(message, turn_id), self._save(message))
+        injection = self._serve_turn(self._request(message, turn_id), self._save(message))
         return turn_of(ChannelTurn, injection, message=message)
 
     async def ahandle(self, message: InboundMessage, *, turn_id: str | None = None) -> ChannelTurn:
         """The async twin of :meth:`handle`."""
-        injection = await self._aserve(self._request(message, turn_id), self._save(message))
+        injection = await self._aserve_turn(self._request(message, turn_id), self._save(message))
         return turn_of(ChannelTurn, injection, message=message)

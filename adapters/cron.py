@@ -5,8 +5,8 @@ with ``uses_memory: false`` is memory-free end to end (zeroclaw issue 8695):
 the turn is suppressed, the store is never called (no recall; one memory_skipped) and
 the run is bound to no memory at all (:attr:`CronTurn.store` is None, so
 the host offers the job no memory tools either). The same holds for every run
-the policy gives no memory, such as ``origins: {cron: {enabled: false}}``.
-Cron turns never autosave.
+the policy gives no memory: ``origins: {cron: {enabled: false}}``, and a run
+started inside a live turn (a ``sub_turn``). Cron turns never autosave.
 
 The jobs file and :class:`CronJob` belong to :mod:`memory_inject.config`, so a
 bad jobs file is checked, and worded, like a bad agent file; they are
@@ -72,8 +72,8 @@ class CronAdapter(Adapter):
         A memory-free job never reaches the store: its policy is a skip
         (suppressed), which the render announces without touching the store.
         """
-        return self._turn(job, self._serve(self._request(job, turn_id)))
+        return self._turn(job, self._serve_turn(self._request(job, turn_id)))
 
     async def arun(self, job: CronJob, *, turn_id: str | None = None) -> CronTurn:
         """The async twin of :meth:`run`."""
-        return self._turn(job, await self._aserve(self._request(job, turn_id)))
+        return self._turn(job, await self._aserve_turn(self._request(job, turn_id)))

@@ -50,10 +50,10 @@ class DaemonAdapter(Adapter):
         return _core.TurnInput(origin=TurnOrigin.DAEMON, query=query, turn=self._meta(turn_id))
 
     def _run(self, query: str, turn_id: str | None) -> DaemonTurn:
-        return turn_of(DaemonTurn, self._serve(self._request(query, turn_id)))
+        return turn_of(DaemonTurn, self._serve_turn(self._request(query, turn_id)))
 
     async def _arun(self, query: str, turn_id: str | None) -> DaemonTurn:
-        return turn_of(DaemonTurn, await self._aserve(self._request(query, turn_id)))
+        return turn_of(DaemonTurn, await self._aserve_turn(self._request(query, turn_id)))
 
     def heartbeat(
         self, task_text: str, priority: str = "normal", *, turn_id: str | None = None
