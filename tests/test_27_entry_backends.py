@@ -39,7 +39,7 @@ from memory_inject.contract import RecallQuery
 from memory_inject.exceptions import KeyOwnedError
 from memory_inject.records import ENTRY_KEY, MemoryRecord
 from memory_inject.storage import MarkdownStore, NoneStore
-from memory_inject.storage import markdown as markdown_module
+from memory_inject.storage import _markdown_writes as markdown_writes
 from memory_inject.storage._jsonl import record_from_json
 from memory_inject.storage.markdown import CORE_FILE, DAILY_DIR, markdown_score
 from memory_inject.storage.none import NOTE
@@ -661,7 +661,7 @@ class TestMarkdownFiles:
             raise OSError("disk full")
 
         monkeypatch.setattr(os, "replace", fail)
-        with pytest.raises(OSError, match="disk full"):
+        with pytest.raises(StorageError, match=f"{CORE_FILE}: store: disk full"):
             md.store("b", "beta")
         monkeypatch.undo()
         assert (before, [".lock", CORE_FILE], 1) == (
@@ -674,7 +674,7 @@ class TestMarkdownFiles:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         """Where ``fcntl`` is missing (Windows) threads still lose nothing."""
-        monkeypatch.setattr(markdown_module, "fcntl", None)
+        monkeypatch.setattr(markdown_writes, "fcntl", None)
         store = MarkdownStore(tmp_path / "agent")
         threads = [
             threading.Thread(target=store.store, args=(f"k{n}", f"memory {n}")) for n in range(6)

@@ -28,9 +28,10 @@ conversation), and ``store`` is an upsert by key that ``forget`` can undo
 (zeroclaw appends lines and cannot forget).
 
 Writes are durable and never lost: under one lock per folder in the process,
-and an advisory lock on ``.lock`` across processes where ``fcntl`` exists,
-the files are read again, changed and replaced atomically (a temporary file,
-``fsync``, ``os.replace``, then the folder's ``fsync``). A ``fork()`` waits for
+and advisory locks on the folder and its ``.lock`` across processes where
+``fcntl`` exists, the files are read again, changed and replaced atomically (a
+temporary file, ``fsync``, ``os.replace``, then the folder's ``fsync``), those
+gaining a block first (:mod:`._markdown_writes`). A ``fork()`` waits for
 the calls in flight under a folder's lock (:func:`~._forks.track`): one in flight
 at the fork left the lock held in the child for good, and a write's open
 ``.lock`` file too, whose advisory lock then stayed held until the child exited,
@@ -68,14 +69,14 @@ from memory_inject.storage._markdown_format import (
     read_doc,
     render_doc,
     visible,
-    write_atomic,
+)
+from memory_inject.storage._markdown_writes import (
+    drop_stale,
+    folder_locked,
+    storage_error,
+    write_docs,
 )
 from memory_inject.storage.records import MemoryRecord, carry_over, store_draft
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: the in-process lock only
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MarkdownStore", "markdown_score"]
 
@@ -184,20 +185,19 @@ class MarkdownStore:
         return latest(docs.values(), self._namespace)
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[dict[Path, Doc]]:
-        """The files as they are now, under both locks; changed documents are written back."""
-        with self._lock:
-            self._root.mkdir(parents=True, exist_ok=True)
-            with open(self._root / ".lock", "a+b") as lock:
-                if fcntl is not None:
-                    fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    def _writing(self, op: str = "write") -> Iterator[dict[Path, Doc]]:
+        """The files as they are now, under both locks; changed documents are written back
+        (gaining files first, :mod:`._markdown_writes`); an ``OSError`` is a ``StorageError``."""
+        with self._lock, contextlib.ExitStack() as held:
+            try:
+                held.enter_context(folder_locked(self._root))
                 docs = self._load()
-                before = {p: render_doc(d) for p, d in docs.items()}
-                yield docs
-                for p, d in docs.items():
-                    text = render_doc(d)
-                    if before.get(p) != text:
-                        write_atomic(p, text)
+                before = {p: (render_doc(d), list(d.records)) for p, d in docs.items()}
+            except OSError as exc:
+                raise storage_error(exc, self._root, op) from exc
+            drop_stale(docs)  # a copy a writer stopped between two files left
+            yield docs
+            write_docs(docs, before, op)
 
     def _put(self, docs: dict[Path, Doc], record: MemoryRecord) -> None:
         """Replace the record under ``record.key`` (in whichever file) with ``record``."""
@@ -239,7 +239,7 @@ class MarkdownStore:
             fields=fields,
             now=datetime.now(UTC),
         )
-        with self._writing() as docs:
+        with self._writing("store") as docs:
             old = self._find(docs, key)
             refuse_owned(old, draft.session_id, key, "store")
             record = draft if old is None else carry_over(draft, old, fields, timestamp)
@@ -273,7 +273,7 @@ class MarkdownStore:
         """Write ``record`` as given; a live memory of another scope under its key is refused
         (:class:`~memory_inject.exceptions.KeyOwnedError`) unless ``move=True``."""
         self._check(record)
-        with self._writing() as docs:
+        with self._writing("upsert") as docs:
             if not move:
                 refuse_owned(self._find(docs, record.key), record.session_id, record.key, "upsert")
             self._put(docs, record)
@@ -285,7 +285,7 @@ class MarkdownStore:
         self._check(new)
         if new.key == old_key:
             raise ValueError(f"a memory cannot supersede itself (key {old_key!r})")
-        with self._writing() as docs:
+        with self._writing("supersede") as docs:
             old = self._find(docs, old_key)
             if old is None or old.deleted_at is not None:
                 raise KeyError(old_key)
@@ -307,7 +307,7 @@ class MarkdownStore:
 
     def forget(self, key: str) -> bool:
         """Remove the memory's block from its file; True if there was one."""
-        with self._writing() as docs:
+        with self._writing("forget") as docs:
             old = self._find(docs, key)
             return self._drop(docs, key) and old is not None and old.deleted_at is None
 
