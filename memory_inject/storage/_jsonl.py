@@ -10,10 +10,12 @@ written in the fixed-width UTC form the SQLite store also keeps on disk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -274,13 +276,50 @@ def read_jsonl(src: str | os.PathLike[str] | IO[str]) -> Iterator[tuple[int, Mem
 
 
 def write_jsonl(dst: str | os.PathLike[str] | IO[str], records: Iterable[MemoryRecord]) -> int:
-    """Write one JSON object per record; returns how many were written."""
+    """Write one JSON object per record; returns how many were written. A path is
+    replaced whole (:func:`_replace_file`): a full disk or a kill leaves the file it had."""
     if isinstance(dst, str | os.PathLike):
-        with open(dst, "w", encoding="utf-8") as fh:
-            return write_jsonl(fh, records)
+        return _replace_file(os.fspath(dst), records)
     n = 0
     for record in records:
         dst.write(json.dumps(record_to_json(record), ensure_ascii=False, sort_keys=False))
         dst.write("\n")
         n += 1
+    return n
+
+
+def _replace_file(dst: str, records: Iterable[MemoryRecord]) -> int:
+    """The records written to a temporary file beside ``dst`` (its mode, if it exists),
+    ``fsync``-ed and renamed over it; the temporary file is removed when anything fails.
+    The export was written in place: one onto a full disk cut the previous backup short.
+    A path that is not a regular file (a FIFO, ``/dev/stdout``) is written in place."""
+    target = os.path.realpath(dst)  # a symbolic link's file is replaced, as it was written
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(dst, "w", encoding="utf-8") as fh:
+            return write_jsonl(fh, records)
+    folder, name = os.path.split(target)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies
+    try:
+        with open(fd, "w", encoding="utf-8") as fh:
+            if st is not None:
+                os.chmod(tmp, stat.S_IMODE(st.st_mode))  # a private backup stays private
+            n = write_jsonl(fh, records)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename made durable; not every platform can
+        dir_fd = os.open(folder or ".", os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
     return n
