@@ -24,8 +24,10 @@ says it is the graph of the same vectors:
 Hashing is on the build's thread, never on a recall: at 1M rows of 256
 dimensions the vectors' digest takes about 1 s, and loading the 0.9 GB graph
 (its digest checked) 3 to 6 s, against 7 minutes or more to build it. Files
-are written under a temporary name and renamed into place; a directory that
-cannot be written leaves the graph in memory only. A wrong or stale graph
+are written under a temporary name and renamed into place; a save that fails
+(a directory that cannot be written, a full disk) removes its temporary files
+and leaves the graph in memory only, and a dead writer's are removed by the
+next save or load. A wrong or stale graph
 could only cost recall, never a wrong row: every candidate's scope and cosine
 are read from the matrix.
 """
@@ -36,7 +38,9 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -48,6 +52,7 @@ __all__ = [
     "database_file",
     "graph_path",
     "load_graph",
+    "remove_stale_temps",
     "save_graph",
     "saved_slots",
     "vectors_digest",
@@ -57,6 +62,10 @@ __all__ = [
 FORMAT = 1
 
 _BLOCK = 1 << 24
+#: A save's temporary file untouched this long is removed if its process is gone,
+#: and this long in any case (seconds).
+_DEAD_AFTER = 600.0
+_ANY_AFTER = 86400.0
 
 
 def database_file(conn: sqlite3.Connection) -> str | None:
@@ -104,7 +113,11 @@ def _stamp_path(path: Path) -> Path:
 
 def save_graph(index: Any, path: Path, stamp: dict[str, Any]) -> bool:
     """Save ``index`` at ``path`` with ``stamp`` (what it was built from) beside it;
-    False when the directory cannot be written (the graph stays in memory only)."""
+    False when the save fails (the graph stays in memory only), its temporary files
+    removed. usearch reports a full disk as ``RuntimeError('Failed to serialize into
+    stream')``: only ``OSError`` was caught, so the temporary file stayed and the
+    finished graph was thrown away for the life of the process."""
+    remove_stale_temps(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
     stamp_tmp = _stamp_path(tmp)
     try:
@@ -114,12 +127,56 @@ def save_graph(index: Any, path: Path, stamp: dict[str, Any]) -> bool:
         stamp_tmp.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
         os.replace(tmp, path)
         os.replace(stamp_tmp, _stamp_path(path))
-    except OSError:
+    except BaseException as exc:
         for p in (tmp, stamp_tmp):
             with contextlib.suppress(OSError):
                 p.unlink()
+        if not isinstance(exc, Exception):
+            raise
         return False
     return True
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (on Windows: assumed, as
+    ``os.kill`` there ends the process)."""
+    if os.name == "nt":  # pragma: no cover
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_temps(path: Path) -> int:
+    """Remove the temporary files of saves of ``path`` that died (killed, or before the
+    fix above): those of a process that no longer runs, untouched for ``_DEAD_AFTER``
+    seconds (a writer in another container may have a pid this one does not see), and
+    any untouched for ``_ANY_AFTER``. A live writer's file is written or read all along.
+    Returns how many were removed."""
+    pattern = re.compile(rf"{re.escape(path.name)}\.(\d+)-[0-9a-f]{{8}}\.tmp(\.json)?")
+    now, removed = time.time(), 0
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return 0
+    for name in names:
+        found = pattern.fullmatch(name)
+        if found is None:
+            continue
+        temp = path.with_name(name)
+        try:
+            idle = now - temp.stat().st_mtime
+            pid = int(found.group(1))
+            if idle > _ANY_AFTER or (idle > _DEAD_AFTER and pid != os.getpid() and not _alive(pid)):
+                temp.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def saved_slots(path: Path) -> int | None:
@@ -138,6 +195,7 @@ def load_graph(path: Path, stamp: dict[str, Any], slots: Any, index_type: Any) -
     its stamp is ``stamp`` and it holds exactly the slots ``slots``; None otherwise
     (missing, stale, damaged: the caller builds)."""
     _np = numpy_or_none()
+    remove_stale_temps(path)
     try:
         saved = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
         if not isinstance(saved, dict) or saved.get("format") != FORMAT:
