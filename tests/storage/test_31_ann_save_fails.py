@@ -34,7 +34,9 @@ from tests.storage.test_29_ann_1m import (
 )
 from tests.storage.test_29_vector_ann import NOW, fill, scope_of
 
-pytest.importorskip("usearch")
+# Not importorskip("usearch"): imported before onnxruntime, usearch crashes onnxruntime's
+# import (test_29_vector_ann); the store's loader imports them in the safe order.
+pytestmark = pytest.mark.skipif(_ann.usearch_or_none() is None, reason="no usearch")
 
 
 @pytest.fixture
