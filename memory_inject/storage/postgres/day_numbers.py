@@ -12,7 +12,7 @@ hits, one more statement (:func:`day_stmt`) reads what the rule needs:
   under B where the day does not hold it, or, where it does, in the content or tags
   parsed again (label B holds both). Labels C and D (the neighbours) are never the day's;
 * once per statement, which numbers no row holds outside its day words (``loose``), over
-  the whole table as SQLite's MATCH looks (every namespace, forgotten rows too), stopping
+  the namespace's rows (forgotten ones too) as SQLite's MATCH looks, stopping
   at the first row that holds it there. The work is bounded: at most :data:`LOOSE_SCAN`
   rows holding the number are looked at (the GIN index's, in table order), each by its
   tsvector's labels and its day words, its content and tags parsed again only when they
@@ -89,7 +89,7 @@ def day_query(names: TableNames, config: str) -> sql.Composed:
         # as far as the EXISTS below asks.
         "held AS MATERIALIZED (SELECT y.i, d.* FROM y CROSS JOIN LATERAL "
         "(SELECT d.tsv, d.ctx_day, d.content, d.tags FROM {t} AS d "
-        "WHERE d.tsv @@ y.q LIMIT %(scan)s) AS d) "
+        "WHERE d.tsv @@ y.q AND d.namespace = %(ns)s LIMIT %(scan)s) AS d) "
         "SELECT k.id, tsvector_to_array(to_tsvector({cfg}::regconfig, {w}(k.ctx_day))), "
         "ARRAY(SELECT k.tsv @@ x.a OR CASE WHEN {k_day} THEN {own_k} "
         "ELSE k.tsv @@ x.b END "

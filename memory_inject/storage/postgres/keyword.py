@@ -4,7 +4,7 @@
 every match of the prompt's tsquery ranked, or (``selective``) candidates
 selected by the query's rarest lexemes within a row budget, every query word
 still counting in the rank. Each row also says which query lexemes it holds
-and, once per statement, how many rows of the table match each query word.
+and, once per statement, how many live rows of the namespace match each query word.
 :func:`term_stats_query` reads ANALYZE's common lexemes for that budget
 (``terms``). Building the text does no I/O; :class:`~memory_inject.storage.postgres.queries.Queries`
 caches it and adds the parameters.
@@ -83,7 +83,8 @@ def keyword_query(
     # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
     extra = sql.SQL(
         ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
-        "WHERE d.tsv @@ x.q AND d.deleted_at IS NULL LIMIT %(cap)s) AS c) "
+        "WHERE d.tsv @@ x.q AND d.deleted_at IS NULL AND d.namespace = %(ns)s "
+        "LIMIT %(cap)s) AS c) "
         "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
     ).format(t=t)
     if cosine:
@@ -103,8 +104,9 @@ def keyword_query(
 def term_stats_query(t: sql.Identifier) -> sql.Composed:
     """ANALYZE's common lexemes of ``t``'s ``tsv`` with their row estimates, and its rows.
 
-    The last column is the exact row count when the table is small (or was
-    never analyzed), else NULL. Its one parameter, ``rel``, is the table's name.
+    The last column is the exact count of the namespace's live rows when the table is
+    small (or was never analyzed), else NULL. Its parameters: ``rel``, the table's name,
+    and ``ns``, the namespace.
     """
     return sql.SQL(
         "SELECT coalesce(array_agg(m.e ORDER BY m.e) FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
@@ -112,7 +114,7 @@ def term_stats_query(t: sql.Identifier) -> sql.Composed:
         " FILTER (WHERE m.e IS NOT NULL), '{{}}'),"
         " max(c.reltuples),"
         " CASE WHEN coalesce(max(c.reltuples), -1) < {exact}"
-        " THEN (SELECT count(*) FROM {t} WHERE deleted_at IS NULL) END"
+        " THEN (SELECT count(*) FROM {t} WHERE namespace = %(ns)s AND deleted_at IS NULL) END"
         " FROM pg_class AS c"
         " JOIN pg_namespace AS ns ON ns.oid = c.relnamespace"
         " LEFT JOIN pg_stats AS s ON s.schemaname = ns.nspname AND s.tablename = c.relname"

@@ -125,7 +125,7 @@ class Queries:
 
         Each row ends with its rank, whether it matches each of the tsqueries
         ``probes`` (which labels of its tsvector hold a query lexeme), how many
-        rows of the whole table match each of the tsqueries ``frequencies``,
+        live rows of the namespace match each of the tsqueries ``frequencies``,
         capped at ``DF_CAP`` (the same on every row, computed once), and with
         ``vector`` its cosine similarity to it (``"minmax"`` fusion). Only
         parameters vary, so psycopg prepares the statement after a few runs.
@@ -169,10 +169,10 @@ class Queries:
     def term_stats(self) -> Stmt:
         """ANALYZE's common lexemes of ``tsv`` with their row estimates, and the table's rows.
 
-        The last column is the exact row count when the table is small (or
-        was never analyzed), else NULL.
+        The last column is the exact count of the namespace's live rows when the
+        table is small (or was never analyzed), else NULL.
         """
-        return Stmt(term_stats_query(self.t), {"rel": self.t.as_string()})
+        return Stmt(term_stats_query(self.t), {"rel": self.t.as_string(), "ns": self.ns})
 
     def nearest(self, scope: Scope, vector: str, limit: int, far: str | None = None) -> Stmt:
         """Live rows with a vector, nearest to ``vector`` first, each with its cosine similarity.

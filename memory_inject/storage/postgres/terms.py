@@ -10,11 +10,13 @@ tested with weight-restricted tsqueries (:func:`probes`).
 * A word's lexemes are what ``to_tsvector(config, word)`` makes of it (the
   index's own normalisation); a word the configuration drops (its stop list is
   longer than the library's) is not a term. Lexemes are cached per store.
-* Document frequencies are exact counts over the whole table (every namespace,
-  forgotten rows too, as FTS5 counts them), capped at :data:`DF_CAP` rows so a
-  common word costs little; a capped count takes ANALYZE's estimate when the
-  lexeme is among the column's most common elements. The row count is exact
-  on tables below :data:`EXACT_ROWS` rows and ``reltuples`` above.
+* Document frequencies are exact counts of the namespace's live rows (as FTS5
+  counts a namespace's rows on a SQLite file of several), capped at :data:`DF_CAP`
+  rows so a common word costs little; a capped count takes ANALYZE's estimate when
+  the lexeme is among the column's most common elements. The row count is the
+  namespace's live rows, exact, on tables below :data:`EXACT_ROWS` rows; above, it is
+  the table's ``reltuples``, and on a table that big a lexeme ANALYZE lists as common
+  is not counted but estimated over the whole table (every namespace).
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ class TermStats:
     ``lexemes``/``rows`` are the table's common lexemes (ANALYZE's most common
     elements of ``tsv``) with their estimated row counts, kept only when they
     are big enough to matter against ``budget``. ``common`` holds all of them
-    (for capped document frequencies), ``table_rows`` the table's row count
+    (for capped document frequencies), ``table_rows`` the namespace's live rows (counted on a
+    small table; the table's ``reltuples`` on a big one)
     and ``exact`` whether it was counted on a small table (so a write makes it stale).
     """
 

@@ -3,32 +3,26 @@
 :class:`MirrorIndex` holds every row's id, length and scope tokens and the
 postings of the tokens asked for so far; :func:`bm25_scores` is ``bm25()``
 computed the way FTS5 computes it (:mod:`.keyword_arrays` ranks by it),
-:func:`present_weight` what a posting proves for the coverage score.
+:func:`~.keyword_scores.kept_scores` the coverage scores of the rows kept.
 :class:`~.keyword_mirror.KeywordMirror` builds, patches and reads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memory_inject.storage.calibration import calibrated, coverage, fts5_idf, named_weights
+from memory_inject.storage.calibration import fts5_idf
 from memory_inject.storage.sqlite.changes import LogPosition
-from memory_inject.storage.sqlite.keyword_phrases import (
-    K1,
-    OWN_MASK,
-    B,
-    dated_coverage,
-    is_number,
-)
+from memory_inject.storage.sqlite.keyword_phrases import K1, OWN_MASK, B
 from memory_inject.storage.sqlite.keyword_postings import (
-    DAY_BIT,
     SCOPE_COL,
     Posting,
     posting_of,
-    present_weight,
     shared,
 )
+from memory_inject.storage.sqlite.keyword_scores import kept_scores
 from memory_inject.storage.sqlite.keyword_terms import tokens_of, tokens_of_all
 
 if TYPE_CHECKING:
@@ -55,6 +49,7 @@ class MirrorIndex:
     __slots__ = (
         "_scopes",
         "_shares",
+        "_space_df",
         "arrays",
         "by_scope",
         "heavy",
@@ -69,6 +64,8 @@ class MirrorIndex:
         "scope",
         "seq",
         "size",
+        "space",
+        "space_rows",
         "total",
     )
 
@@ -100,6 +97,11 @@ class MirrorIndex:
         # The same numbers as numpy arrays, once a ranking asks (:mod:`.keyword_arrays`),
         # told of every change below.
         self.arrays: IndexArrays | None = None
+        self.space: dict[int, str] = {}  # each row's namespace
+        self.space_rows: dict[str, int] = {}  # each namespace's rows
+        # Each loaded token's rows per namespace, while its postings do not change (asked
+        # only on an index of several namespaces).
+        self._space_df: dict[str, dict[str, int]] = {}
 
     def in_scope(self, scope_tokens: tuple[str, ...]) -> set[int]:
         """The rows whose ``ctx_scope`` holds one of ``scope_tokens`` (cached, kept current)."""
@@ -137,12 +139,33 @@ class MirrorIndex:
         self._shares[token] = cached
         return cached
 
+    def space_df(self, token: str) -> dict[str, int]:
+        """``{namespace: rows holding token}`` of a loaded ``token`` (cached)."""
+        cached = self._space_df.get(token)
+        if cached is None:
+            cached = {}
+            space = self.space
+            for rid in self.postings.get(token, ()):
+                name = space[rid]
+                cached[name] = cached.get(name, 0) + 1
+            self._space_df[token] = cached
+        return cached
+
     def set_row(
-        self, rid: int, key: str, size: int, scope: frozenset[str], near: bool = False
+        self,
+        rid: int,
+        key: str,
+        size: int,
+        scope: frozenset[str],
+        near: bool = False,
+        namespace: str = "",
     ) -> None:
-        """Hold row ``rid``: its id, length, scope tokens and whether it has near context
-        (``ctx_near``); postings come separately."""
+        """Hold row ``rid``: its id, length, scope tokens, whether it has near context
+        (``ctx_near``) and its namespace; postings come separately."""
         self._shares.clear()
+        namespace = sys.intern(namespace)  # one string object per namespace, not per row
+        self.space_rows[namespace] = self.space_rows.get(namespace, 0) + 1
+        self.space[rid] = namespace
         self.read.pop(rid, None)
         for wanted, rows in self._scopes.values():
             if scope & wanted:
@@ -189,6 +212,7 @@ class MirrorIndex:
         holding it, or the same pair from its instances), each on the row's one rid
         object and with the one equal pair (:func:`~.keyword_postings.shared`)."""
         self._shares.pop(token, None)  # the other tokens' terms do not move
+        self._space_df.pop(token, None)
         if self.arrays is not None:
             self.arrays.token_changed(token)
         if token in self.postings:
@@ -207,13 +231,20 @@ class MirrorIndex:
         return posting
 
     def add(
-        self, rid: int, key: str, size: int, counts: dict[str, list[int]], near: bool = False
+        self,
+        rid: int,
+        key: str,
+        size: int,
+        counts: dict[str, list[int]],
+        near: bool = False,
+        namespace: str = "",
     ) -> None:
         """Hold row ``rid`` from ``{token: instances per column}`` (a changed row)."""
         scope = frozenset(t for t, per_col in counts.items() if per_col[SCOPE_COL])
-        self.set_row(rid, key, size, scope, near)
+        self.set_row(rid, key, size, scope, near, namespace)
         held = [t for t in counts if t in self.postings]
         for token in held:
+            self._space_df.pop(token, None)
             new = rid not in self.postings[token]
             self.held += new
             pair = self.postings[token][rid] = posting_of(counts[token])
@@ -232,12 +263,17 @@ class MirrorIndex:
             rows.discard(rid)
         del self.ids[rid]
         del self.rids[rid]
+        name = self.space.pop(rid)
+        self.space_rows[name] -= 1
+        if not self.space_rows[name]:
+            del self.space_rows[name]
         self.near_rows -= self.near.pop(rid, False)
         self._unscope(rid)
         self.total -= self.size.pop(rid)
         if self.arrays is not None:
             self.arrays.row_removed(rid, self.loaded.get(rid, ()))
         for token in self.loaded.pop(rid, ()):
+            self._space_df.pop(token, None)
             self.held -= self.postings[token].pop(rid, None) is not None
 
     def touch(self, tokens: Iterable[str]) -> None:
@@ -260,6 +296,7 @@ class MirrorIndex:
     def _drop(self, token: str) -> None:
         posting = self.postings.pop(token)
         self._shares.pop(token, None)
+        self._space_df.pop(token, None)
         if self.arrays is not None:
             self.arrays.token_changed(token)
         self.held -= len(posting)
@@ -300,81 +337,6 @@ def bm25_scores(
                 if rid in allowed:
                     scores[rid] = get(rid, 0.0) + share
     return scores
-
-
-def kept_scores(
-    postings: Mapping[str, Mapping[int, Posting]],
-    phrases: Sequence[str],
-    weights: Sequence[float],
-    df: Sequence[int],
-    groups: Sequence[int] | None,
-    rids: Sequence[int],
-    named: Collection[int] | None = None,
-) -> list[float]:
-    """Each row's :func:`~memory_inject.storage.calibration.coverage` of ``phrases``
-    (``groups``: each phrase's word when some spell one, ``_variants.with_variants``;
-    ``named``: the rows that name a word of the prompt, where a phrase no row holds
-    weighs ``calibration.NAMED_ABSENT_WEIGHT``)."""
-    held = [postings.get(t, {}) for t in phrases]
-    heavier = named_weights(weights, df) if named else weights
-    numbers = [d > 0 and is_number(t) for t, d in zip(phrases, df, strict=True)]
-    if any(numbers):  # the day words' rule (``keyword_phrases.dated_coverage``)
-        loose = [
-            n and not any(mask & ~DAY_BIT for _, mask in p.values())
-            for n, p in zip(numbers, held, strict=True)
-        ]
-        return [
-            _dated(
-                heavier if named and rid in named else weights, held, numbers, loose, groups, rid
-            )
-            for rid in rids
-        ]
-    if groups is not None or named:
-        return [
-            coverage(
-                heavier if named and rid in named else weights,
-                [present_weight(p.get(rid)) for p in held],
-                groups,
-            )
-            for rid in rids
-        ]
-    total = sum(weights)
-    if total <= 0.0:
-        return [0.0] * len(rids)
-    pairs = list(zip(weights, held, strict=True))
-    out = []
-    for rid in rids:  # coverage(weights, present), summed here: the hot loop of a recall
-        share = 0.0
-        own = False
-        for w, posting in pairs:
-            found = posting.get(rid)
-            if found is not None:
-                present = present_weight(found)
-                share += w * present
-                own = own or present >= 1.0
-        out.append(calibrated(share, total, own=own))
-    return out
-
-
-def _dated(
-    weights: Sequence[float],
-    held: Sequence[Mapping[int, Posting]],
-    numbers: Sequence[bool],
-    loose: Sequence[bool],
-    groups: Sequence[int] | None,
-    rid: int,
-) -> float:
-    """Row ``rid``'s coverage by ``keyword_phrases.dated_coverage``, from its postings."""
-    found = [p.get(rid) for p in held]
-    present = [present_weight(f) for f in found]
-    dated = any(
-        f is not None and f[1] & DAY_BIT and not n for f, n in zip(found, numbers, strict=True)
-    )
-    text = [
-        present_weight((f[0], f[1] & ~DAY_BIT)) if n and f is not None else 0.0
-        for f, n in zip(found, numbers, strict=True)
-    ]
-    return dated_coverage(weights, present, numbers, text, loose, dated, groups)
 
 
 def single_tokens(

@@ -15,7 +15,9 @@ its column weights, row length and average length, summed over the query's
 phrases in order (so scores are bit-for-bit FTS5's whole-query bm25, the
 exact order the SQL path approximates on large stores), ties by id, and
 :func:`~memory_inject.storage.calibration.coverage` from the columns each
-word is in. A test holds the two together on random stores.
+word is in, its weights counted over the namespace's own rows when the index
+holds several namespaces (as :mod:`.space_counts` counts them for the SQL
+path). A test holds the two together on random stores.
 
 **When.** Only for an index of at most :data:`MAX_ROWS` rows, only once the
 store has made :data:`AFTER_RECALLS` keyword recalls in this process (a
@@ -226,8 +228,8 @@ class KeywordMirror:
         index = MirrorIndex(head)
         # One set of scope tokens per session, shared by its rows.
         scopes: dict[str, frozenset[str]] = {"": frozenset()}
-        for rid, key, scope, near, sz in conn.execute(
-            "SELECT m.rid, m.id, m.ctx_scope, m.ctx_near, d.sz FROM memories AS m "
+        for rid, key, scope, near, sz, space in conn.execute(
+            "SELECT m.rid, m.id, m.ctx_scope, m.ctx_near, d.sz, m.namespace FROM memories AS m "
             "LEFT JOIN memories_fts_docsize AS d ON d.id = m.rid WHERE m.deleted_at IS NULL"
         ):
             text = str(scope) if scope else ""
@@ -235,7 +237,7 @@ class KeywordMirror:
             if tokens is None:
                 tokens = scopes[text] = frozenset(tokens_of(text))
             size = row_length(bytes(sz)) if sz else 0
-            index.set_row(int(rid), str(key), size, tokens, near is not None)
+            index.set_row(int(rid), str(key), size, tokens, near is not None, str(space))
         self.builds += 1
         return index
 
@@ -248,7 +250,7 @@ class KeywordMirror:
         if rids:
             # Each changed row with its indexed bytes (the last column), in one statement.
             found = conn.execute(
-                f"SELECT m.rid, m.id, m.ctx_near, {_M_COLUMNS}, {_ROW_BYTES} "  # noqa: S608
+                f"SELECT m.rid, m.id, m.ctx_near, m.namespace, {_M_COLUMNS}, {_ROW_BYTES} "  # noqa: S608
                 "FROM memories AS m WHERE m.rid IN (SELECT value FROM json_each(?)) "
                 "AND m.deleted_at IS NULL",  # a forgotten row is not in the index (schema 12)
                 (json.dumps(rids),),
@@ -258,11 +260,11 @@ class KeywordMirror:
         for rid in rids:
             index.remove(rid)
         if rids:
-            counts, sizes = self._tokenizer.tokenise([(row[0], *row[3:-1]) for row in found])
+            counts, sizes = self._tokenizer.tokenise([(row[0], *row[4:-1]) for row in found])
             for row in found:
                 rid = int(row[0])
-                near = row[2] is not None
-                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}), near)
+                near, space = row[2] is not None, str(row[3])
+                index.add(rid, str(row[1]), sizes.get(rid, 0), counts.get(rid, {}), near, space)
         index.seq = head
         return True
 
@@ -300,11 +302,18 @@ def _hits(
     if len(kept) < k and len(draw) < len(phrases):
         ranked = ranking(index, phrases, scope)
         kept = pick(conn, index, where, ranked, k, rows, keep)
+    mine = None
+    if len(index.space_rows) > 1:  # the score counts the namespace's rows, not the file's
+        namespace = where[0]
+        n = index.space_rows.get(namespace, 0)
+        df = [index.space_df(t).get(namespace, 0) for t in phrases]
+        space = index.space
+        mine = lambda rid: space[rid] == namespace  # noqa: E731
     weights = [term_weight(n, d) for d in df]
     naming = None
     if named is not None and rows is not None and 0 in df:  # absent words, in a named row
         naming = {r for r in kept if named(rows[index.ids[r]][_CONTENT])}
-    scores = kept_scores(postings, phrases, weights, df, groups, kept, naming)
+    scores = kept_scores(postings, phrases, weights, df, groups, kept, naming, mine)
     return [(index.ids[r], c, ranked.score(r)) for r, c in zip(kept, scores, strict=True)]
 
 

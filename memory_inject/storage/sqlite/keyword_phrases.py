@@ -205,19 +205,31 @@ def coverage_of(
     return dated_coverage(weights, present, numbers, text, loose, dated, groups)
 
 
-def dates_only(conn: sqlite3.Connection, phrases: Sequence[Phrase]) -> set[str]:
+def dates_only(
+    conn: sqlite3.Connection, phrases: Sequence[Phrase], namespace: str | None = None
+) -> set[str]:
     """The tokens of the query's numbers some row holds (``df``) that no row holds
-    outside its day words: one column-filtered MATCH each, stopping at the first row."""
+    outside its day words: one column-filtered MATCH each, stopping at the first row
+    (of ``namespace`` when given: a file of several namespaces, whose ``df`` are its own)."""
     asked = [p.tokens[0] for p in phrases if p.simple and p.df > 0 and is_number(p.tokens[0])]
     if not asked:
         return set()
     arm = (
         "SELECT ? WHERE NOT EXISTS (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1)"
     )
+    if namespace is not None:
+        arm = (
+            "SELECT ? WHERE NOT EXISTS (SELECT 1 FROM memories_fts CROSS JOIN memories AS m "
+            "ON m.rid = memories_fts.rowid WHERE memories_fts MATCH ? AND m.namespace = ? "
+            "LIMIT 1)"
+        )
     args: list[str] = []
     for t in dict.fromkeys(asked):
         args += [t, f'{{{" ".join(_NOT_DAY)}}} : "{t}"']
-    found = conn.execute(" UNION ALL ".join([arm] * (len(args) // 2)), args).fetchall()
+        if namespace is not None:
+            args.append(namespace)
+    arms = len(dict.fromkeys(asked))
+    found = conn.execute(" UNION ALL ".join([arm] * arms), args).fetchall()
     return {str(t) for (t,) in found}
 
 

@@ -24,9 +24,10 @@ then the whole query.
 
 Scores are :func:`~memory_inject.storage.calibration.coverage` of the query,
 unchanged: which phrases a returned row holds, from ``highlight()``, weighed
-by their idf among all rows. The phrases, the column weights and what a row's
-marks prove live in :mod:`.keyword_phrases`; this module owns the draw, the
-ranking statements and the ``highlight()`` marks.
+by their idf among all rows (among the namespace's own rows on a file of several:
+:mod:`.space_counts`; the draw and BM25 still count the file's). The phrases,
+the column weights and what a row's marks prove live in :mod:`.keyword_phrases`;
+this module owns the draw, the ranking statements and the ``highlight()`` marks.
 """
 
 from __future__ import annotations
@@ -128,12 +129,14 @@ def keyword_hits(
     match = f"({_match(draw)}) AND ({_match(phrases)})" if extra else _match(draw)
     missing = [h.rid for h in hits if h.rid not in marked]
     marked.update(highlights(conn, match, missing, phrases, rows))
-    weights = [term_weight(stats.rows, p.df) for p in phrases]
+    # The score weighs the words by the namespace's own rows, not the file's.
+    rows_of, space = _own_counts(conn, stats, where[0], phrases)
+    weights = [term_weight(rows_of, p.df) for p in phrases]
     by_word = None if groups is None else [p.word for p in phrases]
     dfs = [p.df for p in phrases]
     names = _naming(conn, hits, named, rows or {}) if named is not None and 0 in dfs else set()
     heavier = named_weights(weights, dfs) if names else weights
-    only_days = dates_only(conn, phrases) if hits else set()
+    only_days = dates_only(conn, phrases, space) if hits else set()
     return [
         (
             h.key,
@@ -148,6 +151,21 @@ def keyword_hits(
         )
         for h in hits
     ]
+
+
+def _own_counts(
+    conn: sqlite3.Connection, stats: TermStats, namespace: str, phrases: Sequence[Phrase]
+) -> tuple[int, str | None]:
+    """The rows the coverage weights count, and the namespace that holds them (None: the
+    file holds one, and its counts are the namespace's): on a file of several, each
+    phrase's ``df`` becomes its rows of ``namespace`` (after the draw, which is the file's)."""
+    counted = stats.namespace_counts(conn, namespace, [t for p in phrases for t in p.tokens])
+    if counted is None:
+        return stats.rows, None
+    rows, df = counted
+    for p in phrases:
+        p.df = min(df.get(t, 0) for t in p.tokens)
+    return rows, namespace
 
 
 def _naming(

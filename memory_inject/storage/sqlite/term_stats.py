@@ -38,6 +38,7 @@ from memory_inject.storage.sqlite.keyword_terms import (
     tokens_of,
     varints,
 )
+from memory_inject.storage.sqlite.space_counts import SpaceCounts
 
 __all__ = ["TAIL_ROWS", "TermStats"]
 
@@ -82,6 +83,8 @@ class TermStats:
         self._seen: LogPosition = (0, None)
         self._tail = 0  # rows logged since the cache was based (an upper bound)
         self._uncounted: set[str] = set()  # cached tokens no MATCH phrase counts
+        #: One namespace's counts, on a file of several (:mod:`.space_counts`).
+        self.spaces = SpaceCounts()
 
     def ready_vocab(self, conn: sqlite3.Connection) -> None:
         """Make ``conn``'s vocabulary view once, before its read transaction begins."""
@@ -101,6 +104,7 @@ class TermStats:
             return
         self._version = version
         self._stale = True
+        self.spaces.changed()
         values = varints(bytes(block)) if block else []
         self.rows = values[0] if values else 0
         self.avgdl = sum(values[1:]) / self.rows if self.rows else 0.0
@@ -136,6 +140,24 @@ class TermStats:
             df[t] = found.get(t, 0) - new.get(t, 0)
         return {t: df[t] + new.get(t, 0) if t in df else found.get(t, 0) for t in tokens}
 
+    def namespace_counts(
+        self, conn: sqlite3.Connection, namespace: str, tokens: Sequence[str]
+    ) -> tuple[int, dict[str, int]] | None:
+        """``(live rows, {token: rows holding it})`` of ``namespace`` alone, in the read
+        transaction :meth:`refresh` ran in; None when the file holds one namespace only
+        (then :attr:`rows` and :meth:`document_frequencies` are its own).
+
+        The calibrated score weighs words by these on a file of several namespaces, so
+        one namespace's rows never move another's scores (:mod:`.space_counts`).
+        """
+        if not self.spaces.several(conn):
+            return None
+        if self._stale or self.upto is None:
+            self._settle(conn)
+        countable = {t: len(t) <= _MAX_CACHED_CHARS and _countable(t) for t in tokens}
+        upto = self.upto or 0
+        return self.spaces.counts(conn, namespace, tokens, upto, bool(self._tail), countable)
+
     def _settle(self, conn: sqlite3.Connection) -> None:
         """Keep the cache if only rows newer than :attr:`upto` changed; else base it again."""
         self._stale = False
@@ -152,6 +174,7 @@ class TermStats:
                 return
         self._df.clear()
         self._uncounted.clear()
+        self.spaces.clear()
         self._seen, self._tail = head, 0
         self.upto = int(conn.execute("SELECT coalesce(max(rid), 0) FROM memories").fetchone()[0])
 

@@ -1,0 +1,235 @@
+"""A namespace's keyword scores count its own rows only (issue 29, thirty-first round).
+
+The calibrated keyword score weighs each query word by how many rows hold it
+(``calibration.term_weight``), a word no row holds 1.5 times more. Counted over
+the whole file or table, another namespace's rows moved a namespace's scores
+across the 0.4 floor: tenant A asked "which kubernetes cluster runs production
+deploys?" against its one row "Production deploys go to prod-3." and scored
+0.31; after tenant B stored 50 notes about its kubernetes cluster, A's entry
+scored 0.49, a block, and A learned that some namespace holds "kubernetes". Now
+on a file (table) of several namespaces the weights count the namespace's own
+live rows, on SQLite's FTS5 path and in-process mirror and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
+from memory_inject.storage.sqlite.keyword_terms import tokens_of
+from memory_inject.storage.sqlite.term_stats import TermStats
+from tests.storage import _pg_backend as pgb
+from tests.storage._sqlite_backend import on_file
+
+PROMPT = "which kubernetes cluster runs production deploys?"
+A_ROW = ("deploys", "Production deploys go to prod-3.")
+ALONE = 0.3077  # A's score with no other namespace in the file: under the floor
+
+
+def _sqlite(path: Path, namespace: str, *, mirror: bool) -> SQLiteStore:
+    """A keyword-only store answering from the mirror at once, or always from FTS5."""
+    store = SQLiteStore(path, fusion=Fusion(), namespace=namespace)
+    store._engine._mirror = KeywordMirror(after=1) if mirror else None
+    return store
+
+
+def _scores(store: Any, prompt: str = PROMPT) -> dict[str, float]:
+    return {e.key: round(e.score, 4) for e in store.recall(prompt, 10)}
+
+
+def _tenant_b_writes(store: Any, start: int, n: int) -> None:
+    for i in range(start, start + n):
+        store.store(f"k8s-{i}", f"Note {i}: the kubernetes cluster was resized.")
+
+
+@pytest.mark.parametrize("path", ["fts5", "mirror"])
+def test_another_namespace_does_not_move_a_score_across_the_floor(
+    tmp_path: Path, path: str
+) -> None:
+    """The docs' repro: tenant B's notes leave tenant A's score where it was, through
+    new rows (the cached counts' tail), a rewrite and a forget of B's older rows."""
+    db = tmp_path / "m.db"
+    a = _sqlite(db, "tenant-a", mirror=path == "mirror")
+    b = _sqlite(db, "tenant-b", mirror=path == "mirror")
+    a.store(*A_ROW)
+    assert _scores(a) == {"deploys": ALONE}
+    _tenant_b_writes(b, 0, 50)
+    assert _scores(a) == {"deploys": ALONE}
+    _tenant_b_writes(b, 50, 5)  # rows after the cached counts' base
+    assert _scores(a) == {"deploys": ALONE}
+    b.store("k8s-3", "production deploys kubernetes cluster runs which")  # an older row
+    b.forget("k8s-4")
+    assert _scores(a) == {"deploys": ALONE}
+    # B's own scores are B's: its one row naming every word scores 1.
+    assert _scores(b)["k8s-3"] == 1.0
+    if path == "mirror":
+        assert a._engine._mirror is not None and a._engine._mirror.builds >= 1
+    a.close()
+    b.close()
+
+
+def _content(rng: random.Random, words: list[str]) -> str:
+    return " ".join(rng.choice(words) for _ in range(rng.randint(2, 7)))
+
+
+_WORDS = (
+    "apple pie banana crumble agreed tart zest kubernetes cluster deploys 7 2023 "
+    "production prod office wifi password may"
+).split()
+_PROMPTS = [
+    "apple tart with zest",
+    "which kubernetes cluster runs production deploys?",
+    "the office wifi password from may 7",
+    "we agreed on banana crumble in 2023",
+    "zebra apple",
+    "what happened on the 7th?",
+]
+
+
+@pytest.mark.parametrize("engine", ["fts5", "mirror", "postgres"])
+def test_a_namespace_scores_as_it_would_alone_in_its_file(
+    tenants: Callable[[str], Any], engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Random rows of three namespaces in one file (table): every score of namespace ``a``
+    equals its score in a file (table) holding ``a``'s rows alone, written the same way."""
+    rng = random.Random(31)
+    shared = {ns: tenants(ns) for ns in "abc"}
+    if engine == "postgres":
+        alone: Any = pgb.make_postgres_store(request.getfixturevalue("pg_dsn"), namespace="a")
+    else:
+        alone = _sqlite(tmp_path / "alone.db", "a", mirror=engine == "mirror")
+    stamp = "2023-05-0{}T10:00:00+00:00"
+    for i in range(90):
+        ns = rng.choice("abc")
+        text, ts = _content(rng, _WORDS), stamp.format(rng.randint(1, 9))
+        key = rng.randrange(40)
+        session = [None, "s1", "s2"][key % 3]  # a key stays in its session
+        for store in [shared[ns], *([alone] if ns == "a" else [])]:
+            store.store(f"k{key}", text, timestamp=ts, session_id=session)
+        if i % 17 == 16:
+            gone = f"k{rng.randrange(40)}"
+            for store in [shared[ns], *([alone] if ns == "a" else [])]:
+                store.forget(gone)
+        if i % 10 == 9:
+            for prompt in _PROMPTS:
+                assert _scores(shared["a"], prompt) == _scores(alone, prompt), (i, prompt)
+    alone.close()
+
+
+def test_the_namespace_counts_match_a_fresh_count(tmp_path: Path) -> None:
+    """:meth:`TermStats.namespace_counts` against a count of the namespace's rows read
+    afresh, in the same snapshot, through new rows, rewrites, forgets and another
+    connection's delete; None on a file of one namespace."""
+    db = tmp_path / "m.db"
+    a, b = _sqlite(db, "a", mirror=False), _sqlite(db, "b", mirror=False)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, memories_fts, instance)")
+    stats = TermStats()
+    tokens = sorted({t for w in ("apple", "agreed", "agre", "zest", "tart") for t in tokens_of(w)})
+
+    def counts(namespace: str) -> tuple[Any, tuple[int, dict[str, int]]]:
+        conn.execute("BEGIN")
+        try:
+            stats.refresh(conn)
+            stats.document_frequencies(conn, tokens)
+            got = stats.namespace_counts(conn, namespace, tokens)
+            rows = conn.execute(
+                "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL",
+                (namespace,),
+            ).fetchone()[0]
+            df = {
+                t: conn.execute(
+                    "SELECT count(DISTINCT i.doc) FROM temp.inst AS i JOIN memories AS m "
+                    "ON m.rid = i.doc WHERE i.term = ? AND m.namespace = ?",
+                    (t, namespace),
+                ).fetchone()[0]
+                for t in tokens
+            }
+            return got, (rows, df)
+        finally:
+            conn.execute("COMMIT")
+
+    for i in range(6):
+        a.store(f"a{i}", "apple tart we agreed" if i % 2 else "agre zest")
+    assert counts("a")[0] is None  # one namespace: the file's counts are its own
+    b.store("b0", "apple pie")
+    rng = random.Random(7)
+    words = ["apple", "tart", "agreed", "agre", "zest", "pie"]
+    for step in range(40):
+        store, name = (a, "a") if rng.random() < 0.5 else (b, "b")
+        store.store(f"{name}{rng.randrange(12)}", _content(rng, words))
+        if step % 9 == 8:
+            store.forget(f"{name}{rng.randrange(12)}")
+        if step == 20:
+            on_file(db, "DELETE FROM memories WHERE rid = (SELECT min(rid) FROM memories)")
+        for ns in ("a", "b"):
+            got, fresh = counts(ns)
+            assert got == fresh, (step, ns)
+    conn.close()
+    a.close()
+    b.close()
+
+
+@pytest.fixture
+def tenants(
+    engine: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[[str], Any]]:
+    """``store(namespace)``: stores of one file (SQLite: ``fts5`` or ``mirror`` path) or
+    one table (``postgres``), one per namespace."""
+    made: list[Any] = []
+
+    def store(namespace: str) -> Any:
+        if engine == "postgres":
+            first = made[0] if made else None
+            dsn = request.getfixturevalue("pg_dsn")
+            made.append(pgb.make_postgres_store(dsn, same_database_as=first, namespace=namespace))
+        else:
+            made.append(_sqlite(tmp_path / "m.db", namespace, mirror=engine == "mirror"))
+        return made[-1]
+
+    yield store
+    for s in reversed(made):
+        s.close()
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_postgres_another_namespace_does_not_move_a_score(
+    tenants: Callable[[str], Any],
+) -> None:
+    """The docs' repro on PostgreSQL: the document frequencies and the row count are
+    the namespace's own."""
+    a, b = tenants("tenant-a"), tenants("tenant-b")
+    a.store(*A_ROW)
+    before = _scores(a)
+    assert before == {"deploys": ALONE}
+    _tenant_b_writes(b, 0, 50)
+    assert _scores(a) == before
+    b.store("k8s-1", "production deploys kubernetes cluster runs which")
+    b.forget("k8s-2")
+    assert _scores(a) == before
+    assert _scores(b)["k8s-1"] == 1.0
+
+
+@pytest.mark.parametrize("engine", ["fts5", "mirror", "postgres"])
+def test_the_day_words_rule_looks_at_the_namespace_rows(tenants: Callable[[str], Any]) -> None:
+    """A number of the prompt that the namespace's rows hold only in their day words is
+    left out of the query of a row that does not hold it (``calibration.dated_coverage``),
+    whatever another namespace's text holds: "7" in B's "gate 7" no longer weighs
+    against A's dentist."""
+    a, b = tenants("tenant-a"), tenants("tenant-b")
+    a.store("dentist", "My dentist is Dr. Lee", timestamp="2023-05-08T10:00:00+00:00")
+    a.store("milk", "Bought oat milk", timestamp="2023-05-07T10:00:00+00:00")
+    prompt = "who is my dentist? 7"
+    before = _scores(a, prompt)
+    assert before["dentist"] == 1.0
+    for i in range(5):
+        b.store(f"gate{i}", f"Boarding at gate 7, flight {i}", timestamp="2023-05-09T10:00:00Z")
+    assert _scores(a, prompt) == before
