@@ -243,10 +243,12 @@ class MirrorIndex:
         scope = frozenset(t for t, per_col in counts.items() if per_col[SCOPE_COL])
         self.set_row(rid, key, size, scope, near, namespace)
         held = [t for t in counts if t in self.postings]
+        spaces, name = self._space_df, self.space[rid]
         for token in held:
-            self._space_df.pop(token, None)
             new = rid not in self.postings[token]
             self.held += new
+            if new and token in spaces:  # kept current: a write never recounts a token
+                spaces[token][name] = spaces[token].get(name, 0) + 1
             pair = self.postings[token][rid] = posting_of(counts[token])
             if self.arrays is not None:
                 self.arrays.posting_set(token, rid, pair[0], new)
@@ -272,9 +274,12 @@ class MirrorIndex:
         self.total -= self.size.pop(rid)
         if self.arrays is not None:
             self.arrays.row_removed(rid, self.loaded.get(rid, ()))
+        spaces = self._space_df
         for token in self.loaded.pop(rid, ()):
-            self._space_df.pop(token, None)
-            self.held -= self.postings[token].pop(rid, None) is not None
+            gone = self.postings[token].pop(rid, None) is not None
+            self.held -= gone
+            if gone and token in spaces:
+                spaces[token][name] -= 1
 
     def touch(self, tokens: Iterable[str]) -> None:
         """Mark the loaded ``tokens`` as just used: :meth:`evict` drops them last."""
