@@ -37,8 +37,11 @@ _BATCH = 200
 _SEVERAL = (
     "SELECT (SELECT min(namespace) FROM memories) IS NOT (SELECT max(namespace) FROM memories)"
 )
-#: The namespace's live rows written after ``upto`` (``rid > ?``), or all of them.
-_ROWS_AFTER = "SELECT count(*) FROM memories WHERE rid > ? AND namespace = ? AND deleted_at IS NULL"
+#: The namespace's live rows written after ``upto`` (``rid > ?``: the unary + keeps the
+#: planner on the rid range, not on the namespace's every row), or all of them.
+_ROWS_AFTER = (
+    "SELECT count(*) FROM memories WHERE rid > ? AND +namespace = ? AND deleted_at IS NULL"
+)
 _ROWS_ALL = "SELECT count(*) FROM memories WHERE namespace = ? AND deleted_at IS NULL"
 #: A word's rows of the namespace (the index holds live rows only), after a rid.
 _ARM = (
