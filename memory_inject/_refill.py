@@ -107,12 +107,13 @@ class Withholding:
     limit, in up to 3 more rounds while rows are still withheld or nothing else is
     left, so a hostile row, or a chat's own autosaved messages, never take the
     place of the rows ranked within 4 x the limit. Another session's rows may
-    outnumber a scheduled turn's shared rows many times over: while fewer than the
-    limit are left, each round asks it 4 times as many (5, 20, 80, 320; at most the
-    candidate pool, 1,024). A turn with nothing to withhold, or with a row to show
-    among those a stage drops, makes no other call. A round that fails or runs out
-    of time is not used: the turn keeps the last whole answer, with one note on the
-    event.
+    outnumber a scheduled turn's shared rows many times over, and a chat's autosaved
+    messages its facts: while fewer than the limit are left (for the dropped rows: none
+    at all), each round asks 4 times as many (5, 20, 80, 320; at most the candidate
+    pool, 1,024; for the dropped rows, 16 x the limit). A turn with nothing to
+    withhold, or with a row to show among those a stage drops, makes no other call. A
+    round that fails or runs out of time is not used: the turn keeps the last whole
+    answer, with one note on the event.
     """
 
     t: Turn
@@ -155,9 +156,13 @@ class Withholding:
         base = recall_limit_for(t.config)
         owed = self._owed()
         # Other sessions' rows may outnumber a scheduled turn's shared rows many times
-        # over: it widens by the multiplier, until as many rows as the limit are left.
-        # Threat flags and the rows a stage drops grow the limit by their number.
-        widening = any(r == "foreign_session" for r in self.held.values())
+        # over, and a chat's autosaved messages its facts: those widen by the multiplier,
+        # until as many rows as the limit are left (for the dropped rows: until one is; at
+        # most 16 x the limit deep, since such a turn pays every round). Threat flags
+        # alone grow the limit by their number.
+        foreign = any(r == "foreign_session" for r in self.held.values())
+        widening = foreign or bool(self.doomed)
+        deepest = MAX_CANDIDATE_POOL if foreign else min(base * 16, MAX_CANDIDATE_POOL)
         if widening and len(self.rec.entries) - len(owed) >= base:
             return None
         if t.until is not None and time.perf_counter() >= t.until:
@@ -171,10 +176,7 @@ class Withholding:
             if self.rec.raw_count < min(self.limits.values()):
                 return None  # every scope came back short: the store has no more
             if widening:
-                limits = {
-                    s: min(n * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
-                    for s, n in self.limits.items()
-                }
+                limits = {s: min(n * _REFILL_MULTIPLIER, deepest) for s, n in self.limits.items()}
             else:
                 ceiling = min(base * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
                 limits = {s: min(ceiling, base + _owed(s, owed)) for s in self.limits}
@@ -189,7 +191,7 @@ class Withholding:
 
             def more(n: int) -> int:
                 if widening:
-                    return min(n * times, MAX_CANDIDATE_POOL)
+                    return min(n * times, max(n, deepest))
                 return min(n + k, n * _REFILL_MULTIPLIER, MAX_CANDIDATE_POOL)
 
             wider = attrs.evolve(

@@ -137,14 +137,14 @@ class TestRowsAStageDropsDoNotCrowdOut:
         store.store("deploy_target", "Production deploys go to prod-3.", "core", session_id="c")
         loop = MemoryLoop(store, AgentConfig(agent="alice"), autosave=True)
         seen = []
-        for i in range(15):
+        for i in range(30):
             with loop.turn(sessions=["c"]) as t:
                 loop.prepare(
                     [{"role": "user", "content": f"where do production deploys go? (asked {i}x)"}]
                 )
             seen.append(("deploy_target",) == rendered(t))
-        assert 15 * [True] == seen  # up to 4 x the limit deep
-        assert 15 == sum(k.startswith("user_msg") for k in store_keys(store))
+        assert 30 * [True] == seen  # 5, 20, 80 rows deep
+        assert 30 == sum(k.startswith("user_msg") for k in store_keys(store))
 
     def test_the_async_loop_too(self, store: SQLiteStore) -> None:
         store.store("deploy_target", "Production deploys go to prod-3.", "core", session_id="c")
