@@ -10,7 +10,6 @@ are twins. :mod:`._core` re-exports them.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Iterable
@@ -19,6 +18,7 @@ from typing import Any
 import attrs
 from attrs import frozen
 
+from memory_inject._workers import in_worker
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import MemoryCategory
@@ -103,7 +103,7 @@ async def aautosave(
 ) -> tuple[str | None, str | None]:
     """The async twin of :func:`autosave`: an ``astore`` is awaited, else it runs in a thread."""
     if not isinstance(store, SupportsAsyncWrite):
-        return await asyncio.to_thread(autosave, store, policy, save, cwd=cwd)
+        return await in_worker(autosave, store, policy, save, cwd=cwd)
     try:
         fields = _autosave_args(policy, save.text, cwd)
         if fields is None:

@@ -10,7 +10,6 @@ are in :mod:`.tools`; both are public from there.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import os
@@ -21,6 +20,7 @@ from typing import Any, TypedDict, Unpack
 
 from attrs import frozen
 
+from memory_inject._workers import in_worker
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import TurnOrigin
@@ -225,11 +225,11 @@ async def aremember(
     thread."""
     text, k, fields = _planned(store, agent, content, options)
     try:
-        k = await asyncio.to_thread(_kept_key, store, k, text, options)
+        k = await in_worker(_kept_key, store, k, text, options)
         if isinstance(store, SupportsAsyncWrite):
             await store.astore(k, text, **fields)
         else:
-            await asyncio.to_thread(sync_store, store, k, text, fields)
+            await in_worker(sync_store, store, k, text, fields)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _failed(k, exc)
     return Remembered(k)

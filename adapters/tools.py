@@ -43,13 +43,13 @@ what the turn lets them see and change (forget, who owns a row) in
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack, overload
 
+from memory_inject._workers import in_worker
 from memory_inject.config import AgentConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite
 from memory_inject.models import TurnMeta, TurnOrigin
@@ -301,18 +301,16 @@ class MemoryTools(ToolScope, Sequence[MemoryTool]):
             args = self._args(name, arguments)
             if name == STORE:
                 text, key, fields = self._store_args(args)
-                await asyncio.to_thread(
-                    self._may_replace, key, fields.get("session_id"), "key" in args
-                )
+                await in_worker(self._may_replace, key, fields.get("session_id"), "key" in args)
                 if isinstance(self.store, SupportsAsyncWrite):
                     await self.store.astore(key, text, **fields)
                 else:
-                    await asyncio.to_thread(sync_store, self.store, key, text, fields)
+                    await in_worker(sync_store, self.store, key, text, fields)
                 return f"Remembered as {key!r}."
             if name == RECALL:
                 kw = self._render_args(args.get("query"))
                 return _recalled(await arender_memory_context(self.store, args["query"], **kw))
-            return await asyncio.to_thread(self._forget, args.get("key"))
+            return await in_worker(self._forget, args.get("key"))
         except (ValueError, TypeError) as exc:
             return f"Error: {exc}"
         except Exception as exc:  # noqa: BLE001 - memory never fails the turn

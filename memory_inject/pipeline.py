@@ -32,6 +32,7 @@ from memory_inject._refill import Withholding
 from memory_inject._send import send_event
 from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject._turn import Turn, TurnInput, describe_fault, prepare
+from memory_inject._workers import in_worker
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
@@ -239,7 +240,7 @@ async def arender_turn(
     result = _finish(t, recalled)
     if t.plan is not None and t.plan.track_usage and result.entries:
         try:
-            await asyncio.to_thread(_mark_used, store, result.entries)
+            await in_worker(_mark_used, store, result.entries)  # never the host's executor
         except Exception:  # noqa: BLE001 - e.g. no thread to run it in; counters are best-effort
             _log.warning("memory_inject: could not update usage counters", exc_info=True)
     return result

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_inject._text import SUMMARY_WINDOW, scrubbed_summary
+from memory_inject._workers import in_worker
 from memory_inject.contract import SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import parse_timestamp
 from memory_inject.profile import resolve_profile
@@ -195,31 +197,64 @@ def record_session(
     if not isinstance(store, SupportsWrite):
         raise TypeError(f"'store' must have a store() method (got {type(store).__name__})")
     key = session_key(session_id)
+    args = _turn_args(session_id, project, name, tools, decisions, now, profile_id)
     # The row is read, merged and written again: turns of one session in this process take
     # turns (12 concurrent turns kept 2 to 5 of their 12 decisions). Another process's turn
     # of the same session at the same moment can still write over this one's merge.
-    with _LOCKS[hash((id(store), key)) % len(_LOCKS)]:
-        fields = session_fields(
-            _existing(store, key),
-            session_id=session_id,
-            project=project,
-            name=name,
-            tools=tuple(tools),
-            decisions=tuple(decisions),
-            now=_clock(now),
-            profile_id=profile_id,
-        )
-        store.store(**fields)
+    with _LOCKS[_stripe(store, key)]:
+        return _write_turn(store, key, args)
+
+
+def _turn_args(
+    session_id: str,
+    project: str | None,
+    name: str,
+    tools: Iterable[str],
+    decisions: Iterable[str],
+    now: datetime | None,
+    profile_id: str | None,
+) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "project": project,
+        "name": name,
+        "tools": tuple(tools),
+        "decisions": tuple(decisions),
+        "now": _clock(now),
+        "profile_id": profile_id,
+    }
+
+
+def _write_turn(store: SupportsWrite, key: str, args: dict[str, Any]) -> str:
+    """Read, merge and write the row (the caller holds the key's lock)."""
+    fields = session_fields(_existing(store, key), **args)
+    store.store(**fields)
     return str(fields["key"])
 
 
-#: Striped locks for :func:`record_session`'s read-merge-write (one per key would grow).
-_LOCKS = tuple(threading.Lock() for _ in range(64))
+def _stripe(store: object, key: str) -> int:
+    return hash((id(store), key)) % _STRIPES
+
+
+#: Striped locks for the read-merge-write (one per key would grow): threads take them.
+_STRIPES = 64
+_LOCKS = tuple(threading.Lock() for _ in range(_STRIPES))
+#: Per event loop, an asyncio lock per stripe: the loop's tasks line up there, and only
+#: the first of them asks for the stripe's thread lock.
+_LOOP_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+_LOOP_LOCKS_GUARD = threading.Lock()
+#: How long a task waits between tries of a stripe's thread lock held by another thread
+#: (or loop): at first, and at most.
+_POLL_S = (0.0005, 0.02)
 
 
 def _after_fork_in_child() -> None:
-    global _LOCKS  # noqa: PLW0603 - a new set in a child of fork()
-    _LOCKS = tuple(threading.Lock() for _ in range(64))  # a parent's thread may hold one
+    global _LOCKS, _LOOP_LOCKS_GUARD  # noqa: PLW0603 - a new set in a child of fork()
+    _LOCKS = tuple(threading.Lock() for _ in range(_STRIPES))  # a parent's thread may hold one
+    _LOOP_LOCKS_GUARD = threading.Lock()
+    _LOOP_LOCKS.clear()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -237,39 +272,58 @@ async def arecord_session(
     profile_id: str | None = None,
 ) -> str:
     """The async twin of :func:`record_session`: an ``astore`` is awaited, else the sync
-    writer runs in a worker thread."""
-    args: dict[str, Any] = {
-        "session_id": session_id,
-        "project": project,
-        "name": name,
-        "tools": tuple(tools),
-        "decisions": tuple(decisions),
-        "now": _clock(now),
-        "profile_id": profile_id,
-    }
-    if not isinstance(store, SupportsAsyncWrite):
-        return await asyncio.to_thread(record_session, store, **args)
+    writer runs on one of the library's worker threads.
+
+    Turns of one session take turns with those of other tasks, loops and threads. A
+    waiting task never holds a thread: it waits on the event loop (an asyncio lock per
+    loop, then tries of the thread lock), so the turn holding the lock always has the
+    threads it needs (7 waiting turns had blocked asyncio's default executor, which the
+    holder's read needed: a deadlock). A task cancelled once it holds the lock leaves the
+    read and write to finish; the lock is released when they do.
+    """
+    args = _turn_args(session_id, project, name, tools, decisions, now, profile_id)
+    if not isinstance(store, SupportsAsyncWrite) and not isinstance(store, SupportsWrite):
+        raise TypeError(f"'store' must have a store() method (got {type(store).__name__})")
     key = session_key(session_id)
-    lock = _LOCKS[hash((id(store), key)) % len(_LOCKS)]
-    await _acquire(lock)  # the sync writer's lock: turns of one session take turns
-    try:
-        existing = await asyncio.to_thread(_existing, store, key)
-        fields = session_fields(existing, **args)
-        await store.astore(**fields)
-    finally:
-        lock.release()
+    stripe = _stripe(store, key)
+    lock = _LOCKS[stripe]
+    async with _loop_lock(stripe):
+        delay = _POLL_S[0]
+        while not lock.acquire(blocking=False):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, _POLL_S[1])
+        try:
+            held = asyncio.ensure_future(_locked_turn(store, key, args))
+        except BaseException:
+            lock.release()
+            raise
+        held.add_done_callback(lambda f: _released(lock, f))
+        return await asyncio.shield(held)
+
+
+async def _locked_turn(store: object, key: str, args: dict[str, Any]) -> str:
+    """The read, merge and write of a turn under its lock, all off the event loop."""
+    if not isinstance(store, SupportsAsyncWrite):
+        return await in_worker(_write_turn, store, key, args)
+    existing = await in_worker(_existing, store, key)
+    fields = session_fields(existing, **args)
+    await store.astore(**fields)
     return str(fields["key"])
 
 
-async def _acquire(lock: threading.Lock) -> None:
-    """Take ``lock`` without blocking the event loop; a task cancelled while it waits
-    releases the lock once its thread has it (a ``threading.Lock`` may be released by
-    any thread)."""
-    if lock.acquire(blocking=False):
-        return
-    waiting = asyncio.ensure_future(asyncio.to_thread(lock.acquire))
-    try:
-        await asyncio.shield(waiting)
-    except asyncio.CancelledError:
-        waiting.add_done_callback(lambda f: lock.release() if f.result() else None)
-        raise
+def _released(lock: threading.Lock, done: asyncio.Future[str]) -> None:
+    lock.release()
+    if not done.cancelled():
+        done.exception()  # read: a turn cancelled meanwhile cannot, and asyncio would log it
+
+
+def _loop_lock(stripe: int) -> asyncio.Lock:
+    loop = asyncio.get_running_loop()
+    with _LOOP_LOCKS_GUARD:
+        locks = _LOOP_LOCKS.get(loop)
+        if locks is None:
+            locks = _LOOP_LOCKS[loop] = {}
+        lock = locks.get(stripe)
+        if lock is None:
+            lock = locks[stripe] = asyncio.Lock()
+    return lock
