@@ -40,7 +40,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from memory_inject._slots import (
     EXHAUSTED,
@@ -57,7 +57,8 @@ from memory_inject._slots import (
     waited_note,
     waited_store_note,
 )
-from memory_inject.contract import _SLOT_LEND, Memory
+from memory_inject.contract import _SLOT_LEND, _WAIT_EAR, Memory
+from memory_inject.exceptions import RecallWaitError
 
 __all__ = [
     "MAX_RUNNING_PER_STORE",
@@ -67,10 +68,13 @@ __all__ = [
     "Waited",
     "arun_in_thread",
     "hand_off",
+    "in_recall_thread",
     "slots_of",
     "stuck_calls",
     "wait_note",
 ]
+
+T = TypeVar("T")
 
 #: Calls of one store running on recall threads at once; further turns wait.
 MAX_RUNNING_PER_STORE = MAX_THREADS // 2
@@ -352,3 +356,33 @@ async def _asubmit(
             if waiting is not None:
                 waiting(None)
             return
+
+
+async def in_recall_thread(store: object, fn: Callable[[], T], until: float | None) -> T:
+    """A store's async twin of a blocking recall: ``fn()`` on a recall thread, never on
+    asyncio's default executor (the host's to fill: a turn whose recall waited there was
+    told ``deadline`` with no recall started).
+
+    The rules of :func:`arun_in_thread` apply, with ``store``'s slots (any object
+    standing for the store: its ``recall_slots``, else the default); ``until`` is the
+    query's deadline. In an async render what the call waits for is told to the turn
+    (``contract.report_wait``), and a call that never started raises
+    :class:`~memory_inject.exceptions.RecallWaitError` naming the wait (or the busy store).
+    """
+    ear = _WAIT_EAR.get()
+
+    def waiting(kind: str | None) -> None:
+        if ear is not None:  # told from the thread that frees a slot too: no context there
+            ear(None if kind is None else (lambda waited: wait_note(kind, waited, store)))
+
+    def heard() -> T:
+        token = _WAIT_EAR.set(ear)  # a store call in it that waits for a connection says so
+        try:
+            return fn()
+        finally:
+            _WAIT_EAR.reset(token)
+
+    try:
+        return cast(T, await arun_in_thread(cast(Memory, store), heard, until, waiting))
+    except (Busy, Waited) as exc:
+        raise RecallWaitError(exc.note) from None

@@ -124,8 +124,12 @@ class TestImportDirection:
         the contract (the seam's RecallQuery / RecallAnswer values it answers with),
         the contract's filter-first rules for restricted queries, and the answer of a
         store with only ``recall`` (``_recall_only``: the Markdown store answers as the
-        seam would ask it, and adds the blocks it could not read)."""
+        seam would ask it, and adds the blocks it could not read), and the library's own
+        threads its async twins run blocking calls on, never asyncio's default executor
+        (``_deadline``: the recall threads; ``_workers``: writes)."""
         allowed = {
+            "_deadline",
+            "_workers",
             "_filter_first",
             "_recall_only",
             "models",

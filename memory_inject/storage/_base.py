@@ -17,14 +17,15 @@ The checks themselves (ownership, forget scopes, namespaces, vectors) are in
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Protocol, Self
 
 import attrs
 
+from memory_inject._deadline import in_recall_thread
 from memory_inject._filter_first import keeps, restricted
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import embedder_dim, embedder_name
@@ -388,5 +389,6 @@ class PersistentStore:
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; the event loop never waits on the engine."""
         if query.filtered or query.restricted or matchable(query) is not query:
-            return await asyncio.to_thread(self.answer, query)
+            # On a recall thread, never the host's executor (``_deadline.in_recall_thread``).
+            return await in_recall_thread(self, partial(self.answer, query), query.deadline)
         return await self._engine.aranked(query)

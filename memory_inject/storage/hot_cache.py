@@ -34,7 +34,6 @@ entry (it copies to rescore), and neither may a caller.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import threading
@@ -47,6 +46,7 @@ from typing import Any, Self, TypeVar, cast
 import attrs
 from attrs import frozen
 
+from memory_inject._deadline import in_recall_thread
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryEntry
 
@@ -260,13 +260,16 @@ class HotCacheStore:
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """The async twin of :meth:`answer`; ``data_version`` is read off the event loop."""
-        key = await asyncio.to_thread(self._key, query)
+        inner = self._inner
+        # Recall threads, never the host's executor (``_deadline.in_recall_thread``).
+        key = await in_recall_thread(inner, functools.partial(self._key, query), query.deadline)
         hit = self._get(key)
         if hit is not None:
             return hit
         inner_aanswer = getattr(self._inner, "aanswer", None)
         if inner_aanswer is None:
-            found = await asyncio.to_thread(self._inner.answer, query)  # type: ignore[attr-defined]
+            ask = functools.partial(inner.answer, query)  # type: ignore[attr-defined]
+            found = await in_recall_thread(inner, ask, query.deadline)
         else:
             found = await inner_aanswer(query)
         return self._put(key, found)

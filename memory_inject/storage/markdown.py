@@ -42,19 +42,21 @@ The file format (blocks, parsing, the atomic write) is in :mod:`._markdown_forma
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import os
 import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from memory_inject._deadline import in_recall_thread
 from memory_inject._recall_only import recall_answer
+from memory_inject._workers import in_worker
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
@@ -257,8 +259,9 @@ class MarkdownStore:
         importance: float | None = None,
         **fields: Any,
     ) -> MemoryRecord:
-        """``store`` in a worker thread (file writes block)."""
-        return await asyncio.to_thread(
+        """``store`` on one of the library's worker threads (file writes block), never
+        asyncio's default executor."""
+        return await in_worker(
             self.store,
             key,
             content,
@@ -377,8 +380,10 @@ class MarkdownStore:
         return attrs.evolve(answer, degraded=(*answer.degraded, note))
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
-        """``answer`` in a worker thread (file reads block)."""
-        return await asyncio.to_thread(self.answer, query)
+        """``answer`` on a recall thread (file reads block), never asyncio's default
+        executor; a call that waited past ``query.deadline`` for one raises
+        :class:`~memory_inject.exceptions.RecallWaitError` (``recall_wait: ...``)."""
+        return await in_recall_thread(self, partial(self.answer, query), query.deadline)
 
     async def arecall(
         self,
@@ -389,7 +394,6 @@ class MarkdownStore:
         since: datetime | str | None = None,
         until: datetime | str | None = None,
     ) -> builtins.list[MemoryEntry]:
-        """``recall`` in a worker thread (file reads block)."""
-        return await asyncio.to_thread(
-            self.recall, query, limit, session_id=session_id, since=since, until=until
-        )
+        """``recall`` on a recall thread (file reads block), as :meth:`aanswer`."""
+        call = partial(self.recall, query, limit, session_id=session_id, since=since, until=until)
+        return await in_recall_thread(self, call, None)

@@ -17,16 +17,17 @@ connections own that state).
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from psycopg.errors import DeadlockDetected, UniqueViolation
 
+from memory_inject._deadline import in_recall_thread
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError, StorageError, StoreLockedError
@@ -291,7 +292,11 @@ class PostgresEngine:
         The prompt is embedded on a worker thread, never on the loop: a 3 s model held
         every task of the loop 3 s, past the turn's deadline."""
         if self.embedder is not None and self.fusion.search_mode != "bm25":
-            run, early = await asyncio.to_thread(self._ranked_run, q)
+            # A recall thread, never the host's executor: a turn whose hop waited there
+            # was told ``deadline`` though its recall never started.
+            run, early = await in_recall_thread(
+                self.connections, partial(self._ranked_run, q), q.deadline
+            )
         else:
             run, early = self._ranked_run(q)
         if run is None:

@@ -11,14 +11,15 @@ satisfies :class:`~memory_inject.storage._base.StoreEngine`; the checks
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import json
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
+from memory_inject._deadline import in_recall_thread
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.embedders import reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError
@@ -232,8 +233,8 @@ class SQLiteEngine:
         )
 
     async def aranked(self, q: RecallQuery) -> RecallAnswer:
-        """The async twin of :meth:`ranked`, on a worker thread."""
-        return await asyncio.to_thread(self.ranked, q)
+        """The async twin of :meth:`ranked`, on a recall thread (never the host's executor)."""
+        return await in_recall_thread(self.connections, partial(self.ranked, q), q.deadline)
 
     def _recall(
         self,
