@@ -7,14 +7,12 @@ and the two drivers (:meth:`~PostgresConnections.run`,
 :meth:`~PostgresConnections.arun`) that run one operation's statements in a
 transaction (a read's in autocommit mode). Driver and pool errors become the
 library's :class:`~memory_inject.exceptions.StorageError` tree in
-:mod:`~memory_inject.storage.postgres.errors`; closing an async pool from
-outside the event loop it belongs to is :mod:`~memory_inject.storage.postgres.loop_pools`.
+:mod:`~memory_inject.storage.postgres.errors`; the async pools, one per event
+loop, are :mod:`~memory_inject.storage.postgres.loop_pools`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -29,12 +27,7 @@ from memory_inject.storage._base import check_open
 from memory_inject.storage.postgres.errors import translate_errors
 from memory_inject.storage.postgres.lending import Lending
 from memory_inject.storage.postgres.liveness import acheck, check
-from memory_inject.storage.postgres.loop_pools import (
-    cancel_closer,
-    close_async_pool,
-    close_at_shutdown,
-    keep,
-)
+from memory_inject.storage.postgres.loop_pools import LoopPools
 from memory_inject.storage.postgres.options import TUNABLE, session_options
 from memory_inject.storage.postgres.queries import Stmt
 from memory_inject.storage.postgres.schema import TableNames
@@ -107,10 +100,8 @@ class PostgresConnections:
         self.min_size, self.max_size = min_size, max_size
         self.connect_kwargs = connect_kwargs
         self.closed = False
-        self._apool: AsyncConnectionPool[Any] | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
-        self._aguard: asyncio.Task[None] | None = None
-        self._alock = threading.Lock()
+        # One async pool per event loop that recalls, opened there on its first call.
+        self._loops = LoopPools(self._new_async_pool)
         # The connections each pool lent and has not got back.
         self._lending = Lending(max_size)
         self.pool: ConnectionPool[Any] = ConnectionPool(
@@ -130,28 +121,15 @@ class PostgresConnections:
         """Close both pools. After an ``arecall``, prefer awaiting :meth:`aclose_pool` first."""
         self.closed = True
         self.pool.close()
-        with self._alock:
-            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
-            guard, self._aguard = self._aguard, None
-        if apool is not None and loop is not None:
-            close_async_pool(apool, loop)
-        cancel_closer(guard)
+        self._loops.close()
 
     async def aclose_pool(self) -> None:
-        """Close the async pool, awaiting its close on the loop ``arecall`` opened it on.
+        """Close the async pools, awaiting the running loop's own.
 
-        Awaited on another loop, it closes that pool as :meth:`close` does. The
-        sync pool stays open: ``PostgresStore.aclose`` closes the store next.
+        Another loop's pool is closed as :meth:`close` does. The sync pool stays
+        open: ``PostgresStore.aclose`` closes the store next.
         """
-        with self._alock:
-            apool, loop, self._apool, self._aloop = self._apool, self._aloop, None, None
-            guard, self._aguard = self._aguard, None
-        if apool is not None:
-            if loop is asyncio.get_running_loop():
-                await apool.close()
-            elif loop is not None:
-                close_async_pool(apool, loop)
-        cancel_closer(guard)
+        await self._loops.aclose()
 
     # -- the drivers --------------------------------------------------------------
 
@@ -335,52 +313,28 @@ class PostgresConnections:
         return conn
 
     async def async_pool(self) -> AsyncConnectionPool[Any]:
-        """The async pool of the running loop, opened on first use.
+        """The async pool of the running loop, opened on first use (:class:`LoopPools`).
 
-        A pool belongs to one event loop; when a later call comes from a new
-        loop (a second ``asyncio.run``), the old loop's pool is abandoned. The
-        pool opens without waiting to fill: each call waits for its own
-        connection (within its deadline), so a burst of turns on a new pool is
-        served as connections arrive.
+        Each event loop that recalls gets a pool of its own, closed when that loop
+        shuts down (or the store closes), never by a call from another loop.
         """
         check_open(self.closed, "recall")
-        loop = asyncio.get_running_loop()
-        with self._alock:
-            pool = self._apool
-            if pool is not None and self._aloop is loop:
-                fresh = False
-            else:
-                fresh = True
-                stale, stale_loop = self._apool, self._aloop
-                pool = AsyncConnectionPool(
-                    self.dsn,
-                    kwargs=self.connect_kwargs,
-                    min_size=max(1, self.min_size),
-                    max_size=max(1, self.min_size, self.max_size),
-                    open=False,
-                    check=acheck,
-                    timeout=self.timeout,
-                    name=f"memory_inject.{self.names.table}.async",
-                )
-                self._apool, self._aloop = pool, loop
-                if stale is not None and stale_loop is not None:
-                    close_async_pool(stale, stale_loop)
-        try:
-            # Not wait=True: that waits until the pool is full *and idle*, which under a
-            # burst of turns lasts as long as the burst. A turn waits for its connection
-            # in getconn instead, within its deadline.
-            await pool.open()  # a no-op once open
-            if fresh:
-                guard = loop.create_task(close_at_shutdown(pool), name=f"{pool.name}-closer")
-                keep(guard)
-                with self._alock:
-                    stale_guard, self._aguard = self._aguard, guard
-                cancel_closer(stale_guard)
-        except BaseException:
-            if fresh:
-                with self._alock:
-                    if self._apool is pool:
-                        self._apool = self._aloop = None
-                close_async_pool(pool, loop)  # its workers must not outlive the loop
-            raise
-        return pool
+        return await self._loops.get()
+
+    def _new_async_pool(self) -> AsyncConnectionPool[Any]:
+        """An unopened async pool for one loop, of up to ``max_size`` connections.
+
+        ``min_size`` 0: it opens connections as its turns need them. With the
+        store's ``min_size`` an ``asyncio.run`` per request opened that many for
+        each request, and one more as the first turn's wait grew the pool.
+        """
+        return AsyncConnectionPool(
+            self.dsn,
+            kwargs=self.connect_kwargs,
+            min_size=0,
+            max_size=max(1, self.min_size, self.max_size),
+            open=False,
+            check=acheck,
+            timeout=self.timeout,
+            name=f"memory_inject.{self.names.table}.async",
+        )
