@@ -5,11 +5,16 @@ pydantic-ai's ``run_sync``). The store kept one async pool: a call from a second
 loop closed the first loop's pool while that loop still used it (38 of 60 turns
 said ``the store is closed``), and two alternating loops opened a new pool on every
 switch. Each loop now has a pool of its own, closed when that loop shuts down.
+
+A burst of turns on a new pool mislabelled its waits too: while the pool was still
+opening connections nothing was lent, so a turn that never got one said
+``deadline`` (a recall that ran out of time), not ``pool_wait``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import threading
 import time
@@ -18,8 +23,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg_pool import PoolTimeout
 
-from memory_inject import arender_memory_context
+from memory_inject import MemoryInjectConfig, arender_memory_context, render_memory_context
 from memory_inject.signals import MemoryRecall
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres.connection import PostgresConnections
@@ -216,3 +222,86 @@ class TestNoLeaks:
         # Each thread's call gave up the loop of the thread before it; the last goes now.
         assert (1, 0) == (held, len(_conns(store)._loops))
         assert _backends(db) <= before
+
+
+def _slow_connect(monkeypatch: pytest.MonkeyPatch, seconds: float) -> list[float]:
+    """Every new async connection takes ``seconds`` longer (a loaded or distant server);
+    the list returned gets an item per connection attempt."""
+    real = psycopg.AsyncConnection.connect.__func__  # type: ignore[attr-defined]
+    attempts: list[float] = []
+
+    async def connect(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        attempts.append(time.perf_counter())
+        await asyncio.sleep(seconds)
+        return await real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "connect", classmethod(connect))
+    return attempts
+
+
+class TestColdPool:
+    @pytest.mark.parametrize("connect_s", [0.5, 0.08])
+    def test_turns_waiting_for_a_new_pool_name_the_wait(
+        self, db: str, monkeypatch: pytest.MonkeyPatch, connect_s: float
+    ) -> None:
+        """30 turns on a fresh pool whose connections take ``connect_s`` to open, with a
+        300 ms deadline: a turn that never got a connection said ``deadline`` (nothing was
+        lent yet, so its wait went unheard); it says ``pool_wait`` now. At 0.5 s none gets
+        one; at 0.08 s some do, and the rest wait for a pool that is still growing: the
+        pool is alive, so no turn opens a connection of its own past ``max_size`` (before,
+        each turn past its deadline did, as if the server were down); while it lends none,
+        at most ``max_size`` turns do at once (before: all 30)."""
+        store = PostgresStore(db, min_size=1, max_size=8)
+        for u in range(30):
+            store.store(f"fact_u{u}", f"The deploy target of user{u} is prod-{u}.", "core")
+        cfg = MemoryInjectConfig(deadline_ms=300)
+        who: contextvars.ContextVar[int] = contextvars.ContextVar("who", default=-1)
+        connected: set[int] = set()
+        real_aget = PostgresConnections._aget
+
+        async def aget(self: PostgresConnections, *args: Any) -> Any:
+            conn = await real_aget(self, *args)
+            connected.add(who.get())
+            return conn
+
+        monkeypatch.setattr(PostgresConnections, "_aget", aget)
+        attempts = _slow_connect(monkeypatch, connect_s)
+
+        async def one(u: int) -> tuple[int, tuple[str, ...]]:
+            who.set(u)
+            r = await arender_memory_context(store, f"deploy target of user{u}?", config=cfg)
+            assert isinstance(r.event, MemoryRecall)
+            return u, r.event.degraded
+
+        async def main() -> list[tuple[int, tuple[str, ...]]]:
+            return list(await asyncio.gather(*(one(u) for u in range(30))))
+
+        try:
+            results = asyncio.run(main())
+        finally:
+            store.close()
+        never = [d for u, d in results if u not in connected]
+        assert never or connect_s < 0.3  # fast connections may serve every turn in time
+        assert [] == [d for d in never if not (len(d) == 1 and d[0].startswith("pool_wait: "))]
+        # The pool's 8, and at most 8 direct ones while it lent none (an outage's probe).
+        assert len(attempts) <= (8 if connected else 16), len(attempts)
+
+    def test_a_sync_turn_waiting_for_a_pool_still_connecting_names_the_wait(
+        self, store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The sync twin: the pool opens no connection within the turn's deadline while
+        none is lent (its recall thread runs late: no grace); ``deadline`` before."""
+        from memory_inject import _recall
+
+        monkeypatch.setattr(_recall, "GRACE_S", 0.0)
+        pool = _conns(store).pool
+
+        def connecting(timeout: float | None = None) -> Any:
+            time.sleep((timeout or 0) + 0.05)
+            raise PoolTimeout("the pool is still opening connections")
+
+        monkeypatch.setattr(pool, "getconn", connecting)
+        result = render_memory_context(store, QUESTION, config=MemoryInjectConfig(deadline_ms=150))
+        assert isinstance(result.event, MemoryRecall)
+        (note,) = result.event.degraded
+        assert note.startswith("pool_wait: no connection of the pool came free for "), note

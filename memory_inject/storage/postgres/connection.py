@@ -226,13 +226,18 @@ class PostgresConnections:
         when it has nothing to give within ``timeout``, one direct connection
         tells at once whether the server is back.
         """
-        t0 = time.perf_counter()
+        t0, lent_before = time.perf_counter(), self._lending.ever_lent(self.pool)
         try:
             conn = self._get(deadline, read)
         except PoolTimeout:
-            self._lending.exhausted(self.pool, time.perf_counter() - t0, deadline)
-            report_wait(None)
-            with psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct:
+            waited = time.perf_counter() - t0
+            self._lending.exhausted(self.pool, waited, deadline, lent_before)
+            with (
+                self._lending.direct(self.pool, waited, deadline),
+                psycopg.connect(self.dsn, autocommit=read, **self.connect_kwargs) as direct,
+            ):
+                if read:  # still waiting until now: the recall starts here
+                    report_wait(None)
                 yield direct
             return
         self._lending.lend(self.pool, 1)
@@ -259,16 +264,19 @@ class PostgresConnections:
     ) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """The async twin of :meth:`connection`."""
         pool = await self.async_pool()
-        t0 = time.perf_counter()
+        t0, lent_before = time.perf_counter(), self._lending.ever_lent(pool)
         try:
             conn = await self._aget(pool, deadline, read)
         except PoolTimeout:
-            self._lending.exhausted(pool, time.perf_counter() - t0, deadline)
-            report_wait(None)
-            async with await psycopg.AsyncConnection.connect(
-                self.dsn, autocommit=read, **self.connect_kwargs
-            ) as direct:
-                yield direct
+            waited = time.perf_counter() - t0
+            self._lending.exhausted(pool, waited, deadline, lent_before)
+            with self._lending.direct(pool, waited, deadline):
+                async with await psycopg.AsyncConnection.connect(
+                    self.dsn, autocommit=read, **self.connect_kwargs
+                ) as direct:
+                    if read:  # still waiting until now: the recall starts here
+                        report_wait(None)
+                    yield direct
             return
         self._lending.lend(pool, 1)
         try:
@@ -290,25 +298,24 @@ class PostgresConnections:
 
     def _get(self, deadline: float | None, read: bool) -> psycopg.Connection[Any]:
         """:meth:`_aget`'s sync twin (a recall thread waits late on a loaded machine)."""
-        waits = read and self._lending.all_lent(self.pool)
-        if waits:
-            report_wait(self._lending.note)
+        if read:
+            report_wait(self._lending.wait_note(self.pool))
         conn: psycopg.Connection[Any] = self.pool.getconn(timeout=self._wait_for(deadline))
-        if waits:  # a wait that timed out stays heard: the recall never started
+        if read:  # a wait that timed out stays heard: the recall never started
             report_wait(None)
         return conn
 
     async def _aget(
         self, pool: AsyncConnectionPool[Any], deadline: float | None, read: bool
     ) -> psycopg.AsyncConnection[Any]:
-        """A pooled connection. While every one is lent, a recall tells the render it waits
-        (``report_wait``): a deadline passing then (a busy loop runs the pool's own
-        timeout late) is named as this wait, not as a recall that ran out of time."""
-        waits = read and self._lending.all_lent(pool)
-        if waits:
-            report_wait(self._lending.note)
+        """A pooled connection. A recall tells the render it waits for one (``report_wait``)
+        until it has one: a deadline passing meanwhile (every connection lent, or the pool
+        still opening them; a busy loop runs the pool's own timeout late) is named as this
+        wait, not as a recall that ran out of time."""
+        if read:
+            report_wait(self._lending.wait_note(pool))
         conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=self._wait_for(deadline))
-        if waits:  # a wait that timed out stays heard: the recall never started
+        if read:  # a wait that timed out stays heard: the recall never started
             report_wait(None)
         return conn
 
