@@ -130,9 +130,9 @@ class _Entry:
 class LoopPools:
     """One async pool per live event loop, made by ``make()`` on the loop's first call.
 
-    Each pool has the store's own ``min_size`` / ``max_size``, so the async
-    connections of a store are at most ``max_size`` per loop that uses it at
-    the same time: an ``asyncio.run`` per request holds a pool only while it
+    Each pool holds up to the store's ``max_size`` connections (``make``
+    decides), so the async connections of a store are at most ``max_size`` per
+    loop that uses it at the same time: an ``asyncio.run`` per request holds a pool only while it
     runs (its shutdown closes it), and a loop found closed, or idle in a thread
     that ended, gives up its pool on the next call from any loop.
     """

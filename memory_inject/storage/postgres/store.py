@@ -72,11 +72,11 @@ class PostgresStore(PersistentStore):
     reach about 3% of the table, and never more than ``rank_budget`` rows
     (they still count in the rank); ``None`` ranks every match.
 
-    ``arecall`` opens an ``AsyncConnectionPool`` on the running loop at first
-    use. Like any psycopg async pool it must be closed on that loop: ``await
-    store.aclose()`` (or ``async with store``) before the loop ends, because
-    psycopg_pool can swallow the shutdown cancellation of a connection attempt
-    still in flight and ``asyncio.run`` then waits forever.
+    ``arecall`` opens an ``AsyncConnectionPool`` for the running loop at its
+    first use there: one per event loop (threads each running their own loop
+    share the store), of up to ``max_size`` connections each, closed when that
+    loop shuts down (:mod:`~memory_inject.storage.postgres.loop_pools`).
+    ``await store.aclose()`` (or ``async with store``) closes them all at once.
     """
 
     def __init__(
