@@ -26,8 +26,9 @@ import attrs
 from memory_inject._calls import Call
 from memory_inject._deadline import Busy, Waited, arun_in_thread, hand_off, wait_note
 from memory_inject._recalled import Recalled, Results, collect
+from memory_inject._render_ears import _WAIT_EAR
 from memory_inject._seam import Seam, as_answer, seam_of
-from memory_inject.contract import _WAIT_EAR, Memory, RecallAnswer, SupportsInterrupt
+from memory_inject.contract import Memory, RecallAnswer, SupportsInterrupt
 from memory_inject.exceptions import RecallInterruptedError, RecallWaitError
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan

@@ -18,7 +18,7 @@ import attrs
 from attrs import define, frozen
 
 from memory_inject._calls import STANDING, Call
-from memory_inject.contract import _WAIT_EAR
+from memory_inject._render_ears import _WAIT_EAR
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, merge_results
 from memory_inject.stages import UNRELATED_PROMPT, StageTrace

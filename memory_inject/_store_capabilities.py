@@ -1,4 +1,5 @@
-"""The capabilities no render asks for: record writes, JSONL, namespaces, vectors, close, path.
+"""The capabilities no render asks for: record writes, JSONL, erase, namespaces, vectors, close,
+path.
 
 Integrators, the CLI and the demo use them; their public home is
 :mod:`memory_inject.contract`, whose docstring tables every capability.
@@ -14,6 +15,7 @@ from memory_inject.records import MemoryRecord
 
 __all__ = [
     "SupportsClose",
+    "SupportsErase",
     "SupportsJsonl",
     "SupportsNamespaces",
     "SupportsPath",
@@ -50,6 +52,25 @@ class SupportsJsonl(Protocol):
     ) -> int: ...
 
     def export_jsonl(self, dst: str | os.PathLike[str] | IO[str]) -> int: ...
+
+
+@runtime_checkable
+class SupportsErase(Protocol):
+    """``erase`` and ``erase_forgotten``: a delete that removes the data (the CLI's ``erase``,
+    retention jobs, a user's request to have their data gone).
+
+    ``forget(key)`` is a soft delete: the persistent stores keep the row for export.
+    ``erase(key)`` removes ``key``'s row, live or already forgotten, with ``forget``'s
+    scope rules (True if one went): nothing of it is read, recalled, exported or found in
+    another row or an index afterwards, and a ``store`` of the key makes a new row.
+    ``erase_forgotten()`` erases every forgotten row of the store's namespace and returns
+    how many. ``docs/storage.md`` says what each store removes. The model's memory tools
+    never erase. Without it a caller can only ``forget``.
+    """
+
+    def erase(self, key: str) -> bool: ...
+
+    def erase_forgotten(self) -> int: ...
 
 
 @runtime_checkable

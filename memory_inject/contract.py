@@ -41,6 +41,7 @@ SupportsStandingContext    ``standing_records``,           ``standing.enabled`` 
                            ``data_version``                hard rules and L1 every turn)
 SupportsRecords            ``upsert``, ``supersede``       integrators, JSONL tooling
 SupportsJsonl              ``import_jsonl``, ``export_``   CLI ``import`` / ``export``
+SupportsErase              ``erase``, ``erase_forgotten``  CLI ``erase``, retention jobs
 SupportsNamespaces         ``namespace``                   agents sharing one database
 SupportsVectors            ``embedder``                    hybrid (semantic) recall
 SupportsClose              ``close()``                     CLI, demo
@@ -54,8 +55,8 @@ every test on every store that has the capabilities the test declares.
 
 This module owns the protocols a render and a full store speak; the seam's
 values (``_recall_query``), the capabilities no render asks for
-(``_store_capabilities``) and :func:`supports` (``_supports``) live in private
-modules and are re-exported here, their public home.
+(``_store_capabilities``), :func:`report_wait` (``_render_ears``) and :func:`supports`
+(``_supports``) live in private modules and are re-exported here, their public home.
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from memory_inject._recall_query import RecallAnswer, RecallQuery
+from memory_inject._render_ears import report_wait
 from memory_inject._store_capabilities import (
     SupportsClose,
+    SupportsErase,
     SupportsJsonl,
     SupportsNamespaces,
     SupportsPath,
@@ -91,6 +94,7 @@ __all__ = [
     "SupportsAsyncWrite",
     "SupportsClose",
     "SupportsEntities",
+    "SupportsErase",
     "SupportsFilteredRecall",
     "SupportsInterrupt",
     "SupportsJsonl",
@@ -360,31 +364,12 @@ class SupportsInterrupt(Protocol):
     def interrupt_at(self, until: float) -> AbstractContextManager[None]: ...
 
 
-#: The render's ear for an async store call (set by the runner around a recall's task).
-_WAIT_EAR: ContextVar[Callable[[Callable[[float], str] | None], None] | None] = ContextVar(
-    "memory_inject_wait_ear", default=None
-)
-
-
 #: Set on a recall thread around a render's calls: lends the call's slot of the store to
 #: the next turn while the call waits for its prompt's vector, and answers what takes it
 #: back (``storage._query_vectors``; ``memory_inject._deadline`` sets it).
 _SLOT_LEND: ContextVar[Callable[[], Callable[[], None]] | None] = ContextVar(
     "memory_inject_slot_lend", default=None
 )
-
-
-def report_wait(note: Callable[[float], str] | None) -> None:
-    """Tell the render that this async call now waits for something it needs before its
-    recall can start (a pooled connection), or, with None, that the wait is over.
-
-    ``note(waited_seconds)`` is the event's degraded line should the turn's deadline pass
-    during the wait (``pool_wait: ...``): the turn is then reported as that wait, not as
-    a recall that ran out of time. Outside an async render it does nothing.
-    """
-    ear = _WAIT_EAR.get()
-    if ear is not None:
-        ear(note)
 
 
 # The re-exported names are this module's (docs, reprs, and the contract suite's

@@ -44,6 +44,7 @@ SPLITS = {
     "memory_inject._recall_query": {"memory_inject.contract"},
     "memory_inject._store_capabilities": {"memory_inject.contract"},
     "memory_inject._supports": {"memory_inject.contract"},
+    "memory_inject._render_ears": {"memory_inject.contract"},
     "memory_inject._model_embedders": {"memory_inject.embedders"},
     "memory_inject.stages._threat_rules": {"memory_inject.stages.threat"},
     "memory_inject.stages._threat_view": {
@@ -66,6 +67,8 @@ REEXPORTS = {
         "SupportsVectors": "memory_inject._store_capabilities",
         "SupportsClose": "memory_inject._store_capabilities",
         "SupportsPath": "memory_inject._store_capabilities",
+        "SupportsErase": "memory_inject._store_capabilities",
+        "report_wait": "memory_inject._render_ears",
         "supports": "memory_inject._supports",
     },
     "memory_inject.config.schema": {

@@ -7,7 +7,7 @@ this package. The store is ``--db PATH`` (a SQLite file), else the backend of
 ``memory-inject render "..." > block.txt`` captures the bytes a model would get.
 
 The commands live one group per module: ``init`` in ``_init``; ``add``,
-``import``, ``export`` and ``forget`` in ``_records``; ``stats`` and ``render``
+``import``, ``export``, ``forget`` and ``erase`` in ``_records``; ``stats`` and ``render``
 in ``_inspect`` (``render --explain``'s recorder and tables in ``_explain``);
 ``validate`` in ``_validate``; what they share (opening the store, the
 ``--db``/``--agent`` options) in ``_common``. This module is the group and the
@@ -23,7 +23,7 @@ import click
 from memory_inject import __version__
 from memory_inject.cli._init import defaults_text, init
 from memory_inject.cli._inspect import render, stats
-from memory_inject.cli._records import add, export, forget, import_
+from memory_inject.cli._records import add, erase, export, forget, import_
 from memory_inject.cli._validate import validate
 
 __all__ = ["cli", "defaults_text", "main"]
@@ -35,7 +35,7 @@ def cli() -> None:
     """Decide, per agent turn, whether the model gets its memory and exactly what it gets."""
 
 
-for _command in (init, add, import_, export, forget, stats, render, validate):
+for _command in (init, add, import_, export, forget, erase, stats, render, validate):
     cli.add_command(_command)
 
 

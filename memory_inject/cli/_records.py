@@ -1,9 +1,10 @@
-"""The commands that change a store: ``add``, ``import``, ``export`` and ``forget``.
+"""The commands that change a store: ``add``, ``import``, ``export``, ``forget``, ``erase``.
 
 This module owns writing records in and out: one record by hand (``add``),
 a JSON Lines export, founder-os's ``memory.db`` or PI's memory (``import``,
 with a progress bar past a thousand lines), every record as JSON Lines
-(``export``), and forgetting a key (``forget``).
+(``export``), forgetting a key (``forget``: a soft delete) and erasing one, or every
+forgotten record, for good (``erase``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memory_inject.cli._common import make_console, opened_store, store_options
-from memory_inject.contract import SupportsJsonl
+from memory_inject.contract import SupportsErase, SupportsJsonl
 from memory_inject.exceptions import MemoryInjectError
 from memory_inject.storage._jsonl import check_regular_file
 from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
@@ -31,7 +32,7 @@ else:
     from memory_inject.adapters import _core
 
 
-__all__ = ["add", "export", "forget", "import_"]
+__all__ = ["add", "erase", "export", "forget", "import_"]
 
 _PROGRESS_MIN_LINES = 1000
 
@@ -240,3 +241,22 @@ def forget(key: str, db: Path | None, agent_path: Path | None) -> None:
         if not store.forget(key):
             raise click.ClickException(f"no live memory under {key!r}")
     click.echo(f"forgot {key}")
+
+
+@click.command()
+@click.argument("key", required=False)
+@click.option("--forgotten", is_flag=True, help="Erase every forgotten memory instead of KEY.")
+@store_options
+def erase(key: str | None, forgotten: bool, db: Path | None, agent_path: Path | None) -> None:
+    """Erase KEY for good, live or forgotten (exit 1 when there is no memory under it), or
+    with --forgotten every forgotten memory: unlike forget, nothing is kept for export."""
+    if forgotten == (key is not None):
+        raise click.UsageError("give either KEY or --forgotten")
+    with opened_store(db, agent_path, create=False) as (store, _agent_cfg):
+        if not isinstance(store, SupportsErase):
+            raise click.ClickException(f"the {store.name!r} store cannot erase")
+        if key is None:
+            n = store.erase_forgotten()
+        elif not store.erase(key):
+            raise click.ClickException(f"no memory under {key!r}")
+    click.echo(f"erased {key}" if key is not None else f"erased {n} forgotten memories")

@@ -29,13 +29,16 @@ from memory_inject.storage.records import MemoryRecord
 __all__ = [
     "Doc",
     "block_of",
+    "drop_forgotten",
     "drop_record",
     "find_record",
     "heading_of",
     "latest",
+    "list_folder",
     "markdown_score",
     "parse_doc",
     "read_doc",
+    "read_docs",
     "render_doc",
     "visible",
     "write_atomic",
@@ -227,6 +230,42 @@ def drop_record(docs: Mapping[Path, Doc], namespace: str, key: str) -> bool:
         dropped = dropped or len(keep) != len(doc.records)
         doc.records = keep
     return dropped
+
+
+def drop_forgotten(docs: Mapping[Path, Doc], namespace: str) -> int:
+    """Remove every block of ``namespace`` whose record is forgotten; returns how many."""
+    dropped = 0
+    for doc in docs.values():
+        keep = [r for r in doc.records if r.namespace != namespace or r.deleted_at is None]
+        dropped += len(doc.records) - len(keep)
+        doc.records = keep
+    return dropped
+
+
+def list_folder(core: Path, daily: Path) -> list[Path]:
+    """The memory files: ``core`` (``MEMORY.md``) if it is there, then the days in ``daily``.
+
+    Hidden files are an editor's (Emacs's lock ``.#2026-03-01.md``, macOS's
+    ``._2026-03-01.md``), not memories: reading one failed every recall and write.
+    """
+    listed = daily.glob("*.md") if daily.is_dir() else ()
+    days = sorted(p for p in listed if not p.name.startswith("."))
+    for path in (core, *days):
+        if path.is_dir():
+            # A folder named MEMORY.md hid every core memory behind a success.
+            raise StorageError(f"{path}: not a file (a folder?): the memories cannot be read")
+    return [core, *days] if core.is_file() else days
+
+
+def read_docs(paths: Iterable[Path]) -> dict[Path, Doc]:
+    """Each file of ``paths`` parsed; one deleted (by hand) since it was listed is gone."""
+    docs = {}
+    for p in paths:
+        try:
+            docs[p] = read_doc(p)
+        except FileNotFoundError:
+            continue
+    return docs
 
 
 def latest(docs: Iterable[Doc], namespace: str) -> list[MemoryRecord]:

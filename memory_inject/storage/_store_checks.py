@@ -41,6 +41,7 @@ __all__ = [
     "owned",
     "refuse_moves",
     "refuse_owned",
+    "scope_keeps",
 ]
 
 
@@ -109,6 +110,19 @@ def forget_scope(
     named = [s for s in named if is_text(s)]
     sources = None if sources is None else tuple(s for s in sources if is_text(s))
     return named, None in wanted, sources
+
+
+def scope_keeps(
+    record: MemoryRecord, scope: tuple[builtins.list[str], bool, tuple[str, ...] | None] | None
+) -> bool:
+    """Whether ``record`` is in ``scope`` (:func:`forget_scope`'s value, None: any row): of
+    a named session, or shared when shared rows may go and, with sources, of one of them."""
+    if scope is None:
+        return True
+    named, shared, sources = scope
+    if record.session_id is not None:
+        return record.session_id in named
+    return shared and (sources is None or record.source in sources)
 
 
 #: A session id no row holds, different in every process and never shown: what a

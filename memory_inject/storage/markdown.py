@@ -58,17 +58,18 @@ from memory_inject._deadline import in_recall_thread
 from memory_inject._recall_only import recall_answer
 from memory_inject._workers import in_worker
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage import _forks
 from memory_inject.storage._base import refuse_owned
 from memory_inject.storage._markdown_format import (
     Doc,
+    drop_forgotten,
     drop_record,
     find_record,
     latest,
+    list_folder,
     markdown_score,
-    read_doc,
+    read_docs,
     render_doc,
     visible,
 )
@@ -158,26 +159,10 @@ class MarkdownStore:
         return self._root / DAILY_DIR / f"{day}.md"
 
     def _files(self) -> list[Path]:
-        daily = self._root / DAILY_DIR
-        # Hidden files are an editor's (Emacs's lock ``.#2026-03-01.md``, macOS's
-        # ``._2026-03-01.md``), not memories: reading one failed every recall and write.
-        listed = daily.glob("*.md") if daily.is_dir() else ()
-        days = sorted(p for p in listed if not p.name.startswith("."))
-        core = self._root / CORE_FILE
-        for path in (core, *days):
-            if path.is_dir():
-                # A folder named MEMORY.md hid every core memory behind a success.
-                raise StorageError(f"{path}: not a file (a folder?): the memories cannot be read")
-        return [core, *days] if core.is_file() else days
+        return list_folder(self._root / CORE_FILE, self._root / DAILY_DIR)
 
     def _load(self) -> dict[Path, Doc]:
-        docs = {}
-        for p in self._files():
-            try:
-                docs[p] = read_doc(p)
-            except FileNotFoundError:  # deleted since it was listed (by hand): it is gone
-                continue
-        return docs
+        return read_docs(self._files())
 
     def _records(self) -> list[MemoryRecord]:
         """This namespace's records, one per key (a key found twice: the later update)."""
@@ -313,6 +298,17 @@ class MarkdownStore:
         with self._writing("forget") as docs:
             old = self._find(docs, key)
             return self._drop(docs, key) and old is not None and old.deleted_at is None
+
+    def erase(self, key: str) -> bool:
+        """Remove ``key``'s block, live or forgotten, from its file (rewritten and replaced
+        atomically, as every write is); True if there was one."""
+        with self._writing() as docs:
+            return self._drop(docs, key)
+
+    def erase_forgotten(self) -> int:
+        """Remove every forgotten block of this namespace; returns how many."""
+        with self._writing() as docs:
+            return drop_forgotten(docs, self._namespace)
 
     # -- reads ----------------------------------------------------------------
 

@@ -25,10 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_inject._filter_first import keeps, ranked_of, restricted
+from memory_inject._filter_first import ranked_of
 from memory_inject.contract import RecallAnswer, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
+from memory_inject.storage._memory_answer import memory_answer
 from memory_inject.storage._memory_rank import (
     holds,
     in_scope,
@@ -40,6 +41,7 @@ from memory_inject.storage._memory_rank import (
     terms_of,
 )
 from memory_inject.storage._plan_rows import entity_names, resolve_mentions
+from memory_inject.storage._store_checks import scope_keeps
 from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
 
 __all__ = ["InMemoryStore"]
@@ -163,17 +165,30 @@ class InMemoryStore:
         scope = forget_scope(sessions, shared_sources)
         with self._lock:
             old = self._records.get(key)
-            if old is None:
+            if old is None or not scope_keeps(old, scope):
                 return False
-            if scope is not None:
-                named, shared, sources = scope
-                mine = old.session_id in named if old.session_id is not None else shared
-                if not mine or (
-                    old.session_id is None and sources is not None and old.source not in sources
-                ):
-                    return False
             self._writes += 1
             return self._drop(key) is not None
+
+    def erase(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Remove ``key`` for good, live or forgotten, with :meth:`forget`'s scope rules; here
+        that is what a forget does (nothing of a forgotten record is kept)."""
+        return self.forget(key, sessions=sessions, shared_sources=shared_sources)
+
+    def erase_forgotten(self) -> int:
+        """Remove the records given with ``deleted_at`` (seeded); returns how many."""
+        with self._lock:
+            gone = [k for k, r in self._records.items() if r.deleted_at is not None]
+            for k in gone:
+                self._drop(k)
+            self._writes += len(gone)
+            return len(gone)
 
     # -- reads ----------------------------------------------------------------
 
@@ -346,34 +361,7 @@ class InMemoryStore:
 
         Nothing here degrades (no disk, no embedder), so the answer reports nothing.
         """
-        q = query
-        why = keeps(q.statuses if not q.filtered else None, q.profiles)
-        if q.filtered:
-
-            def fetch(n: int) -> Sequence[MemoryEntry]:
-                return self.recall_where(
-                    None,
-                    n,
-                    session_id=q.session_id,
-                    entity_id=q.entity_id,
-                    source=q.source,
-                    statuses=q.statuses,
-                )
-
-        elif q.mode is not None or q.restricted:
-
-            def fetch(n: int) -> Sequence[MemoryEntry]:
-                return self.recall_where(q.query, n, session_id=q.session_id, mode=q.mode)
-
-        else:
-            found = self.recall(
-                q.query, q.limit, session_id=q.session_id, since=q.since, until=q.until
-            )
-            return RecallAnswer(builtins.list(found), strategy=None)
-        if why is None:
-            return RecallAnswer(builtins.list(fetch(q.limit)), strategy=None)
-        _, kept, over = restricted(fetch, builtins.list, q.limit, why)
-        return RecallAnswer(kept, strategy=None, passed_over=over)
+        return memory_answer(self, query)
 
     async def aanswer(self, query: RecallQuery) -> RecallAnswer:
         """``answer``, yielding to the loop once (it never touches a disk)."""

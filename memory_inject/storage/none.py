@@ -127,6 +127,14 @@ class NoneStore:
         """Nothing to forget."""
         return False
 
+    def erase(self, key: str) -> bool:
+        """Nothing to erase."""
+        return False
+
+    def erase_forgotten(self) -> int:
+        """Nothing is kept, forgotten or not."""
+        return 0
+
     def list(
         self,
         *,

@@ -179,14 +179,14 @@ class PostgresEngine:
         one writer at a time does.
         """
         try:
-            return self._moved(action, steps)  # type: ignore[no-any-return]
+            return self.moved(action, steps)  # type: ignore[no-any-return]
         except ValueError as exc:
             cause = exc.__cause__
             if not isinstance(cause, UniqueViolation) or cause.diag.constraint_name != self._pkey:
                 raise
-        return self._moved(action, steps)  # type: ignore[no-any-return]
+        return self.moved(action, steps)  # type: ignore[no-any-return]
 
-    def _moved(self, action: str, steps: Callable[[], Any]) -> Any:
+    def moved(self, action: str, steps: Callable[[], Any]) -> Any:
         """Run ``steps``, again when the row moved to a stream it had not locked
         (:class:`~.neighbours.StreamMoved`: a concurrent move; rolled back) or the server
         chose it to end a deadlock. The last try holds the namespace's lock alone, as an
@@ -218,7 +218,7 @@ class PostgresEngine:
         if scope is not None and not scope[0] and not scope[1]:
             return False
         self.writes += 1
-        return bool(self._moved("forget", lambda: forget_steps(self.q, key, scope)))
+        return bool(self.moved("forget", lambda: forget_steps(self.q, key, scope)))
 
     # -- reads ------------------------------------------------------------------
 

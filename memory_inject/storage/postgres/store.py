@@ -30,6 +30,7 @@ forwarded to the engine or to the bulk functions of ``bulk``.
 from __future__ import annotations
 
 import builtins
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -37,6 +38,7 @@ from functools import partial
 from types import TracebackType
 from typing import IO, Self
 
+from memory_inject.exceptions import StorageError
 from memory_inject.models import MemoryEntry
 from memory_inject.storage import _forks
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
@@ -44,8 +46,11 @@ from memory_inject.storage._base import VectorEmbedder as _Embedder
 from memory_inject.storage.fusion import Fusion, default_fusion
 from memory_inject.storage.postgres import backfill, bulk
 from memory_inject.storage.postgres.engine import PostgresEngine
+from memory_inject.storage.postgres.erase import erase_steps, vacuum
 from memory_inject.storage.postgres.schema import TableNames
 from memory_inject.storage.records import is_text
+
+_log = logging.getLogger("memory_inject")
 
 __all__ = ["PostgresStore"]
 
@@ -194,6 +199,40 @@ class PostgresStore(PersistentStore):
         if not is_text(key):
             return False  # no row holds such a key
         return self._engine.forget(key, forget_scope(sessions, shared_sources))
+
+    def erase(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Delete ``key``'s row for good, live or already forgotten; True if one went.
+
+        ``sessions`` and ``shared_sources`` limit which row may go exactly as on
+        :meth:`forget`; the rows that took its text as context get theirs again in the
+        same transaction (:mod:`.erase` says what PostgreSQL keeps until ``VACUUM``).
+        """
+        scope = forget_scope(sessions, shared_sources)
+        if not is_text(key) or (scope is not None and not scope[0] and not scope[1]):
+            return False
+        engine = self._engine
+        engine.writes += 1
+        return bool(engine.moved("erase", lambda: erase_steps(engine.q, key, scope)))
+
+    def erase_forgotten(self) -> int:
+        """Erase every forgotten row of this namespace, then ``VACUUM (ANALYZE)`` the table
+        (its dead tuples reclaimed; skipped with a logged warning when the role may not);
+        returns how many rows went."""
+        engine = self._engine
+        engine.writes += 1
+        n = int(engine.connections.run("erase_forgotten", erase_steps(engine.q, None)))
+        if n:
+            try:
+                engine.connections.run("vacuum", vacuum(engine.q), read=True)
+            except StorageError as exc:
+                _log.warning("erase_forgotten: VACUUM of the table failed: %s", exc)
+        return n
 
     def count(self) -> int:
         """How many rows of this namespace are not forgotten (superseded and expired ones count)."""

@@ -344,6 +344,17 @@ class SQLiteConnection:
 
         return self._retry(run, what)
 
+    def checkpoint(self, what: str) -> bool:
+        """Copy the WAL into the file and truncate it (``wal_checkpoint(TRUNCATE)``, waiting
+        for readers as long as the busy timeout); True when it did (an erase's old frames
+        are then gone from the ``-wal`` file). A ``:memory:`` database has nothing to do."""
+        if self._file is None:
+            return True
+        busy = self._retry(
+            lambda: self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0], what
+        )
+        return not busy
+
     def read(self, op: Callable[[sqlite3.Connection], T], what: str) -> T:
         """``op`` on a read connection (retried once when the database is locked).
 

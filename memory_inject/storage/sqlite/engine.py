@@ -29,6 +29,7 @@ from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage._query_vectors import QueryVectors
 from memory_inject.storage.fusion import Fusion, RecallInfo, default_fusion
 from memory_inject.storage.records import MemoryRecord, carry_over
+from memory_inject.storage.sqlite import erase as erasing
 from memory_inject.storage.sqlite import neighbours, queries
 from memory_inject.storage.sqlite.changes import log_position
 from memory_inject.storage.sqlite.codec import UPSERT, fetch, record_to_row
@@ -147,6 +148,22 @@ class SQLiteEngine:
             return len(gone)
 
         return self.write(op, "forget") > 0
+
+    def erase(
+        self, key: str, scope: tuple[builtins.list[str], bool, tuple[str, ...] | None] | None
+    ) -> bool:
+        """Delete ``key``'s row, live or forgotten, within ``scope`` (``forget_scope``'s), and
+        every copy of its text the file holds (:mod:`.erase`); True if a row went."""
+        where = erasing.scope_where(key, scope)
+        return where is not None and erasing.erase_rows(self, *where, "erase") > 0
+
+    def erase_forgotten(self) -> int:
+        """Erase every forgotten row of the namespace (:mod:`.erase`); returns how many."""
+        return erasing.erase_rows(self, "deleted_at IS NOT NULL", (), "erase_forgotten")
+
+    def vector_cache(self) -> VectorCache | None:
+        """The store's vector matrices (None once dropped)."""
+        return self._vectors
 
     def _upsert(self, conn: sqlite3.Connection, record: MemoryRecord) -> None:
         """Write ``record`` on ``conn``; when its key was held (an update, a revive, a move)

@@ -239,6 +239,27 @@ class SQLiteStore(PersistentStore):
             return False  # no row holds such a key
         return self._engine.forget(key, forget_scope(sessions, shared_sources))
 
+    def erase(
+        self,
+        key: str,
+        *,
+        sessions: Iterable[str | None] | None = None,
+        shared_sources: Iterable[str] | None = None,
+    ) -> bool:
+        """Remove ``key``'s row for good, live or already forgotten; True if one went.
+
+        ``sessions`` and ``shared_sources`` limit which row may go exactly as on
+        :meth:`forget`. The row's text leaves the other rows' context, the keyword
+        index, the vector caches and the file's bytes (:mod:`.erase`).
+        """
+        if not is_text(key):
+            return False
+        return self._engine.erase(key, forget_scope(sessions, shared_sources))
+
+    def erase_forgotten(self) -> int:
+        """Erase every forgotten row of this namespace (a retention job); returns how many."""
+        return self._engine.erase_forgotten()
+
     def count(self) -> int:
         """How many rows of this namespace are not forgotten (superseded and expired ones count)."""
         return self._engine.count()

@@ -1,0 +1,128 @@
+"""``erase``: a SQLite row removed for good, its text out of the file's bytes too.
+
+``forget`` is a soft delete: the row stays (``deleted_at`` set) for export,
+and its words stay in the keyword index's old segments until FTS5 merges them.
+An erase is a ``DELETE`` of the row, live or forgotten, and of every copy of
+its text the file holds, in one write transaction run with ``PRAGMA
+secure_delete`` (freed cells and pages are overwritten with zeros):
+
+* the rows that took its text as context get theirs again (:mod:`.neighbours`,
+  as a forget does), and their index entries are replaced;
+* the keyword index is merged into one segment (FTS5 ``optimize``), so no old
+  segment keeps a token of the row or of the neighbours' old context;
+* the delete triggers log the rid in ``memories_log``, so every reader's cache
+  (keyword mirror, term statistics, vector matrix) drops the row as it drops a
+  forgotten one;
+* after the commit the WAL is checkpointed and truncated, so the frames that
+  held the row before are gone from the ``-wal`` file;
+* when a row had a vector, the store's vector matrices are read again and the
+  approximate index's graph files of the namespace (``.usearch``, saved next to
+  the database by :mod:`.vector_ann_file`) are removed: a graph holds the
+  vectors it was built from, and a forget already makes the next process build
+  it again.
+
+What it cannot reach: copies made outside the file (a backup, a filesystem
+snapshot, a replica) and bytes the file system or disk keep after SQLite
+overwrote them. A checkpoint that a long read keeps from finishing (the WAL
+then holds the old frames until the next checkpoint) is waited for as long as
+the store's busy timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from memory_inject.storage.sqlite import neighbours
+from memory_inject.storage.sqlite.connection import SQLiteConnection
+from memory_inject.storage.sqlite.vector_ann_file import database_file, graph_path
+from memory_inject.storage.sqlite.vectors import VectorCache
+
+__all__ = ["Eraser", "erase_rows", "scope_where"]
+
+
+class Eraser(Protocol):
+    """What :func:`erase_rows` needs of the engine."""
+
+    connections: SQLiteConnection
+    namespace: str
+
+    def write(self, op: Any, what: str) -> Any:
+        """``op`` in a write transaction; the store's caches learn of the commit."""
+
+    def vector_cache(self) -> VectorCache | None:
+        """The store's vector matrices, if it keeps them."""
+
+
+def scope_where(
+    key: str, scope: tuple[Sequence[str], bool, Sequence[str] | None] | None
+) -> tuple[str, list[Any]] | None:
+    """The rows ``erase(key)`` may remove within ``scope`` (``forget_scope``'s value), live
+    or forgotten: the same scope rules as ``forget``; None when the scope keeps nothing."""
+    sql, params = "key = ?", list[Any]([key])
+    if scope is None:
+        return sql, params
+    named, shared, sources = scope
+    ors = []
+    if named:
+        ors.append(f"session_id IN ({', '.join('?' * len(named))})")
+        params.extend(named)
+    if shared:
+        only = ""
+        if sources is not None:
+            only = f" AND source IN ({', '.join('?' * len(sources)) or 'NULL'})"
+            params.extend(sources)
+        ors.append(f"(session_id IS NULL{only})")
+    if not ors:
+        return None
+    return f"{sql} AND ({' OR '.join(ors)})", params
+
+
+def erase_rows(engine: Eraser, where: str, params: Sequence[Any], what: str) -> int:
+    """Delete this namespace's rows matching ``where`` and every copy of their text the
+    file holds (see the module docstring); returns how many rows went."""
+    ns = engine.namespace
+
+    def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            gone: list[tuple[Any, ...]] = conn.execute(
+                f"DELETE FROM memories WHERE namespace = ? AND {where} "  # noqa: S608
+                f"RETURNING {neighbours.ANCHOR}, embedding IS NOT NULL",
+                (ns, *params),
+            ).fetchall()
+            if gone:
+                neighbours.refresh(conn, ns, [g[:-1] for g in gone])
+                # Old segments keep a deleted row's tokens until merged: merge them all.
+                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            return gone
+        finally:
+            conn.execute("PRAGMA secure_delete = OFF")
+
+    gone = engine.write(op, what)
+    if not gone:
+        return 0
+    if any(g[-1] for g in gone):
+        cache = engine.vector_cache()
+        if cache is not None:
+            cache.clear()  # stops a graph build that would save the erased vectors
+        engine.connections.read(_drop_graphs(ns), what)
+    engine.connections.checkpoint(what)
+    return len(gone)
+
+
+def _drop_graphs(namespace: str) -> Any:
+    def op(conn: sqlite3.Connection) -> None:
+        one = graph_path(conn, namespace, 1)
+        if database_file(conn) is None or one is None:
+            return
+        prefix = one.name[: -len("1.usearch")]
+        for path in Path(one.parent).glob(f"{glob.escape(prefix)}*.usearch*"):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    return op
