@@ -228,6 +228,16 @@ def test_a_store_that_recalled_the_row_answers_as_if_it_was_never_written(
         s.close()
 
 
+class _Graph:
+    """An approximate index as the vector cache holds it: built or still building."""
+
+    def __init__(self, *, ready: bool) -> None:
+        self.ready, self.stopped = ready, False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
 def test_the_saved_graph_of_the_vectors_is_removed(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "m.db", embedder=HashingEmbedder(dim=64))
     store.store("pw", f"my password is {SECRET}")
@@ -242,7 +252,14 @@ def test_the_saved_graph_of_the_vectors_is_removed(tmp_path: Path) -> None:
     for p in (mine, theirs):
         p.write_bytes(b"graph")
         p.with_name(p.name + ".json").write_text("{}")
+    building, ready = _Graph(ready=False), _Graph(ready=True)
+    cache = store._engine.vector_cache()
+    assert cache is not None
+    cache._indexes.update({("default", 64): building, ("default", 8): ready})  # type: ignore[dict-item]
     assert store.erase("kept") is True  # a row with a vector: the namespace's graph goes
+    # A build from the vectors before the erase would save them: stopped and dropped.
+    assert (building.stopped, ready.stopped) == (True, False)
+    assert [("default", 8)] == list(cache._indexes)
     assert (mine.exists(), Path(f"{mine}.json").exists()) == (False, False)
     assert (theirs.exists(), Path(f"{theirs}.json").exists()) == (True, True)
     store.close()

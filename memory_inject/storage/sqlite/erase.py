@@ -15,17 +15,20 @@ secure_delete`` (freed cells and pages are overwritten with zeros):
   forgotten one;
 * after the commit the WAL is checkpointed and truncated, so the frames that
   held the row before are gone from the ``-wal`` file;
-* when a row had a vector, the store's vector matrices are read again and the
-  approximate index's graph files of the namespace (``.usearch``, saved next to
-  the database by :mod:`.vector_ann_file`) are removed: a graph holds the
-  vectors it was built from, and a forget already makes the next process build
-  it again.
+* when a row had a vector, the approximate index's graph files of the namespace
+  (``.usearch``, saved next to the database by :mod:`.vector_ann_file`) are
+  removed, and a graph still being built in this process is stopped: a graph
+  holds the vectors it was built from (a forget already makes the next process
+  build it again). The matrices and a ready graph drop the row as they follow
+  the log.
 
 What it cannot reach: copies made outside the file (a backup, a filesystem
 snapshot, a replica) and bytes the file system or disk keep after SQLite
-overwrote them. A checkpoint that a long read keeps from finishing (the WAL
-then holds the old frames until the next checkpoint) is waited for as long as
-the store's busy timeout.
+overwrote them; a graph build of another process (or one at its last step here)
+that saves its file just after the erase removed it (the next build replaces it,
+its digest no longer being the vectors'). A checkpoint that a long read keeps
+from finishing (the WAL then holds the old frames until the next checkpoint) is
+waited for as long as the store's busy timeout.
 """
 
 from __future__ import annotations
@@ -109,10 +112,23 @@ def erase_rows(engine: Eraser, where: str, params: Sequence[Any], what: str) -> 
     if any(g[-1] for g in gone):
         cache = engine.vector_cache()
         if cache is not None:
-            cache.clear()  # stops a graph build that would save the erased vectors
+            _stop_builds(cache, ns)
         engine.connections.read(_drop_graphs(ns), what)
     engine.connections.checkpoint(what)
     return len(gone)
+
+
+def _stop_builds(cache: VectorCache, namespace: str) -> None:
+    """Stop and drop the namespace's graphs still being built: a build started before the
+    erase would save the erased vectors next to the file. A ready graph never saves again
+    and drops the row's slot as its matrix follows the log; the next recall starts a new
+    build from the current matrix. (``vectors.py`` is at its size limit: its lock and
+    index table are used here.)"""
+    with cache._lock:
+        for key, ann in list(cache._indexes.items()):
+            if key[0] == namespace and not ann.ready:
+                ann.stop()
+                del cache._indexes[key]
 
 
 def _drop_graphs(namespace: str) -> Any:
