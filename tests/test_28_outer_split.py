@@ -97,6 +97,7 @@ class TestModuleSize:
         expected = {
             "add": "memory_inject.cli._records",
             "demo": "memory_inject.cli",
+            "erase": "memory_inject.cli._records",
             "export": "memory_inject.cli._records",
             "forget": "memory_inject.cli._records",
             "import": "memory_inject.cli._records",
