@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+from memory_inject._render_ears import _WAIT_EAR
 from memory_inject._slots import (
     EXHAUSTED,
     MAX_STUCK_PER_STORE,
@@ -57,7 +58,7 @@ from memory_inject._slots import (
     waited_note,
     waited_store_note,
 )
-from memory_inject.contract import _SLOT_LEND, _WAIT_EAR, Memory
+from memory_inject.contract import _SLOT_LEND, Memory
 from memory_inject.exceptions import RecallWaitError
 
 __all__ = [
