@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
@@ -118,30 +119,50 @@ def import_jsonl(
             # An initial load drops the index first, without a lock a writer waits for,
             # and builds it once the rows are in: inserting into it is several times slower.
             dropped = rebuild and hnsw.drop_concurrently(*_at(engine), "import into")
-            with conn.cursor() as cur:
-                # The merge rewrites rows of any stream: the namespace's writers wait.
-                lock = nb.lock_namespace(q.t, q.names.table, q.ns)
-                cur.execute(lock.query, lock.params)
-                _check_staged(q, cur)
-                cur.execute(sql.SQL("SELECT coalesce(max(rid), 0) FROM {t}").format(t=q.t))
-                before = cur.fetchone()
-                held = stage_held(q)  # where the rows of keys written again were
-                cur.execute(held.query, held.params)
-                merge = stage_merge(q)
-                cur.execute(merge.query, merge.params)
-                # The new sessionless rows with no event: their near neighbours.
-                near = stage_near(q, int(before[0]) if before else 0)
-                cur.execute(near.query, near.params)
-                # Keys written again: their rows and their successors get context afresh.
-                again = stage_refresh(q)
-                cur.execute(again.query, again.params)
-            conn.commit()
+            _merge_again_if_deadlocked(q, conn)
         finally:
             _unstage(conn)
             if dropped:
                 hnsw.build_concurrently(*_at(engine), "import into")
     engine.stats_changed()
     return n
+
+
+def _merge_again_if_deadlocked(q: Queries, conn: psycopg.Connection[Any]) -> None:
+    """:func:`_merge` and commit; once or twice more when the server ended it to break a
+    deadlock (rolled back; the staged rows stay). A backstop: every writer of the namespace
+    waits for the import's lock before it locks a row, so none should cross it."""
+    for pause in (0.01, 0.05, None):
+        try:
+            with conn.cursor() as cur:
+                _merge(q, cur)
+            conn.commit()
+            return
+        except psycopg.errors.DeadlockDetected:
+            if pause is None:
+                raise
+            conn.rollback()
+            time.sleep(pause)
+
+
+def _merge(q: Queries, cur: psycopg.Cursor[Any]) -> None:
+    """The import's one transaction on the table: the staged rows merged, with context."""
+    # The merge rewrites rows of any stream: the namespace's writers wait.
+    lock = nb.lock_namespace(q.t, q.names.table, q.ns)
+    cur.execute(lock.query, lock.params)
+    _check_staged(q, cur)
+    cur.execute(sql.SQL("SELECT coalesce(max(rid), 0) FROM {t}").format(t=q.t))
+    before = cur.fetchone()
+    held = stage_held(q)  # where the rows of keys written again were
+    cur.execute(held.query, held.params)
+    merge = stage_merge(q)
+    cur.execute(merge.query, merge.params)
+    # The new sessionless rows with no event: their near neighbours.
+    near = stage_near(q, int(before[0]) if before else 0)
+    cur.execute(near.query, near.params)
+    # Keys written again: their rows and their successors get context afresh.
+    again = stage_refresh(q)
+    cur.execute(again.query, again.params)
 
 
 def _at(engine: PostgresEngine) -> tuple[str, Mapping[str, Any], TableNames]:

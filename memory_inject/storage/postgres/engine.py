@@ -40,7 +40,6 @@ from memory_inject.storage.postgres import recall as rq
 from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.connection import (
     PostgresConnections,
-    rowcount_of,
     rows_of,
     session_options,
 )
@@ -56,7 +55,12 @@ from memory_inject.storage.postgres.schema import (
     row_to_record,
 )
 from memory_inject.storage.postgres.standing import standing_statement
-from memory_inject.storage.postgres.writes import forget_steps, supersede_steps, upsert_steps
+from memory_inject.storage.postgres.writes import (
+    forget_steps,
+    supersede_steps,
+    upsert_steps,
+    usage_steps,
+)
 from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, standing_pick
 
 __all__ = ["PostgresEngine"]
@@ -207,7 +211,7 @@ class PostgresEngine:
         """Count one use of each id; returns the live rows touched."""
         return int(
             _again_if_deadlocked(
-                lambda: self.connections.run("mark_used", rowcount_of(self.q.mark_used(ids)))
+                lambda: self.connections.run("mark_used", usage_steps(self.q, ids))
             )
         )
 

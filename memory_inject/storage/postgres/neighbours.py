@@ -58,10 +58,13 @@ def _namespace_key(table: str) -> sql.Composable:
     return sql.SQL("hashtext(ROW('n', {tab}, %(ns)s::text)::text)").format(tab=sql.Literal(table))
 
 
-def lock_namespace(t: sql.Identifier, table: str, ns: str) -> Stmt:
-    """The namespace's lock, alone: an import's merge rewrites rows of any stream."""
-    query = sql.SQL("SELECT pg_advisory_xact_lock({cls}, {key})::text").format(
-        cls=sql.Literal(NAMESPACE_LOCK), key=_namespace_key(table)
+def lock_namespace(t: sql.Identifier, table: str, ns: str, *, shared: bool = False) -> Stmt:
+    """The namespace's lock, alone: an import's merge rewrites rows of any stream.
+    ``shared``: beside the other writers, not beside an import (``mark_used``)."""
+    query = sql.SQL("SELECT pg_advisory_xact_lock{how}({cls}, {key})::text").format(
+        how=sql.SQL("_shared" if shared else ""),
+        cls=sql.Literal(NAMESPACE_LOCK),
+        key=_namespace_key(table),
     )
     return Stmt(query, {"ns": ns})
 

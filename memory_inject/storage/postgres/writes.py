@@ -20,7 +20,7 @@ from memory_inject.storage.postgres.queries import Queries, Stmt
 from memory_inject.storage.postgres.schema import COLUMNS, record_params, row_to_record
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["forget_steps", "supersede_steps", "upsert_steps"]
+__all__ = ["forget_steps", "supersede_steps", "upsert_steps", "usage_steps"]
 
 
 def _lock(q: Queries, keys: Sequence[str], new: MemoryRecord | None = None) -> Stmt:
@@ -101,3 +101,16 @@ def supersede_steps(q: Queries, old_key: str, new: MemoryRecord) -> Steps[Memory
     written = yield from upsert_steps(q, new, (), locked=locked)
     yield q.set_superseded_by(old_id, written.id)
     return written
+
+
+def usage_steps(q: Queries, ids: Sequence[str]) -> Steps[int]:
+    """Count one use of each live row in ``ids``; the rows counted.
+
+    The namespace's shared lock comes first, as for every write: an import takes it alone
+    before its merge locks rows in its file's order, and then its context refresh locks
+    their neighbours, so an update of several rows that held one of them while waiting for
+    another ended one of the two with "deadlock detected" (a helper's import of 3,000 rows
+    beside four ``mark_used`` loops: 11 in 30 s, and not one import went through).
+    """
+    yield nb.lock_namespace(q.t, q.names.table, q.ns, shared=True)
+    return int((yield q.mark_used(list(ids))))
