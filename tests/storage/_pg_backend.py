@@ -31,8 +31,8 @@ from memory_inject.exceptions import PgvectorUnusableError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import context as pg_context
+from memory_inject.storage.postgres import migrations as pg_migrations
 from memory_inject.storage.postgres import neighbours as pg_neighbours
-from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
 ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
@@ -247,7 +247,7 @@ def _context_values_5(t: sql.Identifier, kind: str = "session") -> sql.Composabl
 def old_schema(m: pytest.MonkeyPatch, version: int) -> None:
     """Make ``PostgresStore`` a library of schema ``version``: its migrations, and before
     schema 6 its writes (no ``ctx_near`` column yet)."""
-    m.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:version])
+    m.setattr(pg_migrations, "MIGRATIONS", pg_migrations.MIGRATIONS[:version])
     if version < 6:
         m.setattr(pg_context, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
         m.setattr(pg_context, "context_params", _context_params_5)

@@ -20,7 +20,7 @@ import pytest
 from memory_inject.storage.calibration import SUBSTRING_WEIGHT
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import folding as pg_folding
-from memory_inject.storage.postgres import schema as pg_schema
+from memory_inject.storage.postgres import migrations as pg_migrations
 from memory_inject.storage.postgres.folding import COMPOUND_MARKS
 from tests.storage import _pg_backend as pgb
 
@@ -110,5 +110,5 @@ def test_a_schema_6_table_is_parsed_again(
             "SELECT attstorage FROM pg_attribute WHERE attrelid = 'memories'::regclass "
             "AND attname = 'tsv'"
         ).fetchall()
-    assert sorted(versions) == [v for v, _, _ in pg_schema.MIGRATIONS]
+    assert sorted(versions) == [v for v, _, _ in pg_migrations.MIGRATIONS]
     assert storage == "m"  # still kept in the row (schema 4)

@@ -22,7 +22,7 @@ import pytest
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import StoreLockedError
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import schema as pg_schema
+from memory_inject.storage.postgres import migrations as pg_migrations
 from tests.storage import _pg_backend as pgb
 
 pytestmark = pytest.mark.postgres
@@ -125,8 +125,8 @@ class TestOpeningBesideOpenTransactions:
         """Schema 3 -> 4 behind a transaction that never ends: StoreLockedError naming the
         holder's pid, nothing changed, and another session's writes go through meanwhile."""
         _make_table(dsn, migrations=3)
-        monkeypatch.setattr(pg_schema, "LOCK_TIMEOUT_MS", 200)
-        monkeypatch.setattr(pg_schema, "MIGRATION_WAIT_S", 1.5)
+        monkeypatch.setattr(pg_migrations, "LOCK_TIMEOUT_MS", 200)
+        monkeypatch.setattr(pg_migrations, "MIGRATION_WAIT_S", 1.5)
         _hold_a_write(blocker)
         holder = blocker.info.backend_pid
         opener = _Opener(dsn)
@@ -151,8 +151,8 @@ class TestOpeningBesideOpenTransactions:
         """ALTER TABLE wants ACCESS EXCLUSIVE: while it waits, even reads of the table queue.
         With the bounded wait a reader that starts during the open is served."""
         _make_table(dsn, migrations=3)
-        monkeypatch.setattr(pg_schema, "LOCK_TIMEOUT_MS", 200)
-        monkeypatch.setattr(pg_schema, "MIGRATION_WAIT_S", 1.5)
+        monkeypatch.setattr(pg_migrations, "LOCK_TIMEOUT_MS", 200)
+        monkeypatch.setattr(pg_migrations, "MIGRATION_WAIT_S", 1.5)
         _hold_a_write(blocker)
         opener = _Opener(dsn)
         opener.start()
@@ -168,7 +168,7 @@ class TestOpeningBesideOpenTransactions:
     ) -> None:
         """The transaction ends after the first refused try: the open then migrates fully."""
         _make_table(dsn, migrations=3)
-        monkeypatch.setattr(pg_schema, "LOCK_TIMEOUT_MS", 200)
+        monkeypatch.setattr(pg_migrations, "LOCK_TIMEOUT_MS", 200)
         retried = threading.Event()
 
         def sleep(seconds: float) -> None:
@@ -176,7 +176,7 @@ class TestOpeningBesideOpenTransactions:
             time.sleep(seconds)
 
         monkeypatch.setattr(
-            pg_schema, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
+            pg_migrations, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep)
         )
         _hold_a_write(blocker)
         opener = _Opener(dsn)
@@ -185,4 +185,4 @@ class TestOpeningBesideOpenTransactions:
         blocker.rollback()
         opener.join(_GUARD_S)
         assert "opened" == opener.result
-        assert [v for v, _, _ in pg_schema.MIGRATIONS] == _schema_versions(dsn)
+        assert [v for v, _, _ in pg_migrations.MIGRATIONS] == _schema_versions(dsn)

@@ -17,7 +17,7 @@ import pytest
 
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import schema as pg_schema
+from memory_inject.storage.postgres import migrations as pg_migrations
 from tests.storage import _pg_backend as pgb
 
 pytestmark = pytest.mark.postgres
@@ -99,7 +99,7 @@ class TestTsvInTheRow:
         assert before[0] > 0  # what schema 3 did: TOAST moved the tsvector out
         with PostgresStore(dsn, embedder=HashingEmbedder(512)) as store:
             versions = _rows(dsn, "SELECT version FROM memories_schema_version")
-            assert [v for v, _, _ in pg_schema.MIGRATIONS] == sorted(v for (v,) in versions)
+            assert [v for v, _, _ in pg_migrations.MIGRATIONS] == sorted(v for (v,) in versions)
             _write_stream(store, 20, prefix="new", seed=7)
             assert 40 == store.count()
         [(new_out,)] = _rows(

@@ -13,8 +13,9 @@ import pytest
 from memory_inject.contract import RecallQuery
 from memory_inject.storage.calibration import ABSENT_WEIGHT, coverage, term_weight
 from memory_inject.storage.postgres import PostgresStore
-from memory_inject.storage.postgres import schema as _pg_schema
-from memory_inject.storage.postgres.schema import COLUMNS, TableNames, migrate, record_params
+from memory_inject.storage.postgres import migrations as _pg_migrations
+from memory_inject.storage.postgres.migrations import migrate
+from memory_inject.storage.postgres.schema import COLUMNS, TableNames, record_params
 from memory_inject.storage.records import MemoryRecord
 from tests.storage import _pg_backend as pgb
 from tests.storage._sqlite_backend import make_sqlite_store
@@ -216,7 +217,7 @@ class TestStability:
 def _v1_table(dsn: str, records: list[MemoryRecord], monkeypatch: pytest.MonkeyPatch) -> None:
     """A table at schema 1 (the previous release), holding ``records`` written as it did."""
     with monkeypatch.context() as m:
-        m.setattr(_pg_schema, "MIGRATIONS", _pg_schema.MIGRATIONS[:1])
+        m.setattr(_pg_migrations, "MIGRATIONS", _pg_migrations.MIGRATIONS[:1])
         with psycopg.connect(dsn) as conn:
             migrate(conn, TableNames("memories"))
             cols = ", ".join(f'"{c}"' for c in COLUMNS)
@@ -256,7 +257,7 @@ class TestMigration:
                     ctx = conn.execute(
                         'SELECT "key", ctx_prev, ctx_prev2, ctx_day FROM memories ORDER BY rid'
                     ).fetchall()
-        assert [(v,) for v, _, _ in _pg_schema.MIGRATIONS] == versions
+        assert [(v,) for v, _, _ in _pg_migrations.MIGRATIONS] == versions
         assert ("c3", CHAT[0][1], None, "8 May 2023") == ctx[2]
         # Six weeks after c3: the session's earlier turns are not its context.
         assert ("c4", None, None, "20 June 2023") == ctx[3]

@@ -28,8 +28,9 @@ from memory_inject.exceptions import (
 from memory_inject.storage._base import float32
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.migrations import MIGRATIONS
 from memory_inject.storage.postgres.recall import like_patterns, tsquery_text
-from memory_inject.storage.postgres.schema import COLUMNS, MIGRATIONS
+from memory_inject.storage.postgres.schema import COLUMNS
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.unavailable import UnavailableStore
 from tests.storage import _pg_backend as pgb

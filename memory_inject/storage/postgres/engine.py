@@ -36,8 +36,8 @@ from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
 from memory_inject.storage._plan_rows import MENTION_ROWS, entity_names, resolve_mentions
 from memory_inject.storage._query_vectors import QueryVectors
 from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.postgres import migrations
 from memory_inject.storage.postgres import recall as rq
-from memory_inject.storage.postgres import schema as pg_schema
 from memory_inject.storage.postgres.connection import (
     PostgresConnections,
     rows_of,
@@ -50,7 +50,6 @@ from memory_inject.storage.postgres.queries import Queries, Scope, TermStats
 from memory_inject.storage.postgres.schema import (
     RECALL_COLUMNS,
     TableNames,
-    open_table,
     required_dim,
     row_to_record,
 )
@@ -128,12 +127,12 @@ class PostgresEngine:
 
         dim = required_dim(embedder) if embedder is not None and vectors is not False else 0
         with translate_errors("open"):
-            self.vectors: bool = open_table(dsn, connect_kwargs, names, dim)
+            self.vectors: bool = migrations.open_table(dsn, connect_kwargs, names, dim)
         if vectors and embedder is not None and not self.vectors:
             raise StorageError("'vectors=True' but the server has no pgvector extension")
         connect_kwargs["options"] = session_options(dsn, timeout, vectors=self.vectors)
         # open_table brought the table to this library's newest schema.
-        config = config_sql(names, pg_schema.MIGRATIONS[-1][0])
+        config = config_sql(names, migrations.MIGRATIONS[-1][0])
         self.q = Queries(names, namespace, tuple(str(c) for c in shared_categories), config)
         self._pkey = names.table + "_pkey"  # PostgreSQL's name for the table's primary key
         self.connections = PostgresConnections(

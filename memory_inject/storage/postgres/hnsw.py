@@ -6,7 +6,7 @@ as the transaction runs. :func:`drop_concurrently` and :func:`build_concurrently
 ``CONCURRENTLY`` forms instead, on an autocommit connection of their own, for the two
 places that change the index on a table that may be big and busy: an initial bulk load
 (``bulk.import_jsonl``) and an open that finds the index missing on a table of
-:data:`CONCURRENT_AT` rows or more (``schema.open_table``). Each waits at most
+:data:`CONCURRENT_AT` rows or more (``migrations.open_table``). Each waits at most
 :data:`BUILD_WAIT_S` for older transactions; a build that fails leaves an invalid index,
 which is dropped (an open that finds one rebuilds it), and is logged.
 
