@@ -79,7 +79,7 @@ def test_a_schema_8_table_is_folded_when_opened(
     with psycopg.connect(pg_scratch_dsn, autocommit=True) as conn:
         versions = [v for (v,) in conn.execute("SELECT version FROM memories_schema_version")]
         [(config,)] = conn.execute("SELECT cfgname FROM pg_ts_config WHERE cfgname LIKE 'mem%'")
-    assert versions[-1] == pg_folding.FOLDED_SINCE
+    assert pg_folding.FOLDED_SINCE in versions
     assert config == "memories_english"
 
 

@@ -24,6 +24,7 @@ from psycopg import sql
 
 from memory_inject.exceptions import SchemaMismatchError, StoreLockedError
 from memory_inject.storage.postgres import hnsw
+from memory_inject.storage.postgres import neighbours as nb
 from memory_inject.storage.postgres.context import add_context, add_event_context, add_near_context
 from memory_inject.storage.postgres.errors import lock_holders
 from memory_inject.storage.postgres.folding import fold_words, split_compounds
@@ -41,6 +42,7 @@ __all__ = [
     "MIGRATIONS",
     "MIGRATION_WAIT_S",
     "ensure_vectors",
+    "forgotten_context",
     "migrate",
     "open_table",
 ]
@@ -82,6 +84,33 @@ def _tsv_inline(conn: psycopg.Connection[Any], names: TableNames) -> None:
     conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN tsv SET STORAGE MAIN").format(names.ident()))
 
 
+#: Forgotten rows a statement of :func:`forgotten_context` rebuilds around.
+FORGOTTEN_BATCH = 500
+
+
+def forgotten_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Schema 10: the live rows that took a forgotten row's text as context before a forget
+    computed its neighbours' context again (issue 29, thirtieth round) get theirs afresh,
+    as a forget now does and as SQLite's schema 12 does: until then such a row's words kept
+    lifting the row after it, and sat in its tsvector. :func:`.neighbours.refresh` with the
+    forgotten rows as anchors, :data:`FORGOTTEN_BATCH` at a time (one statement for 4,000
+    took ten times as long as for 1,000); only rows whose context changes are written."""
+    t = names.ident()
+    gone = conn.execute(
+        sql.SQL(
+            'SELECT namespace, "key", session_id, layer FROM {t} '
+            "WHERE deleted_at IS NOT NULL ORDER BY namespace, rid"
+        ).format(t=t)
+    ).fetchall()
+    for at in range(0, len(gone), FORGOTTEN_BATCH):
+        batch = gone[at : at + FORGOTTEN_BATCH]
+        for namespace in dict.fromkeys(row[0] for row in batch):
+            rows = [row for row in batch if row[0] == namespace]
+            kinds = {nb.kind(row[2], row[3]) for row in rows}
+            stmt = nb.refresh_rows(t, namespace, [str(row[1]) for row in rows], kinds)
+            conn.execute(stmt.query, stmt.params)
+
+
 #: Ordered, forward-only migrations: ``(version, description, apply)``.
 MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames], None]], ...] = (
     (1, "memories table, tsvector + GIN, recency, time and session indexes", create_base),
@@ -93,6 +122,11 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
     (7, "hosts, paths and versions parsed as words in the tsvector", split_compounds),
     (8, "hyphens read as spaces in the tsvector (prod-3, as on SQLite)", split_compounds),
     (9, "accents and Unicode normal forms folded: the table's own configuration", fold_words),
+    (
+        10,
+        "context no longer taken from rows forgotten before forgets refreshed it",
+        forgotten_context,
+    ),
 )
 
 
