@@ -15,7 +15,9 @@ it renders. Subclasses add only their request shape and their turn type.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
 
 import attrs
@@ -163,8 +165,18 @@ class Adapter:
 
     def _entered(self, req: _core.TurnInput) -> tuple[_core.TurnInput, LoopTurn]:
         """``req`` as a turn that starts here, and its mark: a ``sub_turn`` when another turn
-        is live in this context (any adapter's), as :class:`~.loop.MemoryLoop` decides."""
-        nested = active_turn() is not None
+        is live in this context (any adapter's), as :class:`~.loop.MemoryLoop` decides.
+
+        A wrapped client's turn left open on a tool call is live while the host frame that
+        made the call runs; called from that very frame (a worker's loop come round to its
+        next message), this turn is not inside it: that turn was left, and is closed, as
+        the client's own next call would close it. Called from deeper (a tool that relays
+        a message), it is a ``sub_turn``."""
+        active = active_turn()
+        if active is not None and active.left_at(_host_frame()):
+            active.close()
+            active = None
+        nested = active is not None
         if nested:
             req = attrs.evolve(req, origin=TurnOrigin.SUB_TURN)
         if req.origin is None:
@@ -196,6 +208,15 @@ class Adapter:
         req, mark = self._entered(req)
         with serving(mark):
             return await self._aserve(req, save)
+
+
+def _host_frame() -> FrameType | None:
+    """The first frame outside this package: the host code that called the adapter."""
+    f: FrameType | None = sys._getframe(1)
+    inside = __package__ + "."
+    while f is not None and str(f.f_globals.get("__name__", "")).startswith(inside):
+        f = f.f_back
+    return f
 
 
 def _with_save(injection: _core.Injection, saved: tuple[str | None, str | None]) -> _core.Injection:

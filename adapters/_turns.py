@@ -92,6 +92,12 @@ class LoopTurn:
         turn, whose tool call it returned to its user."""
         return self._frame is caller and self._site == caller.f_lasti
 
+    def left_at(self, frame: FrameType | None) -> bool:
+        """True when ``frame`` is the host frame that opened this turn across calls (a
+        wrapped client's tool loop that stopped on a tool call): code running in that very
+        frame again, not deeper, is the host's loop come round, outside the turn."""
+        return frame is not None and self._frame is frame
+
     def close(self) -> None:
         """End the turn: no copy of the context counts as inside it any more."""
         self.closed = True

@@ -66,11 +66,6 @@ class _Rules:
     shared_only: bool
     exclude_conversation: bool
 
-    @property
-    def label(self) -> str:
-        """The prefix of the refill's notes on the event."""
-        return "threat_scan" if self.scan is not None else "refill"
-
     def withhold(self, entries: Sequence[MemoryEntry]) -> dict[str, str]:
         """``{key: reason}`` for each entry a rule withholds."""
         held = {} if self.scan is None else self.scan.withhold(entries).dropped
@@ -144,6 +139,18 @@ class Withholding:
         limits = dict.fromkeys(t.scopes, base)
         return cls(t, rules, rec, held, doomed, limits, t.plan, 0, rec.duration, list(rec.degraded))
 
+    def _note(self, what: str) -> str:
+        """A note on the event, named after what the refill was for: the threat scan's
+        withheld rows (``threat_scan: ...``, as before), else other sessions' rows and rows
+        a stage drops (``refill: ...``), with how many of each."""
+        threats = sum(r.startswith("threat:") for r in self.held.values())
+        if threats and threats == len(self.held) and not self.doomed:
+            return f"threat_scan: {what}; {threats} withheld not replaced"
+        parts = [f"{len(self.held)} withheld"] if self.held else []
+        if self.doomed:
+            parts.append(f"{len(self.doomed)} a stage drops")
+        return f"refill: {what}; {' and '.join(parts) or 'none'} not replaced"
+
     def _owed(self) -> list[MemoryEntry]:
         """The answer's rows the turn will not show: withheld, then dropped by a stage."""
         return [*(e for e in self.rec.entries if e.key in self.held), *self.doomed]
@@ -166,9 +173,7 @@ class Withholding:
         if widening and len(self.rec.entries) - len(owed) >= base:
             return None
         if t.until is not None and time.perf_counter() >= t.until:
-            self.notes.append(
-                f"{self.rules.label}: no time left to refill {len(owed)} withheld or dropped"
-            )
+            self.notes.append(self._note("no time left to refill"))
             return None
         standing = [c for c in t.calls if c.source == STANDING]
         plan = self.plan
@@ -211,10 +216,7 @@ class Withholding:
         self.duration += rec.duration
         if not rec.any_ok or rec.partial or len(rec.errors) > len(self.rec.errors):
             why = "deadline" if rec.partial else "; ".join(rec.errors) or "no answer"
-            self.notes.append(
-                f"{self.rules.label}: refill not used ({why}); "
-                f"{len(self.held)} withheld not replaced"
-            )
+            self.notes.append(self._note(f"refill not used ({why})"))
             self.rounds = _REFILL_ROUNDS
             return
         self.notes.extend(rec.degraded)

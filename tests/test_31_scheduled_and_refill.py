@@ -13,6 +13,7 @@ Two cases a tester found running a chat bot:
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,8 @@ else:
         MemoryLoop,
         memory_tools,
     )
+from memory_inject.signals import MemoryRecall
+from memory_inject.storage import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.testing import recording
 from tests._twins import call, twin  # noqa: F401
@@ -214,3 +217,31 @@ def rendered(turn: Any) -> tuple[str, ...]:
 
 def store_keys(store: SQLiteStore) -> list[str]:
     return [r.key for r in store.list()]
+
+
+class TestRefillNotes:
+    def test_a_refill_out_of_time_names_what_it_was_for(self) -> None:
+        """The note named the threat scan (on by default) and counted its 0 withheld rows,
+        though the refill was for the autosaves the skip set drops."""
+        inner = InMemoryStore()
+        for i in range(300):
+            inner.store(f"user_msg_{i}", "where do production deploys go?", "daily")
+        inner.store("deploy_target", "deploys land on prod-3 (note)", "core")
+
+        class Slow:
+            name = "slow"
+
+            def recall(self, query: str, limit: int, **kw: Any) -> Any:
+                time.sleep(0.15)
+                return inner.recall(query, limit, **kw)
+
+        out = render_memory_context(
+            Slow(),
+            "where do production deploys go?",
+            config=MemoryInjectConfig(deadline_ms=400),
+            origin="interactive",
+        )
+        assert isinstance(out.event, MemoryRecall)
+        notes = [d for d in out.event.degraded if "not replaced" in d]
+        assert 1 == len(notes) and notes[0].startswith("refill: ")
+        assert notes[0].endswith("; 20 a stage drops not replaced")
