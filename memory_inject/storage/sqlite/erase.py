@@ -3,8 +3,11 @@
 ``forget`` is a soft delete: the row stays (``deleted_at`` set) for export,
 and its words stay in the keyword index's old segments until FTS5 merges them.
 An erase is a ``DELETE`` of the row, live or forgotten, and of every copy of
-its text the file holds, in one write transaction run with ``PRAGMA
-secure_delete`` (freed cells and pages are overwritten with zeros):
+its text the file holds, in one write transaction. The write connection runs
+with ``PRAGMA secure_delete`` from its open (freed cells and pages are
+overwritten with zeros), so no earlier write left a copy of the row in free
+pages either (a file written before by a SQLite built without it may hold
+such copies: ``VACUUM`` rewrites them away, storage.md):
 
 * the rows that took its text as context get theirs again (:mod:`.neighbours`,
   as a forget does), and their index entries are replaced;
@@ -91,20 +94,19 @@ def erase_rows(engine: Eraser, where: str, params: Sequence[Any], what: str) -> 
     ns = engine.namespace
 
     def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-        conn.execute("PRAGMA secure_delete = ON")
-        try:
-            gone: list[tuple[Any, ...]] = conn.execute(
-                f"DELETE FROM memories WHERE namespace = ? AND {where} "  # noqa: S608
-                f"RETURNING {neighbours.ANCHOR}, embedding IS NOT NULL",
-                (ns, *params),
-            ).fetchall()
-            if gone:
-                neighbours.refresh(conn, ns, [g[:-1] for g in gone])
-                # Old segments keep a deleted row's tokens until merged: merge them all.
-                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-            return gone
-        finally:
-            conn.execute("PRAGMA secure_delete = OFF")
+        # The write connection runs with secure_delete on from its open (connection.py):
+        # turning it on here alone left the copies earlier updates had freed, and turning
+        # it off after left every later write's.
+        gone: list[tuple[Any, ...]] = conn.execute(
+            f"DELETE FROM memories WHERE namespace = ? AND {where} "  # noqa: S608
+            f"RETURNING {neighbours.ANCHOR}, embedding IS NOT NULL",
+            (ns, *params),
+        ).fetchall()
+        if gone:
+            neighbours.refresh(conn, ns, [g[:-1] for g in gone])
+            # Old segments keep a deleted row's tokens until merged: merge them all.
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        return gone
 
     gone = engine.write(op, what)
     if not gone:

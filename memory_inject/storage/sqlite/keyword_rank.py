@@ -228,7 +228,10 @@ def _ranked(
         )
         enough = len(hits) >= k
         if last is None:
-            done = enough or not extra
+            # A window of the newest DRAW_ROWS matches the scope left short (a small
+            # tenant's rows, or an old session's, under a big tenant's newer ones) is not
+            # all there is: rank on, and at last the joined query below.
+            done = enough or (not extra and not (window and held(draw) > DRAW_ROWS))
         else:
             # Without scoring-only words this is exact: nothing left out can tie.
             done = enough and (bool(extra) or hits[k - 1].score > last)
@@ -257,7 +260,10 @@ def _ranked(
             conn, where, ranking(every), k, window=True, matches=held(every), own=own
         )
         hits.sort(key=lambda h: (-h.score, h.key))
-        if last is None or (len(hits) >= k and hits[k - 1].score > last):
+        if last is None:
+            if len(hits) >= k or held(every) <= DRAW_ROWS:
+                return hits[:k], every, {}
+        elif len(hits) >= k and hits[k - 1].score > last:
             return hits[:k], every, {}
     hits, _ = _candidates(conn, where, ranking(every), k, window=False, exact=True, own=own)
     return hits, every, {}
