@@ -141,9 +141,7 @@ class SQLiteConnection:
     def _prepare_schema(self, create: bool, synchronous: str) -> Callable[[], None]:
         def run() -> None:
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
-            # Every write zeroes what it frees (an update's old copy, a merged index
-            # segment), so an erase leaves no earlier copy of a row's text in free pages:
-            # many builds default to it already, the stock one does not (storage.md).
+            # Writes zero what they free, so an erase leaves no earlier copy (erase.py).
             self._conn.execute("PRAGMA secure_delete = ON")
             self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
             prepare(self._conn, create=create, label=self._path)
