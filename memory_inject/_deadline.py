@@ -58,6 +58,7 @@ from memory_inject._slots import (
     waited_note,
     waited_store_note,
 )
+from memory_inject._workers import settle
 from memory_inject.contract import _SLOT_LEND, Memory
 from memory_inject.exceptions import RecallWaitError
 
@@ -279,17 +280,9 @@ async def arun_in_thread(
     future: asyncio.Future[Any] = loop.create_future()
     jobs: list[Job] = []
 
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if future.done():
-            return
-        if exc is None:
-            future.set_result(value)
-        else:
-            future.set_exception(exc)
-
     def tell(value: Any, exc: BaseException | None) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, value, exc)
+            loop.call_soon_threadsafe(settle, future, value, exc)
 
     def run() -> None:
         value: Any = None

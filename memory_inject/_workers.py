@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker"]
+__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker", "settle"]
 
 T = TypeVar("T")
 
@@ -97,6 +97,17 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    """Give ``future`` the outcome of a call a thread made for it, unless it is done (its
+    awaiting task was cancelled): run on its loop, by ``call_soon_threadsafe``."""
+    if future.done():
+        return
+    if exc is None:
+        future.set_result(value)
+    else:
+        future.set_exception(exc)
+
+
 async def in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Await ``fn(*args, **kwargs)`` run on one of the library's worker threads, in a
     copy of the caller's context (as ``asyncio.to_thread`` does, not on its executor).
@@ -107,14 +118,6 @@ async def in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     future: asyncio.Future[T] = loop.create_future()
     call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
 
-    def settle(value: Any, exc: BaseException | None) -> None:
-        if future.done():
-            return
-        if exc is None:
-            future.set_result(value)
-        else:
-            future.set_exception(exc)
-
     def run() -> None:
         value: Any = None
         error: BaseException | None = None
@@ -123,7 +126,7 @@ async def in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, value, error)
+            loop.call_soon_threadsafe(settle, future, value, error)
 
     _POOL.submit(run)
     return await future

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from memory_inject.storage.sqlite import neighbours
 from memory_inject.storage.sqlite.connection import SQLiteConnection
+from memory_inject.storage.sqlite.queries import within_scope
 from memory_inject.storage.sqlite.vector_ann_file import database_file, graph_path
 from memory_inject.storage.sqlite.vectors import VectorCache
 
@@ -69,23 +70,7 @@ def scope_where(
 ) -> tuple[str, list[Any]] | None:
     """The rows ``erase(key)`` may remove within ``scope`` (``forget_scope``'s value), live
     or forgotten: the same scope rules as ``forget``; None when the scope keeps nothing."""
-    sql, params = "key = ?", list[Any]([key])
-    if scope is None:
-        return sql, params
-    named, shared, sources = scope
-    ors = []
-    if named:
-        ors.append(f"session_id IN ({', '.join('?' * len(named))})")
-        params.extend(named)
-    if shared:
-        only = ""
-        if sources is not None:
-            only = f" AND source IN ({', '.join('?' * len(sources)) or 'NULL'})"
-            params.extend(sources)
-        ors.append(f"(session_id IS NULL{only})")
-    if not ors:
-        return None
-    return f"{sql} AND ({' OR '.join(ors)})", params
+    return within_scope("key = ?", [key], scope)
 
 
 def erase_rows(engine: Eraser, where: str, params: Sequence[Any], what: str) -> int:

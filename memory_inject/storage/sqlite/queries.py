@@ -28,6 +28,7 @@ __all__ = [
     "scope_where",
     "tagged_where",
     "vector_scope",
+    "within_scope",
 ]
 
 #: A time bound of a recall, as the caller gave it.
@@ -67,7 +68,15 @@ def forget_statement(
     sql = (
         "UPDATE memories SET deleted_at = ? WHERE namespace = ? AND key = ? AND deleted_at IS NULL"
     )
-    params: list[Any] = [stamp, namespace, key]
+    return within_scope(sql, [stamp, namespace, key], scope)
+
+
+def within_scope(
+    sql: str, params: list[Any], scope: tuple[Sequence[str], bool, Sequence[str] | None] | None
+) -> tuple[str, list[Any]] | None:
+    """``sql`` (a statement ending in a ``WHERE`` clause) limited to the rows ``scope``
+    (``forget_scope``'s ``(named sessions, shared too, shared sources)``) may touch, as a
+    forget and an erase are; None when the scope keeps nothing."""
     if scope is None:
         return sql, params
     named, shared, sources = scope
