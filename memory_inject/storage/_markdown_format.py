@@ -142,11 +142,14 @@ def render_doc(doc: Doc) -> str:
 
 def read_doc(path: Path) -> Doc:
     """``path`` parsed; a file that is not UTF-8, or that cannot be read (its mode, an I/O
-    error), is a ``StorageError`` naming it (never rewritten)."""
+    error), is a ``StorageError`` naming it (never rewritten). A file deleted since it was
+    listed raises ``FileNotFoundError``, which :func:`read_docs` reads as gone."""
     try:
         doc = parse_doc(path.read_bytes().decode("utf-8"), _written(path))
     except UnicodeDecodeError as exc:
         raise StorageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise StorageError(f"{path}: read: {exc.strerror or exc}") from exc
     doc.damaged[:] = [f"{path.name} {d}" for d in doc.damaged]
