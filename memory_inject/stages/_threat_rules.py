@@ -10,17 +10,18 @@ matches (docs/pipeline.md lists the rules). The scan that applies them is
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from attrs import field, frozen
 
 from memory_inject.config.schema import THREAT_RULE_IDS
-from memory_inject.stages._threat_view import addressed
+from memory_inject.stages._threat_view import addressed, fold
 
 __all__ = ["RULES", "RULESET_VERSION", "ThreatRule"]
 
 #: The rule set's version: bumped whenever a rule is added, removed or changes what it
 #: matches (docs/pipeline.md lists the rules of each version).
-RULESET_VERSION = 1
+RULESET_VERSION = 2
 
 
 def _word_set(words: str | frozenset[str]) -> frozenset[str]:
@@ -38,7 +39,10 @@ class ThreatRule:
     (see :func:`~memory_inject.stages._threat_view.addressed`); ``raw`` rules read
     the original text, case and all, instead of the folded view; ``unless`` is a
     phrase right after the match that makes it ordinary ("ignore any instructions
-    *found in emails*").
+    *found in emails*"); ``narrated`` finds, in the original text (NFC, lower case),
+    the phrases whose accent makes a match narration ("olvidé las instrucciones", *I
+    forgot*, folds to the command "olvide las instrucciones"): that many matches opening
+    with the same folded word are passed over.
     """
 
     id: str
@@ -49,11 +53,19 @@ class ThreatRule:
     addressed: bool = False
     raw: bool = False
     unless: re.Pattern[str] | None = None
+    narrated: re.Pattern[str] | None = None
 
-    def matches(self, raw: str, view: str) -> bool:
-        """True when the rule flags a text (``view`` is its :func:`fold`)."""
+    def matches(self, raw: str, view: str, original: str | None = None) -> bool:
+        """True when the rule flags a text (``view`` is its :func:`fold`, ``raw`` the same
+        with its case kept, ``original`` the text as written when that differs)."""
         text = raw if self.raw else view
+        told = self._narrations(raw if original is None else original)
         for m in self.pattern.finditer(text):
+            if told and (opening := m.group().split(None, 1)[0]) in told:
+                told[opening] -= 1
+                if not told[opening]:
+                    del told[opening]
+                continue
             # Chinese and Japanese phrasings carry no word boundaries to read: taken as found.
             if self.addressed and text[m.start()].isascii() and not addressed(text, m.start()):
                 continue
@@ -66,6 +78,16 @@ class ThreatRule:
             return True
         return False
 
+    def _narrations(self, raw: str) -> dict[str, int]:
+        """How many of :attr:`narrated`'s phrases the text holds, by their folded first word."""
+        if self.narrated is None or raw.isascii():
+            return {}
+        told: dict[str, int] = {}
+        for m in self.narrated.finditer(unicodedata.normalize("NFC", raw).lower()):
+            first = fold(m.group().split(None, 1)[0])
+            told[first] = told.get(first, 0) + 1
+        return told
+
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
@@ -76,6 +98,16 @@ def _gap(n: int) -> str:
     return rf"(?:[\w'\u2019-]+\s+){{0,{n}}}"
 
 
+# Where a Chinese verb opens an instruction: the start of the text or of a clause, after
+# the words that lead an imperative ("请", "你", "现在", "必须" ...), never after a subject.
+_ZH_OPENS = (
+    r"(?:^|(?<=[\s，。！？；：、,.!?;:「」『』“”\"'（(【\[*>-]))"
+    r"(?:请|請|你|您|现在|現在|立即|立刻|马上|馬上|首先|从现在开始|從現在開始|必须|必須|务必|務必"
+    r"|要|先){0,4}"
+)
+# A Japanese te-form that commands ("無視して", "忘れてください"), not one that narrates
+# ("無視していた", "忘れてしまった", "無視しておく", "忘れても").
+_JA_GOES_ON = r"(?!い|しま|た|お|も)"
 _OVERRIDE_VERB = r"(?:ignore|disregard|forget|override|bypass|dismiss|discard|abandon|neglect)"
 # What makes "the instructions" the reader's own: "all", "previous", "above", "your", ...
 _QUAL = (
@@ -168,16 +200,23 @@ RULES: tuple[ThreatRule, ...] = (
             # German, Spanish, French: "ignore (all) previous instructions"
             r"|\bignorier(?:e|en\s+sie)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen|vorigen)\s+"
             r"(?:anweisungen|instruktionen|befehle)\b"
-            r"|\b(?:ignora|olvida|ignore|olvide)\s+(?:todas\s+)?las\s+instrucciones\s+(?:anteriores"
+            r"|\b(?:ignora|olvida|ignore|olvide|ignoren|olviden)\s+(?:todas\s+)?las\s+instrucciones\s+(?:anteriores"
             r"|previas)\b"
             r"|\b(?:ignore[rz]?|oublie[rz]?)\s+(?:toutes\s+)?les\s+instructions\s+(?:pr[ée]c[ée]dentes"
             r"|ci-dessus|ant[ée]rieures)"
-            # Chinese, Japanese: "ignore (all) previous instructions", "forget previous ..."
-            r"|(?:忽略|無視|无视|忘记|忘記)(?:掉)?(?:之前|以上|上面|先前|所有|以前|前面)"
-            r"|(?:前|以前|これまで|上記)の(?:指示|命令|指令)を(?:無視|忘れ)"
+            # Chinese: "(please) ignore (all) previous ...", only where the verb opens a clause
+            # ("我经常忘记以前的事情", "别忘记之前买的牛奶", "老板让我忽略之前的指示": narration)
+            rf"|{_ZH_OPENS}(?:忽略|無視|无视|忘记|忘記|忘掉)(?:掉)?"
+            r"(?:之前|以上|上面|先前|所有|以前|前面)"
+            # Japanese: "ignore/forget the previous instructions" as a command ("前の指示を忘れた",
+            # "I forgot ...", and "忘れないように", "so as not to forget ...", are narration)
+            r"|(?:前|以前|これまで|上記)の(?:指示|命令|指令)を(?:すべて|全て)?"
+            rf"(?:無視(?:して{_JA_GOES_ON}|しろ|せよ|しなさい|すること)|忘れ(?:て{_JA_GOES_ON}|ろ|なさい|ること))"
         ),
         addressed=True,
         unless=_DEFENSIVE,
+        # Spanish past tense: "olvidé / ignoré (todas) las instrucciones", I forgot / ignored.
+        narrated=_rx(r"\b(?:olvidé|ignoré)\s+(?:todas\s+)?las\s+instrucciones\b"),
     ),
     ThreatRule(
         "role_hijack",

@@ -72,7 +72,7 @@ def fold(text: str) -> str:
 _LEAD = frozenset(
     "please now so then and but just also simply first immediately kindly hereby instead "
     "always you ai assistant model bot chatbot chatgpt gpt claude "
-    "gemini llama copilot system important note urgent attention".split()
+    "gemini llama copilot system important note urgent attention veuillez bitte favor".split()
 )
 _AUXILIARIES = frozenset("to must should shall will can could would need".split())
 _CONDITIONS = frozenset(
@@ -81,6 +81,8 @@ _CONDITIONS = frozenset(
 )
 _ADDRESSEES = frozenset("you u ai assistant model bot chatbot chatgpt gpt claude".split())
 _WORD_BEFORE = re.compile(r"([\w']+)[^\w\n.!?:;,\-*>(\[{\"'`]*$")
+_ELIDED = re.compile(r"\b(?:qu|[cdjlmnst])['\u2019]$")
+_POLITE = frozenset("merci priere".split())
 _OPENER = re.compile(r"(?:^|[\n.!?:;,\-*>(\[{\"'`|#])[\s\"'`*_~>|#]*$")
 
 
@@ -94,6 +96,10 @@ def addressed(view: str, start: int) -> bool:
     ``told my boss to ignore``).
     """
     before = view[max(0, start - 64) : start]
+    if (e := _ELIDED.search(before)) is not None:
+        # French elision opens no quote: "m'a dit d'ignorer" reports; "merci d'ignorer" asks.
+        prev = _WORD_BEFORE.search(before[: e.start()])
+        return prev is not None and prev.group(1) in _POLITE
     if _OPENER.search(before) is not None:
         return True
     m = _WORD_BEFORE.search(before)

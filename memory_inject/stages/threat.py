@@ -112,7 +112,7 @@ def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int =
         _BREAKS.search(text) is not None
     ):  # every line break the block shows starts a line (``render._contain``)
         text = _BREAKS.sub("\n", text)
-    text = fold_case_kept(text)  # what the rules that read case read
+    original, text = text, fold_case_kept(text)  # what the rules that read case read
     view = text.lower()  # ``fold``: the same fold, lower case (folded once)
     tokens = _TOKEN.findall(view)
     contains, raw_contains = view.__contains__, text.__contains__
@@ -127,7 +127,7 @@ def threat_rule(text: str, rules: Sequence[ThreatRule] = RULES, *, window: int =
         has = raw_contains if rule.raw else contains
         if rule.words.isdisjoint(words) and not any(map(has, rule.marks)):
             continue
-        if rule.matches(text, view):
+        if rule.matches(text, view, original):
             return rule.id
     return None
 
