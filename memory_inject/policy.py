@@ -17,6 +17,7 @@ interactive/channel/agent_dir  false        false     inject, exclude conversati
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from attrs import field, frozen
@@ -182,15 +183,27 @@ AUTOSAVE_MIN_CHARS = 20
 def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
     """Interactive, channel and agent_direct messages of 20+ characters, never a block.
 
-    Scheduled and nested turns never autosave (their "user message" is a job
-    prompt, not a person); a text that starts with ``[Memory context]`` is a
-    recall blob, and saving it is how zeroclaw's store snowballed (issue 4916).
+    A wide character (Chinese, Japanese, Korean: East Asian Wide or Fullwidth)
+    counts as two, as a terminal shows it: "我女儿叫小丽，她在上小学" (12 characters,
+    "my daughter is called Xiaoli, she is in primary school") says as much as an
+    English sentence of 20. Scheduled and nested turns never autosave (their "user
+    message" is a job prompt, not a person); a text that starts with
+    ``[Memory context]`` is a recall blob, and saving it is how zeroclaw's store
+    snowballed (issue 4916).
     """
+    stripped = text.strip()
     return (
         TurnOrigin(origin) in AUTOSAVE_ORIGINS
-        and len(text.strip()) >= AUTOSAVE_MIN_CHARS
-        and not text.lstrip().startswith("[Memory context]")
+        and _width(stripped) >= AUTOSAVE_MIN_CHARS
+        and not stripped.startswith("[Memory context]")
     )
+
+
+def _width(text: str) -> int:
+    """The characters of ``text``, a wide one counted twice (stops at the autosave minimum)."""
+    if len(text) >= AUTOSAVE_MIN_CHARS or text.isascii():
+        return len(text)
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def has_session(sessions: object) -> bool:
