@@ -14,6 +14,10 @@ says "I" for its speaker and rarely names them, so the rule is not applied to
 conversations (on LoCoMo's chat lines stored without a session it cost 2.4 points of
 block recall). On the seven English facts sets it removed 8 near-miss blocks and no
 answer (docs/performance.md, "Issue 29, twenty-sixth round").
+
+An owner that is a role ("my sister's phone number", ``_ROLES``) is also named by the
+names in the facts that mention the role: "Anna's phone number is ..." answers it when
+"User's sister is Anna" was recalled too, and that fact, the tie, is kept.
 """
 
 from __future__ import annotations
@@ -37,6 +41,20 @@ _NOT_OWNERS = frozenset(
 # fact that names her: "name" is not a detail other facts can hold for someone else.
 _NAMING = frozenset({"name", "names", "named", "called"})
 _WORD = re.compile(r"[^\W\d_]{3,}")
+# Owners that are a role, not a name ("my sister's phone number"): the facts about her
+# name her ("Anna's phone number is ..."), and the fact that says who she is ("User's
+# sister is Anna") ties the two. Such an owner is also named by the names of the facts
+# that mention the role (:func:`_role_names`).
+_ROLES = frozenset(
+    "sister sisters brother brothers mom mum mother dad father parent parents wife husband "
+    "partner spouse fiance fiancee boyfriend girlfriend son daughter kid kids child children "
+    "baby grandma grandmother grandpa grandfather granny aunt uncle cousin niece nephew "
+    "friend bestie boss manager colleague coworker teammate roommate flatmate neighbor "
+    "neighbour landlord landlady doctor dentist therapist teacher coach tutor assistant "
+    "dog cat puppy kitten pet horse".split()
+)
+# A name: a capitalised word ("Anna", "O'Neil", "Jean-Luc").
+_NAME = re.compile(r"\b[A-Z][^\W\d_]+(?:(?:['\u2019][A-Z]|-[A-Z]?)[^\W\d_]+)?")
 #: A question names an owner or two; a pasted log with thousands of "x's" stays cheap (3,000
 #: owners over 20 entries took 1.8 s), as ``fusion.content_words`` reads 64 terms at most.
 MAX_OWNERS, MAX_DETAILS = 4, 64
@@ -49,8 +67,20 @@ def asked_owners(query: str) -> list[str]:
     return list(owners)[:MAX_OWNERS]
 
 
-def _mentions(word: str) -> re.Pattern[str]:
-    return re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+def _mentions(*words: str) -> re.Pattern[str]:
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, words))})\b", re.IGNORECASE)
+
+
+def _role_names(role: re.Pattern[str], recalled: Sequence[MemoryEntry]) -> list[str]:
+    """The names in the facts that mention a role ("Anna" of "User's sister is Anna")."""
+    names: dict[str, None] = {}
+    for e in recalled:
+        if role.search(e.content) is not None:
+            for name in _NAME.findall(e.content):
+                low = name.lower()
+                if low not in STOPWORDS and low not in _NOT_OWNERS and low not in _ROLES:
+                    names[name] = None
+    return list(names)[:MAX_OWNERS]
 
 
 def _holds(word: str) -> re.Pattern[str]:
@@ -80,11 +110,33 @@ def owner_drops(
         ]
         details = [_holds(w) for w in words[:MAX_DETAILS]]
         known = [d for d in details if any(d.search(e.content) for e in recalled)]
+        ties: set[str] = set()
+        if owner in _ROLES and (names := _role_names(named, recalled)):
+            ties = _ties(named, _mentions(*names), known, kept)
+            named = _mentions(owner, *names)
         for e in kept:
-            if e.key in dropped or not _is_fact(e):
+            if e.key in dropped or e.key in ties or not _is_fact(e):
                 continue
             if not (named.search(e.content) or named.search(e.key)):
                 dropped[e.key] = f"other_owner:{owner}"
             elif known and not any(d.search(e.content) for d in known):
                 dropped[e.key] = f"owner_only:{owner}"
     return dropped
+
+
+def _ties(
+    role: re.Pattern[str],
+    names: re.Pattern[str],
+    known: Sequence[re.Pattern[str]],
+    kept: Sequence[MemoryEntry],
+) -> set[str]:
+    """The keys of the facts that say who a role is ("User's sister is Anna"), kept
+    beside a fact that answers under the name ("Anna's phone number is ...")."""
+    answered = any(
+        names.search(e.content) and not role.search(e.content)
+        for e in kept
+        if _is_fact(e) and (not known or any(d.search(e.content) for d in known))
+    )
+    if not answered:
+        return set()
+    return {e.key for e in kept if role.search(e.content) and names.search(e.content)}
