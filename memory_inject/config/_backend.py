@@ -145,7 +145,8 @@ def _dsn_problem(dsn: str) -> str | None:
 def check_backend(raw: Any, path: str) -> list[str]:
     """The backend group's keys, then what ``open_store`` would refuse: ``kind: postgres``
     without a ``dsn``, and a ``path`` holding a NUL character (``validate`` said "ok" to
-    both, and the agent failed when it opened its store).
+    both, and the agent failed when it opened its store); and what it would ignore: a
+    ``dsn`` for a kind that is not postgres, a ``path`` for postgres.
 
     The checks that compare keys run beside the keys' own problems, on the keys that
     have none (:func:`loaded_values`), so a file's every problem is reported at once.
@@ -159,6 +160,19 @@ def check_backend(raw: Any, path: str) -> list[str]:
         problems.append(f"'dsn' must be set when 'kind' is postgres (got {got}) @ {path}.dsn")
     elif isinstance(v.get("dsn"), str) and (bad := _dsn_problem(v["dsn"])) is not None:
         problems.append(f"'dsn' is not a PostgreSQL connection string: {bad} @ {path}.dsn")
+    kind = v.get("kind")
+    if kind in ("sqlite", "markdown", "memory") and isinstance(v.get("dsn"), str) and v["dsn"]:
+        # The operator moving an agent to the shared server forgot the kind: the agent
+        # would keep a file of its own on each host and nothing would reach the server.
+        problems.append(
+            f"'dsn' is read only when 'kind' is postgres (kind is {kind}): set 'kind: "
+            f"postgres', or remove the dsn @ {path}.dsn"
+        )
+    if kind == "postgres" and "path" in raw and "path" in v:  # a bad path is reported once
+        problems.append(
+            f"'path' is not read when 'kind' is postgres (the rows live on the server named "
+            f"by 'dsn'): remove it @ {path}.path"
+        )
     where = v.get("path")
     if isinstance(where, str) and "\0" in where:
         problems.append(f"'path' must not hold a NUL character (got {where!r:.60}) @ {path}.path")
