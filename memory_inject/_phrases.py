@@ -49,9 +49,11 @@ from __future__ import annotations
 import functools
 import re
 
+from memory_inject._words import WORD
+
 __all__ = ["ENDINGS", "context_text", "normalize", "phrase_matches", "slug"]
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = WORD
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
 #: Endings a stem may carry on either side of a morphological match ("" is the bare stem).

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 
 from memory_inject import _filler
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
+from memory_inject._words import WORD
 
 __all__ = [
     "CHITCHAT",
@@ -160,7 +161,7 @@ CHITCHAT = frozenset(w for phrase in DEFAULT_ACKNOWLEDGEMENTS for w in phrase.sp
 _MARKUP = re.compile(r"\[(?:IMAGE|FILE|AUDIO|VIDEO|DOCUMENT|ATTACHMENT):[^\]\n]{0,4096}\]", re.I)
 
 
-_WORD = re.compile(r"[^\W_]+")
+_WORD = WORD  # letters, digits and their combining marks ("बेटी" is one word)
 
 
 def has_query_terms(prompt: str) -> bool:

@@ -120,7 +120,8 @@ class TestImportDirection:
             assert "storage" not in imports_of(path), path.name
 
     def test_storage_depends_only_on_models_and_exceptions(self) -> None:
-        """storage/ imports only models, records, errors, embedders, the stopword list,
+        """storage/ imports only models, records, errors, embedders, the stopword list, what
+        a word is (``_words``: letters, digits and their combining marks),
         the contract (the seam's RecallQuery / RecallAnswer values it answers with),
         the contract's filter-first rules for restricted queries, and the answer of a
         store with only ``recall`` (``_recall_only``: the Markdown store answers as the
@@ -138,6 +139,7 @@ class TestImportDirection:
             "storage",
             "embedders",
             "_stopwords",
+            "_words",
             "contract",
         }
         storage = ROOT / "memory_inject" / "storage"

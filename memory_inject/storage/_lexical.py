@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memory_inject._words import TOKEN_PATTERN, strip_harakat
+
 __all__ = ["fold", "stem", "tokenize"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = re.compile(TOKEN_PATTERN)
 _ACCENTS = re.compile("[\u0300-\u036f]")
 
 
@@ -20,12 +22,14 @@ def fold(text: str) -> str:
     decomposed = unicodedata.normalize("NFKD", text.replace("\u00ad", ""))
     # Only the Latin, Greek and Cyrillic accents (U+0300-U+036F): a kana's voicing mark
     # makes another word, not another spelling.
-    kept = _ACCENTS.sub("", decomposed)
+    # Arabic harakat too: users mostly type "ليلى" for "لَيْلَى".
+    kept = strip_harakat(_ACCENTS.sub("", decomposed))
     return unicodedata.normalize("NFC", kept).lower()
 
 
 def tokenize(text: str) -> list[str]:
-    """Folded word tokens (unicode ``\\w+``, :func:`fold`)."""
+    """Folded word tokens (``\\w`` and combining marks: :mod:`memory_inject._words`;
+    :func:`fold`)."""
     return _WORD.findall(fold(text))
 
 

@@ -22,6 +22,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Hashable, Sequence
 
+from memory_inject._words import TOKEN_PATTERN
+
 __all__ = ["MAX_VARIANTS", "distinct", "spellings", "with_variants"]
 
 #: At most this many terms are added to a query (a pasted log stays cheap).
@@ -151,7 +153,7 @@ def _spellings(word: str) -> tuple[str, ...]:
     out: list[str] = list(_OTHER.get(word, ()))
     if not word.isascii():
         folded = unicodedata.normalize("NFKC", word).casefold()
-        if folded != word and re.fullmatch(r"\w+", folded):
+        if folded != word and re.fullmatch(TOKEN_PATTERN, folded):
             out.append(folded)
             out.extend(_OTHER.get(folded, ()))
         return tuple(dict.fromkeys(out))

@@ -20,6 +20,7 @@ from memory_inject._stopwords import (
     foreign_function_words,
     korean_term,
 )
+from memory_inject._words import TOKEN_PATTERN, strip_harakat
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.storage.calibration import hybrid_score
 
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 # A word, optionally followed by the ``*`` that asks for a prefix match.
-_TOKEN = re.compile(r"(\w+)(\*?)", re.UNICODE)
+_TOKEN = re.compile(rf"({TOKEN_PATTERN})(\*?)")
 # The markers hosts put before a prompt ("[cron:nightly Report] ...",
 # "[Heartbeat Task | decision] ..."): who sent it, not what it asks.
 _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
@@ -316,7 +317,7 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     """
     if not text.isascii() and not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)  # "zu\u0308rich" is one word, not "zu rich"
-    lowered = text.lower()
+    lowered = strip_harakat(text.lower())  # "لَيْلَى" asks for "ليلى", as users type it
     if "\u0307" in lowered:  # "İ".lower() is "i" and a combining dot, which split "i̇zmir"
         lowered = lowered.replace("i\u0307", "i")
     if "'" in lowered or "\u2019" in lowered:

@@ -23,7 +23,7 @@ from memory_inject.storage.sqlite.ddl_context import (
     OWN_MATCH,
     own_match,
 )
-from memory_inject.storage.sqlite.ddl_live import live_index
+from memory_inject.storage.sqlite.ddl_live import TOKENIZE, live_index
 
 __all__ = [
     "FTS_COLUMNS",
@@ -329,6 +329,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 12: the keyword index holds live rows only (``ddl_live``): a forgotten row's words
     # no longer count in any other row's score.
     live_index(FTS_COLUMNS, _SCOPE_TOKEN),
+    # 13: a word's combining marks are part of it (``ddl_live.TOKENIZE``): Hindi, Bengali,
+    # Tamil words were indexed as their consonants, which matched unrelated prompts. The
+    # index is built again from the live rows, once, as schema 12's was.
+    live_index(FTS_COLUMNS, _SCOPE_TOKEN, TOKENIZE),
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -17,12 +17,21 @@ from __future__ import annotations
 
 from memory_inject.storage.sqlite.ddl_context import CTX_STANDALONE_ASSIGN, DAY_WORDS
 
-__all__ = ["live_index"]
+__all__ = ["TOKENIZE", "live_index"]
+
+#: The index's tokenizer from schema 13: combining marks (Mn, Mc) are part of a word, so
+#: "बेटी" ("daughter") is one token, not "ब" and "ट" (unicode61's default categories are
+#: ``L* N* Co``). Latin accents typed apart (NFD) still fold: unicode61 drops a diacritic
+#: inside a token, as before. The SQL string literal, quotes included.
+TOKENIZE = "'porter unicode61 categories ''L* N* Co Mc Mn'''"
 
 
-def live_index(columns: str, scope_token: str) -> tuple[str, ...]:
+def live_index(
+    columns: str, scope_token: str, tokenize: str = "'porter unicode61'"
+) -> tuple[str, ...]:
     """The statements of schema 12 for the index's ``columns`` and the ``scope_token``
-    expression (over ``{row}``); the triggers compute context as schema 11's do."""
+    expression (over ``{row}``); the triggers compute context as schema 11's do. Schema
+    13 is the same index built again with the :data:`TOKENIZE` tokenizer."""
     old = ", ".join(f"old.{c.strip()}" for c in columns.split(","))
     return (
         "DROP TRIGGER memories_fts_insert",
@@ -33,7 +42,7 @@ def live_index(columns: str, scope_token: str) -> tuple[str, ...]:
         f"CREATE VIEW memories_live AS SELECT rid, {columns} FROM memories "  # noqa: S608
         "WHERE deleted_at IS NULL",
         f"CREATE VIRTUAL TABLE memories_fts USING fts5({columns}, content='memories_live', "
-        "content_rowid='rid', tokenize='porter unicode61')",
+        f"content_rowid='rid', tokenize={tokenize})",
         f"""CREATE TRIGGER memories_fts_insert AFTER INSERT ON memories BEGIN
             UPDATE memories SET {CTX_STANDALONE_ASSIGN.format(row="new")},
                 ctx_scope = {scope_token.format(row="new")} WHERE rid = new.rid;

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_inject.storage.sqlite.ddl import FTS_COLUMNS
+from memory_inject.storage.sqlite.ddl_live import TOKENIZE
 from memory_inject.storage.sqlite.porter import ascii_row_counts, ascii_tokens
 
 __all__ = [
@@ -63,7 +64,7 @@ def _tokenizer() -> sqlite3.Connection:
     global _tok_conn  # noqa: PLW0603 - one private connection per process, made on first use
     if _tok_conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61')")
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize={TOKENIZE})")
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
         _tok_conn = conn
     return _tok_conn
@@ -243,7 +244,7 @@ class RowTokenizer:
             if self._conn is None:
                 conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
                 conn.execute(
-                    f"CREATE VIRTUAL TABLE t USING fts5({FTS_COLUMNS}, tokenize='porter unicode61')"
+                    f"CREATE VIRTUAL TABLE t USING fts5({FTS_COLUMNS}, tokenize={TOKENIZE})"
                 )
                 conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, instance)")
                 self._conn = conn
