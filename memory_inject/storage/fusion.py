@@ -39,6 +39,8 @@ __all__ = [
 
 # A word, optionally followed by the ``*`` that asks for a prefix match.
 _TOKEN = re.compile(rf"({TOKEN_PATTERN})(\*?)")
+# The same for ASCII text, which holds no combining mark (the usual prompt: a third faster).
+_ASCII_TOKEN = re.compile(r"(\w+)(\*?)")
 # The markers hosts put before a prompt ("[cron:nightly Report] ...",
 # "[Heartbeat Task | decision] ..."): who sent it, not what it asks.
 _MARKERS = re.compile(r"^\s*(?:\[[^\[\]\n]{0,200}\]\s*)+")
@@ -318,14 +320,15 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     if not text.isascii() and not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)  # "zu\u0308rich" is one word, not "zu rich"
     lowered = strip_harakat(text.lower())  # "لَيْلَى" asks for "ليلى", as users type it
+    token = _ASCII_TOKEN if lowered.isascii() else _TOKEN
     if "\u0307" in lowered:  # "İ".lower() is "i" and a combining dot, which split "i̇zmir"
         lowered = lowered.replace("i\u0307", "i")
     if "'" in lowered or "\u2019" in lowered:
         affirmed = _NEGATED.sub(" ", lowered)
-        lowered = affirmed if _TOKEN.search(affirmed) else lowered
+        lowered = affirmed if token.search(affirmed) else lowered
     unmarked = _MARKERS.sub("", lowered, count=1)
     opener = _OPENER.match(unmarked := unmarked.lstrip())
-    if opener and _TOKEN.search(unmarked, opener.end()):
+    if opener and token.search(unmarked, opener.end()):
         unmarked = unmarked[opener.end() :]
     kinds = (
         {w for m in _ANSWER_KIND.finditer(lowered) for w in m.groups() if w}
@@ -337,7 +340,7 @@ def content_words(text: str, *, max_terms: int = 64) -> list[tuple[str, bool]]:
     kept: list[tuple[str, bool]] = []
     topic: list[tuple[str, bool]] = []
     seen: set[tuple[str, str]] = set()
-    tokens = _TOKEN.findall(unmarked if _TOKEN.search(unmarked) else lowered)
+    tokens = token.findall(unmarked if token.search(unmarked) else lowered)
     # A prompt in French, German, Spanish, Italian or Portuguese drops its own function words.
     words = [w for w, _ in tokens]
     if "¿" in lowered or "¡" in lowered:  # Spanish opens its questions and exclamations
