@@ -15,7 +15,7 @@ import unicodedata
 from attrs import field, frozen
 
 from memory_inject.config.schema import THREAT_RULE_IDS
-from memory_inject.stages._threat_view import addressed, fold
+from memory_inject.stages._threat_view import JA_GOES_ON, ZH_OPENS, addressed, fold
 
 __all__ = ["RULES", "RULESET_VERSION", "ThreatRule"]
 
@@ -98,16 +98,6 @@ def _gap(n: int) -> str:
     return rf"(?:[\w'\u2019-]+\s+){{0,{n}}}"
 
 
-# Where a Chinese verb opens an instruction: the start of the text or of a clause, after
-# the words that lead an imperative ("请", "你", "现在", "必须" ...), never after a subject.
-_ZH_OPENS = (
-    r"(?:^|(?<=[\s，。！？；：、,.!?;:「」『』“”\"'（(【\[*>-]))"
-    r"(?:请|請|你|您|现在|現在|立即|立刻|马上|馬上|首先|从现在开始|從現在開始|必须|必須|务必|務必"
-    r"|要|先){0,4}"
-)
-# A Japanese te-form that commands ("無視して", "忘れてください"), not one that narrates
-# ("無視していた", "忘れてしまった", "無視しておく", "忘れても").
-_JA_GOES_ON = r"(?!い|しま|た|お|も)"
 _OVERRIDE_VERB = r"(?:ignore|disregard|forget|override|bypass|dismiss|discard|abandon|neglect)"
 # What makes "the instructions" the reader's own: "all", "previous", "above", "your", ...
 _QUAL = (
@@ -206,12 +196,12 @@ RULES: tuple[ThreatRule, ...] = (
             r"|ci-dessus|ant[ée]rieures)"
             # Chinese: "(please) ignore (all) previous ...", only where the verb opens a clause
             # ("我经常忘记以前的事情", "别忘记之前买的牛奶", "老板让我忽略之前的指示": narration)
-            rf"|{_ZH_OPENS}(?:忽略|無視|无视|忘记|忘記|忘掉)(?:掉)?"
+            rf"|{ZH_OPENS}(?:忽略|無視|无视|忘记|忘記|忘掉)(?:掉)?"
             r"(?:之前|以上|上面|先前|所有|以前|前面)"
             # Japanese: "ignore/forget the previous instructions" as a command ("前の指示を忘れた",
             # "I forgot ...", and "忘れないように", "so as not to forget ...", are narration)
             r"|(?:前|以前|これまで|上記)の(?:指示|命令|指令)を(?:すべて|全て)?"
-            rf"(?:無視(?:して{_JA_GOES_ON}|しろ|せよ|しなさい|すること)|忘れ(?:て{_JA_GOES_ON}|ろ|なさい|ること))"
+            rf"(?:無視(?:して{JA_GOES_ON}|しろ|せよ|しなさい|すること)|忘れ(?:て{JA_GOES_ON}|ろ|なさい|ること))"
         ),
         addressed=True,
         unless=_DEFENSIVE,

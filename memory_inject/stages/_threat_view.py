@@ -2,7 +2,8 @@
 
 Owns :func:`fold` (NFKC, invisible format characters dropped, Unicode tag
 characters read as the ASCII they hide, lower case) and :func:`addressed` (do
-the words at a position open an instruction to the reader). The rules are
+the words at a position open an instruction to the reader; :data:`ZH_OPENS` and
+:data:`JA_GOES_ON`, the same for Chinese and Japanese). The rules are
 ``stages/_threat_rules.py``; the scan is ``stages/threat.py``.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["addressed", "fold", "fold_case_kept"]
+__all__ = ["JA_GOES_ON", "ZH_OPENS", "addressed", "fold", "fold_case_kept"]
 
 
 # -- the folded view -------------------------------------------------------------------
@@ -119,3 +120,15 @@ def addressed(view: str, start: int) -> bool:
         prev = _WORD_BEFORE.search(before[: m.start()])
         return prev is None or prev.group(1) not in _CONDITIONS
     return word in _LEAD
+
+
+#: Where a Chinese verb opens an instruction: the start of the text or of a clause, after
+#: the words that lead an imperative ("请", "你", "现在", "必须" ...), never after a subject.
+ZH_OPENS = (
+    r"(?:^|(?<=[\s，。！？；：、,.!?;:「」『』“”\"'（(【\[*>-]))"
+    r"(?:请|請|你|您|现在|現在|立即|立刻|马上|馬上|首先|从现在开始|從現在開始|必须|必須|务必|務必"
+    r"|要|先){0,4}"
+)
+#: A Japanese te-form that commands ("無視して", "忘れてください"), not one that narrates
+#: ("無視していた", "忘れてしまった", "無視しておく", "忘れても").
+JA_GOES_ON = r"(?!い|しま|た|お|も)"

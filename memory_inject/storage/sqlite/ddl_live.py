@@ -15,15 +15,34 @@ constants.
 
 from __future__ import annotations
 
+import sqlite3
+
 from memory_inject.storage.sqlite.ddl_context import CTX_STANDALONE_ASSIGN, DAY_WORDS
 
 __all__ = ["TOKENIZE", "live_index"]
 
+_MARKS_TOKENIZE = "'porter unicode61 categories ''L* N* Co Mc Mn'''"
+
+
+def _tokenize() -> str:
+    """The marks tokenizer where this SQLite's unicode61 takes ``categories``, else the
+    default one (the marks stay separators there, as before schema 13)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize={_MARKS_TOKENIZE})")
+    except sqlite3.Error:
+        return "'porter unicode61'"
+    finally:
+        conn.close()
+    return _MARKS_TOKENIZE
+
+
 #: The index's tokenizer from schema 13: combining marks (Mn, Mc) are part of a word, so
 #: "बेटी" ("daughter") is one token, not "ब" and "ट" (unicode61's default categories are
 #: ``L* N* Co``). Latin accents typed apart (NFD) still fold: unicode61 drops a diacritic
-#: inside a token, as before. The SQL string literal, quotes included.
-TOKENIZE = "'porter unicode61 categories ''L* N* Co Mc Mn'''"
+#: inside a token, as before. The SQL string literal, quotes included; the default
+#: tokenizer where this SQLite's unicode61 has no ``categories`` option.
+TOKENIZE = _tokenize()
 
 
 def live_index(
