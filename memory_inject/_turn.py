@@ -276,7 +276,10 @@ def prepare(
     if pol.inject and cfg.standing.enabled and failed is None:
         # PI's standing context comes whatever the prompt says (contentless too).
         who = who or turn_profile(cfg.governance.profile_id, cwd, profile)
-        calls.append(Call(None, STANDING, standing_fetch(store, cfg, who.profile_id, now)))
+        fetch = standing_fetch(
+            store, cfg, who.profile_id, now, scopes=scopes, shared_only=pol.shared_only
+        )
+        calls.append(Call(None, STANDING, fetch))
         abstained = None
     return Turn(
         store,

@@ -317,7 +317,14 @@ class SupportsStandingContext(Protocol):
     ``rule_type`` makes a hard rule and whose confidence is at least
     ``min_confidence``, then for each category of ``categories`` (name ->
     earliest timestamp, or None) its ``limit`` most recently updated records;
-    no key twice, ``score`` None.
+    no key twice, ``score`` None. Each limit counts only the rows the turn may
+    see (the render's session rule): with ``sessions=`` (the turn's own ids)
+    the rows bound to no session or to one of them, and a profile's session
+    records (``session:<id>``); with ``shared_only=True`` (a scheduled turn)
+    only the rows bound to no session; with neither, every row. A store whose
+    method names neither keyword (written before they existed) is still
+    called, without them: its rows are filtered after the limit, so another
+    session's may crowd the turn's out.
     ``data_version`` changes whenever a write may have changed that answer, so
     :mod:`memory_inject.standing` caches it between writes. Without the
     capability a turn gets only what recall returned.
@@ -333,6 +340,8 @@ class SupportsStandingContext(Protocol):
         limit: int,
         min_confidence: float,
         categories: Mapping[str, datetime | None] | None = None,
+        sessions: Sequence[str] = (),
+        shared_only: bool = False,
     ) -> Sequence[MemoryEntry]: ...
 
 

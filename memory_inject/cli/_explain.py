@@ -7,7 +7,7 @@ render's trace (scores per scoring stage, who dropped it and why).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from rich.console import Console
@@ -25,6 +25,7 @@ from memory_inject.contract import (
 )
 from memory_inject.models import MemoryEntry
 from memory_inject.pipeline import RenderResult
+from memory_inject.standing import read_standing
 
 __all__ = ["Recorder", "explain_rows", "print_explain", "recorder_for"]
 
@@ -87,8 +88,26 @@ def recorder_for(inner: Memory) -> Recorder:
         # The preview shows the standing context too (hard rules, L1, PI's sections).
         members["data_version"] = property(lambda _self: inner.data_version)
 
-        def standing(self: Recorder, *args: object, **kwargs: object) -> Sequence[MemoryEntry]:
-            return self._note(inner.standing_records(*args, **kwargs))  # type: ignore[arg-type]
+        def standing(
+            self: Recorder,
+            profile_id: str | None,
+            *,
+            limit: int,
+            min_confidence: float,
+            categories: Mapping[str, datetime | None] | None = None,
+            sessions: Sequence[str] = (),
+            shared_only: bool = False,
+        ) -> Sequence[MemoryEntry]:
+            found = read_standing(
+                inner,
+                profile_id,
+                limit=limit,
+                min_confidence=min_confidence,
+                categories=categories,
+                sessions=sessions,
+                shared_only=shared_only,
+            )
+            return self._note(found)
 
         members["standing_records"] = standing
     if isinstance(inner, SupportsUsage):

@@ -41,6 +41,7 @@ from memory_inject.storage._memory_rank import (
     terms_of,
 )
 from memory_inject.storage._plan_rows import entity_names, resolve_mentions
+from memory_inject.storage._standing_scope import turn_sees
 from memory_inject.storage._store_checks import scope_keeps
 from memory_inject.storage.records import MemoryRecord, carry_over, standing_pick, store_draft
 
@@ -339,9 +340,12 @@ class InMemoryStore:
         limit: int,
         min_confidence: float,
         categories: Mapping[str, datetime | None] | None = None,
+        sessions: Sequence[str] = (),
+        shared_only: bool = False,
     ) -> builtins.list[MemoryEntry]:
         """The profile's standing context: active L1 records, then active L2 hard rules.
 
+        Of the rows a turn of ``sessions`` (or a ``shared_only`` one) may see.
         See :class:`~memory_inject.contract.SupportsStandingContext`.
         """
         now = datetime.now(UTC)
@@ -352,6 +356,7 @@ class InMemoryStore:
                 if is_live(r, now)
                 and r.status == "active"
                 and (r.profile_id is None or r.profile_id == profile_id)
+                and turn_sees(r, sessions, shared_only)
             ]
         picked = standing_pick(live, limit, min_confidence, categories)
         return [r.to_entry(None) for r in picked]

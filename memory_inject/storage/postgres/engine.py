@@ -3,7 +3,7 @@
 The engine is the store's database half (the
 :class:`~memory_inject.storage._base.StoreEngine` methods: read, write,
 search, close) plus the PostgreSQL extras the store forwards to it (count,
-forget, entities, standing context). It opens the table (create or migrate,
+forget, entities; the standing context is ``standing``). It opens the table (create or migrate,
 pgvector when wanted), holds the connections
 (:class:`~memory_inject.storage.postgres.connection.PostgresConnections`), the
 statements (:class:`~memory_inject.storage.postgres.queries.Queries`) and the
@@ -53,14 +53,13 @@ from memory_inject.storage.postgres.schema import (
     required_dim,
     row_to_record,
 )
-from memory_inject.storage.postgres.standing import standing_statement
 from memory_inject.storage.postgres.writes import (
     forget_steps,
     supersede_steps,
     upsert_steps,
     usage_steps,
 )
-from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord, standing_pick
+from memory_inject.storage.records import CARRIED_ON_STORE, MemoryRecord
 
 __all__ = ["PostgresEngine"]
 
@@ -258,25 +257,6 @@ class PostgresEngine:
             return [(str(e), str(c)) for e, c in found]
 
         return resolve_mentions(mentions, rows, prefix)
-
-    def standing_records(
-        self,
-        profile_id: str | None,
-        limit: int,
-        min_confidence: float,
-        categories: Mapping[str, datetime | None] | None,
-    ) -> builtins.list[MemoryEntry]:
-        """The profile's standing context in one statement (see ``PostgresStore``)."""
-        if limit <= 0:
-            return []
-        rows = self.connections.run(
-            "standing_records",
-            rows_of(standing_statement(self.q, profile_id, limit, min_confidence, categories)),
-            read=True,
-        )
-        records = [row_to_record(r[:-1], RECALL_COLUMNS) for r in rows]  # in rid order
-        picked = standing_pick(records, limit, min_confidence, categories)
-        return [r.to_entry(None) for r in picked]
 
     # -- recall -----------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from memory_inject.storage import _forks
 from memory_inject.storage._base import PersistentStore, check_namespace, forget_scope
 from memory_inject.storage._base import VectorEmbedder as _Embedder
 from memory_inject.storage.fusion import Fusion, default_fusion
-from memory_inject.storage.postgres import backfill, bulk
+from memory_inject.storage.postgres import backfill, bulk, standing
 from memory_inject.storage.postgres.engine import PostgresEngine
 from memory_inject.storage.postgres.erase import erase_steps, vacuum
 from memory_inject.storage.postgres.schema import TableNames
@@ -267,13 +267,26 @@ class PostgresStore(PersistentStore):
         limit: int,
         min_confidence: float,
         categories: Mapping[str, datetime | None] | None = None,
+        sessions: Sequence[str] = (),
+        shared_only: bool = False,
     ) -> builtins.list[MemoryEntry]:
         """The profile's active L1 records (insertion order) and most confident L2 hard rules.
 
         One statement on the ``_standing_idx`` partial index; at most ``limit``
-        of each. See :class:`~memory_inject.contract.SupportsStandingContext`.
+        of each, of the rows a turn of ``sessions`` (or a ``shared_only`` one)
+        may see. See :class:`~memory_inject.contract.SupportsStandingContext`.
         """
-        return self._engine.standing_records(profile_id, limit, min_confidence, categories)
+        e = self._engine
+        return standing.standing_entries(
+            e.connections,
+            e.q,
+            profile_id,
+            limit,
+            min_confidence,
+            categories,
+            tuple(sessions),
+            shared_only,
+        )
 
     # -- bulk -------------------------------------------------------------------
 

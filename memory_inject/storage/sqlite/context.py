@@ -23,6 +23,7 @@ from memory_inject.storage._plan_rows import (
     like_prefix,
     resolve_mentions,
 )
+from memory_inject.storage._standing_scope import scope_sql
 from memory_inject.storage.records import HARD_RULE_TYPES, MemoryRecord, standing_pick
 from memory_inject.storage.sqlite.codec import SELECT, row_to_record
 from memory_inject.storage.sqlite.queries import KNOWN_ENTITIES, MENTIONED_ENTITIES
@@ -65,12 +66,15 @@ def standing_entries(
     limit: int,
     min_confidence: float,
     categories: Mapping[str, datetime | None] | None,
+    sessions: Sequence[str] = (),
+    shared_only: bool = False,
 ) -> list[MemoryEntry]:
     """The profile's active L1 records and most confident L2 hard rules, and the newest rows
     of each always-shown category (since its bound), at most ``limit`` of each, as entries.
 
     One statement on the ``memories_standing`` partial indexes, in rid order,
-    then ``records.standing_pick``.
+    then ``records.standing_pick``. ``sessions`` / ``shared_only`` filter before
+    each limit (``storage._standing_scope``).
     """
     if limit <= 0:
         return []
@@ -79,6 +83,8 @@ def standing_entries(
         "AND superseded_by IS NULL AND (expires_at IS NULL OR expires_at > ?) "
         "AND (profile_id IS NULL OR profile_id = ?)"
     )
+    scope, scope_params = scope_sql(sessions, shared_only)
+    live += scope
     types = ", ".join("?" * len(HARD_RULE_TYPES))
     sql = (
         f"SELECT * FROM (SELECT {SELECT}, rid FROM memories WHERE {live} "  # noqa: S608
@@ -87,7 +93,7 @@ def standing_entries(
         f"AND layer IN ('L2', 'l2') AND rule_type IN ({types}) AND confidence >= ? "
         "ORDER BY confidence DESC, rid LIMIT ?)"
     )
-    head = (namespace, format_ts(now), profile_id)
+    head = (namespace, format_ts(now), profile_id, *scope_params)
     params: list[Any] = [*head, limit, *head, *HARD_RULE_TYPES, min_confidence, limit]
     for category, since in (categories or {}).items():
         # No time bound without one: the category index then serves the query.

@@ -319,11 +319,14 @@ class SQLiteStore(PersistentStore):
         limit: int,
         min_confidence: float,
         categories: Mapping[str, datetime | None] | None = None,
+        sessions: Sequence[str] = (),
+        shared_only: bool = False,
     ) -> builtins.list[MemoryEntry]:
         """The profile's active L1 records (insertion order) and most confident L2 hard rules.
 
         One statement on the ``memories_standing`` partial index; at most
-        ``limit`` of each. See
+        ``limit`` of each, of the rows a turn of ``sessions`` (or a
+        ``shared_only`` one) may see. See
         :class:`~memory_inject.contract.SupportsStandingContext`.
         """
         return context.standing_entries(
@@ -334,6 +337,8 @@ class SQLiteStore(PersistentStore):
             limit=limit,
             min_confidence=min_confidence,
             categories=categories,
+            sessions=tuple(sessions),
+            shared_only=shared_only,
         )
 
     # -- bulk (functions of the store in :mod:`.bulk`) ---------------------------
