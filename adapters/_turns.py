@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import sys
 import threading
 from collections.abc import Iterator
@@ -29,7 +30,16 @@ from . import _core
 if TYPE_CHECKING:
     from ._base import Adapter
 
-__all__ = ["CURRENT", "LoopTurn", "active_turn", "current_turn", "serving", "where_running"]
+__all__ = [
+    "CURRENT",
+    "LoopTurn",
+    "active_turn",
+    "current_turn",
+    "serving",
+    "stream_host",
+    "unmark",
+    "where_running",
+]
 
 
 @define
@@ -63,6 +73,8 @@ class LoopTurn:
     _task: asyncio.Task[Any] | None = field(default=None, repr=False, eq=False, alias="task")
     # The instruction of ``_frame`` that made the call (its ``f_lasti`` then).
     _site: int | None = field(default=None, repr=False, eq=False, alias="site")
+    # ``_frame`` is a generator whose body opened the turn (:meth:`hold`).
+    _stream: bool = field(default=False, repr=False, eq=False, alias="stream")
 
     def input(self, query: str, meta: TurnMeta) -> _core.TurnInput:
         """What a render of this turn for ``query`` is asked (``meta``: the turn's ids)."""
@@ -84,7 +96,19 @@ class LoopTurn:
         """Open, and (for a turn left open across calls) its code is still running."""
         if self.closed:
             return False
-        return self._frame is None or _running(self._frame, self._thread, self._task)
+        if self._frame is None or (self._stream and where_running() != (self._thread, self._task)):
+            return True
+        return _running(self._frame, self._thread, self._task)
+
+    def hold(self, generator: FrameType | None) -> None:
+        """Opened by ``loop.turn()`` in the body of ``generator`` (a streaming endpoint): where
+        it was opened (this thread and task) the turn counts only while a step of the
+        generator runs, so one the consumer left with ``break`` and never closed leaves
+        nothing behind; a task or thread a step started sees it until it closes. None: no-op."""
+        if generator is None:
+            return
+        self._frame, self._stream = generator, True
+        self._thread, self._task = where_running()
 
     def called_again_from(self, caller: FrameType) -> bool:
         """True when ``caller`` is the frame that opened this turn, at the same call: the
@@ -96,7 +120,7 @@ class LoopTurn:
         """True when ``frame`` is the host frame that opened this turn across calls (a
         wrapped client's tool loop that stopped on a tool call): code running in that very
         frame again, not deeper, is the host's loop come round, outside the turn."""
-        return frame is not None and self._frame is frame
+        return frame is not None and self._frame is frame and not self._stream
 
     def close(self) -> None:
         """End the turn: no copy of the context counts as inside it any more."""
@@ -129,6 +153,38 @@ def _running(frame: FrameType, thread: int | None, task: asyncio.Task[Any] | Non
                 return True
             f = f.f_back
     return False
+
+
+def stream_host() -> FrameType | None:
+    """The generator (sync or async) whose body called ``loop.turn()`` / ``aturn()``, or None:
+    a function, a coroutine, this package's own code, or a generator that ``contextlib``
+    drives (a ``@contextmanager`` around the turn: its ``with`` body runs while it waits)."""
+    f: FrameType | None = sys._getframe(1)
+    while f is not None and _module(f) in ("contextlib", _LOOP):
+        f = f.f_back
+    if f is None or _module(f).startswith(__package__ + ".") or not f.f_code.co_flags & _GEN:
+        return None
+    return None if f.f_back is not None and _module(f.f_back) == "contextlib" else f
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+_LOOP = __package__ + ".loop"
+_GEN = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+
+
+def unmark(token: contextvars.Token[LoopTurn | None], turn: LoopTurn) -> None:
+    """Take ``turn``'s mark off this context (``turn`` is closed already). A generator's steps
+    may each run in a context of their own (Starlette runs a sync one's ``next()`` calls in a
+    copy each): the mark set in another step's context is no concern of this one's."""
+    try:
+        CURRENT.reset(token)
+    except ValueError:  # set in another context: clear it here only if it shows this turn
+        if CURRENT.get() is turn:
+            old = token.old_value
+            CURRENT.set(None if old is contextvars.Token.MISSING else old)
 
 
 def where_running() -> tuple[int, asyncio.Task[Any] | None]:

@@ -48,7 +48,8 @@ from memory_inject.policy import InjectPolicy
 
 from . import _core
 from ._base import Adapter, AdapterOptions
-from ._turns import CURRENT, LoopTurn, active_turn, current_turn, serving
+from ._loop_streams import wrap_agen, wrap_gen
+from ._turns import CURRENT, LoopTurn, active_turn, current_turn, serving, stream_host, unmark
 from .messages import (
     Api,
     Placement,
@@ -157,12 +158,13 @@ class MemoryLoop(Adapter):
     def turn(self, **turn: Unpack[TurnOptions]) -> Iterator[LoopTurn]:
         """Mark a turn (default: interactive, sessionless); nested in another it is ``SUB_TURN``."""
         state = self._marked(turn)
+        state.hold(stream_host())  # a streaming generator's body: live while its steps run
         token = CURRENT.set(state)
         try:
             yield state
         finally:
             state.close()  # for every copy of this context (tasks, threads) too
-            CURRENT.reset(token)
+            unmark(token, state)
 
     @asynccontextmanager
     async def aturn(self, **turn: Unpack[TurnOptions]) -> AsyncIterator[LoopTurn]:
@@ -200,10 +202,18 @@ class MemoryLoop(Adapter):
         sessions: Iterable[str | None] = (),
         suppress: bool = False,
     ) -> Any:
-        """Decorate a turn function (sync or async): each call runs inside :meth:`turn`."""
+        """Decorate a turn function (sync or async, a function or a generator): each call
+        runs inside :meth:`turn`; a generator's turn spans its steps (:mod:`._loop_streams`)."""
         scopes = _core.scopes(sessions)
 
         def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+            opens = functools.partial(
+                self._marked, {"origin": origin, "sessions": scopes, "suppress": suppress}
+            )
+            if inspect.isasyncgenfunction(f):
+                return wrap_agen(opens, f)
+            if inspect.isgeneratorfunction(f):
+                return wrap_gen(opens, f)
             if inspect.iscoroutinefunction(f):
 
                 @functools.wraps(f)
