@@ -45,6 +45,25 @@ _BARE = re.compile(
     r"|\b(sk-(?:proj-|ant-)?|sk_live_|sk_test_|rk_live_|pk_live_|ghp_|gho_|ghs_|ghu_|github_pat_"
     r"|xox[abpors]-|AKIA|ASIA|glpat-|hf_|npm_|AIza)([A-Za-z0-9_\-]{12,})"
 )
+# Secrets as people say them to a chat, with no "key: value" in sight: "my wifi password
+# is hunter2-Rivoli", "the door code is 4711", "mein Passwort ist ...", and IBANs.
+_SAID = re.compile(
+    r"(?i)\b(password|passwort|passcode|passphrase|pin(?:\s+code)?|(?:door|alarm|gate|safe)"
+    r"\s+code|wi-?fi\s+key|mot\s+de\s+passe|contrase[ñn]a|senha)"
+    r"((?:\s+(?:is|was|ist|war|est|es|é|era|now))+\s+)"
+    r"(?!(?:changed|reset|wrong|expired|incorrect|updated|stolen|leaked|compromised|weak"
+    r"|strong|correct|right|still|also|very|really|case|same|different|missing|lost|saved"
+    r"|stored|written|broken|locked|required|needed|somewhere|there|here)\b)"
+    r"([^\s\"'`,;]{4,})"
+)
+_IBAN = re.compile(r"\b([A-Z]{2}\d{2})((?: ?[A-Z0-9]){11,30})\b")
+
+
+def _said_sub(m: re.Match[str]) -> str:
+    value = m.group(3)
+    return f"{m.group(1)}{m.group(2)}{value[:4] if len(value) > 8 else ''}*[REDACTED]"
+
+
 # JWTs and URL passwords are found in two steps so that each run of characters is
 # read a bounded number of times. A one-pattern search (``\beyJ[...]{8,}\.``) starts
 # again at every ``eyJ`` or dot inside one long run and reads the rest of the run
@@ -109,6 +128,7 @@ def _url_sub(m: re.Match[str]) -> str:
 
 def _scrub(text: str, kv: re.Pattern[str]) -> str:
     text = _BARE.sub(_bare_sub, kv.sub(_kv_sub, text))
+    text = _IBAN.sub(r"\1*[REDACTED]", _SAID.sub(_said_sub, text))
     text = _redact_jwts(text)
     return _URL_RUNS.sub(_url_sub, text) if "://" in text else text
 
@@ -120,7 +140,9 @@ def scrub_credentials(text: str) -> str:
     replaced by its first 4 chars + ``*[REDACTED]``) runs first; later passes
     catch ``Bearer <token>``, well-known token shapes (``sk-``, ``sk_live_``,
     ``ghp_``, ``xoxb-``, ``AKIA``, ``hf_``, ``npm_``, ``AIza``...), JWTs and
-    passwords in URLs, which carry no key in front of them. Linear in the
+    passwords in URLs, which carry no key in front of them, and secrets said in
+    words ("my wifi password is hunter2-Rivoli": its first 4 characters when it
+    has more than 8, else nothing; "the door code is 4711") and IBANs. Linear in the
     length of ``text``: no pattern reads a run of characters again for every
     place a match could start in it.
     """
