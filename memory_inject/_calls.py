@@ -31,7 +31,7 @@ from memory_inject._window_rows import (
     _time_words,
     _what,
 )
-from memory_inject.contract import Memory, RecallAnswer, RecallQuery
+from memory_inject.contract import Memory, RecallAnswer, RecallExclusion, RecallQuery
 from memory_inject.models import MemoryEntry
 from memory_inject.plan import RecallPlan, company_mentions, extract_entities
 from memory_inject.temporal import TimeWindow, time_window
@@ -63,11 +63,19 @@ class _Entities:
     empty batch.
     """
 
-    def __init__(self, store: Memory, query: str, seam: Seam, deadline: float | None) -> None:
+    def __init__(
+        self,
+        store: Memory,
+        query: str,
+        seam: Seam,
+        deadline: float | None,
+        exclude: RecallExclusion | None = None,
+    ) -> None:
         self._memory = store
         self._query = query
         self._seam = seam
         self._deadline = deadline
+        self._exclude = exclude
         self._ids: list[str] | None = None
 
     def ids(self) -> list[str]:
@@ -108,6 +116,7 @@ class _Entities:
                 statuses=statuses,
                 deadline=self._deadline,
                 profiles=profiles,
+                exclude=self._exclude,
             )
             got = self._seam.ask(self._memory, q)()
             if len(ids) == 1:
@@ -167,6 +176,7 @@ def build_calls(
     statuses: tuple[str, ...] | None = None,
     profiles: tuple[str | None, ...] | None = None,
     now: datetime | None = None,
+    exclude: RecallExclusion | None = None,
 ) -> list[Call]:
     """The store calls of one render, in the order their results take precedence.
 
@@ -175,15 +185,23 @@ def build_calls(
     value) travels in each :class:`RecallQuery`. ``statuses`` and ``profiles``
     (a governed turn's) restrict every query, so stores filter first and rank
     then; a plan's own statuses narrow them further. ``now`` (default: the
-    clock) grounds a plan's ``time`` query (``memory_inject.plan``).
+    clock) grounds a plan's ``time`` query (``memory_inject.plan``). ``exclude`` (a
+    refill's, for a store whose seam ``excludes``) travels in every query.
     """
     seam = seam_of(store)
+    if exclude is not None and not seam.excludes:
+        exclude = None
+
+    def ex(q: RecallQuery) -> RecallQuery:
+        return q if exclude is None else attrs.evolve(q, exclude=exclude)
 
     def call(sid: str | None, src: str, q: RecallQuery) -> Call:
+        q = ex(q)
         return Call(sid, src, seam.ask(store, q), seam.aask(store, q) if asynchronous else None)
 
     def kept(sid: str | None, src: str, q: RecallQuery, keep: Callable[[Any], Any]) -> Call:
         """:func:`call` with ``keep`` applied to what the store answers."""
+        q = ex(q)
         ask, aask = seam.ask(store, q), seam.aask(store, q) if asynchronous else None
         return Call(sid, src, _filtered(ask, keep), _afiltered(aask, keep))
 
@@ -193,7 +211,7 @@ def build_calls(
         src, keep = "time", _salient(n, window)
         # Newest part first, so the joined rows are newest first as one read's are: a tie
         # between parts goes to the later one, as within a part.
-        qs = [attrs.evolve(q, since=a, until=b) for a, b in reversed(_slices(window))]
+        qs = [attrs.evolve(ex(q), since=a, until=b) for a, b in reversed(_slices(window))]
         if len(qs) == 1:
             return kept(sid, src, q, keep)
         asks = [seam.ask(store, x) for x in qs]
@@ -225,7 +243,7 @@ def build_calls(
         query = _what(query, window)
         searched = has_query_terms(query)  # else it asks only what went on then
     # The entity lookup is a store call too: it runs inside the calls, under the deadline.
-    entities = _Entities(store, query, seam, deadline)
+    entities = _Entities(store, query, seam, deadline, exclude)
     for sid in scopes:
         for q in plan.queries:
             if q.source == "time":
@@ -286,5 +304,5 @@ def build_calls(
                     deadline=deadline,
                     profiles=profiles,
                 )
-                calls.append(Call(sid, q.source, seam.ask(store, rq)))
+                calls.append(Call(sid, q.source, seam.ask(store, ex(rq))))
     return calls

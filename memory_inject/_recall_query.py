@@ -13,9 +13,11 @@ from datetime import datetime
 import attrs
 from attrs import frozen
 
+from memory_inject._skip_keys import key_skip_reason
 from memory_inject.models import MemoryEntry
+from memory_inject.records import MemoryRecord
 
-__all__ = ["RecallAnswer", "RecallQuery", "check_recall"]
+__all__ = ["RecallAnswer", "RecallExclusion", "RecallQuery", "check_recall"]
 
 
 def check_recall(query: object, limit: object, session_id: object) -> None:
@@ -29,6 +31,34 @@ def check_recall(query: object, limit: object, session_id: object) -> None:
     if session_id is not None and not isinstance(session_id, str):
         raise TypeError(
             f"recall: 'session_id' must be a str or None (got {type(session_id).__name__})"
+        )
+
+
+@frozen(slots=True)
+class RecallExclusion:
+    """The rows a turn never shows, as data a store can put in its query
+    (:class:`~memory_inject.contract.SupportsExcludingRecall`).
+
+    ``skip_keys``: rows whose key the skip set's key rules drop
+    (:func:`~memory_inject._skip_keys.key_skip_reason`: ``user_msg``, ``user_msg_*``,
+    ``assistant_resp``, ``assistant_resp_*``, ``*_history``; trimmed, ASCII
+    case-insensitive). ``categories``: rows of these categories (``conversation``
+    when the policy excludes chat memory). ``sessionless``: only rows bound to no
+    session (a scheduled turn's). An excluded row never takes a slot, and a kept
+    row's score is what it would be without the exclusion. A store may leave out
+    fewer rows than this names (the skip set still drops them), never more.
+    """
+
+    skip_keys: bool = False
+    categories: tuple[str, ...] = ()
+    sessionless: bool = False
+
+    def drops(self, entry: MemoryEntry | MemoryRecord) -> bool:
+        """True when ``entry`` is one of the rows this names (the in-memory stores' test)."""
+        return (
+            (self.sessionless and entry.session_id is not None)
+            or (bool(self.categories) and str(entry.category) in self.categories)
+            or (self.skip_keys and key_skip_reason(entry.key) is not None)
         )
 
 
@@ -48,7 +78,9 @@ class RecallQuery:
     filters first and ranks then, as PI does. ``deadline`` is
     the turn's deadline as a :func:`time.perf_counter` value (None: none): a store
     that waits for a connection or a worker waits no longer than that, and says so
-    (:class:`~memory_inject.exceptions.RecallWaitError`)."""
+    (:class:`~memory_inject.exceptions.RecallWaitError`). ``exclude`` (a
+    :class:`RecallExclusion`, only for a store that says it honours it) names rows
+    that must not take a slot: a refill's query past a chat's own autosaves."""
 
     query: str
     limit: int
@@ -61,6 +93,7 @@ class RecallQuery:
     statuses: tuple[str, ...] | None = None
     deadline: float | None = None
     profiles: tuple[str | None, ...] | None = None
+    exclude: RecallExclusion | None = None
 
     def __attrs_post_init__(self) -> None:
         check_recall(self.query, self.limit, self.session_id)

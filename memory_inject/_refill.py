@@ -6,7 +6,9 @@ rounds). Two rules withhold: the threat scan's (``memory_inject.stages.threat``)
 and a scheduled turn's scope (a sessionless cron or daemon turn sees the rows
 bound to no session: :func:`~memory_inject.stages.filters.unshared`), so a row
 either withholds never takes the place of one the turn may see. The recall
-step of ``memory_inject.pipeline`` drives the rounds.
+step of ``memory_inject.pipeline`` drives the rounds. A store that honours
+``RecallQuery.exclude`` (:class:`~memory_inject.contract.SupportsExcludingRecall`)
+is asked once past the rows no stage would show instead of ever more of them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from attrs import define
 
 from memory_inject._calls import STANDING, Call
 from memory_inject._recalled import Recalled
+from memory_inject._seam import seam_of
 from memory_inject._turn import Turn
 from memory_inject.config import MAX_CANDIDATE_POOL
-from memory_inject.models import MemoryEntry
+from memory_inject.contract import RecallExclusion
+from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.plan import RecallPlan, recall_limit_for
 from memory_inject.stages.filters import SHARED_CATEGORIES, eligibility_reason, unshared
 from memory_inject.stages.threat import ThreatScan, threat_scan_for
@@ -89,6 +93,12 @@ class _Rules:
             doomed.append(e)
         return doomed
 
+    def exclusion(self) -> RecallExclusion:
+        """The rows no stage of the turn shows that a store can tell by key, category or
+        session (not the threat scan's, a content scan): a refill's query leaves them out."""
+        chat = (str(MemoryCategory.CONVERSATION),) if self.exclude_conversation else ()
+        return RecallExclusion(skip_keys=True, categories=chat, sessionless=self.shared_only)
+
 
 @define
 class Withholding:
@@ -109,6 +119,14 @@ class Withholding:
     withhold, or with a row to show among those a stage drops, makes no other call. A
     round that fails or runs out of time is not used: the turn keeps the last whole
     answer, with one note on the event.
+
+    A store that honours ``RecallQuery.exclude`` is asked instead, at the first page's
+    limits, once past every row the skip set's key rules, the conversation exclusion
+    or a scheduled turn's scope would drop (:meth:`_Rules.exclusion`), however many:
+    1,000 autosaves cost one query, not 4 rounds that stop before the fact. The
+    first page's dropped rows stay on the answer (their stages name them, as before);
+    a row the exclusion cannot name (a threat flag, an autosave told by its content)
+    is refilled as above, the exclusion kept.
     """
 
     t: Turn
@@ -123,6 +141,12 @@ class Withholding:
     rounds: int = 0
     duration: float = 0.0
     notes: list[str] = attrs.Factory(list)
+    #: The exclusion every later round carries, once a round asked with it.
+    excluding: RecallExclusion | None = None
+    #: The rows of the answers before that round a stage drops / a rule withheld: they
+    #: stay on the answer, so the turn's trace names them as before.
+    spent: list[MemoryEntry] = attrs.Factory(list)
+    spent_held: dict[str, str] = attrs.Factory(dict)
 
     @classmethod
     def of(cls, t: Turn, rec: Recalled) -> Withholding | None:
@@ -177,9 +201,20 @@ class Withholding:
             return None
         standing = [c for c in t.calls if c.source == STANDING]
         plan = self.plan
+        if plan is None and self.rec.raw_count < min(self.limits.values()):
+            return None  # every scope came back short: the store has no more
+        if widening and self.excluding is None and seam_of(t.store).excludes:
+            # One query past the rows no stage shows, at the first page's limits.
+            self.excluding = ex = self.rules.exclusion()
+            self.spent, self.spent_held = list(self.doomed), dict(self.held)
+            self.rounds += 1
+            if plan is None:
+                n = self.limits
+                calls = [c for s in t.scopes for c in t.rebuild(n[s], (s,), None, exclude=ex)]
+            else:
+                calls = t.rebuild(base, t.scopes, plan, exclude=ex)
+            return [*calls, *standing], plan
         if plan is None:
-            if self.rec.raw_count < min(self.limits.values()):
-                return None  # every scope came back short: the store has no more
             if widening:
                 limits = {s: min(n * _REFILL_MULTIPLIER, deepest) for s, n in self.limits.items()}
             else:
@@ -188,7 +223,11 @@ class Withholding:
             if all(limits[s] <= self.limits[s] for s in limits):
                 return None
             self.limits = limits
-            calls = [c for s in t.scopes for c in t.rebuild(limits[s], (s,), None)]
+            calls = [
+                c
+                for s in t.scopes
+                for c in t.rebuild(limits[s], (s,), None, exclude=self.excluding)
+            ]
         else:
             k = len(owed)
             base_plan = t.plan or plan
@@ -207,7 +246,7 @@ class Withholding:
             if wider == plan:
                 return None
             self.plan = plan = wider
-            calls = t.rebuild(base, t.scopes, plan)
+            calls = t.rebuild(base, t.scopes, plan, exclude=self.excluding)
         self.rounds += 1
         return [*calls, *standing], plan
 
@@ -227,11 +266,15 @@ class Withholding:
     def result(self) -> Recalled:
         """The last whole answer without the withheld rows, which join the recall's drops."""
         rec = self.rec
+        entries = [e for e in rec.entries if e.key not in self.held]
+        if self.spent:
+            keys = {e.key for e in rec.entries}
+            entries += [e for e in self.spent if e.key not in keys]
         return attrs.evolve(
             rec,
-            entries=[e for e in rec.entries if e.key not in self.held],
+            entries=entries,
             # The recall step's drops, named on its trace (with what a plan cut).
-            plan_dropped={**rec.plan_dropped, **self.held},
+            plan_dropped={**rec.plan_dropped, **self.spent_held, **self.held},
             duration=self.duration,
             degraded=tuple(dict.fromkeys([*rec.degraded, *self.notes])),
         )

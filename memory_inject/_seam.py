@@ -29,6 +29,7 @@ from memory_inject.contract import (
     SupportsAsyncAnswer,
     SupportsAsyncRecall,
     SupportsEntities,
+    SupportsExcludingRecall,
     SupportsFilteredRecall,
     SupportsInterrupt,
     SupportsMentions,
@@ -51,7 +52,9 @@ class Seam:
     deadline and reports them, and the render gives it
     :data:`~memory_inject._recall.GRACE_S` to say so before it stops listening.
     ``entities`` / ``mentions``: a plan's entity query can match known entity
-    names / resolve the input's other names by content.
+    names / resolve the input's other names by content. ``excludes``: its ``answer``
+    leaves out the rows a ``RecallQuery.exclude`` names (a refill asks it once more
+    with one, rather than ever more rows).
     """
 
     answers: bool
@@ -62,6 +65,7 @@ class Seam:
     interrupts: bool
     reports_waits: bool
     mentions: bool = False
+    excludes: bool = False
 
     def ask(self, store: Memory, q: RecallQuery) -> Callable[[], Any]:
         """The call that answers ``q`` (a ``RecallAnswer``, or a raw batch from ``recall``).
@@ -109,7 +113,18 @@ def _probe(store: Memory) -> Seam:
         mentions=supports(store, SupportsMentions),
         interrupts=supports(store, SupportsInterrupt),
         reports_waits=getattr(type(store), "honours_deadline", False) is True,
+        excludes=_excludes(store),
     )
+
+
+def _excludes(store: Memory) -> bool:
+    """True when ``store`` answers and says it honours ``RecallQuery.exclude``."""
+    if not (supports(store, SupportsAnswer) and supports(store, SupportsExcludingRecall)):
+        return False
+    try:
+        return store.recall_excludes is True
+    except Exception:  # noqa: BLE001 - a store that cannot say is asked as before
+        return False
 
 
 _SEAMS: weakref.WeakKeyDictionary[Any, Seam] = weakref.WeakKeyDictionary()

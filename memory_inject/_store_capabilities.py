@@ -1,5 +1,5 @@
-"""The capabilities no render asks for: record writes, JSONL, erase, namespaces, vectors, close,
-path.
+"""The capabilities no render asks for (record writes, JSONL, erase, namespaces, vectors, close,
+path), and the one only a refill asks for (:class:`SupportsExcludingRecall`).
 
 Integrators, the CLI and the demo use them; their public home is
 :mod:`memory_inject.contract`, whose docstring tables every capability.
@@ -16,6 +16,7 @@ from memory_inject.records import MemoryRecord
 __all__ = [
     "SupportsClose",
     "SupportsErase",
+    "SupportsExcludingRecall",
     "SupportsJsonl",
     "SupportsNamespaces",
     "SupportsPath",
@@ -114,3 +115,24 @@ class SupportsPath(Protocol):
 
     @property
     def path(self) -> str: ...
+
+
+@runtime_checkable
+class SupportsExcludingRecall(Protocol):
+    """``recall_excludes``: True when ``answer`` honours ``RecallQuery.exclude``.
+
+    A :class:`~memory_inject.contract.RecallExclusion` names, as data, the rows a
+    turn never shows: keys of the skip set's key rules (the autosaves
+    ``user_msg*`` / ``assistant_resp*``, ``*_history``), categories the policy
+    excludes (``conversation``), and for a scheduled turn every row bound to a
+    session. Such a store leaves them out inside its query, on every kind of
+    query (ranked, one modality, tagged, time-only), so none takes a slot, and
+    scores the rows it keeps as it would without the exclusion. The refill of
+    a page holding nothing a turn shows then asks once more with it, where
+    it would otherwise ask 4, 16 times as many rows (``memory_inject._refill``);
+    the first query of a turn never carries it. Without it (or with False) the
+    refill widens as before.
+    """
+
+    @property
+    def recall_excludes(self) -> bool: ...

@@ -207,9 +207,10 @@ class Turn:
     who: TurnProfile | None = None
     #: The deadline as a ``perf_counter`` value (None: no deadline).
     until: float | None = None
-    #: ``rebuild(limit, scopes, plan)``: the turn's store calls asking other limits (the
-    #: threat scan's refill); None when the turn makes no store call.
-    rebuild: Callable[[int, tuple[str | None, ...], RecallPlan | None], list[Call]] | None = None
+    #: ``rebuild(limit, scopes, plan, exclude=None)``: the turn's store calls asking other
+    #: limits, or past the rows an exclusion names (the refill); None when the turn makes
+    #: no store call.
+    rebuild: Callable[..., list[Call]] | None = None
 
     @property
     def config(self) -> MemoryInjectConfig:

@@ -46,6 +46,7 @@ SupportsNamespaces         ``namespace``                   agents sharing one da
 SupportsVectors            ``embedder``                    hybrid (semantic) recall
 SupportsClose              ``close()``                     CLI, demo
 SupportsInterrupt          ``interrupt_at(until)``         the deadline without a thread
+SupportsExcludingRecall    ``recall_excludes``             a refill past never-shown rows
 SupportsPath               ``path``                        CLI ``stats``
 =========================  ==============================  ===========================
 
@@ -67,11 +68,12 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from memory_inject._recall_query import RecallAnswer, RecallQuery
+from memory_inject._recall_query import RecallAnswer, RecallExclusion, RecallQuery
 from memory_inject._render_ears import report_wait
 from memory_inject._store_capabilities import (
     SupportsClose,
     SupportsErase,
+    SupportsExcludingRecall,
     SupportsJsonl,
     SupportsNamespaces,
     SupportsPath,
@@ -87,6 +89,7 @@ __all__ = [
     "Memory",
     "MemoryStore",
     "RecallAnswer",
+    "RecallExclusion",
     "RecallQuery",
     "SupportsAnswer",
     "SupportsAsyncAnswer",
@@ -95,6 +98,7 @@ __all__ = [
     "SupportsClose",
     "SupportsEntities",
     "SupportsErase",
+    "SupportsExcludingRecall",
     "SupportsFilteredRecall",
     "SupportsInterrupt",
     "SupportsJsonl",

@@ -110,8 +110,9 @@ class TestScheduledTurnsSeeSharedRows:
         assert "interviewing at Globex" in own.text and "interviewing at Globex" in cli.text
 
     def test_many_bound_rows_above_the_shared_one_do_not_hide_it(self, store: SQLiteStore) -> None:
-        """30 chats' rows outrank the one shared row: the recall step asks for 4 times as many
-        each round (5, 20, 80) until the shared row is among them."""
+        """30 chats' rows outrank the one shared row: the recall step asks again (a store that
+        cannot exclude them: 4 times as many each round, 5, 20, 80; SQLite, since round 32:
+        once, past every bound row) until the shared row is among them."""
         for i in range(30):
             store.store(f"dm{i}", f"Globex interview news {i}: Globex hiring", session_id=f"dm_{i}")
         store.store("shared", "Globex interviews happen on Tuesdays")
@@ -120,9 +121,8 @@ class TestScheduledTurnsSeeSharedRows:
             run = call(CronAdapter(store, BOT), "run", job)
         assert "[Memory context]\n- shared: Globex interviews happen on Tuesdays\n" in run.block
         ev = rec.events[0]
-        assert {f"dm{i}" for i in range(30)} == {
-            k for k, v in ev.dropped.items() if v == "foreign_session"
-        }
+        foreign = {k for k, v in ev.dropped.items() if v == "foreign_session"}
+        assert 5 == len(foreign) and foreign <= {f"dm{i}" for i in range(30)}  # the first page
         assert () == ev.degraded and ev.success
 
     def test_a_cron_turn_given_a_session_keeps_its_own_rows(self, store: SQLiteStore) -> None:

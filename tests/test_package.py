@@ -127,8 +127,10 @@ class TestImportDirection:
         store with only ``recall`` (``_recall_only``: the Markdown store answers as the
         seam would ask it, and adds the blocks it could not read), and the library's own
         threads its async twins run blocking calls on, never asyncio's default executor
-        (``_deadline``: the recall threads; ``_workers``: writes)."""
+        (``_deadline``: the recall threads; ``_workers``: writes), and the skip set's key
+        rules a refill's exclusion is built from (``_skip_keys``)."""
         allowed = {
+            "_skip_keys",
             "_deadline",
             "_workers",
             "_filter_first",

@@ -19,9 +19,11 @@ from memory_inject.contract import (
     RecallQuery,
     SupportsAnswer,
     SupportsEntities,
+    SupportsExcludingRecall,
     SupportsFilteredRecall,
     SupportsStandingContext,
     SupportsUsage,
+    supports,
 )
 from memory_inject.models import MemoryEntry
 from memory_inject.pipeline import RenderResult
@@ -84,6 +86,9 @@ def recorder_for(inner: Memory) -> Recorder:
             return found
 
         members["answer"] = noted
+        if supports(inner, SupportsExcludingRecall):
+            # A refill asks past the rows no stage shows, as the render does.
+            members["recall_excludes"] = property(lambda _self: inner.recall_excludes)
     if isinstance(inner, SupportsStandingContext):
         # The preview shows the standing context too (hard rules, L1, PI's sections).
         members["data_version"] = property(lambda _self: inner.data_version)

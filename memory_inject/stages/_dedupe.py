@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
+from memory_inject._skip_keys import ascii_lower
 from memory_inject.models import MemoryEntry
-from memory_inject.stages.filters import ascii_lower, eligibility_reason
+from memory_inject.stages.filters import eligibility_reason
 
 __all__ = ["Candidates", "split_ws"]
 

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timezone
 
 from attrs import frozen
 
+from memory_inject._skip_keys import (
+    HISTORY_SUFFIX,
+    ascii_lower,
+    autosave_key,
+    rust_trim,
+)
 from memory_inject.models import STANDALONE_SOURCES, MemoryCategory, MemoryEntry, day_key
 from memory_inject.sessions import SESSION_CATEGORY, SESSION_KEY_PREFIX
 from memory_inject.stages._base import StageContext, StageResult, format_score
@@ -43,7 +49,6 @@ _CONVERSATION = MemoryCategory.CONVERSATION
 
 # -- the skip set (spec section 5, stage 5) -------------------------------------
 
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _ASCII_WS = " \t\n\x0b\x0c\r"
 _AUTOSAVE_PREFIXES = ("[cron:", "[heartbeat task", "[distilled_", "[memory context]")
 _PREFIX_CHARS = max(map(len, _AUTOSAVE_PREFIXES))
@@ -63,65 +68,18 @@ _DISTILLED_SIG = re.compile(
 )
 
 
-def ascii_lower(text: str) -> str:
-    """``text`` with only ASCII letters lower-cased, like Rust's ``to_ascii_lowercase``."""
-    return text.translate(_ASCII_LOWER) if not text.isascii() else text.lower()
-
-
-def _rust_trim(text: str) -> str:
-    # Rust's str::trim strips Unicode White_Space; Python's strip also strips
-    # \x1c-\x1f, which are not White_Space. Keep those.
-    stripped = text.strip()
-    if stripped == text or not any(c in text for c in "\x1c\x1d\x1e\x1f"):
-        return stripped
-    start, end = 0, len(text)
-    while start < end and text[start].isspace() and text[start] not in "\x1c\x1d\x1e\x1f":
-        start += 1
-    while end > start and text[end - 1].isspace() and text[end - 1] not in "\x1c\x1d\x1e\x1f":
-        end -= 1
-    return text[start:end]
-
-
-#: What a key a skip rule names holds somewhere, whatever its case (ASCII only, as
-#: ``ascii_lower`` folds): a key without it needs no closer look.
-_KEY_HINT = re.compile(r"(?i:assistant_resp|user_msg|_history)", re.ASCII)
-
-
-def any_key_skip(keys: Iterable[str]) -> bool:
-    """True when one of ``keys`` may be named by a key's skip rule (one regex search)."""
-    return _KEY_HINT.search("\n".join(keys)) is not None
-
-
-def _autosave_key(k: str) -> str | None:
-    """The autosave rule a trimmed, ASCII-lowered key ``k`` matches, if any."""
-    if k == "assistant_resp" or k.startswith("assistant_resp_"):
-        return "skip:assistant_autosave"
-    if k == "user_msg" or k.startswith("user_msg_"):
-        return "skip:user_autosave"
-    return None
-
-
-def key_skip_reason(key: str) -> str | None:
-    """The skip rules a key alone decides (the autosaves, ``*_history``): cheap enough to
-    name the rule of every entry the rerank arm never reached."""
-    if _KEY_HINT.search(key) is None:  # one C call: most keys are none of these
-        return None
-    k = ascii_lower(_rust_trim(key))
-    return _autosave_key(k) or ("skip:history" if k.endswith("_history") else None)
-
-
 def skip_reason(key: str, content: str) -> str | None:
     """The first skip rule an entry matches, as ``skip:<rule>``; None keeps it."""
-    k = ascii_lower(_rust_trim(key))
-    if (autosave := _autosave_key(k)) is not None:
+    k = ascii_lower(rust_trim(key))
+    if (autosave := autosave_key(k)) is not None:
         return autosave
-    c = _rust_trim(content)
+    c = rust_trim(content)
     if not c:
         return "skip:empty"
     head = ascii_lower(c[:_PREFIX_CHARS])
     if head.startswith(_AUTOSAVE_PREFIXES) or _DISTILLED_SIG.search(c) is not None:
         return "skip:autosave_content"
-    if k.endswith("_history"):
+    if k.endswith(HISTORY_SUFFIX):
         return "skip:history"
     if "[IMAGE:" in content:
         return "skip:image"

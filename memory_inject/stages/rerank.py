@@ -24,16 +24,15 @@ from datetime import datetime
 
 from attrs import frozen
 
+from memory_inject._skip_keys import any_key_skip, key_skip_reason
 from memory_inject.config import MAX_CANDIDATE_POOL, RerankConfig
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.stages._base import StageContext, StageResult, format_score
 from memory_inject.stages._dedupe import Candidates, split_ws
 from memory_inject.stages.filters import (
     age_days,
-    any_key_skip,
     decay_factor,
     is_chat_memory,
-    key_skip_reason,
 )
 from memory_inject.stages.owners import owner_drops
 

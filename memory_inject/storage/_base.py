@@ -133,6 +133,9 @@ class PersistentStore:
     #: Waits for a connection end at ``RecallQuery.deadline`` and are reported
     #: (:class:`~memory_inject.exceptions.RecallWaitError`).
     honours_deadline = True
+    #: ``answer`` leaves out the rows ``RecallQuery.exclude`` names, in its SQL
+    #: (``SupportsExcludingRecall``).
+    recall_excludes = True
 
     # -- identity -------------------------------------------------------------
 

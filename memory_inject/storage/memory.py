@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_inject._filter_first import ranked_of
-from memory_inject.contract import RecallAnswer, RecallQuery
+from memory_inject.contract import RecallAnswer, RecallExclusion, RecallQuery
 from memory_inject.models import MemoryCategory, MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import forget_scope, refuse_owned
 from memory_inject.storage._memory_answer import memory_answer
@@ -236,6 +236,18 @@ class InMemoryStore:
         Superseded and expired records never come back; ``status`` is left to
         the governance stages.
         """
+        return self.recall_excluding(query, limit, session_id, since, until, None)
+
+    def recall_excluding(
+        self,
+        query: str,
+        limit: int,
+        session_id: str | None,
+        since: datetime | str | None,
+        until: datetime | str | None,
+        exclude: RecallExclusion | None,
+    ) -> Sequence[MemoryEntry]:
+        """``recall`` without the records ``exclude`` names (they never take a slot)."""
         RecallQuery(query, limit, session_id=session_id)  # its arguments checked, as on SQL stores
         if limit <= 0:
             return []
@@ -248,7 +260,9 @@ class InMemoryStore:
             pool = [
                 r
                 for r in reversed(self._records.values())
-                if is_live(r, now) and in_scope(r, session_id, lo, hi, self._shared)
+                if is_live(r, now)
+                and in_scope(r, session_id, lo, hi, self._shared)
+                and (exclude is None or not exclude.drops(r))
             ]
             if time_only:
                 pool.sort(key=lambda r: r.updated_at or r.timestamp, reverse=True)
@@ -360,6 +374,9 @@ class InMemoryStore:
             ]
         picked = standing_pick(live, limit, min_confidence, categories)
         return [r.to_entry(None) for r in picked]
+
+    #: ``answer`` honours ``RecallQuery.exclude`` (``SupportsExcludingRecall``).
+    recall_excludes = True
 
     def answer(self, query: RecallQuery) -> RecallAnswer:
         """One :class:`~memory_inject.contract.RecallQuery`: ``recall`` or ``recall_where``.

@@ -11,7 +11,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_inject.stages.filters import _AUTOSAVE_PREFIXES, _rust_trim, ascii_lower, skip_reason
+from memory_inject._skip_keys import ascii_lower
+from memory_inject._skip_keys import rust_trim as _rust_trim
+from memory_inject.stages.filters import _AUTOSAVE_PREFIXES, skip_reason
 
 
 def spec_skip_reason(key: str, content: str) -> str | None:

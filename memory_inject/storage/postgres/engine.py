@@ -295,7 +295,7 @@ class PostgresEngine:
         if q.limit <= 0:
             return []
         stmt = self.q.tagged(
-            Scope(session_id=q.session_id),
+            Scope(session_id=q.session_id, exclude=q.exclude),
             int(q.limit),
             entity_id=q.entity_id,
             source=q.source,
@@ -338,11 +338,8 @@ class PostgresEngine:
             raise TypeError(f"'query' must be a string (got {type(query).__name__})")
         if limit <= 0:
             return None
-        scope = Scope(
-            session_id=q.session_id,
-            since=None if since is None else parse_timestamp(since),
-            until=None if until is None else parse_timestamp(until),
-        )
+        lo, hi = (None if t is None else parse_timestamp(t) for t in (since, until))
+        scope = Scope(session_id=q.session_id, since=lo, until=hi, exclude=q.exclude)
         if is_time_only(query):
             return rq.RecallRun(self.q, scope, int(limit), self.fusion)
         cached = self._terms

@@ -7,18 +7,24 @@ still counting in the rank. Each row also says which query lexemes it holds
 and, once per statement, how many live rows of the namespace match each query word.
 :func:`term_stats_query` reads ANALYZE's common lexemes for that budget
 (``terms``). Building the text does no I/O; :class:`~memory_inject.storage.postgres.queries.Queries`
-caches it and adds the parameters.
+caches it and adds the parameters. :func:`excluded` is the live-row filter's part for a
+refill's :class:`~memory_inject.contract.RecallExclusion`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from psycopg import sql
 
+from memory_inject._skip_keys import SQL_TRIMMED
+from memory_inject.contract import RecallExclusion
+from memory_inject.storage._exclusion import kept_sql, key_rules_sql
 from memory_inject.storage.postgres.context import RANK_WEIGHTS
 from memory_inject.storage.postgres.schema import RECALL_COLUMNS
 from memory_inject.storage.postgres.terms import EXACT_ROWS
 
-__all__ = ["keyword_query", "like_query", "term_stats_query"]
+__all__ = ["excluded", "keyword_query", "like_query", "term_stats_query"]
 
 
 #: A row with near context (``ctx_near``) is a hit only when its own parts (key,
@@ -155,3 +161,27 @@ def like_query(
         where=where,
         most=sql.SQL(most if most_first else ""),
     )
+
+
+#: :data:`~memory_inject._skip_keys.SQL_TRIMMED` trimmed, then ASCII letters lowered (not
+#: ``lower()``, which follows the collation): the key as the skip set reads it.
+_KEY = (
+    "translate(btrim(\"key\", %(ex_ws)s), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', "
+    "'abcdefghijklmnopqrstuvwxyz')"
+)
+
+
+def excluded(exclude: RecallExclusion, params: dict[str, Any]) -> list[str]:
+    """The live-row clauses ``exclude`` adds (``storage._exclusion``), its values bound in
+    ``params`` (``%(exN)s``)."""
+
+    def mark(value: object) -> str:
+        name = f"ex{len(params)}"
+        params[name] = value
+        return f"%({name})s"
+
+    def key_rules() -> str:
+        params["ex_ws"] = SQL_TRIMMED
+        return key_rules_sql(lambda: _KEY, mark)
+
+    return kept_sql(exclude, mark, key_rules)

@@ -15,9 +15,15 @@ from typing import Any
 from attrs import frozen
 from psycopg import sql
 
+from memory_inject.contract import RecallExclusion
 from memory_inject.storage._plan_rows import like_pattern, like_prefix
 from memory_inject.storage.postgres import context as _ctx
-from memory_inject.storage.postgres.keyword import keyword_query, like_query, term_stats_query
+from memory_inject.storage.postgres.keyword import (
+    excluded,
+    keyword_query,
+    like_query,
+    term_stats_query,
+)
 from memory_inject.storage.postgres.schema import COLUMNS, RECALL_COLUMNS, TableNames
 from memory_inject.storage.postgres.terms import DF_CAP, TermStats
 
@@ -35,11 +41,12 @@ class Stmt:
 
 @frozen
 class Scope:
-    """The recall filters besides the query."""
+    """The recall filters besides the query (``exclude``: rows left out, a refill's)."""
 
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    exclude: RecallExclusion | None = None
 
 
 def _cols(names: Sequence[str]) -> sql.Composed:
@@ -73,7 +80,7 @@ class Queries:
         self.all = _cols(COLUMNS)
         self.rec = _cols(RECALL_COLUMNS)
         self._upserts: dict[tuple[str, ...], sql.Composed] = {}
-        self._keywords: dict[tuple[bool, ...], sql.SQL] = {}
+        self._keywords: dict[tuple[object, ...], sql.SQL] = {}
 
     # recall
 
@@ -99,6 +106,8 @@ class Queries:
         if scope.until is not None:
             parts.append('"timestamp" <= %(until)s')
             params["until"] = scope.until
+        if scope.exclude is not None:
+            parts.extend(excluded(scope.exclude, params))
         return sql.SQL(" AND ").join(sql.SQL(p) for p in parts), params
 
     def recent(self, scope: Scope, limit: int) -> Stmt:
@@ -154,6 +163,7 @@ class Queries:
             scope.session_id is not None,
             scope.since is not None,
             scope.until is not None,
+            scope.exclude,
             selective,
             vector is not None,
         )

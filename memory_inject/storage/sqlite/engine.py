@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from memory_inject._deadline import in_recall_thread
-from memory_inject.contract import RecallAnswer, RecallQuery
+from memory_inject.contract import RecallAnswer, RecallExclusion, RecallQuery
 from memory_inject.embedders import reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only
@@ -246,7 +246,9 @@ class SQLiteEngine:
                 search_mode=forced,
             )
         return answer_of(
-            *self._recall(q.query, q.limit, q.session_id, q.since, q.until, fusion, q.deadline)
+            *self._recall(
+                q.query, q.limit, q.session_id, q.since, q.until, fusion, q.deadline, q.exclude
+            )
         )
 
     async def aranked(self, q: RecallQuery) -> RecallAnswer:
@@ -262,10 +264,11 @@ class SQLiteEngine:
         until: datetime | str | None,
         fusion: Fusion,
         deadline: float | None = None,
+        exclude: RecallExclusion | None = None,
     ) -> tuple[builtins.list[MemoryEntry], RecallInfo]:
         if limit <= 0:
             return [], RecallInfo()
-        scope, params = self._scope(session_id, since, until)
+        scope, params = self._scope(session_id, since, until, exclude)
         take_damaged()  # notes of earlier calls in this thread are not this recall's
         read = self.connections.read
         if is_time_only(query):
@@ -287,11 +290,14 @@ class SQLiteEngine:
                     fusion=fusion,
                     degraded=degraded,
                     # A session alone is in the index (ctx_scope): rank inside it, windowed.
-                    narrow=since is not None or until is not None,
+                    # An exclusion (a refill's) leaves out the rows that ranked first: the
+                    # join comes first, in one statement, not the mirror's growing batches.
+                    narrow=since is not None or until is not None or exclude is not None,
                     calibration=self._calibration,
                     stats=self.connections.stats_of(conn),
+                    # The cached matrix knows no exclusion: an excluding query scans the scope.
                     vectors=None
-                    if self._vectors is None or query_vec is None
+                    if self._vectors is None or query_vec is None or exclude is not None
                     else (
                         self._vectors,
                         queries.vector_scope(params[0], session_id, self._shared, since, until),
@@ -299,7 +305,7 @@ class SQLiteEngine:
                     scope_tokens=None
                     if session_id is None
                     else scope_tokens(session_id, self._shared),
-                    mirror=self._mirror,
+                    mirror=self._mirror if exclude is None else None,
                 ),
             )
 
@@ -321,13 +327,18 @@ class SQLiteEngine:
             return None, f"embedder_failed: {exc}"
 
     def _scope(
-        self, session_id: str | None, since: datetime | str | None, until: datetime | str | None
+        self,
+        session_id: str | None,
+        since: datetime | str | None,
+        until: datetime | str | None,
+        exclude: RecallExclusion | None = None,
     ) -> tuple[str, builtins.list[Any]]:
-        return queries.scope_where(_now(), session_id, self._shared, since, until)
+        ex = None if exclude is None else (self.namespace, exclude)
+        return queries.scope_where(_now(), session_id, self._shared, since, until, ex)
 
     def tagged(self, q: RecallQuery) -> builtins.list[MemoryEntry]:
         """A plan's entity or source query: rows by tag (``score`` None)."""
-        scope, params = self._scope(q.session_id, None, None)
+        scope, params = self._scope(q.session_id, None, None, q.exclude)
         sql, args = queries.tagged_where(scope, params, q.entity_id, q.source, q.statuses, q.limit)
         rows = self.connections.read(lambda c: self.fetch(c, sql, args), "recall_where")
         return [r.to_entry(None) for r in rows]

@@ -317,17 +317,17 @@ def _candidates(
     if window:
         capped = matches > DRAW_ROWS
         ranked = (
-            f"SELECT rowid AS rid, -bm25(memories_fts, {BM25_ARGS}) AS score "  # noqa: S608
+            f"SELECT rowid AS hit, -bm25(memories_fts, {BM25_ARGS}) AS score "  # noqa: S608
             "FROM memories_fts WHERE memories_fts MATCH ?"
         )
         if capped:  # the newest matches first; bm25() runs on just those
-            ranked = f"SELECT rid, score FROM ({ranked} ORDER BY rowid DESC LIMIT {DRAW_ROWS})"  # noqa: S608
+            ranked = f"SELECT hit, score FROM ({ranked} ORDER BY rowid DESC LIMIT {DRAW_ROWS})"  # noqa: S608
         # One statement: the best hits on the index alone, then each joined to
         # its row (None when the row is out of scope). The unary + keeps the
-        # planner on the rowid lookups.
+        # planner on the rowid lookups. (Not ``rid``: the scope may name the row's.)
         top = conn.execute(
-            f"SELECT t.rid, t.score, m.id, m.ctx_near FROM ({ranked} ORDER BY score DESC "  # noqa: S608
-            f"LIMIT ?) AS t LEFT JOIN memories AS m ON m.rid = t.rid AND +m.namespace = ? "
+            f"SELECT t.hit, t.score, m.id, m.ctx_near FROM ({ranked} ORDER BY score DESC "  # noqa: S608
+            f"LIMIT ?) AS t LEFT JOIN memories AS m ON m.rid = t.hit AND +m.namespace = ? "
             f"AND {scope}",
             (match, size, namespace, *params),
         ).fetchall()

@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memory_inject._skip_keys import SQL_TRIMMED
+from memory_inject.contract import RecallExclusion
 from memory_inject.models import parse_timestamp
+from memory_inject.storage._exclusion import kept_sql, key_rules_sql
 from memory_inject.storage._jsonl import format_ts
 from memory_inject.storage.sqlite.vector_matrix import VectorScope
 
@@ -114,11 +117,25 @@ def list_where(
     return sql, params
 
 
+#: A key that starts or ends with :data:`~memory_inject._skip_keys.SQL_TRIMMED` white space.
+_PADDED = (f"[{SQL_TRIMMED}]*", f"*[{SQL_TRIMMED}]")
+
+
 def scope_where(
-    now: datetime, session_id: str | None, shared: Sequence[str], since: Bound, until: Bound
+    now: datetime,
+    session_id: str | None,
+    shared: Sequence[str],
+    since: Bound,
+    until: Bound,
+    exclude: tuple[str, RecallExclusion] | None = None,
 ) -> tuple[str, list[Any]]:
     """The live rows a recall may see: of ``session_id`` (and the sessionless rows of the
-    ``shared`` categories), between ``since`` and ``until``; the first parameter is ``now``."""
+    ``shared`` categories), between ``since`` and ``until``; the first parameter is ``now``.
+
+    ``exclude`` (``(namespace, exclusion)``) leaves out the rows the exclusion names. The
+    key is tested on the namespace's ``(namespace, key)`` index in a subquery of row ids
+    (``rid``): the scope is ANDed into statements that join ``memories_fts`` or
+    ``json_each``, both of which have a ``key`` column of their own."""
     where, params = [LIVE], list[Any]([format_ts(now)])
     if session_id is not None:
         if shared:
@@ -134,6 +151,25 @@ def scope_where(
     if until is not None:
         where.append("timestamp <= ?")
         params.append(format_ts(parse_timestamp(until)))
+    if exclude is not None:
+
+        def mark(value: object) -> str:
+            params.append(value)
+            return "?"
+
+        def key_rules() -> str:
+            # SQLite's LIKE folds ASCII letters as the skip set does; trim() costs more than
+            # the LIKEs, so only a padded key is trimmed (each use binds its own characters).
+            namespace = mark(exclude[0])  # the marks' order is the text's
+            raw = key_rules_sql(lambda: "x.key", mark)
+            padded = f"(x.key GLOB {mark(_PADDED[0])} OR x.key GLOB {mark(_PADDED[1])})"
+            trimmed = key_rules_sql(lambda: f"trim(x.key, {mark(SQL_TRIMMED)})", mark)
+            return (
+                f"rid IN (SELECT x.rid FROM memories AS x WHERE x.namespace = {namespace} "  # noqa: S608
+                f"AND ({raw} OR ({padded} AND ({trimmed}))))"
+            )
+
+        where.extend(kept_sql(exclude[1], mark, key_rules))
     return " AND ".join(where), params
 
 
