@@ -22,6 +22,7 @@ from memory_inject.stages.threat import threat_scan_for
 
 __all__ = [
     "CATEGORIES",
+    "CATEGORY_HELP",
     "CURATED_REFUSED",
     "FORGET",
     "MAX_TOOL_CONTENT",
@@ -39,6 +40,13 @@ __all__ = [
 MAX_TOOL_CONTENT = 2000
 STORE, RECALL, FORGET = "memory_store", "memory_recall", "memory_forget"
 CATEGORIES = ("core", "daily", "conversation")
+#: What the model is told each category is for: a fact that lasts must not be stored as
+#: ``daily``, which fades (a hunter's model stored a weekly event as daily and lost it).
+CATEGORY_HELP = (
+    "core (the default): a lasting fact, such as a preference, a name, an address or a "
+    "recurring event; daily: a note that matters today and fades within days; "
+    "conversation: part of this chat."
+)
 
 
 @frozen
@@ -68,7 +76,11 @@ TOOLS: dict[str, MemoryTool] = {
             {
                 "content": {"type": "string", "description": "The fact, as one sentence."},
                 "key": {"type": "string", "description": "A short snake_case name (optional)."},
-                "category": {"type": "string", "enum": list(CATEGORIES)},
+                "category": {
+                    "type": "string",
+                    "enum": list(CATEGORIES),
+                    "description": CATEGORY_HELP,
+                },
             },
             ["content"],
         ),
