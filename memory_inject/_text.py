@@ -48,20 +48,27 @@ _BARE = re.compile(
 # Secrets as people say them to a chat, with no "key: value" in sight: "my wifi password
 # is hunter2-Rivoli", "the door code is 4711", "mein Passwort ist ...", and IBANs.
 _SAID = re.compile(
-    r"(?i)\b(password|passwort|passcode|passphrase|pin(?:\s+code)?|(?:door|alarm|gate|safe)"
-    r"\s+code|wi-?fi\s+key|mot\s+de\s+passe|contrase[ñn]a|senha)"
-    r"((?:\s+(?:is|was|ist|war|est|es|é|era|now))+\s+)"
+    r"(?i)\b(password|passwort|pwd?|passcode|passphrase|pin(?:\s+(?:code|number))?"
+    r"|(?:door|alarm|gate|safe)\s+code|wi-?fi\s+key|mot\s+de\s+passe|contrase[ñn]a|senha)"
+    # "the password for my bank is ...", "is: ...", "code: ...", "Passwort lautet ..."
+    r"((?:\s+(?:for|of|to|für|de|del|do|da)(?:\s+[\w'-]+){1,3})?"
+    r"(?:\s*:|(?:\s+(?:is|was|ist|war|est|es|é|era|lautet|heißt|heisst|will\s+be|now|still"
+    r"|also))+\s*:?)\s*[\"'“”‘’]?)"
     r"(?!(?:changed|reset|wrong|expired|incorrect|updated|stolen|leaked|compromised|weak"
-    r"|strong|correct|right|still|also|very|really|case|same|different|missing|lost|saved"
-    r"|stored|written|broken|locked|required|needed|somewhere|there|here)\b)"
-    r"([^\s\"'`,;]{4,})"
+    r"|strong|correct|right|very|really|case|same|different|missing|lost|saved|stored"
+    r"|written|broken|locked|required|needed|somewhere|there|here)(?![\w-]))"
+    r"((?:(?:zero|oh|one|two|three|four|five|six|seven|eight|nine)(?:[\s-]+|$)){2,}"
+    r"|[^\s\"'`,;“”‘’]{4,})"
 )
-_IBAN = re.compile(r"\b([A-Z]{2}\d{2})((?: ?[A-Z0-9]){11,30})\b")
+_IBAN = re.compile(r"(?i)\b([a-z]{2}\d{2})((?:[ -]?[a-z0-9]){11,30})\b")
 
 
 def _said_sub(m: re.Match[str]) -> str:
+    # The spec's first 4 characters of a long value; none of a short one or of digits said
+    # as words ("four seven one one"), where they would be a digit of the code.
     value = m.group(3)
-    return f"{m.group(1)}{m.group(2)}{value[:4] if len(value) > 8 else ''}*[REDACTED]"
+    shown = value[:4] if len(value) > 8 and not value[4:5].isspace() else ""
+    return f"{m.group(1)}{m.group(2)}{shown}*[REDACTED]"
 
 
 # JWTs and URL passwords are found in two steps so that each run of characters is

@@ -17,7 +17,7 @@ interactive/channel/agent_dir  false        false     inject, exclude conversati
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from typing import Any
 
 from attrs import field, frozen
@@ -183,8 +183,8 @@ AUTOSAVE_MIN_CHARS = 20
 def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
     """Interactive, channel and agent_direct messages of 20+ characters, never a block.
 
-    A wide character (Chinese, Japanese, Korean: East Asian Wide or Fullwidth)
-    counts as two, as a terminal shows it: "我女儿叫小丽，她在上小学" (12 characters,
+    A character of Chinese, Japanese or Korean (Han, kana, Hangul) counts as two, as a
+    terminal shows it: "我女儿叫小丽，她在上小学" (12 characters,
     "my daughter is called Xiaoli, she is in primary school") says as much as an
     English sentence of 20. Scheduled and nested turns never autosave (their "user
     message" is a job prompt, not a person); a text that starts with
@@ -199,11 +199,19 @@ def should_autosave(origin: TurnOrigin | str, text: str) -> bool:
     )
 
 
+#: The characters that write a word in one (Han, kana, Hangul): counted twice. Not every
+#: East Asian wide character: an emoji or a full-width Latin letter says no more than one.
+_DENSE = re.compile(
+    "[\u1100-\u115f\u3001-\u303f\u3041-\u30ff\u3131-\u318e\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f"
+    "\uac00-\ud7a3\uf900-\ufaff\U00020000-\U0003fffd]"
+)
+
+
 def _width(text: str) -> int:
-    """The characters of ``text``, a wide one counted twice (stops at the autosave minimum)."""
+    """The characters of ``text``, one of :data:`_DENSE` counted twice."""
     if len(text) >= AUTOSAVE_MIN_CHARS or text.isascii():
         return len(text)
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return len(text) + len(_DENSE.findall(text))
 
 
 def has_session(sessions: object) -> bool:

@@ -30,7 +30,10 @@ else:
         ("好的好的", False),
         ("ok thanks, see you!", False),  # 19 ASCII characters
         ("Meine Tochter heißt Lena", True),
-        ("Ｈｅｌｌｏ", False),  # five full-width letters: 10
+        ("Ｈｅｌｌｏ", False),  # five full-width letters say no more than "Hello"
+        ("😂" * 10, False),  # emoji are not words (an attack on the first version)
+        ("👍🏻" * 5, False),
+        ("ｏｋ" * 5, False),
         ("   \n[Memory context]\n- 小丽: 女儿\n", False),
     ],
 )

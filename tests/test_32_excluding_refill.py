@@ -204,3 +204,20 @@ class TestWithoutTheCapability:
         out, _ = render(store)
         assert "prod-3" in out.text and all(q.exclude is None for q in asked)
         assert [5, 20, 80] == [q.limit for q in asked]
+
+
+def test_a_key_holding_a_nul_is_left_to_the_skip_set(tmp_path: Path) -> None:
+    """SQLite's LIKE stops at a NUL: ``user_msg\\0_note`` matched ``user_msg`` there, though
+    the skip set keeps it (an attack on the first version, helper 118)."""
+    from memory_inject.storage.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "nul.db")
+    try:
+        for key in ("user_msg\0_note", "notes_history\0v2", "plain"):
+            store.store(key, "the quarterly budget review", "core")
+        ex = RecallExclusion(skip_keys=True, categories=(), sessionless=False)
+        answer = store.answer(RecallQuery("quarterly budget", 10, exclude=ex))
+        found = {e.key for e in answer.entries}
+        assert found == {"user_msg\0_note", "notes_history\0v2", "plain"}
+    finally:
+        store.close()

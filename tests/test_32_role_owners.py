@@ -77,3 +77,24 @@ def test_names_still_work(store: SQLiteStore) -> None:
     keys, dropped = render(store, "What's Anna's phone number?")
     assert keys == {"anna_phone"}
     assert dropped.get("my_phone") == "other_owner:anna"
+
+
+def test_a_name_near_the_role_is_not_the_role(tmp_path: Path) -> None:
+    """Attack on the first version (helper 118): any capitalised word of any fact that
+    mentioned "sister" became her name, so Tom's phone joined Anna's."""
+    s = SQLiteStore(tmp_path / "m.db")
+    try:
+        facts = {
+            **{k: FACTS[k] for k in ("sister", "anna_phone")},
+            "tom_phone": "Tom's phone number is 0160 9999 0000.",
+            "tom_sister": "Tom's sister is Carol.",
+            "trip": "My sister and Tom went to Paris in May.",
+        }
+        for key, text in facts.items():
+            s.store(key, text, "core", source="tool")
+        keys, dropped = render(s, "What's my sister's phone number?")
+        assert "anna_phone" in keys
+        assert "tom_phone" not in keys
+        assert dropped.get("tom_phone") == "other_owner:sister"
+    finally:
+        s.close()

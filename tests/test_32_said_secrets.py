@@ -22,6 +22,16 @@ from memory_inject._text import scrub_credentials
         ("the PIN code is now 9931", "9931", "PIN code is now *[REDACTED]"),
         ("my IBAN is DE89 3704 0044 0532 0130 00, thanks", "3704 0044", "DE89*[REDACTED]"),
         ("IBAN: GB82WEST12345698765432", "WEST1234", "GB82*[REDACTED]"),
+        # Forms an attack on the first version found (helper 118).
+        ('my wifi password is "hunter2-Rivoli"', "hunter2", 'password is "hunt*[REDACTED]'),
+        ("my password is still hunter2-Rivoli", "hunter2", "is still hunt*[REDACTED]"),
+        ("my password is correct-horse-battery-staple", "horse", "corr*[REDACTED]"),
+        ("the password for my bank is Rivoli42x", "Rivoli42x", "bank is Rivo*[REDACTED]"),
+        ("the door code: 4711", "4711", "door code: *[REDACTED]"),
+        ("mein WLAN-Passwort lautet Rivoli42x", "Rivoli42x", "Passwort lautet Rivo*[REDACTED]"),
+        ("my PIN number is 4711", "4711", "PIN number is *[REDACTED]"),
+        ("my IBAN is de89-3704-0044-0532-0130-00", "0532", "de89*[REDACTED]"),
+        ("the door code is four seven one one", "seven", "door code is *[REDACTED]"),
     ],
 )
 def test_a_secret_said_in_words_is_scrubbed(said: str, secret: str, kept: str) -> None:

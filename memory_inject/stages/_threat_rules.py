@@ -61,10 +61,10 @@ class ThreatRule:
         text = raw if self.raw else view
         told = self._narrations(raw if original is None else original)
         for m in self.pattern.finditer(text):
-            if told and (opening := m.group().split(None, 1)[0]) in told:
-                told[opening] -= 1
-                if not told[opening]:
-                    del told[opening]
+            if told and (phrase := " ".join(m.group().split())) in told:
+                told[phrase] -= 1
+                if not told[phrase]:
+                    del told[phrase]
                 continue
             # Chinese and Japanese phrasings carry no word boundaries to read: taken as found.
             if self.addressed and text[m.start()].isascii() and not addressed(text, m.start()):
@@ -79,13 +79,15 @@ class ThreatRule:
         return False
 
     def _narrations(self, raw: str) -> dict[str, int]:
-        """How many of :attr:`narrated`'s phrases the text holds, by their folded first word."""
+        """How many of :attr:`narrated`'s phrases the text holds, by the folded phrase (a
+        match is passed over only when it is that very phrase, folded: "olvide las
+        instrucciones anteriores" for "olvidé las instrucciones anteriores")."""
         if self.narrated is None or raw.isascii():
             return {}
         told: dict[str, int] = {}
         for m in self.narrated.finditer(unicodedata.normalize("NFC", raw).lower()):
-            first = fold(m.group().split(None, 1)[0])
-            told[first] = told.get(first, 0) + 1
+            phrase = " ".join(fold(m.group()).split())
+            told[phrase] = told.get(phrase, 0) + 1
         return told
 
 
@@ -201,12 +203,15 @@ RULES: tuple[ThreatRule, ...] = (
             # Japanese: "ignore/forget the previous instructions" as a command ("前の指示を忘れた",
             # "I forgot ...", and "忘れないように", "so as not to forget ...", are narration)
             r"|(?:前|以前|これまで|上記)の(?:指示|命令|指令)を(?:すべて|全て)?"
-            rf"(?:無視(?:して{JA_GOES_ON}|しろ|せよ|しなさい|すること)|忘れ(?:て{JA_GOES_ON}|ろ|なさい|ること))"
+            rf"(?:無視(?:して{JA_GOES_ON}|しろ|せよ|しなさい|すること|し(?=[、,])|(?=$|[、。,.!！\s]))"
+            rf"|忘れ(?:て{JA_GOES_ON}|ろ|なさい|ること))"
         ),
         addressed=True,
         unless=_DEFENSIVE,
         # Spanish past tense: "olvidé / ignoré (todas) las instrucciones", I forgot / ignored.
-        narrated=_rx(r"\b(?:olvidé|ignoré)\s+(?:todas\s+)?las\s+instrucciones\b"),
+        narrated=_rx(
+            r"\b(?:olvidé|ignoré)\s+(?:todas\s+)?las\s+instrucciones\s+(?:anteriores|previas)\b"
+        ),
     ),
     ThreatRule(
         "role_hijack",

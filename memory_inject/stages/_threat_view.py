@@ -84,6 +84,12 @@ _ADDRESSEES = frozenset("you u ai assistant model bot chatbot chatgpt gpt claude
 _WORD_BEFORE = re.compile(r"([\w']+)[^\w\n.!?:;,\-*>(\[{\"'`]*$")
 _ELIDED = re.compile(r"\b(?:qu|[cdjlmnst])['\u2019]$")
 _POLITE = frozenset("merci priere".split())
+# Verbs that order what follows ("je vous demande d'ignorer"), unless in the past ("il m'a
+# demande d'oublier": the accent is folded away, the auxiliary is not).
+_ASKS = frozenset("demande ordonne prie supplie conseille recommande dis".split())
+_PAST = frozenset("a ont avait avaient aurait auraient".split())
+# A French infinitive of the override rule: only such a verb is reported after "d'".
+_FRENCH_VERB = re.compile(r"(?:ignorer|oublier|outrepasser|contourner)\b")
 _OPENER = re.compile(r"(?:^|[\n.!?:;,\-*>(\[{\"'`|#])[\s\"'`*_~>|#]*$")
 
 
@@ -97,10 +103,20 @@ def addressed(view: str, start: int) -> bool:
     ``told my boss to ignore``).
     """
     before = view[max(0, start - 64) : start]
-    if (e := _ELIDED.search(before)) is not None:
-        # French elision opens no quote: "m'a dit d'ignorer" reports; "merci d'ignorer" asks.
-        prev = _WORD_BEFORE.search(before[: e.start()])
-        return prev is not None and prev.group(1) in _POLITE
+    if (e := _ELIDED.search(before)) is not None and _FRENCH_VERB.match(view, start):
+        # French elision opens no quote: "m'a dit d'ignorer" reports; "merci d'ignorer",
+        # "je vous demande d'ignorer" and "Important : d'ignorer" ask.
+        rest = before[: e.start()]
+        if _OPENER.search(rest) is not None:
+            return True
+        prev = _WORD_BEFORE.search(rest)
+        if prev is None:
+            return True
+        word = prev.group(1).rsplit("'", 1)[-1]
+        if word in _POLITE:
+            return True
+        told = _WORD_BEFORE.search(rest[: prev.start()])
+        return word in _ASKS and (told is None or told.group(1) not in _PAST)
     if _OPENER.search(before) is not None:
         return True
     m = _WORD_BEFORE.search(before)
@@ -122,13 +138,17 @@ def addressed(view: str, start: int) -> bool:
     return word in _LEAD
 
 
-#: Where a Chinese verb opens an instruction: the start of the text or of a clause, after
-#: the words that lead an imperative ("请", "你", "现在", "必须" ...), never after a subject.
+#: Where a Chinese verb opens an instruction: after no letter (the start, punctuation, a
+#: bracket, a heading mark, a number), or after a word that leads an imperative or
+#: names the reader ("请", "你", "现在", "那么", "然后", "助手" ...); never right after a
+#: subject or an adverb of narration ("我经常忘记以前的事情", "老板让我忽略").
 ZH_OPENS = (
-    r"(?:^|(?<=[\s，。！？；：、,.!?;:「」『』“”\"'（(【\[*>-]))"
+    r"(?:(?<![^\W\d_])|(?<=那么)|(?<=然后)|(?<=并且)|(?<=并)|(?<=接着)|(?<=所以)|(?<=助手)"
+    r"|(?<=现在)|(?<=請)|(?<=请)|(?<=ai)|(?<=bot))"
     r"(?:请|請|你|您|现在|現在|立即|立刻|马上|馬上|首先|从现在开始|從現在開始|必须|必須|务必|務必"
     r"|要|先){0,4}"
 )
-#: A Japanese te-form that commands ("無視して", "忘れてください"), not one that narrates
-#: ("無視していた", "忘れてしまった", "無視しておく", "忘れても").
-JA_GOES_ON = r"(?!い|しま|た|お|も)"
+#: A Japanese te-form that asks ("無視して", "無視してください", "無視してお答えください",
+#: "無視していいよ", "無視してもらえますか"), not one that narrates ("無視していた",
+#: "無視している", "忘れてしまった", "無視しておく", "忘れても").
+JA_GOES_ON = r"(?!い(?:た|る|ま)|しま|お(?:く|い|き)|も(?!ら))"

@@ -71,15 +71,23 @@ def _mentions(*words: str) -> re.Pattern[str]:
     return re.compile(rf"\b(?:{'|'.join(map(re.escape, words))})\b", re.IGNORECASE)
 
 
-def _role_names(role: re.Pattern[str], recalled: Sequence[MemoryEntry]) -> list[str]:
-    """The names in the facts that mention a role ("Anna" of "User's sister is Anna")."""
+def _role_names(role: str, recalled: Sequence[MemoryEntry]) -> list[str]:
+    """The names the user's role is given in the facts ("Anna" of "User's sister is Anna",
+    "my sister Anna", "Anna is my sister"); never a name that only stands near the role
+    ("Tom's sister is Carol", "my sister and Tom went to Paris")."""
+    r = re.escape(role)
+    said = re.compile(
+        rf"\b(?:my|our|user['\u2019]s)\s+{r}(?:\s*,)?\s+(?:is\s+)?(?:(?:called|named)\s+)?"
+        rf"({_NAME.pattern})|({_NAME.pattern})(?:\s*,)?\s+is\s+(?:my|our|the\s+user['\u2019]s)"
+        rf"\s+{r}\b",
+        re.IGNORECASE,
+    )
     names: dict[str, None] = {}
     for e in recalled:
-        if role.search(e.content) is not None:
-            for name in _NAME.findall(e.content):
-                low = name.lower()
-                if low not in STOPWORDS and low not in _NOT_OWNERS and low not in _ROLES:
-                    names[name] = None
+        for m in said.finditer(e.content):
+            name = m.group(1) or m.group(2)
+            if name[:1].isupper() and name.lower() not in STOPWORDS | _NOT_OWNERS | _ROLES:
+                names[name] = None
     return list(names)[:MAX_OWNERS]
 
 
@@ -111,7 +119,7 @@ def owner_drops(
         details = [_holds(w) for w in words[:MAX_DETAILS]]
         known = [d for d in details if any(d.search(e.content) for e in recalled)]
         ties: set[str] = set()
-        if owner in _ROLES and (names := _role_names(named, recalled)):
+        if owner in _ROLES and (names := _role_names(owner, recalled)):
             ties = _ties(named, _mentions(*names), known, kept)
             named = _mentions(owner, *names)
         for e in kept:

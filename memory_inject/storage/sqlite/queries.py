@@ -164,9 +164,10 @@ def scope_where(
             raw = key_rules_sql(lambda: "x.key", mark)
             padded = f"(x.key GLOB {mark(_PADDED[0])} OR x.key GLOB {mark(_PADDED[1])})"
             trimmed = key_rules_sql(lambda: f"trim(x.key, {mark(SQL_TRIMMED)})", mark)
+            # LIKE and GLOB stop at a NUL: a key holding one is left to the skip set.
             return (
                 f"rid IN (SELECT x.rid FROM memories AS x WHERE x.namespace = {namespace} "  # noqa: S608
-                f"AND ({raw} OR ({padded} AND ({trimmed}))))"
+                f"AND instr(x.key, char(0)) = 0 AND ({raw} OR ({padded} AND ({trimmed}))))"
             )
 
         where.extend(kept_sql(exclude[1], mark, key_rules))
