@@ -232,10 +232,7 @@ class InMemoryStore:
         until: datetime | str | None = None,
     ) -> Sequence[MemoryEntry]:
         """Entries for ``query``, best first, scores in 0..1; time-only queries newest first.
-
-        Superseded and expired records never come back; ``status`` is left to
-        the governance stages.
-        """
+        Superseded and expired records never come back; ``status`` is left to governance."""
         return self.recall_excluding(query, limit, session_id, since, until, None)
 
     def recall_excluding(
@@ -357,11 +354,8 @@ class InMemoryStore:
         sessions: Sequence[str] = (),
         shared_only: bool = False,
     ) -> builtins.list[MemoryEntry]:
-        """The profile's standing context: active L1 records, then active L2 hard rules.
-
-        Of the rows a turn of ``sessions`` (or a ``shared_only`` one) may see.
-        See :class:`~memory_inject.contract.SupportsStandingContext`.
-        """
+        """The profile's standing context, of the rows a turn of ``sessions`` (or a
+        ``shared_only`` one) may see (:class:`~memory_inject.contract.SupportsStandingContext`)."""
         now = datetime.now(UTC)
         with self._lock:
             live = [
