@@ -2,10 +2,11 @@
 
 Owns :class:`Withholding` (one turn's withheld rows and its refill rounds) and
 the refill's bounds (zeroclaw's ``READ_REFILL_MULTIPLIER``, the number of
-rounds). Two rules withhold: the threat scan's (``memory_inject.stages.threat``)
-and a scheduled turn's scope (a sessionless cron or daemon turn sees the rows
-bound to no session: :func:`~memory_inject.stages.filters.unshared`), so a row
-either withholds never takes the place of one the turn may see. The recall
+rounds). Three rules withhold: the threat scan's (``memory_inject.stages.threat``),
+a scheduled turn's scope (a sessionless cron or daemon turn sees the rows
+bound to no session: :func:`~memory_inject.stages.filters.unshared`) and PI's
+Daily Log (``daily_today_only``: the daily notes of past days are never shown), so
+a row any withholds never takes the place of one the turn may see. The recall
 step of ``memory_inject.pipeline`` drives the rounds. A store that honours
 ``RecallQuery.exclude`` (:class:`~memory_inject.contract.SupportsExcludingRecall`)
 is asked once past the rows no stage would show instead of ever more of them.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
 
 import attrs
 from attrs import define
@@ -52,23 +54,30 @@ def _owed(scope: str | None, flagged: Sequence[MemoryEntry]) -> int:
     )
 
 
+def _day(when: datetime) -> date:
+    """The UTC day of ``when`` (a naive time is UTC), as the sectioned renderer reads it."""
+    return (when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)).date()
+
+
 @define
 class _Rules:
     """What one turn may not be shown, known at recall time.
 
-    Withheld (dropped by the recall step): the threat scan's flags, and, for a
-    scheduled turn that names no session, the rows bound to one
-    (``foreign_session``). Left to their stages, but counted so the store is asked
-    for more when nothing else is left: the rows the skip set drops (autosaves,
-    history blobs, ...) and, when the policy excludes it, chat memory. Without the
-    count a chat that autosaves each message fills the recall limit with its own
-    messages, and the fact it asks about falls out of the block. (Only a page of
-    nothing else: a turn that has some row to show pays no other call for them.)
+    Withheld (dropped by the recall step): the threat scan's flags, for a scheduled turn
+    that names no session, the rows bound to one (``foreign_session``), and, when the
+    sectioned renderer shows today's daily notes only (``daily_today_only``, PI), the daily
+    notes of other days than ``today``, the turn's UTC day (``daily:not_today``). Left to
+    their stages, but counted so the store is asked for more when nothing else is left: the
+    rows the skip set drops (autosaves, history blobs, ...) and, when the policy excludes
+    it, chat memory. Without the count a chat that autosaves each message fills the recall
+    limit with its own messages, and the fact it asks about falls out of the block. (Only a
+    page of nothing else: a turn that has some row to show pays no other call for them.)
     """
 
     scan: ThreatScan | None
     shared_only: bool
     exclude_conversation: bool
+    today: date | None = None
 
     def withhold(self, entries: Sequence[MemoryEntry]) -> dict[str, str]:
         """``{key: reason}`` for each entry a rule withholds."""
@@ -78,6 +87,12 @@ class _Rules:
                 why = unshared(e, True)
                 if why is not None:
                     held.setdefault(e.key, why)
+        if self.today is not None:
+            for e in entries:
+                if e.category == "daily" and (
+                    e.timestamp is None or _day(e.timestamp) != self.today
+                ):
+                    held.setdefault(e.key, "daily:not_today")
         return held
 
     def doomed(self, entries: Sequence[MemoryEntry], held: Mapping[str, str]) -> list[MemoryEntry]:
@@ -105,8 +120,8 @@ class Withholding:
     """The recall-time rules of one turn (:class:`_Rules`): withhold, then refill.
 
     A row a rule flags is withheld, named on the recall trace (``threat:<rule>``,
-    ``foreign_session``), and the store is asked again; so is it when the rows the
-    skip set or the conversation exclusion will drop are all the answer holds.
+    ``foreign_session``, ``daily:not_today``), and the store is asked again; so is it
+    when the rows the skip set or the conversation exclusion will drop are all the answer holds.
     Each scope is asked for its limit plus the withheld or dropped rows it could
     have returned (a plan: each query and the cap plus all of them), at most 4 x its
     limit, in up to 3 more rounds while rows are still withheld or nothing else is
@@ -154,7 +169,11 @@ class Withholding:
         if not rec.entries:
             return None
         shared_only = t.policy.shared_only and not any(s is not None for s in t.scopes)
-        rules = _Rules(threat_scan_for(t.config), shared_only, t.policy.exclude_conversation)
+        renderer = t.config.renderer
+        today = None
+        if renderer.kind == "sectioned" and renderer.daily_today_only:
+            today = _day(t.now or datetime.now(UTC))
+        rules = _Rules(threat_scan_for(t.config), shared_only, t.policy.exclude_conversation, today)
         held = rules.withhold(rec.entries)
         base = recall_limit_for(t.config)
         doomed = rules.doomed(rec.entries, held)

@@ -807,6 +807,7 @@ class TestRendererConfig:
             "max_l1": None,
             "max_l2": None,
             "daily_digest": False,
+            "daily_today_only": False,
             "max_sessions": 0,
             "max_questions": 0,
         } == data["renderer"]

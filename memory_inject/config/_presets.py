@@ -61,6 +61,8 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
             "max_l1": 4,
             "max_l2": 8,
             "daily_digest": True,
+            # PI reads today's daily log only; its Selected Memory holds records (L1, L2).
+            "daily_today_only": True,
             "max_sessions": 3,
             "max_questions": 3,
         },

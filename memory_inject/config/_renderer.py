@@ -126,6 +126,12 @@ class RendererConfig:
         "sectioned: Daily Log shows PI's digest of notable lines",
         formats=_SECTIONED,
     )
+    daily_today_only: bool = setting(
+        False,
+        "bool",
+        "sectioned: past days' daily notes are left out, not Selected Memory (PI)",
+        formats=_SECTIONED,
+    )
     max_sessions: int = setting(
         0,
         "int",

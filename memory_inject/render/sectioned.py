@@ -106,6 +106,7 @@ class SectionedRenderer:
         max_l1: int | None = None,
         max_l2: int | None = None,
         daily_digest: bool = False,
+        daily_today_only: bool = False,
         max_sessions: int = 0,
         max_questions: int = 0,
     ) -> None:
@@ -115,7 +116,9 @@ class SectionedRenderer:
         word overlap with the query exceeds ``contested_min_overlap`` qualify.
         ``max_l1``, ``max_l2`` and ``max_records`` are PI's selection budgets for
         Selected Memory (L1 lines first; ``None``: no cap). ``daily_digest``
-        shows PI's digest of each daily entry; ``max_sessions`` and
+        shows PI's digest of each daily entry; ``daily_today_only`` leaves the
+        daily entries of past days out (PI reads today's log only) instead of
+        listing them under Selected Memory; ``max_sessions`` and
         ``max_questions`` turn on Today's Sessions (``category: session``, in PI's
         ``- [project] name (tools)`` lines with their decisions) and Open
         Questions (inquiries).
@@ -151,6 +154,7 @@ class SectionedRenderer:
         self.contested_min_overlap = contested_min_overlap
         self.max_records, self.max_l1, self.max_l2 = max_records, max_l1, max_l2
         self.daily_digest = daily_digest
+        self.daily_today_only = daily_today_only
         self.max_sessions = max_sessions
         self.max_questions = max_questions
 
@@ -191,6 +195,9 @@ class SectionedRenderer:
             today_entry = ts is not None and utc(ts).date() == today
             if e.category == "daily" and today_entry:
                 daily.append(e)
+            elif self.daily_today_only and e.category == "daily":
+                dropped[e.key] = "daily:not_today"
+                closed.add(id(e))
             elif self.max_sessions and e.category == "session":
                 if today_entry:
                     sessions.append(e)
