@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +124,34 @@ class TestPastDailyLogs:
         pi = load_agent_config(PI_AGENT).memory.renderer
         assert (True, False) == (pi.daily_today_only, cfg.renderer.daily_today_only)
         assert "" == SectionedRenderer(daily_today_only=True)(ctx, [old]).text
+
+
+class TestScratchpadOrder:
+    @pytest.mark.parametrize(
+        ("origin", "sessions"),
+        [("cron", ()), ("daemon", ()), ("interactive", ()), ("interactive", ("s",)), (None, ())],
+    )
+    def test_items_keep_the_files_order_whatever_the_prompt_matched(
+        self, store: SQLiteStore, tmp_path: Path, origin: str | None, sessions: tuple[str, ...]
+    ) -> None:
+        """The prompt names the second and third items; the file's order stands."""
+        import_pi(store, pi_root(tmp_path / "proj", 0))
+        for prompt in ("add typecheck to the CI workflow", "summarise the billing invoice gaps"):
+            out = render(store, prompt, origin=origin, sessions=sessions)
+            assert FILE_ORDER == parse_sectioned(out.text)["Scratchpad"], prompt
+
+    def test_the_renderer_lists_items_newest_first(self) -> None:
+        """Handed in recall order, the items come out newest first (the file's first)."""
+        items = [
+            MemoryEntry(
+                key=f"t{n}",
+                content=text[6:],
+                category="scratchpad",
+                timestamp=datetime(2026, 5, 20, 9, tzinfo=UTC) - timedelta(milliseconds=n),
+            )
+            for n, text in enumerate(FILE_ORDER)
+        ]
+        cfg = parse_agent_config({"agent": "a", "memory": {"renderer": "sectioned"}}).memory
+        ctx = StageContext(query="typecheck", config=cfg, now=NOW)
+        got = parse_sectioned(SectionedRenderer()(ctx, items[::-1]).text)["Scratchpad"]
+        assert FILE_ORDER == got

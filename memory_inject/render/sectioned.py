@@ -234,6 +234,9 @@ class SectionedRenderer:
         )
         dropped.update(cut)
         daily.sort(key=lambda e: e.timestamp or now, reverse=True)
+        # Newest first, whatever the recall ranked first: an imported scratchpad.md's first
+        # item is its newest (memory_inject.storage.pi_import), so this is the file's order.
+        scratch.sort(key=lambda e: e.timestamp or now, reverse=True)
         sessions.sort(key=lambda e: e.timestamp or now, reverse=True)
         for e in sessions[self.max_sessions :]:
             dropped[e.key] = "sessions:max_sessions"
