@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker", "settle"]
+__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker", "settle", "submit"]
 
 T = TypeVar("T")
 
@@ -95,6 +95,12 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def submit(fn: Callable[[], None]) -> None:
+    """Run ``fn`` on one of the library's worker threads and do not wait for it (a turn's
+    usage counts, ``memory_inject._usage``); ``fn`` hands on its own outcome."""
+    _POOL.submit(fn)
 
 
 def settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:

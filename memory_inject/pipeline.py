@@ -16,7 +16,6 @@ The turn is prepared in ``_turn``; the plan and its calls are ``plan`` and ``_ca
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,9 +31,9 @@ from memory_inject._refill import Withholding
 from memory_inject._send import send_event
 from memory_inject._text import scrub_credentials, scrubbed_summary
 from memory_inject._turn import Turn, TurnInput, describe_fault, prepare
-from memory_inject._workers import in_worker
+from memory_inject._usage import acount_uses, count_uses, usage_ids, usage_wait
 from memory_inject.config import MemoryInjectConfig
-from memory_inject.contract import Memory, SupportsUsage, supports
+from memory_inject.contract import Memory
 from memory_inject.models import MemoryEntry, TurnMeta, TurnOrigin
 from memory_inject.policy import InjectPolicy
 from memory_inject.profile import ProfileIdentity, turn_profile
@@ -51,7 +50,6 @@ __all__ = [
     "render_turn",
 ]
 
-_log = logging.getLogger("memory_inject")
 _QUERY_SUMMARY_CHARS = 200
 # What an abstaining render "recalled": nothing, successfully, in no time.
 _NOTHING = Recalled([], 0, True, [], {}, 0.0)
@@ -210,10 +208,10 @@ def render_turn(
     t = prepare(store, turn, policy, config, cwd, profile)
     if not t.policy.inject:
         return _skipped(t)
-    recalled = _recall(t)
-    result = _finish(t, recalled)
-    if t.plan is not None and t.plan.track_usage and result.entries:
-        _mark_used(store, result.entries)
+    result = _built(t, _recall(t))
+    if ids := usage_ids(t, result.entries):
+        result = _noted(result, count_uses(store, ids, usage_wait(t)))
+    send_event(memory_recall, t.store, result.event)
     return result
 
 
@@ -237,22 +235,20 @@ async def arender_turn(
         # itself, once, as a failed recall, and the cancellation goes on.
         _finish(t, _failed("cancelled: the turn was cancelled during recall"))
         raise
-    result = _finish(t, recalled)
-    if t.plan is not None and t.plan.track_usage and result.entries:
-        try:
-            await in_worker(_mark_used, store, result.entries)  # never the host's executor
-        except Exception:  # noqa: BLE001 - e.g. no thread to run it in; counters are best-effort
-            _log.warning("memory_inject: could not update usage counters", exc_info=True)
+    result = _built(t, recalled)
+    if ids := usage_ids(t, result.entries):
+        result = _noted(result, await acount_uses(store, ids, usage_wait(t)))
+    send_event(memory_recall, t.store, result.event)
     return result
 
 
-def _mark_used(store: Memory, entries: Sequence[MemoryEntry]) -> None:
-    try:
-        if not supports(store, SupportsUsage):
-            return
-        store.mark_used([e.id for e in entries])  # one statement for all ids (founder-os)
-    except Exception:  # noqa: BLE001 - usage counters never fail the turn
-        _log.warning("memory_inject: could not update usage counters", exc_info=True)
+def _noted(result: RenderResult, note: str | None) -> RenderResult:
+    """``result`` with ``note`` (usage counts deferred or failed) on its event's ``degraded``."""
+    event = result.event
+    if note is None or not isinstance(event, MemoryRecall):
+        return result
+    event = attrs.evolve(event, degraded=(*event.degraded, scrub_credentials(note)))
+    return attrs.evolve(result, event=event)
 
 
 def run_stages(
@@ -300,6 +296,13 @@ def _skipped(t: Turn) -> RenderResult:
 
 
 def _finish(t: Turn, rec: Recalled) -> RenderResult:
+    result = _built(t, rec)
+    send_event(memory_recall, t.store, result.event)
+    return result
+
+
+def _built(t: Turn, rec: Recalled) -> RenderResult:
+    """The turn's result and its event, not sent yet."""
     cfg = t.config
     recalled = rec.entries
     if rec.passed_over and governed(cfg):
@@ -375,5 +378,4 @@ def _finish(t: Turn, rec: Recalled) -> RenderResult:
         text=text,
         prompt_similarity=rec.similarity,
     )
-    send_event(memory_recall, t.store, event)
     return RenderResult(text, rendered, event.trace, event)
