@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 __all__ = ["open_store", "sqlite_path"]
 
 _SQLITE_DEFAULT = ".memory/memory.db"
+#: How long opening a SQLite file waits for another process's lock when the agent may go
+#: on without memory (``unavailable: degrade``, ``open_timeout_ms`` unset), in ms: a
+#: command or a cron job that opens its store on each run stalled 60 s behind a lock.
+_DEGRADE_OPEN_TIMEOUT_MS = 2000
 
 _Opened = InMemoryStore | SQLiteStore | MarkdownStore | NoneStore
 
@@ -53,11 +57,17 @@ def open_store(
     an open that fails raises; with ``degrade`` the agent gets an
     :class:`~memory_inject.storage.unavailable.UnavailableStore` (no memory, its
     ``status`` on every turn's event), as founder-os goes on without memory.
+    ``open_timeout_ms`` bounds how long a SQLite open waits for another process's
+    lock on the file: by default 60 s (12 busy timeouts, for another process's
+    schema upgrade) when the open raises, 2 s when it
+    degrades; the error or the status names the lock.
     """
     base = base_dir if base_dir is not None else _source_dir(agent)
     backend = attrs.asdict(agent.memory.backend)
     missing = backend.pop("missing", "create")
     unavailable = backend.pop("unavailable", "raise")
+    if unavailable == "degrade" and backend.get("open_timeout_ms") is None:
+        backend["open_timeout_ms"] = _DEGRADE_OPEN_TIMEOUT_MS
     if backend.get("kind", "sqlite") == "sqlite" and missing != "create":
         path = sqlite_path(agent, base)
         if not path.is_file():
@@ -107,6 +117,7 @@ def _open_backend(
     readers: int | None = None,
     vector_index: str = "auto",
     recall_in_place: bool = False,
+    open_timeout_ms: int | None = None,
     pool: Mapping[str, int] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
     **_: Any,
@@ -160,4 +171,5 @@ def _open_backend(
         readers=readers,
         vector_index=vector_index,
         recall_in_place=recall_in_place,
+        open_timeout_ms=open_timeout_ms,
     )

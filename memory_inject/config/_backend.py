@@ -125,6 +125,15 @@ class BackendConfig:
         "a store that cannot be opened (corrupt, locked, unreachable): raise, or degrade",
         choices=("raise", "degrade"),
     )
+    open_timeout_ms: int | None = setting(
+        None,
+        "int",
+        "SQLite: how long opening waits for another process's lock on the file (null: 60 s "
+        "with unavailable: raise, for another process's schema upgrade; 2 s with degrade)",
+        ge=0,
+        le=3_600_000,
+        nullable=True,
+    )
 
 
 def _dsn_problem(dsn: str) -> str | None:

@@ -28,7 +28,6 @@ from memory_inject.exceptions import (
     RecallInterruptedError,
     RecallWaitError,
     StorageError,
-    StoreLockedError,
 )
 from memory_inject.storage import _forks
 from memory_inject.storage._base import check_open
@@ -36,6 +35,7 @@ from memory_inject.storage.sqlite.errors import is_locked, wrap_error
 from memory_inject.storage.sqlite.files import OpenFiles
 from memory_inject.storage.sqlite.locks import wal_lock_note
 from memory_inject.storage.sqlite.migrations import access_hint, connect, prepare
+from memory_inject.storage.sqlite.opening import open_waiting
 from memory_inject.storage.sqlite.pool import ReadPool
 from memory_inject.storage.sqlite.term_stats import TermStats
 
@@ -45,12 +45,6 @@ T = TypeVar("T")
 
 #: One retry after this pause when the database is locked (founder-os's rule).
 LOCK_RETRY_DELAY_S = 0.3
-#: How many busy timeouts opening a file waits for another process's write lock, retries
-#: included (60 s at the default 5 s). An open is no turn: it may wait for another process
-#: migrating the schema of a large old file (one step of a 100k-row upgrade outlasted the
-#: busy timeout and its retry, and one of four processes opening at once failed to
-#: start), as PostgreSQL's open waits for its migration lock.
-OPEN_WAIT_TIMEOUTS = 12
 #: Under a deadline, the clock is read every this many SQLite VM steps (a few
 #: tens of microseconds of work), so a statement stops that soon after it.
 PROGRESS_STEPS = 10_000
@@ -94,9 +88,17 @@ class SQLiteConnection:
     """
 
     def __init__(
-        self, path: str, *, create: bool, busy_timeout_ms: int, synchronous: str, readers: int
+        self,
+        path: str,
+        *,
+        create: bool,
+        busy_timeout_ms: int,
+        synchronous: str,
+        readers: int,
+        open_timeout_ms: int | None = None,
     ) -> None:
-        """Open (and migrate) the database at ``path``: ``SQLiteStore``'s arguments, checked."""
+        """Open (and migrate) the database at ``path``: ``SQLiteStore``'s arguments, checked;
+        another process's lock on the file is waited for as :func:`.opening.open_waiting` says."""
         self._path = path
         self._closed = False
         self._lock = threading.RLock()
@@ -106,7 +108,14 @@ class SQLiteConnection:
         self._files = OpenFiles(None)  # none to check while the schema is prepared
         self._conn = connect(self._path, create=create, busy_timeout_ms=busy_timeout_ms)
         try:
-            self._open_waiting(self._prepare_schema(create, synchronous))
+            open_waiting(
+                self._conn,
+                self._prepare_schema(create, synchronous),
+                busy_ms=busy_timeout_ms,
+                wait_ms=open_timeout_ms,
+                label=self._path,
+                wrap=lambda exc: self._wrap(exc, "open"),
+            )
         except StorageError as exc:  # "attempt to write a readonly database": say which part
             self._conn.close()
             if hint := access_hint(Path(self._file or path)):
@@ -294,24 +303,6 @@ class SQLiteConnection:
                 self._lock.release()
 
         return self._once_more_if_locked(locked, what)
-
-    def _open_waiting(self, op: Callable[[], None]) -> None:
-        """``op`` (the schema's check and migration) retried while the file stays locked by
-        another process, for up to :data:`OPEN_WAIT_TIMEOUTS` busy timeouts; then
-        ``StoreLockedError`` saying so."""
-        wait_s = OPEN_WAIT_TIMEOUTS * self._busy_ms / 1000
-        until = time.monotonic() + wait_s
-        while True:
-            try:
-                self._retry(op, "open")
-                return
-            except StoreLockedError as exc:
-                if time.monotonic() >= until:
-                    raise StoreLockedError(
-                        f"{exc} (still locked after {wait_s:g}s: another process may be "
-                        "writing or upgrading the schema of this file)"
-                    ) from exc
-                time.sleep(LOCK_RETRY_DELAY_S)
 
     def _once_more_if_locked(self, op: Callable[[], T], what: str) -> T:
         """``op``, retried once after :data:`LOCK_RETRY_DELAY_S` when the database is locked."""

@@ -82,13 +82,17 @@ class SQLiteStore(PersistentStore):
         readers: int | None = None,
         vector_index: str = "auto",
         recall_in_place: bool = False,
+        open_timeout_ms: int | None = None,
     ) -> None:
         """Open the database at ``path`` (created unless ``create=False``) and migrate it.
 
         ``name`` is the store's name on the recall event; ``embedder`` gives each
         record a vector, and ``fusion`` says how keyword and vector hits combine
         (by default :func:`~memory_inject.storage.fusion.default_fusion` of the embedder).
-        ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry.
+        ``busy_timeout_ms`` is how long SQLite waits for a lock before the one retry;
+        ``open_timeout_ms`` how long opening waits for another process's lock on the
+        file, retries included (None: 12 busy timeouts, for another process's schema
+        upgrade; :mod:`.opening`).
         A session's recall also sees the sessionless rows of ``shared_categories``.
         ``readers`` is how many read connections may be open at once (reads run
         side by side on them; writes are serialised on one more); None: one per
@@ -111,6 +115,14 @@ class SQLiteStore(PersistentStore):
             readers = DEFAULT_READERS
         if isinstance(readers, bool) or not isinstance(readers, int) or readers < 1:
             raise ValueError(f"'readers' must be an integer >= 1 or None (got {readers!r})")
+        if open_timeout_ms is not None and (
+            isinstance(open_timeout_ms, bool)
+            or not isinstance(open_timeout_ms, int)
+            or open_timeout_ms < 0
+        ):
+            raise ValueError(
+                f"'open_timeout_ms' must be an integer >= 0 or None (got {open_timeout_ms!r})"
+            )
         if not isinstance(recall_in_place, bool):
             raise ValueError(f"'recall_in_place' must be true or false (got {recall_in_place!r})")
         self._in_place = recall_in_place
@@ -131,6 +143,7 @@ class SQLiteStore(PersistentStore):
                     busy_timeout_ms=busy_timeout_ms,
                     synchronous=synchronous.upper(),
                     readers=readers,
+                    open_timeout_ms=open_timeout_ms,
                 ),
                 namespace=self._namespace,
                 embedder=embedder,
