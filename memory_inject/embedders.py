@@ -37,6 +37,7 @@ __all__ = [
     "cosine_top_k",
     "embedder_dim",
     "embedder_name",
+    "embeds_meaning",
     "make_embedder",
     "reads_script",
     "similarity_calibration",
@@ -94,6 +95,9 @@ class HashingEmbedder:
     to ``ngram_range[1]`` adds +1 or -1 to one of ``dim`` buckets. The sign
     cancels hash collisions on average. Vectors are L2-normalised.
     """
+
+    #: Its vectors are of spelling, not meaning (:func:`embeds_meaning`).
+    semantic = False
 
     def __init__(self, dim: int = 256, ngram_range: tuple[int, int] = (3, 5)) -> None:
         """``ValueError`` unless ``dim`` >= 1 and ``ngram_range`` is ``(lo, hi)``, 1 <= lo <= hi."""
@@ -209,6 +213,23 @@ def similarity_calibration(embedder: object) -> tuple[float, float]:
     except Exception:  # noqa: BLE001 - missing, malformed, or a property that raises
         return (0.0, 1.0)
     return (lo, hi) if -1.0 <= lo < hi <= 1.0 else (0.0, 1.0)
+
+
+def embeds_meaning(embedder: object) -> bool:
+    """Whether a recall may rank by ``embedder``'s vectors alone (a plan's ``semantic`` query).
+
+    False when it declares ``semantic = False``, as :class:`HashingEmbedder` does: its
+    vectors are of spelling (hashed character n-grams), made to back a keyword index
+    (typos), and alone they score a row that holds the prompt's words 0 (the cosine of
+    a short prompt and a longer row sits under its ``calibration``'s "unrelated" line).
+    The stores answer a semantic query with such an embedder by their own recall, the
+    keyword stage with the vectors' sure hits. Without the attribute (or when reading
+    it raises), True.
+    """
+    try:
+        return getattr(embedder, "semantic", True) is not False
+    except Exception:  # noqa: BLE001 - a third-party property may raise
+        return True
 
 
 #: Letters of Chinese, Japanese and Korean: ideographs, kana, Hangul syllables.

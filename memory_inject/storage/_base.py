@@ -342,7 +342,8 @@ class PersistentStore:
         With ``entity_id`` or ``source``: the live rows tagged with that entity
         or written by that source, best confidence first, then newest
         (``score`` None). Otherwise ``recall`` restricted to one modality:
-        ``mode="semantic"`` (vectors only) or ``"lexical"`` (keywords only).
+        ``mode="semantic"`` (vectors only; the store's own recall with an embedder of
+        spellings, ``embedders.embeds_meaning``) or ``"lexical"`` (keywords only).
         ``statuses`` keeps only rows with one of those statuses, before the
         limit (a ranked recall looks deeper, see :func:`memory_inject._filter_first.restricted`).
         """

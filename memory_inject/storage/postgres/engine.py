@@ -29,7 +29,7 @@ from psycopg.errors import DeadlockDetected, UniqueViolation
 
 from memory_inject._deadline import in_recall_thread
 from memory_inject.contract import RecallAnswer, RecallQuery
-from memory_inject.embedders import reads_script, similarity_calibration
+from memory_inject.embedders import embeds_meaning, reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError, StorageError, StoreLockedError
 from memory_inject.models import MemoryEntry, is_time_only, parse_timestamp
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of
@@ -123,6 +123,7 @@ class PostgresEngine:
         self._terms: tuple[float, TermStats] | None = None
         self._lexemes: dict[str, tuple[str, ...]] = {}
         self.calibration = similarity_calibration(embedder)
+        self.meaning = embeds_meaning(embedder)
 
         dim = required_dim(embedder) if embedder is not None and vectors is not False else 0
         with translate_errors("open"):
@@ -308,12 +309,15 @@ class PostgresEngine:
         """The recall's inputs (a run), or None and the answer when the server need not be asked.
 
         ``q.mode`` forces one modality, as on SQLite: ``"semantic"`` (the
-        pgvector stage; the keyword stage without an embedder; none with an embedder
+        pgvector stage; the keyword stage without an embedder; the store's own recall
+        with an embedder of spellings, ``embedders.embeds_meaning``; none with an embedder
         but without pgvector, said so in the answer) or ``"lexical"`` (the keyword stage).
         """
         forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
         if forced == "embedding" and self.embedder is None:
             forced = "bm25"  # a store without an embedder is keyword-only, semantic asks too
+        elif forced == "embedding" and not self.meaning:
+            forced = None  # hashed spellings are no meaning: the store's own recall
         if forced == "embedding" and not self.vectors:
             return None, RecallAnswer(degraded=("embedder_failed: no vector search configured",))
         run = self._run_of(q)

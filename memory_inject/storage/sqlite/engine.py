@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from memory_inject._deadline import in_recall_thread
 from memory_inject.contract import RecallAnswer, RecallExclusion, RecallQuery
-from memory_inject.embedders import reads_script, similarity_calibration
+from memory_inject.embedders import embeds_meaning, reads_script, similarity_calibration
 from memory_inject.exceptions import EmbedderError
 from memory_inject.models import MemoryEntry, is_time_only
 from memory_inject.storage._base import StoreEngine, VectorEmbedder, answer_of, refuse_owned
@@ -74,6 +74,7 @@ class SQLiteEngine:
         self.embedder = embedder
         self._prompts = None if embedder is None else QueryVectors(embedder)
         self._calibration = similarity_calibration(embedder)
+        self._meaning = embeds_meaning(embedder)
         self._fusion = default_fusion(embedder) if fusion is None else fusion
         self._vectors: VectorCache | None = VectorCache(index=vector_index)
         self._mirror: KeywordMirror | None = KeywordMirror()
@@ -232,10 +233,18 @@ class SQLiteEngine:
     # -- recall ---------------------------------------------------------------
 
     def ranked(self, q: RecallQuery) -> RecallAnswer:
-        """A ranked recall, of one modality when ``q.mode`` says so."""
+        """A ranked recall, of one modality when ``q.mode`` says so.
+
+        ``"semantic"`` is the vector stage alone with a sentence model, the keyword
+        stage without an embedder, and this store's own recall with an embedder of
+        spellings (``embedders.embeds_meaning``), whose vectors alone score 0 a row
+        holding the prompt's words.
+        """
         forced = {"semantic": "embedding", "lexical": "bm25"}.get(q.mode or "")
         if forced == "embedding" and self.embedder is None:
             forced = "bm25"  # a store without an embedder is keyword-only, semantic asks too
+        elif forced == "embedding" and not self._meaning:
+            forced = None  # hashed spellings are no meaning: the store's own recall
         fusion = self._fusion
         if forced is not None:
             fusion = Fusion(
