@@ -15,7 +15,9 @@ A plan is a list of queries, each with a source and a limit:
 
 Results are merged by id and ordered by the plan's priority rule: founder-os
 ranks ids returned by more queries first, then confidence, then relevance;
-the merged list is capped. Pure functions here; the pipeline does the I/O.
+the merged list is capped. A scored row the relevance floor will drop takes
+no slot (the plan's ``floor``): it is cut here as the floor would cut it.
+Pure functions here; the pipeline does the I/O.
 
 Owns the plan values, :func:`plan_for` (a config's plan), :func:`recall_limit_for`
 (what each scope is asked for), entity extraction and :func:`merge_results`.
@@ -27,11 +29,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from attrs import field, frozen
+from attrs import evolve, field, frozen
 
 from memory_inject._stopwords import REQUEST_WORDS, STOPWORDS
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.models import MemoryEntry
+from memory_inject.stages._base import format_score
 from memory_inject.stages.rerank import rerank_recall_limit
 
 __all__ = [
@@ -71,7 +74,12 @@ def _queries(value: Iterable[PlanQuery]) -> tuple[PlanQuery, ...]:
 
 @frozen
 class RecallPlan:
-    """``queries`` run for each session scope; ``cap`` bounds the merged list."""
+    """``queries`` run for each session scope; ``cap`` bounds the merged list.
+
+    ``floor``: a row a query scored under it (and no unscored query returned) takes
+    no cap slot (:func:`merge_results`); :func:`plan_for` sets the lowest score the
+    config's relevance floor can keep, None when a rerank rescores the rows.
+    """
 
     queries: tuple[PlanQuery, ...] = field(converter=_queries)
     cap: int = 5
@@ -81,6 +89,7 @@ class RecallPlan:
     statuses: tuple[str, ...] | None = None
     #: Bump ``times_used``/``last_used_at`` of the rendered entries (one statement).
     track_usage: bool = True
+    floor: float | None = None
 
 
 #: founder-os's plan: semantic on the task (5), the company (3), the calling plugin (2); cap 5.
@@ -103,17 +112,31 @@ def recall_limit_for(cfg: MemoryInjectConfig) -> int:
 
 
 def plan_for(cfg: MemoryInjectConfig) -> RecallPlan | None:
-    """The recall plan of a config, or None for one recall per session scope."""
+    """The recall plan of a config, or None for one recall per session scope.
+
+    Its ``floor`` is the least score the config's relevance floor keeps (the
+    companion score when lower); None with a rerank, whose scores are not the recall's.
+    """
     rp = cfg.recall_plan
     if not rp.enabled:
         return None
+    floor: float | None = cfg.min_relevance_score
+    if cfg.min_companion_score is not None:
+        floor = min(cfg.min_relevance_score, cfg.min_companion_score)
+    if cfg.rerank.enabled:
+        floor = None
     if rp.preset is not None:
-        return PRESETS[rp.preset]
+        return evolve(PRESETS[rp.preset], floor=floor)
     queries = tuple(PlanQuery(q.source, q.limit) for q in rp.queries) or (
         PlanQuery("default", recall_limit_for(cfg)),
     )
     return RecallPlan(
-        queries, cap=rp.cap, priority=rp.priority, statuses=rp.statuses, track_usage=rp.track_usage
+        queries,
+        cap=rp.cap,
+        priority=rp.priority,
+        statuses=rp.statuses,
+        track_usage=rp.track_usage,
+        floor=floor,
     )
 
 
@@ -229,7 +252,11 @@ def merge_results(
 ) -> tuple[list[MemoryEntry], dict[str, str]]:
     """Union by id, filter by status, order by the plan's priority, cap.
 
-    Returns the merged entries and ``{key: reason}`` for those cut (status or cap).
+    Returns the merged entries and ``{key: reason}`` for those cut (status, cap or
+    floor). A row every query that returned it scored under ``plan.floor`` would be
+    dropped by the relevance floor: it takes no cap slot and is cut here with the
+    floor's reason, ``below_relevance:<score>`` (a hit at 0.0 took a slot, and the
+    row the floor would keep was cut as ``plan:cap``).
     An entry that an unscored query (entity, plugin) returned leaves unscored,
     whatever relevance another query gave it: it was chosen for its company or
     plugin, so the relevance floor must not drop it; its best relevance still
@@ -274,7 +301,16 @@ def merge_results(
         )
     else:
         ranked = sorted(order, key=lambda i: (i not in timely, -best_score.get(i, -1.0)))
-    kept = [first[i].with_score(None) if i in chosen else first[i] for i in ranked[: plan.cap]]
-    for i in ranked[plan.cap :]:
-        dropped[first[i].key] = "plan:cap"
+    kept: list[MemoryEntry] = []
+    for i in ranked:
+        e = first[i]
+        if i in chosen:
+            e = e.with_score(None)
+        elif plan.floor is not None and e.score is not None and e.score < plan.floor:
+            dropped[e.key] = f"below_relevance:{format_score(e.score)}"
+            continue
+        if len(kept) < plan.cap:
+            kept.append(e)
+        else:
+            dropped[e.key] = "plan:cap"
     return kept, dropped
