@@ -67,10 +67,17 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[_Gate]:
         held.open.set()
 
 
+class _Model(HashingEmbedder):
+    """Hashing vectors declared of meaning, as a model's: ``mode="semantic"`` is the vector
+    stage alone (with hashing's own ``semantic = False`` it is the store's recall)."""
+
+    semantic = True
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SQLiteStore]:
     monkeypatch.setattr(_load, "LOAD_LATER_ROWS", 10)
-    s = SQLiteStore(tmp_path / "m.db", embedder=HashingEmbedder(64))
+    s = SQLiteStore(tmp_path / "m.db", embedder=_Model(64))
     for i, text in enumerate(_FACTS):
         s.store(f"k{i}", text)
     s._engine._vectors = VectorCache(index="exact")  # read afresh, no graph
