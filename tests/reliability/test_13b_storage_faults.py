@@ -10,7 +10,6 @@ still recalled and the render succeeds.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from memory_inject.signals import MemoryRecall
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 from tests.storage import _sqlite_schema
+from tests.storage._sqlite_backend import writable
 
 
 class _Base:
@@ -202,7 +202,7 @@ class TestDamagedRows:
             store.store("deploy", "Production deploys go to prod-3.")
             store.store("broken", "Production deploys are also noted here.")
         column, value = damage
-        conn = sqlite3.connect(path)
+        conn = writable(path)  # a repair by hand, or a bug, leaves the row damaged
         conn.execute(f"UPDATE memories SET {column} = ? WHERE key = 'broken'", (value,))
         conn.commit()
         conn.close()

@@ -503,7 +503,9 @@ class TestDatabaseFile:
 
 HOLD_LOCK = r"""
 import sqlite3, sys
+from memory_inject.storage.sqlite import writers
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+writers.register(conn)  # another process of this library (its writes pass the guard)
 if sys.argv[2] == "exclusive":
     conn.execute("PRAGMA locking_mode = EXCLUSIVE")
     conn.execute("BEGIN EXCLUSIVE")

@@ -33,6 +33,7 @@ from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import context as pg_context
 from memory_inject.storage.postgres import migrations as pg_migrations
 from memory_inject.storage.postgres import neighbours as pg_neighbours
+from memory_inject.storage.postgres import writers as pg_writers
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
 ENV_DSN = "MEMORY_INJECT_TEST_PG_DSN"
@@ -244,10 +245,18 @@ def _context_values_5(t: sql.Identifier, kind: str = "session") -> sql.Composabl
     return sql.SQL(", ").join(sql.SQL(one).format(t=t, n=sql.Literal(n)) for n in (0, 1))
 
 
+def writer_connect(dsn: str, **kwargs: Any) -> psycopg.Connection[Any]:
+    """A plain session that may write to a guarded table, as a process of this library:
+    it carries ``memory_inject.writer`` (``storage/postgres/writers.py``)."""
+    return psycopg.connect(dsn, options=pg_writers.OPTION, **kwargs)
+
+
 def old_schema(m: pytest.MonkeyPatch, version: int) -> None:
     """Make ``PostgresStore`` a library of schema ``version``: its migrations, and before
     schema 6 its writes (no ``ctx_near`` column yet)."""
     m.setattr(pg_migrations, "MIGRATIONS", pg_migrations.MIGRATIONS[:version])
+    # Nor a writer guard (no release of those schemas had one): rows written by hand then.
+    m.setattr(pg_writers, "ensure", lambda *_: None)
     if version < 6:
         m.setattr(pg_context, "CONTEXT_COLUMNS", "ctx_prev, ctx_prev2")
         m.setattr(pg_context, "context_params", _context_params_5)

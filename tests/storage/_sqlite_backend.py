@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_inject.storage.fusion import Fusion
-from memory_inject.storage.sqlite import SQLiteStore
+from memory_inject.storage.sqlite import SQLiteStore, writers
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 
 _counter = itertools.count()
@@ -48,10 +48,18 @@ def mirror_and_fts5(db: Path) -> tuple[SQLiteStore, SQLiteStore]:
     return mirrored(db), plain(db)
 
 
+def writable(db: Path | str, **kwargs: Any) -> sqlite3.Connection:
+    """A plain connection to ``db`` that may write (``writers.register``): another process of
+    this library, as the caches see it (another program's writes fail at the writer guard)."""
+    conn: sqlite3.Connection = sqlite3.connect(db, **kwargs)
+    writers.register(conn)
+    return conn
+
+
 def on_file(db: Path, *statements: str) -> None:
-    """Run ``statements`` on ``db`` through a plain connection of its own (autocommit):
-    what another program, or an older release, does to the file."""
-    conn = sqlite3.connect(db, isolation_level=None)
+    """Run ``statements`` on ``db`` through a connection of its own (autocommit):
+    what another process of this library, or a repair by hand, does to the file."""
+    conn = writable(db, isolation_level=None)
     try:
         for statement in statements:
             conn.execute(statement)

@@ -7,6 +7,9 @@ The old ``memory_inject.storage._sqlite_schema`` was split by job into
 
 from __future__ import annotations
 
+import sqlite3
+
+from memory_inject.storage.sqlite import migrations, writers
 from memory_inject.storage.sqlite.codec import (
     COLUMNS,
     SELECT,
@@ -18,7 +21,7 @@ from memory_inject.storage.sqlite.codec import (
 )
 from memory_inject.storage.sqlite.ddl import LOG_KEEP, scope_match, scope_token, scope_tokens
 from memory_inject.storage.sqlite.errors import take_damaged
-from memory_inject.storage.sqlite.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
+from memory_inject.storage.sqlite.migrations import APPLICATION_ID, SCHEMA_VERSION
 
 __all__ = [
     "APPLICATION_ID",
@@ -37,3 +40,17 @@ __all__ = [
     "scope_tokens",
     "take_damaged",
 ]
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """The library's migrations on a test's own connection (registered as this library's
+    writer). A file brought to an older version only gets no writer guard: no release of
+    that version had one, and its rows are then written by hand as that release did."""
+    writers.register(conn)
+    version = migrations.migrate(conn, target)
+    if version < SCHEMA_VERSION:
+        for op in ("insert", "update", "delete"):
+            conn.execute(
+                f"DROP TRIGGER IF EXISTS memory_inject_writer_{writers.WRITER_GENERATION}_{op}"
+            )
+    return version

@@ -18,6 +18,7 @@ from memory_inject.storage.sqlite.vector_ann import AnnIndex, AnnScope
 from memory_inject.storage.sqlite.vector_ann_file import graph_path
 from memory_inject.storage.sqlite.vector_matrix import VectorScope
 from memory_inject.storage.sqlite.vectors import VectorCache
+from tests.storage._sqlite_backend import writable
 from tests.storage.test_29_vector_ann import (
     NOW,
     THRESHOLD,
@@ -77,7 +78,7 @@ QUERIES = [f"row {i}" for i in (3, 50, 177, 420)] + ["question 1", "question 7"]
 
 def saved_file(db: Path) -> Path:
     """Where the default namespace's 16-dimension graph is saved."""
-    conn = sqlite3.connect(db)
+    conn = writable(db)
     try:
         path = graph_path(conn, "default", 16)
     finally:
@@ -104,7 +105,7 @@ class TestSavedGraph:
     def test_a_changed_vector_makes_the_saved_graph_stale(self, db: Path) -> None:
         """A row whose vector changed since the save: the graph is built again, not loaded."""
         build_once(db)
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         moved = np.asarray(vector("somewhere else"), dtype="<f4").tobytes()
         conn.execute("UPDATE memories SET embedding = ? WHERE key = 'k5'", (moved,))
         conn.close()
@@ -142,7 +143,7 @@ class TestSavedGraph:
     def test_a_scope_change_keeps_the_saved_graph(self, db: Path) -> None:
         """A row superseded since the save: the graph still loads; the row is never recalled."""
         build_once(db)
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key = 'k20'")
         conn.close()
         store = open_ann(db)
@@ -253,7 +254,7 @@ class TestSavedGraph:
                 store._engine._vectors = VectorCache(ann_threshold=THRESHOLD, background=False)
                 store.recall("row 1", 5)
                 store.close()
-        conn = sqlite3.connect(db)
+        conn = writable(db)
         paths = {graph_path(conn, ns, 16) for ns in ("default", "other")}
         conn.close()
         assert len(paths) == 2

@@ -21,7 +21,7 @@ from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import term_stats as _term_stats
 from memory_inject.storage.sqlite.keyword_terms import document_frequencies, tokens_of
 from memory_inject.storage.sqlite.term_stats import TermStats
-from tests.storage._sqlite_backend import on_file, plain
+from tests.storage._sqlite_backend import on_file, plain, writable
 
 # "agreed" stems to "agre", which stems again to "agr": no MATCH phrase counts "agre".
 _WORDS = ["apple", "pie", "banana", "crumble", "agreed", "agre", "because", "tart", "zest"]
@@ -33,7 +33,7 @@ class _Reader:
     the cache read from ``fts5vocab`` (each read walks the token's whole doclist)."""
 
     def __init__(self, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn = writable(path, isolation_level=None, check_same_thread=False)
         self.stats = TermStats()
         self.walked: list[str] = []
 
@@ -171,7 +171,7 @@ def test_random_writes_keep_the_carried_counts_exact(
     path = tmp_path / "m.db"
     store = plain(path)
     reader = _Reader(path, monkeypatch)
-    other = sqlite3.connect(path, isolation_level=None)
+    other = writable(path, isolation_level=None)
     try:
         for step in range(200):
             op = rng.random()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 from tests.storage import _pg_backend as pgb
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 
 AT = "2023-05-08T13:56:00Z"
 #: One event: the answer (turn 2) shares no word with the question about turn 1.
@@ -153,7 +153,7 @@ class TestMigration:
     def test_a_version_7_file_gives_its_events_their_context(self, tmp_path: Path) -> None:
         """Opening the file fills the event rows' neighbours and re-indexes only them."""
         path = tmp_path / "old.db"
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = writable(path, isolation_level=None)
         try:
             schema.migrate(conn, target=7)
             rows = [MemoryRecord(key=k, content=c, timestamp=AT) for k, c in EVENT]
@@ -177,7 +177,7 @@ class TestMigration:
             assert {"e3": 1.0} == _scores(store, "welcoming everyone")
             store.store("e4", "Melanie: I'm so glad!", timestamp=AT)
             assert QUARTER == _scores(store, "how did it feel")["e4"]
-        with sqlite3.connect(path) as raw:
+        with writable(path) as raw:
             raw.execute(
                 "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)"
             )

@@ -4,7 +4,6 @@ only through the store's scope, and bounded (``keyword_rows``)."""
 from __future__ import annotations
 
 import random
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from memory_inject.storage.fusion import Fusion
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import keyword_rows as _rows
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
-from tests.storage._sqlite_backend import mirrored, plain
+from tests.storage._sqlite_backend import mirrored, plain, writable
 from tests.storage._writes import host_write
 
 _WORDS = "alpha beta gamma delta hiking boots river ledger invoice tulip".split()
@@ -50,7 +49,7 @@ class TestEveryColumnCurrent:
         rng = random.Random(7)
         db = tmp_path / "m.db"
         mirrored, plain = _mirrored(db), _plain(db)
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         for i in range(25):
             mirrored.store(f"k{i}", _text(rng), session_id=rng.choice(_SESSIONS))
         served = 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import vectors as _vectors
 from memory_inject.storage.sqlite.vector_matrix import VectorScope
 from memory_inject.storage.sqlite.vectors import ExactScope
+from tests.storage._sqlite_backend import writable
 from tests.storage.test_29_vector_ann import NOW, RandomEmbedder, scope_of, vector
 
 SESSIONS = 60
@@ -47,7 +47,7 @@ def _fill(path: Path) -> None:
         )
     with SQLiteStore(path) as store:
         store.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = writable(path, isolation_level=None)
     conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key IN ('k60', 'k120')")
     conn.execute("UPDATE memories SET expires_at = '2000-01-01T00:00:00Z' WHERE key = 'k180'")
     conn.close()
@@ -94,7 +94,7 @@ def test_which_scopes_are_scored_narrowly(tmp_path: Path) -> None:
     without a session, or a session holding many of the rows, is scored over all."""
     path = tmp_path / "m.db"
     _fill(path)
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = writable(path, isolation_level=None)
     conn.execute("UPDATE memories SET session_id = 'chat-big' WHERE rid % 2 = 0")
     conn.close()
     store = SQLiteStore(path, embedder=RandomEmbedder(), fusion=SEMANTIC, vector_index="exact")

@@ -11,7 +11,6 @@ it in, so unrelated facts stored a second apart are not recalled for each other.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite.keyword_mirror import AFTER_RECALLS
 from tests.storage import _pg_backend as pgb
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 from tests.storage.test_29_event_context import _jsonl, _scores
 
 ENGINES = ["sqlite", "postgres"]
@@ -195,7 +195,7 @@ class TestMigration:
     def test_a_version_8_file_gives_its_rows_near_context(self, tmp_path: Path) -> None:
         """Opening the file fills the near rows' neighbours and re-indexes only them."""
         path = tmp_path / "old.db"
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = writable(path, isolation_level=None)
         try:
             schema.migrate(conn, target=8)
             rows = [MemoryRecord(key=k, content=c, timestamp=at) for k, c, at in TURNS]
@@ -212,7 +212,7 @@ class TestMigration:
             _write(new, TURNS)
             assert _scores(new, prompt) == _scores(store, prompt)
             assert ["t1"] == list(_scores(store, "LGBTQ support group"))
-        with sqlite3.connect(path) as raw:
+        with writable(path) as raw:
             raw.execute(
                 "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)"
             )
@@ -228,8 +228,9 @@ class TestMigration:
                 _write(new, TURNS)
                 expected = _scores(new, prompt)
                 versions = pg_schema.TableNames("memories").versions
-            # What the library before schema 6 left: no ctx_near, no neighbours.
+            # What the library before schema 6 left: no ctx_near, no neighbours, no guard.
             with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("DROP TRIGGER memory_inject_writer_1 ON memories")
                 conn.execute("UPDATE memories SET ctx_prev = NULL, ctx_prev2 = NULL")
                 conn.execute("ALTER TABLE memories DROP COLUMN ctx_near")
                 conn.execute(sql.SQL("DELETE FROM {} WHERE version >= 6").format(versions))

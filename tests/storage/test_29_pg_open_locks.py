@@ -39,7 +39,7 @@ def dsn(pg_scratch_dsn: str) -> str:
 @pytest.fixture
 def blocker(dsn: str) -> Iterator[psycopg.Connection[Any]]:
     """A session with a write transaction left open on ``memories`` (ROW EXCLUSIVE)."""
-    conn = psycopg.connect(dsn)
+    conn = pgb.writer_connect(dsn)
     try:
         yield conn
     finally:
@@ -80,7 +80,7 @@ def _run_while(
     """Run ``statement`` again and again (3 s statement timeout) while ``opener`` runs:
     ``(times it ran, the cancelled runs)``."""
     done, failures = 0, []
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with pgb.writer_connect(dsn, autocommit=True) as conn:
         conn.execute("SET statement_timeout = '3s'")
         deadline = time.monotonic() + _GUARD_S
         while opener.is_alive() and time.monotonic() < deadline:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from memory_inject.storage.sqlite.vectors import (
     ExactScope,
     VectorCache,
 )
+from tests.storage._sqlite_backend import writable
 
 DIM = 16
 ROWS = 600
@@ -106,7 +106,7 @@ def _allowed(
         "OR (session_id IS NULL AND category IN ('core', 'daily'))) "
         "AND (? IS NULL OR timestamp >= ?) AND (? IS NULL OR timestamp <= ?)"
     )
-    conn = sqlite3.connect(db)
+    conn = writable(db)
     try:
         args = (NOW, session_id, session_id, since, since, until, until)
         return {r[0] for r in conn.execute(sql, args)}
@@ -184,7 +184,7 @@ class TestAnnPath:
         other = SQLiteStore(db, namespace="other")
         fill(other)  # the same vectors in another namespace
         other.close()
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key IN ('k20', 'k40')")
         conn.execute("UPDATE memories SET expires_at = '2000-01-01T00:00:00Z' WHERE key = 'k60'")
         conn.close()
@@ -262,7 +262,7 @@ class TestAnnFollowsWrites:
         """A vector rewritten outside the store is searched with its new value."""
         store = ann_store(db)
         assert "k9" not in {e.key for e in store.recall("far away", 5)}
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         blob = np.asarray(vector("far away"), dtype="<f4").tobytes()
         conn.execute("UPDATE memories SET embedding = ? WHERE key = 'k9'", (blob,))
         conn.close()

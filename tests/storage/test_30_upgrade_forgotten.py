@@ -9,11 +9,11 @@ test leaves the same residue by hand and runs schema 12's step again.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from memory_inject.storage import SQLiteStore
 from memory_inject.storage.sqlite import migrations
+from tests.storage._sqlite_backend import writable
 
 
 def _score(store: SQLiteStore, prompt: str) -> float:
@@ -27,7 +27,7 @@ def test_the_upgrade_leaves_no_forgotten_text_in_any_row(tmp_path: Path) -> None
     store.store("pw-1", "office password sunflower22", "conversation", session_id="s")
     store.store("pw-2", "office password sunflower21", "conversation", session_id="s")
     store.close()
-    conn = sqlite3.connect(db, isolation_level=None)
+    conn = writable(db, isolation_level=None)
     try:
         # A forget as the previous release made it: the row marked, its neighbour untouched.
         conn.execute("UPDATE memories SET deleted_at = '2026-01-01T00:00:00Z' WHERE key = 'pw-1'")

@@ -14,7 +14,6 @@ live rows, on SQLite's FTS5 path and in-process mirror and on PostgreSQL.
 from __future__ import annotations
 
 import random
-import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_terms import tokens_of
 from memory_inject.storage.sqlite.term_stats import TermStats
 from tests.storage import _pg_backend as pgb
-from tests.storage._sqlite_backend import on_file
+from tests.storage._sqlite_backend import on_file, writable
 
 PROMPT = "which kubernetes cluster runs production deploys?"
 A_ROW = ("deploys", "Production deploys go to prod-3.")
@@ -130,7 +129,7 @@ def test_the_namespace_counts_match_a_fresh_count(tmp_path: Path) -> None:
     connection's delete; None on a file of one namespace."""
     db = tmp_path / "m.db"
     a, b = _sqlite(db, "a", mirror=False), _sqlite(db, "b", mirror=False)
-    conn = sqlite3.connect(db, isolation_level=None)
+    conn = writable(db, isolation_level=None)
     conn.execute("CREATE VIRTUAL TABLE temp.inst USING fts5vocab(main, memories_fts, instance)")
     stats = TermStats()
     tokens = sorted({t for w in ("apple", "agreed", "agre", "zest", "tart") for t in tokens_of(w)})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from memory_inject.storage.calibration import coverage
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -31,7 +31,7 @@ def context_of(store: SQLiteStore, key: str) -> tuple[str | None, str | None, st
 
 
 def column_values(store: SQLiteStore, key: str, *columns: str) -> tuple[str | None, ...]:
-    conn = sqlite3.connect(store.path)
+    conn = writable(store.path)
     try:
         row = conn.execute(
             f"SELECT {', '.join(columns)} FROM memories WHERE key = ?", (key,)
@@ -74,7 +74,7 @@ class TestMigrationToContextColumns:
     def test_a_version_2_file_gains_neighbours_day_words_and_scope(self, tmp_path: Path) -> None:
         """Rows written before v3 are indexed with their context when the file is opened."""
         path = tmp_path / "old.db"
-        conn = sqlite3.connect(path, isolation_level=None)
+        conn = writable(path, isolation_level=None)
         try:
             schema.migrate(conn, target=2)
             for key, content in (

@@ -24,7 +24,7 @@ from memory_inject.storage.sqlite.keyword_phrases import BM25_WEIGHTS
 from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.term_stats import TermStats
 from tests.storage import _sqlite_schema as schema
-from tests.storage._sqlite_backend import mirrored, plain
+from tests.storage._sqlite_backend import mirrored, plain, writable
 from tests.storage._writes import host_write
 
 #: A vocabulary with words in most rows (floored idf), in few, and stems that merge.
@@ -96,7 +96,7 @@ def _raw(tmp_path: Path, seed: int, n: int) -> tuple[SQLiteStore, sqlite3.Connec
     """A filled store and a plain connection to its file (BEGIN issued on first read)."""
     store = _mirrored(tmp_path / "m.db")
     _fill(store, random.Random(seed), n)
-    conn = sqlite3.connect(tmp_path / "m.db")
+    conn = writable(tmp_path / "m.db")
     return store, conn
 
 
@@ -205,7 +205,7 @@ class TestKeptCurrent:
         rng = random.Random(21)
         db = tmp_path / "m.db"
         mirrored, plain = _mirrored(db), _plain(db)
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         _fill(mirrored, rng, 30)
         for step in range(200):
             key = f"k{rng.randrange(40)}"
@@ -250,7 +250,7 @@ class TestKeptCurrent:
         store.store("a", "alpha beta")
         store.store("b", "gamma")
         _same_as_fts5(store, plain, "alpha", None)
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         other.execute("BEGIN")
         for i in range(schema.LOG_KEEP + 1):
             text = "alpha zeta" if i % 2 == 0 else "gamma"
@@ -411,7 +411,7 @@ class TestWhenItApplies:
         db = tmp_path / "m.db"
         store = _mirrored(db)
         store.store("a", "alpha beta")
-        conn = sqlite3.connect(db)
+        conn = writable(db)
         conn.execute("BEGIN")
         mirror = KeywordMirror(after=1)
         where = ("default", "deleted_at IS NULL", ())

@@ -16,6 +16,7 @@ from memory_inject.storage.sqlite.keyword_rank import keyword_hits
 from memory_inject.storage.sqlite.queries import LIVE as _LIVE
 from memory_inject.storage.sqlite.term_stats import TermStats
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 from tests.storage._sqlite_reference import reference_hits
 from tests.storage._writes import host_write
 
@@ -93,7 +94,7 @@ class TestScopeInTheIndex:
         """The windowed draw over ``ctx_scope`` finds what the join-first path finds."""
         where = ("default", _LIVE + " AND session_id = ?", [_FAR, session])
         scope = schema.scope_match(session, ())
-        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+        with writable(zipf_store, isolation_level=None) as conn:
             for query in _queries():
                 words = content_words(query)
                 joined = keyword_hits(conn, TermStats(), where, words, 20, window=False)
@@ -116,7 +117,7 @@ class TestKeywordHits:
         """In budget, the draw ranks by the whole query's BM25 (ties within 1e-4 may swap),
         whether FTS5 scores the common words' share or it is added from highlight() marks."""
         monkeypatch.setattr(_fts_rank, "SHARE_SCAN_ROWS", share_scan)
-        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+        with writable(zipf_store, isolation_level=None) as conn:
             for query in _queries():
                 new, old = _both(conn, query, session=session)
                 ranked = [bm25 for _, _, bm25 in old if bm25 > _FLOORED]
@@ -132,7 +133,7 @@ class TestKeywordHits:
     ) -> None:
         """Past the budget a memory scores the same coverage for the same prompt."""
         monkeypatch.setattr(_fts_rank, "RANK_BUDGET", 5)
-        with sqlite3.connect(zipf_store, isolation_level=None) as conn:
+        with writable(zipf_store, isolation_level=None) as conn:
             for query in _queries():
                 new, old = _both(conn, query, session=session)
                 reference = {key: score for key, score, _ in old}
@@ -214,7 +215,7 @@ class TestDrawCap:
             newest = {f"n{i}" for i in range(10, 30)}
             assert [f"n{i}" for i in range(10, 15)] == [e.key for e in found]
             # The same rows and order as ranking those 20 alone by BM25.
-            conn = sqlite3.connect(tmp_path / "m.db")
+            conn = writable(tmp_path / "m.db")
             alone = [
                 r[0]
                 for r in conn.execute(
@@ -279,8 +280,8 @@ class TestTermStats:
         path = tmp_path / "m.db"
         words = ["apple", "pie", "banana", "crumble", "tart", "pear", "apples", "x"]
         with SQLiteStore(path) as store:
-            other = sqlite3.connect(path, isolation_level=None)
-            reader = sqlite3.connect(path, isolation_level=None)
+            other = writable(path, isolation_level=None)
+            reader = writable(path, isolation_level=None)
             stats = TermStats()
             tokens = ["appl", "pie", "banana", "crumbl", "tart", "pear", "x"]
             for step in range(120):

@@ -27,12 +27,13 @@ from memory_inject.storage.fusion import build_fts_query
 from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import SQLiteStore, migrations
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 
 
 @contextlib.contextmanager
 def raw(path: Path, *, check_same_thread: bool = True) -> Iterator[sqlite3.Connection]:
     """A plain sqlite3 connection that is always closed."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=check_same_thread)
+    conn = writable(path, isolation_level=None, check_same_thread=check_same_thread)
     try:
         yield conn
     finally:

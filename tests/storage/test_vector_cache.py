@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import random
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite import vectors as _vector_cache
 from memory_inject.storage.sqlite.vectors import VectorCache
 from tests.storage import _sqlite_schema as schema
+from tests.storage._sqlite_backend import writable
 from tests.storage._writes import host_write
 
 _AXES = ("apple", "banana", "cherry", "dog")
@@ -88,7 +88,7 @@ class TestVectorCache:
                 timestamp=f"2024-01-0{1 + i % 6}T12:00:00Z",
             )
         store.store("gone", "apple", expires_at="2000-01-01T00:00:00Z")
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         conn.execute("UPDATE memories SET superseded_by = 'k1' WHERE key = 'k0'")
         conn.close()
         cached = store.recall("apple", 100, session_id=session_id, since=since, until=until)
@@ -113,7 +113,7 @@ class TestVectorCache:
         store.store("a", "apple")
         store.store("b", "apple banana")
         assert {"a", "b"} == {e.key for e in store.recall("apple", 10)}
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         conn.execute("DELETE FROM memories WHERE key = 'a'")
         conn.close()
         assert ["b"] == [e.key for e in store.recall("apple", 10)]
@@ -125,7 +125,7 @@ class TestVectorCache:
         store.store("a", "apple")
         store.store("b", "banana")
         assert ["a"] == [e.key for e in store.recall("apple", 10)]
-        conn = sqlite3.connect(db, isolation_level=None)
+        conn = writable(db, isolation_level=None)
         conn.execute(
             "UPDATE memories SET embedding = ? WHERE key = 'b'",
             (schema.encode_vector([1.0, 0.0, 0.0, 0.0]),),
@@ -189,7 +189,7 @@ class TestPatchedMatrix:
     def test_random_writes_by_the_store_and_by_another_connection(self, db: Path) -> None:
         rng = random.Random(5)
         store = semantic(db)
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         words = ["apple", "banana", "cherry", "dog", "pomme", "apple dog", "banana cherry"]
         sessions = [None, "s1", "s2", "s1\x00", "s1 "]
         for step in range(160):
@@ -243,7 +243,7 @@ class TestPatchedMatrix:
         store.store("b", "banana")
         assert ["a"] == _same_as_a_scan(store, "apple")
         first = next(iter(store._engine._vectors._matrices.values()))  # type: ignore[union-attr]
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         other.execute("BEGIN")
         for i in range(schema.LOG_KEEP + 1):  # one log entry per update of b
             vec = [1.0, 0.0, 0.0, 0.0] if i % 2 == 0 else [0.0, 1.0, 0.0, 0.0]
@@ -277,7 +277,7 @@ class TestPatchedMatrix:
         for i in range(3):
             store.store(f"k{i}", "apple")
         _same_as_a_scan(store, "apple")
-        other = sqlite3.connect(db, isolation_level=None)
+        other = writable(db, isolation_level=None)
         other.execute("DELETE FROM memories_log")
         other.execute("UPDATE sqlite_sequence SET seq = 0 WHERE name = 'memories_log'")
         other.execute("DELETE FROM memories WHERE key = 'k0'")
@@ -291,7 +291,6 @@ def test_a_non_finite_stored_vector_never_reaches_the_fusion(tmp_path: Path, cac
     """A NaN vector written around the checks (an older version, a tool on the file) is not
     scored: min-max fusion ranks the scope as if that row had no vector, and the answer
     names how many rows of *this* scope were skipped (not another session's; issue 25)."""
-    import sqlite3
     import struct
 
     from memory_inject.contract import RecallQuery
@@ -319,7 +318,7 @@ def test_a_non_finite_stored_vector_never_reaches_the_fusion(tmp_path: Path, cac
                 writer = plain if key in ("bad", "theirs") else store
                 writer.store(key, text, session_id="s2" if key == "theirs" else None)
     nan = struct.pack("<16f", *([float("nan")] * 16))
-    with sqlite3.connect(bad) as conn:
+    with writable(bad) as conn:
         conn.execute("UPDATE memories SET embedding = ? WHERE key IN ('bad', 'theirs')", (nan,))
     with open_store(bad) as store, open_store(clean) as fresh:
         asked = RecallQuery("kubernetes upgrade", 5, session_id="s1")

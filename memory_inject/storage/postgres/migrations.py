@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from memory_inject.exceptions import SchemaMismatchError, StoreLockedError
-from memory_inject.storage.postgres import hnsw
+from memory_inject.storage.postgres import hnsw, writers
 from memory_inject.storage.postgres import neighbours as nb
 from memory_inject.storage.postgres.context import add_context, add_event_context, add_near_context
 from memory_inject.storage.postgres.errors import lock_holders
@@ -150,6 +150,9 @@ def migrate(conn: psycopg.Connection[Any], names: TableNames) -> int:
             f"table {names.table!r} is at schema version {current}, newer than this "
             f"library's {newest}; upgrade memory_inject"
         )
+    # The writer guard before the steps, in their transaction: an older process still
+    # writing fails from their commit on (writers.py); after them for a table just made.
+    writers.ensure(conn, names, _bound_lock_waits)
     for version, description, apply in MIGRATIONS:
         if version <= current:
             continue
@@ -159,6 +162,8 @@ def migrate(conn: psycopg.Connection[Any], names: TableNames) -> int:
             sql.SQL("INSERT INTO {} (version, description) VALUES (%s, %s)").format(names.versions),
             (version, description),
         )
+    if current == 0:
+        writers.ensure(conn, names, _bound_lock_waits)
     return newest
 
 

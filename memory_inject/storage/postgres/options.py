@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from memory_inject.storage.postgres.errors import dsn_parts
+from memory_inject.storage.postgres.writers import OPTION as WRITER
 
 __all__ = ["TUNABLE", "session_options"]
 
@@ -21,13 +22,15 @@ def session_options(dsn: str, timeout: float, *, vectors: bool) -> str:
     The last of a setting wins: :data:`TUNABLE` comes before the DSN's
     ``options``, what the store rests on after them. ``lock_timeout``
     (``timeout``) plays SQLite's busy_timeout: a locked row or table fails the
-    call (StoreLockedError) instead of hanging the turn.
+    call (StoreLockedError) instead of hanging the turn. ``memory_inject.writer``
+    lets its writes past the table's writer guard (``writers.py``).
     """
     options = [
         *(TUNABLE if vectors else ()),
         str(dsn_parts(dsn).get("options") or ""),
         "-c TimeZone=UTC",
         f"-c lock_timeout={max(1, round(timeout * 1000))}",
+        WRITER,
     ]
     if vectors:
         options.append("-c hnsw.iterative_scan=relaxed_order")

@@ -21,7 +21,7 @@ from memory_inject.exceptions import (
     StoreCorruptError,
     StoreMissingError,
 )
-from memory_inject.storage.sqlite import neighbours
+from memory_inject.storage.sqlite import neighbours, writers
 from memory_inject.storage.sqlite.ddl import MIGRATIONS, SCHEMA_VERSION
 from memory_inject.storage.sqlite.errors import wrap_error
 
@@ -49,9 +49,11 @@ def connect(
     """
     timeout = busy_timeout_ms / 1000.0
     if path == ":memory:":
-        return sqlite3.connect(
+        conn = sqlite3.connect(
             ":memory:", timeout=timeout, isolation_level=None, check_same_thread=False
         )
+        writers.register(conn)
+        return conn
     if not isinstance(path, str):
         raise TypeError(f"'path' must be a str or os.PathLike[str] (got {path!r:.80})")
     if "\0" in path:  # the URI would end the name there and create another file
@@ -61,11 +63,13 @@ def connect(
     mode = "rwc" if create else "rw"
     uri = f"file:{urllib.parse.quote(str(p.absolute()))}?mode={mode}"
     try:
-        return sqlite3.connect(
+        conn = sqlite3.connect(
             uri, timeout=timeout, isolation_level=None, check_same_thread=False, uri=True
         )
     except sqlite3.Error as exc:
         raise wrap_error(exc, f"{path}: cannot open{access_hint(p)}") from exc
+    writers.register(conn)  # this library's writes pass the writer guard (writers.py)
+    return conn
 
 
 def _check_file(p: Path, path: str, create: bool, links: bool) -> None:
@@ -121,11 +125,12 @@ def _tables(conn: sqlite3.Connection) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION, label: str = "") -> int:
     """Bring the file forward to ``target``, one transaction per step; returns the version.
 
     The version is re-read under the write lock, so two processes opening a
-    new file at once apply each step once.
+    new file at once apply each step once. The writer guard goes in with the first
+    step (``writers.py``): an older process still writing fails from that commit on.
     """
     while True:
         conn.execute("BEGIN IMMEDIATE")
@@ -134,8 +139,10 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             if version >= target:
                 conn.execute("COMMIT")
                 return version
+            writers.ensure_in_transaction(conn, label)
             for statement in MIGRATIONS[version]:
                 conn.execute(statement)
+            writers.ensure_in_transaction(conn, label)  # a step that made the table
             if version + 1 == _LIVE_INDEX:
                 _forgotten_context(conn)
             conn.execute(f"PRAGMA user_version = {version + 1}")
@@ -201,7 +208,8 @@ def prepare(conn: sqlite3.Connection, *, create: bool, label: str) -> None:
             f"(application_id {app_id:#x}, user_version {version})"
         )
     if version < SCHEMA_VERSION:
-        migrate(conn)
+        migrate(conn, label=label)
+    writers.ensure(conn, label)
     missing = [t for t in _REQUIRED_TABLES if t not in _tables(conn)]
     if missing:
         raise StoreCorruptError(
