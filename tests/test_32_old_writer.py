@@ -26,7 +26,9 @@ from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.sqlite import SQLiteStore, writers
 
 WRITES = (
-    "INSERT INTO memories (key, content, category) VALUES ('raw', 'a raw row', 'core')",
+    "INSERT INTO memories (id, key, content, category, timestamp, updated_at, namespace) "
+    "SELECT 'raw', 'raw', 'a raw row', category, timestamp, updated_at, namespace "
+    "FROM memories WHERE key = 'a'",
     "UPDATE memories SET content = 'changed by hand' WHERE key = 'a'",
     "UPDATE memories SET deleted_at = '2026-12-01T10:00:00.000000Z' WHERE key = 'a'",
     "DELETE FROM memories WHERE key = 'a'",
