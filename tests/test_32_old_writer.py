@@ -11,10 +11,7 @@ SQLite function and sets no PostgreSQL setting, as no released library did.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -155,43 +152,6 @@ def test_sqlite_an_older_generations_guard_is_replaced(tmp_path: Path) -> None:
     raw.close()
     assert {f"memory_inject_writer_1_{op}" for op in ("insert", "update", "delete")} <= names
     assert not any(n.startswith("memory_inject_writer_0") for n in names)
-
-
-#: A source tree of release b900105 (SQLite schema 11) and the site directory it runs with,
-#: where a machine keeps them (not in CI): the test then runs the released code itself.
-OLD_TREE = os.environ.get("MEMORY_INJECT_TEST_OLD_TREE", "")
-OLD_SITE = os.environ.get("MEMORY_INJECT_TEST_OLD_SITE", "")
-_OLD_WRITER = """
-import sys
-from memory_inject.storage.sqlite import SQLiteStore
-st = SQLiteStore(sys.argv[1])
-st.store("warmup", "unrelated warmup row", "core")
-print("opened", flush=True)
-sys.stdin.readline()
-st.store("t1", "my office door code is sunflower22", "conversation", session_id="u1")
-"""
-
-
-@pytest.mark.skipif(not OLD_TREE, reason="MEMORY_INJECT_TEST_OLD_TREE names no b900105 tree")
-def test_sqlite_the_b900105_release_fails_after_the_upgrade(tmp_path: Path) -> None:
-    """With the released code itself (schema 11), where its tree was kept (not in CI)."""
-    path = str(tmp_path / "m.db")
-    env = dict(os.environ, PYTHONPATH=f"{OLD_SITE}:{OLD_TREE}")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _OLD_WRITER, path],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=str(tmp_path),
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "opened"
-    with SQLiteStore(path) as store:
-        out, _ = proc.communicate("go\n", timeout=120)
-        assert proc.returncode != 0
-        assert f"StorageError: {path}: store: no such function: {writers.FUNCTION}" in out
-        assert store.get("t1") is None
 
 
 @pytest.mark.postgres
