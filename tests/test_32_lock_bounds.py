@@ -29,6 +29,7 @@ from memory_inject import (
     render_memory_context,
 )
 from memory_inject.exceptions import StoreLockedError
+from memory_inject.storage.sqlite import writers
 from memory_inject.storage.unavailable import UnavailableStore
 
 # Far below what the old code held the caller (10.3 s a usage count, 60 s an open),
@@ -49,6 +50,7 @@ def _agent(tmp_path: Path, backend: str = "") -> AgentConfig:
 def _held(db: Path, begin: str = "BEGIN IMMEDIATE", journal: str = "WAL") -> Iterator[None]:
     """Another connection holds the file's write (or exclusive) lock until the block ends."""
     other = sqlite3.connect(db, isolation_level=None)
+    writers.register(other)  # a current writer (the writer guard refuses any other)
     other.execute(f"PRAGMA journal_mode = {journal}").fetchone()
     other.execute(begin)
     other.execute("UPDATE memories SET importance = importance")

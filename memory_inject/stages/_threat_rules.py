@@ -79,9 +79,8 @@ class ThreatRule:
         return False
 
     def _narrations(self, raw: str) -> dict[str, int]:
-        """How many of :attr:`narrated`'s phrases the text holds, by the folded phrase (a
-        match is passed over only when it is that very phrase, folded: "olvide las
-        instrucciones anteriores" for "olvidé las instrucciones anteriores")."""
+        """How many of :attr:`narrated`'s phrases the text holds, by the folded phrase: a
+        match is passed over only when it is that very phrase ("olvide las ...")."""
         if self.narrated is None or raw.isascii():
             return {}
         told: dict[str, int] = {}
