@@ -29,6 +29,7 @@ from memory_inject.config import MAX_CANDIDATE_POOL
 from memory_inject.contract import RecallExclusion
 from memory_inject.models import MemoryCategory, MemoryEntry
 from memory_inject.plan import RecallPlan, recall_limit_for
+from memory_inject.render._fields import utc
 from memory_inject.stages.filters import SHARED_CATEGORIES, eligibility_reason, unshared
 from memory_inject.stages.threat import ThreatScan, threat_scan_for
 
@@ -52,11 +53,6 @@ def _owed(scope: str | None, flagged: Sequence[MemoryEntry]) -> int:
         for e in flagged
         if e.session_id == scope or (e.session_id is None and e.category in SHARED_CATEGORIES)
     )
-
-
-def _day(when: datetime) -> date:
-    """The UTC day of ``when`` (a naive time is UTC), as the sectioned renderer reads it."""
-    return (when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)).date()
 
 
 @define
@@ -90,7 +86,7 @@ class _Rules:
         if self.today is not None:
             for e in entries:
                 if e.category == "daily" and (
-                    e.timestamp is None or _day(e.timestamp) != self.today
+                    e.timestamp is None or utc(e.timestamp).date() != self.today
                 ):
                     held.setdefault(e.key, "daily:not_today")
         return held
@@ -172,7 +168,7 @@ class Withholding:
         renderer = t.config.renderer
         today = None
         if renderer.kind == "sectioned" and renderer.daily_today_only:
-            today = _day(t.now or datetime.now(UTC))
+            today = utc(t.now or datetime.now(UTC)).date()
         rules = _Rules(threat_scan_for(t.config), shared_only, t.policy.exclude_conversation, today)
         held = rules.withhold(rec.entries)
         base = recall_limit_for(t.config)
