@@ -41,6 +41,7 @@ def keyword_query(
     selective: bool,
     cosine: bool = False,
     config: str = "'english'",
+    counted: bool = False,
 ) -> sql.Composed:
     """The keyword statement on table ``t``, selecting ``cols`` of the live rows ``where`` says.
 
@@ -48,7 +49,9 @@ def keyword_query(
     parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
     ``selective`` also ``words``, ``clex``, ``crows`` and ``budget``; with
     ``cosine`` also ``vec``, and each row ends with its cosine to it (NULL
-    without a vector): see
+    without a vector). ``counted`` (with ``selective``) selects by the counts of the
+    namespace's live rows that ``dfq`` takes anyway (the lexemes in ``dlex``, in
+    ``dfq``'s order) instead of ANALYZE's estimates (``words``, ``clex``, ``crows``): see
     :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`.
     """
     vec = sql.SQL(", embedding_vec" if cosine else "")
@@ -66,33 +69,41 @@ def keyword_query(
             "WHERE {where} AND tsv @@ tq.q AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
         ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN, cfg=cfg)
     else:
-        head = sql.SQL(
-            "WITH lex AS ("
-            " SELECT l, coalesce(c.n, 0) AS n"
-            " FROM unnest(tsvector_to_array(to_tsvector({cfg}::regconfig, %(words)s))) AS l"
-            " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
-            " ON c.lexeme = l"
-            "), kept AS ("
-            " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
-            " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
-            " WHERE r.cum <= %(budget)s OR r.rn = 1"
-            "), tq AS ("
-            " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
-            "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-            " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
-            ") "
-        ).format(cfg=cfg)
+        head = (
+            _counted_head(t, cfg)
+            if counted
+            else sql.SQL(
+                "WITH lex AS ("
+                " SELECT l, coalesce(c.n, 0) AS n"
+                " FROM unnest(tsvector_to_array(to_tsvector({cfg}::regconfig, %(words)s))) AS l"
+                " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
+                " ON c.lexeme = l"
+                "), kept AS ("
+                " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
+                " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
+                " WHERE r.cum <= %(budget)s OR r.rn = 1"
+                "), tq AS ("
+                " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
+                "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+                " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
+                ") "
+            ).format(cfg=cfg)
+        )
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank FROM {t}, tq "
             "WHERE {where} AND tsv @@ tq.f AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
         ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN)
     # An uncorrelated subquery: an InitPlan, run once, and only if a row comes back.
-    extra = sql.SQL(
-        ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
-        "WHERE d.tsv @@ x.q AND d.deleted_at IS NULL AND d.namespace = %(ns)s "
-        "LIMIT %(cap)s) AS c) "
-        "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
-    ).format(t=t)
+    extra = (
+        sql.SQL(", ARRAY(SELECT df.n FROM df ORDER BY df.i)")
+        if counted
+        else sql.SQL(
+            ", ARRAY(SELECT (SELECT count(*) FROM (SELECT 1 FROM {t} AS d "
+            "WHERE d.tsv @@ x.q AND d.deleted_at IS NULL AND d.namespace = %(ns)s "
+            "LIMIT %(cap)s) AS c) "
+            "FROM unnest(%(dfq)s::tsquery[]) WITH ORDINALITY AS x(q, i) ORDER BY x.i)"
+        ).format(t=t)
+    )
     if cosine:
         extra += sql.SQL(", 1 - (k.embedding_vec <=> %(vec)s::vector)")
     return sql.SQL(
@@ -105,6 +116,35 @@ def keyword_query(
         extra=extra,
         inner=inner,
     )
+
+
+def _counted_head(t: sql.Identifier, cfg: sql.Composable) -> sql.Composed:
+    """The selective statement's head on a small table: each query lexeme's live rows in the
+    namespace, counted once (``df``, up to ``cap``), select the candidates and are returned.
+
+    Counted, not read from ANALYZE: its estimates count every namespace of the table and
+    change when autovacuum runs, so which rows a namespace's recall saw depended on
+    other namespaces' rows and on the time of the last ANALYZE (issue 29, round 33). As
+    with ANALYZE's list of common lexemes, a lexeme in at most ``budget / 8`` rows counts
+    as none.
+    """
+    return sql.SQL(
+        "WITH df AS MATERIALIZED ("
+        " SELECT x.i, x.l, (SELECT count(*) FROM (SELECT 1 FROM {t} AS d"
+        " WHERE d.tsv @@ x.q AND d.deleted_at IS NULL AND d.namespace = %(ns)s"
+        " LIMIT %(cap)s) AS c) AS n"
+        " FROM unnest(%(dfq)s::tsquery[], %(dlex)s::text[]) WITH ORDINALITY AS x(q, l, i)"
+        "), kept AS ("
+        " SELECT l FROM (SELECT l, sum(e) OVER (ORDER BY e, l) AS cum,"
+        " row_number() OVER (ORDER BY e, l) AS rn"
+        " FROM (SELECT l, CASE WHEN n * 8 > %(budget)s THEN n ELSE 0 END AS e FROM df) AS c"
+        ") AS r WHERE r.cum <= %(budget)s OR r.rn = 1"
+        "), tq AS ("
+        " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
+        "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+        " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
+        ") "
+    ).format(t=t, cfg=cfg)
 
 
 def term_stats_query(t: sql.Identifier) -> sql.Composed:

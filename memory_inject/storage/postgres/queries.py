@@ -129,6 +129,7 @@ class Queries:
         probes: Sequence[str] = (),
         frequencies: Sequence[str] = (),
         vector: str | None = None,
+        counted: Sequence[str] | None = None,
     ) -> Stmt:
         """Rank matches of ``tsquery`` with ts_rank, and say which query lexemes each holds.
 
@@ -146,15 +147,20 @@ class Queries:
         estimated rows stay within ``terms.budget`` (the rarest is always
         kept); every query word still counts in the rank. This bounds the
         work on big tables and, like BM25's IDF, stops a word found everywhere
-        from flooding the candidates.
+        from flooding the candidates. On a small table (``terms.exact``) the rows
+        are those the statement counts for ``frequencies`` (``counted`` names their
+        lexemes, in order): the namespace's own, whenever ANALYZE last ran.
         """
         where, params = self._live(scope)
         params.update(tsq=tsquery, lim=limit, probe=list(probes), dfq=list(frequencies))
         params["cap"] = DF_CAP
         if vector is not None:
             params["vec"] = vector
-        selective = not (words is None or terms is None or not terms.lexemes)
-        if words is not None and terms is not None and selective:
+        by_count = counted is not None and terms is not None
+        selective = by_count or not (words is None or terms is None or not terms.lexemes)
+        if by_count and terms is not None:
+            params.update(dlex=list(counted or ()), budget=terms.budget)
+        elif words is not None and terms is not None and selective:
             params.update(words=words, budget=terms.budget)
             params.update(clex=terms.lexemes_text, crows=terms.rows_text)
         # The text depends only on the scope's shape and the branch: composed once (composing
@@ -165,14 +171,13 @@ class Queries:
             scope.until is not None,
             scope.exclude,
             selective,
+            by_count,
             vector is not None,
         )
         cached = self._keywords.get(shape)
         if cached is None:
-            cosine = vector is not None
-            text = keyword_query(
-                self.t, self.rec, where, selective=selective, cosine=cosine, config=self.config
-            )
+            how = {"selective": selective, "cosine": vector is not None, "counted": by_count}
+            text = keyword_query(self.t, self.rec, where, config=self.config, **how)
             cached = self._keywords[shape] = sql.SQL(text.as_string(None))
         return Stmt(cached, params)
 

@@ -315,9 +315,17 @@ def _keyword_steps(
         run.terms_read = True
     tsq = _tsquery([w for w in words if run.lexemes.get(w[0])]) or ""
     ranked = None
-    if run.rank_budget is not None and ":*" not in tsq and run.terms.lexemes:
-        ranked = " ".join(w for w, _ in words)
     wanted = to_count(terms, run.terms)
+    by_count = None
+    if run.rank_budget is None or ":*" in tsq:
+        pass
+    elif run.terms.exact:
+        # A small table: past the budget, candidates selected by the namespace's own
+        # counts, not ANALYZE's of every namespace (issue 29, round 33).
+        if run.terms.table_rows > run.terms.budget:
+            by_count = [lx for lx, _ in wanted]
+    elif run.terms.lexemes:
+        ranked = " ".join(w for w, _ in words)
     stmt = q.keyword(
         run.scope,
         tsq,
@@ -326,6 +334,7 @@ def _keyword_steps(
         run.terms,
         probes=probes(terms),
         frequencies=frequency_queries(wanted),
+        counted=by_count,
         vector=None if raw is None or run.vector is None else vector_literal(run.vector),
     )
     rows = list((yield stmt))

@@ -72,10 +72,11 @@ class PostgresStore(PersistentStore):
     turn).
     A recall for a session also sees the sessionless rows of
     ``shared_categories`` (durable facts); ``()`` makes the filter strict.
-    ``rank_budget`` caps the keyword stage's work: by the planner's statistics,
-    the query's commonest words stop selecting candidates once its rarer words
-    reach about 3% of the table, and never more than ``rank_budget`` rows
-    (they still count in the rank); ``None`` ranks every match.
+    ``rank_budget`` caps the keyword stage's work: the query's commonest words
+    stop selecting candidates once its rarer words reach about 3% of the rows
+    (at least 50), and never more than ``rank_budget`` rows (they still count
+    in the rank); ``None`` ranks every match. Below 10,000 rows the words are
+    counted in the namespace's own rows; above, ANALYZE's estimates of the table are read.
 
     ``arecall`` opens an ``AsyncConnectionPool`` for the running loop at its
     first use there: one per event loop (threads each running their own loop

@@ -17,6 +17,9 @@ tested with weight-restricted tsqueries (:func:`probes`).
   namespace's live rows, exact, on tables below :data:`EXACT_ROWS` rows; above, it is
   the table's ``reltuples``, and on a table that big a lexeme ANALYZE lists as common
   is not counted but estimated over the whole table (every namespace).
+* The keyword stage's candidates (``rank_budget``) are selected on a small table by
+  those counts of the namespace's rows, with a budget of 3% of them; on a big one by
+  ANALYZE's estimates of the whole table.
 """
 
 from __future__ import annotations
@@ -122,7 +125,9 @@ class TermStats:
         common = {str(w): float(n) for w, n in zip(lexemes, rows, strict=True)}
         if cap is None:
             return cls(table_rows=total, exact=exact, common=common)
-        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * estimate))
+        # Counted, the namespace's rows set the budget (ANALYZE's count every namespace).
+        basis = total if exact else estimate
+        budget = min(float(cap), max(_RANK_FLOOR, _RANK_FRACTION * basis))
         kept = [(w, n) for w, n in common.items() if n > budget / 8]
         return cls(
             budget,
