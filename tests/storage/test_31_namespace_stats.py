@@ -14,14 +14,18 @@ live rows, on SQLite's FTS5 path and in-process mirror and on PostgreSQL.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
 from psycopg import sql
 
+from memory_inject.contract import RecallQuery
 from memory_inject.storage.fusion import Fusion
+from memory_inject.storage.postgres.terms import TermStats as PgTermStats
 from memory_inject.storage.sqlite import SQLiteStore
 from memory_inject.storage.sqlite.keyword_mirror import KeywordMirror
 from memory_inject.storage.sqlite.keyword_terms import tokens_of
@@ -286,3 +290,105 @@ def test_another_namespace_does_not_choose_a_namespaces_candidates(pg_dsn: str) 
     finally:
         b.close()
         a.close()
+
+
+def _both(pg_dsn: str) -> tuple[Any, Any]:
+    """A default store and one ranking every match (``rank_budget=None``) on one table."""
+    store = pgb.make_postgres_store(pg_dsn, namespace="a")
+    every = pgb.make_postgres_store(pg_dsn, same_database_as=store, namespace="a", rank_budget=None)
+    return store, every
+
+
+def _top(store: Any, prompt: str, limit: int = 5, **kw: Any) -> list[tuple[str, float]]:
+    store._engine._terms = None  # the statistics read afresh
+    return [(e.key, round(e.score, 6)) for e in store.recall(prompt, limit, **kw)]
+
+
+def test_a_word_no_row_holds_does_not_take_the_rarest_slot(pg_dsn: str) -> None:
+    """The library also looks up "gpus" for "gpu" (and "k8s" for "kubernetes"): a
+    spelling no row holds counted 0 rows, sorted first and was the one lexeme kept, so a
+    prompt whose real word is common got no candidates ([] or the LIKE fallback's flat
+    0.3 scores, round 33's attack)."""
+    store, every = _both(pg_dsn)
+    try:
+        for i in range(60):
+            store.store(f"g{i}", f"the gpu {i} is busy")
+        for i in range(40):
+            store.store(f"o{i}", f"other note {i}")
+        for prompt in ("gpu", "gpu busy", "busy zebra", "kubernetes gpu"):
+            got = _top(store, prompt)
+            assert got == _top(every, prompt), prompt
+            assert got and got[0][0].startswith("g"), (prompt, got)
+    finally:
+        every.close()
+        store.close()
+
+
+def test_the_selection_counts_the_rows_the_recall_may_return(pg_dsn: str) -> None:
+    """Expired rows, superseded rows and another session's rows are never candidates, so
+    they no longer make a word "common" and leave the recall's own rows unranked."""
+    from datetime import datetime, timedelta
+
+    store, every = _both(pg_dsn)
+    try:
+        past = datetime.now(UTC) - timedelta(days=1)
+        for i in range(60):
+            store.store(f"exp{i}", f"deploy note {i}", expires_at=past)
+        store.store("live1", "deploy to staging")
+        store.store("live3", "production outage")
+        got = _top(store, "deploy production")
+        assert {"live1", "live3"} <= {k for k, _ in got}
+        assert got == _top(every, "deploy production")
+        for i in range(60):
+            store.store(f"other{i}", f"deploy log {i}", session_id="s2")
+        store.store("rare", "kubernetes upgrade", session_id="s2")
+        for i in range(5):
+            store.store(f"mine{i}", f"deploy step {i}", session_id="s1")
+        mine = _top(store, "kubernetes deploy", session_id="s1")
+        assert mine == _top(every, "kubernetes deploy", session_id="s1")
+        assert {k for k, _ in mine} >= {"mine0", "mine1", "mine2"}
+    finally:
+        every.close()
+        store.close()
+
+
+def test_statistics_read_before_a_write_of_the_store_are_not_kept(pg_dsn: str) -> None:
+    """A recall that read the row count while the store forgot or wrote rows must not
+    cache it: forgets did not even drop the cached count, and a concurrent writer's
+    change was overwritten by the recall's older reading (for up to a minute)."""
+    store = pgb.make_postgres_store(pg_dsn, namespace="a")
+    try:
+        for i in range(40):
+            store.store(f"j{i}", f"junk {i}")
+        store.recall("junk", 5)
+        assert store._engine._terms is not None and store._engine._terms[1].table_rows == 40
+        store.forget("j0")
+        assert store._engine._terms is None  # a forget drops the cached count
+        run = store._engine._run_of(RecallQuery("junk", 5))
+        assert run is not None
+        run.terms, run.terms_read = PgTermStats.build([], [], 40.0, 2000, counted=40), True
+        store.store("late", "a row written while the recall ran")
+        store._engine._keep_terms(run)
+        assert store._engine._terms is None
+    finally:
+        store.close()
+
+
+def test_on_a_big_table_a_word_no_row_holds_does_not_take_the_rarest_slot(pg_dsn: str) -> None:
+    """Above 10,000 rows the selection reads ANALYZE's common lexemes, and one it does
+    not list counted 0 rows: "gpus", which no row holds, was kept as the rarest and
+    "gpu", common, was not, so "gpu" found nothing. The statistics of a big table are
+    put in place of the small one's (writing 10,000 rows would take the test a minute)."""
+    store = pgb.make_postgres_store(pg_dsn, namespace="a")
+    try:
+        for i in range(60):
+            store.store(f"g{i}", f"the gpu {i} is busy")
+        for i in range(40):
+            store.store(f"o{i}", f"other note {i}")
+        big = PgTermStats.build(["gpu"], [6000.0], 20_000.0, 2000)
+        assert not big.exact and big.lexemes == ("gpu",)
+        store._engine._terms = (time.monotonic() + 600.0, big)
+        got = [e.key for e in store.recall("gpu", 5)]
+        assert len(got) == 5 and all(k.startswith("g") for k in got), got
+    finally:
+        store.close()

@@ -119,6 +119,7 @@ class PostgresEngine:
             connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
         #: This engine's write count (``PostgresStore.data_version``).
         self.writes = 0
+        self.epoch = 0
         self.rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
         self._lexemes: dict[str, tuple[str, ...]] = {}
@@ -145,9 +146,14 @@ class PostgresEngine:
 
     # -- writes -----------------------------------------------------------------
 
-    def stats_changed(self) -> None:
-        """A write of ours: count it, and forget the term statistics if they were exact."""
-        self.writes += 1
+    def stats_changed(self, *, done: bool = False) -> None:
+        """A write of ours: count it, and forget the term statistics if they were exact.
+
+        ``done``: the write ended; a recall that read the statistics meanwhile must not
+        keep them (``epoch``), and the write is not counted again.
+        """
+        self.writes += 0 if done else 1
+        self.epoch += 1
         cached = self._terms
         if cached is not None and cached[1].exact:
             self._terms = None
@@ -182,12 +188,18 @@ class PostgresEngine:
         one writer at a time does.
         """
         try:
+            try:
+                return self.moved(action, steps)  # type: ignore[no-any-return]
+            except ValueError as exc:
+                cause = exc.__cause__
+                if (
+                    not isinstance(cause, UniqueViolation)
+                    or cause.diag.constraint_name != self._pkey
+                ):
+                    raise
             return self.moved(action, steps)  # type: ignore[no-any-return]
-        except ValueError as exc:
-            cause = exc.__cause__
-            if not isinstance(cause, UniqueViolation) or cause.diag.constraint_name != self._pkey:
-                raise
-        return self.moved(action, steps)  # type: ignore[no-any-return]
+        finally:
+            self.stats_changed(done=True)
 
     def moved(self, action: str, steps: Callable[[], Any]) -> Any:
         """Run ``steps``, again when the row moved to a stream it had not locked
@@ -220,8 +232,11 @@ class PostgresEngine:
         """Soft-delete ``key`` within ``scope`` (:func:`~._store_checks.forget_scope`'s value)."""
         if scope is not None and not scope[0] and not scope[1]:
             return False
-        self.writes += 1
-        return bool(self.moved("forget", lambda: forget_steps(self.q, key, scope)))
+        self.stats_changed()
+        try:
+            return bool(self.moved("forget", lambda: forget_steps(self.q, key, scope)))
+        finally:
+            self.stats_changed(done=True)
 
     # -- reads ------------------------------------------------------------------
 
@@ -367,12 +382,13 @@ class PostgresEngine:
             degraded=degraded,
             rank_budget=self.rank_budget,
             terms=terms,
+            writes=self.epoch,
             calibration=self.calibration,
             lexemes=self._lexemes,
         )
 
     def _keep_terms(self, run: rq.RecallRun) -> None:
-        if run.terms_read and run.terms is not None:
+        if run.terms_read and run.terms is not None and run.writes == self.epoch:
             self._terms = (time.monotonic() + _TERMS_TTL_S, run.terms)
 
 

@@ -69,26 +69,8 @@ def keyword_query(
             "WHERE {where} AND tsv @@ tq.q AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
         ).format(cols=cols, vec=vec, rank=rank, t=t, where=where, own=_OWN, cfg=cfg)
     else:
-        head = (
-            _counted_head(t, cfg)
-            if counted
-            else sql.SQL(
-                "WITH lex AS ("
-                " SELECT l, coalesce(c.n, 0) AS n"
-                " FROM unnest(tsvector_to_array(to_tsvector({cfg}::regconfig, %(words)s))) AS l"
-                " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
-                " ON c.lexeme = l"
-                "), kept AS ("
-                " SELECT l FROM (SELECT l, sum(n) OVER (ORDER BY n, l) AS cum,"
-                " row_number() OVER (ORDER BY n, l) AS rn FROM lex) AS r"
-                " WHERE r.cum <= %(budget)s OR r.rn = 1"
-                "), tq AS ("
-                " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
-                "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-                " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
-                ") "
-            ).format(cfg=cfg)
-        )
+        made = _counted_head if counted else _estimated_head
+        head = made(t, cfg, where)
         inner = sql.SQL(
             "SELECT {cols}, tsv{vec}, {rank} AS rank FROM {t}, tq "
             "WHERE {where} AND tsv @@ tq.f AND {own} ORDER BY rank DESC, id LIMIT %(lim)s"
@@ -118,33 +100,78 @@ def keyword_query(
     )
 
 
-def _counted_head(t: sql.Identifier, cfg: sql.Composable) -> sql.Composed:
-    """The selective statement's head on a small table: each query lexeme's live rows in the
-    namespace, counted once (``df``, up to ``cap``), select the candidates and are returned.
+#: The keyword stage's candidates: the rows of the scope holding one of the ``kept``
+#: lexemes, or, when the prompt's matches in the scope are ``budget`` rows at most
+#: (``m``), every match (``tq.f`` is then the prompt's own tsquery).
+_TQ = (
+    "), m AS ("
+    " SELECT count(*) AS m FROM (SELECT 1 FROM {t} WHERE {where}"
+    " AND tsv @@ to_tsquery({cfg}::regconfig, %(tsq)s) LIMIT %(over)s) AS c"
+    "), tq AS ("
+    " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, CASE WHEN (SELECT m FROM m) <= %(budget)s"
+    " THEN to_tsquery({cfg}::regconfig, %(tsq)s) ELSE coalesce("
+    "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
+    " to_tsquery({cfg}::regconfig, %(tsq)s)) END AS f"
+    ") "
+)
+#: Lexemes in ascending rows ``e`` while their sum stays within the budget; the rarest
+#: of those some row of the scope holds is always kept.
+_KEPT = (
+    "), kept AS ("
+    " SELECT l FROM (SELECT l, sum(e) OVER (ORDER BY {order}) AS cum,"
+    " row_number() OVER (ORDER BY {order}) AS rn FROM {lex}) AS r"
+    " WHERE r.cum <= %(budget)s OR r.rn = 1"
+)
+
+
+def _estimated_head(t: sql.Identifier, cfg: sql.Composable, where: sql.Composable) -> sql.Composed:
+    """The selective statement's head on a big table: ANALYZE's estimated rows of the
+    table's common lexemes; a lexeme it does not list counts as none, and one that no row
+    of the scope holds is left out (else, the rarest, it was the only one kept: a plural
+    or a synonym no row holds left the prompt no candidates)."""
+    return sql.SQL(
+        "WITH lex AS ("  # noqa: S608 - constants
+        " SELECT l, coalesce(c.n, 0) AS e"
+        " FROM unnest(tsvector_to_array(to_tsvector({cfg}::regconfig, %(words)s))) AS l"
+        " LEFT JOIN unnest(%(clex)s::text[], %(crows)s::float8[]) AS c(lexeme, n)"
+        " ON c.lexeme = l"
+        " WHERE c.n IS NOT NULL OR EXISTS (SELECT 1 FROM {t} AS d WHERE {where}"
+        " AND d.tsv @@ quote_literal(l)::tsquery)" + _KEPT.format(lex="lex", order="e, l") + _TQ
+    ).format(t=t, cfg=cfg, where=where)
+
+
+def _counted_head(t: sql.Identifier, cfg: sql.Composable, where: sql.Composable) -> sql.Composed:
+    """The selective statement's head on a small table: each query lexeme's rows counted
+    once (``df``, up to ``cap``): ``n`` in the namespace's live rows (the calibrated
+    score's document frequency, returned), ``s`` in the scope's (what selects).
 
     Counted, not read from ANALYZE: its estimates count every namespace of the table and
     change when autovacuum runs, so which rows a namespace's recall saw depended on
     other namespaces' rows and on the time of the last ANALYZE (issue 29, round 33). As
     with ANALYZE's list of common lexemes, a lexeme in at most ``budget / 8`` rows counts
-    as none.
+    as none. ``s`` stops at ``over`` rows (more never fit the budget); among lexemes past
+    it, the one with the fewest rows in the namespace is the rarest.
     """
+    count = (
+        "(SELECT count(*) FROM (SELECT 1 FROM {t} AS d WHERE {cond} AND d.tsv @@ x.q"
+        " LIMIT %({cap})s) AS c)"
+    )
+    live = "d.deleted_at IS NULL AND d.namespace = %(ns)s"
     return sql.SQL(
-        "WITH df AS MATERIALIZED ("
-        " SELECT x.i, x.l, (SELECT count(*) FROM (SELECT 1 FROM {t} AS d"
-        " WHERE d.tsv @@ x.q AND d.deleted_at IS NULL AND d.namespace = %(ns)s"
-        " LIMIT %(cap)s) AS c) AS n"
+        "WITH df AS MATERIALIZED ("  # noqa: S608 - constants
+        " SELECT x.i, x.l, "
+        + count.format(t="{t}", cond=live, cap="cap")
+        + " AS n, "
+        + count.format(t="{t}", cond="{where}", cap="over")
+        + " AS s"
         " FROM unnest(%(dfq)s::tsquery[], %(dlex)s::text[]) WITH ORDINALITY AS x(q, l, i)"
-        "), kept AS ("
-        " SELECT l FROM (SELECT l, sum(e) OVER (ORDER BY e, l) AS cum,"
-        " row_number() OVER (ORDER BY e, l) AS rn"
-        " FROM (SELECT l, CASE WHEN n * 8 > %(budget)s THEN n ELSE 0 END AS e FROM df) AS c"
-        ") AS r WHERE r.cum <= %(budget)s OR r.rn = 1"
-        "), tq AS ("
-        " SELECT to_tsquery({cfg}::regconfig, %(tsq)s) AS q, coalesce("
-        "(SELECT string_agg(quote_literal(l), ' | ') FROM kept)::tsquery,"
-        " to_tsquery({cfg}::regconfig, %(tsq)s)) AS f"
-        ") "
-    ).format(t=t, cfg=cfg)
+        + _KEPT.format(
+            lex="(SELECT l, n, CASE WHEN s * 8 > %(budget)s THEN s ELSE 0 END AS e"
+            " FROM df WHERE s > 0) AS c",
+            order="e, n, l",
+        )
+        + _TQ
+    ).format(t=t, cfg=cfg, where=where)
 
 
 def term_stats_query(t: sql.Identifier) -> sql.Composed:

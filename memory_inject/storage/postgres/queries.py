@@ -130,6 +130,7 @@ class Queries:
         frequencies: Sequence[str] = (),
         vector: str | None = None,
         counted: Sequence[str] | None = None,
+        budget: float | None = None,
     ) -> Stmt:
         """Rank matches of ``tsquery`` with ts_rank, and say which query lexemes each holds.
 
@@ -147,9 +148,8 @@ class Queries:
         estimated rows stay within ``terms.budget`` (the rarest is always
         kept); every query word still counts in the rank. This bounds the
         work on big tables and, like BM25's IDF, stops a word found everywhere
-        from flooding the candidates. On a small table (``terms.exact``) the rows
-        are those the statement counts for ``frequencies`` (``counted`` names their
-        lexemes, in order): the namespace's own, whenever ANALYZE last ran.
+        from flooding the candidates. On a small table the counts that select are the
+        statement's own (``counted``: ``frequencies``' lexemes); ``budget`` raises the budget.
         """
         where, params = self._live(scope)
         params.update(tsq=tsquery, lim=limit, probe=list(probes), dfq=list(frequencies))
@@ -158,10 +158,13 @@ class Queries:
             params["vec"] = vector
         by_count = counted is not None and terms is not None
         selective = by_count or not (words is None or terms is None or not terms.lexemes)
-        if by_count and terms is not None:
-            params.update(dlex=list(counted or ()), budget=terms.budget)
+        if terms is not None and selective:
+            most = max(terms.budget, budget or 0.0)
+            params.update(budget=most, over=int(most) + 1)
+        if by_count:
+            params["dlex"] = list(counted or ())
         elif words is not None and terms is not None and selective:
-            params.update(words=words, budget=terms.budget)
+            params["words"] = words
             params.update(clex=terms.lexemes_text, crows=terms.rows_text)
         # The text depends only on the scope's shape and the branch: composed once (composing
         # it and turning it into bytes cost about 0.3 ms of Python per recall).

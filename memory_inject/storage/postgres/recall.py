@@ -83,6 +83,9 @@ class RecallRun:
     rank_budget: int | None = None
     terms: TermStats | None = None
     terms_read: bool = False
+    #: The engine's write count when the run began: statistics read by a run that a write
+    #: of the engine's overtook are not cached.
+    writes: int = 0
     calibration: tuple[float, float] = (0.0, 1.0)
     lexemes: dict[str, tuple[str, ...]] = field(factory=dict)
 
@@ -322,8 +325,7 @@ def _keyword_steps(
     elif run.terms.exact:
         # A small table: past the budget, candidates selected by the namespace's own
         # counts, not ANALYZE's of every namespace (issue 29, round 33).
-        if run.terms.table_rows > run.terms.budget:
-            by_count = [lx for lx, _ in wanted]
+        by_count = [lx for lx, _ in wanted]
     elif run.terms.lexemes:
         ranked = " ".join(w for w, _ in words)
     stmt = q.keyword(
@@ -335,6 +337,9 @@ def _keyword_steps(
         probes=probes(terms),
         frequencies=frequency_queries(wanted),
         counted=by_count,
+        # Never below the rows asked for: a filter-first caller (PI's profiles) asks for
+        # deeper windows and reads a short answer as "no more rows".
+        budget=min(run.limit, run.rank_budget or 0),
         vector=None if raw is None or run.vector is None else vector_literal(run.vector),
     )
     rows = list((yield stmt))
