@@ -119,6 +119,8 @@ class PostgresEngine:
             connect_kwargs["connect_timeout"] = max(2, math.ceil(timeout))
         #: This engine's write count (``PostgresStore.data_version``).
         self.writes = 0
+        #: Moves at every write's start and end: a recall's statistics read between
+        #: them, or across them, are not cached (``RecallRun.epoch``).
         self.epoch = 0
         self.rank_budget = rank_budget
         self._terms: tuple[float, TermStats] | None = None
@@ -152,7 +154,8 @@ class PostgresEngine:
         ``done``: the write ended; a recall that read the statistics meanwhile must not
         keep them (``epoch``), and the write is not counted again.
         """
-        self.writes += 0 if done else 1
+        if not done:
+            self.writes += 1
         self.epoch += 1
         cached = self._terms
         if cached is not None and cached[1].exact:
@@ -382,13 +385,13 @@ class PostgresEngine:
             degraded=degraded,
             rank_budget=self.rank_budget,
             terms=terms,
-            writes=self.epoch,
+            epoch=self.epoch,
             calibration=self.calibration,
             lexemes=self._lexemes,
         )
 
     def _keep_terms(self, run: rq.RecallRun) -> None:
-        if run.terms_read and run.terms is not None and run.writes == self.epoch:
+        if run.terms_read and run.terms is not None and run.epoch == self.epoch:
             self._terms = (time.monotonic() + _TERMS_TTL_S, run.terms)
 
 

@@ -49,9 +49,10 @@ def keyword_query(
     parameters: ``tsq``, ``lim``, ``probe``, ``dfq`` and ``cap``; with
     ``selective`` also ``words``, ``clex``, ``crows`` and ``budget``; with
     ``cosine`` also ``vec``, and each row ends with its cosine to it (NULL
-    without a vector). ``counted`` (with ``selective``) selects by the counts of the
-    namespace's live rows that ``dfq`` takes anyway (the lexemes in ``dlex``, in
-    ``dfq``'s order) instead of ANALYZE's estimates (``words``, ``clex``, ``crows``): see
+    without a vector). ``counted`` (with ``selective``) selects by the statement's own
+    counts of the lexemes in ``dlex`` (``dfq``'s, in its order) in the rows ``where``
+    says, instead of ANALYZE's estimates (``words``, ``clex``, ``crows``); both take
+    ``over``, the budget plus one: see
     :meth:`~memory_inject.storage.postgres.queries.Queries.keyword`.
     """
     vec = sql.SQL(", embedding_vec" if cosine else "")

@@ -83,9 +83,9 @@ class RecallRun:
     rank_budget: int | None = None
     terms: TermStats | None = None
     terms_read: bool = False
-    #: The engine's write count when the run began: statistics read by a run that a write
+    #: The engine's ``epoch`` when the run began: statistics read by a run that a write
     #: of the engine's overtook are not cached.
-    writes: int = 0
+    epoch: int = 0
     calibration: tuple[float, float] = (0.0, 1.0)
     lexemes: dict[str, tuple[str, ...]] = field(factory=dict)
 
@@ -320,14 +320,13 @@ def _keyword_steps(
     ranked = None
     wanted = to_count(terms, run.terms)
     by_count = None
-    if run.rank_budget is None or ":*" in tsq:
-        pass
-    elif run.terms.exact:
-        # A small table: past the budget, candidates selected by the namespace's own
-        # counts, not ANALYZE's of every namespace (issue 29, round 33).
-        by_count = [lx for lx, _ in wanted]
-    elif run.terms.lexemes:
-        ranked = " ".join(w for w, _ in words)
+    if run.rank_budget is not None and ":*" not in tsq:
+        if run.terms.exact:
+            # A small table: candidates selected by the scope's own counts, not by
+            # ANALYZE's of every namespace (issue 29, round 33).
+            by_count = [lx for lx, _ in wanted]
+        elif run.terms.lexemes:
+            ranked = " ".join(w for w, _ in words)
     stmt = q.keyword(
         run.scope,
         tsq,

@@ -76,7 +76,7 @@ class PostgresStore(PersistentStore):
     stop selecting candidates once its rarer words reach about 3% of the rows
     (at least 50), and never more than ``rank_budget`` rows (they still count
     in the rank); ``None`` ranks every match. Below 10,000 rows the words are
-    counted in the namespace's own rows; above, ANALYZE's estimates of the table are read.
+    counted in the rows the recall may return; above, ANALYZE's estimates are read.
 
     ``arecall`` opens an ``AsyncConnectionPool`` for the running loop at its
     first use there: one per event loop (threads each running their own loop

@@ -18,8 +18,8 @@ tested with weight-restricted tsqueries (:func:`probes`).
   the table's ``reltuples``, and on a table that big a lexeme ANALYZE lists as common
   is not counted but estimated over the whole table (every namespace).
 * The keyword stage's candidates (``rank_budget``) are selected on a small table by
-  those counts of the namespace's rows, with a budget of 3% of them; on a big one by
-  ANALYZE's estimates of the whole table.
+  counts of the rows the recall may return (its scope), with a budget of 3% of the
+  namespace's rows; on a big one by ANALYZE's estimates of the whole table.
 """
 
 from __future__ import annotations
