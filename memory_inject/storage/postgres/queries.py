@@ -137,7 +137,7 @@ class Queries:
         Each row ends with its rank, whether it matches each of the tsqueries
         ``probes`` (which labels of its tsvector hold a query lexeme), how many
         live rows of the namespace match each of the tsqueries ``frequencies``,
-        capped at ``DF_CAP`` (the same on every row, computed once), and with
+        capped at ``terms.df_cap`` (the same on every row, computed once), and with
         ``vector`` its cosine similarity to it (``"minmax"`` fusion). Only
         parameters vary, so psycopg prepares the statement after a few runs.
 
@@ -153,7 +153,7 @@ class Queries:
         """
         where, params = self._live(scope)
         params.update(tsq=tsquery, lim=limit, probe=list(probes), dfq=list(frequencies))
-        params["cap"] = DF_CAP
+        params["cap"] = DF_CAP if terms is None else terms.df_cap
         if vector is not None:
             params["vec"] = vector
         by_count = counted is not None and terms is not None

@@ -11,12 +11,13 @@ tested with weight-restricted tsqueries (:func:`probes`).
   index's own normalisation); a word the configuration drops (its stop list is
   longer than the library's) is not a term. Lexemes are cached per store.
 * Document frequencies are exact counts of the namespace's live rows (as FTS5
-  counts a namespace's rows on a SQLite file of several), capped at :data:`DF_CAP`
-  rows so a common word costs little; a capped count takes ANALYZE's estimate when
-  the lexeme is among the column's most common elements. The row count is the
-  namespace's live rows, exact, on tables below :data:`EXACT_ROWS` rows; above, it is
-  the table's ``reltuples``, and on a table that big a lexeme ANALYZE lists as common
-  is not counted but estimated over the whole table (every namespace).
+  counts a namespace's rows on a SQLite file of several). On tables below
+  :data:`EXACT_ROWS` rows (the row count is then the namespace's live rows, exact)
+  nothing caps them; above, they are capped at :data:`DF_CAP` rows so a common word
+  costs little, and a capped count takes ANALYZE's estimate when the lexeme is among
+  the column's most common elements; the row count is the table's ``reltuples``, and
+  a lexeme ANALYZE lists as common is not counted but estimated over the whole table
+  (every namespace).
 * The keyword stage's candidates (``rank_budget``) are selected on a small table by
   counts of the rows the recall may return (its scope), with a budget of 3% of the
   namespace's rows; on a big one by ANALYZE's estimates of the whole table.
@@ -61,7 +62,7 @@ __all__ = [
     "tsquery_literal",
 ]
 
-#: Document frequencies are counted up to this many rows.
+#: On a big table (:data:`EXACT_ROWS`), document frequencies are counted up to this many rows.
 DF_CAP = 1000
 #: Below this many rows (by ``reltuples``) the row count is exact.
 EXACT_ROWS = 10_000
@@ -104,6 +105,13 @@ class TermStats:
         repr=False,
         default=Factory(lambda s: "{" + ",".join(repr(float(n)) for n in s.rows) + "}", True),
     )
+
+    @property
+    def df_cap(self) -> int:
+        """Rows a lexeme's document frequency is counted up to: all of a small table's
+        namespace (a capped count took ANALYZE's estimate of every namespace: round 34),
+        :data:`DF_CAP` on a big table."""
+        return EXACT_ROWS if self.exact else DF_CAP
 
     @classmethod
     def build(
@@ -289,7 +297,8 @@ def frequencies(
     for lx, p in distinct_lexemes(terms):
         n = counted.get((lx, p))
         common = 0.0 if p else stats.common.get(lx, 0.0)
-        df[(lx, p)] = common if n is None else max(float(n), common if n >= DF_CAP else 0.0)
+        capped = n is not None and n >= stats.df_cap
+        df[(lx, p)] = common if n is None else max(float(n), common if capped else 0.0)
     rows = max([stats.table_rows, *df.values()])
     return rows, [round(min(df[(lx, p)] for lx in lexemes)) for lexemes, p in terms]
 
