@@ -124,8 +124,30 @@ def import_jsonl(
             _unstage(conn)
             if dropped:
                 hnsw.build_concurrently(*_at(engine), "import into")
+        if n >= ANALYZE_AFTER:
+            _analyze(q, conn)
     engine.stats_changed()
     return n
+
+
+#: An import of at least this many rows ends with an ``ANALYZE`` of the table.
+ANALYZE_AFTER = 1000
+
+
+def _analyze(q: Queries, conn: psycopg.Connection[Any]) -> None:
+    """``ANALYZE`` the table after a bulk load, as PostgreSQL's own docs advise: until
+    autovacuum's first one (up to a minute or more later) the planner knows nothing of
+    the rows, and it counted a keyword's rows by reading the whole namespace through its
+    btree instead of the tsvector's GIN index (60 ms a recall at 7,000 rows, against 4).
+    Best effort: a lock held by autovacuum's own ANALYZE is not waited for long, and a
+    role that may not analyze the table leaves it to autovacuum."""
+    try:
+        conn.execute("SET LOCAL lock_timeout = '2s'")
+        conn.execute(sql.SQL("ANALYZE {t}").format(t=q.t))
+        conn.commit()
+    except psycopg.Error:
+        if not (conn.closed or conn.broken):
+            conn.rollback()
 
 
 def _merge_again_if_deadlocked(q: Queries, conn: psycopg.Connection[Any]) -> None:
