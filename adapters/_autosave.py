@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 from attrs import frozen
 
-from memory_inject._workers import in_worker
+from memory_inject._bounded_writes import Late, awrite_in_time, write_in_time, write_wait
 from memory_inject.config import MemoryInjectConfig
 from memory_inject.contract import Memory, SupportsAsyncWrite, SupportsWrite
 from memory_inject.models import MemoryCategory
@@ -73,7 +74,12 @@ class Save:
 
 
 def autosave(
-    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
+    store: Memory,
+    policy: InjectPolicy,
+    save: Save,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    started: float | None = None,
 ) -> tuple[str | None, str | None]:
     """Store ``save.text`` as a conversation memory if :func:`should_autosave` allows.
 
@@ -83,6 +89,11 @@ def autosave(
     a failing store is logged, never raised. Call it after the render, so the
     message cannot be recalled into its own block. A store without ``store``
     (:class:`~memory_inject.contract.SupportsWrite`) is an error.
+
+    The write is waited for within the turn's deadline (``started``: the turn's
+    ``time.perf_counter()``; :func:`memory_inject._bounded_writes.write_wait`); one
+    still running then (a locked store) lands when the store frees, and the error
+    says ``autosave_deferred: ...`` with no key.
     """
     try:
         fields = _autosave_args(policy, save.text, cwd)
@@ -90,33 +101,66 @@ def autosave(
             return None, None
         if not isinstance(store, SupportsWrite):
             return None, _NO_WRITE
-        store.store(
-            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
-        )
+        wait = write_wait(policy.config.deadline_ms, _now(started))
+
+        def write() -> None:
+            store.store(
+                save.key,
+                save.text,
+                MemoryCategory.CONVERSATION,
+                session_id=save.session_id,
+                **fields,
+            )
+
+        write_in_time(store, write, wait, f"the autosave of {save.key!r}")
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _autosave_failed(save, exc)
     return save.key, None
 
 
 async def aautosave(
-    store: Memory, policy: InjectPolicy, save: Save, *, cwd: str | os.PathLike[str] | None = None
+    store: Memory,
+    policy: InjectPolicy,
+    save: Save,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    started: float | None = None,
 ) -> tuple[str | None, str | None]:
-    """The async twin of :func:`autosave`: an ``astore`` is awaited, else it runs in a thread."""
-    if not isinstance(store, SupportsAsyncWrite):
-        return await in_worker(autosave, store, policy, save, cwd=cwd)
+    """The async twin of :func:`autosave`: an ``astore`` is awaited, else ``store`` runs
+    on the library's worker threads."""
     try:
         fields = _autosave_args(policy, save.text, cwd)
         if fields is None:
             return None, None
-        await store.astore(
-            save.key, save.text, MemoryCategory.CONVERSATION, session_id=save.session_id, **fields
-        )
+        wait = write_wait(policy.config.deadline_ms, _now(started))
+        what = f"the autosave of {save.key!r}"
+        args = (save.key, save.text, MemoryCategory.CONVERSATION)
+        if isinstance(store, SupportsAsyncWrite):
+            write = store.astore(*args, session_id=save.session_id, **fields)
+            await awrite_in_time(store, write, wait, what)
+        elif isinstance(store, SupportsWrite):
+            sync = store
+            await awrite_in_time(
+                store, lambda: sync.store(*args, session_id=save.session_id, **fields), wait, what
+            )
+        else:
+            return None, _NO_WRITE
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _autosave_failed(save, exc)
     return save.key, None
 
 
+def _now(started: float | None) -> float:
+    return time.perf_counter() if started is None else started
+
+
 def _autosave_failed(save: Save, exc: Exception) -> tuple[None, str]:
+    if isinstance(exc, Late):
+        _log.warning("memory_inject: autosave of %r deferred: %s", save.key, exc)
+        return None, (
+            f"autosave_deferred: the write of {save.key!r} was {exc}; it lands when the "
+            "store frees, or a warning on the memory_inject logger says it was lost"
+        )
     _log.warning("memory_inject: autosave of %r failed", save.key, exc_info=exc)
     return None, f"autosave_failed: {describe(exc)}"
 
@@ -163,18 +207,22 @@ def record_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
+    started: float | None = None,
 ) -> Injection:
     """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
     the turn's config asks for it; ``tools`` are the tools the adapter saw called.
 
     Returns ``injection`` with ``session_key`` set, or with ``error``
-    (``session_failed: ...``) when the write failed: logged, never raised.
+    (``session_failed: ...``) when the write failed: logged, never raised. Waited
+    for as :func:`autosave` is (``session_deferred: ...``).
     """
     try:
         args = _session_args(injection, tools, cwd)
         if args is None:
             return injection
-        key = record_session(store, **args)
+        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
+        what = f"the session row of turn {injection.turn.turn_id}"
+        key = write_in_time(store, lambda: record_session(store, **args), wait, what)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
@@ -186,19 +234,33 @@ async def arecord_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
+    started: float | None = None,
 ) -> Injection:
     """The async twin of :func:`record_turn`."""
     try:
         args = _session_args(injection, tools, cwd)
         if args is None:
             return injection
-        key = await arecord_session(store, **args)
+        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
+        what = f"the session row of turn {injection.turn.turn_id}"
+        key = await awrite_in_time(store, arecord_session(store, **args), wait, what)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
 
 
 def _session_failed(injection: Injection, exc: Exception) -> Injection:
+    if isinstance(exc, Late):
+        _log.warning(
+            "memory_inject: session record of turn %s deferred: %s", injection.turn.turn_id, exc
+        )
+        failed = (
+            f"session_deferred: the session row's write was {exc}; it lands when the store "
+            "frees, or a warning on the memory_inject logger says it was lost"
+        )
+        return attrs.evolve(
+            injection, error=f"{injection.error}; {failed}" if injection.error else failed
+        )
     _log.warning(
         "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
     )

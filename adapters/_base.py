@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any, ClassVar, TypedDict, TypeVar, Unpack
@@ -145,23 +146,31 @@ class Adapter:
     ) -> _core.Injection:
         """Policy and render for ``req``, then ``save`` (when this adapter autosaves), then
         the turn's session row with ``tools`` (when the config records sessions)."""
+        started = time.perf_counter()  # the writes after the render wait within its deadline
         injection = _core.run(self.store, self.agent_config, self._sourced(req), cwd=self.cwd)
         if save is not None and self.autosave:
-            saved = _core.autosave(self.store, injection.policy, save, cwd=self.cwd)
+            saved = _core.autosave(
+                self.store, injection.policy, save, cwd=self.cwd, started=started
+            )
             injection = _with_save(injection, saved)
-        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd)
+        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd, started=started)
 
     async def _aserve(
         self, req: _core.TurnInput, save: _core.Save | None = None, tools: Sequence[str] = ()
     ) -> _core.Injection:
         """The async twin of :meth:`_serve`."""
+        started = time.perf_counter()
         injection = await _core.arun(
             self.store, self.agent_config, self._sourced(req), cwd=self.cwd
         )
         if save is not None and self.autosave:
-            saved = await _core.aautosave(self.store, injection.policy, save, cwd=self.cwd)
+            saved = await _core.aautosave(
+                self.store, injection.policy, save, cwd=self.cwd, started=started
+            )
             injection = _with_save(injection, saved)
-        return await _core.arecord_turn(self.store, injection, tools=tools, cwd=self.cwd)
+        return await _core.arecord_turn(
+            self.store, injection, tools=tools, cwd=self.cwd, started=started
+        )
 
     def _entered(self, req: _core.TurnInput) -> tuple[_core.TurnInput, LoopTurn]:
         """``req`` as a turn that starts here, and its mark: a ``sub_turn`` when another turn

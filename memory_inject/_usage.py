@@ -22,7 +22,6 @@ worker thread, not one per turn.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -31,10 +30,9 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
 
 from memory_inject._turn import Turn, describe_fault
-from memory_inject._workers import settle, submit
+from memory_inject._workers import submit, wait_on_loop
 from memory_inject.contract import Memory, SupportsUsage, supports
 from memory_inject.models import MemoryEntry
 
@@ -165,14 +163,5 @@ async def acount_uses(store: Memory, ids: Sequence[str], wait_s: float) -> str |
         future = _start(store, ids)
     except Exception as exc:  # noqa: BLE001 - e.g. no thread to run it in
         return f"usage_failed: {describe_fault(exc)}"
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Any] = loop.create_future()
-
-    def wake(_: Future[int]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(settle, done, None, None)
-
-    future.add_done_callback(wake)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(done, max(0.0, wait_s))
+    await wait_on_loop(future, wait_s)
     return _outcome(future, len(set(ids)))

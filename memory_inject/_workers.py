@@ -25,9 +25,10 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
-__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker", "settle", "submit"]
+__all__ = ["IDLE_S", "MAX_WORKERS", "in_worker", "settle", "submit", "wait_on_loop"]
 
 T = TypeVar("T")
 
@@ -112,6 +113,21 @@ def settle(future: asyncio.Future[Any], value: Any, exc: BaseException | None) -
         future.set_result(value)
     else:
         future.set_exception(exc)
+
+
+async def wait_on_loop(future: Future[Any], wait_s: float) -> None:
+    """Wait at most ``wait_s`` for ``future`` (settled by a worker thread) while the
+    running loop goes on; its outcome stays in it."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def wake(_: Future[Any]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, done, None, None)
+
+    future.add_done_callback(wake)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(done, max(0.0, wait_s))
 
 
 async def in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

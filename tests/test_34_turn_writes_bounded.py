@@ -1,0 +1,231 @@
+"""A turn's own writes (autosave, session row) never hold it past its deadline.
+
+With another connection holding the SQLite file's write lock (a bulk import), a
+``MemoryLoop(autosave=True)`` turn rendered its block at once and then waited
+10.3 s for the autosave (a busy timeout, a pause, a busy timeout more) whatever
+``deadline_ms`` said (round 34's attack). The writes now wait within the turn's
+deadline on the library's worker threads; one still running goes on alone, the
+turn's ``error`` says ``autosave_deferred`` / ``session_deferred``, and the rows
+land once the lock is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from memory_inject import SQLiteStore
+from memory_inject import _bounded_writes as bw
+from memory_inject.config import AgentConfig, parse_agent_config
+from memory_inject.sessions import session_key
+from tests.test_32_lock_bounds import _held, _returned_while_held
+
+if TYPE_CHECKING:  # the adapters ship as memory_inject.adapters from the adapters/ folder
+    from adapters import LoopInjection, MemoryLoop
+else:
+    from memory_inject.adapters import LoopInjection, MemoryLoop
+
+_PROMPT = "where do production deploys go? please tell me now"
+
+
+def _agent(record: bool = False) -> AgentConfig:
+    memory: dict[str, Any] = {"deadline_ms": 300}
+    if record:
+        memory["sessions"] = {"record": True}
+    return parse_agent_config({"agent": "a", "memory": memory})
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteStore]:
+    with SQLiteStore(tmp_path / "m.db") as opened:
+        opened.store("deploy_target", "Production deploys go to prod-3.", "core")
+        yield opened
+
+
+def _messages(text: str = _PROMPT) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def _inject(loop: MemoryLoop, session: str, *, asynchronous: bool, text: str = _PROMPT) -> Any:
+    if asynchronous:
+        return asyncio.run(loop.ainject(_messages(text), sessions=[session]))
+    return loop.inject(_messages(text), sessions=[session])
+
+
+def _landed(store: SQLiteStore, keys: list[str]) -> list[str]:
+    """The ``keys`` still missing after waiting up to 30 s for them to land."""
+    missing = list(keys)
+    for _ in range(300):
+        missing = [k for k in missing if store.get(k) is None]
+        if not missing:
+            break
+        threading.Event().wait(0.1)
+    return missing
+
+
+def _autosaved(store: SQLiteStore) -> list[str]:
+    return sorted(r.key for r in store.list() if r.key.startswith("user_msg_"))
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_locked_store_defers_the_turns_writes(
+    store: SQLiteStore, tmp_path: Path, asynchronous: bool
+) -> None:
+    """The turn gets its block and returns while the lock is held; its error names both
+    deferred writes; the autosave and the session row land once the lock is gone."""
+    loop = MemoryLoop(store, _agent(record=True), autosave=True)
+    with _held(tmp_path / "m.db"):
+        result = _returned_while_held(lambda: _inject(loop, "s1", asynchronous=asynchronous))
+        assert isinstance(result, LoopInjection)
+        assert "prod-3" in result.block
+        inj = result.injection
+        assert inj is not None
+        assert inj.autosaved_key is None and inj.session_key is None
+        assert inj.error is not None
+        assert inj.error.startswith("autosave_deferred: the write of 'user_msg_"), inj.error
+        assert "; session_deferred: the session row's write was still running" in inj.error
+        assert _autosaved(store) == []
+    assert _landed(store, [session_key("s1")]) == []
+    assert len(_landed_autosaves(store, 1)) == 1
+
+
+def _landed_autosaves(store: SQLiteStore, n: int) -> list[str]:
+    for _ in range(300):
+        got = _autosaved(store)
+        if len(got) >= n:
+            return got
+        threading.Event().wait(0.1)
+    return _autosaved(store)
+
+
+def test_many_turns_on_a_locked_store_hold_a_few_threads_and_all_land(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    """40 turns from 8 threads while the file is locked: each returns with its block and
+    a deferred autosave; at most ``PER_STORE`` writes of the store run at once, the
+    others wait in its line; every one of the 40 messages lands afterwards."""
+    loop = MemoryLoop(store, _agent(), autosave=True)
+    running: list[int] = []
+
+    def turn(i: int) -> LoopInjection:
+        out = loop.inject(_messages(f"{_PROMPT} ({i})"), sessions=[f"s{i}"])
+        line = bw._lines.get(id(store))
+        running.append(line.running if line is not None else 0)
+        return out
+
+    with _held(tmp_path / "m.db"):
+
+        def all_turns() -> list[LoopInjection]:
+            with ThreadPoolExecutor(8) as pool:
+                return list(pool.map(turn, range(40)))
+
+        results = _returned_while_held(all_turns)
+        assert isinstance(results, list) and len(results) == 40
+        assert all("prod-3" in r.block for r in results)
+        errors = [(r.injection.error if r.injection else None) or "" for r in results]
+        assert all(e.startswith("autosave_deferred") for e in errors), errors
+        assert max(running) <= bw.PER_STORE
+    assert len(_landed_autosaves(store, 40)) == 40
+
+
+def test_an_unlocked_store_writes_before_the_turn_returns(store: SQLiteStore) -> None:
+    """32 concurrent turns on a healthy store: each returns with its key, its row already
+    there, nothing deferred."""
+    loop = MemoryLoop(store, _agent(record=True), autosave=True)
+
+    def turn(i: int) -> tuple[str | None, str | None, bool, bool]:
+        inj = loop.inject(_messages(), sessions=[f"s{i}"]).injection
+        assert inj is not None
+        key = inj.autosaved_key
+        here = key is not None and store.get(key) is not None
+        return key, inj.error, here, store.get(session_key(f"s{i}")) is not None
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(turn, range(32)))
+    assert [(e, here, row) for _, e, here, row in got] == [(None, True, True)] * 32
+    assert len({k for k, *_ in got}) == 32
+
+
+class _FailsLater(SQLiteStore):
+    """A store whose autosave write waits for ``go`` and then fails."""
+
+    go = threading.Event()
+
+    def store(self, key: str, content: str, *args: Any, **kwargs: Any) -> Any:
+        if key.startswith("user_msg_"):
+            self.go.wait(30)
+            raise OSError("disk gone")
+        return super().store(key, content, *args, **kwargs)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_deferred_write_that_fails_is_logged_as_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, asynchronous: bool
+) -> None:
+    """Nobody waits for a deferred write any more: its failure is a warning on the
+    ``memory_inject`` logger naming the write, once."""
+    _FailsLater.go = threading.Event()
+    with _FailsLater(tmp_path / "m.db") as failing:
+        failing.store("deploy_target", "Production deploys go to prod-3.", "core")
+        loop = MemoryLoop(failing, _agent(), autosave=True)
+        with caplog.at_level(logging.WARNING, logger="memory_inject"):
+            inj = _inject(loop, "s1", asynchronous=asynchronous).injection
+            assert inj is not None
+            assert (inj.error or "").startswith("autosave_deferred"), inj.error
+            _FailsLater.go.set()
+            for _ in range(300):
+                if any("lost" in r.getMessage() for r in caplog.records):
+                    break
+                threading.Event().wait(0.1)
+        lost = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+        assert len(lost) == 1, lost
+        assert "the autosave of 'user_msg_" in lost[0] and "OSError: disk gone" in lost[0]
+
+
+def test_a_write_that_fails_in_time_is_an_error_not_a_deferral(tmp_path: Path) -> None:
+    """A write that fails within the wait is ``autosave_failed``, as before."""
+
+    class Broken(SQLiteStore):
+        def store(self, key: str, content: str, *args: Any, **kwargs: Any) -> Any:
+            if key.startswith("user_msg_"):
+                raise OSError("read-only file system")
+            return super().store(key, content, *args, **kwargs)
+
+    with Broken(tmp_path / "m.db") as broken:
+        loop = MemoryLoop(broken, _agent(), autosave=True)
+        inj = loop.inject(_messages(), sessions=["s1"]).injection
+        assert inj is not None
+        assert inj.error == "autosave_failed: OSError: read-only file system"
+        assert inj.autosaved_key is None
+
+
+def test_a_cancelled_async_turn_still_lands_its_write(store: SQLiteStore, tmp_path: Path) -> None:
+    """An async turn cancelled while it waits for its write leaves the write to land."""
+    loop = MemoryLoop(store, _agent(), autosave=True)
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(loop.ainject(_messages(), sessions=["s1"]))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with _held(tmp_path / "m.db"):
+        _returned_while_held(lambda: asyncio.run(cancelled()))
+    assert len(_landed_autosaves(store, 1)) == 1
+
+
+def test_the_wait_is_what_is_left_of_the_deadline() -> None:
+    """Without a deadline 2 s; with one, what is left of it, at least the floor."""
+    import time
+
+    assert bw.write_wait(None, time.perf_counter()) == bw.WRITE_WAIT_S
+    assert bw.write_wait(100, time.perf_counter() - 10) == bw.WRITE_WAIT_FLOOR_S
+    assert 9.0 < bw.write_wait(10_000, time.perf_counter()) <= 10.0
