@@ -32,6 +32,7 @@ from memory_inject.config.schema import (
     TrivialPromptConfig,
     config_to_dict,
 )
+from memory_inject.exceptions import ConfigError  # what the loaders raise, where they live
 
 __all__ = [
     "MAX_CANDIDATE_POOL",
@@ -40,6 +41,7 @@ __all__ = [
     "AgentConfig",
     "BackendConfig",
     "BudgetConfig",
+    "ConfigError",
     "CronJob",
     "DecayConfig",
     "GovernanceConfig",

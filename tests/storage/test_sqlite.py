@@ -155,6 +155,19 @@ class TestOpenFailures:
             SQLiteStore(db)
         assert True is isinstance(info.value.__cause__, sqlite3.DatabaseError)
 
+    @pytest.mark.parametrize("content", [b"y", b"\n", b"ok", b"x" * 99])
+    def test_a_file_shorter_than_a_header_is_corrupt_and_kept(
+        self, db: Path, content: bytes
+    ) -> None:
+        """SQLite read a 1-byte file as an empty database and wrote its own over it (round
+        34's attack: a user's one-line note given as the store path was gone); a file
+        shorter than SQLite's header is refused, byte for byte as it was."""
+        db.parent.mkdir(parents=True)
+        db.write_bytes(content)
+        with pytest.raises(StoreCorruptError, match="file is not a database"):
+            SQLiteStore(db)
+        assert db.read_bytes() == content
+
     def test_directory_is_missing(self, tmp_path: Path) -> None:
         """A directory where the file should be is reported clearly."""
         with pytest.raises(StoreMissingError, match="is a directory"):

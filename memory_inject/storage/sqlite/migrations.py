@@ -31,6 +31,8 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "access_hint", "connect", "migrat
 APPLICATION_ID = 0x4D494E4A
 
 _REQUIRED_TABLES = ("memories", "memories_fts")
+#: Every SQLite database file starts with a header of this many bytes.
+_HEADER_BYTES = 100
 
 
 def connect(
@@ -83,6 +85,12 @@ def _check_file(p: Path, path: str, create: bool, links: bool) -> None:
         raise StorageError(f"{path}: cannot open: {exc.strerror}") from exc
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise StoreMissingError(f"{path}: is a directory, not a database file")
+    if st is not None and stat.S_ISREG(st.st_mode) and 0 < st.st_size < _HEADER_BYTES:
+        # SQLite reads a 1-byte file as an empty database and writes its own over it.
+        raise StoreCorruptError(
+            f"{path}: file is not a database ({st.st_size} bytes, shorter than SQLite's "
+            f"{_HEADER_BYTES}-byte header); nothing was written"
+        )
     if links and st is not None and st.st_nlink > 1:
         real = os.path.realpath(path)
         named = path if real == os.path.abspath(path) else f"{path} (the file {real})"
