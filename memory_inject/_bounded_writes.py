@@ -71,6 +71,7 @@ class Late(Exception):
     store frees, or a warning on the ``memory_inject`` logger says it was lost."""
 
     def __init__(self, waited: float) -> None:
+        """``waited``: how long the turn waited for the write (seconds)."""
         super().__init__(f"still running after {waited:.3f}s (the store is locked or slow)")
         self.waited = waited
 

@@ -111,17 +111,19 @@ def forgotten_context(conn: psycopg.Connection[Any], names: TableNames) -> None:
             conn.execute(stmt.query, stmt.params)
 
 
-def direct_gin(conn: psycopg.Connection[Any], names: TableNames) -> None:
-    """Schema 11: the tsvector's GIN index without a pending list (``fastupdate = off``).
+def short_gin_list(conn: psycopg.Connection[Any], names: TableNames) -> None:
+    """Schema 11: the tsvector's GIN index keeps a pending list of 64 kB at most.
 
     With PostgreSQL's default, new rows' index entries wait in a pending list of up to
-    4 MB, which every search of the index reads from end to end: after 3,000 writes a
-    keyword recall took 34 ms p50 against 3.0 ms with no list, the writes costing the
-    same (2.3 and 2.1 ms; docs/performance.md, round 34). Recall is the per-turn path.
-    The list a table holds now is merged into the index here.
+    4 MB, which every search of the index reads from end to end: after 2,760 chat writes
+    a keyword recall took 12.6-14.2 ms p50 against 2.6-3.0 ms with a 64 kB list and
+    2.3-2.9 ms with none (``fastupdate = off``), the writes costing the same with the
+    short list (1.8-2.5 ms) and 25% more with none, an import of 20,000 rows 7.2 s, or
+    11 s with none (``benchmarks/pg_pending_list.py``, docs/performance.md, round 34).
+    Recall is the per-turn path. The list a table holds now is merged into the index here.
     """
     idx = names.ident("_tsv_idx")
-    conn.execute(sql.SQL("ALTER INDEX {idx} SET (fastupdate = off)").format(idx=idx))
+    conn.execute(sql.SQL("ALTER INDEX {idx} SET (gin_pending_list_limit = 64)").format(idx=idx))
     conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (idx.as_string(),))
 
 
@@ -141,7 +143,7 @@ MIGRATIONS: tuple[tuple[int, str, Callable[[psycopg.Connection[Any], TableNames]
         "context no longer taken from rows forgotten before forgets refreshed it",
         forgotten_context,
     ),
-    (11, "the tsvector's GIN index searched without a pending list", direct_gin),
+    (11, "the tsvector's GIN index keeps a pending list of 64 kB at most", short_gin_list),
 )
 
 
