@@ -127,7 +127,7 @@ async def aautosave(
     started: float | None = None,
 ) -> tuple[str | None, str | None]:
     """The async twin of :func:`autosave`: an ``astore`` is awaited, else ``store`` runs
-    on the library's worker threads."""
+    on its store's writer thread (``memory_inject._bounded_writes``)."""
     try:
         fields = _autosave_args(policy, save.text, cwd)
         if fields is None:
@@ -207,22 +207,20 @@ def record_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
-    started: float | None = None,
 ) -> Injection:
     """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
     the turn's config asks for it; ``tools`` are the tools the adapter saw called.
 
     Returns ``injection`` with ``session_key`` set, or with ``error``
-    (``session_failed: ...``) when the write failed: logged, never raised. Waited
-    for as :func:`autosave` is (``session_deferred: ...``).
+    (``session_failed: ...``) when the write failed: logged, never raised. Unlike the
+    autosave it is made on the turn's own thread, in turn order, however long the store
+    is locked (``memory_inject._bounded_writes``' docstring says why).
     """
     try:
         args = _session_args(injection, tools, cwd)
         if args is None:
             return injection
-        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
-        what = f"the session row of turn {injection.turn.turn_id}"
-        key = write_in_time(store, lambda: record_session(store, **args), wait, what)
+        key = record_session(store, **args)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
@@ -234,33 +232,19 @@ async def arecord_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
-    started: float | None = None,
 ) -> Injection:
     """The async twin of :func:`record_turn`."""
     try:
         args = _session_args(injection, tools, cwd)
         if args is None:
             return injection
-        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
-        what = f"the session row of turn {injection.turn.turn_id}"
-        key = await awrite_in_time(store, arecord_session(store, **args), wait, what)
+        key = await arecord_session(store, **args)
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
 
 
 def _session_failed(injection: Injection, exc: Exception) -> Injection:
-    if isinstance(exc, Late):
-        _log.warning(
-            "memory_inject: session record of turn %s deferred: %s", injection.turn.turn_id, exc
-        )
-        failed = (
-            f"session_deferred: the session row's write was {exc}; it lands when the store "
-            "frees, or a warning on the memory_inject logger says it was lost"
-        )
-        return attrs.evolve(
-            injection, error=f"{injection.error}; {failed}" if injection.error else failed
-        )
     _log.warning(
         "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
     )

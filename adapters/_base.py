@@ -146,14 +146,14 @@ class Adapter:
     ) -> _core.Injection:
         """Policy and render for ``req``, then ``save`` (when this adapter autosaves), then
         the turn's session row with ``tools`` (when the config records sessions)."""
-        started = time.perf_counter()  # the writes after the render wait within its deadline
+        started = time.perf_counter()  # the autosave after the render waits within its deadline
         injection = _core.run(self.store, self.agent_config, self._sourced(req), cwd=self.cwd)
         if save is not None and self.autosave:
             saved = _core.autosave(
                 self.store, injection.policy, save, cwd=self.cwd, started=started
             )
             injection = _with_save(injection, saved)
-        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd, started=started)
+        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd)
 
     async def _aserve(
         self, req: _core.TurnInput, save: _core.Save | None = None, tools: Sequence[str] = ()
@@ -168,9 +168,7 @@ class Adapter:
                 self.store, injection.policy, save, cwd=self.cwd, started=started
             )
             injection = _with_save(injection, saved)
-        return await _core.arecord_turn(
-            self.store, injection, tools=tools, cwd=self.cwd, started=started
-        )
+        return await _core.arecord_turn(self.store, injection, tools=tools, cwd=self.cwd)
 
     def _entered(self, req: _core.TurnInput) -> tuple[_core.TurnInput, LoopTurn]:
         """``req`` as a turn that starts here, and its mark: a ``sub_turn`` when another turn

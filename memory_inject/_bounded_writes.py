@@ -1,31 +1,38 @@
-"""A turn's own writes (the autosave, the session row), waited for within its deadline.
+"""A turn's autosave, waited for within its deadline, written in turn order.
 
-After the render an adapter writes the user's message (``autosave``) and the
-turn's session row. Such a write can wait for a lock another process holds: a
-SQLite file inside another connection's ``BEGIN IMMEDIATE`` (a bulk import) is
-waited for a busy timeout, a pause and a busy timeout more, so the turn answered
-with its block and took 10.3 s whatever ``deadline_ms`` said (round 34's
-attack); a PostgreSQL namespace's lock as long as an import holds it. The turn
-must not wait for its own bookkeeping.
+After the render an adapter stores the user's message (``autosave``). That write can
+wait for a lock another process holds: a SQLite file inside another connection's
+``BEGIN IMMEDIATE`` (a bulk import) is waited for a busy timeout, a pause and a busy
+timeout more, so the turn answered with its block and took 10.3 s whatever
+``deadline_ms`` said (round 34's attack); a PostgreSQL row as long as an import holds
+it. The turn must not wait for its own bookkeeping.
 
-So :func:`write_in_time` runs the write on the library's worker threads
-(:mod:`memory_inject._workers`) and waits for it at most
-:func:`write_wait`: what is left of the turn's deadline, never under
-:data:`WRITE_WAIT_FLOOR_S` (a healthy store's write under load is not cut
-short), :data:`WRITE_WAIT_S` without a deadline. A write still running then
-goes on alone and lands when the lock frees (:class:`Late`: the adapter says
-``..._deferred``), or is logged as lost. At most :data:`PER_STORE` writes of one
-store run at a time; the others wait in that store's line, first come first
-served, so a store locked for minutes holds a few worker threads, not one per
-turn, and past :data:`MAX_WAITING` waiting writes a new one is refused at once.
-:func:`awrite_in_time` is the async twin; a native async write (``astore``)
-runs as a task of the loop instead.
+So :func:`write_in_time` hands the write to its store's writer: one thread per store
+with writes to make (:class:`_Line`), which makes them one at a time in the order they
+came (a chat's messages land in turn order), waits :data:`IDLE_S` for more and ends.
+It is not the library's shared worker pool (:mod:`memory_inject._workers`): a store
+locked for minutes holds its own thread, not the threads other stores' turns need. The
+turn waits for its write at most :func:`write_wait`: what is left of its deadline,
+never under :data:`WRITE_WAIT_FLOOR_S` (a healthy store's write under load is not cut
+short), :data:`WRITE_WAIT_S` without a deadline. A write still running then goes on
+alone and lands when the lock frees (:class:`Late`: the adapter says
+``autosave_deferred``), or a warning on the ``memory_inject`` logger says it was lost
+(it failed, its event loop ended before it ran, or the process exited first: at exit
+the writers get :data:`EXIT_WAIT_S`). Past :data:`MAX_WAITING` waiting writes a store's
+new one is refused at once. :func:`awrite_in_time` is the async twin; a native async
+write (``astore``) runs as a task of the running loop instead.
+
+The session row (``record_turn``) is not written here: it reads the row and merges the
+turn into it under a per-session lock that async turns hold across awaits, and writing
+it behind the turn's back let a later turn read the row before an earlier one's write
+(round 34's attack). It still waits for a locked store.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import atexit
+import concurrent.futures
 import contextvars
 import functools
 import inspect
@@ -39,11 +46,12 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from memory_inject._turn import describe_fault
-from memory_inject._workers import submit, wait_on_loop
+from memory_inject._workers import wait_on_loop
 
 __all__ = [
+    "EXIT_WAIT_S",
+    "IDLE_S",
     "MAX_WAITING",
-    "PER_STORE",
     "WRITE_WAIT_FLOOR_S",
     "WRITE_WAIT_S",
     "Late",
@@ -58,10 +66,12 @@ T = TypeVar("T")
 WRITE_WAIT_S = 2.0
 #: A turn waits at least this long for its own writes, however little of its deadline is left.
 WRITE_WAIT_FLOOR_S = 0.25
-#: Writes of one store that run at once on the worker threads.
-PER_STORE = 4
 #: Writes of one store that may wait in its line; a new one beyond is refused.
 MAX_WAITING = 1000
+#: A store's writer with nothing to write for this long (seconds) ends.
+IDLE_S = 5.0
+#: At interpreter exit, how long the writers get to finish (seconds).
+EXIT_WAIT_S = 2.0
 
 _log = logging.getLogger("memory_inject")
 
@@ -85,23 +95,26 @@ def write_wait(deadline_ms: int | None, started: float) -> float:
 
 
 class _Line:
-    """One store's writes: those waiting, and how many run."""
+    """One store's writes still to make, and whether its writer thread runs."""
 
-    __slots__ = ("running", "waiting")
+    __slots__ = ("busy", "running", "waiting")
 
     def __init__(self) -> None:
         self.waiting: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
-        self.running = 0
+        self.running = False
+        self.busy = False  # a write is being made
 
 
 _lock = threading.Lock()
-_lines: dict[int, _Line] = {}  # id(store) -> its line, while a write of it runs
+_more = threading.Condition(_lock)  # a write was put in some line
+_lines: dict[int, _Line] = {}  # id(store) -> its line, while its writer runs
 
 
 def _after_fork_in_child() -> None:
-    """A child of ``fork()`` has none of its parent's writes running."""
-    global _lock  # noqa: PLW0603
+    """A child of ``fork()`` has none of its parent's writers."""
+    global _lock, _more  # noqa: PLW0603
     _lock = threading.Lock()
+    _more = threading.Condition(_lock)
     _lines.clear()
 
 
@@ -109,7 +122,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _start(store: object, fn: Callable[[], T]) -> Future[T]:
-    """Put ``fn`` in ``store``'s line; a worker takes it when fewer than PER_STORE run."""
+    """Put ``fn`` at the end of ``store``'s line; start its writer if none runs."""
     future: Future[T] = Future()
     call = functools.partial(contextvars.copy_context().run, fn)
     key = id(store)
@@ -118,36 +131,44 @@ def _start(store: object, fn: Callable[[], T]) -> Future[T]:
         if len(line.waiting) >= MAX_WAITING:
             raise RuntimeError(f"{len(line.waiting)} writes of this store already wait for it")
         line.waiting.append((call, future))
-        if line.running >= PER_STORE:
+        _more.notify_all()
+        if line.running:
             return future
-        line.running += 1
+        line.running = True
     try:
-        submit(lambda: _drain(key, line))
+        name = "memory-inject-store-writer"
+        threading.Thread(target=_write_all, args=(key, line), name=name, daemon=True).start()
     except BaseException:
         with _lock:
-            line.running -= 1
-            with contextlib.suppress(ValueError):
-                line.waiting.remove((call, future))
-            if not line.running and not line.waiting:
-                _lines.pop(key, None)
+            line.running = False
+            line.waiting.remove((call, future))
+            if not line.waiting and _lines.get(key) is line:
+                del _lines[key]
         raise
     return future
 
 
-def _drain(key: int, line: _Line) -> None:
-    """Run the line's writes until none wait; the line's store is held by their calls."""
+def _write_all(key: int, line: _Line) -> None:
+    """The store's writer: its writes in order, until none came for :data:`IDLE_S`. The
+    line's calls hold the store, so its id is not reused while the line exists."""
     while True:
         with _lock:
+            until = time.monotonic() + IDLE_S
+            while not line.waiting and time.monotonic() < until:
+                _more.wait(until - time.monotonic())
             if not line.waiting:
-                line.running -= 1
-                if not line.running and _lines.get(key) is line:
+                line.running = False
+                if _lines.get(key) is line:
                     del _lines[key]
                 return
             call, future = line.waiting.popleft()
+            line.busy = True
         try:
             future.set_result(call())
         except BaseException as exc:  # noqa: BLE001 - handed to the turn, or logged
             future.set_exception(exc)
+        finally:
+            line.busy = False
 
 
 def _late(future: Future[Any], waited: float, what: str) -> Late:
@@ -167,8 +188,9 @@ def write_in_time(store: object, fn: Callable[[], T], wait_s: float, what: str) 
     """``fn()`` (a write of ``store``), waited for at most ``wait_s``: its result, its
     exception, or :class:`Late` while it goes on alone. ``what`` names it in the log."""
     future = _start(store, fn)
-    with contextlib.suppress(TimeoutError):
-        return future.result(timeout=max(0.0, wait_s))
+    concurrent.futures.wait([future], timeout=max(0.0, wait_s))
+    if future.done():
+        return future.result()  # its own exception, a TimeoutError included, is raised
     raise _late(future, wait_s, what)
 
 
@@ -208,13 +230,29 @@ async def _task_in_time(write: Awaitable[T], wait_s: float, what: str) -> T:
 
 
 def _keep(task: asyncio.Task[Any], what: str) -> None:
-    """Hold ``task`` until it ends (the loop keeps only a weak reference); log its failure."""
+    """Hold ``task`` until it ends (the loop keeps only a weak reference); log it lost if
+    it fails, or is cancelled (``asyncio.run`` cancels what is left when it ends)."""
     _tasks.add(task)
 
     def ended(t: asyncio.Task[Any]) -> None:
         _tasks.discard(t)
-        exc = None if t.cancelled() else t.exception()
+        if t.cancelled():
+            _log.warning("memory_inject: %s lost: its event loop ended before it did", what)
+            return
+        exc = t.exception()
         if exc is not None:
             _log.warning("memory_inject: %s lost: %s", what, describe_fault(exc))
 
     task.add_done_callback(ended)
+
+
+@atexit.register
+def _at_exit() -> None:
+    """Give the writers :data:`EXIT_WAIT_S` to finish; say how many writes were lost."""
+    until = time.monotonic() + EXIT_WAIT_S
+    with _lock:
+        while any(ln.waiting or ln.busy for ln in _lines.values()) and time.monotonic() < until:
+            _more.wait(0.05)
+        left = sum(len(ln.waiting) + ln.busy for ln in _lines.values())
+    if left:
+        _log.warning("memory_inject: %d deferred memory writes lost at exit", left)
