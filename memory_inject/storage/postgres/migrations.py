@@ -14,6 +14,7 @@ sessions that hold the table. The layout itself is :mod:`.schema`'s.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -36,6 +37,8 @@ from memory_inject.storage.postgres.schema import (
     create_base,
     relation_exists,
 )
+
+_log = logging.getLogger("memory_inject")
 
 __all__ = [
     "LOCK_TIMEOUT_MS",
@@ -121,10 +124,24 @@ def short_gin_list(conn: psycopg.Connection[Any], names: TableNames) -> None:
     short list (1.8-2.5 ms) and 25% more with none, an import of 20,000 rows 7.2 s, or
     11 s with none (``benchmarks/pg_pending_list.py``, docs/performance.md, round 34).
     Recall is the per-turn path. The list a table holds now is merged into the index here.
+
+    Only the index's owner may do either: a role that may read and write the table but
+    does not own it (it opened such a table up to schema 10) skips the step with a
+    warning naming the statement for the owner to run.
     """
     idx = names.ident("_tsv_idx")
-    conn.execute(sql.SQL("ALTER INDEX {idx} SET (gin_pending_list_limit = 64)").format(idx=idx))
-    conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (idx.as_string(),))
+    alter = sql.SQL("ALTER INDEX {idx} SET (gin_pending_list_limit = 64)").format(idx=idx)
+    try:
+        with conn.transaction():  # a savepoint: a refusal leaves the migration's work
+            conn.execute(alter)
+            conn.execute("SELECT gin_clean_pending_list(%s::regclass)", (idx.as_string(),))
+    except psycopg.errors.InsufficientPrivilege:
+        _log.warning(
+            "memory_inject: %s: this role does not own the index; its recalls stay slower "
+            "until the owner runs: %s",
+            names.table,
+            alter.as_string(conn),
+        )
 
 
 #: Ordered, forward-only migrations: ``(version, description, apply)``.
