@@ -112,7 +112,8 @@ def autosave(
                 **fields,
             )
 
-        write_in_time(store, write, wait, f"the autosave of {save.key!r}")
+        what = f"the autosave of {save.key!r}"
+        write_in_time(store, write, wait, what, ("session", save.session_id))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _autosave_failed(save, exc)
     return save.key, None
@@ -126,8 +127,8 @@ async def aautosave(
     cwd: str | os.PathLike[str] | None = None,
     started: float | None = None,
 ) -> tuple[str | None, str | None]:
-    """The async twin of :func:`autosave`: an ``astore`` is awaited, else ``store`` runs
-    on its store's writer thread (``memory_inject._bounded_writes``)."""
+    """The async twin of :func:`autosave`: ``store`` runs on the store's writers
+    (``memory_inject._bounded_writes``); a store that only has ``astore`` is awaited."""
     try:
         fields = _autosave_args(policy, save.text, cwd)
         if fields is None:
@@ -135,14 +136,19 @@ async def aautosave(
         wait = write_wait(policy.config.deadline_ms, _now(started))
         what = f"the autosave of {save.key!r}"
         args = (save.key, save.text, MemoryCategory.CONVERSATION)
-        if isinstance(store, SupportsAsyncWrite):
+        order = ("session", save.session_id)
+        if isinstance(store, SupportsWrite):  # on the store's writers: in order, and a
+            sync = store  # cancelled turn's write goes on (an astore of in_worker did too)
+            await awrite_in_time(
+                store,
+                lambda: sync.store(*args, session_id=save.session_id, **fields),
+                wait,
+                what,
+                order,
+            )
+        elif isinstance(store, SupportsAsyncWrite):
             write = store.astore(*args, session_id=save.session_id, **fields)
             await awrite_in_time(store, write, wait, what)
-        elif isinstance(store, SupportsWrite):
-            sync = store
-            await awrite_in_time(
-                store, lambda: sync.store(*args, session_id=save.session_id, **fields), wait, what
-            )
         else:
             return None, _NO_WRITE
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
