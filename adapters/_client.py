@@ -173,12 +173,14 @@ class ClientMemory(Adapter):
 
     def _fingerprints(self, messages: Sequence[Any], upto: int, api: Api) -> dict[int, str]:
         """A fingerprint per user message up to ``upto`` (a rolling hash of the conversation)."""
-        h = hashlib.sha256(repr(self.sessions).encode())
+        # surrogatepass: a lone surrogate (text cut from UTF-16) is the SDK's to refuse; here
+        # it made the turn go out with no event (round 35)
+        h = hashlib.sha256(repr(self.sessions).encode("utf-8", "surrogatepass"))
         out: dict[int, str] = {}
         for i in range(upto + 1):
             msg = messages[i]
             role = get_field(msg, "role") or get_field(msg, "type")
-            h.update(f"\x1e{role}\x1f{message_text(msg)}".encode())
+            h.update(f"\x1e{role}\x1f{message_text(msg)}".encode("utf-8", "surrogatepass"))
             if i == upto or is_user_message(msg, api=api):
                 out[i] = h.copy().hexdigest()
         return out

@@ -135,6 +135,16 @@ async def acall(
     return _finished(memory, endpoint, prepared.fingerprint, resp, helper=stream, kw=kwargs)
 
 
+def _protocol(target: Any, name: str, kind: str = "") -> Any:
+    """``target``'s bound ``name``, or the ``TypeError`` Python raises for an object
+    without it (``with`` on an async client)."""
+    if getattr(type(target), name, None) is None:
+        raise TypeError(
+            f"{type(target).__name__!r} object does not support the {kind}context manager protocol"
+        )
+    return getattr(target, name)
+
+
 class Forward:
     """Forwards every attribute to the wrapped SDK object, except those it defines."""
 
@@ -147,10 +157,35 @@ class Forward:
         """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
         return getattr(self._target, name)
 
+    @property  # type: ignore[misc]
+    def __class__(self) -> type[Any]:
+        """The SDK object's class: ``isinstance(wrapped, openai.OpenAI)`` holds, as code
+        that picks its mode by the client's class (instructor's ``from_openai``) asks."""
+        return type(self._target)
+
 
 class Client(Forward):
     """A wrapped SDK client: its copies (``with_options``, ``copy``) and its ``beta``
     namespace keep the memory (they were the SDK's own, and sent no block and no event)."""
+
+    def __enter__(self) -> Any:
+        """``with client:`` as the SDK's (it closes the client at the end); gives the
+        wrapper, not the SDK's client, so the block still reaches the calls made in it."""
+        _protocol(self._target, "__enter__")()
+        return self
+
+    def __exit__(self, *exc: object) -> Any:
+        """The SDK client's ``__exit__`` (it closes the client)."""
+        return _protocol(self._target, "__exit__")(*exc)
+
+    async def __aenter__(self) -> Any:
+        """``async with client:`` as the SDK's async client; gives the wrapper."""
+        await _protocol(self._target, "__aenter__", "asynchronous ")()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        """The SDK async client's ``__aexit__`` (it closes the client)."""
+        return await _protocol(self._target, "__aexit__", "asynchronous ")(*exc)
 
     def with_options(self, **kwargs: Any) -> Any:
         """The SDK's ``with_options`` (a copy with a timeout, retries...), with memory."""

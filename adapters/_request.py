@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from attrs import frozen
 
+from memory_inject._turn import session_scopes
 from memory_inject.models import TurnMeta, TurnOrigin
 from memory_inject.pipeline import RenderResult, TurnInput
 from memory_inject.policy import InjectPolicy
@@ -29,10 +30,14 @@ def new_turn_id() -> str:
 
 
 def scopes(sessions: Iterable[str | None]) -> tuple[str | None, ...]:
-    """Session scopes as a tuple; a bare string is refused (it would be split into letters)."""
-    if isinstance(sessions, str):
-        raise TypeError(f"'sessions' must be a list of session ids (got {sessions!r})")
-    return tuple(sessions)
+    """Session scopes as a tuple, checked as a turn checks them
+    (:func:`memory_inject._turn.session_scopes`): a bare string or bytes is refused (it
+    would be split into letters), and so is an item that is not a str or None.
+
+    An adapter checks fixed sessions when it is built: ``sessions=[42]`` (a user id from
+    a database) was taken, and then every turn went out without memory and without an
+    event (round 35's attack)."""
+    return session_scopes(sessions)
 
 
 @frozen(kw_only=True)

@@ -176,7 +176,7 @@ def memory_step(
         if fixed is not None:
             return fixed
         assert callable(sessions)  # noqa: S101 - by the line above
-        return sessions(config)
+        return _core.scopes(sessions(config))  # a wrong shape is the host's bug, reported
 
     def failed(messages: list[Any], exc: Exception) -> list[Any]:
         nested = current_turn() is not None
