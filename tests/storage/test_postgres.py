@@ -28,6 +28,7 @@ from memory_inject.exceptions import (
 from memory_inject.storage._base import float32
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres.errors import translate_errors
+from memory_inject.storage.postgres.lending import OUTAGE_WAIT_S
 from memory_inject.storage.postgres.migrations import MIGRATIONS
 from memory_inject.storage.postgres.recall import like_patterns, tsquery_text
 from memory_inject.storage.postgres.schema import COLUMNS
@@ -487,6 +488,44 @@ class TestFaults:
             assert time.monotonic() - t0 < 5
         assert ["k"] == [e.key for e in store.recall("restart", 5)]
         assert 1 == store.count()
+
+    def test_after_an_outage_turns_wait_for_the_pool_briefly(
+        self, open_store: Factory, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Once a wait found the server down, the next turns wait for the pool only
+        ``OUTAGE_WAIT_S`` before the direct connection tells: the pool's reconnect back-off
+        held every turn for its whole deadline for seconds after a restart (round 35).
+        The first pooled connection lent ends that; a healthy pool is waited for as before."""
+        if not pgb.owns_server():
+            pytest.skip("needs the test-owned server (not an external DSN)")
+        store = open_store(timeout=1.0)
+        store.store("k", "outlives the restart")
+        pool = store._engine.connections.pool
+        asked: list[float] = []
+        getconn = pool.getconn
+
+        def recorded(timeout: float | None = None) -> Any:
+            asked.append(timeout or 0.0)
+            return getconn(timeout=timeout)
+
+        monkeypatch.setattr(pool, "getconn", recorded)
+        store.recall("restart", 5)
+        assert [1.0] == [round(t, 1) for t in asked]  # healthy: the pool's whole timeout
+        with pgb.server_stopped():
+            for _ in range(3):
+                with pytest.raises(StorageError):
+                    store.recall("restart", 5)
+        assert asked[1] == pytest.approx(1.0, abs=0.05)  # the wait that found the outage
+        assert [OUTAGE_WAIT_S] * 2 == asked[2:4]  # then brief waits, each going direct
+        del asked[:]
+        assert ["k"] == [e.key for e in store.recall("restart", 5)]  # back: direct or pooled
+        assert asked[0] == OUTAGE_WAIT_S
+        for _ in range(50):  # the pool reconnects in its own time; then it lends again
+            if len(asked) > 1 and asked[-1] > OUTAGE_WAIT_S:
+                break
+            store.recall("restart", 5)
+            time.sleep(0.1)
+        assert asked[-1] == pytest.approx(1.0, abs=0.05)
 
 
 class TestErrorTranslation:

@@ -224,7 +224,8 @@ class PostgresConnections:
         past it, :class:`RecallWaitError`. After an outage the pool reconnects
         with growing back-off, so it can lag a restarted server by seconds;
         when it has nothing to give within ``timeout``, one direct connection
-        tells at once whether the server is back.
+        tells at once whether the server is back, and until the pool lends a
+        connection again the next turns wait only ``lending.OUTAGE_WAIT_S`` for it.
         """
         t0, lent_before = time.perf_counter(), self._lending.ever_lent(self.pool)
         try:
@@ -300,7 +301,14 @@ class PostgresConnections:
         """:meth:`_aget`'s sync twin (a recall thread waits late on a loaded machine)."""
         if read:
             report_wait(self._lending.wait_note(self.pool))
-        conn: psycopg.Connection[Any] = self.pool.getconn(timeout=self._wait_for(deadline))
+        wait, before = self._wait_for(deadline), self._lending.ever_lent(self.pool)
+        first = self._lending.first_wait(self.pool, wait)
+        try:
+            conn: psycopg.Connection[Any] = self.pool.getconn(timeout=first)
+        except PoolTimeout:  # after an outage: a busy pool is waited for, else go direct
+            if first >= wait or not self._lending.busy(self.pool, before):
+                raise
+            conn = self.pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started
             report_wait(None)
         return conn
@@ -314,7 +322,14 @@ class PostgresConnections:
         wait, not as a recall that ran out of time."""
         if read:
             report_wait(self._lending.wait_note(pool))
-        conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=self._wait_for(deadline))
+        wait, before = self._wait_for(deadline), self._lending.ever_lent(pool)
+        first = self._lending.first_wait(pool, wait)
+        try:
+            conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=first)
+        except PoolTimeout:  # as :meth:`_get`
+            if first >= wait or not self._lending.busy(pool, before):
+                raise
+            conn = await pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started
             report_wait(None)
         return conn

@@ -24,7 +24,14 @@ from contextlib import contextmanager
 
 from memory_inject.exceptions import RecallWaitError
 
-__all__ = ["Lending"]
+__all__ = ["OUTAGE_WAIT_S", "Lending"]
+
+#: After a wait found an outage, how long a turn waits for the pool before one direct
+#: connection tells whether the server is back. The pool reconnects with growing back-off
+#: and lags a restarted server by seconds: every turn waited its whole deadline meanwhile
+#: (2.0 s a turn for 7-9 s after a restart, round 35's attack), and every turn of the
+#: outage did too. A pool that lends a connection again is waited for as before.
+OUTAGE_WAIT_S = 0.05
 
 
 class Lending:
@@ -37,6 +44,18 @@ class Lending:
         self._lent: weakref.WeakKeyDictionary[object, list[int]] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._direct = 0  # direct connections open now (the pools' outage fallback)
+        self._down: weakref.WeakSet[object] = weakref.WeakSet()  # pools an outage left
+
+    def first_wait(self, pool: object, wait: float) -> float:
+        """How long to wait for ``pool`` first: ``wait``, or :data:`OUTAGE_WAIT_S` while
+        the pool has not lent a connection since a wait found an outage."""
+        with self._lock:
+            return min(wait, OUTAGE_WAIT_S) if pool in self._down else wait
+
+    def busy(self, pool: object, lent_before: int = -1) -> bool:
+        """Whether ``pool`` is alive: every connection lent, or one lent to another turn
+        since :meth:`ever_lent` was ``lent_before`` (-1: unknown, the lent count decides)."""
+        return self.all_lent(pool) or 0 <= lent_before < self.ever_lent(pool)
 
     def lend(self, pool: object, n: int) -> None:
         """``n`` more connections of ``pool`` lent (negative: given back)."""
@@ -44,6 +63,8 @@ class Lending:
             counts = self._lent.setdefault(pool, [0, 0])
             counts[0] += n
             counts[1] += max(0, n)
+            if n > 0:
+                self._down.discard(pool)
 
     def lent(self, pool: object) -> int:
         """How many connections of ``pool`` are lent now."""
@@ -68,7 +89,9 @@ class Lending:
         all are lent (an outage); else :class:`RecallWaitError` naming the wait (no
         connection is opened past ``max_size``). ``lent_before``: :meth:`ever_lent` when
         the wait began (-1: unknown, only the lent count decides)."""
-        if not self.all_lent(pool) and not 0 <= lent_before < self.ever_lent(pool):
+        if not self.busy(pool, lent_before):
+            with self._lock:
+                self._down.add(pool)  # the next turns wait OUTAGE_WAIT_S, then go direct
             return False
         raise RecallWaitError(self.wait_note(pool)(waited, deadline is not None))
 
