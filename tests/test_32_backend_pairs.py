@@ -69,3 +69,25 @@ def test_validate_says_so(tmp_path: Path) -> None:
     assert out.returncode != 0
     assert "'dsn' is read only when 'kind' is postgres" in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_bad_dsn_under_another_kind_is_one_problem(tmp_path: Path) -> None:
+    """docs/configuration.md: a key with a problem of its own is reported once, and not
+    compared (a malformed dsn under ``kind: sqlite`` was two lines, round 35)."""
+    path = _load(tmp_path, "{kind: sqlite, dsn: 'x'}")
+    with pytest.raises(ConfigError) as info:
+        load_agent_config(path)
+    (problem,) = info.value.problems
+    assert "'dsn' is not a PostgreSQL connection string" in problem
+
+
+def test_a_memory_section_with_nothing_under_it_is_the_defaults(tmp_path: Path) -> None:
+    """Every key under ``memory:`` commented out: the defaults, as without the key."""
+    path = tmp_path / "agent.yaml"
+    path.write_text("agent: ops\nmemory:\n  # budget: {max_entries: 2}\n")
+    bare = tmp_path / "bare.yaml"
+    bare.write_text("agent: ops\n")
+    assert load_agent_config(path).memory == load_agent_config(bare).memory
+    path.write_text("agent: ops\nmemory: []\n")
+    with pytest.raises(ConfigError, match="'memory' must be a mapping"):
+        load_agent_config(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -76,6 +77,16 @@ class TestInit:
         defaults = load_agent_config(ROOT / "config" / "defaults.yaml")
         assert ("alice", defaults.memory) == (agent.agent, agent.memory)
 
+    def test_the_next_steps_it_prints_run_as_printed(self, tmp_path: Path) -> None:
+        """A directory with a space: the printed commands' ``--agent`` was unquoted and
+        failed with "unexpected extra argument" when pasted (round 35)."""
+        where = tmp_path / "my agent"
+        out = run("init", "--dir", str(where), "--name", "alice").stdout
+        add = next(line for line in out.splitlines() if "memory-inject add" in line)
+        argv = shlex.split(add.split("memory-inject", 1)[1])
+        assert 0 == run(*argv).exit_code
+        assert ["my_fact"] == [r.key for r in SQLiteStore(where / ".memory" / "memory.db").list()]
+
     def test_an_existing_agent_file_is_kept_unless_forced(self, tmp_path: Path) -> None:
         """A second init keeps agent.yaml; --force rewrites it."""
         run("init", "--dir", str(tmp_path))
@@ -127,6 +138,25 @@ class TestRender:
         stats = run("stats")
         assert (0, 0) == (explained.exit_code, stats.exit_code)
         assert key in explained.stderr and key in stats.stdout
+
+    def test_a_recall_the_store_failed_exits_1(self, tmp_path: Path) -> None:
+        """A damaged page under the index: render printed ``success=False`` and the empty
+        block, and exited 0, which a script reads as "nothing relevant" (round 35)."""
+        db = tmp_path / "m.db"
+        store = SQLiteStore(db)
+        for i in range(300):
+            store.store(f"k{i}", f"fact {i} about production deploys " * 5, "core")
+        store.close()
+        with db.open("r+b") as f:
+            f.seek(4096 * 3)
+            f.write(bytes(range(256)) * 80)
+        result = run("render", "production deploys", "--db", str(db))
+        assert "success=False" in result.stderr
+        assert "(empty block: the recall failed" in result.stderr
+        assert ("", 1) == (result.stdout, result.exit_code)
+        fine = tmp_path / "fine.db"
+        assert 0 == run("add", "k", "fact about production deploys", "--db", str(fine)).exit_code
+        assert 0 == run("render", "production deploys", "--db", str(fine)).exit_code
 
     def test_an_abstaining_render_says_why_the_block_is_empty(self, workdir: Path) -> None:
         """'ok' recalls nothing; a weak match is under the floor: stderr names the reason."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -76,8 +77,9 @@ def init(directory: Path, name: str, force: bool, agent_path: Path | None) -> No
 
 
 def _next_steps(agent_file: Path) -> None:
-    click.echo(f'next:   memory-inject add my_fact "Something worth knowing." --agent {agent_file}')
-    click.echo(f'        memory-inject render "your question" --agent {agent_file} --explain')
+    where = shlex.quote(str(agent_file))  # a path with a space runs as printed (round 35)
+    click.echo(f'next:   memory-inject add my_fact "Something worth knowing." --agent {where}')
+    click.echo(f'        memory-inject render "your question" --agent {where} --explain')
 
 
 def _init_agent_store(agent_path: Path) -> None:

@@ -154,3 +154,7 @@ def render(
             )
     if explain and injection.result is not None:
         print_explain(console, recorder.seen, injection.result)
+    if event is not None and not event.success:
+        # What the turn would get is printed (less memory, or none); the store failed, and
+        # a script or a health check must not read that as "nothing relevant" (round 35).
+        raise SystemExit(1)

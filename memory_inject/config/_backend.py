@@ -164,13 +164,20 @@ def check_backend(raw: Any, path: str) -> list[str]:
     if not isinstance(raw, Mapping):
         return problems
     v = loaded_values(BackendConfig, raw)
+    before = len(problems)
     if v.get("kind") == "postgres" and "dsn" in v and not (v["dsn"] or "").strip():
         got = "null" if v["dsn"] is None else repr(v["dsn"])
         problems.append(f"'dsn' must be set when 'kind' is postgres (got {got}) @ {path}.dsn")
     elif isinstance(v.get("dsn"), str) and (bad := _dsn_problem(v["dsn"])) is not None:
         problems.append(f"'dsn' is not a PostgreSQL connection string: {bad} @ {path}.dsn")
     kind = v.get("kind")
-    if kind in ("sqlite", "markdown", "memory") and isinstance(v.get("dsn"), str) and v["dsn"]:
+    dsn_ok = len(problems) == before  # a dsn with a problem of its own is reported once
+    if (
+        kind in ("sqlite", "markdown", "memory")
+        and isinstance(v.get("dsn"), str)
+        and v["dsn"]
+        and dsn_ok
+    ):
         # The operator moving an agent to the shared server forgot the kind: the agent
         # would keep a file of its own on each host and nothing would reach the server.
         problems.append(

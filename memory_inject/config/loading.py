@@ -41,6 +41,10 @@ def parse_agent_config(data: Any, source: str = "<memory>") -> AgentConfig:
     A ``memory.preset`` is expanded first (:mod:`memory_inject.config._presets`),
     so the file's keys are checked, and win, over the preset's.
     """
+    if isinstance(data, Mapping) and "memory" in data and data["memory"] is None:
+        # every key under ``memory:`` commented out (the file ``init`` writes lists them
+        # all): the defaults, as a file without the key, or an origin mapped to nothing
+        data = {k: v for k, v in data.items() if k != "memory"}
     if isinstance(data, Mapping) and isinstance(data.get("memory"), Mapping):
         data = {**data, "memory": expand_preset(data["memory"])}
     problems = check_file(AgentConfig, data, allowed=("agent", "memory"))
