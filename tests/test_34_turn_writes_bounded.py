@@ -35,8 +35,8 @@ else:
 _PROMPT = "where do production deploys go? please tell me now"
 
 
-def _agent(record: bool = False) -> AgentConfig:
-    memory: dict[str, Any] = {"deadline_ms": 300}
+def _agent(record: bool = False, deadline_ms: int = 300) -> AgentConfig:
+    memory: dict[str, Any] = {"deadline_ms": deadline_ms}
     if record:
         memory["sessions"] = {"record": True}
     return parse_agent_config({"agent": "a", "memory": memory})
@@ -181,8 +181,9 @@ def test_locked_stores_do_not_hold_a_healthy_stores_writes(
 
 def test_an_unlocked_store_writes_before_the_turn_returns(store: SQLiteStore) -> None:
     """32 concurrent turns on a healthy store: each returns with its key, its row already
-    there, nothing deferred."""
-    loop = MemoryLoop(store, _agent(record=True), autosave=True)
+    there, nothing deferred. The deadline is long: with 300 ms a loaded machine (CI's two
+    test workers) ran out of it, and a write past it is deferred by design."""
+    loop = MemoryLoop(store, _agent(record=True, deadline_ms=30_000), autosave=True)
 
     def turn(i: int) -> tuple[str | None, str | None, bool, bool]:
         inj = loop.inject(_messages(), sessions=[f"s{i}"]).injection

@@ -15,6 +15,8 @@ when the store is closed.
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -31,6 +33,7 @@ from memory_inject.exceptions import PgvectorUnusableError
 from memory_inject.records import COLUMN_FIELDS
 from memory_inject.storage.postgres import PostgresStore
 from memory_inject.storage.postgres import context as pg_context
+from memory_inject.storage.postgres import local as pg_local
 from memory_inject.storage.postgres import migrations as pg_migrations
 from memory_inject.storage.postgres import neighbours as pg_neighbours
 from memory_inject.storage.postgres import writers as pg_writers
@@ -60,9 +63,7 @@ def postgres_server(tmpdir: str | os.PathLike[str]) -> Iterator[str]:
         yield external
         return
     pgdata = Path(tmpdir) / "pgdata"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = _embedded().get_server(pgdata, cleanup_mode="stop")
+    server = pg_local.get_server(pgdata, cleanup_mode="stop")  # a loaded machine's slow start
     _STATE["server"] = server
     _STATE["pgdata"] = pgdata
     try:
@@ -111,7 +112,13 @@ def start_server() -> None:
     """Start the local server again after :func:`stop_server` (same socket, same DSN)."""
     server = _STATE["server"]
     assert server is not None, "no local server (an external DSN is in use)"
-    server.ensure_postgres_running()
+    try:
+        server.ensure_postgres_running()
+    except subprocess.TimeoutExpired:  # pg_ctl's fixed 10 s wait on a loaded machine
+        end = time.monotonic() + pg_local.START_WAIT_S
+        while not pg_local.server_ready(Path(server.pgdata)) and time.monotonic() < end:
+            time.sleep(0.2)
+        server.ensure_postgres_running()  # finds it running
 
 
 def stop_server() -> None:

