@@ -413,7 +413,7 @@ def test_config_defaults_and_rules() -> None:
         MemoryInjectConfig().threat_scan.enabled,
         MemoryInjectConfig().threat_scan.rules,
     )
-    assert tuple(r.id for r in RULES) == THREAT_RULE_IDS and 2 == RULESET_VERSION
+    assert tuple(r.id for r in RULES) == THREAT_RULE_IDS and 3 == RULESET_VERSION
     only = MemoryInjectConfig(threat_scan=ThreatScanConfig(rules=("role_tag",)))
     scan = threat_scan_for(only)
     assert scan is not None and ("role_tag",) == tuple(r.id for r in scan.rules)

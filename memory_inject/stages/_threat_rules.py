@@ -20,8 +20,10 @@ from memory_inject.stages._threat_view import JA_GOES_ON, ZH_OPENS, addressed, f
 __all__ = ["RULES", "RULESET_VERSION", "ThreatRule"]
 
 #: The rule set's version: bumped whenever a rule is added, removed or changes what it
-#: matches (docs/pipeline.md lists the rules of each version).
-RULESET_VERSION = 2
+#: matches (docs/pipeline.md lists the rules of each version). v3 (round 35): a URL's or a
+#: comment's run stops where another URL, image or comment starts (each start read the
+#: rest of the text again: 0.6 s for 40,000 characters of ``http://$TOKEN``).
+RULESET_VERSION = 3
 
 
 def _word_set(words: str | frozenset[str]) -> frozenset[str]:
@@ -316,7 +318,7 @@ RULES: tuple[ThreatRule, ...] = (
         _rx(
             r"\b(?:send|forward|post|upload|transmit|e-?mail|mail|leak|exfiltrate|submit|beam)\s+"
             rf"(?:me\s+)?{_gap(4)}{_DATA}[^\n]{{0,80}}?\b(?:to|at|into|via)\s+{_DESTINATION}"
-            r"|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]*[?&/=]" + _PLACEHOLDER
+            r"|!\[[^\]\n]{0,100}\]\(\s*https?://(?:(?!!\[)[^)\s])*[?&/=]" + _PLACEHOLDER
         ),
         addressed=True,
     ),
@@ -326,8 +328,8 @@ RULES: tuple[ThreatRule, ...] = (
         "style",
         ("<!--",),
         _rx(
-            r"<!--[^>]{0,200}?\b(?:ignore|disregard|instructions?|system\s+prompt|system\s*:"
-            r"|assistant|you\s+are|ai\s+model|language\s+model)[^>]{0,200}?-->"
+            r"<!--(?:(?!<!--)[^>]){0,200}?\b(?:ignore|disregard|instructions?|system\s+prompt"
+            r"|system\s*:|assistant|you\s+are|ai\s+model|language\s+model)[^>]{0,200}?-->"
             r"|<\s*(?:div|span|p)\s+style\s*=\s*[\"'][^>]{0,200}(?:display\s*:\s*none"
             r"|font-size\s*:\s*0)"
         ),
@@ -363,7 +365,7 @@ RULES: tuple[ThreatRule, ...] = (
         "a URL whose query carries a credential variable",
         "",
         ("$",),
-        _rx(rf"https?://[^\s'\"<>]*[?&#][\w.-]*=\s*{_KEY_REF}"),
+        _rx(rf"https?://(?:(?!https?://)[^\s'\"<>])*[?&#][\w.-]*=\s*{_KEY_REF}"),
     ),
     ThreatRule(
         "agent_config_mod",
