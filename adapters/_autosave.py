@@ -178,7 +178,10 @@ _SESSION_SKIPS = frozenset({None, "trivial_prompt"})
 
 
 def _session_args(
-    injection: Injection, tools: Iterable[str], cwd: str | os.PathLike[str] | None
+    injection: Injection,
+    tools: Iterable[str],
+    cwd: str | os.PathLike[str] | None,
+    scope: str | None = None,
 ) -> dict[str, Any] | None:
     """The writer's arguments for this turn, or None when it records nothing.
 
@@ -188,7 +191,7 @@ def _session_args(
     """
     policy = injection.policy
     cfg = policy.config.sessions
-    session = next((s for s in injection.sessions if s is not None), None)
+    session = scope or next((s for s in injection.sessions if s is not None), None)
     if (
         not cfg.record
         or policy.origin not in AUTOSAVE_ORIGINS
@@ -213,9 +216,11 @@ def record_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
+    session: str | None = None,
 ) -> Injection:
     """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
-    the turn's config asks for it; ``tools`` are the tools the adapter saw called.
+    the turn's config asks for it; ``tools`` are the tools the adapter saw called;
+    ``session`` the scope the row belongs to (None: the first of the turn's sessions).
 
     Returns ``injection`` with ``session_key`` set, or with ``error``
     (``session_failed: ...``) when the write failed: logged, never raised. Unlike the
@@ -223,7 +228,7 @@ def record_turn(
     is locked (``memory_inject._bounded_writes``' docstring says why).
     """
     try:
-        args = _session_args(injection, tools, cwd)
+        args = _session_args(injection, tools, cwd, session)
         if args is None:
             return injection
         key = record_session(store, **args)
@@ -238,10 +243,11 @@ async def arecord_turn(
     *,
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
+    session: str | None = None,
 ) -> Injection:
     """The async twin of :func:`record_turn`."""
     try:
-        args = _session_args(injection, tools, cwd)
+        args = _session_args(injection, tools, cwd, session)
         if args is None:
             return injection
         key = await arecord_session(store, **args)

@@ -153,7 +153,9 @@ class Adapter:
                 self.store, injection.policy, save, cwd=self.cwd, started=started
             )
             injection = _with_save(injection, saved)
-        return _core.record_turn(self.store, injection, tools=tools, cwd=self.cwd)
+        return _core.record_turn(
+            self.store, injection, tools=tools, cwd=self.cwd, session=self._record_scope(req)
+        )
 
     async def _aserve(
         self, req: _core.TurnInput, save: _core.Save | None = None, tools: Sequence[str] = ()
@@ -168,7 +170,13 @@ class Adapter:
                 self.store, injection.policy, save, cwd=self.cwd, started=started
             )
             injection = _with_save(injection, saved)
-        return await _core.arecord_turn(self.store, injection, tools=tools, cwd=self.cwd)
+        return await _core.arecord_turn(
+            self.store, injection, tools=tools, cwd=self.cwd, session=self._record_scope(req)
+        )
+
+    def _record_scope(self, req: _core.TurnInput) -> str | None:
+        """The scope of the turn's session row: None, the first of its sessions."""
+        return None
 
     def _entered(self, req: _core.TurnInput) -> tuple[_core.TurnInput, LoopTurn]:
         """``req`` as a turn that starts here, and its mark: a ``sub_turn`` when another turn

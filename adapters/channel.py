@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Unpack
 
+import attrs
 from attrs import Attribute, field, frozen
 
 from memory_inject._text import sanitize_session_key
@@ -169,7 +170,9 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
 
     ``senders`` are all the sender ids known on ``channel``. An old id that two
     of them share is left alone: its rows cannot be told apart (move them by
-    hand). Returns ``{old id: new id}`` for each scope moved. The store must
+    hand). ``conversation`` rows stay where they are: they are a chat's messages, and
+    a DM's history key can equal a sender's old id. Returns ``{old id: new id}`` for
+    each scope moved. The store must
     offer ``list`` and ``upsert`` (``SQLiteStore``, ``PostgresStore``);
     rows keep their keys, ids and everything else.
     """
@@ -189,6 +192,11 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
         if new == old:
             continue
         for record in store.list(session_id=old):
+            if str(record.category) == "conversation":
+                # a chat's messages: a DM's history key ("telegram_alice") can be another
+                # sender's old id ("telegram.alice"), and its history moved into that
+                # sender's personal scope (round 35). Conversation scopes do not move.
+                continue
             store.upsert(record.evolve(session_id=new), move=True)  # the host's move
         moved[old] = new
     return moved
@@ -226,11 +234,14 @@ class ChannelAdapter(Adapter):
         return self.channel
 
     def _request(self, message: InboundMessage, turn_id: str | None) -> _core.TurnInput:
+        # The message's channel, which its scopes and autosave key name: a message of
+        # another channel than ``channel_name`` had an event naming the adapter's (round 35).
+        meta = attrs.evolve(self._meta(turn_id), channel=message.channel)
         return _core.TurnInput(
             origin=TurnOrigin.CHANNEL,
             query=message.text,
             sessions=session_scopes(message),
-            turn=self._meta(turn_id),
+            turn=meta,
         )
 
     @staticmethod
@@ -243,6 +254,12 @@ class ChannelAdapter(Adapter):
         """
         parts = (message.channel, message.history_key, message.sender, message.message_id)
         return ":".join(escape_scope_part(p) for p in parts)
+
+    def _record_scope(self, req: _core.TurnInput) -> str | None:
+        """The conversation's scope, a group's too: a group turn's first scope is the
+        sender's person scope, which every chat of the sender recalls, so a group's
+        ``#decision`` lines showed in the sender's other groups and DMs (round 35)."""
+        return next((s for s in req.sessions if s and not s.startswith(PERSON_PREFIX)), None)
 
     def _save(self, message: InboundMessage) -> _core.Save:
         session = conversation_scope(message.history_key)
