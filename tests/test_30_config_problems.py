@@ -210,3 +210,17 @@ def test_a_blank_value_is_named_as_given(tmp_path: Path, memory: str, expected: 
     """A helper's review (round 30): an empty ``dsn`` was reported as "(got null)", and a
     blank model2vec path loaded."""
     assert any(expected in p for p in _problems(tmp_path, memory))
+
+
+@pytest.mark.parametrize(
+    ("memory", "hint"),
+    [
+        ("{origins: {CRON: {enabled: false}}}", "'CRON' is not an origin (did you mean 'cron'?)"),
+        ("{Budget: {max_entries: 2}}", "'Budget' is not a known key (did you mean 'budget'?)"),
+        ("{budgte: {max_entries: 2}}", "'budgte' is not a known key (did you mean 'budget'?)"),
+    ],
+)
+def test_a_key_in_another_case_gets_its_hint(tmp_path: Path, memory: str, hint: str) -> None:
+    """``CRON`` had no "did you mean" (difflib compares case); `` cron`` had one (round 35)."""
+    (problem,) = _problems(tmp_path, memory)
+    assert problem.startswith(hint)

@@ -156,6 +156,23 @@ class TestLoadCronJobs:
             f"{path}: 'prompt' must be a non-empty string (got '') @ $.jobs[2]",
         ] == list(err.value.problems)
 
+    def test_ids_that_differ_only_by_case_or_spaces_are_one_id(self, tmp_path: Path) -> None:
+        """``a``, ``A`` and ``a `` were three jobs (round 35)."""
+        path = tmp_path / "jobs.yaml"
+        path.write_text(
+            "jobs:\n"
+            "  - {id: a, name: A, prompt: p}\n"
+            "  - {id: A, name: B, prompt: p}\n"
+            "  - {id: 'a ', name: C, prompt: p}\n"
+        )
+        with pytest.raises(ConfigError) as err:
+            load_cron_jobs(path)
+        assert [
+            f"{path}: 'id' must be unique: {bad!r} differs from 'a' only by case or spaces"
+            f" @ $.jobs[{n}]"
+            for n, bad in ((1, "A"), (2, "a "))
+        ] == list(err.value.problems)
+
     @pytest.mark.parametrize(
         ("text", "problem"),
         [

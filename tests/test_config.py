@@ -276,9 +276,14 @@ class TestWrongTypes:
         assert expected == problems_of(tmp_path, "agent: 7\n")
 
     def test_null_memory(self, tmp_path: Path) -> None:
-        """'memory:' with nothing under it is refused rather than silently defaulted."""
-        expected = ("'memory' must be a mapping (got None) @ $.memory",)
-        assert expected == problems_of(tmp_path, "agent: a\nmemory:\n")
+        """'memory:' with nothing under it is the defaults (round 35: every key of the file
+        ``init`` writes commented out), as an origin mapped to nothing is no override; a
+        'memory' of another type is still refused."""
+        path = tmp_path / "a.yaml"
+        path.write_text("agent: a\nmemory:\n")
+        assert MemoryInjectConfig() == load_agent_config(path).memory
+        expected = ("'memory' must be a mapping (got 'x') @ $.memory",)
+        assert expected == problems_of(tmp_path, "agent: a\nmemory: x\n")
 
 
 class TestOutOfRange:
@@ -487,7 +492,7 @@ class TestBadFiles:
             levels.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * 9) + "]")
         expected = (
             "is not valid YAML at line 2, column 8: YAML aliases are not allowed in"
-            " agent files @ $",
+            " config files @ $",
         )
         assert expected == problems_of(tmp_path, "\n".join(levels) + "\n")
 
@@ -507,7 +512,7 @@ class TestBadFiles:
         path = write(tmp_path, "agent: a\n# " + "x" * (1 << 20) + "\n", "big.yaml")
         err = load_error(path)
         expected = (
-            f"{path}: file is over 262144 bytes; agent files are limited to 262144 bytes @ $",
+            f"{path}: file is over 262144 bytes; config files are limited to 262144 bytes @ $",
         )
         assert expected == err.problems
 

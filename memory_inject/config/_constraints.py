@@ -186,9 +186,12 @@ def _to_float(value: Any) -> Any:
 
 
 def did_you_mean(word: Any, candidates: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest candidate, or nothing."""
-    close = difflib.get_close_matches(str(word), candidates, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    """`` (did you mean 'x'?)`` for the closest candidate, or nothing. Case and spaces
+    around the word do not count (``CRON`` had no hint, `` cron`` had one)."""
+    folded = {c.lower(): c for c in candidates}
+    plain = str(word).strip().lower()
+    close = [folded[plain]] if plain in folded else difflib.get_close_matches(plain, folded, n=1)
+    return f" (did you mean '{folded.get(close[0], close[0])}'?)" if close else ""
 
 
 def _type_args(tp: Any) -> tuple[Any, ...]:
@@ -275,13 +278,20 @@ def _check_list(key: str, value: Any, meta: Mapping[str, Any], path: str) -> lis
         return [f"'{key}' must be a list (got {value!r:.80}) @ {path}"]
     problems: list[str] = []
     unique = meta.get("unique")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # folded (case, spaces around) -> as first written
     for n, item in enumerate(value):
         item_path = f"{path}.{key}[{n}]"
         problems += check_class(meta["item"], item, item_path)
         ident = item.get(unique) if unique and isinstance(item, Mapping) else None
         if isinstance(ident, str):
-            if ident in seen:
-                problems.append(f"'{unique}' must be unique (got {ident!r} twice) @ {item_path}")
-            seen.add(ident)
+            folded = ident.strip().casefold()
+            if folded in seen:
+                first = seen[folded]
+                problems.append(
+                    f"'{unique}' must be unique (got {ident!r} twice) @ {item_path}"
+                    if first == ident
+                    else f"'{unique}' must be unique: {ident!r} differs from {first!r} only "
+                    f"by case or spaces @ {item_path}"
+                )
+            seen.setdefault(folded, ident)
     return problems

@@ -42,7 +42,7 @@ class _SafeLoader(yaml.SafeLoader):
             raise yaml.MarkedYAMLError(
                 "while composing",
                 None,
-                "YAML aliases are not allowed in agent files",
+                "YAML aliases are not allowed in config files",
                 event.start_mark,
             )
         self._depth += 1
@@ -106,7 +106,7 @@ def read_yaml_file(path: str | os.PathLike[str]) -> Any:
             raise ConfigError(
                 source,
                 [
-                    f"file is over {_MAX_CONFIG_BYTES} bytes; agent files "
+                    f"file is over {_MAX_CONFIG_BYTES} bytes; config files "
                     f"are limited to {_MAX_CONFIG_BYTES} bytes @ $"
                 ],
             )
