@@ -160,11 +160,9 @@ class TestLoadCronJobs:
         """``a``, ``A`` and ``a `` were three jobs (round 35)."""
         path = tmp_path / "jobs.yaml"
         path.write_text(
-            "jobs:\n"
-            "  - {id: a, name: A, prompt: p}\n"
-            "  - {id: A, name: B, prompt: p}\n"
-            "  - {id: 'a ', name: C, prompt: p}\n"
+            "jobs:\n" + "".join(f"  - {{id: '{i}', name: n, prompt: p}}\n" for i in "aA")
         )
+        path.write_text(path.read_text() + "  - {id: 'a ', name: n, prompt: p}\n")
         with pytest.raises(ConfigError) as err:
             load_cron_jobs(path)
         assert [
