@@ -102,7 +102,7 @@ class _Decision:
 
     turn: LoopTurn
     req: _core.TurnInput | None  # None: nothing to render (reuse, no user message, already placed)
-    user_text: str | None  # the message to autosave (None: nothing to save)
+    user_text: str | None  # to autosave; None after a tool call (saved at the loop's 1st step)
     problem: str | None = None  # the messages could not be read: report, place nothing
 
 
@@ -260,11 +260,7 @@ class MemoryLoop(Adapter):
             return _Decision(turn, None, None)
         text = turn.user_text = message_text(messages[idx])
         req = turn.input(text if query is None else query, self._meta(turn.turn_id))
-        # The model has called tools since the user's message: a step of a tool loop run
-        # as one-shot turns (``with_memory`` in LangChain's manual loop), whose first step
-        # saved the message; saving it again stored it once per model call (round 35).
-        saved = None if tool_names(messages[idx + 1 :]) else text
-        return _Decision(turn, req, saved)
+        return _Decision(turn, req, None if tool_names(messages[idx + 1 :]) else text)
 
     def _own(self, turn: LoopTurn, messages: Sequence[Any], idx: int | None) -> bool:
         """Whether ``messages`` are the turn's own conversation: before its first

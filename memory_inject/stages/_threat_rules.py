@@ -20,9 +20,7 @@ from memory_inject.stages._threat_view import JA_GOES_ON, ZH_OPENS, addressed, f
 __all__ = ["RULES", "RULESET_VERSION", "ThreatRule"]
 
 #: The rule set's version: bumped whenever a rule is added, removed or changes what it
-#: matches (docs/pipeline.md lists the rules of each version). v3 (round 35): a URL's or a
-#: comment's run stops where another URL, image or comment starts (each start read the
-#: rest of the text again: 0.6 s for 40,000 characters of ``http://$TOKEN``).
+#: matches (docs/pipeline.md lists the rules of each version; v3: linear runs).
 RULESET_VERSION = 3
 
 
