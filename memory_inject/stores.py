@@ -70,8 +70,13 @@ def open_store(
         backend["open_timeout_ms"] = _DEGRADE_OPEN_TIMEOUT_MS
     if backend.get("kind", "sqlite") == "sqlite" and missing != "create":
         path = sqlite_path(agent, base)
-        if not path.is_file():
-            why = f"{path}: no memory file (memory.backend.missing: {missing})"
+        # An empty file is missing too (storage.md: create=False refuses it): the open
+        # wrote a schema into it (round 35). A directory is not missing: opening it fails
+        # and says so, under ``unavailable``.
+        empty = path.is_file() and path.stat().st_size == 0
+        if empty or not (path.is_file() or path.is_dir()):
+            what = "an empty memory file" if empty else "no memory file"
+            why = f"{path}: {what} (memory.backend.missing: {missing})"
             if missing == "error":
                 raise StoreMissingError(why)
             return UnavailableStore(why)

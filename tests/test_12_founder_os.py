@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from memory_inject.config import AgentConfig, MemoryInjectConfig, parse_agent_co
 from memory_inject.embedders import HashingEmbedder
 from memory_inject.exceptions import EmbedderError
 from memory_inject.signals import memory_recall
+from memory_inject.storage.founder_os import import_founder_os
 from memory_inject.storage.memory import InMemoryStore
 from memory_inject.storage.sqlite import SQLiteStore
 
@@ -284,3 +286,43 @@ class TestDegradation:
             asyn = asyncio.run(arender_memory_context(s, q, config=cfg, source="P11", now=NOW))
         assert (["plug"], ["plug"]) == (keys(sync), keys(asyn))
         assert sync.text == asyn.text
+
+
+class TestImportLeavesNothingBeside:
+    """``import_founder_os`` reads founder-os's file read-only: a ``mode=ro`` open of its
+    WAL-mode file left ``-shm`` and ``-wal`` beside it (round 35)."""
+
+    @staticmethod
+    def _founder_file(path: Path) -> sqlite3.Connection:
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(
+            "CREATE TABLE memories (id TEXT PRIMARY KEY, key TEXT UNIQUE NOT NULL, category "
+            "TEXT NOT NULL, content TEXT NOT NULL, source_plugin TEXT, confidence INTEGER, "
+            "status TEXT, company_id TEXT, tags TEXT, created_at INTEGER NOT NULL, "
+            "updated_at INTEGER NOT NULL)"
+        )
+        conn.execute(
+            "INSERT INTO memories VALUES ('1', 'terms', 'fact', 'Acme pays net-30', 'P11', 90,"
+            " 'confirmed', NULL, '[]', 1700000000, 1700000000)"
+        )
+        conn.commit()
+        return conn
+
+    def test_a_closed_file_is_read_with_nothing_left_beside_it(self, tmp_path: Path) -> None:
+        theirs = tmp_path / "fos" / "memory.db"
+        theirs.parent.mkdir()
+        self._founder_file(theirs).close()
+        assert ["memory.db"] == sorted(p.name for p in theirs.parent.iterdir())
+        import_founder_os(SQLiteStore(tmp_path / "mine.db"), theirs)
+        assert ["memory.db"] == sorted(p.name for p in theirs.parent.iterdir())
+
+    def test_a_file_founder_os_holds_open_is_read_with_its_wal(self, tmp_path: Path) -> None:
+        theirs = tmp_path / "memory.db"
+        live = self._founder_file(theirs)  # its row is in the -wal, not yet checkpointed
+        try:
+            mine = SQLiteStore(tmp_path / "mine.db")
+            import_founder_os(mine, theirs)
+            assert ["Acme pays net-30"] == [r.content for r in mine.list()]
+        finally:
+            live.close()

@@ -335,7 +335,9 @@ def _founder_agent(tmp_path: Path, path: str) -> Any:
     return load_agent_config(tmp_path / "agent.yaml")
 
 
-@pytest.mark.parametrize("shape", ["missing file", "a directory", "not a database"])
+@pytest.mark.parametrize(
+    "shape", ["missing file", "an empty file", "a directory", "not a database"]
+)
 def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -> None:
     """founder-os goes on without memory when its file is missing or unreadable: no error
     into the host, no file created, the status on every turn's event (sync and async)."""
@@ -349,6 +351,9 @@ def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -
     elif shape == "not a database":
         target.parent.mkdir(parents=True)
         target.write_bytes(b"this is not a sqlite file" * 100)
+    elif shape == "an empty file":  # a schema was written into it (round 35)
+        target.parent.mkdir(parents=True)
+        target.touch()
     agent = _founder_agent(tmp_path, str(target))
     store = open_store(agent)  # before: StoreMissingError / StoreCorruptError into the host
     assert isinstance(store, UnavailableStore) and not store.available
@@ -361,6 +366,8 @@ def test_founder_os_degrades_at_open_with_a_status(tmp_path: Path, shape: str) -
     with pytest.raises(StoreMissingError):
         store.store("k", "v")
     assert (shape == "missing file") == (not target.exists())
+    assert shape != "an empty file" or 0 == target.stat().st_size
+    assert shape != "a directory" or "directory" in store.status
 
 
 def test_missing_error_and_the_default_create(tmp_path: Path) -> None:
@@ -375,6 +382,10 @@ def test_missing_error_and_the_default_create(tmp_path: Path) -> None:
 
     with pytest.raises(StoreMissingError, match="no memory file"):
         open_store(agent("error", "e.db"))
+    (tmp_path / "empty.db").touch()
+    with pytest.raises(StoreMissingError, match="an empty memory file"):
+        open_store(agent("error", "empty.db"))
+    assert 0 == (tmp_path / "empty.db").stat().st_size
     store = open_store(agent("create", "c.db"))
     assert isinstance(store, SQLiteStore)
     store.close()

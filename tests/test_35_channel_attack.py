@@ -98,3 +98,25 @@ def test_the_event_names_the_messages_channel() -> None:
     )
     assert turn.event is not None and "slack" == turn.event.channel
     assert "person:slack:bob" in turn.sessions
+
+
+def test_explain_shows_a_contested_memory_as_rendered_in_its_section() -> None:
+    """``render --explain`` said "dropped by status_filter" for the contested memory the
+    sectioned block shows in its Contested section (round 35); the event never did."""
+    from memory_inject import render_memory_context
+    from memory_inject.cli._explain import explain_rows
+
+    cfg = parse_agent_config({"agent": "pi", "memory": {"preset": "pi"}}).memory
+    store = InMemoryStore()
+    store.store("pnpm", "Use pnpm for the monorepo", status="contested", confidence=0.6)
+    store.store("npm", "Use npm for the monorepo", status="archived", confidence=0.6)
+    store.store("bun", "Use bun for the monorepo scripts", status="active", confidence=0.9)
+    out = render_memory_context(
+        store, "which package manager for the monorepo?", config=cfg, profile="project:x"
+    )
+    assert "CONTESTED: [pnpm" in out.text and "pnpm" not in out.event.dropped  # type: ignore[union-attr]
+    seen = {e.key: e for e in out.entries}
+    outcome = {row[0]: row[-1] for row in explain_rows(seen, out)[1]}
+    assert outcome["pnpm"] == "rendered, in its section (status_filter: status:contested)"
+    assert outcome["npm"] == "dropped by status_filter: status:archived"
+    assert outcome["bun"] == "rendered"

@@ -131,7 +131,9 @@ def explain_rows(
 ) -> tuple[list[str], list[list[str]]]:
     """Header and rows: each candidate, its score after each scoring stage and its fate."""
     scoring = [t for t in result.trace if t.scores]
-    rendered = {e.key for e in result.entries}
+    # the event's: a governed render shows a contested memory its status stage took off
+    # the list in its own section (it read "dropped by status_filter" while shown, round 35)
+    rendered = {e.key for e in result.entries} | set(getattr(result.event, "rendered_keys", ()))
     keys = list(seen) + [k for t in result.trace for k in t.dropped if k not in seen]
     header = ["key", "category", "recall", *(t.name for t in scoring), "outcome"]
     rows = []
@@ -140,7 +142,12 @@ def explain_rows(
         outcome = "rendered" if key in rendered else "not rendered"
         for t in result.trace:
             if key in t.dropped:
-                outcome = f"dropped by {t.name}: {t.dropped[key]}"
+                reason = f"{t.name}: {t.dropped[key]}"
+                outcome = (
+                    f"rendered, in its section ({reason})"
+                    if key in rendered
+                    else (f"dropped by {reason}")
+                )
                 break
         rows.append(
             [

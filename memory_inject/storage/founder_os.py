@@ -64,7 +64,13 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 
 def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    """A read-only connection that leaves nothing beside the file. A WAL-mode file (as
+    founder-os writes it) with no ``-wal`` or ``-shm`` beside it has nothing uncheckpointed
+    and no process in it: opened ``immutable``, SQLite makes no ``-shm``/``-wal`` (a
+    ``mode=ro`` open left both behind, round 35). Beside a live founder-os, ``mode=ro``."""
+    resolved = Path(path).resolve()
+    live = any(Path(f"{resolved}{end}").exists() for end in ("-wal", "-shm"))
+    uri = resolved.as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
     return sqlite3.connect(uri, uri=True)
 
 
