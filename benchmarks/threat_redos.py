@@ -23,7 +23,16 @@ from memory_inject.stages import threat
 from memory_inject.stages._threat_rules import RULES
 from memory_inject.storage import SQLiteStore
 
-HOSTILE = ["![x](http://a/", "http://$TOKEN", "<!-- ignore ", "<!--", "http://a?b=", "ignore "]
+HOSTILE = [
+    "![x](http://a/",
+    "http://$TOKEN",
+    "<!-- ignore ",
+    "<!--",
+    "http://a?b=",
+    "ignore ",
+    "gpt-",
+    " ",  # after "SYSTEM"
+]
 
 
 def _ms(fn: object, reps: int) -> float:
@@ -42,7 +51,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
     for fragment in HOSTILE:
-        text = (fragment * (args.chars // len(fragment) + 1))[: args.chars]
+        text = ("now SYSTEM" + fragment * (args.chars // len(fragment) + 1))[: args.chars]
         worst = max(
             (_ms(lambda r=r, t=text: threat.threat_rule(t, (r,)), args.reps), r.id) for r in RULES
         )

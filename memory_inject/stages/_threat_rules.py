@@ -18,10 +18,7 @@ from memory_inject.config.schema import THREAT_RULE_IDS
 from memory_inject.stages._threat_view import JA_GOES_ON, ZH_OPENS, addressed, fold
 
 __all__ = ["RULES", "RULESET_VERSION", "ThreatRule"]
-
-#: The rule set's version: bumped whenever a rule is added, removed or changes what it
-#: matches (docs/pipeline.md lists the rules of each version; v3: linear runs).
-RULESET_VERSION = 3
+RULESET_VERSION = 3  #: see the module docstring
 
 
 def _word_set(words: str | frozenset[str]) -> frozenset[str]:
@@ -121,7 +118,7 @@ _DEFENSIVE = _rx(
     r"tool\s+(?:results?|outputs?)|results?|content|pdfs?|attachments?|inputs?|strangers|"
     r"third[- ]part(?:y|ies)|untrusted|links?|urls?|images?|search)"
 )
-_AI_NAME = r"(?:chatgpt|gpt[\w.-]*|claude|gemini|grok|copilot|bard|llama|mistral)"
+_AI_NAME = r"(?:chatgpt|gpt[\w.-]{0,40}|claude|gemini|grok|copilot|bard|llama|mistral)"
 _NO_LIMITS = (
     r"(?:ethical\s+|moral\s+|safety\s+|content\s+)?(?:rules|restrictions|guidelines|filters"
     r"|limits|boundaries|censorship)"
@@ -158,6 +155,8 @@ _PLACEHOLDER = (
     r"|secrets?|passwords?|tokens?|api_?keys?|keys?|credentials?|user_?data|data|prompt"
     r"|system_?prompt|e-?mails?|summary|pii|cookies?|session)"
 )
+# An image's opening to its URL (a run stops at the next one, or reads 256: v2 read on).
+_IMAGE = r"!\[[^\]\n]{0,100}\]\(\s*https?://"
 _KEY_REF = r"\$\{?[a-z_]*(?:key|token|secret|password|credential|api)[a-z_]*"
 
 #: The rule set (version :data:`RULESET_VERSION`), in the order a row is checked.
@@ -287,7 +286,8 @@ RULES: tuple[ThreatRule, ...] = (
         "",
         ("SYSTEM", "ADMIN", "DEVELOPER", "ROOT", "SUDO"),
         _rx(
-            r"(?:^|\n)[ \t]*SYSTEM[ \t]*(?:PROMPT|MESSAGE|NOTE)?[ \t]*:|\bSYSTEM[ \t]+OVERRIDE\b"
+            r"(?:^|\n)[ \t]*SYSTEM(?:[ \t]*(?:PROMPT|MESSAGE|NOTE))?[ \t]*:"
+            r"|\bSYSTEM[ \t]+OVERRIDE\b"
             r"|\b(?:NEW|UPDATED|REAL|ACTUAL)[ \t]+SYSTEM[ \t]+(?:PROMPT|INSTRUCTIONS?|MESSAGE)\b"
             r"|\[(?:ADMIN|SYSTEM|DEVELOPER|ROOT|SUDO)[ \t]+(?:OVERRIDE|MODE|ACCESS|COMMAND|MESSAGE"
             r"|NOTE)\]"
@@ -316,7 +316,7 @@ RULES: tuple[ThreatRule, ...] = (
         _rx(
             r"\b(?:send|forward|post|upload|transmit|e-?mail|mail|leak|exfiltrate|submit|beam)\s+"
             rf"(?:me\s+)?{_gap(4)}{_DATA}[^\n]{{0,80}}?\b(?:to|at|into|via)\s+{_DESTINATION}"
-            r"|!\[[^\]\n]{0,100}\]\(\s*https?://(?:(?!!\[)[^)\s])*[?&/=]" + _PLACEHOLDER
+            rf"|{_IMAGE}(?:(?:(?!{_IMAGE})[^)\s])*|[^)\s]{{0,256}})[?&/=]{_PLACEHOLDER}"
         ),
         addressed=True,
     ),
