@@ -36,7 +36,13 @@ def scopes(sessions: Iterable[str | None]) -> tuple[str | None, ...]:
 
     An adapter checks fixed sessions when it is built: ``sessions=[42]`` (a user id from
     a database) was taken, and then every turn went out without memory and without an
-    event (round 35's attack)."""
+    event (round 35's attack). ``None`` is refused too, as before: a sessions function
+    that finds no user and returns None must not make an unscoped turn that sees every
+    session's rows; ``[]`` says "no session" on purpose."""
+    if sessions is None:
+        raise TypeError(
+            "'sessions' must be a list of session ids (got None); [] is a turn with no session"
+        )
     return session_scopes(sessions)
 
 

@@ -170,8 +170,8 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
 
     ``senders`` are all the sender ids known on ``channel``. An old id that two
     of them share is left alone: its rows cannot be told apart (move them by
-    hand). ``conversation`` rows stay where they are: they are a chat's messages, and
-    a DM's history key can equal a sender's old id. Returns ``{old id: new id}`` for
+    hand). ``conversation`` and ``session`` rows stay where they are: they are a chat's,
+    and a DM's history key can equal a sender's old id. Returns ``{old id: new id}`` for
     each scope moved. The store must
     offer ``list`` and ``upsert`` (``SQLiteStore``, ``PostgresStore``);
     rows keep their keys, ids and everything else.
@@ -192,10 +192,10 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
         if new == old:
             continue
         for record in store.list(session_id=old):
-            if str(record.category) == "conversation":
-                # a chat's messages: a DM's history key ("telegram_alice") can be another
-                # sender's old id ("telegram.alice"), and its history moved into that
-                # sender's personal scope (round 35). Conversation scopes do not move.
+            if str(record.category) in ("conversation", "session"):
+                # a chat's messages and session row: a DM's history key ("telegram_alice")
+                # can be another sender's old id ("telegram.alice"), and its history moved
+                # into that sender's personal scope (round 35). Conversations do not move.
                 continue
             store.upsert(record.evolve(session_id=new), move=True)  # the host's move
         moved[old] = new
@@ -236,7 +236,7 @@ class ChannelAdapter(Adapter):
     def _request(self, message: InboundMessage, turn_id: str | None) -> _core.TurnInput:
         # The message's channel, which its scopes and autosave key name: a message of
         # another channel than ``channel_name`` had an event naming the adapter's (round 35).
-        meta = attrs.evolve(self._meta(turn_id), channel=message.channel)
+        meta = attrs.evolve(self._meta(turn_id), channel=str(message.channel))
         return _core.TurnInput(
             origin=TurnOrigin.CHANNEL,
             query=message.text,

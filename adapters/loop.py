@@ -260,7 +260,8 @@ class MemoryLoop(Adapter):
             return _Decision(turn, None, None)
         text = turn.user_text = message_text(messages[idx])
         req = turn.input(text if query is None else query, self._meta(turn.turn_id))
-        return _Decision(turn, req, None if tool_names(messages[idx + 1 :]) else text)
+        saved = None if turn is not active and tool_names(messages[idx + 1 :]) else text
+        return _Decision(turn, req, saved)
 
     def _own(self, turn: LoopTurn, messages: Sequence[Any], idx: int | None) -> bool:
         """Whether ``messages`` are the turn's own conversation: before its first
@@ -296,10 +297,9 @@ class MemoryLoop(Adapter):
     @staticmethod
     def _save(decision: _Decision) -> _core.Save | None:
         """The user's message, keyed by turn, in the turn's first session scope."""
-        if decision.user_text is None:
-            return None
+        key, text = f"user_msg_{decision.turn.turn_id}", decision.user_text
         first = next((s for s in decision.turn.sessions if s is not None), None)
-        return _core.Save(f"user_msg_{decision.turn.turn_id}", decision.user_text, first)
+        return None if text is None else _core.Save(key, text, first)
 
     @staticmethod
     def _new_tools(

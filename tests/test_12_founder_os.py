@@ -7,9 +7,12 @@ and the shipped agent's golden render are ``tests/test_12_founder_golden.py``.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import sqlite3
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,6 +319,32 @@ class TestImportLeavesNothingBeside:
         assert ["memory.db"] == sorted(p.name for p in theirs.parent.iterdir())
         import_founder_os(SQLiteStore(tmp_path / "mine.db"), theirs)
         assert ["memory.db"] == sorted(p.name for p in theirs.parent.iterdir())
+
+    def test_a_hot_journal_is_never_read_half_written(self, tmp_path: Path) -> None:
+        """A rollback-journal file whose writer died mid-transaction (a hot ``-journal``):
+        an ``immutable`` open read the uncommitted pages (round 35's attack)."""
+        theirs = tmp_path / "memory.db"
+        conn = self._founder_file(theirs)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.executemany(
+            "INSERT INTO memories VALUES (?, ?, 'fact', ?, 'P11', 90, 'confirmed', NULL, '[]',"
+            " 1700000000, 1700000000)",
+            [(f"r{i}", f"k{i}", f"committed fact {i} " + "x" * 200) for i in range(2000)],
+        )
+        conn.commit()
+        conn.close()
+        writer = (
+            "import sqlite3, os\n"
+            f"c = sqlite3.connect({str(theirs)!r}, isolation_level=None)\n"
+            "c.execute('PRAGMA cache_size=1')\nc.execute('BEGIN')\n"
+            "c.execute(\"UPDATE memories SET content = 'UNCOMMITTED ' || key\")\nos._exit(0)\n"
+        )
+        subprocess.run([sys.executable, "-c", writer], check=True)
+        assert (tmp_path / "memory.db-journal").exists()
+        mine = SQLiteStore(tmp_path / "mine.db")
+        with contextlib.suppress(ValueError):  # refused: it cannot be read as it stands
+            import_founder_os(mine, theirs)
+        assert not [r for r in mine.list() if "UNCOMMITTED" in r.content]
 
     def test_a_file_founder_os_holds_open_is_read_with_its_wal(self, tmp_path: Path) -> None:
         theirs = tmp_path / "memory.db"

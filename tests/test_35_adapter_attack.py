@@ -33,7 +33,7 @@ from tests.test_11_tools import _anthropic_reply
 from tests.test_29_client_copies import _CHAT, _Server, _store
 
 if TYPE_CHECKING:
-    from adapters import remember
+    from adapters import MemoryLoop, remember
     from adapters.anthropic_client import wrap_anthropic
     from adapters.langchain import MemoryMiddleware, with_memory
     from adapters.langgraph import LangGraphMemory
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from adapters.openai_client import wrap_openai
     from adapters.pydantic_ai import PydanticAIMemory
 else:
-    from memory_inject.adapters import remember
+    from memory_inject.adapters import MemoryLoop, remember
     from memory_inject.adapters.anthropic_client import wrap_anthropic
     from memory_inject.adapters.langchain import MemoryMiddleware, with_memory
     from memory_inject.adapters.langgraph import LangGraphMemory
@@ -237,3 +237,37 @@ class TestMiddlewareSessionsFunction:
         rec, sent = self._ask(lambda config: [config["configurable"]["thread_id"]])
         assert "prod-alice" not in sent
         assert ["host_callback_failed"] == [e.reason for e in rec.skips]
+
+
+class TestRoundsOwnFixesAttacked:
+    """What a helper found attacking this round's fixes (round 35)."""
+
+    def test_a_sessions_function_giving_none_is_no_unscoped_turn(self) -> None:
+        """``None`` from a lookup that found no user made an unscoped turn, which sees every
+        session's rows; ``[]`` is the way to say "no session"."""
+        model = FakeMessagesListChatModel(responses=[AIMessage("ok")])
+        chat = with_memory(model, _store(), AGENT, sessions=lambda config: None)  # type: ignore[arg-type,return-value]
+        with events() as rec:
+            chat.invoke([HumanMessage("where does Alice deploy?")])
+        assert [] == rec.recalls
+        assert ["host_callback_failed"] == [e.reason for e in rec.skips]
+
+    def test_sessions_none_is_refused_when_built(self) -> None:
+        with pytest.raises(TypeError, match=r"got None\); \[\] is a turn with no session"):
+            wrap_openai(OpenAI(api_key="x"), _store(), AGENT, sessions=None)  # type: ignore[arg-type]
+
+    def test_a_turns_first_prepare_after_a_host_tool_call_saves_the_message(self) -> None:
+        store = InMemoryStore()
+        loop = MemoryLoop(store, AGENT, autosave=True)
+        call = {"id": "c1", "type": "function", "function": {"name": "profile", "arguments": "{}"}}
+        history = [
+            {"role": "user", "content": "where does Alice deploy?"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "profile: alice"},
+        ]
+        with loop.turn(sessions=["alice"]):
+            assert loop.inject(history).injection is not None
+            loop.inject(history)  # the turn's next step saves nothing more
+        assert ["where does Alice deploy?"] == [
+            r.content for r in store.list(category="conversation")
+        ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import attrs
 import pytest
 
 from memory_inject import InMemoryStore
@@ -75,10 +76,13 @@ def test_a_groups_session_row_stays_in_the_group(asynchronous: bool) -> None:
 def test_migrating_person_scopes_leaves_a_dms_history_in_place() -> None:
     store = SQLiteStore(":memory:")
     store.store("dm_101", "my card PIN is 4921", "conversation", session_id="telegram_alice")
+    store.store("session:telegram_alice", "DM", "session", session_id="telegram_alice")
     store.store("tea", "likes green tea", session_id=legacy_person_scope("telegram.alice"))
     moved = migrate_person_scopes(store, "telegram", ["alice", "telegram.alice"])
     assert moved["telegram_alice"] == "person:telegram:telegram.alice"
     assert store.get("dm_101").session_id == "telegram_alice"  # type: ignore[union-attr]
+    row = store.get("session:telegram_alice")
+    assert row is not None and "telegram_alice" == row.session_id
     assert store.get("tea").session_id == "person:telegram:telegram.alice"  # type: ignore[union-attr]
 
 
@@ -98,6 +102,8 @@ def test_the_event_names_the_messages_channel() -> None:
     )
     assert turn.event is not None and "slack" == turn.event.channel
     assert "person:slack:bob" in turn.sessions
+    numbered = attrs.evolve(turn.message, channel=7)  # type: ignore[arg-type]
+    assert "7" == bot.handle(numbered).event.channel  # type: ignore[union-attr]
 
 
 def test_explain_shows_a_contested_memory_as_rendered_in_its_section() -> None:
@@ -120,3 +126,23 @@ def test_explain_shows_a_contested_memory_as_rendered_in_its_section() -> None:
     assert outcome["pnpm"] == "rendered, in its section (status_filter: status:contested)"
     assert outcome["npm"] == "dropped by status_filter: status:archived"
     assert outcome["bun"] == "rendered"
+
+
+def test_preset_pi_records_no_channel_sessions_unless_the_file_says_so() -> None:
+    """Under ``preset: pi`` a session row is bound to the profile and Today's Sessions shows
+    every session of it: a channel bot's group decision showed in other people's DMs."""
+    pi = parse_agent_config({"agent": "bot", "memory": {"preset": "pi"}})
+    assert pi.memory.sessions.record is True
+    assert pi.memory.for_origin("channel").sessions.record is False
+    assert pi.memory.for_origin("interactive").sessions.record is True
+    store = InMemoryStore()
+    bot = ChannelAdapter(store, pi, channel_name="whatsapp")
+    a = bot.handle(_msg("we will acquire Initech in March #decision", "111@g.us", "1"))
+    assert a.session_key is None and [] == store.list(category="session")
+    on = parse_agent_config(
+        {
+            "agent": "bot",
+            "memory": {"preset": "pi", "origins": {"channel": {"sessions": {"record": True}}}},
+        }
+    )
+    assert on.memory.for_origin("channel").sessions.record is True

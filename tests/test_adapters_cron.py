@@ -156,6 +156,15 @@ class TestLoadCronJobs:
             f"{path}: 'prompt' must be a non-empty string (got '') @ $.jobs[2]",
         ] == list(err.value.problems)
 
+    def test_ids_of_other_letters_are_two_ids(self, tmp_path: Path) -> None:
+        """Case is compared as lower(): casefold made "straße" and "strasse" one id."""
+        path = tmp_path / "jobs.yaml"
+        path.write_text(
+            "jobs:\n"
+            + "".join(f"  - {{id: {i}, name: n, prompt: p}}\n" for i in ("straße", "strasse"))
+        )
+        assert ["straße", "strasse"] == [job.id for job in load_cron_jobs(path)]
+
     def test_ids_that_differ_only_by_case_or_spaces_are_one_id(self, tmp_path: Path) -> None:
         """``a``, ``A`` and ``a `` were three jobs (round 35)."""
         path = tmp_path / "jobs.yaml"

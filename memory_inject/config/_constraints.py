@@ -284,7 +284,7 @@ def _check_list(key: str, value: Any, meta: Mapping[str, Any], path: str) -> lis
         problems += check_class(meta["item"], item, item_path)
         ident = item.get(unique) if unique and isinstance(item, Mapping) else None
         if isinstance(ident, str):
-            folded = ident.strip().casefold()
+            folded = ident.strip().lower()  # not casefold: "straße" is not "strasse"
             if folded in seen:
                 first = seen[folded]
                 problems.append(

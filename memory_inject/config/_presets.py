@@ -69,6 +69,10 @@ PRESETS: Mapping[str, Mapping[str, Any]] = {
         "governance": {"enabled": True},
         "standing": {"enabled": True},
         "sessions": {"record": True},
+        # PI is one person's coding agent: Today's Sessions shows every session of the
+        # profile. A channel bot's chats are many people's, whose lines showed in every
+        # chat (round 35), so its turns record none unless the file turns them on.
+        "origins": {"channel": {"sessions": {"record": False}}},
         "trivial_prompt": {"enabled": True},
         "backend": {
             "search_mode": "hybrid",

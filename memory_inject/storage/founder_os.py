@@ -65,12 +65,19 @@ _SLUG = re.compile(r"[^a-z0-9]+")
 
 def _connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     """A read-only connection that leaves nothing beside the file. A WAL-mode file (as
-    founder-os writes it) with no ``-wal`` or ``-shm`` beside it has nothing uncheckpointed
-    and no process in it: opened ``immutable``, SQLite makes no ``-shm``/``-wal`` (a
-    ``mode=ro`` open left both behind, round 35). Beside a live founder-os, ``mode=ro``."""
+    founder-os writes it) with no ``-wal``, ``-shm`` or ``-journal`` beside it has nothing
+    uncheckpointed and no process in it: opened ``immutable``, SQLite makes no
+    ``-shm``/``-wal`` (a ``mode=ro`` open left both behind, round 35). Else ``mode=ro``."""
     resolved = Path(path).resolve()
-    live = any(Path(f"{resolved}{end}").exists() for end in ("-wal", "-shm"))
-    uri = resolved.as_uri() + ("?mode=ro" if live else "?mode=ro&immutable=1")
+    live = any(Path(f"{resolved}{end}").exists() for end in ("-wal", "-shm", "-journal"))
+    try:
+        with resolved.open("rb") as f:
+            wal = f.read(20)[18:19] == b"\x02"  # the header's read version: 2 is WAL
+    except OSError:
+        wal = False
+    # A rollback-journal file makes nothing beside it read-only, and one with a hot
+    # journal must be refused, not read half-written (immutable did, round 35's attack).
+    uri = resolved.as_uri() + ("?mode=ro&immutable=1" if wal and not live else "?mode=ro")
     return sqlite3.connect(uri, uri=True)
 
 

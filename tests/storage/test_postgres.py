@@ -515,6 +515,13 @@ class TestFaults:
             for _ in range(3):
                 with pytest.raises(StorageError):
                     store.recall("restart", 5)
+            lending = store._engine.connections._lending
+            with monkeypatch.context() as m:  # every direct connection taken: wait the rest
+                m.setattr(lending, "direct_full", lambda: True)
+                del asked[4:]
+                with pytest.raises(StorageError):
+                    store.recall("restart", 5)
+                assert OUTAGE_WAIT_S == asked[4] and asked[5] > 0.5
         assert asked[1] == pytest.approx(1.0, abs=0.05)  # the wait that found the outage
         assert [OUTAGE_WAIT_S] * 2 == asked[2:4]  # then brief waits, each going direct
         del asked[:]

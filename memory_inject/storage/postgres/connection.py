@@ -305,8 +305,11 @@ class PostgresConnections:
         first = self._lending.first_wait(self.pool, wait)
         try:
             conn: psycopg.Connection[Any] = self.pool.getconn(timeout=first)
-        except PoolTimeout:  # after an outage: a busy pool is waited for, else go direct
-            if first >= wait or not self._lending.busy(self.pool, before):
+        except PoolTimeout:  # after an outage: go direct, unless the pool is busy (alive) or
+            # every direct connection is taken (then the pool is waited for, as before)
+            if first >= wait or not (
+                self._lending.busy(self.pool, before) or self._lending.direct_full()
+            ):
                 raise
             conn = self.pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started
@@ -327,7 +330,9 @@ class PostgresConnections:
         try:
             conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=first)
         except PoolTimeout:  # as :meth:`_get`
-            if first >= wait or not self._lending.busy(pool, before):
+            if first >= wait or not (
+                self._lending.busy(pool, before) or self._lending.direct_full()
+            ):
                 raise
             conn = await pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started

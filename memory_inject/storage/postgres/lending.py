@@ -52,6 +52,11 @@ class Lending:
         with self._lock:
             return min(wait, OUTAGE_WAIT_S) if pool in self._down else wait
 
+    def direct_full(self) -> bool:
+        """Whether ``max_size`` direct connections are open (:meth:`direct` would refuse)."""
+        with self._lock:
+            return self._direct >= max(1, self.max_size)
+
     def busy(self, pool: object, lent_before: int = -1) -> bool:
         """Whether ``pool`` is alive: every connection lent, or one lent to another turn
         since :meth:`ever_lent` was ``lent_before`` (-1: unknown, the lent count decides)."""
