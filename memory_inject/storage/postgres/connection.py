@@ -305,11 +305,8 @@ class PostgresConnections:
         first = self._lending.first_wait(self.pool, wait)
         try:
             conn: psycopg.Connection[Any] = self.pool.getconn(timeout=first)
-        except PoolTimeout:  # after an outage: go direct, unless the pool is busy (alive) or
-            # every direct connection is taken (then the pool is waited for, as before)
-            if first >= wait or not (
-                self._lending.busy(self.pool, before) or self._lending.direct_full()
-            ):
+        except PoolTimeout:  # after an outage: go direct, or wait the rest (``wait_on``)
+            if first >= wait or not self._lending.wait_on(self.pool, before):
                 raise
             conn = self.pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started
@@ -330,9 +327,7 @@ class PostgresConnections:
         try:
             conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=first)
         except PoolTimeout:  # as :meth:`_get`
-            if first >= wait or not (
-                self._lending.busy(pool, before) or self._lending.direct_full()
-            ):
+            if first >= wait or not self._lending.wait_on(pool, before):
                 raise
             conn = await pool.getconn(timeout=self._wait_for(deadline))
         if read:  # a wait that timed out stays heard: the recall never started

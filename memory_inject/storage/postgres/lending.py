@@ -57,6 +57,12 @@ class Lending:
         with self._lock:
             return self._direct >= max(1, self.max_size)
 
+    def wait_on(self, pool: object, lent_before: int) -> bool:
+        """After a brief wait (:meth:`first_wait`) timed out: whether to wait for ``pool``
+        the rest of the time rather than go direct: it is alive (:meth:`busy`), or every
+        direct connection is taken (a burst after a restart failed in 50 ms, round 35)."""
+        return self.busy(pool, lent_before) or self.direct_full()
+
     def busy(self, pool: object, lent_before: int = -1) -> bool:
         """Whether ``pool`` is alive: every connection lent, or one lent to another turn
         since :meth:`ever_lent` was ``lent_before`` (-1: unknown, the lent count decides)."""
