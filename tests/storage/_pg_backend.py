@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -115,9 +114,7 @@ def start_server() -> None:
     try:
         server.ensure_postgres_running()
     except subprocess.TimeoutExpired:  # pg_ctl's fixed 10 s wait on a loaded machine
-        end = time.monotonic() + pg_local.START_WAIT_S
-        while not pg_local.server_ready(Path(server.pgdata)) and time.monotonic() < end:
-            time.sleep(0.2)
+        pg_local.wait_ready(Path(server.pgdata))
         server.ensure_postgres_running()  # finds it running
 
 

