@@ -217,21 +217,27 @@ def record_turn(
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
     session: str | None = None,
+    started: float | None = None,
 ) -> Injection:
     """Upsert the turn's session row (:func:`memory_inject.sessions.record_session`) when
     the turn's config asks for it; ``tools`` are the tools the adapter saw called;
     ``session`` the scope the row belongs to (None: the first of the turn's sessions).
 
     Returns ``injection`` with ``session_key`` set, or with ``error``
-    (``session_failed: ...``) when the write failed: logged, never raised. Unlike the
-    autosave it is made on the turn's own thread, in turn order, however long the store
-    is locked (``memory_inject._bounded_writes``' docstring says why).
+    (``session_failed: ...``) when the write failed: logged, never raised. Like the
+    autosave, the write is made by the store's writers (``memory_inject._bounded_writes``),
+    a session's rows one at a time in turn order, and waited for within the turn's
+    deadline (``started``: the turn's ``time.perf_counter()``); one still running then (a
+    locked store) lands when the store frees, and the error says ``session_deferred: ...``.
     """
     try:
         args = _session_args(injection, tools, cwd, session)
         if args is None:
             return injection
-        key = record_session(store, **args)
+        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
+        key = write_in_time(
+            store, lambda: record_session(store, **args), wait, _row(args), _order(args)
+        )
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
@@ -244,23 +250,50 @@ async def arecord_turn(
     tools: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
     session: str | None = None,
+    started: float | None = None,
 ) -> Injection:
-    """The async twin of :func:`record_turn`."""
+    """The async twin of :func:`record_turn`: a store with ``store()`` is written by its
+    writers, in one line with the sync turns; one that only has ``astore`` is awaited."""
     try:
         args = _session_args(injection, tools, cwd, session)
         if args is None:
             return injection
-        key = await arecord_session(store, **args)
+        wait = write_wait(injection.policy.config.deadline_ms, _now(started))
+        if isinstance(store, SupportsWrite):
+            write: Any = lambda: record_session(store, **args)  # noqa: E731
+            key = await awrite_in_time(store, write, wait, _row(args), _order(args))
+        else:
+            key = await awrite_in_time(store, arecord_session(store, **args), wait, _row(args))
     except Exception as exc:  # noqa: BLE001 - memory never fails the turn
         return _session_failed(injection, exc)
     return attrs.evolve(injection, session_key=key)
 
 
+def _row(args: dict[str, Any]) -> str:
+    return f"the session row of {args['session_id']!r}"
+
+
+def _order(args: dict[str, Any]) -> tuple[str, str]:
+    """The order key of a session's row: its turns' merges are made one at a time, in order."""
+    return ("session-row", args["session_id"])
+
+
 def _session_failed(injection: Injection, exc: Exception) -> Injection:
-    _log.warning(
-        "memory_inject: session record of turn %s failed", injection.turn.turn_id, exc_info=exc
-    )
-    failed = f"session_failed: {describe(exc)}"  # after an earlier failure, both are named
-    return attrs.evolve(
+    if isinstance(exc, Late):
+        _log.warning(
+            "memory_inject: session record of turn %s deferred: %s", injection.turn.turn_id, exc
+        )
+        failed = (
+            f"session_deferred: the session row's write was {exc}; it lands when the store "
+            "frees, or a warning on the memory_inject logger says it was lost"
+        )
+    else:
+        _log.warning(
+            "memory_inject: session record of turn %s failed",
+            injection.turn.turn_id,
+            exc_info=exc,
+        )
+        failed = f"session_failed: {describe(exc)}"
+    return attrs.evolve(  # after an earlier failure, both are named
         injection, error=f"{injection.error}; {failed}" if injection.error else failed
     )

@@ -146,7 +146,7 @@ class Adapter:
     ) -> _core.Injection:
         """Policy and render for ``req``, then ``save`` (when this adapter autosaves), then
         the turn's session row with ``tools`` (when the config records sessions)."""
-        started = time.perf_counter()  # the autosave after the render waits within its deadline
+        started = time.perf_counter()  # the writes after the render wait within its deadline
         injection = _core.run(self.store, self.agent_config, self._sourced(req), cwd=self.cwd)
         if save is not None and self.autosave:
             saved = _core.autosave(
@@ -154,7 +154,7 @@ class Adapter:
             )
             injection = _with_save(injection, saved)
         return _core.record_turn(
-            self.store, injection, tools=tools, cwd=self.cwd, session=self._record_scope(req)
+            self.store, injection, tools=tools, started=started, **self._row_args(req)
         )
 
     async def _aserve(
@@ -171,8 +171,12 @@ class Adapter:
             )
             injection = _with_save(injection, saved)
         return await _core.arecord_turn(
-            self.store, injection, tools=tools, cwd=self.cwd, session=self._record_scope(req)
+            self.store, injection, tools=tools, started=started, **self._row_args(req)
         )
+
+    def _row_args(self, req: _core.TurnInput) -> dict[str, Any]:
+        """The session row's ``cwd`` and ``session`` for ``req``."""
+        return {"cwd": self.cwd, "session": self._record_scope(req)}
 
     def _record_scope(self, req: _core.TurnInput) -> str | None:
         """The scope of the turn's session row: None, the first of its sessions."""

@@ -27,10 +27,11 @@ new one is refused at once. :func:`awrite_in_time` is the async twin; the write 
 store that only writes async (``astore`` and no ``store``) runs as a task of the running
 loop instead, and is lost if the loop ends first.
 
-The session row (``record_turn``) is not written here: it reads the row and merges the
-turn into it under a per-session lock that async turns hold across awaits, and writing
-it behind the turn's back let a later turn read the row before an earlier one's write
-(round 34's attack). It still waits for a locked store.
+The session row (``record_turn``) is written here too, in the same line under its own
+order key (``("session-row", session)``): it reads the row and merges the turn into it, so
+a session's merges must be made one at a time in turn order, which the order key gives for
+sync and async turns alike (round 34 had kept it on the turn's thread after a version that
+wrote it behind the turn's back let a later turn read the row first; round 36 bounded it).
 """
 
 from __future__ import annotations
