@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC
 from typing import Any, TypeVar
 
 import attrs
@@ -148,13 +149,25 @@ def describe(exc: BaseException) -> str:
     return f"{head}: {text}" if text else head
 
 
+def _off_utc(entry: MemoryEntry) -> bool:
+    """True when the entry's time has no UTC equivalent (an aware time of year 1 or 9999)."""
+    ts = entry.timestamp
+    if ts is None or ts.tzinfo is None or 1 < ts.year < 9999:
+        return False
+    try:
+        ts.astimezone(UTC)
+    except OverflowError:
+        return True
+    return False
+
+
 def _in_scope(
     batch: list[MemoryEntry], own: set[str], dropped: dict[str, str]
 ) -> list[MemoryEntry]:
     """``batch`` without what :func:`~memory_inject.stages.filters.session_scope` drops."""
     kept = []
     for e in batch:
-        why = out_of_scope(e, own, True)
+        why = out_of_scope(e, own, True, any_profile=True)  # the stage knows the profile
         if why is None:
             kept.append(e)
         else:
@@ -200,7 +213,7 @@ def collect(
     standing_ok = False
     for _call, batch in batches:
         if _call.source == STANDING:
-            standing.extend(e for e in batch if isinstance(e, MemoryEntry))
+            standing.extend(e for e in batch if isinstance(e, MemoryEntry) and not _off_utc(e))
             raw += len(batch)
             standing_ok = True
             continue
@@ -229,6 +242,9 @@ def collect(
             ):
                 # A NaN importance failed the rerank or the floor for every entry.
                 invalid[item.key] = f"invalid_entry:{bad}"
+            elif _off_utc(item):
+                # 9999-12-31T23:59-12:00 has no UTC day: the sectioned block lost every row.
+                invalid[item.key] = "invalid_entry:timestamp"
             else:
                 good.append(item)
         if _call.source == "time":
@@ -302,14 +318,17 @@ _BAD_TEXTS = frozenset({"invalid_entry:key", "invalid_entry:content"})
 
 def invalid_notes(invalid: Mapping[str, str]) -> list[str]:
     """The event's ``invalid_entries`` parts for what a store returned that could not be
-    used: non-entries, entries whose key or content is not a string, and entries whose
-    score or importance is not a finite number."""
+    used: non-entries, entries whose key or content is not a string, entries whose time
+    has no UTC equivalent, and entries whose score or importance is not a finite number."""
     numbers = sum(1 for r in invalid.values() if r in _BAD_NUMBERS)
     texts = sum(1 for r in invalid.values() if r in _BAD_TEXTS)
+    times = sum(1 for r in invalid.values() if r == "invalid_entry:timestamp")
     notes = []
-    if len(invalid) > numbers + texts:
-        others = len(invalid) - numbers - texts
+    if len(invalid) > numbers + texts + times:
+        others = len(invalid) - numbers - texts - times
         notes.append(f"invalid_entries: store returned {others} non-entries")
+    if times:
+        notes.append(f"invalid_entries: store returned {times} entries whose time has no UTC day")
     if texts:
         notes.append(
             f"invalid_entries: store returned {texts} entries whose key or content is not a string"

@@ -103,6 +103,9 @@ def resolve_inject_policy(
             f"resolve_inject_policy: 'config' must be a MemoryInjectConfig{hint} "
             f"(got {type(config).__name__})"
         )
+    if not isinstance(has_session, bool):  # [None] or "false" read as True: other chats' rows
+        got = type(has_session).__name__
+        raise TypeError(f"resolve_inject_policy: 'has_session' must be a bool (got {got})")
     base = config if config is not None else DEFAULT_CONFIG
     if suppress:
         return _decided(base, origin, False, False, "suppressed")

@@ -218,7 +218,8 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
             if not body or body[0] != CONTESTED_WARNING:
                 raise ValueError("Contested Memory must start with the warning")
             body = body[1:]
-        if title == "Daily Log" and body and _SESSIONS_TODAY.fullmatch(body[0]):
+        counted = title == "Daily Log" and bool(body) and bool(_SESSIONS_TODAY.fullmatch(body[0]))
+        if counted:  # a day with only closed sessions shows its count alone (round 36)
             body = body[1:]
         if title == "Today's Sessions":
             if not body or not _RECENT_SESSIONS.fullmatch(body[0]):
@@ -226,7 +227,7 @@ def parse_sectioned(text: str) -> dict[str, list[str]]:
             body = _session_entries(body[1:])
         if body and body[-1] == TRUNCATED:
             body = body[:-1]
-        if not body:
+        if not body and not counted:
             raise ValueError(f"empty section {title!r}")
         for line in body:
             if not line.startswith(_SECTION_PREFIXES[title]):

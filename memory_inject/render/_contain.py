@@ -28,6 +28,7 @@ import re
 import unicodedata
 
 from memory_inject._text import truncate_with_ellipsis
+from memory_inject.render._confusables import CONFUSABLES
 from memory_inject.render._view import find, fold, replace_surrogates
 
 __all__ = [
@@ -48,8 +49,11 @@ _BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # -- bracket: indented continuation lines, defused markers ----------------------
 
 _MARKER = re.compile(r"\[ *(/?) *memory *context *\]", re.IGNORECASE)  # on the view
-# Line breaks, and every character that folds to "[": no marker can start without one.
-_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[\ufe47\uff3b")
+# Line breaks, and every character that folds to "[" (NFKC's and the view's look-alikes,
+# "⟦" and "❲" among them: round 36): no marker can start without one.
+_RISKY = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029[\ufe47\uff3b").union(
+    ch for ch, plain in CONFUSABLES.items() if plain == "["
+)
 
 
 def _defuse_markers(text: str) -> str:
@@ -62,10 +66,18 @@ def _defuse_markers(text: str) -> str:
 
 
 # Characters no reader needs and an attacker uses: C0 controls but tab and the line breaks
-# (NUL; ESC starts a terminal sequence that hides text), DEL, zero-width space, the bidi
-# marks, embeddings, overrides and isolates, the BOM. A zero-width joiner (emoji) and
-# non-joiner (Persian, Indic scripts) are kept.
-_UNSAFE = re.compile("[\x00-\x08\x0e-\x1b\x7f\u200b\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+# (NUL; ESC starts a terminal sequence that hides text), DEL, C1 controls but NEL (U+009B
+# starts one too), the soft hyphen, Arabic letter mark, Mongolian vowel separator,
+# zero-width space, the bidi marks, embeddings, overrides and isolates, the word joiner
+# and invisible operators, deprecated format controls, the BOM, interlinear annotations,
+# the shorthand and musical format controls, and the tag characters (invisible ASCII: an
+# instruction the reader of the block cannot see, round 36). A zero-width joiner (emoji),
+# non-joiner (Persian, Indic scripts) and the Arabic number signs, which show, are kept.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e"
+    "\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 
 
 def contain_content(text: str) -> str:

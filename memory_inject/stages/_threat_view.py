@@ -1,9 +1,9 @@
 """What the threat scan's rules read: the folded view of a text, and who a phrase addresses.
 
-Owns :func:`fold` (NFKC, invisible format characters dropped, Unicode tag
-characters read as the ASCII they hide, lower case) and :func:`addressed` (do
-the words at a position open an instruction to the reader; :data:`ZH_OPENS` and
-:data:`JA_GOES_ON`, the same for Chinese and Japanese). The rules are
+Owns :func:`fold` (NFKC, control and format characters dropped as every renderer
+drops them, Unicode tag characters also read as the ASCII they hide, lower case) and
+:func:`addressed` (do the words at a position open an instruction to the reader;
+:data:`ZH_OPENS` and :data:`JA_GOES_ON`, the same for Chinese and Japanese). The rules are
 ``stages/_threat_rules.py``; the scan is ``stages/threat.py``.
 """
 
@@ -17,14 +17,22 @@ __all__ = ["JA_GOES_ON", "ZH_OPENS", "addressed", "fold", "fold_case_kept"]
 
 # -- the folded view -------------------------------------------------------------------
 
-# Format characters an attacker hides words with, and which no renderer shows: zero-width
-# space/joiners, bidi marks and controls, word joiner and invisible operators, the BOM,
-# soft hyphen, Mongolian vowel separator, interlinear annotations, the tag block's
-# language tag and cancel tag.
+# Characters an attacker hides words with, and which no renderer shows (every renderer
+# drops them, so "Ign\x00ore" is "Ignore" in the block: round 36): C0 controls but the
+# tab and the line breaks, DEL, C1 controls but NEL, and every format character (Cf):
+# the soft hyphen, Arabic number signs and letter mark, the Mongolian vowel separator,
+# zero-width space, non-joiner and joiner, bidi marks, embeddings, overrides and isolates,
+# the word joiner and invisible operators, the BOM, interlinear annotations, the
+# hieroglyph, shorthand and musical format controls, the tag block's language and cancel
+# tags (its ASCII mirrors are read apart: ``_TAGS``).
 _INVISIBLE = re.compile(
-    "[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
-    "\ufff9-\ufffb\U000e0001\U000e007f]"
+    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u0600-\u0605\u061c\u06dd"
+    "\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e007f]"
 )
+# The ASCII ones: a text of ASCII letters is folded only when it holds one.
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f]")
 # Unicode tag characters U+E0020..U+E007E mirror printable ASCII ("ASCII smuggling").
 _TAGS = re.compile("[\U000e0020-\U000e007e]+")
 
@@ -32,6 +40,12 @@ _TAGS = re.compile("[\U000e0020-\U000e007e]+")
 def _untag(m: re.Match[str]) -> str:
     # A smuggled run is text of its own, written for the model alone: a line of its own.
     return "\n" + "".join(chr(ord(c) - 0xE0000) for c in m.group()) + "\n"
+
+
+def _read_tags(text: str) -> str:
+    """``text`` as the block shows it (tag characters dropped), then each smuggled run as
+    the ASCII it hides, on lines of their own: a rule reads both."""
+    return _TAGS.sub("", text) + "".join(map(_untag, _TAGS.finditer(text)))
 
 
 # The combining marks of Latin, Greek and Cyrillic letters ("I\u0301gnore" is "Ígnore"
@@ -47,10 +61,12 @@ def fold_case_kept(text: str) -> str:
     """:func:`fold` without the lower case: what a rule that reads case reads
     (``system_header``: "ＳＹＳＴＥＭ:" and "S\u200bYSTEM:" are "SYSTEM:")."""
     if text.isascii():
-        return text
+        if text.isprintable() or _ASCII_HIDDEN.search(text) is None:
+            return text
+        return _ASCII_HIDDEN.sub("", text)
     text = unicodedata.normalize("NFKC", text)
     if _TAGS.search(text) is not None:
-        text = _TAGS.sub(_untag, text)
+        text = _read_tags(text)
     text = _INVISIBLE.sub("", text)
     if text.isascii() or _ACCENTED.search(text) is None:  # CJK, Arabic, emoji...: no accents
         return text
@@ -60,12 +76,13 @@ def fold_case_kept(text: str) -> str:
 
 
 def fold(text: str) -> str:
-    """The view every rule reads: NFKC, invisible characters dropped, tags read, the
-    accents of Latin, Greek and Cyrillic letters dropped, lower case.
+    """The view every rule reads: NFKC, control and invisible characters dropped, tags
+    read, the accents of Latin, Greek and Cyrillic letters dropped, lower case.
 
-    A run of tag characters is read as the ASCII it hides, on a line of its own.
+    Tag characters are dropped where they stand, as every renderer drops them, and each
+    run of them is also read as the ASCII it hides, on a line of its own at the end.
     """
-    return text.lower() if text.isascii() else fold_case_kept(text).lower()
+    return fold_case_kept(text).lower()
 
 
 # Words that may open an instruction addressed to the reader (an imperative), and the

@@ -223,6 +223,10 @@ class PromptGate:
 #: The categories a sessionless row may have and still reach a session turn: the
 #: stores' default ``shared_categories`` (agent-wide facts).
 SHARED_CATEGORIES = frozenset({MemoryCategory.CORE, MemoryCategory.DAILY})
+#: With the sectioned block, also what its standing read shows of no session to every
+#: turn (``memory_inject.standing``): scratchpad items and open questions. ``[s, None]``
+#: dropped them where ``[s]`` showed them (round 36).
+_STANDING_SHARED = SHARED_CATEGORIES | {"scratchpad", "inquiry"}
 
 
 def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageResult:
@@ -259,10 +263,11 @@ def session_scope(ctx: StageContext, entries: Sequence[MemoryEntry]) -> StageRes
                 bad[e.key] = why
         return StageResult(kept, bad)
     mixed = None in ctx.sessions
+    shared = _STANDING_SHARED if ctx.config.renderer.kind == "sectioned" else SHARED_CATEGORIES
     out: list[MemoryEntry] = []
     dropped: dict[str, str] = {}
     for e in entries:
-        why = out_of_scope(e, own, mixed)
+        why = out_of_scope(e, own, mixed, ctx.profile_id, shared=shared)
         if why is None:
             out.append(e)
         else:
@@ -281,28 +286,40 @@ def unshared(entry: MemoryEntry, shared_only: bool) -> str | None:
     return "foreign_session" if shared_only else None
 
 
-def out_of_scope(entry: MemoryEntry, own: set[str] | frozenset[str], mixed: bool) -> str | None:
+def out_of_scope(
+    entry: MemoryEntry,
+    own: set[str] | frozenset[str],
+    mixed: bool,
+    profile: str | None = None,
+    *,
+    any_profile: bool = False,
+    shared: frozenset[str] = SHARED_CATEGORIES,
+) -> str | None:
     """Why :func:`session_scope` drops ``entry`` for a turn of the sessions ``own`` (not
-    empty; ``mixed``: the turn names ``None`` too), or None when it stays."""
+    empty; ``mixed``: the turn names ``None`` too) and the profile ``profile`` (a governed
+    turn's; None: the turn has none), or None when it stays. ``any_profile``: a session
+    record bound to any profile stays (the recall's first pass, which knows no profile;
+    the stage decides). ``shared``: the categories a mixed list keeps sessionless."""
     sid = entry.session_id
     if sid is None:
-        return "sessionless_unshared" if mixed and entry.category not in SHARED_CATEGORIES else None
+        return "sessionless_unshared" if mixed and entry.category not in shared else None
     if not isinstance(sid, str):
         return "invalid_session_id"
-    if sid in own or _profile_session(entry, sid):
+    if sid in own or _profile_session(entry, sid, profile, any_profile):
         return None
     return "foreign_session"
 
 
-def _profile_session(entry: MemoryEntry, sid: str) -> bool:
-    """A session record bound to a profile: PI's Today's Sessions shows the profile's
-    sessions of the day, the others included (docs/adapters.md, "Who sees it"); the
-    profile's own rule (governance, the standing read) keeps other profiles' out."""
-    return (
-        entry.category == SESSION_CATEGORY
-        and entry.key == SESSION_KEY_PREFIX + sid
-        and isinstance(entry.extra.get("profile_id"), str)
-    )
+def _profile_session(entry: MemoryEntry, sid: str, profile: str | None, any_profile: bool) -> bool:
+    """A session record bound to the turn's profile: PI's Today's Sessions shows the
+    profile's sessions of the day, the others included (docs/adapters.md, "Who sees it").
+    Another profile's record, or any record in a turn without a profile (not governed),
+    is another session's: until round 36 any profile-bound record passed here, and an
+    ungoverned turn, which has no profile rule after this one, showed it to everyone."""
+    if entry.category != SESSION_CATEGORY or entry.key != SESSION_KEY_PREFIX + sid:
+        return False
+    bound = entry.extra.get("profile_id")
+    return isinstance(bound, str) and (any_profile or bound == profile)
 
 
 def is_chat_memory(entry: MemoryEntry) -> bool:

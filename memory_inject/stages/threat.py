@@ -158,6 +158,10 @@ def _session_texts(entry: MemoryEntry) -> list[str]:
     return out
 
 
+#: The ``extra`` fields a block shows as labels (``render.sectioned``'s ``[layer]``,
+#: ``[rule type]`` and ``? [priority]``).
+_LABEL_FIELDS = ("layer", "rule_type", "ruleType", "priority")
+
 _CACHED = 4096
 _CACHED_CHARS = 2048
 _UNSEEN = object()
@@ -192,20 +196,30 @@ class ThreatScan:
         return found
 
     def reason(self, entry: MemoryEntry) -> str | None:
-        """``threat:<rule id>`` when a rule flags the entry's content or key, else None."""
+        """``threat:<rule id>`` when a rule flags the entry's content, key or a label it
+        shows (category, layer, rule type, priority; a session row's fields), else None."""
         content = entry.content if isinstance(entry.content, str) else ""
         found = self.verdict(content)
-        key = entry.key
-        if found is None and isinstance(key, str):
-            if _KEY_WORTH_SCANNING.search(key) is not None:
-                found = self.verdict(key[: self.window or None])
-            if found is None and _KEY_WORDS.search(key) is not None:
-                # "ignore_all_previous_instructions", "reveal-your-system-prompt": a key the
-                # block shows as a label reads as words to the model.
-                found = self.verdict(_KEY_SEPARATORS.sub(" ", key[: self.window or None]))
+        if found is None:
+            # The key, and the labels a block shows beside the content (a category, a PI
+            # layer, rule type or priority: round 36 found them unscanned).
+            labels = (entry.key, entry.category, *map(entry.extra.get, _LABEL_FIELDS))
+            found = next(filter(None, map(self._label, labels)), None)
         if found is None and entry.category == "session":
             found = next(filter(None, map(self.verdict, _session_texts(entry))), None)
         return None if found is None else REASON_PREFIX + found
+
+    def _label(self, label: object) -> str | None:
+        """:meth:`verdict` on a key or label, read also as the words its ``_`` and ``-``
+        join ("ignore_all_previous_instructions" reads as words to the model)."""
+        if not isinstance(label, str) or not label:
+            return None
+        found = None
+        if _KEY_WORTH_SCANNING.search(label) is not None:
+            found = self.verdict(label[: self.window or None])
+        if found is None and _KEY_WORDS.search(label) is not None:
+            found = self.verdict(_KEY_SEPARATORS.sub(" ", label[: self.window or None]))
+        return found
 
     def withhold(self, entries: Sequence[MemoryEntry]) -> StageResult:
         """The entries no rule flags, in order, and ``{key: threat:<rule id>}`` for the rest."""

@@ -65,7 +65,8 @@ class TestScopedStandingRecords:
     def test_the_read_keeps_what_the_session_stage_keeps(
         self, store_factory: Callable[..., Any]
     ) -> None:
-        """Scoped reads equal the session stage over the unscoped read, session records too."""
+        """Scoped reads equal the session stage over the unscoped read, session records too
+        (the stage of a turn of the profile read: round 36 keeps another profile's out)."""
         s = store_factory()
         seed(s)
         s.store("l1_a", "identity of session a", layer="L1", session_id="a")
@@ -77,7 +78,9 @@ class TestScopedStandingRecords:
         cats = {**DAILY, "session": NOW.replace(hour=0), "scratchpad": None}
         whole = s.standing_records("project:app", limit=100, min_confidence=0.85, categories=cats)
         for sessions, shared_only in (((), True), (("b",), False), (("a", "b"), False)):
-            ctx = StageContext(PI, NOW, sessions=sessions, shared_only=shared_only)
+            ctx = StageContext(
+                PI, NOW, profile_id="project:app", sessions=sessions, shared_only=shared_only
+            )
             want = keys(session_scope(ctx, whole).survivors)
             got = s.standing_records(
                 "project:app",
