@@ -10,6 +10,7 @@ the OpenAI and Anthropic wrappers are built from (:class:`Forward`,
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import sys
@@ -145,6 +146,11 @@ def _protocol(target: Any, name: str, kind: str = "") -> Any:
     return getattr(target, name)
 
 
+# A wrapper's own attributes: never the SDK's. On an instance not set up yet (the bare
+# one copy and pickle make before they fill it) they are missing, not forwarded.
+_OWN = frozenset({"_target", "memory", "_endpoint"})
+
+
 class Forward:
     """Forwards every attribute to the wrapped SDK object, except those it defines."""
 
@@ -155,7 +161,35 @@ class Forward:
 
     def __getattr__(self, name: str) -> Any:
         """Everything not intercepted is the SDK's own (``with_raw_response``, ``list``...)."""
+        if name in _OWN:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return getattr(self._target, name)
+
+    def __copy__(self) -> Any:
+        """``copy.copy``: a wrapper of ``copy.copy`` of the SDK object (the SDK's clients
+        copy so), with the same memory, as :meth:`Client.copy` keeps it."""
+        new = self._bare()
+        new._target = copy.copy(self._target)
+        return new
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        """``copy.deepcopy``: a wrapper of the SDK object's deep copy (the SDK's own error
+        when it has none), with the same memory (a store is not copied)."""
+        new = memo[id(self)] = self._bare()
+        new._target = copy.deepcopy(self._target, memo)
+        return new
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Not picklable, as the SDK's clients are not (and the memory holds a store)."""
+        raise TypeError(
+            f"cannot pickle a {type(self._target).__name__!r} wrapped with memory"
+            " (wrap the SDK object again where it is needed)"
+        )
+
+    def _bare(self) -> Any:
+        new = object.__new__(type(self))
+        new.__dict__.update(vars(self))
+        return new
 
     @property  # type: ignore[misc]
     def __class__(self) -> type[Any]:

@@ -15,7 +15,10 @@ run in (``ProcessHistory``), places the block in front of the newest
 the system prompt parts and instructions untouched). By default it changes
 the request only, so ``result.all_messages()`` keeps the user's prompt
 without the block; ``earlier_blocks="keep"`` writes it into the run's history, as
-a history processor does.
+a history processor does. The block is held for the run by an object pydantic-ai
+makes for that run alone and shares with every ``RunContext`` of it (see
+``_run_of``), never by ``run_id``: the host may pass the same one to two users'
+overlapping runs, which then got each other's block.
 
 Needs the ``pydantic-ai`` extra (``pip install "memory-inject[pydantic-ai]"``).
 """
@@ -95,6 +98,18 @@ def place_block(messages: Sequence[ModelMessage], block: str) -> list[ModelMessa
     return out
 
 
+def _run_of(ctx: RunContext[Any]) -> object | None:
+    """An object of this run alone, the same one in every ``RunContext`` of the run.
+
+    pydantic-ai makes ``discovered_tool_names`` a new set for each run and passes
+    that set by reference into every context of the run (never reassigned: its own
+    in-step tool reveals rely on it; so from 2.68, the oldest the extra allows).
+    ``run_id`` is not such a key: it is the host's argument to ``Agent.run``, and
+    two users' runs may give the same one. None: no block (never another run's).
+    """
+    return getattr(ctx, "discovered_tool_names", None)
+
+
 def pydantic_ai_tools(tools: ToolCore) -> list[Tool[Any]]:
     """The memory tools as pydantic-ai ``Tool`` objects (``Agent(tools=[...])``).
 
@@ -133,7 +148,9 @@ class PydanticAIMemory(FrameworkAdapter):
     ) -> None:
         """As :class:`~._framework.FrameworkAdapter`."""
         super().__init__(store, agent_config, **options)
-        self.runs: dict[str, _core.Injection] = {}  # run_id -> the run's turn
+        # id(the run's object, see _run_of) -> (that object, the run's turn); never the
+        # host's run_id, which concurrent runs of different users may share
+        self.runs: dict[int, tuple[object, _core.Injection]] = {}
 
     def capability(self) -> MemoryCapability:
         """A capability for ``Agent(capabilities=[...])`` backed by this adapter."""
@@ -166,26 +183,31 @@ class MemoryCapability(AbstractCapability[Any]):
 
     async def wrap_run(self, ctx: RunContext[Any], *, handler: Any) -> Any:
         """Render this run's block, then run it inside the turn's mark."""
-        key = ctx.run_id or ""
+        run = _run_of(ctx)
         try:
             text = self.memory.query(ctx)
             injection = await self.memory.abegin(text, ctx) if text is not None else None
         except Exception:  # noqa: BLE001 - memory never fails the turn
             _log.exception("memory_inject: the pydantic-ai memory render failed")
             injection = None
-        if injection is not None:
-            self.memory.runs[key] = injection
+        if injection is not None and run is None:  # a pydantic-ai without the run's set
+            _log.warning("memory_inject: this pydantic-ai gives no per-run object; no block")
+        elif injection is not None:
+            self.memory.runs[id(run)] = (run, injection)  # held: its id is not reused
         try:
             with self.memory.running(injection):
                 return await handler()
         finally:
-            self.memory.runs.pop(key, None)
+            if run is not None:
+                self.memory.runs.pop(id(run), None)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         """Place the run's block on the newest user prompt of this request."""
-        injection = self.memory.runs.get(ctx.run_id or "")
+        run = _run_of(ctx)
+        entry = self.memory.runs.get(id(run)) if run is not None else None
+        injection = entry[1] if entry is not None and entry[0] is run else None
         if injection is None or not injection.block:
             return request_context
         try:

@@ -114,7 +114,9 @@ class Traffic:
             "key": f"mem-{i}",
             "content": " ".join(rng.choices(self.words, k=rng.randint(6, 25))),
             "category": rng.choice(["core", "daily", "conversation", "project"]),
-            "session_id": rng.choice([None, *rng.sample(self.sessions, 3)]),
+            # A key keeps one owner: a row belongs to its scope, and a write of another
+            # scope's key is refused (KeyOwnedError), which the soak counted as failures.
+            "session_id": None if i % 4 == 0 else self.sessions[i % len(self.sessions)],
             "timestamp": (datetime.now(UTC) - timedelta(hours=rng.randint(0, 2000))).isoformat(),
             "importance": round(rng.random(), 2),
         }

@@ -73,6 +73,7 @@ from memory_inject.storage._markdown_format import (
     render_doc,
     visible,
 )
+from memory_inject.storage._markdown_scope import Sessions, Sources, drop_within
 from memory_inject.storage._markdown_writes import (
     drop_stale,
     folder_locked,
@@ -293,17 +294,19 @@ class MarkdownStore:
                 f"'namespace' must be this store's {self._namespace!r} (got {record.namespace!r})"
             )
 
-    def forget(self, key: str) -> bool:
-        """Remove the memory's block from its file; True if there was one."""
+    def forget(
+        self, key: str, *, sessions: Sessions = None, shared_sources: Sources = None
+    ) -> bool:
+        """Remove the memory's block from its file; True if a live one went. ``sessions``
+        and ``shared_sources`` limit which may go, as on ``SQLiteStore.forget``."""
         with self._writing("forget") as docs:
-            old = self._find(docs, key)
-            return self._drop(docs, key) and old is not None and old.deleted_at is None
+            return drop_within(docs, self._namespace, key, sessions, shared_sources, live=True)
 
-    def erase(self, key: str) -> bool:
+    def erase(self, key: str, *, sessions: Sessions = None, shared_sources: Sources = None) -> bool:
         """Remove ``key``'s block, live or forgotten, from its file (rewritten and replaced
-        atomically, as every write is); True if there was one."""
+        atomically, as every write is), with :meth:`forget`'s scope rules; True if one went."""
         with self._writing() as docs:
-            return self._drop(docs, key)
+            return drop_within(docs, self._namespace, key, sessions, shared_sources, live=False)
 
     def erase_forgotten(self) -> int:
         """Remove every forgotten block of this namespace; returns how many."""
