@@ -21,7 +21,12 @@ from memory_inject.cli._common import make_console, opened_store, store_options
 from memory_inject.contract import SupportsErase, SupportsJsonl
 from memory_inject.exceptions import MemoryInjectError
 from memory_inject.storage._jsonl import check_regular_file
-from memory_inject.storage.founder_os import import_founder_os, is_founder_os_db
+from memory_inject.storage.founder_os import (
+    import_founder_os,
+    is_founder_os_db,
+    is_sqlite_file,
+    why_not_founder_os,
+)
 from memory_inject.storage.pi_import import import_pi, is_pi_path
 
 if TYPE_CHECKING:
@@ -185,6 +190,8 @@ def import_(
     if is_founder_os_db(file):
         _import_founder_os(file, batch_size, db, agent_path, companies)
         return
+    if is_sqlite_file(file):  # not JSON Lines: say what it is (a hot journal, a foreign db)
+        raise click.ClickException(why_not_founder_os(file))
     total = _count_lines(file)
     progress = Progress(
         TextColumn("importing"),

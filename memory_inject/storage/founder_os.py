@@ -52,7 +52,14 @@ from typing import Any
 from memory_inject.storage._jsonl import RECORD_FIELDS, write_jsonl
 from memory_inject.storage.records import MemoryRecord
 
-__all__ = ["FOUNDER_OS_COLUMNS", "import_founder_os", "is_founder_os_db", "read_founder_os"]
+__all__ = [
+    "FOUNDER_OS_COLUMNS",
+    "import_founder_os",
+    "is_founder_os_db",
+    "is_sqlite_file",
+    "read_founder_os",
+    "why_not_founder_os",
+]
 
 #: The ``memories`` columns a founder-os database must have (the rest are optional).
 FOUNDER_OS_COLUMNS = frozenset(
@@ -85,6 +92,15 @@ def _columns(conn: sqlite3.Connection) -> set[str]:
     return {str(r[1]) for r in conn.execute("PRAGMA table_info(memories)")}
 
 
+def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` starts with SQLite's header (whatever its tables)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == _SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def is_founder_os_db(path: str | os.PathLike[str]) -> bool:
     """True when ``path`` is a SQLite file with founder-os's ``memories`` table."""
     try:
@@ -96,6 +112,33 @@ def is_founder_os_db(path: str | os.PathLike[str]) -> bool:
     except (OSError, sqlite3.Error):
         return False
     return FOUNDER_OS_COLUMNS <= cols and "namespace" not in cols
+
+
+def why_not_founder_os(path: str | os.PathLike[str], label: str | None = None) -> str:
+    """Why ``path`` (named ``label`` in the text) cannot be read as a founder-os database:
+    a SQLite file SQLite cannot read as it stands (a hot journal beside it) is named so,
+    not called foreign (round 36)."""
+    label = os.fspath(path) if label is None else label
+    foreign = (
+        f"{label}: not a founder-os memory.db (a SQLite file whose 'memories' table has "
+        f"the columns {', '.join(sorted(FOUNDER_OS_COLUMNS))})"
+    )
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(16) != _SQLITE_MAGIC:
+                return foreign
+        with closing(_connect(path)) as conn:
+            _columns(conn)
+    except sqlite3.Error as exc:
+        journal = Path(f"{Path(path).resolve()}-journal")
+        cut = f"; {journal.name} beside it is a write cut off" if journal.exists() else ""
+        return (
+            f"{label}: SQLite cannot read it as it stands ({exc}{cut}): open it once with "
+            "sqlite3 or founder-os, which rolls the cut-off write back, then import again"
+        )
+    except OSError as exc:
+        return f"{label}: cannot be read ({exc})"
+    return foreign
 
 
 def _slug(name: str) -> str:
@@ -201,10 +244,7 @@ def read_founder_os(
     """
     label = os.fspath(path)
     if not is_founder_os_db(path):
-        raise ValueError(
-            f"{label}: not a founder-os memory.db (a SQLite file whose 'memories' table has "
-            f"the columns {', '.join(sorted(FOUNDER_OS_COLUMNS))})"
-        )
+        raise ValueError(why_not_founder_os(path, label))
     names = dict(companies or {})
     with closing(_connect(path)) as conn:
         conn.row_factory = sqlite3.Row
