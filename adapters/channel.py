@@ -165,33 +165,43 @@ def legacy_person_scope(sender: str) -> str:
     return sanitize_session_key(sender)
 
 
-def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -> dict[str, str]:
+def migrate_person_scopes(
+    store: Memory, channel: str, senders: Iterable[str | int], *, chats: Iterable[str | int] = ()
+) -> dict[str, str]:
     """Move rows from the old personal scopes of ``senders`` to :func:`person_scope`.
 
-    ``senders`` are all the sender ids known on ``channel``. An old id that two
-    of them share is left alone: its rows cannot be told apart (move them by
-    hand). ``conversation`` and ``session`` rows stay where they are: they are a chat's,
-    and a DM's history key can equal a sender's old id. Returns ``{old id: new id}`` for
-    each scope moved. The store must
-    offer ``list`` and ``upsert`` (``SQLiteStore``, ``PostgresStore``);
-    rows keep their keys, ids and everything else.
+    ``senders`` are all the sender ids known on ``channel`` (str or int ids, as
+    :class:`InboundMessage` takes them). An old id that two of them share is left
+    alone: its rows cannot be told apart (move them by hand). So is an old id that is
+    a chat's scope: a DM's history key can equal a sender's old id (``telegram_alice``
+    is the old id of ``telegram.alice``), and its rows are the DM's. A chat's scope is
+    one of ``chats`` (the history keys the host knows), or one holding a message this
+    adapter autosaved for a chat of that key; ``conversation`` and ``session`` rows never
+    move. Returns ``{old id: new id}`` for each scope moved. The store must offer
+    ``list`` and ``upsert`` (``SQLiteStore``, ``PostgresStore``); rows keep their keys,
+    ids and everything else.
     """
     if not supports(store, SupportsRecords) or not hasattr(store, "list"):
         raise TypeError(
             f"migrate_person_scopes: the store must have 'list' and 'upsert' "
             f"(got {type(store).__name__})"
         )
+    chat_scopes = {conversation_scope(c) for c in _ids(chats, "chats")}
     by_old: dict[str, set[str]] = {}
-    for sender in senders:
+    for sender in _ids(senders, "senders"):
         by_old.setdefault(legacy_person_scope(sender), set()).add(sender)
     moved: dict[str, str] = {}
     for old, owners in by_old.items():
-        if len(owners) != 1:
-            continue
         new = person_scope(channel, next(iter(owners)))
-        if new == old:
+        if len(owners) != 1 or new == old or old in chat_scopes:
             continue
-        for record in store.list(session_id=old):
+        records = list(store.list(session_id=old))
+        autosaved = f"{escape_scope_part(channel)}:{escape_scope_part(old)}:"
+        if any(r.key.startswith(autosaved) for r in records):
+            # the DM's scope of the history key ``old`` (round 36: a DM's stored facts
+            # moved into another sender's personal scope and showed in their groups)
+            continue
+        for record in records:
             if str(record.category) in ("conversation", "session"):
                 # a chat's messages and session row: a DM's history key ("telegram_alice")
                 # can be another sender's old id ("telegram.alice"), and its history moved
@@ -200,6 +210,23 @@ def migrate_person_scopes(store: Memory, channel: str, senders: Iterable[str]) -
             store.upsert(record.evolve(session_id=new), move=True)  # the host's move
         moved[old] = new
     return moved
+
+
+def _ids(values: Iterable[str | int], name: str) -> list[str]:
+    """``values`` as id strings: a str is refused (it would be read letter by letter)."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"migrate_person_scopes: '{name}' must be an iterable of ids (got "
+            f"{type(values).__name__})"
+        )
+    out = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise TypeError(
+                f"migrate_person_scopes: '{name}' holds {value!r:.40}, not a str or int id"
+            )
+        out.append(str(value))
+    return out
 
 
 def session_scopes(message: InboundMessage) -> tuple[str, str]:

@@ -11,9 +11,11 @@ the lock is gone.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +86,12 @@ def test_a_locked_store_defers_the_session_row(
         assert inj.session_key is None
         assert (inj.error or "").startswith("session_deferred: the session row's write was")
         assert store.get(session_key("s1")) is None
+        released = datetime.now(UTC)
     assert _decisions(store, "s1", 1) == [_PROMPT.format(n=0)]
+    row = store.get(session_key("s1"))
+    assert row is not None and row.metadata is not None
+    # the row says when the turn was, not when its deferred write landed
+    assert datetime.fromisoformat(row.metadata["ended_at"]) < released
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
@@ -137,3 +144,37 @@ def test_a_write_that_fails_in_time_is_still_session_failed(tmp_path: Path) -> N
     assert inj is not None
     assert (inj.error or "").startswith("session_failed: "), inj.error
     assert "disk gone" in (inj.error or "")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_after_a_deferred_autosave_the_row_waits_only_what_is_left(
+    store: SQLiteStore, tmp_path: Path, asynchronous: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The floor (``WRITE_WAIT_FLOOR_S``) is taken once per turn: after the autosave was
+    deferred, the session row waits what is left of the deadline, not another floor (a
+    1 s turn on a locked file took 1.27 s: round 36)."""
+    from memory_inject import _bounded_writes as bw
+
+    _autosave = importlib.import_module("memory_inject.adapters._autosave")
+
+    waits: dict[str, float] = {}
+    sync_write, async_write = _autosave.write_in_time, _autosave.awrite_in_time
+
+    def spy(store: object, fn: Any, wait: float, what: str, order: object = None) -> Any:
+        waits[what.split()[1]] = wait  # "the autosave of ..." / "the session row of ..."
+        return sync_write(store, fn, wait, what, order)
+
+    async def aspy(store: object, fn: Any, wait: float, what: str, order: object = None) -> Any:
+        waits[what.split()[1]] = wait
+        return await async_write(store, fn, wait, what, order)
+
+    monkeypatch.setattr(_autosave, "write_in_time", spy)
+    monkeypatch.setattr(_autosave, "awrite_in_time", aspy)
+    loop = MemoryLoop(store, _agent(), autosave=True)
+    with _held(tmp_path / "m.db"):
+        result = _returned_while_held(lambda: _inject(loop, 0, asynchronous=asynchronous))
+        assert isinstance(result, LoopInjection) and result.injection is not None
+        error = result.injection.error or ""
+        assert error.startswith("autosave_deferred") and "session_deferred" in error
+    assert waits["autosave"] >= bw.WRITE_WAIT_FLOOR_S
+    assert waits["session"] < bw.WRITE_WAIT_FLOOR_S

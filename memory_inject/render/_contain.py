@@ -73,11 +73,23 @@ def _defuse_markers(text: str) -> str:
 # the shorthand and musical format controls, and the tag characters (invisible ASCII: an
 # instruction the reader of the block cannot see, round 36). A zero-width joiner (emoji),
 # non-joiner (Persian, Indic scripts) and the Arabic number signs, which show, are kept.
+# The subdivision flags of Unicode's recommended emoji set (England, Scotland, Wales: the
+# black flag, the tag letters "gbeng", "gbsct" or "gbwls", the cancel tag) are the one
+# use of tag characters a reader sees, and are kept whole (group 1); no other tag run is,
+# so no flag can carry hidden words.
+_FLAG_TAGS = ("gbeng", "gbsct", "gbwls")
 _UNSAFE = re.compile(
-    "[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e"
+    "(\U0001f3f4(?:"
+    + "|".join("".join(chr(0xE0000 + ord(c)) for c in t) for t in _FLAG_TAGS)
+    + ")\U000e007f)"
+    "|[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u00ad\u061c\u180e\u200b\u200e"
     "\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
 )
+
+
+def _safe(m: re.Match[str]) -> str:
+    return m.group(1) or ""
 
 
 def contain_content(text: str) -> str:
@@ -92,7 +104,7 @@ def contain_content(text: str) -> str:
     """
     text = replace_surrogates(text)
     if _UNSAFE.search(text) is not None:
-        text = _UNSAFE.sub("", text)
+        text = _UNSAFE.sub(_safe, text)
     if _RISKY.isdisjoint(text):
         return text
     return "\n  ".join(_BREAKS.split(_defuse_markers(text)))
@@ -103,7 +115,7 @@ def contain_key(key: str) -> str:
     characters dropped ("deploy_target\u200b" must not pass for "deploy_target")."""
     key = replace_surrogates(key)
     if _UNSAFE.search(key) is not None:
-        key = _UNSAFE.sub("", key)
+        key = _UNSAFE.sub(_safe, key)
     if _RISKY.isdisjoint(key):
         return key
     return " ".join(_BREAKS.split(_defuse_markers(key)))

@@ -206,7 +206,9 @@ class ThreatScan:
             labels = (entry.key, entry.category, *map(entry.extra.get, _LABEL_FIELDS))
             found = next(filter(None, map(self._label, labels)), None)
         if found is None and entry.category == "session":
-            found = next(filter(None, map(self.verdict, _session_texts(entry))), None)
+            # Today's Sessions shows the project and tools as labels: read as one too.
+            texts = _session_texts(entry)
+            found = next(filter(None, (self.verdict(t) or self._label(t) for t in texts)), None)
         return None if found is None else REASON_PREFIX + found
 
     def _label(self, label: object) -> str | None:
