@@ -69,3 +69,21 @@ def test_another_sqlite_file_is_called_foreign_not_bad_json(tmp_path: Path) -> N
     assert result.exit_code == 1
     assert "not a founder-os memory.db" in result.output
     assert "codec" not in result.output
+
+
+def test_a_key_on_two_rows_is_refused_naming_both(tmp_path: Path) -> None:
+    """A founder-os file without its UNIQUE key (an old schema, a damaged file): one row
+    replaced the other in the store and the count said both were imported (round 36)."""
+    path = tmp_path / "memory.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"CREATE TABLE memories ({_COLUMNS})")
+    for rid in ("a1", "a2"):
+        conn.execute(
+            "INSERT INTO memories VALUES (?,?,?,?,?,?,?,?)",
+            (rid, "acme-billing", "fact", f"billing via {rid}", "p", 90, "confirmed", None),
+        )
+    conn.commit()
+    conn.close()
+    with pytest.raises(ValueError, match="key 'acme-billing' is on two rows") as info:
+        list(read_founder_os(path))
+    assert "'a1'" in str(info.value) and "'a2'" in str(info.value)

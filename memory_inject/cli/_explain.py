@@ -140,15 +140,15 @@ def explain_rows(
     for key in dict.fromkeys(keys):
         entry = seen.get(key)
         outcome = "rendered" if key in rendered else "not rendered"
-        for t in result.trace:
-            if key in t.dropped:
-                reason = f"{t.name}: {t.dropped[key]}"
-                outcome = (
-                    f"rendered, in its section ({reason})"
-                    if key in rendered
-                    else (f"dropped by {reason}")
-                )
-                break
+        named = [f"{t.name}: {t.dropped[key]}" for t in result.trace if key in t.dropped]
+        if named and key in rendered:
+            outcome = f"rendered, in its section ({named[0]})"
+        elif named:
+            # the last stage that named it decided: an earlier one may only have routed it
+            # (status_filter's contested memory, then another profile's: round 36)
+            outcome = f"dropped by {named[-1]}"
+            if len(named) > 1:
+                outcome += f" (after {'; '.join(named[:-1])})"
         rows.append(
             [
                 key,

@@ -132,6 +132,8 @@ def render(
                 else ""
             )
             + (f" error={event.error}" if event.error else "")
+            # a deadline, a lock, a busy pool: why a recall failed may be told here only
+            + (f" degraded={'; '.join(event.degraded)}" if event.degraded else "")
         )
     if not injection.block:
         why = {
@@ -143,7 +145,7 @@ def render(
         abstained = event.abstained if event is not None else None
         cause = why.get(abstained or "", "nothing survived")
         if event is not None and not event.success and not event.num_entries:
-            cause = "the recall failed (error above)"
+            cause = "the recall failed (error or degraded above)"
         console.print(f"(empty block: {cause})")
         if sessions and event is not None and event.num_entries == 0 and hidden:
             console.print(

@@ -248,9 +248,17 @@ def read_founder_os(
     names = dict(companies or {})
     with closing(_connect(path)) as conn:
         conn.row_factory = sqlite3.Row
+        seen: dict[object, object] = {}  # key -> the id of the row that had it
         for row in conn.execute("SELECT * FROM memories ORDER BY rowid"):
             data = {k: row[k] for k in row.keys()}  # noqa: SIM118 - sqlite3.Row is no mapping
-            yield _record(data, names, f"{label}: row {data.get('key')!r}")
+            key = data.get("key")
+            if key in seen:  # one would replace the other in the store, silently (round 36)
+                raise ValueError(
+                    f"{label}: key {key!r} is on two rows (ids {seen[key]!r} and "
+                    f"{data.get('id')!r}); founder-os keys are unique: keep one, import again"
+                )
+            seen[key] = data.get("id")
+            yield _record(data, names, f"{label}: row {key!r}")
 
 
 def import_founder_os(

