@@ -51,6 +51,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from memory_inject._store_capabilities import store_identity
 from memory_inject._turn import describe_fault
 from memory_inject._workers import wait_on_loop
 
@@ -118,7 +119,7 @@ class _Line:
 
 _lock = threading.Lock()
 _more = threading.Condition(_lock)  # a write was put in some line, or one ended
-_lines: dict[int, _Line] = {}  # id(store) -> its line, while its writers run
+_lines: dict[object, _Line] = {}  # store_identity(store) -> its line, while its writers run
 
 
 def _after_fork_in_child() -> None:
@@ -137,7 +138,7 @@ def _start(store: object, fn: Callable[[], T], order: object) -> Future[T]:
     :data:`PER_STORE` run."""
     future: Future[T] = Future()
     call = functools.partial(contextvars.copy_context().run, fn)
-    key = id(store)
+    key = store_identity(store)  # two objects on one file share a line (round 36)
     with _lock:
         line = _lines.setdefault(key, _Line())
         if len(line.waiting) >= MAX_WAITING:
@@ -170,7 +171,7 @@ def _next(line: _Line) -> tuple[object, Callable[[], Any], Future[Any]] | None:
     return next((w for w in line.waiting if w[0] not in line.busy), None)
 
 
-def _write_all(key: int, line: _Line) -> None:
+def _write_all(key: object, line: _Line) -> None:
     """A writer of the store: its writes, a key's in order, until none came for
     :data:`IDLE_S`. The line's calls hold the store, so its id is not reused meanwhile."""
     while True:

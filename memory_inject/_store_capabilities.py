@@ -136,3 +136,17 @@ class SupportsExcludingRecall(Protocol):
 
     @property
     def recall_excludes(self) -> bool: ...
+
+
+def store_identity(store: object) -> object:
+    """What names the data ``store`` holds, for locks that must cover every object on it:
+    two ``SQLiteStore`` (or ``MarkdownStore``) objects on one file and namespace are one
+    (concurrent session rows through two of them lost each other's turns, round 36);
+    any other store is its own object."""
+    try:
+        path, namespace = getattr(store, "path", None), getattr(store, "namespace", None)
+    except Exception:  # noqa: BLE001 - a closed or odd store: its own object
+        return id(store)
+    if not isinstance(path, str) or path in ("", ":memory:") or not isinstance(namespace, str):
+        return id(store)
+    return ("data", type(store).__name__, os.path.realpath(path), namespace)

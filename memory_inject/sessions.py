@@ -36,6 +36,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from memory_inject._store_capabilities import store_identity
 from memory_inject._text import SUMMARY_WINDOW, scrubbed_summary
 from memory_inject._workers import in_worker
 from memory_inject.contract import SupportsAsyncWrite, SupportsWrite
@@ -233,7 +234,7 @@ def _write_turn(store: SupportsWrite, key: str, args: dict[str, Any]) -> str:
 
 
 def _stripe(store: object, key: str) -> int:
-    return hash((id(store), key)) % _STRIPES
+    return hash((store_identity(store), key)) % _STRIPES
 
 
 #: Striped locks for the read-merge-write (one per key would grow): threads take them.
