@@ -14,13 +14,18 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_inject.models import parse_timestamp
-from memory_inject.storage._jsonl import check_regular_file, record_from_json
+from memory_inject.storage._jsonl import record_from_json
+from memory_inject.storage._pi_import_text import file_text as _text
+from memory_inject.storage._pi_import_text import json_lines as _json_lines
+from memory_inject.storage._pi_import_text import pi_lines
+from memory_inject.storage._pi_import_text import string_field as _string
+from memory_inject.storage._pi_import_text import when_field as _when
+from memory_inject.storage._pi_records import is_pi_record
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["DAILY_PREFIX", "SCRATCHPAD_PREFIX", "SPECIAL_JSONL", "PiReader"]
@@ -55,66 +60,21 @@ def _normalize(text: str) -> str:
     return _NOT_ALNUM.sub("-", text.strip().lower()).strip("-")
 
 
-def _text(path: Path) -> str:
-    """The file's text; ``ValueError`` naming the line of a byte that is not UTF-8 or a NUL."""
-    try:
-        check_regular_file(path)  # a FIFO blocks, /dev/zero never ends
-    except ValueError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise ValueError(f"{path}: line {line}: not UTF-8 text ({exc.reason})") from None
-    nul = text.find("\x00")
-    if nul >= 0:  # PostgreSQL text cannot hold it
-        raise ValueError(f"{path}: line {text.count(chr(10), 0, nul) + 1}: holds a NUL byte")
-    return text
-
-
-def _json_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``("FILE: line N", object)`` per non-blank line; a line that is not one names itself."""
-    for n, line in enumerate(_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            value = json.loads(line, parse_constant=_no_constant)
-        except RecursionError:
-            raise ValueError(f"{where}: the JSON is nested too deeply") from None
-        except ValueError as exc:
-            raise ValueError(f"{where}: not a JSON line ({exc})") from None
-        if not isinstance(value, dict):
-            kind = type(value).__name__
-            raise ValueError(f"{where}: each line must be a JSON object (got {kind})")
-        yield where, value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _string(obj: Mapping[str, Any], name: str, where: str, *, required: bool = False) -> str | None:
-    value = obj.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or (required and not value.strip()):
-        need = "a non-empty string" if required else "a string or null"
-        raise ValueError(f"{where}: '{name}' must be {need} (got {value!r:.80})")
-    return value
-
-
-def _when(obj: Mapping[str, Any], name: str, where: str) -> datetime | None:
-    value = _string(obj, name, where)
-    if value is None:
-        return None
-    try:
-        return parse_timestamp(value)
-    except ValueError:
-        raise ValueError(
-            f"{where}: '{name}' must be an RFC 3339 date-time (got {value!r:.80})"
-        ) from None
+def _pi_names(obj: Mapping[str, Any], message: str) -> str:
+    """``message`` about a PI line with the fields named as the line names them (a record's
+    ``timestamp`` is PI's ``created_at``, or ``updated_at`` without one, ...)."""
+    if not is_pi_record(obj):
+        return message
+    ours = {
+        "timestamp": "created_at" if obj.get("created_at") is not None else "updated_at",
+        "expires_at": "valid_to",
+        "rule_type": "ruleType",
+    }
+    return re.sub(
+        r"'(timestamp|expires_at|rule_type)' must",
+        lambda m: f"'{ours[m.group(1)]}' must",
+        message,
+    )
 
 
 def _root_of(path: Path) -> str:
@@ -306,13 +266,19 @@ class PiReader:
             try:
                 record = record_from_json(obj)
             except ValueError as exc:
-                raise ValueError(f"{where}: {exc}") from None
+                raise ValueError(f"{where}: {_pi_names(obj, str(exc))}") from None
+            before = self.records.get(record.key)
+            if before is not None:
+                self.warnings.append(
+                    f"{where}: the record id {record.key!r} again (first at {before[0]}): "
+                    "this line is the one imported"
+                )
             self.records[record.key] = (where, record)
 
     def _read_scratchpad(self, path: Path) -> None:
         base = _mtime(path)
         items: dict[str, tuple[str, MemoryRecord]] = {}
-        for n, line in enumerate(_text(path).splitlines(), start=1):
+        for n, line in enumerate(pi_lines(_text(path)), start=1):
             where = f"{path}: line {n}"
             match = _ITEM.match(line)
             if match is None:

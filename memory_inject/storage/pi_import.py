@@ -16,7 +16,9 @@ PI file                                 here
 ``scratchpad.md``                       one ``category: scratchpad``, ``memory_kind:
                                         task`` record per ``- [ ]`` / ``- [x]`` line
                                         (key ``pi-scratchpad:<slug>:<hash>`` of its
-                                        text; ``- [x]`` has status ``done``); an
+                                        text, and ``:<root hash>`` when another
+                                        root's item has that key; ``- [x]`` has
+                                        status ``done``); an
                                         item imported before and no longer in the
                                         file is forgotten
 ``daily/YYYY-MM-DD.md``                 one ``category: daily`` record per day (key
@@ -26,9 +28,11 @@ PI file                                 here
                                         day's 00:00 UTC)
 ``memory/tombstones.jsonl``             the named record is forgotten (written with
                                         ``deleted_at``, status ``deleted``), even when
-                                        a record file still holds it; a
+                                        a record file still holds it, or only the
+                                        store (imported before); a
                                         ``privacy_purge`` tombstone also drops its
-                                        text, tags and evidence
+                                        text, tags and evidence (a stored row is
+                                        erased first where the store can erase)
 ``memory/evidence.jsonl``               each line is kept in the ``metadata.evidence_
                                         records`` of every record its
                                         ``related_memory_ids`` names
@@ -60,7 +64,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,6 +78,9 @@ from memory_inject.storage._pi_import_read import (
     SPECIAL_JSONL,
     PiReader,
 )
+from memory_inject.storage._pi_import_stones import purged as _purged
+from memory_inject.storage._pi_import_stones import restone
+from memory_inject.storage._pi_import_stones import tombstoned as _tombstoned
 from memory_inject.storage.records import MemoryRecord
 
 __all__ = ["DAILY_PREFIX", "SCRATCHPAD_PREFIX", "PiImport", "import_pi", "is_pi_path"]
@@ -148,8 +155,9 @@ def import_pi(store: Any, path: str | os.PathLike[str], *, batch_size: int = 100
     """Import PI's memory at ``path`` (a root, project, ``.pi`` dir or one file) into ``store``.
 
     Everything read is written by one ``import_jsonl`` call (an upsert by key:
-    importing the same files again changes nothing), then tombstoned records
-    that were not in the files and cleared scratchpad items are forgotten.
+    importing the same files again changes nothing): a stored record tombstoned
+    since is written as its tombstone says (a privacy-purged one erased first,
+    where the store can), then cleared scratchpad items are forgotten.
     ``TypeError`` for a store that cannot import; ``ValueError`` naming the
     file (and line) for input that is not PI's, before anything is written.
     """
@@ -165,8 +173,8 @@ def import_pi(store: Any, path: str | os.PathLike[str], *, batch_size: int = 100
 
 
 def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
-    """Write what ``reader`` read with one import, then forget the tombstoned records not in
-    the files and the cleared scratchpad items; what was done, counted."""
+    """Write what ``reader`` read (and the stored records tombstoned since) with one import,
+    then forget the cleared scratchpad items; what was done, counted."""
     now = datetime.now(UTC)
     out: list[tuple[str, MemoryRecord]] = []
     counts = {"records": 0, "inquiries": 0}
@@ -186,6 +194,7 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
             forgotten += 1
         out.append((where, record))
         counts["inquiries" if record.category == "inquiry" else "records"] += 1
+    others = reader.tombstones.keys() - reader.records.keys()
     updated = 0
     named = dict.fromkeys(i for _, ids in reader.evidence for i in ids)
     for key in named:
@@ -199,12 +208,16 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
         out.append((f"the store's record {key!r}", old.evolve(metadata=meta)))
         updated += 1
     kept = sum(1 for _, ids in reader.evidence if linked.intersection(ids))
-    scratch = list((reader.scratch or {}).values())
+    scratch = [_own_item(store, where, item) for where, item in (reader.scratch or {}).values()]
+    scratch_keys = {item.key for _, item in scratch}
     out += scratch
     out += [_own_day(store, where, day) for where, day in reader.daily.values()]
-    _import(store, out, batch_size)
-    for key in reader.tombstones.keys() - reader.records.keys():
-        forgotten += int(store.forget(key))
+    # A record imported before and tombstoned since (PI removed its line) is made what the
+    # tombstone says, as a first import of it would be.
+    stoned, erase = restone(store, {k: reader.tombstones[k] for k in others}, now)
+    out += stoned
+    forgotten += len(stoned)
+    _import(store, out, batch_size, erase=erase)
     removed = 0
     if reader.scratch is not None:
         # Only this root's items are cleared (another root's open to-dos were forgotten by
@@ -214,7 +227,7 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
         for old in store.list(category="scratchpad"):
             if (
                 old.key.startswith(SCRATCHPAD_PREFIX)
-                and old.key not in reader.scratch
+                and old.key not in scratch_keys
                 and _pi_root(old) in roots
             ):
                 removed += int(store.forget(old.key))
@@ -244,8 +257,12 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
     )
 
 
-def _import(store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int) -> None:
-    """One ``import_jsonl`` of every record; a problem names the PI file it came from."""
+def _import(
+    store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int, *, erase: Sequence[str]
+) -> None:
+    """One ``import_jsonl`` of every record; a problem names the PI file it came from. The
+    ``erase`` keys (of a store that can erase) are erased once every record is checked,
+    before the import writes."""
     if not out:
         return
     records = []
@@ -258,6 +275,8 @@ def _import(store: Any, out: Sequence[tuple[str, MemoryRecord]], batch_size: int
     buffer = io.StringIO()
     write_jsonl(buffer, records)
     buffer.seek(0)
+    for key in erase:  # only where the store can (else the import writes over the row)
+        store.erase(key)
     try:
         store.import_jsonl(buffer, batch_size=batch_size)
     except ValueError as exc:
@@ -284,21 +303,17 @@ def _own_day(store: Any, where: str, day: MemoryRecord) -> tuple[str, MemoryReco
     return where, day.evolve(key=f"{day.key}:{tag}", id=f"{day.key}:{tag}")
 
 
-def _purged(stone: Mapping[str, Any] | None) -> bool:
-    return stone is not None and stone.get("deletion_mode") == "privacy_purge"
-
-
-def _tombstoned(record: MemoryRecord, stone: Mapping[str, Any], now: datetime) -> MemoryRecord:
-    """The record forgotten as its tombstone says; a privacy purge keeps none of its text."""
-    kept = {k: v for k, v in stone.items() if not k.startswith("_")}
-    when = stone.get("_when") or now
-    if _purged(stone):
-        return record.evolve(
-            content="[deleted]",
-            tags=(),
-            status="deleted",
-            deleted_at=when,
-            metadata={"pi_tombstone": kept},
-        )
-    meta = {**(record.metadata or {}), "pi_tombstone": kept}
-    return record.evolve(status="deleted", deleted_at=when, metadata=meta)
+def _own_item(store: Any, where: str, item: MemoryRecord) -> tuple[str, MemoryRecord]:
+    """A scratchpad ``item`` under ``pi-scratchpad:<slug>:<hash>``, or that key and
+    ``:<root hash>`` when the row there is another root's (the same item open in two roots
+    is two rows) or this root's item is there already. An item imported before rows said
+    their root is taken for this root's, so a store imported before keeps its rows."""
+    root = _pi_root(item)
+    tag = hashlib.sha256(str(root).encode()).hexdigest()[:8]
+    tagged = f"{item.key}:{tag}"
+    mine = store.get(tagged)
+    if mine is None or mine.deleted_at is not None or _pi_root(mine) != root:
+        old = store.get(item.key)
+        if old is None or old.deleted_at is not None or _pi_root(old) in (None, root):
+            return where, item
+    return where, item.evolve(key=tagged, id=tagged)

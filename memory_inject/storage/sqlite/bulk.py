@@ -23,6 +23,7 @@ from memory_inject.storage.records import MemoryRecord
 from memory_inject.storage.sqlite import neighbours
 from memory_inject.storage.sqlite.codec import UPSERT, encode_vector, record_to_row
 from memory_inject.storage.sqlite.engine import SQLiteEngine
+from memory_inject.storage.sqlite.erase import compact_keyword_index
 
 if TYPE_CHECKING:  # the store calls these functions: typing only, no import cycle
     from memory_inject.storage.sqlite.store import SQLiteStore
@@ -111,7 +112,7 @@ def _merge_keyword_index(store: SQLiteStore, done: int) -> None:
     def op(conn: sqlite3.Connection) -> None:
         (rows,) = conn.execute("SELECT count(*) FROM memories").fetchone()
         if 4 * done >= rows:
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('optimize')")
+            compact_keyword_index(conn)  # optimize, or rebuild where levels grow (erase.py)
 
     store._engine.write(op, "import")
 

@@ -11,8 +11,8 @@ such copies: ``VACUUM`` rewrites them away, storage.md):
 
 * the rows that took its text as context get theirs again (:mod:`.neighbours`,
   as a forget does), and their index entries are replaced;
-* the keyword index is merged into one segment (FTS5 ``optimize``), so no old
-  segment keeps a token of the row or of the neighbours' old context;
+* the keyword index is rewritten as one segment (:func:`compact_keyword_index`), so no
+  old segment keeps a token of the row or of the neighbours' old context;
 * the delete triggers log the rid in ``memories_log``, so every reader's cache
   (keyword mirror, term statistics, vector matrix) drops the row as it drops a
   forgotten one;
@@ -49,7 +49,55 @@ from memory_inject.storage.sqlite.queries import within_scope
 from memory_inject.storage.sqlite.vector_ann_file import database_file, graph_path
 from memory_inject.storage.sqlite.vectors import VectorCache
 
-__all__ = ["Eraser", "erase_rows", "scope_where"]
+__all__ = [
+    "COMPACT",
+    "MAX_LEVELS",
+    "Eraser",
+    "compact_keyword_index",
+    "erase_rows",
+    "keyword_levels",
+    "scope_where",
+]
+
+#: SQLite before 3.51 (the oldest release checked to cap it) may put each ``optimize``'s
+#: output one level above the index's top: after about 2,000 of them (1,000 erases of a
+#: retention job on SQLite 3.40) the index's structure record no longer parses, and every
+#: write and keyword recall fails "database disk image is malformed" (round 36).
+LEVELS_GROW = sqlite3.sqlite_version_info < (3, 51, 0)
+#: Past this many levels such a SQLite rebuilds the index instead (``rebuild`` indexes the
+#: content table afresh at one level; at 10k rows about 40 ms against optimize's 15, and
+#: it grows with the store, so it is paid once in a while, not at every erase).
+MAX_LEVELS = 32
+COMPACT = "optimize"  # what most compactions run; ``rebuild`` past MAX_LEVELS
+
+
+def compact_keyword_index(conn: sqlite3.Connection) -> None:
+    """Rewrite ``memories_fts`` as one segment (in the caller's write transaction), so no
+    old segment keeps a deleted row's tokens: ``optimize``, or ``rebuild`` where the
+    SQLite adds a level at each and the index holds more than :data:`MAX_LEVELS`."""
+    command = "rebuild" if LEVELS_GROW and keyword_levels(conn) > MAX_LEVELS else COMPACT
+    conn.execute(f"INSERT INTO memories_fts(memories_fts) VALUES ('{command}')")  # noqa: S608
+
+
+def keyword_levels(conn: sqlite3.Connection) -> int:
+    """How many levels ``memories_fts``'s structure record (its ``_data`` row 10) says."""
+    row = conn.execute("SELECT block FROM memories_fts_data WHERE id = 10").fetchone()
+    if row is None or not isinstance(row[0], bytes) or len(row[0]) < 5:
+        return 0
+    block = row[0]
+    i = 8 if block[4:8] == b"\xff\x00\x00\x01" else 4  # the cookie, then a V2 header
+    value = 0
+    for n in range(9):  # SQLite's big-endian varint
+        if i >= len(block):
+            return value
+        byte = block[i]
+        i += 1
+        if n == 8:
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value
 
 
 class Eraser(Protocol):
@@ -89,8 +137,8 @@ def erase_rows(engine: Eraser, where: str, params: Sequence[Any], what: str) -> 
         ).fetchall()
         if gone:
             neighbours.refresh(conn, ns, [g[:-1] for g in gone])
-            # Old segments keep a deleted row's tokens until merged: merge them all.
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            # Old segments keep a deleted row's tokens until merged: rewrite them all.
+            compact_keyword_index(conn)
         return gone
 
     gone = engine.write(op, what)
