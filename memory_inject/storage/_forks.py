@@ -30,9 +30,9 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["PerProcess", "guard", "keep", "track"]
+__all__ = ["Lockable", "PerProcess", "guard", "keep", "track"]
 
 T = TypeVar("T")
 
@@ -90,12 +90,22 @@ class PerProcess(Generic[T]):
         self._value, self._pid = value, os.getpid()
 
 
+class Lockable(Protocol):
+    """What a fork takes and gives back: a lock, or a gate that waits for work in flight."""
+
+    def acquire(self) -> Any:
+        """Taken by the fork before it copies the process."""
+
+    def release(self) -> None:
+        """Given back on both sides after it."""
+
+
 #: Every tracked lock in this process (by its owner, which it lives no longer than).
-_tracked: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
-_held: list[threading.RLock] = []
+_tracked: weakref.WeakKeyDictionary[Any, Lockable] = weakref.WeakKeyDictionary()
+_held: list[Lockable] = []
 
 
-def track(owner: object, lock: threading.RLock) -> None:
+def track(owner: object, lock: Lockable) -> None:
     """Have every ``fork()`` wait for ``lock`` (``owner``'s, while ``owner`` lives) first.
 
     Work done under ``lock`` is then never in flight at a fork: the fork takes the

@@ -14,14 +14,19 @@ import contextlib
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from memory_inject.contract import report_wait
 from memory_inject.exceptions import RecallWaitError, StorageError
+from memory_inject.storage import _forks
 from memory_inject.storage.sqlite.term_stats import TermStats
 
-__all__ = ["ReadPool"]
+__all__ = ["FORK_WAIT_S", "ReadPool"]
+
+#: How long a ``fork()`` waits for the reads in flight to end (seconds); then it goes on.
+FORK_WAIT_S = 2.0
 
 
 class ReadPool:
@@ -42,6 +47,8 @@ class ReadPool:
         self.size = size
         self._connect = connect
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._forking = False  # a fork() waits for the reads in flight: no new one starts
         self._idle: list[sqlite3.Connection] = []
         self._all: list[sqlite3.Connection] = []
         self._opening = 0
@@ -49,12 +56,18 @@ class ReadPool:
         self._line: collections.deque[list[Any]] = collections.deque()
         self.stats: dict[sqlite3.Connection, TermStats] = {}
         self.closed = False
+        _forks.track(self, _ForkGate(weakref.ref(self)))
 
     def take(self, until: float | None = None) -> sqlite3.Connection:
         """A read connection for this thread's use alone; give it back with :meth:`give`."""
         t0 = time.perf_counter()
         place: list[Any] | None = None  # [wake-up lock, the connection handed over]
         with self._lock:
+            while self._forking:  # a fork is waiting for the reads in flight (round 36)
+                left = None if until is None else until - time.perf_counter()
+                if left is not None and left <= 0:
+                    raise RecallWaitError(self._note(time.perf_counter() - t0))
+                self._cond.wait(left)
             if self.closed:
                 raise StorageError(f"{self.label}: read: the store is closed")
             if self._idle and not self._line:
@@ -101,6 +114,10 @@ class ReadPool:
             raise StorageError(f"{self.label}: read: the store is closed")
         raise RecallWaitError(self._note(time.perf_counter() - t0))
 
+    def _quiet(self) -> bool:
+        """No read in flight (a closed pool's connections never come back to it)."""
+        return self.closed or len(self._all) + self._opening == len(self._idle)
+
     def _note(self, waited: float) -> str:
         return (
             f"connection_wait: all {self.size} read connections of {self.label} "
@@ -112,12 +129,13 @@ class ReadPool:
         instead, if the pool was closed meanwhile)."""
         with self._lock:
             if not self.closed:
-                if self._line:
+                if self._line and not self._forking:
                     place = self._line.popleft()
                     place[1] = conn
                     place[0].release()
                 else:
                     self._idle.append(conn)
+                    self._cond.notify_all()  # a fork may be waiting for it
                 return
         conn.close()
 
@@ -136,3 +154,35 @@ class ReadPool:
         """Every connection opened so far (tests and tools)."""
         with self._lock:
             return list(self._all)
+
+
+class _ForkGate:
+    """What a ``fork()`` takes of a :class:`ReadPool` (:func:`~.._forks.track`): it waits up
+    to :data:`FORK_WAIT_S` for the reads in flight to end and holds the pool's lock across
+    the fork. A read in flight holds SQLite's own mutexes, and a child forked meanwhile
+    inherits them held: its first ``sqlite3.connect`` hung for good (round 36)."""
+
+    def __init__(self, pool: weakref.ref[ReadPool]) -> None:
+        self._pool = pool  # weak: the tracked gate must not keep its pool alive
+
+    def acquire(self) -> None:
+        """Before the fork: no read in flight (or :data:`FORK_WAIT_S` passed), none starts."""
+        pool = self._pool()
+        if pool is None:
+            return
+        pool._lock.acquire()
+        pool._forking = True
+        pool._cond.wait_for(pool._quiet, FORK_WAIT_S)
+
+    def release(self) -> None:
+        """After the fork, on both sides: reads start again; readers in line get the idle."""
+        pool = self._pool()
+        if pool is None or not pool._forking:
+            return
+        pool._forking = False
+        while pool._line and pool._idle:
+            place = pool._line.popleft()
+            place[1] = pool._idle.pop()
+            place[0].release()
+        pool._cond.notify_all()
+        pool._lock.release()
