@@ -319,3 +319,46 @@ def test_a_purge_erases_the_row_on_a_store_that_can(tmp_path: Path) -> None:
     import_pi(store, root)  # done already: nothing erased again
     assert store.erased == ["mem_priv"]
     store.close()
+
+
+def _project(base: Path, name: str, *records: dict[str, Any]) -> Path:
+    """A project whose ``.pi/settings.json`` names its memory root and its identity."""
+    project = base / name
+    _root(project / ".pi", *records)
+    settings = {"localPath": ".pi/pi-memory", "projectIdentity": {"project_id": name}}
+    (project / ".pi" / "settings.json").write_text(
+        json.dumps({"pi-persistent-intelligence": settings})
+    )
+    return project
+
+
+def test_a_projects_records_are_its_profiles_in_a_shared_store(store: Any, tmp_path: Path) -> None:
+    """Two projects in one store: PI kept them apart by their roots; the import stamps the
+    root's declared profile on the records that name none (governance.md's row 23)."""
+    from memory_inject import render_memory_context
+    from memory_inject.config import parse_agent_config
+
+    alpha = _project(tmp_path, "alpha", _record("mem_a", "ALPHA-ONLY: deploy alpha with kv."))
+    beta = _project(tmp_path, "beta", _record("mem_b", "BETA-ONLY: deploy beta with make."))
+    own = _project(tmp_path, "gamma", _record("mem_g", "GAMMA: deploy", profile_id="project:x"))
+    assert import_pi(store, alpha).profile_id == "project:alpha"
+    import_pi(store, beta)
+    import_pi(store, own)
+    assert [store.get(k).profile_id for k in ("mem_a", "mem_b", "mem_g")] == [
+        "project:alpha",
+        "project:beta",
+        "project:x",  # a record's own profile is kept
+    ]
+    memory = {"preset": "pi", "governance": {"profile_id": "project:beta"}}
+    cfg = parse_agent_config({"agent": "pi", "memory": memory}).memory
+    text = render_memory_context(
+        store, "how do we deploy?", config=cfg, origin="interactive", profile="project:beta"
+    ).text
+    assert "BETA-ONLY" in text and "ALPHA-ONLY" not in text
+
+
+def test_the_global_roots_records_stay_unbound(store: Any, tmp_path: Path) -> None:
+    """PI's global root is every project's: no identity, nothing stamped."""
+    root = _root(tmp_path / "home" / ".pi" / "agent", _record("mem_all", "shared playbook"))
+    assert import_pi(store, root).profile_id is None
+    assert store.get("mem_all").profile_id is None

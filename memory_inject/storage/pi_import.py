@@ -192,6 +192,10 @@ def _write(reader: PiReader, store: Any, batch_size: int) -> PiImport:
         if stone is not None:
             record = _tombstoned(record, stone, now)
             forgotten += 1
+        if record.profile_id is None and reader.profile_id is not None:
+            # PI keeps a project's records apart by its root; one store holds many roots,
+            # so a record is its project's (round 36: another project's block showed it)
+            record = record.evolve(profile_id=reader.profile_id)
         out.append((where, record))
         counts["inquiries" if record.category == "inquiry" else "records"] += 1
     others = reader.tombstones.keys() - reader.records.keys()
