@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from memory_inject.config import AgentConfig
-from memory_inject.exceptions import MemoryInjectError, StoreMissingError
+from memory_inject.exceptions import EmbedderError, MemoryInjectError, StoreMissingError
 from memory_inject.storage.fusion import Fusion, default_fusion
 from memory_inject.storage.markdown import MarkdownStore
 from memory_inject.storage.memory import InMemoryStore
@@ -28,7 +28,7 @@ from memory_inject.storage.unavailable import UnavailableStore
 if TYPE_CHECKING:
     from memory_inject.storage.postgres import PostgresStore
 
-__all__ = ["open_store", "sqlite_path"]
+__all__ = ["EmbedderSettingError", "open_store", "sqlite_path"]
 
 _SQLITE_DEFAULT = ".memory/memory.db"
 #: How long opening a SQLite file waits for another process's lock when the agent may go
@@ -87,8 +87,15 @@ def open_store(
         return with_retrieval_stages(_open_backend(**backend, base_dir=base), agent)
     except (MemoryInjectError, OSError, ValueError) as exc:
         if unavailable != "degrade":
+            if isinstance(exc, EmbedderSettingError) and base is not None:
+                raise EmbedderSettingError(f"{getattr(agent, 'source', '')}: {exc}") from exc
             raise
         return UnavailableStore(f"{type(exc).__name__}: {exc}")
+
+
+class EmbedderSettingError(EmbedderError):
+    """``memory.backend.embedder`` / ``embedder_model`` name no model this embedder can load
+    (named with the agent file when it came from one)."""
 
 
 def _source_dir(agent: object) -> Path | None:
@@ -136,7 +143,12 @@ def _open_backend(
         return MarkdownStore(folder, namespace=namespace)
     from memory_inject.embedders import make_embedder
 
-    emb = make_embedder(embedder, embedder_model)
+    try:
+        emb = make_embedder(embedder, embedder_model)
+    except (ValueError, EmbedderError) as exc:  # "'path' must be ...": backend.path? (round 36)
+        raise EmbedderSettingError(
+            f"memory.backend.embedder_model {embedder_model!r} (embedder: {embedder}): {exc}"
+        ) from exc
     if fusion == "auto":
         # What a store picks for its embedder when given none (default_fusion): the
         # weights named below are for the modes named outright.

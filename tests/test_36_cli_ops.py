@@ -84,3 +84,19 @@ def test_explain_names_the_stage_that_dropped_a_routed_row(tmp_path: Path) -> No
     line = next(x for x in result.output.splitlines() if " beta_c " in x)
     assert "dropped by routed_scope: profile_mismatch" in line
     assert "(after status_filter: status:contested)" in line
+
+
+def test_a_bad_embedder_model_names_the_file_and_the_key(tmp_path: Path) -> None:
+    """model2vec's "'path' must be a model2vec model directory" read as memory.backend.path."""
+    from memory_inject import load_agent_config, open_store
+    from memory_inject.stores import EmbedderSettingError
+
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(
+        "agent: a\nmemory:\n  backend: {kind: sqlite, path: m.db, embedder: model2vec, "
+        "embedder_model: /nonexistent/model}\n"
+    )
+    with pytest.raises(EmbedderSettingError) as info:
+        open_store(load_agent_config(agent))
+    assert str(agent) in str(info.value)
+    assert "memory.backend.embedder_model '/nonexistent/model'" in str(info.value)
